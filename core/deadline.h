@@ -1,0 +1,28 @@
+// A point in time after which a blocking wait gives up. Every blocking wait in ringlet takes
+// one, so nothing waits forever.
+#pragma once
+
+#include <chrono>
+
+namespace ringlet::core {
+
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  static Deadline after(Clock::duration timeout) { return Deadline(Clock::now() + timeout); }
+  static Deadline never() { return Deadline(Clock::time_point::max()); }
+
+  bool expired() const { return Clock::now() >= at_; }
+  Clock::duration remaining() const {
+    const auto now = Clock::now();
+    return now >= at_ ? Clock::duration::zero() : at_ - now;
+  }
+  Clock::time_point at() const { return at_; }
+
+ private:
+  explicit Deadline(Clock::time_point at) : at_(at) {}
+  Clock::time_point at_;
+};
+
+}  // namespace ringlet::core

@@ -1,0 +1,63 @@
+// Typed exceptions for every layer, and the macros that throw them with context.
+// Library code throws; only main() exits. Each message says what went wrong and where
+// (the op, the shapes, the rank...), and the throwing macro appends file:line.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace ringlet::core {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+class ValueError : public Error {  // an argument or a setting out of range
+ public:
+  using Error::Error;
+};
+class ShapeError : public Error {  // incompatible shapes
+ public:
+  using Error::Error;
+};
+class DTypeError : public Error {  // unsupported or mismatched dtypes
+ public:
+  using Error::Error;
+};
+class DeviceError : public Error {  // wrong device, or a device that is not available
+ public:
+  using Error::Error;
+};
+class NotBuiltError : public Error {  // a feature this build left out (e.g. CUDA)
+ public:
+  using Error::Error;
+};
+class TimeoutError : public Error {  // a deadline passed
+ public:
+  using Error::Error;
+};
+class AutogradError : public Error {  // misuse of the autograd graph
+ public:
+  using Error::Error;
+};
+
+// Concatenates anything with operator<< into one string: str("shape ", 3, "x", 4).
+template <class... Args>
+std::string str(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+}  // namespace ringlet::core
+
+#define RINGLET_THROW(Type, ...) \
+  throw ::ringlet::core::Type(::ringlet::core::str(__VA_ARGS__, " [", __FILE__, ":", __LINE__, "]"))
+
+#define RINGLET_CHECK(cond, Type, ...)  \
+  do {                                  \
+    if (!(cond)) {                      \
+      RINGLET_THROW(Type, __VA_ARGS__); \
+    }                                   \
+  } while (0)

@@ -1,0 +1,188 @@
+// The autograd engine: iterative topological sort (an explicit stack, so a 10,000-op chain
+// cannot overflow the call stack), dependency counting, gradient summation where paths meet,
+// accumulation into leaves and their hooks once a leaf's gradient is final.
+#include "tensor/autograd.h"
+
+#include <unordered_map>
+#include <utility>
+
+#include "tensor/ops/elementwise.h"
+
+namespace ringlet::tensor {
+namespace {
+thread_local bool t_grad_enabled = true;
+}
+
+Node::Node(std::string name, std::vector<Tensor> inputs, BackwardFn backward)
+    : name_(std::move(name)), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
+
+std::vector<Tensor> Node::apply(const Tensor& grad_output, const std::vector<bool>& needs) {
+  RINGLET_CHECK(!released_, AutogradError, "backward through ", name_,
+                " a second time: its saved tensors were freed after the first backward; "
+                "pass retain_graph=true to the first backward to keep them");
+  return backward_(grad_output, needs);
+}
+
+void Node::release() {
+  released_ = true;
+  backward_ = nullptr;
+  inputs_.clear();
+}
+
+bool grad_enabled() { return t_grad_enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+
+bool any_requires_grad(const std::vector<Tensor>& inputs) {
+  if (!t_grad_enabled) return false;
+  for (const auto& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+Tensor record(const char* name, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!any_requires_grad(inputs)) return out;
+  auto& impl = out.impl();
+  impl.requires_grad = true;
+  impl.grad_fn = std::make_shared<Node>(name, std::move(inputs), std::move(backward));
+  return out;
+}
+
+namespace {
+
+void check_grad_shape(const Tensor& grad, const Tensor& input, const std::string& where) {
+  RINGLET_CHECK(grad.shape() == input.shape(), AutogradError, where, ": gradient of shape ",
+                shape_str(grad.shape()), " for an input of shape ", shape_str(input.shape()));
+  RINGLET_CHECK(grad.dtype() == input.dtype(), AutogradError, where, ": gradient of dtype ",
+                grad.dtype(), " for an input of dtype ", input.dtype());
+}
+
+void accumulate(Tensor& slot, const Tensor& grad) {
+  slot = slot.defined() ? add(slot, grad) : grad;
+}
+
+void finish_leaf(const Tensor& leaf, const Tensor& grad) {
+  Tensor existing = leaf.grad();
+  // A fresh copy: the incoming gradient may alias another leaf's or the caller's tensor.
+  leaf.set_grad(existing.defined() ? add(existing, grad) : grad.clone());
+  const Tensor final_grad = leaf.grad();
+  for (const auto& hook : leaf.impl().hooks) hook(final_grad);
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  RINGLET_CHECK(root.requires_grad(), AutogradError,
+                "backward on a tensor that does not require grad (shape ", shape_str(root.shape()),
+                "); set requires_grad on the leaves first");
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    RINGLET_CHECK(root.numel() == 1, AutogradError,
+                  "backward without a gradient needs a one-element output, got shape ",
+                  shape_str(root.shape()));
+    seed = Tensor::empty(root.shape(), root.dtype(), root.device());
+    fill_(seed, 1.0);
+  }
+  check_grad_shape(seed, root, "backward");
+  NoGradGuard no_grad;  // gradients are plain tensors (no higher-order graphs)
+
+  if (root.is_leaf()) {
+    finish_leaf(root, seed);
+    return;
+  }
+
+  // Pass 1: count, for every node and leaf, how many graph edges feed it a gradient.
+  std::unordered_map<Node*, int> node_deps;
+  std::unordered_map<TensorImpl*, int> leaf_deps;
+  std::vector<Node*> stack{root.grad_fn().get()};
+  node_deps[root.grad_fn().get()] = 0;
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    RINGLET_CHECK(!node->released(), AutogradError, "backward through ", node->name(),
+                  " a second time: its saved tensors were freed after the first backward; "
+                  "pass retain_graph=true to the first backward to keep them");
+    for (const auto& input : node->inputs()) {
+      if (!input.defined() || !input.requires_grad()) continue;
+      if (input.is_leaf()) {
+        ++leaf_deps[input.impl_ptr().get()];
+      } else {
+        Node* next = input.grad_fn().get();
+        auto [it, fresh] = node_deps.try_emplace(next, 0);
+        ++it->second;
+        if (fresh) stack.push_back(next);
+      }
+    }
+  }
+
+  // Pass 2: run nodes whose every consumer has delivered its gradient.
+  std::unordered_map<Node*, Tensor> node_grads{{root.grad_fn().get(), seed}};
+  std::unordered_map<TensorImpl*, Tensor> leaf_grads;
+  std::vector<std::shared_ptr<Node>> ready{root.grad_fn()};
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = std::move(ready.back());
+    ready.pop_back();
+    Tensor grad_out = std::move(node_grads[node.get()]);
+    node_grads.erase(node.get());
+    const auto inputs = node->inputs();  // copy: release() below clears them
+    std::vector<bool> needs(inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      needs[i] = inputs[i].defined() && inputs[i].requires_grad();
+    }
+    // A branch that no gradient reached still runs, with no gradients, so the dependency
+    // counts below it reach zero and leaves fed by other paths are finished.
+    std::vector<Tensor> grads =
+        grad_out.defined() ? node->apply(grad_out, needs) : std::vector<Tensor>(inputs.size());
+    RINGLET_CHECK(grads.size() == inputs.size(), AutogradError, node->name(), " returned ",
+                  grads.size(), " gradients for ", inputs.size(), " inputs");
+    if (!retain_graph) node->release();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!needs[i]) continue;
+      const Tensor& input = inputs[i];
+      const bool has_grad = grads[i].defined();
+      if (has_grad) check_grad_shape(grads[i], input, node->name());
+      if (input.is_leaf()) {
+        TensorImpl* key = input.impl_ptr().get();
+        if (has_grad) accumulate(leaf_grads[key], grads[i]);
+        if (--leaf_deps[key] == 0) {
+          auto it = leaf_grads.find(key);
+          if (it != leaf_grads.end()) finish_leaf(input, it->second);
+          leaf_grads.erase(key);
+        }
+      } else {
+        Node* next = input.grad_fn().get();
+        if (has_grad) accumulate(node_grads[next], grads[i]);
+        if (--node_deps[next] == 0) ready.push_back(input.grad_fn());
+      }
+    }
+  }
+}
+
+// --- Tensor's autograd methods ---
+
+Tensor& Tensor::requires_grad_(bool value) {
+  RINGLET_CHECK(is_leaf() || value, AutogradError,
+                "requires_grad_(false) on a non-leaf tensor; use detach()");
+  RINGLET_CHECK(!value || core::is_floating(dtype()), DTypeError,
+                "only floating-point tensors can require gradients, got ", dtype());
+  impl().requires_grad = value;
+  return *this;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  run_backward(*this, gradient, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  return make_view(storage(), shape(), strides(), offset(), dtype());
+}
+
+void Tensor::register_hook(GradHook hook) const {
+  RINGLET_CHECK(is_leaf() && requires_grad(), AutogradError,
+                "register_hook needs a leaf tensor that requires grad");
+  impl().hooks.push_back(std::move(hook));
+}
+
+}  // namespace ringlet::tensor

@@ -1,0 +1,64 @@
+// Reverse-mode autograd. An op that produced a tensor from inputs that require grad attaches
+// a Node: the inputs (which keep the graph alive) and a backward function that maps the
+// output's gradient to one gradient per input. Backward (autograd.cpp) walks the graph in
+// reverse topological order without recursion, sums gradients that meet, accumulates into
+// leaves' .grad and then runs the leaves' hooks (DDP starts bucket all-reduces from them).
+// Op backward rules live next to their ops, in tensor/ops/*.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ringlet::tensor {
+
+// gradient of each input (an undefined Tensor where none flows or none is needed);
+// needs[i] says whether input i wants one, so rules can skip work.
+using BackwardFn =
+    std::function<std::vector<Tensor>(const Tensor& grad_output, const std::vector<bool>& needs)>;
+
+class Node {
+ public:
+  Node(std::string name, std::vector<Tensor> inputs, BackwardFn backward);
+  const std::string& name() const { return name_; }
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  bool released() const { return released_; }
+  // Runs the rule; throws AutogradError if the graph was already freed.
+  std::vector<Tensor> apply(const Tensor& grad_output, const std::vector<bool>& needs);
+  // Frees saved tensors and inputs (after a backward without retain_graph).
+  void release();
+
+ private:
+  std::string name_;
+  std::vector<Tensor> inputs_;
+  BackwardFn backward_;
+  bool released_ = false;
+};
+
+// Grad mode is per thread (as in PyTorch): ops record nodes only while it is on.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when grad mode is on and any input requires grad.
+bool any_requires_grad(const std::vector<Tensor>& inputs);
+
+// Attaches a Node named `name` to `out` when any input requires grad (and grad mode is on);
+// returns `out`. The rule must not capture `out` itself (that would be a cycle): capture
+// out.detach() instead.
+Tensor record(const char* name, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+
+// The engine behind Tensor::backward.
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+
+}  // namespace ringlet::tensor

@@ -1,0 +1,95 @@
+// core/: dtype metadata and f16/bf16 conversions, env parsing errors, deadlines, parallel_for.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "core/deadline.h"
+#include "core/dtype.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/threads.h"
+
+using namespace ringlet::core;
+
+TEST_CASE("dtype sizes and names") {
+  CHECK(dtype_size(DType::f32) == 4);
+  CHECK(dtype_size(DType::f64) == 8);
+  CHECK(dtype_size(DType::f16) == 2);
+  CHECK(dtype_size(DType::bf16) == 2);
+  CHECK(dtype_size(DType::i64) == 8);
+  CHECK(dtype_size(DType::i32) == 4);
+  CHECK(dtype_size(DType::u8) == 1);
+  CHECK(dtype_name(DType::bf16) == "bf16");
+  CHECK(is_floating(DType::f16));
+  CHECK_FALSE(is_floating(DType::i32));
+}
+
+TEST_CASE("f16 conversion: exact values, rounding, subnormals, overflow") {
+  CHECK(float_to_half(1.0f) == 0x3c00);
+  CHECK(float_to_half(-2.0f) == 0xc000);
+  CHECK(float_to_half(65504.0f) == 0x7bff);                // largest finite half
+  CHECK(float_to_half(65520.0f) == 0x7c00);                // rounds to inf
+  CHECK(float_to_half(5.960464477539063e-08f) == 0x0001);  // smallest subnormal
+  CHECK(float_to_half(0.0f) == 0x0000);
+  CHECK(half_to_float(0x3555) == doctest::Approx(0.333251953125));
+  CHECK(half_to_float(0x0001) == doctest::Approx(5.960464477539063e-08));
+  CHECK(std::isinf(half_to_float(0x7c00)));
+  CHECK(std::isnan(half_to_float(float_to_half(std::numeric_limits<float>::quiet_NaN()))));
+  // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties go to even (1.0).
+  CHECK(float_to_half(1.0f + 0x1.0p-11f) == 0x3c00);
+  CHECK(float_to_half(1.0f + 0x1.8p-11f) == 0x3c01);
+  // every half value survives a round trip
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const auto h = static_cast<std::uint16_t>(bits);
+    const float f = half_to_float(h);
+    if (std::isnan(f)) continue;
+    REQUIRE(float_to_half(f) == h);
+  }
+}
+
+TEST_CASE("bf16 conversion rounds to nearest even") {
+  CHECK(float_to_bf16(1.0f) == 0x3f80);
+  CHECK(bf16_to_float(0x3f80) == 1.0f);
+  CHECK(float_to_bf16(1.0f + 0x1.0p-8f) == 0x3f80);  // tie -> even
+  CHECK(float_to_bf16(1.0f + 0x1.8p-8f) == 0x3f81);
+  CHECK(bf16_to_float(float_to_bf16(3.140625f)) == 3.140625f);
+}
+
+TEST_CASE("env_int names the variable and the value") {
+  ::setenv("RINGLET_TEST_INT", "12x", 1);
+  CHECK_THROWS_WITH_AS(env_int("RINGLET_TEST_INT", 1, 0, 100),
+                       doctest::Contains("RINGLET_TEST_INT: expected an integer, got '12x'"),
+                       ValueError);
+  ::setenv("RINGLET_TEST_INT", "500", 1);
+  CHECK_THROWS_WITH_AS(env_int("RINGLET_TEST_INT", 1, 0, 100),
+                       doctest::Contains("RINGLET_TEST_INT=500 is out of range"), ValueError);
+  ::setenv("RINGLET_TEST_INT", "42", 1);
+  CHECK(env_int("RINGLET_TEST_INT", 1, 0, 100) == 42);
+  ::unsetenv("RINGLET_TEST_INT");
+  CHECK(env_int("RINGLET_TEST_INT", 7, 0, 100) == 7);
+}
+
+TEST_CASE("deadline") {
+  CHECK(Deadline::after(std::chrono::seconds(0)).expired());
+  const auto d = Deadline::after(std::chrono::hours(1));
+  CHECK_FALSE(d.expired());
+  CHECK(d.remaining() > std::chrono::minutes(59));
+  CHECK_FALSE(Deadline::never().expired());
+}
+
+TEST_CASE("parallel_for covers the range once and rethrows") {
+  set_num_threads(2);
+  std::vector<std::atomic<int>> hits(1000);
+  parallel_for(1000, 10, [&](std::int64_t b, std::int64_t e) {
+    for (auto i = b; i < e; ++i) hits[i]++;
+  });
+  for (auto& h : hits) REQUIRE(h.load() == 1);
+  CHECK_THROWS_WITH(parallel_for(100, 1,
+                                 [](std::int64_t b, std::int64_t) {
+                                   if (b > 0) throw ValueError("boom");
+                                 }),
+                    "boom");
+}
