@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ringlet needs to build and test, and only those that are
+# missing, so running it again is cheap and changes nothing. It never installs rdma-core
+# (it pulls in udev and upgrades systemd) and never needs PyTorch: `--golden` adds
+# python3-torch and python3-numpy, which only tests/golden/make_golden.py uses.
+#
+# usage: scripts/install-deps.sh [--golden] [--dry-run]
+set -euo pipefail
+
+packages=(
+  meson ninja-build pkg-config g++ make
+  libibverbs-dev libasio-dev
+  libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
+  nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev
+  ccache dataset-fashion-mnist python3
+)
+golden_packages=(python3-torch python3-numpy)
+
+dry_run=0
+for arg in "$@"; do
+  case "$arg" in
+    --golden) packages+=("${golden_packages[@]}") ;;
+    --dry-run) dry_run=1 ;;
+    -h|--help)
+      sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0 ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --golden or --dry-run)" >&2; exit 2 ;;
+  esac
+done
+
+# Prints the packages among "$@" that dpkg does not report as fully installed ("ii").
+# One dpkg-query call for all of them keeps the common case (nothing missing) fast.
+missing_of() {
+  local installed
+  installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "$@" 2>/dev/null |
+              awk '$1 == "ii" { print $2 }' || true)
+  local pkg
+  for pkg in "$@"; do
+    grep -qxF "$pkg" <<<"$installed" || printf '%s\n' "$pkg"
+  done
+}
+
+mapfile -t missing < <(missing_of "${packages[@]}")
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} required packages are installed; nothing to do"
+  exit 0
+fi
+
+echo "install-deps: missing ${#missing[@]} package(s): ${missing[*]}"
+if [ "$dry_run" -eq 1 ]; then
+  echo "install-deps: --dry-run, not installing"
+  exit 1
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo_cmd=(sudo)
+  else
+    echo "install-deps: not root and sudo is not available; install as root:" >&2
+    echo "  apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+run() {
+  echo "+ $*"
+  "$@"
+}
+
+export DEBIAN_FRONTEND=noninteractive
+run "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get update -o DPkg::Lock::Timeout=600
+run "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}"
+
+# Check again: apt can succeed while leaving a package unconfigured.
+mapfile -t still < <(missing_of "${missing[@]}")
+if [ ${#still[@]} -ne 0 ]; then
+  echo "install-deps: still missing after apt-get: ${still[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installed ${missing[*]}"
