@@ -372,11 +372,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
       broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
   Tensor out = Tensor::empty(shape, a.dtype());
   cpu::dispatch_numeric(a.dtype(), "where", [&]<class T>() {
-    const T* pa = static_cast<const T*>(broadcast_view(a, shape).raw_data());
-    const T* pb = static_cast<const T*>(broadcast_view(b, shape).raw_data());
-    const auto* pc = static_cast<const std::uint8_t*>(cond.raw_data());
+    // Views share a, b and cond's storage and offset, so their raw pointers are the same.
     const Tensor va = broadcast_view(a, shape), vb = broadcast_view(b, shape),
                  vc = broadcast_view(cond, shape);
+    const T* pa = static_cast<const T*>(a.raw_data());
+    const T* pb = static_cast<const T*>(b.raw_data());
+    const auto* pc = static_cast<const std::uint8_t*>(cond.raw_data());
     T* o = out.data<T>();
     cpu::for_each_offset<4>(shape, {&out.strides(), &vc.strides(), &va.strides(), &vb.strides()},
                             [&](const std::array<std::int64_t, 4>& off) {
