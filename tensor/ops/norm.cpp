@@ -1,0 +1,265 @@
+// batch_norm on the CPU over [N, C, *]: statistics per channel over the batch and trailing
+// dims, channels in parallel. Training normalizes with the batch mean and biased variance and
+// updates the running statistics in place as PyTorch does (running = (1 - momentum) * running
+// + momentum * stat, with the unbiased variance). Statistics accumulate in f64, in two passes.
+// The training backward goes through the batch statistics:
+//   dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+#include "tensor/ops/norm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/threads.h"
+#include "tensor/autograd.h"
+#include "tensor/cpu/dispatch.h"
+#include "tensor/ops/creation.h"
+
+namespace ringlet::tensor {
+namespace {
+
+constexpr const char* kOp = "batch_norm";
+
+// A contiguous [N, C, S] view of the problem (S = product of the trailing dims).
+struct Layout {
+  std::int64_t batch, channels, spatial;
+  std::int64_t count() const { return batch * spatial; }  // values per channel
+
+  // Calls fn(pointer to a run of `spatial` values) for every run of channel c.
+  template <class T, class F>
+  void for_runs(T* base, std::int64_t c, F&& fn) const {
+    for (std::int64_t n = 0; n < batch; ++n) fn(base + (n * channels + c) * spatial);
+  }
+};
+
+void check_parameter(const Tensor& t, const char* what, const Tensor& input) {
+  if (!t.defined()) return;
+  if (!t.device().is_cpu()) {
+    RINGLET_THROW(DeviceError, "'", kOp, "' has no CUDA kernel yet (", what, " is on ", t.device(),
+                  ")");
+  }
+  RINGLET_CHECK(t.dim() == 1 && t.size(0) == input.size(1), ShapeError, kOp, ": ", what,
+                " must have shape [", input.size(1), "] (the channels of input ",
+                shape_str(input.shape()), "), got ", shape_str(t.shape()));
+  RINGLET_CHECK(t.dtype() == input.dtype(), DTypeError, kOp, ": ", what, " has dtype ", t.dtype(),
+                " but the input has ", input.dtype());
+}
+
+Layout validate(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                const Tensor& weight, const Tensor& bias, bool training) {
+  if (!input.device().is_cpu()) {
+    RINGLET_THROW(DeviceError, "'", kOp, "' has no CUDA kernel yet (input is on ", input.device(),
+                  ")");
+  }
+  RINGLET_CHECK(input.dim() >= 2, ShapeError, kOp,
+                ": input must be [N, C] or [N, C, H, W] (rank >= 2), got shape ",
+                shape_str(input.shape()));
+  check_parameter(weight, "weight", input);
+  check_parameter(bias, "bias", input);
+  check_parameter(running_mean, "running_mean", input);
+  check_parameter(running_var, "running_var", input);
+  RINGLET_CHECK(running_mean.defined() == running_var.defined(), ValueError, kOp,
+                ": running_mean and running_var must both be given or both be undefined");
+  RINGLET_CHECK(training || running_mean.defined(), ValueError, kOp,
+                ": eval mode needs running_mean and running_var");
+  Layout layout{input.size(0), input.size(1), 1};
+  for (std::int64_t d = 2; d < input.dim(); ++d) layout.spatial *= input.size(d);
+  RINGLET_CHECK(!training || layout.count() != 1, ValueError, kOp,
+                ": expected more than 1 value per channel when training, got input shape ",
+                shape_str(input.shape()));
+  return layout;
+}
+
+// Per-channel statistics used for normalization: mean and 1 / sqrt(var + eps).
+struct Stats {
+  std::vector<double> mean, invstd;
+};
+
+// Sums fn(i) for i in [0, n) with eight independent f64 accumulators, so the adds pipeline
+// and vectorize instead of waiting on one another.
+template <class F>
+double lane_sum(std::int64_t n, F&& fn) {
+  double lanes[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += fn(i + k);
+  }
+  double total = 0;
+  for (; i < n; ++i) total += fn(i);
+  for (double lane : lanes) total += lane;
+  return total;
+}
+
+template <class T>
+Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<double>& var) {
+  Stats s{std::vector<double>(l.channels), std::vector<double>(l.channels)};
+  var.assign(l.channels, 0.0);
+  const T* data = x.data<T>();
+  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      double total = 0;
+      l.for_runs(data, c, [&](const T* run) {
+        total += lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
+      });
+      const double mean = total / static_cast<double>(l.count());
+      double squares = 0;
+      l.for_runs(data, c, [&](const T* run) {
+        squares += lane_sum(l.spatial, [&](std::int64_t i) {
+          const double d = run[i] - mean;
+          return d * d;
+        });
+      });
+      s.mean[c] = mean;
+      var[c] = squares / static_cast<double>(l.count());
+      s.invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+    }
+  });
+  return s;
+}
+
+template <class T>
+void update_running(const Layout& l, const std::vector<double>& mean,
+                    const std::vector<double>& var, double momentum, Tensor& running_mean,
+                    Tensor& running_var) {
+  T* rm = running_mean.data<T>();
+  T* rv = running_var.data<T>();
+  const std::int64_t sm = running_mean.stride(0), sv = running_var.stride(0);
+  const double bessel = static_cast<double>(l.count()) / static_cast<double>(l.count() - 1);
+  for (std::int64_t c = 0; c < l.channels; ++c) {
+    rm[c * sm] = static_cast<T>((1 - momentum) * rm[c * sm] + momentum * mean[c]);
+    rv[c * sv] = static_cast<T>((1 - momentum) * rv[c * sv] + momentum * var[c] * bessel);
+  }
+}
+
+template <class T>
+Tensor normalize(const Layout& l, const Tensor& x, const Stats& s, const Tensor& weight,
+                 const Tensor& bias) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  const T* src = x.data<T>();
+  T* dst = out.data<T>();
+  const T* w = weight.defined() ? weight.data<T>() : nullptr;
+  const T* b = bias.defined() ? bias.data<T>() : nullptr;
+  const std::int64_t sw = w ? weight.stride(0) : 0, sb = b ? bias.stride(0) : 0;
+  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      // y = (x - mean) * invstd * w + b, folded into one multiply-add per element.
+      const double scale = s.invstd[c] * (w ? static_cast<double>(w[c * sw]) : 1.0);
+      const double shift = (b ? static_cast<double>(b[c * sb]) : 0.0) - s.mean[c] * scale;
+      const T a = static_cast<T>(scale), k = static_cast<T>(shift);
+      for (std::int64_t n = 0; n < l.batch; ++n) {
+        const std::int64_t at = (n * l.channels + c) * l.spatial;
+        for (std::int64_t i = 0; i < l.spatial; ++i) dst[at + i] = src[at + i] * a + k;
+      }
+    }
+  });
+  return out;
+}
+
+struct Saved {
+  Layout layout;
+  Tensor input;   // contiguous, detached
+  Tensor weight;  // detached; undefined means 1
+  Stats stats;
+  bool training;
+};
+
+template <class T>
+std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
+                             const std::vector<bool>& needs) {
+  const Layout& l = s.layout;
+  const Tensor go = grad_output.contiguous();
+  std::vector<Tensor> grads(3);
+  const DType dtype = go.dtype();
+  if (needs[0]) grads[0] = Tensor::empty(s.input.shape(), dtype);
+  if (needs[1]) grads[1] = Tensor::empty({l.channels}, dtype);
+  if (needs[2]) grads[2] = Tensor::empty({l.channels}, dtype);
+  const T* x = s.input.data<T>();
+  const T* dy = go.data<T>();
+  const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+  const std::int64_t sw = w ? s.weight.stride(0) : 0;
+  const bool need_sums = needs[1] || needs[2] || (needs[0] && s.training);
+  const double count = static_cast<double>(l.count());
+  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      const double mean = s.stats.mean[c], invstd = s.stats.invstd[c];
+      double sum_dy = 0, sum_dy_xhat = 0;
+      if (need_sums) {
+        l.for_runs(dy, c, [&](const T* run) {
+          sum_dy +=
+              lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
+        });
+        for (std::int64_t n = 0; n < l.batch; ++n) {
+          const std::int64_t at = (n * l.channels + c) * l.spatial;
+          sum_dy_xhat += lane_sum(l.spatial, [&](std::int64_t i) {
+            return static_cast<double>(dy[at + i]) * (x[at + i] - mean);
+          });
+        }
+        sum_dy_xhat *= invstd;
+      }
+      if (needs[1]) grads[1].data<T>()[c] = static_cast<T>(sum_dy_xhat);
+      if (needs[2]) grads[2].data<T>()[c] = static_cast<T>(sum_dy);
+      if (!needs[0]) continue;
+      // dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)) in training; in eval the
+      // statistics are constants and only dx = scale * dy remains. Folded per channel into
+      // dx = a * dy + b * (x - mean) + k, evaluated in T.
+      const double scale = invstd * (w ? static_cast<double>(w[c * sw]) : 1.0);
+      const double dy_shift = s.training ? sum_dy / count : 0.0;
+      const double xhat_coef = s.training ? sum_dy_xhat / count : 0.0;
+      const T a = static_cast<T>(scale);
+      const T b = static_cast<T>(-scale * invstd * xhat_coef);
+      const T k = static_cast<T>(-scale * dy_shift);
+      const T m = static_cast<T>(mean);
+      T* dx = grads[0].data<T>();
+      for (std::int64_t n = 0; n < l.batch; ++n) {
+        const std::int64_t at = (n * l.channels + c) * l.spatial;
+        for (std::int64_t i = 0; i < l.spatial; ++i) {
+          dx[at + i] = a * dy[at + i] + b * (x[at + i] - m) + k;
+        }
+      }
+    }
+  });
+  return grads;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  const Layout l = validate(input, running_mean, running_var, weight, bias, training);
+  const Tensor x = input.detach().contiguous();
+  const Tensor w = weight.defined() ? weight.detach() : Tensor();
+  Tensor out;
+  Stats stats;
+  cpu::dispatch_floating(x.dtype(), kOp, [&]<class T>() {
+    if (training) {
+      // An empty batch has no statistics: the output is empty and the running stats stay.
+      if (l.count() == 0) {
+        stats = Stats{std::vector<double>(l.channels), std::vector<double>(l.channels, 1.0)};
+      } else {
+        std::vector<double> var;
+        stats = batch_stats<T>(l, x, eps, var);
+        if (running_mean.defined()) {
+          update_running<T>(l, stats.mean, var, momentum, running_mean, running_var);
+        }
+      }
+    } else {
+      const Tensor rm = running_mean.contiguous(), rv = running_var.contiguous();
+      stats = Stats{std::vector<double>(l.channels), std::vector<double>(l.channels)};
+      for (std::int64_t c = 0; c < l.channels; ++c) {
+        stats.mean[c] = rm.data<T>()[c];
+        stats.invstd[c] = 1.0 / std::sqrt(static_cast<double>(rv.data<T>()[c]) + eps);
+      }
+    }
+    out = normalize<T>(l, x, stats, w, bias.defined() ? bias.detach() : Tensor());
+  });
+  if (!any_requires_grad({input, weight, bias})) return out;
+  auto saved = std::make_shared<Saved>(Saved{l, x, w, std::move(stats), training});
+  return record(kOp, out, {input, weight, bias},
+                [saved](const Tensor& grad_output, const std::vector<bool>& needs) {
+                  return cpu::dispatch_floating(grad_output.dtype(), kOp, [&]<class T>() {
+                    return backward<T>(*saved, grad_output, needs);
+                  });
+                });
+}
+
+}  // namespace ringlet::tensor
