@@ -3,7 +3,7 @@
 # (plain meson usage is in README.md).
 #
 #   make test     build, run every test, end with `N passed, N failed`
-#   make bench    build, run bench/ops_bench
+#   make bench    build, run bench/ops_bench and bench/p2p_perf
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
 #
 # Variables: BUILD (build dir, default build), MESON_OPTS (e.g. -Dcuda=disabled; applied with
@@ -102,6 +102,7 @@ format_files = git ls-files --cached --others --exclude-standard -- '*.h' '*.cpp
 
 bench: build
 	$(BUILD)/bench/ops_bench $(BENCH_ARGS)
+	$(BUILD)/bench/p2p_perf
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 namespace ringlet::core {
 
@@ -24,5 +26,17 @@ class Deadline {
   explicit Deadline(Clock::time_point at) : at_(at) {}
   Clock::time_point at_;
 };
+
+// cv.wait_until with a Deadline; Deadline::never() waits without a timeout (libstdc++'s
+// wait_until overflows on time_point::max()). Returns pred() at the end.
+template <class Pred>
+bool wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                const Deadline& deadline, Pred pred) {
+  if (deadline.at() == Deadline::Clock::time_point::max()) {
+    cv.wait(lock, pred);
+    return true;
+  }
+  return cv.wait_until(lock, deadline.at(), pred);
+}
 
 }  // namespace ringlet::core

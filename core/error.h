@@ -41,6 +41,14 @@ class AutogradError : public Error {  // misuse of the autograd graph
  public:
   using Error::Error;
 };
+class PeerError : public Error {  // a peer died or broke the protocol (transport layer)
+ public:
+  using Error::Error;
+};
+class HandshakeError : public Error {  // a connection refused by the other side's handshake
+ public:
+  using Error::Error;
+};
 
 // Concatenates anything with operator<< into one string: str("shape ", 3, "x", 4).
 template <class... Args>

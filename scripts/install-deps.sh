@@ -12,7 +12,7 @@ packages=(
   libibverbs-dev libasio-dev
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
   nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev
-  ccache dataset-fashion-mnist python3
+  ccache dataset-fashion-mnist python3 iperf3
 )
 golden_packages=(python3-torch python3-numpy)
 

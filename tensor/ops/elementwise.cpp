@@ -12,17 +12,13 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_check.h"
 #include "tensor/ops/movement.h"
 
 namespace ringlet::tensor {
 namespace {
 
 constexpr std::int64_t kParallelGrain = 1 << 15;
-
-void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
-                t.device(), ")");
-}
 
 // `t` viewed with `shape` (broadcast dims get stride 0); no autograd node.
 Tensor broadcast_view(const Tensor& t, const Shape& shape) {
@@ -91,10 +87,23 @@ const char* binary_name(Binary op) {
   return "?";
 }
 
-template <class T>
-auto binary_fn(Binary op) {
-  return [op](T x, T y) -> T {
-    switch (op) {
+// Calls body(std::integral_constant<Enum, kind>) for the runtime kind: kernels are instantiated
+// per kind, so the switch leaves the inner loop and the loop can vectorize.
+template <class Enum, Enum... Kinds, class Body>
+void with_kind(Enum kind, Body&& body) {
+  ((kind == Kinds ? (body(std::integral_constant<Enum, Kinds>{}), true) : false) || ...);
+}
+
+template <class Body>
+void with_binary(Binary op, Body&& body) {
+  with_kind<Binary, Binary::add, Binary::sub, Binary::mul, Binary::div, Binary::pow,
+            Binary::maximum, Binary::minimum>(op, body);
+}
+
+template <class T, Binary Op>
+auto binary_fn() {
+  return [](T x, T y) -> T {
+    switch (Op) {
       case Binary::add: return x + y;
       case Binary::sub: return x - y;
       case Binary::mul: return x * y;
@@ -118,7 +127,9 @@ void check_binary(const Tensor& a, const Tensor& b, const char* op) {
 // Writes op(a, b) into out (out's shape is the broadcast shape; out may alias a).
 void binary_into(Binary op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const bool integer_ok = op != Binary::div && op != Binary::pow;
-  auto run = [&]<class T>() { map_kernel<T, T, 2>(out, {a, b}, binary_fn<T>(op)); };
+  auto run = [&]<class T>() {
+    with_binary(op, [&](auto kind) { map_kernel<T, T, 2>(out, {a, b}, binary_fn<T, kind()>()); });
+  };
   if (integer_ok) {
     cpu::dispatch_numeric(a.dtype(), binary_name(op), run);
   } else {
@@ -208,10 +219,16 @@ const char* unary_name(Unary op) {
   return "?";
 }
 
-template <class T>
+template <class Body>
+void with_unary(Unary kind, Body&& body) {
+  with_kind<Unary, Unary::neg, Unary::exp, Unary::log, Unary::sqrt, Unary::abs, Unary::relu,
+            Unary::sigmoid, Unary::tanh, Unary::clamp, Unary::pow_scalar>(kind, body);
+}
+
+template <class T, Unary Kind>
 auto unary_fn(UnaryOp op) {
   return [op](T x) -> T {
-    switch (op.kind) {
+    switch (Kind) {
       case Unary::neg: return static_cast<T>(-x);
       case Unary::exp: return static_cast<T>(std::exp(x));
       case Unary::log: return static_cast<T>(std::log(x));
@@ -231,10 +248,10 @@ auto unary_fn(UnaryOp op) {
 }
 
 // d out / d x at x (with y = out(x)), for the backward kernel.
-template <class T>
+template <class T, Unary Kind>
 auto derivative_fn(UnaryOp op) {
   return [op](T x, T y) -> T {
-    switch (op.kind) {
+    switch (Kind) {
       case Unary::neg: return T(-1);
       case Unary::exp: return y;
       case Unary::log: return T(1) / x;
@@ -259,7 +276,9 @@ bool integer_friendly(Unary kind) {
 }
 
 void unary_into(UnaryOp op, const Tensor& out, const Tensor& a) {
-  auto run = [&]<class T>() { map_kernel<T, T, 1>(out, {a}, unary_fn<T>(op)); };
+  auto run = [&]<class T>() {
+    with_unary(op.kind, [&](auto kind) { map_kernel<T, T, 1>(out, {a}, unary_fn<T, kind()>(op)); });
+  };
   if (integer_friendly(op.kind)) {
     cpu::dispatch_numeric(a.dtype(), unary_name(op.kind), run);
   } else {
@@ -277,8 +296,10 @@ Tensor unary(UnaryOp op, const Tensor& a) {
       [op, a = a.detach(), o = out.detach()](const Tensor& g, const std::vector<bool>&) {
         Tensor grad = Tensor::empty(a.shape(), g.dtype());
         cpu::dispatch_floating(g.dtype(), unary_name(op.kind), [&]<class T>() {
-          auto d = derivative_fn<T>(op);
-          map_kernel<T, T, 3>(grad, {g, a, o}, [d](T gv, T x, T y) { return gv * d(x, y); });
+          with_unary(op.kind, [&](auto kind) {
+            auto d = derivative_fn<T, kind()>(op);
+            map_kernel<T, T, 3>(grad, {g, a, o}, [d](T gv, T x, T y) { return gv * d(x, y); });
+          });
         });
         return std::vector<Tensor>{grad};
       });

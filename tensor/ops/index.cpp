@@ -11,16 +11,12 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_check.h"
 
 namespace ringlet::tensor {
 namespace {
 
 using Offsets3 = std::array<std::int64_t, 3>;
-
-void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
-                t.device(), ")");
-}
 
 void check_index_tensor(const char* op, const Tensor& input, const Tensor& index) {
   RINGLET_CHECK(index.dtype() == DType::i64, DTypeError, op, ": index must be i64, got dtype ",

@@ -12,16 +12,12 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_check.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
 namespace {
-
-void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
-                t.device(), ")");
-}
 
 void require_floating(const Tensor& t, const char* op) {
   RINGLET_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, DTypeError, op, ": dtype ",

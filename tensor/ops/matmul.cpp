@@ -12,16 +12,12 @@
 #include "tensor/cpu/blas.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
+#include "tensor/ops/device_check.h"
 #include "tensor/ops/movement.h"
 #include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
 namespace {
-
-void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
-                t.device(), ")");
-}
 
 // Same dtype (f32 or f64) and device for every defined operand.
 void check_operands(const char* op, const Tensor& a, const Tensor& b, const Tensor& c = {}) {

@@ -12,15 +12,11 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_check.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ringlet::tensor {
 namespace {
-
-void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
-                t.device(), ")");
-}
 
 Tensor alias(const Tensor& t, Shape shape, Shape strides, std::int64_t offset) {
   return Tensor::make_view(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());

@@ -16,6 +16,7 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_check.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/movement.h"
 
@@ -25,11 +26,6 @@ namespace {
 using Offsets1 = std::array<std::int64_t, 1>;
 using Offsets2 = std::array<std::int64_t, 2>;
 using Offsets3 = std::array<std::int64_t, 3>;
-
-void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
-                t.device(), ")");
-}
 
 void require_floating(const Tensor& t, const char* op) {
   RINGLET_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::f64, DTypeError, op, ": dtype ",

@@ -1,0 +1,354 @@
+// shm transport: ranks as threads (rendezvous through an in-memory store) and as processes
+// (fork). Sizes 0 .. 64 MiB (larger than the ring), many messages in flight, both directions,
+// four ranks all-to-all, oversize messages, a closed / silent / killed peer, and that /dev/shm
+// holds nothing of ours once a connection is up.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "memory_store.h"
+#include "transport/errors.h"
+#include "transport/shm/connection.h"
+
+using namespace ringlet;
+using namespace std::chrono_literals;
+using transport::Connection;
+using transport::RequestPtr;
+
+namespace {
+
+const auto kWait = 20s;
+
+std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 7) % 251);
+  return v;
+}
+
+struct ShmPair {
+  testing::MemoryStore store;
+  std::unique_ptr<Connection> a;  // rank 0 (creates the segment)
+  std::unique_ptr<Connection> b;  // rank 1
+};
+
+std::unique_ptr<ShmPair> make_pair(const std::string& prefix = "test") {
+  auto pair = std::make_unique<ShmPair>();
+  const auto deadline = core::Deadline::after(10s);
+  auto lower = std::async(std::launch::async, [&] {
+    return transport::connect_shm(0, 1, pair->store, prefix, deadline);
+  });
+  pair->b = transport::connect_shm(1, 0, pair->store, prefix, deadline);
+  pair->a = lower.get();
+  return pair;
+}
+
+// Segments this process created and that are still linked in /dev/shm.
+int our_segments() {
+  const std::string prefix = "ringlet-shm-" + std::to_string(getpid()) + "-";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) ++count;
+  }
+  return count;
+}
+
+// Sends a to b and b to a at once; checks both arrive intact and the byte counts.
+void exchange(ShmPair& p, std::size_t bytes, unsigned seed) {
+  const auto out_a = pattern(bytes, seed), out_b = pattern(bytes, seed + 1);
+  std::vector<unsigned char> in_a(bytes + 1, 0), in_b(bytes + 1, 0);
+  RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
+  RequestPtr rb = p.b->recv(in_b.data(), in_b.size());
+  RequestPtr sa = p.a->send(out_a.data(), out_a.size());
+  RequestPtr sb = p.b->send(out_b.data(), out_b.size());
+  transport::wait_all({sa, sb, ra, rb}, core::Deadline::after(kWait));
+  CHECK(ra->bytes() == bytes);
+  CHECK(rb->bytes() == bytes);
+  CHECK(sa->bytes() == bytes);
+  CHECK(std::memcmp(in_a.data(), out_b.data(), bytes) == 0);
+  CHECK(std::memcmp(in_b.data(), out_a.data(), bytes) == 0);
+}
+
+// Waits on a request expected to fail with PeerError; returns the message.
+std::string expect_peer_error(const RequestPtr& request, std::chrono::seconds within) {
+  try {
+    request->wait(core::Deadline::after(within));
+  } catch (const transport::PeerError& e) {
+    return e.what();
+  }
+  FAIL("expected a PeerError");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("shm: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
+  auto p = make_pair();
+  CHECK(std::string(p->a->transport()) == "shm");
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{12345},
+                            std::size_t{64} << 20}) {
+    INFO("bytes=", bytes);
+    exchange(*p, bytes, static_cast<unsigned>(bytes % 97));
+  }
+  const std::uint64_t total = 1 + 4096 + 12345 + (std::uint64_t{64} << 20);
+  CHECK(p->a->bytes_sent() == total);
+  CHECK(p->b->bytes_received() == total);
+
+  // A large odd-sized message into a misaligned buffer (the streaming copy's edges).
+  const std::size_t odd = (std::size_t{9} << 20) + 7;
+  const auto out = pattern(odd, 11);
+  std::vector<unsigned char> in(odd + 3, 0);
+  RequestPtr r = p->b->recv(in.data() + 3, odd);
+  p->a->send(out.data() + 1, odd - 1)->wait(core::Deadline::after(kWait));
+  r->wait(core::Deadline::after(kWait));
+  CHECK(r->bytes() == odd - 1);
+  CHECK(std::memcmp(in.data() + 3, out.data() + 1, odd - 1) == 0);
+  CHECK(in[0] == 0);
+  CHECK(in[odd + 2] == 0);
+}
+
+TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {
+  auto p = make_pair();
+  CHECK(our_segments() == 0);
+  exchange(*p, 100, 3);
+  // A lower rank whose peer never shows up: TimeoutError naming the peer, name unlinked.
+  testing::MemoryStore store;
+  try {
+    transport::connect_shm(0, 5, store, "lonely", core::Deadline::after(200ms));
+    FAIL("expected a TimeoutError");
+  } catch (const core::TimeoutError& e) {
+    CHECK(std::string(e.what()).find("peer rank 5") != std::string::npos);
+  }
+  CHECK(our_segments() == 0);
+}
+
+TEST_CASE("shm: 200 messages posted before their receives, both directions") {
+  auto p = make_pair();
+  constexpr int kCount = 200;
+  // Sizes up to 64 KiB, about 6 MiB per direction in all: more than the 4 MiB ring, so the
+  // senders must block on a full ring until the receives are posted.
+  std::vector<std::vector<unsigned char>> out_a, out_b, in_a(kCount), in_b(kCount);
+  std::vector<RequestPtr> requests;
+  for (int i = 0; i < kCount; ++i) {
+    const std::size_t bytes = (static_cast<std::size_t>(i) * 7919) % 65536;
+    out_a.push_back(pattern(bytes, i));
+    out_b.push_back(pattern(bytes + 3, i + 1000));
+  }
+  for (int i = 0; i < kCount; ++i) {
+    requests.push_back(p->a->send(out_a[i].data(), out_a[i].size()));
+    requests.push_back(p->b->send(out_b[i].data(), out_b[i].size()));
+  }
+  for (int i = 0; i < kCount; ++i) {
+    in_a[i].resize(out_b[i].size());
+    in_b[i].resize(out_a[i].size() + 10);  // a larger buffer: bytes() says the real length
+    requests.push_back(p->a->recv(in_a[i].data(), in_a[i].size()));
+    requests.push_back(p->b->recv(in_b[i].data(), in_b[i].size()));
+  }
+  transport::wait_all(requests, core::Deadline::after(kWait));
+  for (int i = 0; i < kCount; ++i) {
+    CHECK(in_a[i] == out_b[i]);
+    CHECK(std::memcmp(in_b[i].data(), out_a[i].data(), out_a[i].size()) == 0);
+    CHECK(requests[2 * kCount + 2 * i + 1]->bytes() == out_a[i].size());
+  }
+}
+
+TEST_CASE("shm: four ranks all-to-all (oversubscribed cores do not starve anyone)") {
+  constexpr int kRanks = 4;
+  constexpr std::size_t kBytes = 1 << 20;
+  testing::MemoryStore store;
+  const auto deadline = core::Deadline::after(kWait);
+  std::vector<std::future<int>> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.push_back(std::async(std::launch::async, [&, r] {
+      // Peers in ascending order: every rank meets its pairs in the same (lo, hi) order, so the
+      // blocking rendezvous cannot deadlock.
+      std::vector<std::unique_ptr<Connection>> conns(kRanks);
+      for (int peer = 0; peer < kRanks; ++peer) {
+        if (peer != r) conns[peer] = transport::connect_shm(r, peer, store, "a2a", deadline);
+      }
+      int wrong = 0;
+      for (int round = 0; round < 5; ++round) {
+        std::vector<std::vector<unsigned char>> out(kRanks), in(kRanks);
+        std::vector<RequestPtr> requests;
+        for (int peer = 0; peer < kRanks; ++peer) {
+          if (peer == r) continue;
+          out[peer] = pattern(kBytes, static_cast<unsigned>(r * 10 + peer + round));
+          in[peer].resize(kBytes);
+          requests.push_back(conns[peer]->recv(in[peer].data(), kBytes));
+          requests.push_back(conns[peer]->send(out[peer].data(), kBytes));
+        }
+        transport::wait_all(requests, deadline);
+        for (int peer = 0; peer < kRanks; ++peer) {
+          if (peer != r &&
+              in[peer] != pattern(kBytes, static_cast<unsigned>(peer * 10 + r + round)))
+            ++wrong;
+        }
+      }
+      return wrong;
+    }));
+  }
+  for (auto& rank : ranks) CHECK(rank.get() == 0);
+}
+
+TEST_CASE("shm: a message longer than the posted buffer is a PeerError that breaks the pair") {
+  auto p = make_pair();
+  const auto out = pattern(100, 1);
+  std::vector<unsigned char> in(50);
+  RequestPtr s = p->a->send(out.data(), out.size());
+  RequestPtr r = p->b->recv(in.data(), in.size());
+  s->wait(core::Deadline::after(kWait));
+  const std::string what = expect_peer_error(r, 5s);
+  CHECK(what.find("100 bytes") != std::string::npos);
+  CHECK(what.find("peer rank 0") != std::string::npos);
+  // Later requests on both ends fail too: b's at once, a's once it sees b's end closed.
+  expect_peer_error(p->b->send(out.data(), 1), 5s);
+  std::vector<unsigned char> sink(10);
+  expect_peer_error(p->a->recv(sink.data(), sink.size()), 5s);
+}
+
+TEST_CASE("shm: a destroyed peer fails pending and later requests; sent data still arrives") {
+  auto p = make_pair();
+  const auto small = pattern(1000, 5);
+  p->a->send(small.data(), small.size())->wait(core::Deadline::after(kWait));
+  // b's pending send blocks on a full ring (a never receives it).
+  const auto big = pattern(std::size_t{16} << 20, 6);
+  RequestPtr blocked_send = p->b->send(big.data(), big.size());
+  std::this_thread::sleep_for(50ms);
+  p->a.reset();
+
+  std::vector<unsigned char> in(1000);
+  RequestPtr delivered = p->b->recv(in.data(), in.size());
+  delivered->wait(core::Deadline::after(5s));  // written before the close: still delivered
+  CHECK(in == small);
+  RequestPtr pending = p->b->recv(in.data(), in.size());
+  const std::string what = expect_peer_error(pending, 5s);
+  CHECK(what.find("peer rank 0") != std::string::npos);
+  CHECK(what.find("shm") != std::string::npos);
+  CHECK(what.find("closed") != std::string::npos);
+  expect_peer_error(blocked_send, 5s);
+  CHECK(blocked_send->bytes() > 0);
+  expect_peer_error(p->b->send(small.data(), small.size()), 5s);
+}
+
+TEST_CASE("shm: a silent peer turns into a TimeoutError naming it; abort fails the rest") {
+  auto p = make_pair();
+  std::vector<unsigned char> in(64);
+  RequestPtr r = p->b->recv(in.data(), in.size());
+  try {
+    r->wait(core::Deadline::after(200ms));
+    FAIL("expected a TimeoutError");
+  } catch (const core::TimeoutError& e) {
+    CHECK(std::string(e.what()).find("rank 0") != std::string::npos);
+    CHECK(std::string(e.what()).find("shm") != std::string::npos);
+  }
+  p->b->abort("test gave up");
+  const std::string what = expect_peer_error(r, 5s);
+  CHECK(what.find("test gave up") != std::string::npos);
+  // The peer sees the abort as a closed connection.
+  expect_peer_error(p->a->recv(in.data(), in.size()), 5s);
+}
+
+TEST_CASE("shm: tiny ring (RINGLET_SHM_RING_BYTES=4096) wraps correctly; bad values refused") {
+  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
+  auto p = make_pair("tiny");
+  unsetenv("RINGLET_SHM_RING_BYTES");
+  for (std::size_t bytes : {std::size_t{4095}, std::size_t{4097}, std::size_t{100003}}) {
+    exchange(*p, bytes, 9);
+  }
+  setenv("RINGLET_SHM_RING_BYTES", "5000", 1);
+  CHECK_THROWS_AS(transport::ShmSegment::create(0, 1), core::ValueError);
+  unsetenv("RINGLET_SHM_RING_BYTES");
+}
+
+TEST_CASE("shm: a segment opened by the wrong rank is refused") {
+  transport::ShmSegment segment = transport::ShmSegment::create(0, 1);
+  CHECK_THROWS_AS(transport::ShmSegment::open(segment.name(), 2, 0), core::HandshakeError);
+  CHECK_THROWS_AS(transport::ShmSegment::open("/ringlet-shm-no-such-segment", 1, 0), core::Error);
+}
+
+TEST_CASE("shm: host buffers only; host identity is stable") {
+  auto p = make_pair();
+  std::vector<unsigned char> buf(16);
+  CHECK_THROWS_AS(p->a->send(transport::ConstBuffer{buf.data(), buf.size(), core::Device::cuda(0)}),
+                  core::DeviceError);
+  CHECK(transport::host_identity() == transport::host_identity());
+  CHECK(transport::host_identity().find('/') != std::string::npos);
+}
+
+namespace {
+
+// The child process of the fork test: rank 1. Returns its exit status (0 = all good).
+int child_rank(const std::string& name) {
+  try {
+    transport::ShmConnection conn(transport::ShmSegment::open(name, 1, 0), 1, 0,
+                                  core::Deadline::after(10s));
+    std::vector<unsigned char> in(1 << 20);
+    conn.recv(in.data(), in.size())->wait(core::Deadline::after(kWait));
+    if (in != pattern(1 << 20, 1)) return 2;
+    const auto reply = pattern(12345, 2);
+    conn.send(reply.data(), reply.size())->wait(core::Deadline::after(kWait));
+    // A large message that fills the ring and stays mid-transfer (the parent does not receive
+    // it yet); nothing is received either, so the parent's large send blocks too.
+    const auto big = pattern(std::size_t{64} << 20, 3);
+    conn.send(big.data(), big.size());
+    std::this_thread::sleep_for(30s);  // killed long before this
+    return 4;
+  } catch (...) {
+    return 3;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("shm between processes: exchange both ways, then SIGKILL mid-transfer") {
+  transport::ShmSegment segment = transport::ShmSegment::create(0, 1);
+  const std::string name = segment.name();
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(child_rank(name));  // the child never returns into the test runner
+
+  transport::ShmConnection conn(std::move(segment), 0, 1, core::Deadline::after(10s));
+  CHECK(our_segments() == 0);
+  const auto hello = pattern(1 << 20, 1);
+  conn.send(hello.data(), hello.size())->wait(core::Deadline::after(kWait));
+  std::vector<unsigned char> reply(20000);
+  RequestPtr r = conn.recv(reply.data(), reply.size());
+  r->wait(core::Deadline::after(kWait));
+  REQUIRE(r->bytes() == 12345);
+  reply.resize(12345);
+  CHECK(reply == pattern(12345, 2));
+
+  const auto big = pattern(std::size_t{64} << 20, 4);
+  RequestPtr send = conn.send(big.data(), big.size());
+  const auto settle = core::Deadline::after(5s);
+  while (send->bytes() == 0 && !settle.expired()) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);  // the child's 64 MiB send has filled its ring by now
+  REQUIRE(kill(child, SIGKILL) == 0);
+  // Not reaped yet: the child is a zombie, which must still count as dead.
+  std::vector<unsigned char> sink(std::size_t{64} << 20);
+  RequestPtr recv = conn.recv(sink.data(), sink.size());
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = expect_peer_error(send, 5s);
+  expect_peer_error(recv, 5s);
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  CHECK(what.find("peer rank 1") != std::string::npos);
+  CHECK(what.find("shm") != std::string::npos);
+  CHECK(what.find("exited") != std::string::npos);
+  CHECK(send->bytes() > 0);
+  CHECK(send->bytes() < big.size());
+
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(our_segments() == 0);
+}

@@ -1,0 +1,233 @@
+// tcp transport between two ranks as threads: sizes (0, 1, 4 KiB, odd, 64 MiB) over 1 and
+// several sockets, both directions at once, many messages in flight, short messages into large
+// buffers, and the handshake's refusals (stranger, wrong job, wrong rank, port in use).
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tcp_pair.h"
+#include "transport/errors.h"
+#include "transport/tcp/interfaces.h"
+
+using namespace ringlet;
+using namespace ringlet::testing;
+using transport::RequestPtr;
+
+namespace {
+
+const auto kWait = 20s;
+
+// Sends a to b and b to a at the same time; checks both arrive intact.
+void exchange(TcpPair& p, std::size_t bytes, unsigned seed) {
+  const auto out_a = pattern(bytes, seed), out_b = pattern(bytes, seed + 1);
+  std::vector<unsigned char> in_a(bytes + 1, 0), in_b(bytes + 1, 0);
+  RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
+  RequestPtr rb = p.b->recv(in_b.data(), in_b.size());
+  RequestPtr sa = p.a->send(out_a.data(), out_a.size());
+  RequestPtr sb = p.b->send(out_b.data(), out_b.size());
+  const auto deadline = core::Deadline::after(kWait);
+  transport::wait_all({sa, sb, ra, rb}, deadline);
+  CHECK(ra->bytes() == bytes);
+  CHECK(rb->bytes() == bytes);
+  CHECK(std::memcmp(in_a.data(), out_b.data(), bytes) == 0);
+  CHECK(std::memcmp(in_b.data(), out_a.data(), bytes) == 0);
+}
+
+int raw_connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("sizes over one and several sockets, both directions at once") {
+  for (int nsocks : {1, 3}) {
+    transport::tcp::TcpOptions options;
+    options.stripe_min_bytes = 1024;  // stripe even mid-size messages
+    TcpPair p = make_tcp_pair(nsocks, "127.0.0.1", options);
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{12345},
+                              std::size_t{64} << 20}) {
+      INFO("nsocks=", nsocks, " bytes=", bytes);
+      exchange(p, bytes, static_cast<unsigned>(bytes % 97));
+    }
+    CHECK(p.a->bytes_sent() == p.b->bytes_received());
+    CHECK(p.a->bytes_received() == p.b->bytes_sent());
+  }
+}
+
+TEST_CASE("many messages in flight keep their order") {
+  TcpPair p = make_tcp_pair(2);
+  constexpr int kCount = 200;
+  std::vector<std::vector<unsigned char>> out(kCount), in(kCount);
+  std::vector<RequestPtr> sends, recvs;
+  for (int i = 0; i < kCount; ++i) {
+    out[i] = pattern(static_cast<std::size_t>(i * 37 % 5000), static_cast<unsigned>(i));
+    sends.push_back(p.a->send(out[i].data(), out[i].size()));  // all posted before any recv
+  }
+  for (int i = 0; i < kCount; ++i) {
+    in[i].assign(5000, 0);
+    recvs.push_back(p.b->recv(in[i].data(), in[i].size()));
+  }
+  transport::wait_all(sends, core::Deadline::after(kWait));
+  transport::wait_all(recvs, core::Deadline::after(kWait));
+  for (int i = 0; i < kCount; ++i) {
+    REQUIRE(recvs[i]->bytes() == out[i].size());
+    REQUIRE(std::memcmp(in[i].data(), out[i].data(), out[i].size()) == 0);
+  }
+}
+
+TEST_CASE("a message longer than the posted buffer is a PeerError, never an overrun") {
+  TcpPair p = make_tcp_pair(1);
+  const auto out = pattern(100, 1);
+  std::vector<unsigned char> small(64 + 8, 0xee);
+  RequestPtr r = p.b->recv(small.data(), 64);
+  p.a->send(out.data(), out.size());
+  CHECK_THROWS_WITH_AS(r->wait(core::Deadline::after(kWait)),
+                       doctest::Contains("longer than the posted receive buffer"), core::PeerError);
+  for (std::size_t i = 64; i < small.size(); ++i) REQUIRE(small[i] == 0xee);
+  // later requests fail fast with the same cause
+  CHECK_THROWS_AS(p.b->recv(small.data(), 64)->wait(core::Deadline::after(1s)), core::PeerError);
+}
+
+TEST_CASE("a peer that goes away fails pending and later requests") {
+  TcpPair p = make_tcp_pair(2);
+  std::vector<unsigned char> buf(1024);
+  RequestPtr r = p.a->recv(buf.data(), buf.size());
+  p.b.reset();  // rank 1 closes its sockets
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(r->wait(core::Deadline::after(kWait)),
+                       doctest::Contains("rank 0: connection to peer rank 1 (tcp) failed"),
+                       core::PeerError);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK_THROWS_AS(p.a->send(buf.data(), 10)->wait(core::Deadline::after(1s)), core::PeerError);
+}
+
+TEST_CASE("a silent peer is a timeout naming the operation") {
+  TcpPair p = make_tcp_pair(1);
+  std::vector<unsigned char> buf(16);
+  RequestPtr r = p.a->recv(buf.data(), buf.size());
+  CHECK_THROWS_WITH_AS(
+      r->wait(core::Deadline::after(200ms)),
+      doctest::Contains("rank 0 recv of up to 16 bytes from rank 1 (tcp): timed out"),
+      core::TimeoutError);
+  p.a->abort("test over");
+  CHECK_THROWS_WITH_AS(r->wait(core::Deadline::after(1s)), doctest::Contains("aborted: test over"),
+                       core::PeerError);
+}
+
+TEST_CASE("handshake refusals: stranger, wrong job, wrong rank; the listener keeps serving") {
+  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  const auto deadline = core::Deadline::after(kWait);
+  // a stranger sends garbage
+  const int fd = raw_connect(listener.port());
+  const char garbage[64] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::write(fd, garbage, sizeof garbage) == static_cast<ssize_t>(sizeof garbage));
+  char byte;
+  CHECK(::read(fd, &byte, 1) <= 0);  // closed (EOF or reset) without an answer
+  ::close(fd);
+  // another job
+  CHECK_THROWS_WITH_AS(transport::tcp::connect_socket("127.0.0.1", listener.port(),
+                                                      hello_from(1, 0, 0, 1, kToken + 1), deadline),
+                       doctest::Contains("job token mismatch"), core::HandshakeError);
+  // a rank outside the world
+  CHECK_THROWS_WITH_AS(transport::tcp::connect_socket("127.0.0.1", listener.port(),
+                                                      hello_from(7, 0, 0, 1), deadline),
+                       doctest::Contains("unexpected rank"), core::HandshakeError);
+  for (int i = 0; i < 100 && listener.refused() < 3; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(listener.refused() == 3);
+  // the real peer still gets in
+  auto dial = std::async(std::launch::async, [&] {
+    return transport::tcp::connect_socket("127.0.0.1", listener.port(), hello_from(1, 0, 0, 1),
+                                          deadline);
+  });
+  const int accepted = listener.take(1, 0, deadline);
+  CHECK(accepted >= 0);
+  ::close(accepted);
+  ::close(dial.get());
+}
+
+TEST_CASE("a frame header claiming a huge length is refused without allocating") {
+  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  const auto deadline = core::Deadline::after(kWait);
+  auto dial = std::async(std::launch::async, [&] {
+    return transport::tcp::connect_socket("127.0.0.1", listener.port(), hello_from(1, 0, 0, 1),
+                                          deadline);
+  });
+  transport::tcp::TcpConnection conn(0, 1, {listener.take(1, 0, deadline)});
+  const int raw = dial.get();
+  transport::tcp::FrameHeader evil;
+  evil.seq = 0;
+  evil.length = evil.total = std::uint64_t{1} << 62;
+  REQUIRE(::write(raw, &evil, sizeof evil) == static_cast<ssize_t>(sizeof evil));
+  std::vector<unsigned char> buf(1024);
+  CHECK_THROWS_WITH_AS(conn.recv(buf.data(), buf.size())->wait(deadline),
+                       doctest::Contains("longer than the posted receive buffer"), core::PeerError);
+  ::close(raw);
+}
+
+TEST_CASE("a taken port is a clear error") {
+  transport::tcp::Listener first("127.0.0.1", 0, kToken, 0, 2);
+  CHECK_THROWS_WITH_AS(transport::tcp::Listener("127.0.0.1", first.port(), kToken, 0, 2),
+                       doctest::Contains("the port is taken"), core::Error);
+}
+
+TEST_CASE("connect retries until the listener appears, and gives up at the deadline") {
+  // find a free port, then start listening on it a little later
+  int port;
+  {
+    transport::tcp::Listener probe("127.0.0.1", 0, kToken, 0, 2);
+    port = probe.port();
+  }
+  auto dial = std::async(std::launch::async, [&] {
+    return transport::tcp::connect_socket("127.0.0.1", port, hello_from(1, 0, 0, 1),
+                                          core::Deadline::after(kWait));
+  });
+  std::this_thread::sleep_for(300ms);
+  {
+    transport::tcp::Listener late("127.0.0.1", port, kToken, 0, 2);
+    ::close(late.take(1, 0, core::Deadline::after(kWait)));
+    ::close(dial.get());
+  }
+  // nobody listens any more
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(transport::tcp::connect_socket("127.0.0.1", port, hello_from(1, 0, 0, 1),
+                                                      core::Deadline::after(300ms)),
+                       doctest::Contains("could not connect to rank 0"), core::TimeoutError);
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+}
+
+TEST_CASE("IPv6 loopback") {
+  const auto all = transport::tcp::list_interfaces();
+  const bool has_v6 =
+      std::any_of(all.begin(), all.end(), [](const auto& i) { return i.loopback && i.ipv6; });
+  if (!has_v6) {
+    MESSAGE("skipped: no IPv6 loopback address on this machine");
+    return;
+  }
+  TcpPair p = make_tcp_pair(2, "::1");
+  exchange(p, 100000, 3);
+}
+
+TEST_CASE("interface selection follows NCCL's syntax") {
+  using transport::tcp::parse_ifname_spec;
+  CHECK(parse_ifname_spec("eth").matches("eth0"));
+  CHECK_FALSE(parse_ifname_spec("eth").matches("lo"));
+  CHECK_FALSE(parse_ifname_spec("^lo,docker").matches("lo"));
+  CHECK(parse_ifname_spec("^lo,docker").matches("eth1"));
+  CHECK(parse_ifname_spec("=eth0").matches("eth0"));
+  CHECK_FALSE(parse_ifname_spec("=eth0").matches("eth01"));
+  CHECK(parse_ifname_spec("ib,eth").matches("ib0"));
+  CHECK_THROWS_WITH_AS(parse_ifname_spec("^"), doctest::Contains("names no interface"),
+                       core::ValueError);
+  CHECK(transport::tcp::select_interface("", "127.0.0.1").loopback);
+  CHECK(transport::tcp::select_interface("lo", "").name == "lo");
+  CHECK_THROWS_WITH_AS(transport::tcp::select_interface("=nosuchif9", ""),
+                       doctest::Contains("matches no interface"), core::ValueError);
+}

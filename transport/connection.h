@@ -1,0 +1,58 @@
+// Connection: an ordered, reliable, framed channel to one peer, the one interface every
+// transport (tcp, shm; later cuda_ipc, rdma) implements and collectives use.
+//
+// Semantics:
+//  - send(buf) / recv(buf) are asynchronous and return a Request; buffers are caller-owned and
+//    must stay valid (and, for send, unmodified) until the request is done.
+//  - Messages match in order: the k-th recv posted on this connection receives the k-th message
+//    the peer sent. A message longer than the posted buffer is a PeerError (never an overrun);
+//    a shorter one completes the recv with request->bytes() = its length.
+//  - Any number of sends and recvs may be in flight in both directions at once.
+//  - A dead peer (EOF, reset, killed process) or a protocol violation fails every pending and
+//    later request with PeerError naming local rank, peer rank, transport and bytes moved.
+//  - abort(reason) does the same on purpose (e.g. after a timeout in a collective).
+//  - Buffers carry a Device so that device-memory transports (cuda_ipc; rdma with registered
+//    memory and one-sided writes) can be added behind the same calls; host transports reject
+//    device buffers with DeviceError.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/device.h"
+#include "transport/request.h"
+
+namespace ringlet::transport {
+
+struct Buffer {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  core::Device device = core::Device::cpu();
+};
+
+struct ConstBuffer {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  core::Device device = core::Device::cpu();
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual RequestPtr send(ConstBuffer buffer) = 0;
+  virtual RequestPtr recv(Buffer buffer) = 0;
+  virtual void abort(const std::string& reason) = 0;
+
+  virtual int local_rank() const = 0;
+  virtual int peer_rank() const = 0;
+  virtual const char* transport() const = 0;  // "tcp", "shm", ...
+  virtual std::uint64_t bytes_sent() const = 0;
+  virtual std::uint64_t bytes_received() const = 0;
+
+  // Conveniences for host memory.
+  RequestPtr send(const void* data, std::size_t bytes) { return send(ConstBuffer{data, bytes}); }
+  RequestPtr recv(void* data, std::size_t bytes) { return recv(Buffer{data, bytes}); }
+};
+
+}  // namespace ringlet::transport

@@ -1,0 +1,119 @@
+// Mesh construction: listen, publish, read everyone's address, then connect pair by pair in
+// increasing peer order (a global order over pairs, so setup cannot deadlock).
+#include "transport/mesh.h"
+
+#include <sstream>
+
+#include "core/env.h"
+#include "core/log.h"
+#include "transport/shm/connection.h"
+#include "transport/tcp/interfaces.h"
+#include "transport/tcp/listener.h"
+
+namespace ringlet::transport {
+namespace {
+
+struct PeerInfo {
+  std::string host;
+  int port = 0;
+  std::string identity;
+};
+
+PeerInfo parse_peer(const std::string& value, int rank) {
+  std::istringstream in(value);
+  PeerInfo info;
+  in >> info.host >> info.port;
+  std::getline(in >> std::ws, info.identity);
+  RINGLET_CHECK(!in.bad() && !info.host.empty() && info.port > 0, ValueError,
+                "mesh: malformed address record for rank ", rank, ": '", value, "'");
+  return info;
+}
+
+std::string resolve_transport(const std::string& given) {
+  std::string t = given.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : given;
+  RINGLET_CHECK(t == "auto" || t == "tcp" || t == "shm", ValueError, "RINGLET_TRANSPORT='", t,
+                "' is not one of auto, tcp, shm");
+  return t;
+}
+
+}  // namespace
+
+std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline deadline) {
+  RINGLET_CHECK(o.world_size >= 1 && o.rank >= 0 && o.rank < o.world_size, ValueError,
+                "mesh: rank ", o.rank, " is outside a world of ", o.world_size);
+  const std::string transport = resolve_transport(o.transport);
+  const int nsocks =
+      o.nsocks > 0
+          ? o.nsocks
+          : static_cast<int>(core::env_int("RINGLET_NSOCKS", kDefaultSocketsPerPeer, 1, 64));
+  const std::string ifname =
+      o.ifname.empty() ? core::env_string("RINGLET_SOCKET_IFNAME").value_or("") : o.ifname;
+
+  if (o.tcp.socket_buffer_bytes == 0) {
+    o.tcp.socket_buffer_bytes =
+        static_cast<int>(core::env_int("RINGLET_SOCKET_BUFFER", 0, 0, 1 << 30));
+  }
+  std::unique_ptr<Mesh> mesh(new Mesh());
+  mesh->rank_ = o.rank;
+  mesh->peers_.resize(o.world_size);
+  const tcp::Interface iface = tcp::select_interface(ifname, o.store_host);
+  mesh->listener_ =
+      std::make_unique<tcp::Listener>(iface.address, o.port, o.job_token, o.rank, o.world_size);
+  const std::string identity = host_identity();
+  store.set(core::str(o.prefix, "/addr/", o.rank),
+            core::str(iface.address, " ", mesh->listener_->port(), " ", identity));
+
+  std::vector<std::string> keys;
+  for (int r = 0; r < o.world_size; ++r) keys.push_back(core::str(o.prefix, "/addr/", r));
+  store.wait(keys, deadline);
+
+  std::ostringstream summary;
+  for (int p = 0; p < o.world_size; ++p) {
+    if (p == o.rank) continue;
+    const PeerInfo info = parse_peer(store.get(keys[p], deadline), p);
+    const bool same_host = info.identity == identity;
+    RINGLET_CHECK(transport != "shm" || same_host, ValueError, "RINGLET_TRANSPORT=shm but rank ", p,
+                  " is on another host (", info.host, ")");
+    if (same_host && transport != "tcp") {
+      mesh->peers_[p] = connect_shm(o.rank, p, store, o.prefix, deadline);
+      summary << " " << p << ":shm";
+      continue;
+    }
+    std::vector<int> fds;
+    for (int i = 0; i < nsocks; ++i) {
+      if (o.rank > p) {
+        tcp::Hello hello;
+        hello.job_token = o.job_token;
+        hello.rank = static_cast<std::uint32_t>(o.rank);
+        hello.peer_rank = static_cast<std::uint32_t>(p);
+        hello.socket_index = static_cast<std::uint32_t>(i);
+        hello.socket_count = static_cast<std::uint32_t>(nsocks);
+        fds.push_back(tcp::connect_socket(info.host, info.port, hello, deadline));
+      } else {
+        fds.push_back(mesh->listener_->take(p, i, deadline));
+      }
+    }
+    mesh->peers_[p] = std::make_unique<tcp::TcpConnection>(o.rank, p, fds, o.tcp);
+    summary << " " << p << ":tcp";
+  }
+  core::log(core::LogLevel::info, "rank ", o.rank, ": listening on ",
+            tcp::endpoint_str(iface.address, mesh->listener_->port()), " (", iface.name, "), ",
+            nsocks, " socket(s) per tcp peer; peers:", summary.str());
+  return mesh;
+}
+
+Mesh::~Mesh() = default;
+
+Connection& Mesh::peer(int rank) {
+  RINGLET_CHECK(rank >= 0 && rank < size() && rank != rank_, ValueError, "mesh: rank ", rank_,
+                " has no connection to rank ", rank, " (world size ", size(), ")");
+  return *peers_[rank];
+}
+
+std::string Mesh::listen_endpoint() const {
+  return tcp::endpoint_str(listener_->address(), listener_->port());
+}
+
+std::uint64_t Mesh::refused_connections() const { return listener_->refused(); }
+
+}  // namespace ringlet::transport

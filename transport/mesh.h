@@ -1,0 +1,59 @@
+// Mesh: one Connection from this rank to every other rank of a group, built through a Store.
+// Each rank listens (tcp) and publishes "address port host-identity" under the mesh prefix;
+// a pair on the same host (same hostname + boot id) uses shm unless RINGLET_TRANSPORT=tcp,
+// otherwise tcp with RINGLET_NSOCKS sockets (the higher rank dials the lower one). Pairs are
+// set up in one global order, so no two ranks wait on each other in a cycle. The choice is
+// logged once per rank. The listener stays up to refuse strangers for the mesh's lifetime.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+#include "transport/connection.h"
+#include "transport/store.h"
+#include "transport/tcp/connection.h"
+
+namespace ringlet::transport {
+
+namespace tcp {
+class Listener;
+}
+
+struct MeshOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string prefix = "mesh";  // store key namespace, unique per mesh in a job
+  std::uint64_t job_token = 0;
+  std::string transport;   // "auto" (default), "tcp" or "shm"; empty = RINGLET_TRANSPORT
+  int nsocks = 0;          // sockets per tcp peer; 0 = RINGLET_NSOCKS or the default
+  std::string ifname;      // NCCL syntax; empty = RINGLET_SOCKET_IFNAME
+  std::string store_host;  // where the store lives: a loopback store means a loopback job
+  int port = 0;            // tcp listen port (0 = ephemeral)
+  tcp::TcpOptions tcp;
+};
+
+inline constexpr int kDefaultSocketsPerPeer = 1;  // measured: see bench/README.md (p2p_perf)
+
+class Mesh {
+ public:
+  static std::unique_ptr<Mesh> connect(Store& store, MeshOptions options, core::Deadline deadline);
+  ~Mesh();
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(peers_.size()); }
+  Connection& peer(int rank);
+  // The listen endpoint ("host:port") other ranks dial.
+  std::string listen_endpoint() const;
+  std::uint64_t refused_connections() const;
+
+ private:
+  Mesh() = default;
+  int rank_ = 0;
+  std::unique_ptr<tcp::Listener> listener_;
+  std::vector<std::unique_ptr<Connection>> peers_;  // null at rank_
+};
+
+}  // namespace ringlet::transport

@@ -1,0 +1,61 @@
+// Request completion and deadline-bounded waits.
+#include "transport/request.h"
+
+#include "core/error.h"
+
+namespace ringlet::transport {
+
+void Request::wait(core::Deadline deadline) {
+  std::unique_lock lock(mutex_);
+  const auto finished = [this] { return done_; };
+  if (!core::wait_until(cv_, lock, deadline, finished)) {
+    RINGLET_THROW(TimeoutError, describe_, ": timed out after moving ", bytes_,
+                  " bytes (the peer is silent or too slow)");
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+bool Request::done() const {
+  std::lock_guard lock(mutex_);
+  return done_;
+}
+
+bool Request::failed() const {
+  std::lock_guard lock(mutex_);
+  return error_ != nullptr;
+}
+
+std::size_t Request::bytes() const {
+  std::lock_guard lock(mutex_);
+  return bytes_;
+}
+
+void Request::add_bytes(std::size_t n) {
+  std::lock_guard lock(mutex_);
+  bytes_ += n;
+}
+
+void Request::complete() {
+  {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Request::fail(std::exception_ptr error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (done_) return;
+    done_ = true;
+    error_ = std::move(error);
+  }
+  cv_.notify_all();
+}
+
+void wait_all(const std::vector<RequestPtr>& requests, core::Deadline deadline) {
+  for (const auto& r : requests) r->wait(deadline);
+}
+
+}  // namespace ringlet::transport

@@ -1,0 +1,50 @@
+// Request: the completion handle of one asynchronous send or receive. The transport completes
+// or fails it from its progress thread; the caller waits with a deadline. A request that is
+// done stays done; a failed one rethrows its error from every wait().
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+
+namespace ringlet::transport {
+
+class Request {
+ public:
+  // `describe` names the operation in timeout messages, e.g. "rank 0 recv from rank 1 (tcp)".
+  explicit Request(std::string describe) : describe_(std::move(describe)) {}
+
+  // Blocks until the request completes or fails (rethrows its error), or the deadline passes
+  // (throws core::TimeoutError naming the operation and the bytes moved so far).
+  void wait(core::Deadline deadline);
+  bool done() const;
+  bool failed() const;
+  std::size_t bytes() const;  // payload bytes moved so far (the message size once done)
+
+  // --- for transports ---
+  void add_bytes(std::size_t n);
+  void complete();
+  void fail(std::exception_ptr error);
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string describe_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::size_t bytes_ = 0;
+};
+
+using RequestPtr = std::shared_ptr<Request>;
+
+// Waits for every request (in order) with one deadline.
+void wait_all(const std::vector<RequestPtr>& requests, core::Deadline deadline);
+
+}  // namespace ringlet::transport

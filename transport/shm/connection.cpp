@@ -1,0 +1,351 @@
+// ShmConnection and the shm rendezvous. Invariants: ring i carries the messages of side i
+// (side 0 = the creator, the lower rank); a side sets its closed flag only after its sender has
+// stopped publishing, so a reader that sees the flag and an empty ring knows nothing more comes;
+// a request's buffer is touched only by its direction's progress thread, which is also the one
+// that fails the request it is working on, so a failed request's buffer is free at once.
+#include "transport/shm/connection.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/errors.h"
+#include "transport/store.h"
+
+namespace ringlet::transport {
+namespace {
+
+// How long a progress thread sleeps between peer-liveness checks when its ring stays idle. A
+// write or a close wakes it at once; only a killed peer is noticed at this granularity.
+constexpr auto kSlice = std::chrono::microseconds(20000);
+// Messages up to this size are moved by the posting thread when the direction is idle and the
+// ring has room (send) or holds the whole message (recv): no hand-off to the progress thread,
+// which is most of a small message's latency. Larger ones stay asynchronous.
+constexpr std::size_t kInlineBytes = 64 * 1024;
+// Receives at least this large are copied out with streaming stores (see ShmRing::read_some):
+// past the last-level cache share of a core, keeping the destination cached buys nothing.
+constexpr std::size_t kStreamingBytes = 8 << 20;
+
+}  // namespace
+
+// ---- ShmConnection ----
+
+ShmConnection::ShmConnection(ShmSegment segment, int local_rank, int peer_rank,
+                             core::Deadline deadline)
+    : segment_(std::move(segment)),
+      local_rank_(local_rank),
+      peer_rank_(peer_rank),
+      side_(segment_.creator() ? 0 : 1) {
+  if (segment_.creator()) segment_.wait_attached(local_rank_, peer_rank_, deadline);
+  tx_ = segment_.ring(side_);
+  rx_ = segment_.ring(1 - side_);
+  peer_process_ = ProcessWatch(segment_.pid(1 - side_));
+  send_.thread = std::thread([this] { send_loop(); });
+  try {
+    recv_.thread = std::thread([this] { recv_loop(); });
+  } catch (...) {
+    fail_direction(send_, "could not start a progress thread");
+    send_.thread.join();
+    throw;
+  }
+  core::log(core::LogLevel::debug, "rank ", local_rank_, ": shm connection to rank ", peer_rank_,
+            " (rings of ", segment_.ring_bytes(), " bytes, peer pid ", peer_process_.pid(), ")");
+}
+
+ShmConnection::~ShmConnection() {
+  fail_direction(send_, "the connection was closed locally");
+  fail_direction(recv_, "the connection was closed locally");
+  tx_.wake_all();  // our own threads may sleep on these words
+  rx_.wake_all();
+  send_.thread.join();
+  recv_.thread.join();
+  close_local_side();  // after the join: whatever our sender published stays readable
+}
+
+RequestPtr ShmConnection::send(ConstBuffer buffer) {
+  RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, "rank ", local_rank_, ": shm send to rank ",
+                peer_rank_, " needs a host buffer, got ", buffer.device);
+  RINGLET_CHECK(buffer.data != nullptr || buffer.bytes == 0, ValueError, "rank ", local_rank_,
+                ": shm send to rank ", peer_rank_, " of ", buffer.bytes, " bytes from nullptr");
+  Op op;
+  op.src = static_cast<const std::byte*>(buffer.data);
+  op.bytes = buffer.bytes;
+  return post(send_, std::move(op), "send to");
+}
+
+RequestPtr ShmConnection::recv(Buffer buffer) {
+  RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, "rank ", local_rank_, ": shm recv from rank ",
+                peer_rank_, " needs a host buffer, got ", buffer.device);
+  RINGLET_CHECK(buffer.data != nullptr || buffer.bytes == 0, ValueError, "rank ", local_rank_,
+                ": shm recv from rank ", peer_rank_, " of ", buffer.bytes, " bytes into nullptr");
+  Op op;
+  op.dst = static_cast<std::byte*>(buffer.data);
+  op.bytes = buffer.bytes;
+  return post(recv_, std::move(op), "recv from");
+}
+
+void ShmConnection::abort(const std::string& reason) {
+  fail_direction(send_, "aborted: " + reason);
+  fail_direction(recv_, "aborted: " + reason);
+  close_local_side();
+}
+
+RequestPtr ShmConnection::post(Direction& dir, Op op, const char* what) {
+  auto request = std::make_shared<Request>(
+      core::str("rank ", local_rank_, " ", what, " rank ", peer_rank_, " (shm)"));
+  op.request = request;
+  std::string failure;
+  {
+    std::lock_guard lock(dir.mutex);
+    if (!dir.failed.load(std::memory_order_relaxed)) {
+      // With nothing queued and the progress thread idle, this thread may use the ring end (the
+      // mutex orders its use with the thread's), and order is kept.
+      if (dir.queue.empty() && !dir.busy && op.bytes <= kInlineBytes &&
+          (&dir == &send_ ? try_send_now(op) : try_recv_now(op))) {
+        return request;
+      }
+      dir.queue.push_back(std::move(op));
+      dir.cv.notify_one();
+      return request;
+    }
+    failure = dir.failure;
+  }
+  request->fail(std::make_exception_ptr(PeerError(failure)));
+  return request;
+}
+
+bool ShmConnection::next_op(Direction& dir, Op& op) {
+  std::unique_lock lock(dir.mutex);
+  // Ended by a failure, an abort or the destructor (all set `failed` and notify).
+  dir.cv.wait(lock,
+              [&] { return dir.failed.load(std::memory_order_relaxed) || !dir.queue.empty(); });
+  if (dir.failed.load(std::memory_order_relaxed)) return false;
+  op = std::move(dir.queue.front());
+  dir.queue.pop_front();
+  dir.busy = true;
+  return true;
+}
+
+void ShmConnection::finish_op(Direction& dir) {
+  std::lock_guard lock(dir.mutex);
+  dir.busy = false;
+}
+
+bool ShmConnection::try_send_now(Op& op) {
+  if (peer_closed()) return false;  // the progress thread reports it
+  const std::uint64_t frame = op.bytes;
+  if (!tx_.try_write_all(&frame, sizeof frame, op.src, op.bytes)) return false;
+  op.request->add_bytes(op.bytes);
+  bytes_sent_ += op.bytes;
+  op.request->complete();
+  return true;
+}
+
+bool ShmConnection::try_recv_now(Op& op) {
+  std::uint64_t frame = 0;
+  if (rx_.peek(&frame, sizeof frame) < sizeof frame || frame > op.bytes ||
+      rx_.readable() < sizeof frame + frame) {
+    return false;  // not all there yet, or too long (the progress thread reports that)
+  }
+  rx_.read_some(&frame, sizeof frame);
+  for (std::size_t done = 0; done < frame;) done += rx_.read_some(op.dst + done, frame - done);
+  op.request->add_bytes(frame);
+  bytes_received_ += frame;
+  op.request->complete();
+  return true;
+}
+
+void ShmConnection::send_loop() {
+  Op op;
+  while (next_op(send_, op)) {
+    if (peer_closed()) fail_direction(send_, "the peer closed the connection");
+    const std::uint64_t frame = op.bytes;
+    if (op.bytes <= kInlineBytes && !peer_closed() &&
+        tx_.try_write_all(&frame, sizeof frame, op.src, op.bytes)) {
+      op.request->add_bytes(op.bytes);
+      bytes_sent_ += op.bytes;
+    } else if (write_all(&frame, sizeof frame, nullptr) != Step::ok ||
+               write_all(op.src, op.bytes, op.request.get()) != Step::ok) {
+      fail_op(send_, op);
+      return;
+    }
+    finish_op(send_);
+    op.request->complete();
+    op = Op{};
+  }
+}
+
+void ShmConnection::recv_loop() {
+  Op op;
+  while (next_op(recv_, op)) {
+    std::uint64_t frame = 0;
+    if (read_all(&frame, sizeof frame, nullptr) != Step::ok) {
+      fail_op(recv_, op);
+      return;
+    }
+    if (frame > op.bytes) {
+      // The rest of the stream is intact, but the caller's matching is now off by one message:
+      // a protocol violation, which breaks the connection on both ends.
+      const std::string why =
+          core::str("the peer sent a message of ", frame,
+                    " bytes, longer than the posted receive buffer of ", op.bytes, " bytes");
+      fail_direction(recv_, why);
+      fail_direction(send_, why);
+      close_local_side();
+      fail_op(recv_, op);
+      return;
+    }
+    if (read_all(op.dst, frame, op.request.get()) != Step::ok) {
+      fail_op(recv_, op);
+      return;
+    }
+    finish_op(recv_);
+    op.request->complete();
+    op = Op{};
+  }
+}
+
+ShmConnection::Step ShmConnection::write_all(const void* src, std::size_t n, Request* request) {
+  const auto* p = static_cast<const std::byte*>(src);
+  while (n > 0) {
+    if (send_.failed.load(std::memory_order_acquire)) return Step::failed;
+    const std::size_t k = tx_.write_some(p, n);
+    if (k > 0) {
+      p += k;
+      n -= k;
+      if (request != nullptr) {  // payload, not framing, counts as bytes moved
+        request->add_bytes(k);
+        bytes_sent_ += k;
+      }
+      continue;
+    }
+    if (peer_closed()) {
+      fail_direction(send_, "the peer closed the connection");
+      return Step::failed;
+    }
+    if (!tx_.wait_writable(kSlice) && peer_process_.exited()) {
+      const std::string why = core::str("the peer process ", peer_process_.pid(), " exited");
+      fail_direction(send_, why);
+      fail_direction(recv_, why);
+      return Step::failed;
+    }
+  }
+  return Step::ok;
+}
+
+ShmConnection::Step ShmConnection::read_all(void* dst, std::size_t n, Request* request) {
+  const CopyMode mode = n >= kStreamingBytes ? CopyMode::streaming : CopyMode::cached;
+  auto* p = static_cast<std::byte*>(dst);
+  while (n > 0) {
+    if (recv_.failed.load(std::memory_order_acquire)) return Step::failed;
+    const std::size_t k = rx_.read_some(p, n, mode);
+    if (k > 0) {
+      p += k;
+      n -= k;
+      if (request != nullptr) {
+        request->add_bytes(k);
+        bytes_received_ += k;
+      }
+      continue;
+    }
+    // The peer's closed flag is set after its last publish, so flag-then-empty means the end;
+    // a dead process publishes nothing more either. Data already in the ring is still delivered.
+    std::string why;
+    if (peer_closed()) {
+      if (rx_.readable() > 0) continue;
+      why = "the peer closed the connection";
+    } else if (!rx_.wait_readable(kSlice) && peer_process_.exited() && rx_.readable() == 0) {
+      why = core::str("the peer process ", peer_process_.pid(), " exited");
+    } else {
+      continue;
+    }
+    fail_direction(recv_, why);
+    fail_direction(send_, why);
+    return Step::failed;
+  }
+  return Step::ok;
+}
+
+bool ShmConnection::peer_closed() const {
+  return segment_.closed_flag(1 - side_).load(std::memory_order_acquire) != 0;
+}
+
+void ShmConnection::fail_direction(Direction& dir, const std::string& why) {
+  std::deque<Op> pending;
+  std::string failure;
+  {
+    std::lock_guard lock(dir.mutex);
+    if (dir.failed.load(std::memory_order_relaxed)) return;  // the first failure wins
+    dir.failure = describe_failure(why);
+    failure = dir.failure;
+    pending.swap(dir.queue);
+    dir.failed.store(true, std::memory_order_release);
+  }
+  dir.cv.notify_all();
+  // Queued requests were never started, so their buffers are untouched: fail them now. The one
+  // in progress (if any) is failed by its thread once it stops copying.
+  for (auto& op : pending) op.request->fail(std::make_exception_ptr(PeerError(failure)));
+  if (&dir == &send_) {
+    tx_.wake_all();
+  } else {
+    rx_.wake_all();
+  }
+}
+
+void ShmConnection::fail_op(Direction& dir, Op& op) {
+  std::string failure;
+  {
+    std::lock_guard lock(dir.mutex);
+    failure = dir.failure;
+  }
+  op.request->fail(std::make_exception_ptr(PeerError(failure)));
+}
+
+void ShmConnection::close_local_side() {
+  segment_.closed_flag(side_).store(1, std::memory_order_release);
+  tx_.wake_all();  // a peer asleep on either ring re-checks and sees the flag
+  rx_.wake_all();
+}
+
+std::string ShmConnection::describe_failure(const std::string& why) const {
+  return core::str("rank ", local_rank_, ": shm connection with peer rank ", peer_rank_,
+                   " failed: ", why, " (", bytes_sent_.load(), " bytes sent, ",
+                   bytes_received_.load(), " bytes received)");
+}
+
+// ---- rendezvous ----
+
+std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& store,
+                                        const std::string& prefix, core::Deadline deadline) {
+  RINGLET_CHECK(local_rank >= 0 && peer_rank >= 0 && local_rank != peer_rank, ValueError,
+                "connect_shm: bad rank pair local ", local_rank, ", peer ", peer_rank);
+  const int lo = std::min(local_rank, peer_rank);
+  const int hi = std::max(local_rank, peer_rank);
+  const std::string key = core::str(prefix, "/shm/", lo, "-", hi);
+  if (local_rank == lo) {
+    ShmSegment segment = ShmSegment::create(local_rank, peer_rank);
+    store.set(key, segment.name());
+    return std::make_unique<ShmConnection>(std::move(segment), local_rank, peer_rank, deadline);
+  }
+  const std::string name = store.get(key, deadline);
+  return std::make_unique<ShmConnection>(ShmSegment::open(name, local_rank, peer_rank), local_rank,
+                                         peer_rank, deadline);
+}
+
+std::string host_identity() {
+  char host[256] = {};
+  RINGLET_CHECK(gethostname(host, sizeof host - 1) == 0, Error,
+                "gethostname: ", std::generic_category().message(errno));
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(file, boot_id);
+  return core::str(host, "/", boot_id);
+}
+
+}  // namespace ringlet::transport

@@ -1,0 +1,112 @@
+// ShmConnection: the Connection for two ranks on one host, through one ShmSegment holding two
+// ShmRings (one per direction). Each message is an 8-byte length frame and the payload, streamed
+// through the ring in chunks. connect_shm does the rendezvous through the store.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/deadline.h"
+#include "transport/connection.h"
+#include "transport/shm/ring.h"
+
+namespace ringlet::transport {
+
+class Store;
+
+// Thread safety: send/recv/abort may be called from any thread. One progress thread per
+// direction serves that direction's requests in posting order; the destructor fails whatever is
+// pending (PeerError) and joins them, and never hangs on a dead peer. Host buffers only.
+class ShmConnection : public Connection {
+ public:
+  // Takes a created or opened segment; the creator's side waits until the peer has mapped it.
+  ShmConnection(ShmSegment segment, int local_rank, int peer_rank, core::Deadline deadline);
+  ~ShmConnection() override;
+  ShmConnection(const ShmConnection&) = delete;
+  ShmConnection& operator=(const ShmConnection&) = delete;
+
+  RequestPtr send(ConstBuffer buffer) override;
+  RequestPtr recv(Buffer buffer) override;
+  void abort(const std::string& reason) override;
+
+  int local_rank() const override { return local_rank_; }
+  int peer_rank() const override { return peer_rank_; }
+  const char* transport() const override { return "shm"; }
+  std::uint64_t bytes_sent() const override { return bytes_sent_.load(); }
+  std::uint64_t bytes_received() const override { return bytes_received_.load(); }
+
+  using Connection::recv;
+  using Connection::send;
+
+ private:
+  struct Op {
+    RequestPtr request;
+    const std::byte* src = nullptr;  // send
+    std::byte* dst = nullptr;        // recv
+    std::size_t bytes = 0;
+  };
+  // One direction's queue and progress thread. Once `failed` is set, every queued and later
+  // request of this direction fails with `failure`.
+  struct Direction {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<Op> queue;
+    std::string failure;
+    std::atomic<bool> failed{false};
+    bool busy = false;  // the progress thread is moving an op (it owns this end of the ring)
+    std::thread thread;
+  };
+  enum class Step { ok, failed };
+
+  RequestPtr post(Direction& dir, Op op, const char* what);
+  void send_loop();
+  void recv_loop();
+  bool next_op(Direction& dir, Op& op);
+  void finish_op(Direction& dir);
+  // Moves a small op at once if that needs no waiting; the caller holds the direction's mutex
+  // and the direction is idle. Returns true if the op completed.
+  bool try_send_now(Op& op);
+  bool try_recv_now(Op& op);
+  Step write_all(const void* src, std::size_t n, Request* request);
+  Step read_all(void* dst, std::size_t n, Request* request);
+  bool peer_closed() const;
+  // Fails the direction (queued and later requests) with a PeerError built from `why`.
+  void fail_direction(Direction& dir, const std::string& why);
+  void fail_op(Direction& dir, Op& op);
+  void close_local_side();
+  std::string describe_failure(const std::string& why) const;
+
+  ShmSegment segment_;
+  int local_rank_;
+  int peer_rank_;
+  int side_;  // 0 if this process created the segment
+  ShmRing tx_;
+  ShmRing rx_;
+  ProcessWatch peer_process_;
+  std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> bytes_received_{0};
+  Direction send_;
+  Direction recv_;
+};
+
+// Rendezvous through the store: the lower rank creates the segment and publishes its name under
+// prefix + "/shm/<lo>-<hi>", the higher rank reads it and maps the segment; both return once the
+// segment is mapped on both sides and its name unlinked (TimeoutError at the deadline). The
+// prefix must be unique per connection attempt (e.g. it carries the job token).
+std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& store,
+                                        const std::string& prefix, core::Deadline deadline);
+
+// "hostname/boot-id": equal for two processes on the same host (same kernel boot), the pairs
+// that talk over shm.
+std::string host_identity();
+
+}  // namespace ringlet::transport

@@ -1,0 +1,170 @@
+// The shared-memory layer of the shm transport. ShmRing: a single-producer single-consumer byte
+// ring in a shared mapping, with adaptive waiting (spin a few microseconds, then yield, then sleep
+// on a process-shared futex). Invariants: head and tail only grow (bytes ever written / read);
+// 0 <= head - tail <= capacity; only the producer stores head, only the consumer stores tail;
+// capacity is a power of two. ShmSegment: the /dev/shm mapping holding a pair's two rings, whose
+// name is unlinked as soon as both sides mapped it. Plus futex and process-liveness helpers.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/deadline.h"
+
+namespace ringlet::transport {
+
+// The ring's control block, placed in shared memory. Only lock-free atomics, so it works across
+// processes. head and tail sit on their own cache lines so producer and consumer do not
+// false-share; each sequence word is a futex a side sleeps on.
+struct ShmRingControl {
+  alignas(64) std::atomic<std::uint64_t> head;  // bytes ever published by the producer
+  alignas(64) std::atomic<std::uint64_t> tail;  // bytes ever consumed by the consumer
+  // Bumped by the producer when the consumer announced it sleeps ("data available").
+  alignas(64) std::atomic<std::uint32_t> data_seq;
+  std::atomic<std::uint32_t> consumer_sleeping;
+  // Bumped by the consumer when the producer announced it sleeps ("space available").
+  alignas(64) std::atomic<std::uint32_t> space_seq;
+  std::atomic<std::uint32_t> producer_sleeping;
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<std::uint32_t>) == 4, "futex words must be 32-bit");
+
+// How read_some copies out: `streaming` bypasses the cache for the destination (for large
+// messages, whose start would be evicted by their end anyway).
+enum class CopyMode { cached, streaming };
+
+// A non-owning view of one ring: control block + `capacity` data bytes, both in the mapping.
+// write_* belong to the one producer thread, read_* to the one consumer thread.
+class ShmRing {
+ public:
+  ShmRing() = default;
+  ShmRing(ShmRingControl* control, std::byte* data, std::size_t capacity);
+
+  // Puts a fresh control block at `control` (done once, by the segment's creator).
+  static void init(ShmRingControl* control);
+
+  // Copies up to n bytes in (bounded by free space and a publish granularity, so the consumer
+  // can start copying out while the producer goes on); returns the bytes written (0 if full).
+  std::size_t write_some(const void* src, std::size_t n);
+  // Writes a and then b as one publish if both fit now; false (nothing written) otherwise.
+  // The fast path for small messages: one fence and one wake check for frame and payload.
+  bool try_write_all(const void* a, std::size_t na, const void* b, std::size_t nb);
+  // Copies up to n bytes out; returns the bytes read (0 if empty).
+  std::size_t read_some(void* dst, std::size_t n, CopyMode mode = CopyMode::cached);
+  // Copies up to n readable bytes out without consuming them; returns how many.
+  std::size_t peek(void* dst, std::size_t n);
+
+  std::size_t readable() const;
+  std::size_t writable() const;
+
+  // Waits until some data (wait_readable) or space (wait_writable) is there, at most about
+  // max_wait; returns whether it is. Callers loop, checking shutdown and peer liveness between
+  // calls, so a dead peer or a stopping connection is never waited on for long.
+  bool wait_readable(std::chrono::microseconds max_wait);
+  bool wait_writable(std::chrono::microseconds max_wait);
+
+  // Wakes whoever sleeps on this ring (either side), e.g. on shutdown or when closing.
+  void wake_all();
+
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  void copy_in(std::uint64_t position, const void* src, std::size_t n);
+  void copy_out(std::uint64_t position, void* dst, std::size_t n, CopyMode mode) const;
+  // Free space (producer) / readable bytes (consumer), re-reading the other side's counter only
+  // when the cached value shows less than `wanted`.
+  std::size_t space_for(std::uint64_t head, std::size_t wanted);
+  std::size_t data_for(std::uint64_t tail, std::size_t wanted);
+  // Stores the counter, then wakes the other side if it announced it sleeps.
+  void publish_head(std::uint64_t head);
+  void publish_tail(std::uint64_t tail);
+
+  ShmRingControl* control_ = nullptr;
+  std::byte* data_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::size_t mask_ = 0;
+  std::uint64_t cached_tail_ = 0;  // producer's last view of tail (saves a shared-line read)
+  std::uint64_t cached_head_ = 0;  // consumer's last view of head
+};
+
+// Process-shared futex on a 32-bit word (works across processes on a MAP_SHARED mapping).
+// wait returns when *word != expected, on a wake, or after timeout (spuriously too).
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
+                std::chrono::microseconds timeout);
+void futex_wake_all(std::atomic<std::uint32_t>* word);
+
+// Watches another process for exit. Uses a pidfd (exit is seen even while the process is an
+// unreaped zombie, and a recycled pid cannot fool it); falls back to kill(pid, 0) plus the
+// /proc state where pidfds are missing. A watcher on our own pid (peers that are threads of this
+// process) or on pid 0 (unknown) never reports exit.
+class ProcessWatch {
+ public:
+  ProcessWatch() = default;
+  explicit ProcessWatch(pid_t pid);
+  ~ProcessWatch();
+  ProcessWatch(ProcessWatch&& other) noexcept;
+  ProcessWatch& operator=(ProcessWatch&& other) noexcept;
+  ProcessWatch(const ProcessWatch&) = delete;
+  ProcessWatch& operator=(const ProcessWatch&) = delete;
+
+  bool exited() const;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = 0;
+  int pidfd_ = -1;
+  bool same_process_ = true;
+};
+
+// One mapped segment: a header (ranks, pids, attach and closed flags) plus two rings of
+// ring_bytes() each. Ring capacity: RINGLET_SHM_RING_BYTES (a power of two, default 4 MiB),
+// read by the creator; the opener takes whatever the header says. Move-only; unmaps on
+// destruction and, if it was created here and the name is still linked, unlinks it.
+class ShmSegment {
+ public:
+  // Creates and maps a fresh segment (lower rank). Memory is reserved up front, so a full
+  // /dev/shm is a clear error here rather than a SIGBUS later.
+  static ShmSegment create(int local_rank, int peer_rank);
+  // Maps an existing one (higher rank), checks it was made for this pair, records this process
+  // as attached and unlinks the name.
+  static ShmSegment open(const std::string& name, int local_rank, int peer_rank);
+
+  ShmSegment(ShmSegment&& other) noexcept;
+  ShmSegment& operator=(ShmSegment&&) = delete;
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+  ~ShmSegment();
+
+  const std::string& name() const { return name_; }  // as passed to shm_open ("/ringlet-shm-...")
+  bool creator() const { return creator_; }
+  std::size_t ring_bytes() const { return ring_bytes_; }
+
+  // Creator only: waits (in short futex sleeps, until the deadline) for the opener to attach,
+  // then unlinks the name. TimeoutError naming the peer rank if it never does.
+  void wait_attached(int local_rank, int peer_rank, core::Deadline deadline);
+
+  // Views for the connection. Side 0 is the creator; ring i carries side i's sends.
+  ShmRing ring(int index) const;
+  std::atomic<std::uint32_t>& closed_flag(int side) const;
+  // The process of `side`, or 0 if it lives in another pid namespace (then it cannot be watched).
+  pid_t pid(int side) const;
+
+ private:
+  ShmSegment() = default;
+  void unlink_name();
+
+  std::string name_;
+  void* base_ = nullptr;
+  std::size_t mapped_bytes_ = 0;
+  std::size_t ring_bytes_ = 0;
+  bool creator_ = false;
+  bool linked_ = false;
+};
+
+}  // namespace ringlet::transport

@@ -1,0 +1,46 @@
+// TcpConnection: the tcp transport's Connection over one or more connected sockets to a peer.
+// Each socket has its own Asio io_context and thread, so stripes of one large message move in
+// parallel (RINGLET_NSOCKS). Frames carry (seq, offset, length, total); the receiver reads each
+// payload straight into the posted buffer of message `seq` (no staging copy), and a socket whose
+// next frame belongs to a receive not yet posted waits (TCP flow control holds the sender).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "transport/connection.h"
+
+namespace ringlet::transport::tcp {
+
+struct TcpOptions {
+  std::size_t stripe_min_bytes = 256 * 1024;  // smaller messages use one socket
+  int socket_buffer_bytes = 0;                // SO_SNDBUF/SO_RCVBUF; 0 = kernel autotuning
+};
+
+class TcpConnection final : public Connection {
+ public:
+  // Takes ownership of the connected, handshaken socket descriptors (index order must agree
+  // on both sides).
+  TcpConnection(int local_rank, int peer_rank, const std::vector<int>& fds,
+                const TcpOptions& options = {});
+  ~TcpConnection() override;
+
+  RequestPtr send(ConstBuffer buffer) override;
+  RequestPtr recv(Buffer buffer) override;
+  void abort(const std::string& reason) override;
+  int local_rank() const override;
+  int peer_rank() const override;
+  const char* transport() const override { return "tcp"; }
+  std::uint64_t bytes_sent() const override;
+  std::uint64_t bytes_received() const override;
+  using Connection::recv;
+  using Connection::send;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ringlet::transport::tcp
