@@ -49,6 +49,10 @@ class HandshakeError : public Error {  // a connection refused by the other side
  public:
   using Error::Error;
 };
+class CollectiveError : public Error {  // a collective failed (collectives layer)
+ public:
+  using Error::Error;
+};
 
 // Concatenates anything with operator<< into one string: str("shape ", 3, "x", 4).
 template <class... Args>

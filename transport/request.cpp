@@ -35,23 +35,40 @@ void Request::add_bytes(std::size_t n) {
   bytes_ += n;
 }
 
+void Request::then(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!done_) {
+      continuations_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
 void Request::complete() {
+  std::vector<std::function<void()>> run;
   {
     std::lock_guard lock(mutex_);
     if (done_) return;
     done_ = true;
+    run.swap(continuations_);
   }
   cv_.notify_all();
+  for (auto& fn : run) fn();
 }
 
 void Request::fail(std::exception_ptr error) {
+  std::vector<std::function<void()>> run;
   {
     std::lock_guard lock(mutex_);
     if (done_) return;
     done_ = true;
     error_ = std::move(error);
+    run.swap(continuations_);
   }
   cv_.notify_all();
+  for (auto& fn : run) fn();
 }
 
 void wait_all(const std::vector<RequestPtr>& requests, core::Deadline deadline) {

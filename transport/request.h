@@ -28,6 +28,10 @@ class Request {
   bool failed() const;
   std::size_t bytes() const;  // payload bytes moved so far (the message size once done)
 
+  // Runs fn once the request is done (completed or failed), on the thread that finished it,
+  // or right away on this thread if it already is. fn must not block.
+  void then(std::function<void()> fn);
+
   // --- for transports ---
   void add_bytes(std::size_t n);
   void complete();
@@ -40,6 +44,7 @@ class Request {
   bool done_ = false;
   std::exception_ptr error_;
   std::size_t bytes_ = 0;
+  std::vector<std::function<void()>> continuations_;
 };
 
 using RequestPtr = std::shared_ptr<Request>;

@@ -48,6 +48,7 @@ struct Channel {
   bool writing = false;         // io thread only
   FrameHeader header;           // the frame being received
   bool parked = false;          // guarded by Impl::mutex
+  bool eof = false;             // guarded by Impl::mutex
 };
 
 }  // namespace
@@ -63,6 +64,7 @@ struct TcpConnection::Impl {
   std::exception_ptr failure;
   std::atomic<std::uint64_t> sent{0}, received{0};
   std::atomic<bool> closing{false};
+  std::size_t eof_channels = 0;  // guarded by mutex
 
   std::string who() const {
     return core::str("rank ", local_rank, " <-> rank ", peer_rank, " (tcp)");
@@ -96,8 +98,18 @@ struct TcpConnection::Impl {
     }
   }
 
-  void on_io_error(const asio::error_code& ec, const char* during) {
+  void on_io_error(Channel* c, const asio::error_code& ec, const char* during) {
     if (closing.load()) return;  // our own shutdown; fail_all is idempotent otherwise
+    if (ec == asio::error::eof) {
+      // A peer that closes after its last send: frames may still be unread on its other
+      // sockets, so the connection fails only once every socket has ended.
+      std::lock_guard lock(mutex);
+      if (!c->eof) {
+        c->eof = true;
+        ++eof_channels;
+      }
+      if (eof_channels < channels.size()) return;
+    }
     const std::string what =
         ec == asio::error::eof ? "the peer closed the connection (EOF)" : ec.message();
     fail_all(peer_error(core::str(what, " while ", during)));
@@ -107,7 +119,7 @@ struct TcpConnection::Impl {
   void read_header(Channel* c) {
     asio::async_read(c->socket, asio::buffer(&c->header, sizeof(FrameHeader)),
                      [this, c](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_io_error(ec, "reading a frame header");
+                       if (ec) return on_io_error(c, ec, "reading a frame header");
                        on_header(c);
                      });
   }
@@ -146,7 +158,7 @@ struct TcpConnection::Impl {
     if (h.length == 0) return read_header(c);
     asio::async_read(c->socket, asio::buffer(dst, h.length),
                      [this, c, h](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_io_error(ec, "reading a frame payload");
+                       if (ec) return on_io_error(c, ec, "reading a frame payload");
                        received += h.length;
                        {
                          std::lock_guard lock(mutex);
@@ -185,7 +197,7 @@ struct TcpConnection::Impl {
         asio::buffer(&f.header, sizeof(FrameHeader)),
         asio::buffer(f.data, static_cast<std::size_t>(f.header.length))};
     asio::async_write(c->socket, buffers, [this, c](const asio::error_code& ec, std::size_t) {
-      if (ec) return on_io_error(ec, "writing a frame");
+      if (ec) return on_io_error(c, ec, "writing a frame");
       const SendFrame done = c->queue.front();
       c->queue.pop_front();
       sent += done.header.length;

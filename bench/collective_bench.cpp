@@ -1,0 +1,491 @@
+// The run loop of the collective benchmarks, after nccl-tests' common.cu: for every size, an
+// out-of-place and an in-place measurement (fill, one untimed op, barrier, `iters` ops issued
+// back to back, then the per-op time combined across ranks (-a, default max), then a checked
+// op), printed in nccl-tests' table on rank 0 followed by one JSON line per size. Buffer
+// geometry, in-place offsets and bus-bandwidth factors are nccl-tests'.
+#include "bench/collective_bench.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_version.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "transport/rendezvous.h"
+
+namespace ringlet::bench {
+namespace {
+
+using collectives::Communicator;
+using collectives::ReduceOp;
+using collectives::WorkPtr;
+using core::DType;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr std::size_t kMaxInFlight = 64;  // ops queued at once (the queue needs no more)
+
+const char* program_name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce_perf";
+    case Collective::all_gather: return "all_gather_perf";
+    case Collective::reduce_scatter: return "reduce_scatter_perf";
+    case Collective::broadcast: return "broadcast_perf";
+  }
+  return "collective_perf";
+}
+
+const char* op_label(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+const char* type_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::f16: return "half";
+    case DType::bf16: return "bfloat16";
+    case DType::i32: return "int32";
+    case DType::i64: return "int64";
+    default: return "?";
+  }
+}
+
+// nccl-tests' getCollByteCount + getBw, in elements of the datatype.
+struct Geometry {
+  std::size_t send_count = 0, recv_count = 0, param_count = 0;
+  std::size_t send_ip_offset = 0, recv_ip_offset = 0;  // in-place offsets per rank
+  double alg_bytes = 0, bus_factor = 1;
+};
+
+Geometry geometry(Collective c, std::size_t bytes, DType t, int n) {
+  Geometry g;
+  const std::size_t w = core::dtype_size(t);
+  const std::size_t count = bytes / w;
+  const double nd = n;
+  switch (c) {
+    case Collective::all_reduce:
+      g.send_count = g.recv_count = g.param_count = count;
+      g.bus_factor = 2 * (nd - 1) / nd;
+      break;
+    case Collective::broadcast: g.send_count = g.recv_count = g.param_count = count; break;
+    case Collective::all_gather:
+      g.param_count = g.send_count = count / n;
+      g.recv_count = g.param_count * n;
+      g.send_ip_offset = g.param_count;
+      g.bus_factor = (nd - 1) / nd;
+      break;
+    case Collective::reduce_scatter:
+      g.param_count = g.recv_count = count / n;
+      g.send_count = g.param_count * n;
+      g.recv_ip_offset = g.param_count;
+      g.bus_factor = (nd - 1) / nd;
+      break;
+  }
+  const bool per_rank = c == Collective::all_gather || c == Collective::reduce_scatter;
+  g.alg_bytes = static_cast<double>(g.param_count * w) * (per_rank ? n : 1);
+  return g;
+}
+
+struct Result {
+  double us = 0, algbw = 0, busbw = 0;
+  std::int64_t wrong = -1;  // -1: not checked
+  long iters = 0;
+};
+
+class Runner {
+ public:
+  Runner(Collective coll, const BenchOptions& o, Communicator& comm)
+      : coll_(coll), o_(o), comm_(comm), rank_(comm.rank()), n_(comm.size()) {
+    send_.assign(o.max_bytes + 64, 0);
+    recv_.assign(o.max_bytes + 64, 0);
+  }
+
+  std::int64_t local_errors() const { return local_errors_; }
+
+  Result bench(const Geometry& g, DType t, ReduceOp op, bool in_place) {
+    t_ = t;
+    op_ = op;
+    fill(g, in_place);
+    wait(start(g, in_place));  // nccl-tests' "sync" op
+    wait(comm_.barrier());
+    Result r;
+    r.iters = o_.iters;
+    double elapsed = combine(timed(g, in_place, r.iters));
+    for (int attempt = 0; o_.min_time_s > 0 && elapsed < o_.min_time_s && attempt < 3; ++attempt) {
+      // Every rank holds the same combined time, so every rank picks the same count.
+      const double scale = o_.min_time_s * 1.1 / std::max(elapsed, 1e-9);
+      r.iters = std::min<long>(10'000'000, static_cast<long>(std::ceil(r.iters * scale)));
+      elapsed = combine(timed(g, in_place, r.iters));
+    }
+    const double sec = elapsed / static_cast<double>(r.iters);
+    r.us = sec * 1e6;
+    r.algbw = g.alg_bytes / 1e9 / sec;
+    r.busbw = r.algbw * g.bus_factor;
+    for (int c = 0; c < o_.check; ++c) {
+      fill(g, in_place);
+      wait(start(g, in_place));
+      if (o_.corrupt && rank_ == n_ - 1) spoil(g, in_place);
+      const std::int64_t local = check(g, in_place);
+      if (local > 0) ++local_errors_;
+      r.wrong = sum_across(local);
+      if (r.wrong != 0) break;
+    }
+    return r;
+  }
+
+  void warm_up(const Geometry& g, DType t, ReduceOp op) {
+    t_ = t;
+    op_ = op;
+    std::deque<WorkPtr> works;
+    for (int i = 0; i < o_.warmup; ++i) works.push_back(start(g, false));
+    for (auto& w : works) wait(w);
+  }
+
+  double combine(double v) {
+    double out = v;
+    switch (o_.average) {
+      case 0: wait(comm_.broadcast(&out, 1, DType::f64, 0)); return out;
+      case 1: wait(comm_.all_reduce(&v, &out, 1, DType::f64, ReduceOp::avg)); return out;
+      case 2: wait(comm_.all_reduce(&v, &out, 1, DType::f64, ReduceOp::min)); return out;
+      default: wait(comm_.all_reduce(&v, &out, 1, DType::f64, ReduceOp::max)); return out;
+    }
+  }
+
+  std::int64_t sum_across(std::int64_t v) {
+    std::int64_t out = 0;
+    wait(comm_.all_reduce(&v, &out, 1, DType::i64, ReduceOp::sum));
+    return out;
+  }
+
+  void wait(const WorkPtr& w) { w->wait(core::Deadline::after(comm_.timeout() + 10s)); }
+
+ private:
+  Pattern pattern() const { return Pattern{coll_, op_, t_, n_, o_.root}; }
+  std::size_t w() const { return core::dtype_size(t_); }
+  char* send_at(const Geometry& g, bool ip) {
+    return ip ? recv_.data() + g.send_ip_offset * rank_ * w() : send_.data();
+  }
+  char* recv_at(const Geometry& g, bool ip) {
+    return recv_.data() + (ip ? g.recv_ip_offset * rank_ * w() : 0);
+  }
+
+  WorkPtr start(const Geometry& g, bool ip) {
+    char* send = send_at(g, ip);
+    char* recv = recv_at(g, ip);
+    switch (coll_) {
+      case Collective::all_reduce: return comm_.all_reduce(send, recv, g.param_count, t_, op_);
+      case Collective::all_gather: return comm_.all_gather(send, recv, g.param_count, t_);
+      case Collective::reduce_scatter:
+        return comm_.reduce_scatter(send, recv, g.param_count, t_, op_);
+      case Collective::broadcast: break;
+    }
+    if (ip || rank_ != o_.root) return comm_.broadcast(recv, g.param_count, t_, o_.root);
+    // Out of place on the root: the chain only reads the send buffer, and the root's own copy
+    // into recv (as ncclBroadcast makes) runs while the op progresses.
+    WorkPtr work = comm_.broadcast(send, g.param_count, t_, o_.root);
+    if (g.param_count > 0) std::memcpy(recv, send, g.param_count * w());
+    return work;
+  }
+
+  double timed(const Geometry& g, bool ip, long iters) {
+    wait(comm_.barrier());
+    const auto t0 = Clock::now();
+    std::deque<WorkPtr> works;
+    for (long i = 0; i < iters; ++i) {
+      works.push_back(start(g, ip));
+      if (o_.blocking != 0 || works.size() > kMaxInFlight) {
+        wait(works.front());
+        works.pop_front();
+      }
+    }
+    for (auto& w : works) wait(w);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  // nccl-tests' InitData: inputs where the op reads them, a sentinel where results land.
+  void fill(const Geometry& g, bool ip) {
+    const Pattern p = pattern();
+    char* send = send_at(g, ip);
+    char* recv = recv_at(g, ip);
+    switch (coll_) {
+      case Collective::all_reduce:
+        if (!ip) fill_sentinel(p, recv, g.recv_count);
+        fill_input(p, rank_, send, 0, g.send_count);
+        break;
+      case Collective::reduce_scatter:
+        if (!ip) fill_sentinel(p, recv, g.recv_count);
+        fill_input(p, rank_, send, 0, g.send_count);
+        break;
+      case Collective::all_gather:
+        fill_sentinel(p, recv_.data(), g.recv_count);
+        fill_input(p, rank_, send, 0, g.send_count);
+        break;
+      case Collective::broadcast:
+        fill_sentinel(p, recv, g.recv_count);
+        if (!ip || rank_ == o_.root) fill_input(p, rank_, ip ? recv : send, 0, g.send_count);
+        break;
+    }
+  }
+
+  void spoil(const Geometry& g, bool ip) {
+    if (g.recv_count == 0) return;
+    char* data = coll_ == Collective::reduce_scatter ? recv_at(g, ip) : recv_.data();
+    fill_sentinel(pattern(), data + (g.recv_count / 2) * w(), 1);
+  }
+
+  std::int64_t check(const Geometry& g, bool ip) {
+    const Pattern p = pattern();
+    const char* recv = recv_at(g, ip);
+    if (coll_ == Collective::reduce_scatter) {
+      return count_wrong(p, recv, g.param_count * rank_, g.recv_count, 0);
+    }
+    return count_wrong(p, recv_.data(), 0, g.recv_count, g.param_count);
+  }
+
+  Collective coll_;
+  const BenchOptions& o_;
+  Communicator& comm_;
+  int rank_, n_;
+  std::vector<char> send_, recv_;
+  DType t_ = DType::f32;
+  ReduceOp op_ = ReduceOp::sum;
+  std::int64_t local_errors_ = 0;
+};
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "cpu";
+}
+
+std::string host_name() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string time_str(double us) {  // nccl-tests' widths: 2, 1 or 0 decimals
+  char buf[32];
+  std::snprintf(buf, sizeof buf, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
+  return buf;
+}
+
+void print_header(const BenchOptions& o, transport::Store& store, int rank, int n,
+                  const std::string& transport) {
+  const auto deadline = core::Deadline::after(60s);
+  char line[512];
+  std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device cpu [%s] %s\n",
+                rank, 0, static_cast<int>(::getpid()), host_name().c_str(), transport.c_str(),
+                cpu_model().c_str());
+  store.set("bench/rank_line/" + std::to_string(rank), line);
+  if (rank != 0) return;
+  std::printf(
+      "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "agg iters: 1 validation: %d graph: 0\n",
+      o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
+      o.step_factor > 1 ? "factor" : "bytes", o.warmup, o.iters, o.check);
+  if (o.blocking != 0) {
+    std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
+  }
+  std::printf("#\n# Using devices\n");
+  for (int r = 0; r < n; ++r) {
+    std::printf("%s", store.get("bench/rank_line/" + std::to_string(r), deadline).c_str());
+  }
+  std::printf("#\n");
+  std::printf(
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
+      "          \n",
+      "", "", "", "", "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+              "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+              "busbw", "#wrong");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+              "");
+  std::fflush(stdout);
+}
+
+void print_result(const Result& r) {
+  char wrong[32];
+  if (r.wrong < 0) {
+    std::snprintf(wrong, sizeof wrong, "%5s", "N/A");
+  } else {
+    std::snprintf(wrong, sizeof wrong, "%5lld", static_cast<long long>(r.wrong));
+  }
+  std::printf("  %7s  %6.2f  %6.2f  %s", time_str(r.us).c_str(), r.algbw, r.busbw, wrong);
+}
+
+nlohmann::json result_json(const char* prefix, const Result& r) {
+  const std::string p = prefix;
+  nlohmann::json j{
+      {p + "_us", r.us}, {p + "_algbw", r.algbw}, {p + "_busbw", r.busbw}, {p + "_iters", r.iters}};
+  j[p + "_wrong"] = r.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.wrong);
+  return j;
+}
+
+// Runs every (type, op, size) on this rank; returns the exit status.
+int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transport::Store& store) {
+  const int rank = comm.rank();
+  const int n = comm.size();
+  const bool rooted = coll == Collective::broadcast;
+  const bool reducing = coll == Collective::all_reduce || coll == Collective::reduce_scatter;
+  RINGLET_CHECK(!rooted || o.root < n, ValueError, "-r ", o.root, ": root must be below the ", n,
+                " ranks");
+  const std::string transport =
+      o.transport.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : o.transport;
+  print_header(o, store, rank, n, transport);
+  Runner runner(coll, o, comm);
+  std::vector<std::string> json_lines;
+  double busbw_sum = 0;
+  int busbw_count = 0;
+  const std::vector<ReduceOp> ops = reducing ? o.ops : std::vector<ReduceOp>{ReduceOp::sum};
+  for (DType t : o.types) {
+    for (ReduceOp op : ops) {
+      runner.warm_up(geometry(coll, o.max_bytes, t, n), t, op);
+      runner.warm_up(geometry(coll, o.min_bytes, t, n), t, op);
+      for (std::size_t size = o.min_bytes; size <= o.max_bytes;
+           size = o.step_factor > 1 ? size * o.step_factor : size + o.step_bytes) {
+        const Geometry g = geometry(coll, size, t, n);
+        const std::size_t w = core::dtype_size(t);
+        const std::size_t bytes = std::max(g.send_count, g.recv_count) * w;
+        const char* redop = reducing ? collectives::reduce_op_name(op) : "none";
+        const int root = rooted ? o.root : -1;
+        if (rank == 0) {
+          std::printf("%12zu  %12zu  %8s  %6s  %6i", bytes, g.param_count, type_name(t), redop,
+                      root);
+          std::fflush(stdout);
+        }
+        Result oop, ip;
+        try {
+          oop = runner.bench(g, t, op, false);
+          if (rank == 0) print_result(oop);
+          ip = runner.bench(g, t, op, true);
+        } catch (...) {
+          if (rank == 0) std::printf("\n");  // end the open row before the error is printed
+          std::fflush(stdout);
+          throw;
+        }
+        if (rank == 0) {
+          print_result(ip);
+          std::printf("\n");
+          std::fflush(stdout);
+        }
+        busbw_sum += oop.busbw + ip.busbw;
+        busbw_count += 2;
+        nlohmann::json j{{"bench", program_name(coll)},
+                         {"op", op_label(coll)},
+                         {"size", bytes},
+                         {"count", g.param_count},
+                         {"type", type_name(t)},
+                         {"redop", redop},
+                         {"root", root},
+                         {"nranks", n},
+                         {"transport", transport},
+                         {"host", host_name()},
+                         {"commit", RINGLET_BENCH_COMMIT}};
+        j.update(result_json("oop", oop));
+        j.update(result_json("ip", ip));
+        json_lines.push_back(j.dump());
+      }
+    }
+  }
+  const auto errors = runner.sum_across(runner.local_errors());
+  if (rank == 0) {
+    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(errors),
+                errors ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %g \n", busbw_count ? busbw_sum / busbw_count : 0.0);
+    std::printf("#\n");
+    for (const auto& line : json_lines) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  return errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int collective_bench_main(Collective coll, int argc, char** argv) {
+  const std::string program = program_name(coll);
+  int rank = 0;
+  try {
+    const BenchOptions o = parse_bench_options(program, argc, argv);
+    if (o.np < 0) {
+      std::printf("%s", usage(program).c_str());
+      return 0;
+    }
+    rank = o.child_rank > 0 ? o.child_rank : 0;
+    RankSetup setup = setup_ranks(o, program.c_str());
+    rank = setup.rank;
+
+    // A spawned rank that dies aborts the communicator (or, before it exists, the store), so
+    // rank 0 fails at once naming that rank instead of waiting for a timeout.
+    LiveComm live;
+    std::unique_ptr<ChildWatcher> watcher;
+    if (!setup.children.empty()) {
+      watcher = std::make_unique<ChildWatcher>(setup.children, [&](const std::string& why) {
+        if (!live.abort(why) && setup.server) setup.server->stop();
+      });
+    }
+    int status = 0;
+    try {
+      const auto deadline = core::Deadline::after(120s);
+      transport::MeshOptions mesh;
+      mesh.rank = setup.rank;
+      mesh.world_size = setup.world_size;
+      mesh.prefix = "bench/mesh";
+      mesh.job_token = transport::job_token(*setup.store, setup.rank, deadline);
+      mesh.transport = o.transport;
+      mesh.store_host = setup.store_host;
+      collectives::CommOptions options;
+      options.name = "bench/comm";
+      if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
+      auto comm = Communicator::create(*setup.store, mesh, options, deadline);
+      LiveComm::Publish publish(live, *comm);  // withdrawn before comm is destroyed
+      status = run_all(coll, o, *comm, *setup.store);
+      comm->barrier()->wait(core::Deadline::after(comm->timeout()));
+      // Nobody tears down its connections until every rank is past the last collective.
+      transport::store_barrier(*setup.store, "bench/done", setup.world_size,
+                               core::Deadline::after(comm->timeout()));
+    } catch (...) {
+      if (watcher && !watcher->failure().empty()) {
+        std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), watcher->failure().c_str());
+      }
+      throw;
+    }
+    if (watcher) {
+      const std::string problem = watcher->wait_all(60);
+      RINGLET_CHECK(problem.empty(), Error, problem);
+    }
+    setup.store.reset();
+    if (setup.server) setup.server->wait_until_idle(core::Deadline::after(10s));
+    // Wrong results fail the job once, through rank 0's status; a spawned rank exiting non-zero
+    // would read as a crash to rank 0's watcher.
+    return o.child_rank > 0 ? 0 : status;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s (rank %d): %s\n", program.c_str(), rank, e.what());
+    return 1;
+  }
+}
+
+}  // namespace ringlet::bench

@@ -1,0 +1,177 @@
+// Rank setup of the collective benchmarks. With -np N the first process is rank 0: it hosts a
+// TcpStoreServer on 127.0.0.1 and re-executes /proc/self/exe for ranks 1..N-1 (its own
+// arguments plus --child-rank R --store-port P); a spawned rank dies with its parent
+// (PR_SET_PDEATHSIG). Started by a launcher (RANK/WORLD_SIZE/..., no -np) the process is one
+// rank found by discover(). ChildWatcher turns a spawned rank's death into a clear error.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "bench/collective_bench.h"
+#include "core/error.h"
+#include "transport/rendezvous.h"
+
+extern char** environ;
+
+namespace ringlet::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool launcher_environment() {
+  auto set = [](const char* name) { return std::getenv(name) != nullptr; };
+  if (set("RANK") || set("WORLD_SIZE") || set("OMPI_COMM_WORLD_SIZE")) return true;
+  const char* ntasks = std::getenv("SLURM_NTASKS");
+  return set("SLURM_PROCID") && ntasks != nullptr && std::string(ntasks) != "1";
+}
+
+pid_t spawn_rank(const BenchOptions& o, int rank, int port) {
+  // argv[0] is the binary's real path, so that ps shows what the rank is.
+  char self[4096] = {0};
+  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::vector<std::string> args{len > 0 ? std::string(self, len) : "/proc/self/exe"};
+  args.insert(args.end(), o.args.begin(), o.args.end());
+  args.insert(args.end(),
+              {"--child-rank", std::to_string(rank), "--store-port", std::to_string(port)});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+  RINGLET_CHECK(rc == 0, Error, "cannot start rank ", rank, " (/proc/self/exe): posix_spawn error ",
+                rc);
+  return pid;
+}
+
+std::string describe_status(int rank, pid_t pid, int status) {
+  if (WIFSIGNALED(status)) {
+    return core::str("rank ", rank, " (pid ", pid, ") was killed by signal ", WTERMSIG(status));
+  }
+  return core::str("rank ", rank, " (pid ", pid, ") exited with status ", WEXITSTATUS(status));
+}
+
+}  // namespace
+
+RankSetup setup_ranks(const BenchOptions& o, const char* program) {
+  RankSetup s;
+  const auto connect_deadline = core::Deadline::after(60s);
+  if (o.child_rank >= 0) {
+    // Die with rank 0, and do not start at all if it is already gone (reparented).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    RINGLET_CHECK(::getppid() != 1, Error, program, ": rank 0 exited before rank ", o.child_rank,
+                  " started");
+    s.rank = o.child_rank;
+    s.world_size = o.np;
+    s.store = std::make_unique<transport::TcpStore>("127.0.0.1", o.store_port, connect_deadline);
+    return s;
+  }
+  if (o.np > 0 || !launcher_environment()) {
+    s.world_size = o.np > 0 ? o.np : 1;
+    s.server = std::make_unique<transport::TcpStoreServer>("127.0.0.1", 0);
+    const int port = s.server->port();
+    s.store = std::make_unique<transport::TcpStore>("127.0.0.1", port, connect_deadline);
+    for (int r = 1; r < s.world_size; ++r) s.children.push_back(spawn_rank(o, r, port));
+    return s;
+  }
+  const transport::InitInfo info = transport::discover({});
+  s.rank = info.rank;
+  s.world_size = info.world_size;
+  s.store_host = info.master_addr.empty() ? "127.0.0.1" : info.master_addr;
+  s.store = transport::open_store(info, connect_deadline);
+  return s;
+}
+
+struct ChildWatcher::State {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::vector<pid_t> children;
+  std::vector<bool> running;
+  std::function<void(const std::string&)> on_failure;
+  std::string failure;
+  bool stop = false;
+  std::thread thread;
+
+  bool all_exited() const {
+    for (bool r : running) {
+      if (r) return false;
+    }
+    return true;
+  }
+
+  // Polls every child (WNOHANG) until told to stop or all have exited.
+  void watch() {
+    std::unique_lock lock(mutex);
+    while (!stop && !all_exited()) {
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        if (!running[i]) continue;
+        int status = 0;
+        if (::waitpid(children[i], &status, WNOHANG) != children[i]) continue;
+        running[i] = false;
+        cv.notify_all();
+        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && failure.empty()) {
+          failure = describe_status(static_cast<int>(i) + 1, children[i], status);
+          auto notify = on_failure;
+          const std::string message = failure;
+          lock.unlock();
+          if (notify) notify(message);
+          lock.lock();
+        }
+      }
+      cv.wait_for(lock, 50ms);
+    }
+  }
+};
+
+ChildWatcher::ChildWatcher(std::vector<pid_t> children,
+                           std::function<void(const std::string&)> on_failure)
+    : state_(std::make_shared<State>()) {
+  state_->children = std::move(children);
+  state_->running.assign(state_->children.size(), true);
+  state_->on_failure = std::move(on_failure);
+  state_->thread = std::thread([s = state_] { s->watch(); });
+}
+
+ChildWatcher::~ChildWatcher() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stop = true;
+    state_->cv.notify_all();
+  }
+  state_->thread.join();
+  for (std::size_t i = 0; i < state_->children.size(); ++i) {
+    if (!state_->running[i]) continue;
+    ::kill(state_->children[i], SIGKILL);
+    int status = 0;
+    ::waitpid(state_->children[i], &status, 0);
+  }
+}
+
+std::string ChildWatcher::wait_all(double seconds) {
+  std::unique_lock lock(state_->mutex);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  state_->cv.wait_until(lock, until, [&] { return state_->all_exited(); });
+  if (!state_->failure.empty()) return state_->failure;
+  for (std::size_t i = 0; i < state_->children.size(); ++i) {
+    if (state_->running[i]) {
+      return core::str("rank ", i + 1, " (pid ", state_->children[i], ") still running after ",
+                       seconds, " s");
+    }
+  }
+  return "";
+}
+
+std::string ChildWatcher::failure() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->failure;
+}
+
+}  // namespace ringlet::bench

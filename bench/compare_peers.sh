@@ -1,0 +1,112 @@
+#!/bin/bash
+# Side-by-side all-reduce comparison: ringlet's all_reduce_perf (tcp and shm) against the peer
+# baselines of ../shared/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo),
+# interleaved for several rounds on the same sizes; prints medians and ratios ours/peer
+# (bench/compare_peers.py). Float32 sum, in place, as the peers measure it.
+#
+# usage: bench/compare_peers.sh [rounds=3] [min_time_s=0.5]
+# env:   SIZES (bytes per rank, comma list; default 4 KiB,64 KiB,1 MiB,16 MiB,64 MiB)
+#        NPS ("2 4"), TRANSPORTS ("tcp shm"), PEERS ("gloo mpi torch"),
+#        BUILD_DIR (build), PEERS_DIR (../shared/peers), LOG_DIR (a new /tmp dir, kept),
+#        NO_INSTALL=1 (skip a missing peer instead of installing it)
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROUNDS=${1:-3}
+MIN_TIME=${2:-0.5}
+SIZES=${SIZES:-4096,65536,1048576,16777216,67108864}
+NPS=${NPS:-"2 4"}
+TRANSPORTS=${TRANSPORTS:-"tcp shm"}
+PEERS=${PEERS:-"gloo mpi torch"}
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+PEERS_DIR=${PEERS_DIR:-$ROOT/../shared/peers}
+LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/compare_peers.XXXXXX)}
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+mkdir -p "$LOG_DIR"
+t_start=$(date +%s)
+
+# --- peers: present, installed on demand, or skipped --------------------------------------
+peer_package() {
+  case "$1" in
+    gloo) echo libgloo-dev ;;
+    mpi) echo "openmpi-bin libopenmpi-dev" ;;
+    torch) echo python3-torch ;;
+  esac
+}
+peer_present() {
+  case "$1" in
+    gloo) [ -f /usr/include/gloo/allreduce_ring.h ] ;;
+    mpi) command -v mpirun >/dev/null && command -v mpicxx >/dev/null ;;
+    torch) /usr/bin/python3 -c "import torch" >/dev/null 2>&1 ;;
+  esac
+}
+active_peers=""
+for peer in $PEERS; do
+  if [ ! -x "$PEERS_DIR/run_$peer.sh" ]; then
+    echo "skipped: $peer (no $PEERS_DIR/run_$peer.sh)"
+    continue
+  fi
+  if ! peer_present "$peer" && [ "${NO_INSTALL:-0}" != 1 ] && [ "$(id -u)" = 0 ] &&
+      command -v apt-get >/dev/null; then
+    pkgs=$(peer_package "$peer")
+    echo "# $peer is not installed: installing it with apt-get install -y $pkgs"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      -o DPkg::Lock::Timeout=600 $pkgs >"$LOG_DIR/install_$peer.log" 2>&1 ||
+      echo "# apt-get install $pkgs failed (log: $LOG_DIR/install_$peer.log)"
+  fi
+  if peer_present "$peer"; then
+    active_peers="$active_peers $peer"
+  else
+    echo "skipped: $peer not installed (apt-get install $(peer_package "$peer"))"
+  fi
+done
+
+# --- ours -----------------------------------------------------------------------------------
+OURS="$BUILD_DIR/bench/all_reduce_perf"
+if [ ! -x "$OURS" ]; then
+  echo "# building $OURS"
+  [ -f "$BUILD_DIR/build.ninja" ] || meson setup "$BUILD_DIR" "$ROOT" >/dev/null || exit 1
+  ninja -C "$BUILD_DIR" bench/all_reduce_perf >/dev/null || { echo "build failed"; exit 1; }
+fi
+
+# One all_reduce_perf run per size (so each size gets its own warm-up and iteration count).
+run_ours() {  # np transport log
+  local np=$1 transport=$2 log=$3 size warm
+  for size in ${SIZES//,/ }; do
+    warm=10
+    [ "$size" -gt 1048576 ] && warm=2
+    timeout 300 "$OURS" -np "$np" -t "$transport" -b "$size" -e "$size" -n 5 -w "$warm" \
+      --min-time "$MIN_TIME" >>"$log" 2>>"$log.err" ||
+      echo "# ERROR: all_reduce_perf -np $np -t $transport -b $size failed (see $log.err)"
+  done
+}
+
+run_peer() {  # peer log
+  NPS="$NPS" SIZES="$SIZES" "$PEERS_DIR/run_$1.sh" "$MIN_TIME" >"$2" 2>&1 ||
+    echo "# ERROR: run_$1.sh failed (see $2)"
+}
+
+jobs=()
+for np in $NPS; do
+  for tr in $TRANSPORTS; do jobs+=("ours:$np:$tr"); done
+done
+for peer in $active_peers; do jobs+=("peer:$peer"); done
+
+echo "# compare_peers: $ROUNDS rounds, sizes $SIZES, np $NPS, min_time ${MIN_TIME}s, logs in $LOG_DIR"
+for ((round = 1; round <= ROUNDS; round++)); do
+  n=${#jobs[@]}
+  for ((k = 0; k < n; k++)); do
+    job=${jobs[$(((k + round - 1) % n))]}  # rotate the order each round
+    IFS=: read -r kind a b <<<"$job"
+    echo "# round $round/$ROUNDS: $kind $a $b ($(($(date +%s) - t_start)) s, loadavg $(cut -d' ' -f1 /proc/loadavg))"
+    if [ "$kind" = ours ]; then
+      run_ours "$a" "$b" "$LOG_DIR/r$round.ours.np$a.$b.log"
+    else
+      run_peer "$a" "$LOG_DIR/r$round.peer.$a.log"
+    fi
+  done
+done
+echo "# total wall time: $(($(date +%s) - t_start)) s"
+"$PY" "$ROOT/bench/compare_peers.py" "$LOG_DIR"

@@ -1,0 +1,35 @@
+// The algorithms, each running one channel's part of a collective synchronously on the
+// calling (progress) thread. Data pointers are host memory; counts are elements.
+#pragma once
+
+#include "collectives/context.h"
+
+namespace ringlet::collectives {
+
+// Ring reduce-scatter + all-gather over data[0, count) in place: 2(n-1) steps, each chunk
+// pipelined in slices (receive slice k+1 while reducing slice k).
+void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op);
+// Ring reduce-scatter phase only: afterwards chunk `rank` of data (balanced split into size()
+// chunks) holds the reduction of every rank's chunk.
+void ring_reduce_scatter(ChannelContext& ctx, char* data, std::size_t count, DType dtype,
+                         ReduceOp op);
+// Ring all-gather in place: chunk r of data (balanced split) comes from rank r.
+void ring_all_gather(ChannelContext& ctx, char* data, std::size_t count, DType dtype);
+// Same with explicit equal blocks of `block` elements (the API's all_gather/reduce_scatter).
+void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype,
+                                ReduceOp op);
+void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype);
+
+// Recursive doubling with the non-power-of-two fold (latency-optimal for small messages).
+void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op);
+
+// Pipelined chain from root around the ring.
+void chain_broadcast(ChannelContext& ctx, char* data, std::size_t count, DType dtype, int root);
+// Pipelined chain toward root; data is this rank's contribution, result lands in data on root.
+void chain_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                  int root);
+
+// Dissemination barrier: ceil(log2 n) rounds of 1-byte messages.
+void dissemination_barrier(ChannelContext& ctx);
+
+}  // namespace ringlet::collectives

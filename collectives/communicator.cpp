@@ -1,0 +1,497 @@
+// Communicator: validation at issue time, one progress thread per channel (each with its own
+// Mesh), ops in issue order, the fingerprint check, and failure handling: the first error is
+// published in the store (compare_set, first writer wins), every connection is aborted so the
+// other ranks stop waiting at once, and every later op fails fast with the same cause.
+#include "collectives/communicator.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "collectives/algorithms.h"
+#include "collectives/reduce_kernels.h"
+#include "core/env.h"
+#include "core/log.h"
+
+namespace ringlet::collectives {
+namespace {
+
+constexpr std::chrono::minutes kDefaultTimeout{10};
+constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
+constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
+
+// Channels > 0 start a collective only after channel 0 checked the fingerprint.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int state = 0;  // 0 pending, 1 ok, -1 failed
+  void set(int s) {
+    {
+      std::lock_guard lock(mutex);
+      state = s;
+    }
+    cv.notify_all();
+  }
+  bool wait(core::Deadline deadline) {
+    std::unique_lock lock(mutex);
+    core::wait_until(cv, lock, deadline, [this] { return state != 0; });
+    return state == 1;
+  }
+};
+
+struct Task {
+  std::function<void(ChannelContext&)> run;
+  WorkPtr work;
+  const char* op_name;
+  std::uint64_t seq;
+  bool collective;             // carries a fingerprint
+  Fingerprint fingerprint;     // checked by channel 0
+  std::shared_ptr<Gate> gate;  // null for single-channel ops
+};
+
+struct Channel {
+  ChannelContext ctx;
+  std::unique_ptr<transport::Mesh> mesh;
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<Task> queue;
+  bool stopping = false;
+};
+
+bool supported(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 ||
+         dtype == DType::bf16 || dtype == DType::i32 || dtype == DType::i64;
+}
+
+}  // namespace
+
+struct Communicator::Impl {
+  transport::Store* store = nullptr;
+  int rank = 0, size = 1;
+  CommOptions options;
+  std::unique_ptr<Tracer> tracer;
+  std::vector<std::unique_ptr<Channel>> channels;
+  std::mutex mutex;  // guards failure, seq counters
+  std::exception_ptr failure;
+  std::uint64_t next_seq = 0, next_p2p = 0;
+
+  std::exception_ptr current_failure() {
+    std::lock_guard lock(mutex);
+    return failure;
+  }
+
+  void channel_loop(Channel& ch) {
+    while (true) {
+      Task task;
+      {
+        std::unique_lock lock(ch.mutex);
+        ch.cv.wait(lock, [&] { return ch.stopping || !ch.queue.empty(); });
+        if (ch.queue.empty()) return;
+        task = std::move(ch.queue.front());
+        ch.queue.pop_front();
+      }
+      execute(ch, task);
+    }
+  }
+
+  void execute(Channel& ch, Task& task) {
+    if (auto f = current_failure()) {
+      if (task.gate) task.gate->set(-1);
+      task.work->fail(f);
+      return;
+    }
+    ChannelContext& ctx = ch.ctx;
+    ctx.op_name = task.op_name;
+    ctx.seq = task.seq;
+    ctx.deadline = core::Deadline::after(options.timeout);
+    ctx.waiting_on = -1;
+    ctx.bytes_done = 0;
+    try {
+      if (task.collective && ctx.channel == 0) {
+        check_fingerprint(ctx, task.fingerprint);
+        if (task.gate) task.gate->set(1);
+      } else if (task.gate && !task.gate->wait(ctx.deadline)) {
+        task.work->fail(current_failure());  // channel 0 failed: its error is the cause
+        return;
+      }
+      ctx.deferred = nullptr;
+      task.run(ctx);
+      if (ctx.deferred) {  // completes when its transport request does
+        auto work = task.work;
+        auto check = std::move(ctx.deferred_check);
+        ctx.deferred->then([work, check] {
+          if (auto error = check()) {
+            work->fail(error);
+          } else {
+            work->part_done();
+          }
+        });
+        ctx.deferred = nullptr;
+        return;
+      }
+      task.work->part_done();
+    } catch (...) {
+      if (task.gate) task.gate->set(-1);
+      task.work->fail(handle_failure(ctx, std::current_exception()));
+    }
+  }
+
+  void check_fingerprint(ChannelContext& ctx, const Fingerprint& mine) {
+    if (size == 1) return;
+    Fingerprint theirs;
+    auto recv = ctx.peer(ctx.left()).recv(&theirs, sizeof theirs);
+    auto send = ctx.peer(ctx.right()).send(&mine, sizeof mine);
+    ctx.wait(send, ctx.right());
+    ctx.wait(recv, ctx.left());
+    if (recv->bytes() != sizeof theirs || !(theirs == mine)) {
+      throw CollectiveError(core::str(
+          "fingerprint mismatch: rank ", ctx.left(), " issued ",
+          recv->bytes() == sizeof theirs ? to_string(theirs) : std::string("something else"),
+          " while rank ", rank, " issued ", to_string(mine),
+          " (every rank must issue the same collectives in the same order)"));
+    }
+  }
+
+  // Turns an algorithm's exception into the op's error, publishes it, aborts everything.
+  std::exception_ptr handle_failure(const ChannelContext& ctx, std::exception_ptr error) {
+    std::string cause;
+    bool timed_out = false;
+    try {
+      std::rethrow_exception(error);
+    } catch (const core::TimeoutError& e) {
+      timed_out = true;
+      cause = e.what();
+    } catch (const std::exception& e) {
+      cause = e.what();
+    }
+    const std::string local = core::str(
+        "rank ", rank, ": ", ctx.op_name, " seq ", ctx.seq, " failed",
+        ctx.waiting_on >= 0 ? core::str(" waiting for rank ", ctx.waiting_on) : std::string(),
+        " after ", ctx.bytes_done, " bytes", timed_out ? " (deadline passed)" : "", ": ", cause);
+    std::string root = local;
+    try {  // first writer wins: the root cause, for ranks that only saw a neighbour hang up
+      root = store->compare_set(options.name + "/error", "", local);
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::warn, "rank ", rank, ": could not publish the error: ", e.what());
+    }
+    const std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
+    auto failure_ptr = std::make_exception_ptr(CollectiveError(message));
+    bool first = false;
+    {
+      std::lock_guard lock(mutex);
+      if (!failure) {
+        failure = failure_ptr;
+        first = true;
+      }
+    }
+    if (first) abort_connections("rank " + std::to_string(rank) + " aborted: " + local);
+    return current_failure();
+  }
+
+  void abort_connections(const std::string& reason) {
+    for (auto& ch : channels) {
+      for (int p = 0; p < size; ++p) {
+        if (p != rank) ch->mesh->peer(p).abort(reason);
+      }
+    }
+  }
+
+  // Queues `run` on channel `c` (or on every channel when c < 0, with a shared gate).
+  WorkPtr submit(const char* op_name, bool collective, Fingerprint fp, int channel,
+                 std::function<void(ChannelContext&)> run_one,
+                 std::function<void(ChannelContext&, int)> run_split = {}) {
+    std::uint64_t seq;
+    {
+      std::lock_guard lock(mutex);
+      seq = collective ? next_seq++ : next_p2p++;
+    }
+    fp.seq = seq;
+    const int parts = channel < 0 ? static_cast<int>(channels.size()) : 1;
+    auto work =
+        std::make_shared<Work>(core::str("rank ", rank, ": ", op_name, " seq ", seq), parts);
+    if (auto f = current_failure()) {
+      work->fail(f);
+      return work;
+    }
+    auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
+    for (int c = 0; c < parts; ++c) {
+      Channel& ch = *channels[channel < 0 ? c : channel];
+      std::function<void(ChannelContext&)> fn = run_one;
+      if (channel < 0) fn = [run_split, c](ChannelContext& ctx) { run_split(ctx, c); };
+      Task task{std::move(fn), work, op_name, seq, collective, fp, gate};
+      {
+        std::lock_guard lock(ch.mutex);
+        ch.queue.push_back(std::move(task));
+      }
+      ch.cv.notify_one();
+    }
+    return work;
+  }
+
+  // send/recv: posted in issue order by channel 0's progress thread (so they interleave with
+  // collectives identically on both sides) but not waited there: the Work completes when the
+  // transport request does, so a recv posted before a send cannot block the send.
+  WorkPtr submit_p2p(const char* op_name, int peer, std::size_t bytes,
+                     std::function<transport::RequestPtr(transport::Connection&)> post) {
+    return submit(op_name, false, {}, 0, [this, op_name, peer, bytes, post](ChannelContext& ctx) {
+      transport::RequestPtr request = post(ctx.peer(peer));
+      ctx.deferred = request;
+      ctx.deferred_check = [this, request, peer, bytes, op_name,
+                            seq = ctx.seq]() -> std::exception_ptr {
+        std::string problem;
+        if (request->failed()) {
+          try {
+            request->wait(core::Deadline::never());
+          } catch (const std::exception& e) {
+            problem = e.what();
+          }
+        } else if (std::string(op_name) == "recv" && request->bytes() != bytes) {
+          problem = core::str("expected ", bytes, " bytes, got a message of ", request->bytes());
+        }
+        if (problem.empty()) return nullptr;
+        fail_communicator(core::str("rank ", rank, ": ", op_name, " seq ", seq, " with rank ", peer,
+                                    " failed after ", request->bytes(), " bytes: ", problem));
+        return current_failure();
+      };
+    });
+  }
+
+  void fail_communicator(const std::string& message) {
+    bool first = false;
+    {
+      std::lock_guard lock(mutex);
+      if (!failure) {
+        failure = std::make_exception_ptr(CollectiveError(message));
+        first = true;
+      }
+    }
+    if (first) abort_connections(message);
+  }
+
+  void check_buffer(const void* p, std::size_t count, const char* what, const char* op) const {
+    RINGLET_CHECK(p != nullptr || count == 0, ValueError, op, ": ", what,
+                  " is null for a count of ", count);
+  }
+  void check_dtype(DType dtype, const char* op) const {
+    RINGLET_CHECK(supported(dtype), DTypeError, op, ": dtype ", dtype,
+                  " is not supported (f32 f64 f16 bf16 i32 i64)");
+  }
+  void check_rank(int r, const char* what, const char* op) const {
+    RINGLET_CHECK(r >= 0 && r < size, ValueError, op, ": ", what, " ", r,
+                  " is outside the communicator of size ", size);
+  }
+};
+
+std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
+                                                   const transport::MeshOptions& mesh,
+                                                   CommOptions options, core::Deadline deadline) {
+  auto impl = std::make_unique<Impl>();
+  impl->store = &store;
+  impl->rank = mesh.rank;
+  impl->size = mesh.world_size;
+  if (options.timeout.count() <= 0) {
+    options.timeout = std::chrono::milliseconds(core::env_int(
+        "RINGLET_TIMEOUT",
+        std::chrono::duration_cast<std::chrono::milliseconds>(kDefaultTimeout).count(), 1,
+        std::int64_t{1} << 40));
+  }
+  if (options.algo.empty()) options.algo = core::env_string("RINGLET_ALGO").value_or("auto");
+  RINGLET_CHECK(options.algo == "auto" || options.algo == "ring" || options.algo == "rd",
+                ValueError, "RINGLET_ALGO='", options.algo, "' is not one of auto, ring, rd");
+  if (options.channels <= 0) {
+    options.channels = static_cast<int>(core::env_int("RINGLET_CHANNELS", 1, 1, 16));
+  }
+  if (options.slice_bytes == 0) {
+    options.slice_bytes = static_cast<std::size_t>(
+        core::env_int("RINGLET_SLICE_BYTES", kDefaultSliceBytes, 1, std::int64_t{1} << 32));
+  }
+  if (options.rd_max_bytes == 0) options.rd_max_bytes = kDefaultRdMaxBytes;
+  if (options.trace_dir.empty()) options.trace_dir = core::env_string("RINGLET_TRACE").value_or("");
+  impl->options = options;
+  impl->tracer = std::make_unique<Tracer>(options.trace_dir, mesh.rank);
+  for (int c = 0; c < options.channels; ++c) {
+    auto ch = std::make_unique<Channel>();
+    transport::MeshOptions m = mesh;
+    m.prefix = core::str(options.name, "/ch", c, "/", mesh.prefix);
+    ch->mesh = transport::Mesh::connect(store, m, deadline);
+    ch->ctx.mesh = ch->mesh.get();
+    ch->ctx.rank = mesh.rank;
+    ch->ctx.size = mesh.world_size;
+    ch->ctx.channel = c;
+    ch->ctx.tracer = impl->tracer.get();
+    ch->ctx.slice_bytes = options.slice_bytes;
+    impl->channels.push_back(std::move(ch));
+  }
+  for (auto& ch : impl->channels) {
+    ch->thread = std::thread([impl = impl.get(), c = ch.get()] { impl->channel_loop(*c); });
+  }
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Communicator::~Communicator() {
+  for (auto& ch : impl_->channels) {
+    {
+      std::lock_guard lock(ch->mutex);
+      ch->stopping = true;
+    }
+    ch->cv.notify_all();
+  }
+  for (auto& ch : impl_->channels) ch->thread.join();
+}
+
+int Communicator::rank() const { return impl_->rank; }
+int Communicator::size() const { return impl_->size; }
+std::chrono::milliseconds Communicator::timeout() const { return impl_->options.timeout; }
+
+WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType dtype,
+                                 ReduceOp op) {
+  impl_->check_dtype(dtype, "all_reduce");
+  impl_->check_buffer(send, count, "send buffer", "all_reduce");
+  impl_->check_buffer(recv, count, "recv buffer", "all_reduce");
+  const std::size_t es = core::dtype_size(dtype);
+  const int n = impl_->size;
+  const bool use_rd = impl_->options.algo == "rd" ||
+                      (impl_->options.algo == "auto" && count * es <= impl_->options.rd_max_bytes);
+  Fingerprint fp{OpKind::all_reduce, dtype, op, 0, -1, count, 0};
+  auto finish = [n, dtype, op](char* data, std::size_t c) {
+    if (op == ReduceOp::avg) divide_by(data, c, dtype, n);
+  };
+  if (use_rd || impl_->channels.size() == 1) {
+    return impl_->submit("all_reduce", true, fp, 0, [=](ChannelContext& ctx) {
+      char* data = static_cast<char*>(recv);
+      if (send != recv && count > 0) std::memcpy(data, send, count * es);
+      if (use_rd) {
+        rd_all_reduce(ctx, data, count, dtype, op);
+      } else {
+        ring_all_reduce(ctx, data, count, dtype, op);
+      }
+      finish(data, count);
+    });
+  }
+  const int channels = static_cast<int>(impl_->channels.size());
+  return impl_->submit("all_reduce", true, fp, -1, {}, [=](ChannelContext& ctx, int c) {
+    const std::size_t begin = split_offset(count, channels, c);
+    const std::size_t end = split_offset(count, channels, c + 1);
+    char* data = static_cast<char*>(recv) + begin * es;
+    if (send != recv && end > begin) {
+      std::memcpy(data, static_cast<const char*>(send) + begin * es, (end - begin) * es);
+    }
+    ring_all_reduce(ctx, data, end - begin, dtype, op);
+    finish(data, end - begin);
+  });
+}
+
+WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
+                                     DType dtype, ReduceOp op) {
+  impl_->check_dtype(dtype, "reduce_scatter");
+  impl_->check_buffer(send, recv_count, "send buffer", "reduce_scatter");
+  impl_->check_buffer(recv, recv_count, "recv buffer", "reduce_scatter");
+  const std::size_t es = core::dtype_size(dtype);
+  const int n = impl_->size, r = impl_->rank;
+  Fingerprint fp{OpKind::reduce_scatter, dtype, op, 0, -1, recv_count, 0};
+  return impl_->submit("reduce_scatter", true, fp, 0, [=](ChannelContext& ctx) {
+    std::vector<char> work(recv_count * n * es);
+    if (!work.empty()) std::memcpy(work.data(), send, work.size());
+    ring_reduce_scatter_blocks(ctx, work.data(), recv_count, dtype, op);
+    char* mine = work.data() + r * recv_count * es;
+    if (op == ReduceOp::avg) divide_by(mine, recv_count, dtype, n);
+    if (recv_count > 0) std::memcpy(recv, mine, recv_count * es);
+  });
+}
+
+WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_count,
+                                 DType dtype) {
+  impl_->check_dtype(dtype, "all_gather");
+  impl_->check_buffer(send, send_count, "send buffer", "all_gather");
+  impl_->check_buffer(recv, send_count, "recv buffer", "all_gather");
+  const std::size_t es = core::dtype_size(dtype);
+  const int r = impl_->rank;
+  Fingerprint fp{OpKind::all_gather, dtype, ReduceOp::sum, 0, -1, send_count, 0};
+  return impl_->submit("all_gather", true, fp, 0, [=](ChannelContext& ctx) {
+    char* mine = static_cast<char*>(recv) + r * send_count * es;
+    if (send != mine && send_count > 0) std::memcpy(mine, send, send_count * es);
+    ring_all_gather_blocks(ctx, static_cast<char*>(recv), send_count, dtype);
+  });
+}
+
+WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int root) {
+  impl_->check_dtype(dtype, "broadcast");
+  impl_->check_rank(root, "root", "broadcast");
+  impl_->check_buffer(data, count, "buffer", "broadcast");
+  Fingerprint fp{OpKind::broadcast, dtype, ReduceOp::sum, 0, root, count, 0};
+  return impl_->submit("broadcast", true, fp, 0, [=](ChannelContext& ctx) {
+    chain_broadcast(ctx, static_cast<char*>(data), count, dtype, root);
+  });
+}
+
+WorkPtr Communicator::reduce(const void* send, void* recv, std::size_t count, DType dtype,
+                             ReduceOp op, int root) {
+  impl_->check_dtype(dtype, "reduce");
+  impl_->check_rank(root, "root", "reduce");
+  impl_->check_buffer(send, count, "send buffer", "reduce");
+  if (impl_->rank == root) impl_->check_buffer(recv, count, "recv buffer on the root", "reduce");
+  const std::size_t es = core::dtype_size(dtype);
+  const int n = impl_->size;
+  const bool is_root = impl_->rank == root;
+  Fingerprint fp{OpKind::reduce, dtype, op, 0, root, count, 0};
+  return impl_->submit("reduce", true, fp, 0, [=](ChannelContext& ctx) {
+    std::vector<char> own;
+    char* data;
+    if (is_root) {
+      data = static_cast<char*>(recv);
+      if (send != recv && count > 0) std::memcpy(data, send, count * es);
+    } else {
+      own.assign(static_cast<const char*>(send), static_cast<const char*>(send) + count * es);
+      data = own.data();
+    }
+    chain_reduce(ctx, data, count, dtype, op, root);
+    if (is_root && op == ReduceOp::avg) divide_by(data, count, dtype, n);
+  });
+}
+
+WorkPtr Communicator::barrier() {
+  Fingerprint fp{OpKind::barrier, DType::u8, ReduceOp::sum, 0, -1, 0, 0};
+  return impl_->submit("barrier", true, fp, 0,
+                       [](ChannelContext& ctx) { dissemination_barrier(ctx); });
+}
+
+WorkPtr Communicator::send(const void* data, std::size_t count, DType dtype, int peer) {
+  impl_->check_dtype(dtype, "send");
+  impl_->check_rank(peer, "peer", "send");
+  RINGLET_CHECK(peer != impl_->rank, ValueError, "send: rank ", peer, " cannot send to itself");
+  impl_->check_buffer(data, count, "buffer", "send");
+  const std::size_t bytes = count * core::dtype_size(dtype);
+  return impl_->submit_p2p("send", peer, bytes,
+                           [=](transport::Connection& c) { return c.send(data, bytes); });
+}
+
+WorkPtr Communicator::recv(void* data, std::size_t count, DType dtype, int peer) {
+  impl_->check_dtype(dtype, "recv");
+  impl_->check_rank(peer, "peer", "recv");
+  RINGLET_CHECK(peer != impl_->rank, ValueError, "recv: rank ", peer,
+                " cannot receive from itself");
+  impl_->check_buffer(data, count, "buffer", "recv");
+  const std::size_t bytes = count * core::dtype_size(dtype);
+  return impl_->submit_p2p("recv", peer, bytes,
+                           [=](transport::Connection& c) { return c.recv(data, bytes); });
+}
+
+void Communicator::abort(const std::string& reason) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->failure) return;
+    impl_->failure = std::make_exception_ptr(
+        CollectiveError(core::str("rank ", impl_->rank, ": communicator aborted: ", reason)));
+  }
+  impl_->abort_connections(core::str("rank ", impl_->rank, " aborted: ", reason));
+}
+
+bool Communicator::aborted() const { return impl_->current_failure() != nullptr; }
+
+}  // namespace ringlet::collectives

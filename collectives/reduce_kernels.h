@@ -1,0 +1,17 @@
+// Reduction kernels on host memory: dst[i] = op(dst[i], src[i]) for every dtype x op the
+// collectives support (f32 f64 f16 bf16 i32 i64 x sum prod min max). f16/bf16 are widened to
+// f32, combined, and rounded back once. avg is sum here; the caller divides at the end with
+// divide_by. The f32/f64 loops are written so the compiler vectorizes them.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/types.h"
+
+namespace ringlet::collectives {
+
+void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
+// dst[i] /= divisor (integers: truncating division, as PyTorch's avg on integers).
+void divide_by(void* data, std::size_t count, DType dtype, int divisor);
+
+}  // namespace ringlet::collectives

@@ -1,0 +1,229 @@
+// Collectives as a Gloo-style matrix, ranks as threads over the real transports: world sizes
+// 1..8, counts 0, 1, < n, not divisible by n x slice, and ~16 M; every dtype x op; in place and
+// out of place; tcp and shm; ring and recursive doubling. Data are small integers, so every
+// result is exact (f16/bf16 included: every value involved is exactly representable).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "collectives/reduce_kernels.h"
+#include "collectives/trace.h"
+#include "comm_ranks.h"
+
+using namespace ringlet;
+using namespace ringlet::testing;
+using collectives::ReduceOp;
+using core::DType;
+
+namespace {
+
+const std::vector<DType> kDTypes{DType::f32,  DType::f64, DType::f16,
+                                 DType::bf16, DType::i32, DType::i64};
+const std::vector<ReduceOp> kOps{ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                                 ReduceOp::avg};
+const auto kWait = 60s;
+
+// Rank r's element i: prod stays within 2^8 (exact in every dtype), sums within 256.
+double value(int rank, std::size_t i, ReduceOp op) {
+  if (op == ReduceOp::prod) return (rank + i) % 3 == 0 ? 2.0 : 1.0;
+  return static_cast<double>((rank * 3 + i * 7) % 29);
+}
+
+double expected(int world, std::size_t i, ReduceOp op, DType dtype) {
+  double acc = value(0, i, op);
+  for (int r = 1; r < world; ++r) {
+    const double v = value(r, i, op);
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::avg: acc += v; break;
+      case ReduceOp::prod: acc *= v; break;
+      case ReduceOp::min: acc = std::min(acc, v); break;
+      case ReduceOp::max: acc = std::max(acc, v); break;
+    }
+  }
+  if (op == ReduceOp::avg) {
+    if (dtype == DType::i32 || dtype == DType::i64) return std::trunc(acc / world);
+    TypedBuffer round(dtype, 1);  // divide in the dtype's own precision, as the kernel does
+    round.set(0, static_cast<float>(acc) / static_cast<float>(world));
+    return dtype == DType::f64 ? acc / world : round.get(0);
+  }
+  return acc;
+}
+
+void check_all_reduce(int rank, Communicator& comm, std::size_t count, DType dtype, ReduceOp op,
+                      bool in_place) {
+  const int n = comm.size();
+  TypedBuffer send(dtype, count), recv(dtype, count);
+  for (std::size_t i = 0; i < count; ++i) send.set(i, value(rank, i, op));
+  void* out = in_place ? send.data() : recv.data();
+  comm.all_reduce(send.data(), out, count, dtype, op)->wait(core::Deadline::after(kWait));
+  const TypedBuffer& got = in_place ? send : recv;
+  int wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (got.get(i) != expected(n, i, op, dtype) && ++wrong <= 3) {
+      FAIL_CHECK("rank ", rank, " n=", n, " count=", count, " ", dtype, " ",
+                 collectives::reduce_op_name(op), in_place ? " in-place" : " out-of-place",
+                 ": element ", i, " = ", got.get(i), ", expected ", expected(n, i, op, dtype));
+    }
+  }
+  REQUIRE(wrong == 0);
+}
+
+void matrix(const std::string& transport, const std::string& algo) {
+  for (int n = 1; n <= 8; ++n) {
+    CommOptions options;
+    options.algo = algo;
+    options.slice_bytes = 64;  // many slices even for small counts
+    options.name = "matrix";
+    run_comm(n, transport, options, [&](int rank, Communicator& comm) {
+      for (std::size_t count :
+           {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n - 1), std::size_t{1031}}) {
+        for (DType dtype : kDTypes) {
+          for (ReduceOp op : kOps) {
+            for (bool in_place : {false, true}) {
+              check_all_reduce(rank, comm, count, dtype, op, in_place);
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("all_reduce matrix: ring over shm") { matrix("shm", "ring"); }
+TEST_CASE("all_reduce matrix: ring over tcp") { matrix("tcp", "ring"); }
+TEST_CASE("all_reduce matrix: recursive doubling over shm") { matrix("shm", "rd"); }
+TEST_CASE("all_reduce matrix: recursive doubling over tcp") { matrix("tcp", "rd"); }
+
+TEST_CASE("all_reduce of ~16 M floats, two channels, tcp and shm") {
+  for (const char* transport : {"shm", "tcp"}) {
+    for (int n : {2, 3}) {
+      CommOptions options;
+      options.channels = 2;
+      options.name = "large";
+      run_comm(n, transport, options, [&](int rank, Communicator& comm) {
+        check_all_reduce(rank, comm, (std::size_t{16} << 20) + 3, DType::f32, ReduceOp::sum,
+                         rank % 2 == 0);
+      });
+    }
+  }
+}
+
+TEST_CASE("reduce_scatter, all_gather, broadcast, reduce, barrier, send/recv") {
+  for (const char* transport : {"shm", "tcp"}) {
+    for (int n : {1, 2, 3, 5, 8}) {
+      INFO("transport ", transport, " n=", n);
+      CommOptions options;
+      options.slice_bytes = 256;
+      options.name = "others";
+      run_comm(n, transport, options, [&](int rank, Communicator& comm) {
+        const auto deadline = [] { return core::Deadline::after(kWait); };
+        for (std::size_t block : {std::size_t{0}, std::size_t{1}, std::size_t{777}}) {
+          for (DType dtype : {DType::f32, DType::bf16, DType::i64}) {
+            // reduce_scatter (sum)
+            TypedBuffer send(dtype, block * n), out(dtype, block);
+            for (std::size_t i = 0; i < block * n; ++i) send.set(i, value(rank, i, ReduceOp::sum));
+            comm.reduce_scatter(send.data(), out.data(), block, dtype, ReduceOp::sum)
+                ->wait(deadline());
+            for (std::size_t i = 0; i < block; ++i) {
+              REQUIRE(out.get(i) == expected(n, rank * block + i, ReduceOp::sum, dtype));
+            }
+            // all_gather
+            TypedBuffer mine(dtype, block), all(dtype, block * n);
+            for (std::size_t i = 0; i < block; ++i) mine.set(i, value(rank, i, ReduceOp::max));
+            comm.all_gather(mine.data(), all.data(), block, dtype)->wait(deadline());
+            for (int r = 0; r < n; ++r) {
+              for (std::size_t i = 0; i < block; ++i) {
+                REQUIRE(all.get(r * block + i) == value(r, i, ReduceOp::max));
+              }
+            }
+            // broadcast and reduce from every root
+            for (int root = 0; root < n; ++root) {
+              TypedBuffer b(dtype, block);
+              for (std::size_t i = 0; i < block; ++i)
+                b.set(i, rank == root ? value(root, i, ReduceOp::max) : -1);
+              comm.broadcast(b.data(), block, dtype, root)->wait(deadline());
+              for (std::size_t i = 0; i < block; ++i)
+                REQUIRE(b.get(i) == value(root, i, ReduceOp::max));
+              TypedBuffer contrib(dtype, block), result(dtype, block);
+              for (std::size_t i = 0; i < block; ++i) contrib.set(i, value(rank, i, ReduceOp::max));
+              comm.reduce(contrib.data(), result.data(), block, dtype, ReduceOp::max, root)
+                  ->wait(deadline());
+              if (rank == root) {
+                for (std::size_t i = 0; i < block; ++i) {
+                  REQUIRE(result.get(i) == expected(n, i, ReduceOp::max, dtype));
+                }
+              }
+            }
+          }
+        }
+        comm.barrier()->wait(deadline());
+        if (n > 1) {  // a ring of sends and receives
+          std::vector<std::int64_t> out(100, rank), in(100, -1);
+          auto r = comm.recv(in.data(), in.size(), DType::i64, (rank + n - 1) % n);
+          auto s = comm.send(out.data(), out.size(), DType::i64, (rank + 1) % n);
+          s->wait(deadline());
+          r->wait(deadline());
+          CHECK(in == std::vector<std::int64_t>(100, (rank + n - 1) % n));
+        }
+      });
+    }
+  }
+}
+
+TEST_CASE("argument errors are immediate and name the problem") {
+  CommOptions options;
+  options.name = "args";
+  run_comm(2, "shm", options, [](int, Communicator& comm) {
+    float x = 0;
+    CHECK_THROWS_WITH_AS(comm.all_reduce(&x, &x, 1, DType::u8, ReduceOp::sum),
+                         doctest::Contains("dtype u8 is not supported"), core::DTypeError);
+    CHECK_THROWS_WITH_AS(comm.broadcast(&x, 1, DType::f32, 5),
+                         doctest::Contains("root 5 is outside the communicator of size 2"),
+                         core::ValueError);
+    CHECK_THROWS_WITH_AS(comm.all_reduce(nullptr, &x, 4, DType::f32, ReduceOp::sum),
+                         doctest::Contains("send buffer is null"), core::ValueError);
+    CHECK_THROWS_WITH_AS(comm.send(&x, 1, DType::f32, comm.rank()),
+                         doctest::Contains("cannot send to itself"), core::ValueError);
+  });
+}
+
+TEST_CASE("a traced 4-rank ring all-reduce shows 2(n-1) steps per rank, merged into one file") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ringlet_trace_test";
+  fs::remove_all(dir);
+  CommOptions options;
+  options.name = "traced";
+  options.algo = "ring";
+  options.trace_dir = dir.string();
+  run_comm(4, "shm", options, [](int rank, Communicator& comm) {
+    std::vector<float> data(4096, static_cast<float>(rank));
+    comm.all_reduce(data.data(), data.data(), data.size(), DType::f32, ReduceOp::sum)
+        ->wait(core::Deadline::after(kWait));
+  });  // communicators destroyed: every rank's trace file is written
+  const fs::path merged = dir / "merged.json";
+  collectives::merge_traces(dir.string(), merged.string());
+  std::ifstream in(merged);
+  const auto json = nlohmann::json::parse(in);
+  std::map<int, std::vector<std::string>> steps;
+  for (const auto& e : json["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    CHECK(e["args"]["op"] == "all_reduce");
+    steps[e["pid"].get<int>()].push_back(e["args"]["phase"].get<std::string>());
+  }
+  REQUIRE(steps.size() == 4);
+  for (const auto& [rank, phases] : steps) {
+    INFO("rank ", rank);
+    CHECK(phases.size() == 6);  // 2(n-1)
+    CHECK(std::count(phases.begin(), phases.end(), "RS") == 3);
+    CHECK(std::count(phases.begin(), phases.end(), "AG") == 3);
+  }
+  fs::remove_all(dir);
+}

@@ -1,0 +1,170 @@
+// Collective failures: fingerprint mismatches (count, op) reach every rank with both
+// fingerprints; a rank whose peer never calls times out with the op, seq and peer named; an
+// aborted communicator fails later calls fast with the same cause; kill -9 of one process
+// during a large all-reduce fails every survivor within the deadline, naming it.
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+#include "comm_ranks.h"
+
+using namespace ringlet;
+using namespace ringlet::testing;
+using collectives::ReduceOp;
+using core::DType;
+
+namespace {
+
+std::string error_of(const collectives::WorkPtr& work, std::chrono::seconds limit = 30s) {
+  try {
+    work->wait(core::Deadline::after(limit));
+  } catch (const core::CollectiveError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a rank with a different count fails every rank with both fingerprints") {
+  std::vector<std::string> errors(3);
+  CommOptions options;
+  options.name = "fp-count";
+  run_comm(3, "shm", options, [&](int rank, Communicator& comm) {
+    std::vector<float> data(16, 1.0f);
+    const std::size_t count = rank == 1 ? 10 : 11;
+    errors[rank] =
+        error_of(comm.all_reduce(data.data(), data.data(), count, DType::f32, ReduceOp::sum));
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank ", r, ": ", errors[r]);
+    CHECK(errors[r].find("rank " + std::to_string(r) + ": all_reduce seq 0 failed") !=
+          std::string::npos);
+    CHECK(errors[r].find("fingerprint mismatch") != std::string::npos);
+    CHECK(errors[r].find("count=10") != std::string::npos);
+    CHECK(errors[r].find("count=11") != std::string::npos);
+  }
+}
+
+TEST_CASE("a rank calling all_gather instead of all_reduce fails every rank") {
+  std::vector<std::string> errors(2);
+  CommOptions options;
+  options.name = "fp-op";
+  run_comm(2, "tcp", options, [&](int rank, Communicator& comm) {
+    std::vector<float> data(8, 1.0f), out(16);
+    auto work = rank == 0 ? comm.all_reduce(data.data(), data.data(), 8, DType::f32, ReduceOp::sum)
+                          : comm.all_gather(data.data(), out.data(), 8, DType::f32);
+    errors[rank] = error_of(work);
+    // the communicator is aborted: later calls fail fast with the same cause
+    const auto start = std::chrono::steady_clock::now();
+    const std::string later = error_of(comm.barrier());
+    CHECK(later.find("fingerprint mismatch") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start < 1s);
+    CHECK(comm.aborted());
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank ", r, ": ", errors[r]);
+    CHECK(errors[r].find("fingerprint mismatch") != std::string::npos);
+    CHECK(errors[r].find("all_reduce(") != std::string::npos);
+    CHECK(errors[r].find("all_gather(") != std::string::npos);
+  }
+}
+
+TEST_CASE("a peer that never calls: timeout naming the op, seq and peer") {
+  CommOptions options;
+  options.name = "silent";
+  options.timeout = 1000ms;
+  std::string error;
+  std::chrono::steady_clock::duration took{};
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    std::vector<float> data(1000, 1.0f);
+    if (rank == 0) {
+      const auto start = std::chrono::steady_clock::now();
+      error = error_of(
+          comm.all_reduce(data.data(), data.data(), data.size(), DType::f32, ReduceOp::sum));
+      took = std::chrono::steady_clock::now() - start;
+    } else {
+      std::this_thread::sleep_for(2500ms);  // never calls; leaves after rank 0 gave up
+    }
+  });
+  INFO(error);
+  CHECK(error.find("rank 0: all_reduce seq 0 failed waiting for rank 1") != std::string::npos);
+  CHECK(error.find("deadline passed") != std::string::npos);
+  CHECK(took >= 900ms);
+  CHECK(took < 2000ms);
+}
+
+TEST_CASE("kill -9 of one process during a large all-reduce fails every survivor") {
+  for (const char* transport : {"tcp", "shm"}) {
+    INFO("transport ", transport);
+    const std::string name = std::string("kill-") + transport;
+    constexpr std::size_t kCount = 8 << 20;
+    // rank 0 is this process (it hosts the store); ranks 1 and 2 are forked; rank 2 is killed.
+    auto rank_body = [&](int rank, int port) -> int {
+      transport::TcpStore store("127.0.0.1", port, core::Deadline::after(30s));
+      CommOptions options;
+      options.name = name;
+      options.timeout = 20000ms;
+      auto comm = Communicator::create(store, mesh_options(rank, 3, transport, "m"), options,
+                                       core::Deadline::after(30s));
+      std::vector<float> data(kCount, 1.0f);
+      for (int i = 0; i < 1000; ++i) {  // bounded: runs until rank 2 dies
+        const std::string e = error_of(
+            comm->all_reduce(data.data(), data.data(), kCount, DType::f32, ReduceOp::min), 30s);
+        if (!e.empty()) {
+          std::fprintf(stderr, "rank %d saw: %s\n", rank, e.c_str());
+          return e.find("rank 2") != std::string::npos ? 0 : 7;
+        }
+      }
+      return 8;
+    };
+    ForkedPeer one = fork_peer([&](int port) { return rank_body(1, port); });
+    // the second child learns the same store port through its own pipe
+    int pipefd[2];
+    REQUIRE(::pipe(pipefd) == 0);
+    const pid_t victim = ::fork();
+    if (victim == 0) {
+      ::close(pipefd[1]);
+      int port = 0;
+      int status = 4;
+      if (::read(pipefd[0], &port, sizeof port) == static_cast<ssize_t>(sizeof port)) {
+        try {
+          status = rank_body(2, port);
+        } catch (...) {
+          status = 5;
+        }
+      }
+      ::_exit(status);
+    }
+    ::close(pipefd[0]);
+    REQUIRE(::write(pipefd[1], &one.port, sizeof one.port) ==
+            static_cast<ssize_t>(sizeof one.port));
+    ::close(pipefd[1]);
+
+    transport::TcpStore store("127.0.0.1", one.port, core::Deadline::after(30s));
+    CommOptions options;
+    options.name = name;
+    options.timeout = 20000ms;
+    auto comm = Communicator::create(store, mesh_options(0, 3, transport, "m"), options,
+                                     core::Deadline::after(30s));
+    std::vector<float> data(kCount, 1.0f);
+    comm->all_reduce(data.data(), data.data(), kCount, DType::f32, ReduceOp::min)
+        ->wait(core::Deadline::after(60s));
+    auto running = comm->all_reduce(data.data(), data.data(), kCount, DType::f32, ReduceOp::min);
+    std::this_thread::sleep_for(5ms);
+    REQUIRE(::kill(victim, SIGKILL) == 0);
+    const auto start = std::chrono::steady_clock::now();
+    std::string error = error_of(running, 30s);
+    for (int i = 0; i < 100 && error.empty(); ++i) {  // the killed op may have finished first
+      error = error_of(
+          comm->all_reduce(data.data(), data.data(), kCount, DType::f32, ReduceOp::min), 30s);
+    }
+    INFO(error);
+    CHECK(error.find("rank 0: all_reduce seq") != std::string::npos);
+    CHECK(error.find("rank 2") != std::string::npos);
+    CHECK(error.find("bytes") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - start < 20s);
+    CHECK(wait_child(victim) == -SIGKILL);
+    CHECK(wait_child(one.pid) == 0);
+  }
+}

@@ -1,0 +1,365 @@
+// collectives/reduce_kernels and collectives/types: every dtype x op against a per-element
+// reference, at sizes 0, 1, 7, 1000, 4097 (past the 256-element f16/bf16 block, not a multiple
+// of any vector width) with dst and src offset by different element counts, so vector loops
+// run with every peel / remainder; NaN propagation of min/max; divide_by; error messages.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "collectives/reduce_kernels.h"
+#include "collectives/types.h"
+#include "core/error.h"
+
+using namespace ringlet::collectives;
+using ringlet::core::bf16_to_float;
+using ringlet::core::float_to_bf16;
+using ringlet::core::float_to_half;
+using ringlet::core::half_to_float;
+
+namespace {
+
+constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                             ReduceOp::avg};
+constexpr std::size_t kSizes[] = {0, 1, 7, 1000, 4097};
+// (dst offset, src offset) in elements: aligned, and misaligned by different amounts.
+constexpr std::size_t kOffsets[][2] = {{0, 0}, {1, 0}, {0, 3}, {1, 1}, {3, 2}};
+
+// The reference: one element at a time, written for clarity. Integers wrap (two's
+// complement), min/max on floats return NaN when either operand is NaN, avg is sum.
+template <class T>
+T reference(ReduceOp op, T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::avg: return a + b;
+      case ReduceOp::prod: return a * b;
+      case ReduceOp::min:
+        return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN()
+                                                : std::min(a, b);
+      case ReduceOp::max:
+        return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN()
+                                                : std::max(a, b);
+    }
+  } else {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::avg: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      case ReduceOp::prod: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      case ReduceOp::min: return std::min(a, b);
+      case ReduceOp::max: return std::max(a, b);
+    }
+  }
+  return T{};
+}
+
+template <class T>
+bool same(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+  } else {
+    return a == b;
+  }
+}
+
+template <class T>
+T random_value(std::mt19937& rng) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(std::uniform_real_distribution<double>(-100.0, 100.0)(rng));
+  } else {
+    // The full range, so sums and products overflow and must wrap.
+    return static_cast<T>(rng());
+  }
+}
+
+// Runs every op x size x offset for a native element type; `same` is exact equality, since
+// a vectorized add/mul/min/max is the same IEEE operation as the scalar one.
+template <class T>
+void check_native(DType dtype) {
+  std::mt19937 rng(1234);
+  for (ReduceOp op : kOps) {
+    for (std::size_t n : kSizes) {
+      for (const auto& offset : kOffsets) {
+        std::vector<T> dst(n + 4), src(n + 4);
+        for (auto& v : dst) v = random_value<T>(rng);
+        for (auto& v : src) v = random_value<T>(rng);
+        std::vector<T> expected = dst;
+        T* d = dst.data() + offset[0];
+        const T* s = src.data() + offset[1];
+        for (std::size_t i = 0; i < n; ++i) expected[offset[0] + i] = reference(op, d[i], s[i]);
+        reduce_into(d, s, n, dtype, op);
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < dst.size(); ++i) wrong += !same(dst[i], expected[i]);
+        INFO(dtype, " ", reduce_op_name(op), " n=", n, " offsets ", offset[0], ",", offset[1]);
+        CHECK(wrong == 0);  // also: nothing outside [d, d + n) was written
+      }
+    }
+  }
+}
+
+using ToFloat = float (*)(std::uint16_t);
+using FromFloat = std::uint16_t (*)(float);
+
+// f16/bf16: the result must be exactly "widen both, combine in f32, round once", and within
+// the stated tolerance of the f64 result: one ulp relative (f16: 2^-10, bf16: 2^-7; round to
+// nearest is half an ulp, the rest covers rounding twice, f64 -> f32 -> 16 bit), plus f16's
+// subnormal spacing 2^-24 as absolute tolerance near zero.
+void check_16bit(DType dtype, ToFloat to_float, FromFloat from_float, double rtol, double atol) {
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  for (ReduceOp op : kOps) {
+    for (std::size_t n : kSizes) {
+      for (const auto& offset : kOffsets) {
+        std::vector<std::uint16_t> dst(n + 4), src(n + 4);
+        for (auto& v : dst) v = from_float(dist(rng));
+        for (auto& v : src) v = from_float(dist(rng));
+        const std::vector<std::uint16_t> before = dst;
+        std::vector<std::uint16_t> expected = dst;
+        std::uint16_t* d = dst.data() + offset[0];
+        const std::uint16_t* s = src.data() + offset[1];
+        for (std::size_t i = 0; i < n; ++i) {
+          expected[offset[0] + i] = from_float(reference(op, to_float(d[i]), to_float(s[i])));
+        }
+        reduce_into(d, s, n, dtype, op);
+        std::size_t wrong = 0, out_of_tolerance = 0;
+        for (std::size_t i = 0; i < dst.size(); ++i) wrong += dst[i] != expected[i];
+        for (std::size_t i = 0; i < n; ++i) {
+          const double exact =
+              reference<double>(op, to_float(before[offset[0] + i]), to_float(s[i]));
+          const double got = to_float(d[i]);
+          out_of_tolerance += !(std::fabs(got - exact) <= rtol * std::fabs(exact) + atol);
+        }
+        INFO(dtype, " ", reduce_op_name(op), " n=", n, " offsets ", offset[0], ",", offset[1]);
+        CHECK(wrong == 0);
+        CHECK(out_of_tolerance == 0);
+      }
+    }
+  }
+}
+
+template <class T>
+std::string error_of(T&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("reduce_into f32 every op, size and alignment") { check_native<float>(DType::f32); }
+TEST_CASE("reduce_into f64 every op, size and alignment") { check_native<double>(DType::f64); }
+TEST_CASE("reduce_into i32 every op (wrapping)") { check_native<std::int32_t>(DType::i32); }
+TEST_CASE("reduce_into i64 every op (wrapping)") { check_native<std::int64_t>(DType::i64); }
+TEST_CASE("reduce_into u8 every op (wrapping)") { check_native<std::uint8_t>(DType::u8); }
+
+TEST_CASE("reduce_into f16: widen, combine in f32, round once") {
+  check_16bit(DType::f16, half_to_float, float_to_half, 0x1p-10, 0x1p-24);
+}
+TEST_CASE("reduce_into bf16: widen, combine in f32, round once") {
+  check_16bit(DType::bf16, bf16_to_float, float_to_bf16, 0x1p-7, 0.0);
+}
+
+// The kernels convert f16/bf16 with their own branch-free (vectorizable) code; it must agree
+// bit for bit with core's conversions. Every 16-bit pattern meets a permutation of all of them
+// under every op, and is divided by 3 and 7 (inexact quotients exercise rounding, subnormals
+// and overflow). NaNs only need to stay NaN: which NaN operand's sign survives is up to the
+// hardware and the compiler's operand order.
+TEST_CASE("f16/bf16 kernels agree with core's conversions on every 16-bit value") {
+  struct Format {
+    DType dtype;
+    ToFloat to_float;
+    FromFloat from_float;
+  };
+  for (const Format& format : {Format{DType::f16, half_to_float, float_to_half},
+                               Format{DType::bf16, bf16_to_float, float_to_bf16}}) {
+    const auto same_bits = [&](std::uint16_t got, std::uint16_t want) {
+      const bool nan_got = std::isnan(format.to_float(got));
+      const bool nan_want = std::isnan(format.to_float(want));
+      return nan_want ? nan_got : got == want;
+    };
+    std::vector<std::uint16_t> all(65536), permuted(65536);
+    for (std::uint32_t i = 0; i < 65536; ++i) {
+      all[i] = static_cast<std::uint16_t>(i);
+      permuted[i] = static_cast<std::uint16_t>(i * 40503u);  // odd multiplier: a bijection
+    }
+    for (ReduceOp op : kOps) {
+      std::vector<std::uint16_t> dst = all;
+      reduce_into(dst.data(), permuted.data(), dst.size(), format.dtype, op);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const float r = reference(op, format.to_float(all[i]), format.to_float(permuted[i]));
+        wrong += !same_bits(dst[i], format.from_float(r));
+      }
+      INFO(format.dtype, " ", reduce_op_name(op));
+      CHECK(wrong == 0);
+    }
+    for (int divisor : {3, 7}) {
+      std::vector<std::uint16_t> dst = all;
+      divide_by(dst.data(), dst.size(), format.dtype, divisor);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const float q = format.to_float(all[i]) / static_cast<float>(divisor);
+        wrong += !same_bits(dst[i], format.from_float(q));
+      }
+      INFO(format.dtype, " / ", divisor);
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("min/max propagate NaN from either side, also inside vector loops") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (ReduceOp op : {ReduceOp::min, ReduceOp::max}) {
+    for (std::size_t n : {std::size_t{4}, std::size_t{1000}}) {
+      // NaNs at positions hit by the vector body and by the scalar remainder.
+      std::vector<float> a(n, 1.0f), b(n, 2.0f);
+      a[0] = nan;
+      b[1] = nan;
+      a[2] = nan;
+      b[2] = nan;
+      a[n - 1] = nan;
+      std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+      std::vector<std::uint16_t> a16(n), b16(n), abf(n), bbf(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        a16[i] = float_to_half(a[i]);
+        b16[i] = float_to_half(b[i]);
+        abf[i] = float_to_bf16(a[i]);
+        bbf[i] = float_to_bf16(b[i]);
+      }
+      reduce_into(a.data(), b.data(), n, DType::f32, op);
+      reduce_into(a64.data(), b64.data(), n, DType::f64, op);
+      reduce_into(a16.data(), b16.data(), n, DType::f16, op);
+      reduce_into(abf.data(), bbf.data(), n, DType::bf16, op);
+      const float finite = op == ReduceOp::min ? 1.0f : 2.0f;
+      INFO(reduce_op_name(op), " n=", n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const bool want_nan = i <= 2 || i == n - 1;
+        CHECK(std::isnan(a[i]) == want_nan);
+        CHECK(std::isnan(a64[i]) == want_nan);
+        CHECK(std::isnan(half_to_float(a16[i])) == want_nan);
+        CHECK(std::isnan(bf16_to_float(abf[i])) == want_nan);
+        if (!want_nan) {
+          CHECK(a[i] == finite);
+          CHECK(a64[i] == finite);
+          CHECK(half_to_float(a16[i]) == finite);
+          CHECK(bf16_to_float(abf[i]) == finite);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("avg sums; divide_by then gives the exact mean of integer-valued floats") {
+  const int world = 4;
+  std::vector<float> acc(4097, 0.0f);
+  for (int r = 0; r < world; ++r) {
+    std::vector<float> contribution(acc.size());
+    for (std::size_t i = 0; i < acc.size(); ++i) contribution[i] = static_cast<float>(i + r);
+    reduce_into(acc.data(), contribution.data(), acc.size(), DType::f32, ReduceOp::avg);
+  }
+  divide_by(acc.data(), acc.size(), DType::f32, world);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < acc.size(); ++i) wrong += acc[i] != static_cast<float>(i) + 1.5f;
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("divide_by every dtype; integers truncate toward zero") {
+  std::vector<float> f32 = {6.0f, -3.0f, 1.0f};
+  divide_by(f32.data(), f32.size(), DType::f32, 2);
+  CHECK(f32 == std::vector<float>{3.0f, -1.5f, 0.5f});
+
+  std::vector<double> f64 = {6.0, -3.0, 1.0};
+  divide_by(f64.data(), f64.size(), DType::f64, 4);
+  CHECK(f64 == std::vector<double>{1.5, -0.75, 0.25});
+
+  // f16 / bf16 across several scratch blocks, with exact halves.
+  std::vector<std::uint16_t> h(1000), bf(1000);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    h[i] = float_to_half(static_cast<float>(i % 100) - 50.0f);
+    bf[i] = float_to_bf16(static_cast<float>(i % 100) - 50.0f);
+  }
+  divide_by(h.data(), h.size(), DType::f16, 2);
+  divide_by(bf.data(), bf.size(), DType::bf16, 2);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const float want = (static_cast<float>(i % 100) - 50.0f) / 2.0f;
+    wrong += half_to_float(h[i]) != want;
+    wrong += bf16_to_float(bf[i]) != want;
+  }
+  CHECK(wrong == 0);
+
+  std::vector<std::int32_t> i32 = {7, -7, 8, std::numeric_limits<std::int32_t>::min()};
+  divide_by(i32.data(), i32.size(), DType::i32, 2);
+  CHECK(i32 == std::vector<std::int32_t>{3, -3, 4, std::numeric_limits<std::int32_t>::min() / 2});
+
+  std::vector<std::int64_t> i64 = {7, -7, 9};
+  divide_by(i64.data(), i64.size(), DType::i64, 3);
+  CHECK(i64 == std::vector<std::int64_t>{2, -2, 3});
+
+  std::vector<std::uint8_t> u8 = {255, 10, 3};
+  divide_by(u8.data(), u8.size(), DType::u8, 4);
+  CHECK(u8 == std::vector<std::uint8_t>{63, 2, 0});
+  std::vector<std::uint8_t> u8_big = {255, 10};
+  divide_by(u8_big.data(), u8_big.size(), DType::u8, 256);  // must not wrap 256 to 0
+  CHECK(u8_big == std::vector<std::uint8_t>{0, 0});
+
+  divide_by(nullptr, 0, DType::f32, 3);  // nothing to do
+}
+
+TEST_CASE("bad dtype, op or divisor: typed errors that name the culprit") {
+  float a[2] = {1, 2}, b[2] = {3, 4};
+  const auto bad_dtype = static_cast<DType>(99);
+  const auto bad_op = static_cast<ReduceOp>(42);
+  CHECK_THROWS_AS(reduce_into(a, b, 2, bad_dtype, ReduceOp::sum), ringlet::core::DTypeError);
+  CHECK(error_of([&] { reduce_into(a, b, 2, bad_dtype, ReduceOp::sum); }).find("99") !=
+        std::string::npos);
+  // Also for count 0, so that ranks with an empty chunk fail like the others.
+  CHECK_THROWS_AS(reduce_into(a, b, 0, bad_dtype, ReduceOp::sum), ringlet::core::DTypeError);
+  CHECK_THROWS_AS(reduce_into(a, b, 2, DType::f32, bad_op), ringlet::core::ValueError);
+  CHECK(error_of([&] { reduce_into(a, b, 0, DType::f32, bad_op); }).find("42") !=
+        std::string::npos);
+  CHECK_THROWS_AS(divide_by(a, 2, bad_dtype, 2), ringlet::core::DTypeError);
+  CHECK_THROWS_AS(divide_by(a, 2, DType::f32, 0), ringlet::core::ValueError);
+  CHECK_THROWS_AS(divide_by(a, 2, DType::i32, -1), ringlet::core::ValueError);
+  CHECK_THROWS_AS(reduce_into(nullptr, b, 2, DType::f32, ReduceOp::sum), ringlet::core::ValueError);
+}
+
+TEST_CASE("reduce op names round-trip; unknown names list the choices") {
+  for (ReduceOp op : kOps) CHECK(parse_reduce_op(reduce_op_name(op)) == op);
+  CHECK(parse_reduce_op("MAX") == ReduceOp::max);
+  CHECK_THROWS_AS(parse_reduce_op("mean"), ringlet::core::ValueError);
+  const std::string message = error_of([] { parse_reduce_op("mean"); });
+  CHECK(message.find("'mean'") != std::string::npos);
+  CHECK(message.find("sum, prod, min, max, avg") != std::string::npos);
+  CHECK(std::string(op_kind_name(OpKind::reduce_scatter)) == "reduce_scatter");
+  CHECK(std::string(op_kind_name(OpKind::recv)) == "recv");
+}
+
+TEST_CASE("fingerprints print every field that can differ") {
+  Fingerprint f;
+  f.op = OpKind::all_reduce;
+  f.count = 10;
+  f.seq = 3;
+  CHECK(to_string(f) == "all_reduce(count=10, f32, sum, seq=3)");
+  Fingerprint g = f;
+  g.op = OpKind::broadcast;
+  g.root = 2;
+  g.dtype = DType::bf16;
+  CHECK(to_string(g) == "broadcast(count=10, bf16, sum, root=2, seq=3)");
+  // Codes from a corrupt message are shown as numbers, not trusted as names.
+  Fingerprint bad = f;
+  bad.op = static_cast<OpKind>(77);
+  bad.dtype = static_cast<DType>(66);
+  bad.redop = static_cast<ReduceOp>(55);
+  bad.reserved = 1;
+  CHECK(to_string(bad) == "op#77(count=10, dtype#66, redop#55, reserved=1, seq=3)");
+}

@@ -1,0 +1,275 @@
+// collectives/trace and `ringlet trace merge`: events recorded from several threads come back
+// from the rank file with every field; merge joins rank files with one process per rank;
+// malformed files, empty directories and bad command lines are errors that name the culprit.
+// The ringlet binary is RINGLET_BINARY (compiled in by tests/meson.build, or from the
+// environment variable of the same name).
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/trace.h"
+#include "core/error.h"
+
+using namespace ringlet::collectives;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory under /tmp, removed with everything in it at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("ringlet_test_trace_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+TraceEvent make_event(int seq, int step, int channel) {
+  TraceEvent e;
+  e.op = "all_reduce";
+  e.seq = static_cast<std::uint64_t>(seq);
+  e.step = step;
+  e.phase = step < 3 ? "RS" : "AG";
+  e.chunk = step % 4;
+  e.peer = (step + 1) % 4;
+  e.channel = channel;
+  e.bytes = 1024u * static_cast<std::uint64_t>(step + 1);
+  e.start = std::chrono::steady_clock::now();
+  e.end = e.start + std::chrono::microseconds(5 + step);
+  return e;
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in.is_open());
+  return json::parse(in);
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const ringlet::core::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::size_t count_phase(const json& events, const std::string& ph) {
+  std::size_t n = 0;
+  for (const json& e : events) n += e.at("ph") == ph;
+  return n;
+}
+
+std::string ringlet_binary() {
+  if (const char* env = std::getenv("RINGLET_BINARY"); env != nullptr && *env != '\0') return env;
+#ifdef RINGLET_BINARY
+  return RINGLET_BINARY;
+#else
+  return "";
+#endif
+}
+
+struct Run {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Run run_ringlet(const std::string& args) {
+  const std::string command = "'" + ringlet_binary() + "' " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  REQUIRE(WIFEXITED(status));
+  return {WEXITSTATUS(status), output};
+}
+
+}  // namespace
+
+TEST_CASE("tracer: events from two threads come back with every field") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "nested" / "traces";  // created by the tracer
+  const auto before = std::chrono::steady_clock::now();
+  {
+    Tracer tracer(dir.string(), 3);
+    CHECK(tracer.enabled());
+    std::vector<std::thread> threads;
+    for (int channel = 0; channel < 2; ++channel) {
+      threads.emplace_back([&tracer, channel] {
+        for (int step = 0; step < 50; ++step) tracer.record(make_event(7, step, channel));
+      });
+    }
+    for (auto& t : threads) t.join();
+    tracer.flush();
+  }  // the destructor flushes again: same content
+  const json doc = read_json(dir / "trace.rank3.json");
+  CHECK(doc.at("displayTimeUnit") == "ns");
+  const json& events = doc.at("traceEvents");
+  CHECK(count_phase(events, "X") == 100);
+
+  std::set<std::string> metadata;
+  std::set<std::pair<int, int>> seen;  // (channel, step)
+  const double before_us =
+      std::chrono::duration<double, std::micro>(before.time_since_epoch()).count();
+  for (const json& e : events) {
+    CHECK(e.at("pid") == 3);
+    if (e.at("ph") == "M") {
+      metadata.insert(e.at("name").get<std::string>());
+      if (e.at("name") == "process_name") CHECK(e.at("args").at("name") == "rank 3");
+      if (e.at("name") == "process_sort_index") CHECK(e.at("args").at("sort_index") == 3);
+      continue;
+    }
+    const json& args = e.at("args");
+    const int step = args.at("step");
+    const int channel = e.at("tid");
+    seen.insert({channel, step});
+    CHECK(e.at("name") == (step < 3 ? "RS" : "AG") + std::string(" step ") + std::to_string(step));
+    CHECK(e.at("cat") == "all_reduce");
+    CHECK(args.at("op") == "all_reduce");
+    CHECK(args.at("seq") == 7);
+    CHECK(args.at("phase") == (step < 3 ? "RS" : "AG"));
+    CHECK(args.at("chunk") == step % 4);
+    CHECK(args.at("peer") == (step + 1) % 4);
+    CHECK(args.at("bytes") == 1024 * (step + 1));
+    // ts is steady_clock time in microseconds: comparable with this process's clock.
+    CHECK(e.at("ts").get<double>() >= before_us);
+    CHECK(e.at("dur").get<double>() == doctest::Approx(5 + step).epsilon(1e-6));
+  }
+  CHECK(seen.size() == 100);
+  CHECK(metadata == std::set<std::string>{"process_name", "process_sort_index", "thread_name"});
+  // Only the final file is left behind, no temporaries.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
+  CHECK(files == 1);
+}
+
+TEST_CASE("tracer: disabled with an empty directory; a bad directory is an error naming it") {
+  Tracer off("", 0);
+  CHECK_FALSE(off.enabled());
+  off.record(make_event(0, 0, 0));
+  off.flush();  // writes nothing, throws nothing
+
+  TempDir tmp;
+  const fs::path file = tmp.path / "not_a_dir";
+  std::ofstream(file) << "x";
+  const std::string message = error_of([&] { Tracer t((file / "sub").string(), 0); });
+  CHECK(contains(message, file.string()));
+}
+
+TEST_CASE("merge: three rank files become one trace with a process per rank") {
+  TempDir tmp;
+  for (int rank = 0; rank < 3; ++rank) {
+    Tracer tracer(tmp.path.string(), rank);
+    for (int step = 0; step < 4; ++step) tracer.record(make_event(1, step, 0));
+  }
+  std::ofstream(tmp.path / "notes.txt") << "not a trace";     // ignored: other name
+  std::ofstream(tmp.path / "trace.rankX.json") << "garbage";  // ignored: not a rank number
+  const fs::path out = tmp.path / "merged" / "all.json";
+  const std::size_t count = merge_traces(tmp.path.string(), out.string());
+  const json doc = read_json(out);
+  const json& events = doc.at("traceEvents");
+  CHECK(count == events.size());
+  CHECK(count_phase(events, "X") == 12);
+  std::set<int> pids;
+  std::set<std::string> names;
+  for (const json& e : events) {
+    pids.insert(e.at("pid").get<int>());
+    if (e.at("name") == "process_name") names.insert(e.at("args").at("name").get<std::string>());
+  }
+  CHECK(pids == std::set<int>{0, 1, 2});
+  CHECK(names == std::set<std::string>{"rank 0", "rank 1", "rank 2"});
+}
+
+TEST_CASE("merge: malformed files, empty and missing directories are errors naming them") {
+  TempDir tmp;
+  const std::string dir = tmp.path.string();
+  const std::string out = (tmp.path / "out.json").string();
+  CHECK(contains(error_of([&] { merge_traces(dir, out); }), dir));
+  CHECK(contains(error_of([&] { merge_traces(dir + "/missing", out); }), dir + "/missing"));
+
+  { Tracer(dir, 0).record(make_event(0, 0, 0)); }
+  const fs::path bad = tmp.path / "trace.rank1.json";
+  std::ofstream(bad) << "{\"traceEvents\": [";
+  std::string message = error_of([&] { merge_traces(dir, out); });
+  CHECK(contains(message, "malformed"));
+  CHECK(contains(message, bad.string()));
+
+  std::ofstream(bad) << "{\"events\": []}";
+  CHECK(contains(error_of([&] { merge_traces(dir, out); }), bad.string()));
+
+  // A file whose events belong to another rank (renamed or copied) is reported too.
+  std::ofstream(bad) << R"({"traceEvents": [{"ph": "X", "pid": 0, "ts": 1, "dur": 1}]})";
+  message = error_of([&] { merge_traces(dir, out); });
+  CHECK(contains(message, bad.string()));
+  CHECK(contains(message, "pid 0"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("ringlet trace merge, end to end") {
+  const std::string binary = ringlet_binary();
+  REQUIRE_MESSAGE(!binary.empty(), "RINGLET_BINARY is not set");
+  REQUIRE_MESSAGE(fs::exists(binary), "no ringlet binary at ", binary);
+  TempDir tmp;
+  const std::string dir = tmp.path.string();
+  for (int rank = 0; rank < 2; ++rank) {
+    Tracer tracer(dir, rank);
+    for (int step = 0; step < 2; ++step) tracer.record(make_event(0, step, 0));
+  }
+  const std::string out = (tmp.path / "merged.json").string();
+
+  Run help = run_ringlet("--help");
+  CHECK(help.status == 0);
+  CHECK(contains(help.output, "trace merge"));
+
+  Run merge = run_ringlet("trace merge '" + dir + "' -o '" + out + "'");
+  CHECK(merge.status == 0);
+  CHECK(contains(merge.output, out));
+  CHECK(count_phase(read_json(out).at("traceEvents"), "X") == 4);
+
+  Run equals_form = run_ringlet("trace merge --output='" + out + "' '" + dir + "'");
+  CHECK(equals_form.status == 0);
+
+  Run typo = run_ringlet("trace merge '" + dir + "' --ouput x.json");
+  CHECK(typo.status == 2);
+  CHECK(contains(typo.output, "'--ouput'"));
+  CHECK(contains(typo.output, "did you mean '--output'"));
+
+  Run command = run_ringlet("trce merge");
+  CHECK(command.status == 2);
+  CHECK(contains(command.output, "did you mean 'trace'"));
+
+  Run no_output = run_ringlet("trace merge '" + dir + "'");
+  CHECK(no_output.status == 2);
+  CHECK(contains(no_output.output, "-o"));
+
+  Run missing = run_ringlet("trace merge '" + dir + "/nope' -o '" + out + "'");
+  CHECK(missing.status == 1);
+  CHECK(contains(missing.output, dir + "/nope"));
+}

@@ -1,0 +1,54 @@
+// The `ringlet` command: dispatches to subcommands and maps errors to exit statuses
+// (0 success, 1 the work failed, 2 the command line was wrong). Only main() exits; the
+// subcommands live in the ringlet_trainer library and throw.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "trainer/cli/trace_command.h"
+#include "trainer/cli/usage.h"
+
+namespace {
+
+using ringlet::trainer::cli::UsageError;
+
+void print_help(std::ostream& out) {
+  out << "usage: ringlet <command> [args...]\n"
+         "\n"
+         "commands:\n"
+         "  "
+      << ringlet::trainer::cli::kTraceSummary
+      << "\n"
+         "\n"
+         "Run 'ringlet <command> --help' for a command's options.\n";
+}
+
+int run(const std::vector<std::string>& args) {
+  if (args.empty()) throw UsageError("missing a command");
+  const std::string& command = args[0];
+  if (command == "-h" || command == "--help" || command == "help") {
+    print_help(std::cout);
+    return 0;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "trace") return ringlet::trainer::cli::trace_command(rest, std::cout);
+  if (!command.empty() && command[0] == '-') {
+    ringlet::trainer::cli::throw_unknown("", "option", command, {"-h", "--help"});
+  }
+  ringlet::trainer::cli::throw_unknown("", "command", command, {"trace"});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const UsageError& e) {
+    std::cerr << "ringlet: " << e.what() << "\nRun 'ringlet --help' for usage.\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "ringlet: error: " << e.what() << "\n";
+    return 1;
+  }
+}
