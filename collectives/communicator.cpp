@@ -112,14 +112,14 @@ struct Communicator::Impl {
     ctx.bytes_done = 0;
     try {
       if (task.collective && ctx.channel == 0) {
-        check_fingerprint(ctx, task.fingerprint);
-        if (task.gate) task.gate->set(1);
+        post_fingerprint(ctx, task);
       } else if (task.gate && !task.gate->wait(ctx.deadline)) {
         task.work->fail(current_failure());  // channel 0 failed: its error is the cause
         return;
       }
       ctx.deferred = nullptr;
       task.run(ctx);
+      ctx.settle_fingerprint();  // for algorithms that had nothing to wait for
       if (ctx.deferred) {  // completes when its transport request does
         auto work = task.work;
         auto check = std::move(ctx.deferred_check);
@@ -135,25 +135,26 @@ struct Communicator::Impl {
       }
       task.work->part_done();
     } catch (...) {
+      ctx.fingerprint.active = false;
       if (task.gate) task.gate->set(-1);
       task.work->fail(handle_failure(ctx, std::current_exception()));
     }
   }
 
-  void check_fingerprint(ChannelContext& ctx, const Fingerprint& mine) {
-    if (size == 1) return;
-    Fingerprint theirs;
-    auto recv = ctx.peer(ctx.left()).recv(&theirs, sizeof theirs);
-    auto send = ctx.peer(ctx.right()).send(&mine, sizeof mine);
-    ctx.wait(send, ctx.right());
-    ctx.wait(recv, ctx.left());
-    if (recv->bytes() != sizeof theirs || !(theirs == mine)) {
-      throw CollectiveError(core::str(
-          "fingerprint mismatch: rank ", ctx.left(), " issued ",
-          recv->bytes() == sizeof theirs ? to_string(theirs) : std::string("something else"),
-          " while rank ", rank, " issued ", to_string(mine),
-          " (every rank must issue the same collectives in the same order)"));
+  void post_fingerprint(ChannelContext& ctx, const Task& task) {
+    auto gate = task.gate;
+    if (size == 1) {
+      if (gate) gate->set(1);
+      return;
     }
+    PendingFingerprint& f = ctx.fingerprint;
+    f.active = true;
+    f.mine = task.fingerprint;
+    f.recv = ctx.peer(ctx.left()).recv(&f.theirs, sizeof f.theirs);
+    f.send = ctx.peer(ctx.right()).send(&f.mine, sizeof f.mine);
+    f.on_match = [gate] {
+      if (gate) gate->set(1);
+    };
   }
 
   // Turns an algorithm's exception into the op's error, publishes it, aborts everything.

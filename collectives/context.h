@@ -13,9 +13,20 @@
 #include "collectives/trace.h"
 #include "collectives/types.h"
 #include "core/deadline.h"
+#include "core/error.h"
 #include "transport/mesh.h"
 
 namespace ringlet::collectives {
+
+// The fingerprint exchange of the current collective: posted before the algorithm's first
+// messages and checked at the algorithm's first wait, so it costs no extra round trip. Its
+// message is first on both connections, so it is complete before any data of the op.
+struct PendingFingerprint {
+  bool active = false;
+  Fingerprint mine, theirs;
+  transport::RequestPtr send, recv;
+  std::function<void()> on_match;  // releases the other channels
+};
 
 struct ChannelContext {
   transport::Mesh* mesh = nullptr;
@@ -40,7 +51,29 @@ struct ChannelContext {
   int right() const { return (rank + 1) % size; }
   int left() const { return (rank + size - 1) % size; }
 
+  PendingFingerprint fingerprint;
+
+  // Throws CollectiveError when the left neighbour issued a different collective.
+  void settle_fingerprint() {
+    if (!fingerprint.active) return;
+    fingerprint.active = false;
+    waiting_on = left();
+    fingerprint.recv->wait(deadline);
+    waiting_on = right();
+    fingerprint.send->wait(deadline);
+    const auto& f = fingerprint;
+    if (f.recv->bytes() != sizeof f.theirs || !(f.theirs == f.mine)) {
+      throw core::CollectiveError(core::str(
+          "fingerprint mismatch: rank ", left(), " issued ",
+          f.recv->bytes() == sizeof f.theirs ? to_string(f.theirs) : std::string("something else"),
+          " while rank ", rank, " issued ", to_string(f.mine),
+          " (every rank must issue the same collectives in the same order)"));
+    }
+    if (f.on_match) f.on_match();
+  }
+
   void wait(const transport::RequestPtr& request, int peer_rank) {
+    settle_fingerprint();
     waiting_on = peer_rank;
     request->wait(deadline);
     bytes_done += request->bytes();
