@@ -1,0 +1,192 @@
+// TrainConfig <-> JSON and command-line overrides. One table lists every key with its member,
+// so to_json, merge_json, the overrides and the "did you mean" hint cannot disagree.
+#include "trainer/config.h"
+
+#include <fstream>
+#include <functional>
+
+#include "core/env.h"
+#include "core/error.h"
+#include "trainer/cli/usage.h"
+
+namespace ringlet::trainer {
+namespace {
+
+using nlohmann::json;
+
+struct Field {
+  const char* key;
+  std::function<json(const TrainConfig&)> get;
+  std::function<void(TrainConfig&, const json&)> set;
+  bool is_flag;  // bool: "--resume" alone means true
+};
+
+template <class T>
+Field field(const char* key, T TrainConfig::*member) {
+  return Field{key, [member](const TrainConfig& c) { return json(c.*member); },
+               [member](TrainConfig& c, const json& v) { c.*member = v.get<T>(); },
+               std::is_same_v<T, bool>};
+}
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      field("model", &TrainConfig::model),
+      field("dataset", &TrainConfig::dataset),
+      field("data_dir", &TrainConfig::data_dir),
+      field("epochs", &TrainConfig::epochs),
+      field("batch_size", &TrainConfig::batch_size),
+      field("optimizer", &TrainConfig::optimizer),
+      field("lr", &TrainConfig::lr),
+      field("momentum", &TrainConfig::momentum),
+      field("weight_decay", &TrainConfig::weight_decay),
+      field("nesterov", &TrainConfig::nesterov),
+      field("schedule", &TrainConfig::schedule),
+      field("step_size", &TrainConfig::step_size),
+      field("gamma", &TrainConfig::gamma),
+      field("warmup_epochs", &TrainConfig::warmup_epochs),
+      field("label_smoothing", &TrainConfig::label_smoothing),
+      field("clip_grad_norm", &TrainConfig::clip_grad_norm),
+      field("seed", &TrainConfig::seed),
+      field("workers", &TrainConfig::workers),
+      field("threads", &TrainConfig::threads),
+      field("mean", &TrainConfig::mean),
+      field("std", &TrainConfig::std),
+      field("limit_train", &TrainConfig::limit_train),
+      field("limit_test", &TrainConfig::limit_test),
+      field("out", &TrainConfig::out),
+      field("resume", &TrainConfig::resume),
+      field("log_every", &TrainConfig::log_every),
+  };
+  return table;
+}
+
+const Field* find(const std::string& key) {
+  for (const auto& f : fields()) {
+    if (key == f.key) return &f;
+  }
+  return nullptr;
+}
+
+// Parses a command-line value as the JSON type the field has now.
+json parse_value(const json& current, const std::string& text, const std::string& key) {
+  try {
+    if (current.is_string()) return json(text);
+    if (current.is_boolean()) {
+      if (text == "true" || text == "1") return true;
+      if (text == "false" || text == "0") return false;
+      throw cli::UsageError(core::str("--", key, ": expected true or false, got '", text, "'"));
+    }
+    if (current.is_number_integer() || current.is_number_unsigned()) {
+      return json(core::parse_int(text, "--" + key));
+    }
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return json(value);
+  } catch (const cli::UsageError&) {
+    throw;
+  } catch (const std::exception&) {
+    throw cli::UsageError(core::str("--", key, ": '", text, "' is not a valid ",
+                                    current.is_number() ? "number" : "value"));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const auto& f : fields()) keys.emplace_back(f.key);
+  return keys;
+}
+
+json TrainConfig::to_json() const {
+  json out = json::object();
+  for (const auto& f : fields()) out[f.key] = f.get(*this);
+  return out;
+}
+
+void TrainConfig::merge_json(const json& in, const std::string& source) {
+  RINGLET_CHECK(in.is_object(), ValueError, source, ": the config must be a JSON object");
+  for (const auto& [key, value] : in.items()) {
+    const Field* f = find(key);
+    if (f == nullptr) cli::throw_unknown(source, "config key", key, config_keys());
+    try {
+      f->set(*this, value);
+    } catch (const json::exception&) {
+      RINGLET_THROW(ValueError, source, ": key '", key, "' has the wrong type (expected ",
+                    f->get(*this).type_name(), ", got ", value.type_name(), ")");
+    }
+  }
+}
+
+void TrainConfig::apply_overrides(const std::vector<std::string>& args,
+                                  const std::vector<std::string>& allowed_extra) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0) {
+      throw cli::UsageError(
+          core::str("unexpected argument '", arg, "' (options look like --key value)"));
+    }
+    std::string key = arg.substr(2), text;
+    const auto eq = key.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      text = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    for (auto& c : key) c = c == '-' ? '_' : c;
+    const Field* f = find(key);
+    if (f == nullptr) {
+      std::vector<std::string> choices;
+      for (const auto& k : config_keys()) choices.push_back("--" + k);
+      for (const auto& k : allowed_extra) choices.push_back(k);
+      cli::throw_unknown("", "option", "--" + key, choices);
+    }
+    if (!inline_value) {
+      if (f->is_flag && (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)) {
+        text = "true";
+      } else {
+        if (i + 1 >= args.size()) throw cli::UsageError(core::str(arg, " needs a value"));
+        text = args[++i];
+      }
+    }
+    f->set(*this, parse_value(f->get(*this), text, key));
+  }
+}
+
+void TrainConfig::validate() const {
+  auto check = [](bool ok, const std::string& what) {
+    if (!ok) throw cli::UsageError("invalid config: " + what);
+  };
+  check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
+  check(batch_size >= 1, core::str("batch_size must be >= 1, got ", batch_size));
+  check(lr > 0, core::str("lr must be > 0, got ", lr));
+  check(momentum >= 0 && momentum < 1, core::str("momentum must be in [0, 1), got ", momentum));
+  check(weight_decay >= 0, core::str("weight_decay must be >= 0, got ", weight_decay));
+  check(optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw",
+        "optimizer must be sgd, adam or adamw, got '" + optimizer + "'");
+  check(schedule == "none" || schedule == "step" || schedule == "cosine",
+        "schedule must be none, step or cosine, got '" + schedule + "'");
+  check(workers >= 0 && workers <= 64, core::str("workers must be in [0, 64], got ", workers));
+  check(label_smoothing >= 0 && label_smoothing < 1,
+        core::str("label_smoothing must be in [0, 1), got ", label_smoothing));
+  check(std > 0, core::str("std must be > 0, got ", std));
+  check(limit_train >= 0 && limit_test >= 0, "limit_train and limit_test must be >= 0");
+  check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+}
+
+TrainConfig load_config(const std::string& path) {
+  std::ifstream in(path);
+  RINGLET_CHECK(in.good(), ValueError, "config file ", path, " cannot be opened");
+  json parsed;
+  try {
+    parsed = json::parse(in);
+  } catch (const json::parse_error& e) {
+    RINGLET_THROW(ValueError, "config file ", path, " is not valid JSON: ", e.what());
+  }
+  TrainConfig config;
+  config.merge_json(parsed, path);
+  return config;
+}
+
+}  // namespace ringlet::trainer

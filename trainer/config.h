@@ -1,0 +1,57 @@
+// TrainConfig: every setting of a training run, with the defaults of the reference recipe
+// (fmnist_cnn, batch 64, SGD lr 0.05 momentum 0.9 weight decay 5e-4, 3 epochs). It is read
+// from a JSON file, then command-line overrides (--epochs 3, --lr=0.1) are applied; an
+// unknown key or flag is an error naming it and the nearest valid one. The resolved config is
+// printed and saved with the run.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ringlet::trainer {
+
+struct TrainConfig {
+  std::string model = "fmnist_cnn";
+  std::string dataset = "fashion-mnist";
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  int epochs = 3;
+  int batch_size = 64;            // per rank
+  std::string optimizer = "sgd";  // sgd | adam | adamw
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 5e-4;
+  bool nesterov = false;
+  std::string schedule = "none";  // none | step | cosine
+  int step_size = 1;              // epochs per decay (step)
+  double gamma = 0.1;             // decay factor (step)
+  int warmup_epochs = 0;
+  double label_smoothing = 0.0;
+  double clip_grad_norm = 0.0;  // 0 = off
+  std::uint64_t seed = 0;
+  int workers = 2;       // data loader threads
+  int threads = 0;       // compute threads; 0 = RINGLET_NUM_THREADS / all cores
+  double mean = 0.2860;  // input normalization (Fashion-MNIST)
+  double std = 0.3530;
+  std::int64_t limit_train = 0;  // use only the first N training examples (0 = all)
+  std::int64_t limit_test = 0;
+  std::string out;  // run directory; empty = runs/<date-time>
+  bool resume = false;
+  int log_every = 50;  // steps between progress lines when not on a TTY
+
+  nlohmann::json to_json() const;
+  // Applies the keys of `json` (all optional); unknown keys and wrong types are errors.
+  void merge_json(const nlohmann::json& json, const std::string& source);
+  // Applies "--key value" / "--key=value" / "--flag" overrides; returns arguments that are
+  // not config keys (for the command to interpret) only if `allowed_extra` lists them.
+  void apply_overrides(const std::vector<std::string>& args,
+                       const std::vector<std::string>& allowed_extra = {});
+  void validate() const;  // ranges: epochs >= 1, batch_size >= 1, lr > 0, ...
+};
+
+// Loads a JSON config file (errors name the file and the JSON problem).
+TrainConfig load_config(const std::string& path);
+std::vector<std::string> config_keys();
+
+}  // namespace ringlet::trainer
