@@ -1,0 +1,123 @@
+// train_bench: time of one training step of a model on synthetic data — forward + backward,
+// and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
+// JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms). Compare with
+// PyTorch in the same run: ../shared/peers/train_torch.sh 3 step.
+//
+// usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
+//                    [--steps 50] [--warmup 10]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/threads.h"
+#include "nn/loss.h"
+#include "nn/models.h"
+#include "nn/sgd.h"
+#include "tensor/ops.h"
+
+using namespace ringlet;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string model = "fmnist_cnn";
+  int batch = 64;
+  int threads = 1;
+  int steps = 50;
+  int warmup = 10;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    RINGLET_CHECK(i + 1 < argc, ValueError, "train_bench: ", arg, " needs a value");
+    const std::string value = argv[++i];
+    if (arg == "--model") {
+      o.model = value;
+    } else if (arg == "--batch") {
+      o.batch = static_cast<int>(core::parse_int(value, "--batch"));
+    } else if (arg == "--threads") {
+      o.threads = static_cast<int>(core::parse_int(value, "--threads"));
+    } else if (arg == "--steps") {
+      o.steps = static_cast<int>(core::parse_int(value, "--steps"));
+    } else if (arg == "--warmup") {
+      o.warmup = static_cast<int>(core::parse_int(value, "--warmup"));
+    } else {
+      RINGLET_THROW(ValueError, "train_bench: unknown flag '", arg,
+                    "' (flags: --model, --batch, --threads, --steps, --warmup)");
+    }
+  }
+  RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0, ValueError,
+                "train_bench: --batch, --threads and --steps must be >= 1");
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    core::set_num_threads(o.threads);
+    tensor::Generator gen(0);
+    const bool mnist = o.model == "fmnist_cnn";
+    const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
+    auto model = nn::make_model(o.model, gen, 10, channels);
+    model->train();
+    const tensor::Tensor x = tensor::randn({o.batch, channels, side, side}, gen);
+    const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen);
+    nn::CrossEntropyLoss criterion;
+    nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
+
+    auto fwd_bwd = [&] {
+      sgd.zero_grad();
+      tensor::Tensor loss = criterion.forward(model->forward(x), y);
+      loss.backward();
+      const double value = loss.item();
+      RINGLET_CHECK(std::isfinite(value), Error, "train_bench: the loss is not finite");
+    };
+    std::vector<double> fb, full;
+    for (int i = 0; i < o.warmup; ++i) fwd_bwd();
+    for (int i = 0; i < o.steps; ++i) {
+      const auto start = Clock::now();
+      fwd_bwd();
+      fb.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    for (int i = 0; i < o.steps; ++i) {
+      const auto start = Clock::now();
+      fwd_bwd();
+      sgd.step();
+      full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    const double fwd_bwd_ms = median(fb), step_ms = median(full);
+    std::printf("# train_bench: %s, batch %d, %d thread(s), median of %d steps\n", o.model.c_str(),
+                o.batch, o.threads, o.steps);
+    std::printf("  forward+backward        %9.2f ms\n", fwd_bwd_ms);
+    std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", step_ms,
+                o.batch / step_ms * 1e3);
+    nlohmann::json line{{"bench", "train_bench"},
+                        {"model", o.model},
+                        {"batch", o.batch},
+                        {"threads", o.threads},
+                        {"fwd_bwd_ms", fwd_bwd_ms},
+                        {"step_ms", step_ms},
+                        {"images_per_s", o.batch / step_ms * 1e3}};
+    std::cout << line.dump() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_bench: %s\n", e.what());
+    return 1;
+  }
+}
