@@ -1,0 +1,277 @@
+// Optimizer base: parameter checks, zero_grad, lazy per-parameter state and the state dict
+// (flattened PyTorch layout: "state.<i>.<buffer>", "state.<i>.step", "param_groups.0.<h>").
+// load_state_dict validates everything before it changes anything.
+#include "nn/optimizer.h"
+
+#include <cmath>
+#include <set>
+
+#include "tensor/ops.h"
+
+namespace ringlet::nn {
+
+using tensor::Tensor;
+
+namespace detail {
+
+bool cpu_has_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+}  // namespace detail
+
+// --- NamedState ---------------------------------------------------------------------
+
+void NamedState::set(const std::string& key, Value value) {
+  auto it = index_.find(key);
+  if (it != index_.end()) {
+    entries_[it->second].second = std::move(value);
+    return;
+  }
+  index_.emplace(key, entries_.size());
+  entries_.emplace_back(key, std::move(value));
+}
+
+const NamedState::Value& NamedState::at(const std::string& key) const {
+  auto it = index_.find(key);
+  RINGLET_CHECK(it != index_.end(), ValueError, "state dict has no key '", key, "'");
+  return entries_[it->second].second;
+}
+
+const Tensor& NamedState::tensor(const std::string& key) const {
+  const Value& v = at(key);
+  RINGLET_CHECK(std::holds_alternative<Tensor>(v), ValueError, "state dict key '", key,
+                "' holds a scalar, expected a tensor");
+  return std::get<Tensor>(v);
+}
+
+double NamedState::scalar(const std::string& key) const {
+  const Value& v = at(key);
+  RINGLET_CHECK(std::holds_alternative<double>(v), ValueError, "state dict key '", key,
+                "' holds a tensor, expected a scalar");
+  return std::get<double>(v);
+}
+
+std::vector<std::string> NamedState::keys() const {
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const auto& e : entries_) out.push_back(e.first);
+  return out;
+}
+
+// --- Optimizer ----------------------------------------------------------------------
+
+Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
+    : params_(std::move(params)), name_(std::move(name)), lr_(0), initial_lr_(0) {
+  RINGLET_CHECK(!params_.empty(), ValueError, name_, ": got an empty parameter list");
+  std::set<const tensor::TensorImpl*> seen;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    RINGLET_CHECK(p.defined(), ValueError, name_, ": parameter ", i, " is undefined");
+    RINGLET_CHECK(p.is_leaf(), ValueError, name_, ": parameter ", i,
+                  " is not a leaf tensor (it has a grad_fn); optimize the leaf instead");
+    RINGLET_CHECK(p.dtype() == core::DType::f32 || p.dtype() == core::DType::f64, DTypeError, name_,
+                  ": parameter ", i, " has dtype ", p.dtype(), "; expected f32 or f64");
+    RINGLET_CHECK(p.device().is_cpu(), DeviceError, name_, ": parameter ", i, " is on ", p.device(),
+                  "; updates run on the host");
+    RINGLET_CHECK(p.is_contiguous(), ValueError, name_, ": parameter ", i, " of shape ",
+                  tensor::shape_str(p.shape()), " is not contiguous");
+    // A parameter listed twice would be updated twice per step.
+    RINGLET_CHECK(seen.insert(&p.impl()).second, ValueError, name_, ": parameter ", i,
+                  " appears more than once in the parameter list");
+  }
+  state_.resize(params_.size());
+  set_lr(lr);
+  initial_lr_ = lr;
+}
+
+void Optimizer::set_lr(double lr) {
+  RINGLET_CHECK(std::isfinite(lr) && lr >= 0, ValueError, name_, ": invalid learning rate ", lr,
+                " (must be finite and >= 0)");
+  lr_ = lr;
+}
+
+void Optimizer::register_hyperparameter(std::string name, HyperparameterRef value) {
+  hyperparameters_.emplace_back(std::move(name), value);
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  tensor::NoGradGuard no_grad;
+  for (const Tensor& p : params_) {
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      p.set_grad(Tensor());
+    } else {
+      tensor::zero_(g);
+    }
+  }
+}
+
+Tensor Optimizer::gradient_of(std::size_t index) const {
+  const Tensor& p = params_[index];
+  Tensor g = p.grad();
+  if (!g.defined()) return g;
+  RINGLET_CHECK(g.shape() == p.shape(), ShapeError, name_, ": parameter ", index, " has shape ",
+                tensor::shape_str(p.shape()), " but its gradient has shape ",
+                tensor::shape_str(g.shape()));
+  RINGLET_CHECK(g.dtype() == p.dtype(), DTypeError, name_, ": parameter ", index, " has dtype ",
+                p.dtype(), " but its gradient has dtype ", g.dtype());
+  RINGLET_CHECK(g.device().is_cpu(), DeviceError, name_, ": the gradient of parameter ", index,
+                " is on ", g.device(), "; updates run on the host");
+  return g.is_contiguous() ? g : g.contiguous();
+}
+
+Optimizer::ParamState& Optimizer::state_for(std::size_t index) {
+  ParamState& s = state_[index];
+  if (!s.initialized) {
+    const Tensor& p = params_[index];
+    s.buffers.clear();
+    for (std::size_t b = 0; b < buffer_names().size(); ++b) {
+      s.buffers.push_back(tensor::zeros(p.shape(), p.dtype()));
+    }
+    s.step = 0;
+    s.initialized = true;
+  }
+  return s;
+}
+
+namespace {
+
+const std::string kGroupPrefix = "param_groups.0.";
+const std::string kStatePrefix = "state.";
+
+}  // namespace
+
+NamedState Optimizer::state_dict() const {
+  NamedState out;
+  const std::vector<std::string> names = buffer_names();
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const ParamState& s = state_[i];
+    if (!s.initialized) continue;
+    const std::string prefix = kStatePrefix + std::to_string(i) + ".";
+    for (std::size_t b = 0; b < names.size(); ++b) out.set(prefix + names[b], s.buffers[b].clone());
+    if (has_step()) out.set(prefix + "step", s.step);
+  }
+  out.set(kGroupPrefix + "lr", lr_);
+  out.set(kGroupPrefix + "initial_lr", initial_lr_);
+  for (const auto& [name, ref] : hyperparameters_) {
+    const double v = std::holds_alternative<double*>(ref) ? *std::get<double*>(ref)
+                                                          : (*std::get<bool*>(ref) ? 1.0 : 0.0);
+    out.set(kGroupPrefix + name, v);
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const NamedState& state) {
+  // Hyperparameters go first (amsgrad decides which buffers exist); they are rolled back if
+  // anything below fails, so a failed load leaves the optimizer as it was.
+  std::vector<std::variant<double, bool>> old_values;
+  for (const auto& [name, ref] : hyperparameters_) {
+    if (std::holds_alternative<double*>(ref)) {
+      old_values.emplace_back(*std::get<double*>(ref));
+    } else {
+      old_values.emplace_back(*std::get<bool*>(ref));
+    }
+  }
+  auto restore = [&] {
+    for (std::size_t h = 0; h < hyperparameters_.size(); ++h) {
+      const auto& ref = hyperparameters_[h].second;
+      if (std::holds_alternative<double*>(ref)) {
+        *std::get<double*>(ref) = std::get<double>(old_values[h]);
+      } else {
+        *std::get<bool*>(ref) = std::get<bool>(old_values[h]);
+      }
+    }
+  };
+  try {
+    const std::string where = name_ + ".load_state_dict: ";
+    for (const auto& [name, ref] : hyperparameters_) {
+      const std::string key = kGroupPrefix + name;
+      RINGLET_CHECK(state.contains(key), ValueError, where, "missing key '", key, "'");
+      const double v = state.scalar(key);
+      if (std::holds_alternative<double*>(ref)) {
+        *std::get<double*>(ref) = v;
+      } else {
+        RINGLET_CHECK(v == 0 || v == 1, ValueError, where, "key '", key, "' is ", v,
+                      "; expected 0 or 1");
+        *std::get<bool*>(ref) = v == 1;
+      }
+    }
+    validate();
+    for (const char* k : {"lr", "initial_lr"}) {
+      const std::string key = kGroupPrefix + k;
+      RINGLET_CHECK(state.contains(key), ValueError, where, "missing key '", key, "'");
+      const double v = state.scalar(key);
+      RINGLET_CHECK(std::isfinite(v) && v >= 0, ValueError, where, "key '", key, "' is ", v,
+                    "; expected a finite value >= 0");
+    }
+
+    const std::vector<std::string> names = buffer_names();
+    std::vector<ParamState> fresh(params_.size());
+    std::vector<std::set<std::string>> present(params_.size());
+    for (const auto& [key, value] : state) {
+      if (key.rfind(kGroupPrefix, 0) == 0) {
+        const std::string h = key.substr(kGroupPrefix.size());
+        bool known = h == "lr" || h == "initial_lr";
+        for (const auto& hp : hyperparameters_) known = known || hp.first == h;
+        RINGLET_CHECK(known, ValueError, where, "unexpected key '", key, "'");
+        continue;
+      }
+      RINGLET_CHECK(key.rfind(kStatePrefix, 0) == 0, ValueError, where, "unexpected key '", key,
+                    "'");
+      const std::size_t dot = key.find('.', kStatePrefix.size());
+      const std::string index_text = key.substr(kStatePrefix.size(), dot - kStatePrefix.size());
+      RINGLET_CHECK(dot != std::string::npos && !index_text.empty() && index_text.size() < 10 &&
+                        index_text.find_first_not_of("0123456789") == std::string::npos,
+                    ValueError, where, "unexpected key '", key, "'");
+      const std::size_t i = std::stoul(index_text);
+      RINGLET_CHECK(i < params_.size(), ValueError, where, "key '", key, "' refers to parameter ",
+                    i, " but the optimizer has ", params_.size(), " parameters");
+      const std::string field = key.substr(dot + 1);
+      ParamState& s = fresh[i];
+      if (s.buffers.empty()) s.buffers.resize(names.size());
+      if (field == "step" && has_step()) {
+        const double step = state.scalar(key);
+        RINGLET_CHECK(step >= 1 && step == std::floor(step), ValueError, where, "key '", key,
+                      "' is ", step, "; expected a positive integer");
+        s.step = step;
+      } else {
+        std::size_t b = 0;
+        while (b < names.size() && names[b] != field) ++b;
+        RINGLET_CHECK(b < names.size(), ValueError, where, "unexpected key '", key, "' for ", name_,
+                      " with these settings");
+        const Tensor& t = state.tensor(key);
+        const Tensor& p = params_[i];
+        RINGLET_CHECK(t.shape() == p.shape(), ShapeError, where, "key '", key, "' has shape ",
+                      tensor::shape_str(t.shape()), " but parameter ", i, " has shape ",
+                      tensor::shape_str(p.shape()));
+        RINGLET_CHECK(core::is_floating(t.dtype()), DTypeError, where, "key '", key, "' has dtype ",
+                      t.dtype(), "; expected a floating dtype");
+        // Owned, contiguous, host copy in the parameter's dtype (PyTorch casts state too).
+        s.buffers[b] = t.cpu().to(p.dtype()).contiguous().clone();
+      }
+      present[i].insert(field);
+      s.initialized = true;
+    }
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!fresh[i].initialized) continue;
+      std::vector<std::string> required = names;
+      if (has_step()) required.push_back("step");
+      for (const std::string& field : required) {
+        RINGLET_CHECK(present[i].count(field) != 0, ValueError, where, "missing key '",
+                      kStatePrefix, i, ".", field, "' (parameter ", i, " has other state)");
+      }
+    }
+
+    lr_ = state.scalar(kGroupPrefix + "lr");
+    initial_lr_ = state.scalar(kGroupPrefix + "initial_lr");
+    state_ = std::move(fresh);
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+}  // namespace ringlet::nn

@@ -1,0 +1,36 @@
+// Sequential as torch.nn.Sequential: children named "0", "1", ... in order, each fed the
+// previous one's output. Those names are the state-dict prefixes PyTorch uses ("3.weight").
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace ringlet::nn {
+
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+
+  // Appends `module` under the next index; returns *this for chaining.
+  Sequential& add(std::shared_ptr<Module> module);
+
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "Sequential"; }
+
+  std::size_t size() const { return children().size(); }
+  // Throws ValueError out of range.
+  const std::shared_ptr<Module>& operator[](std::size_t i) const;
+};
+
+// Sequential from a list of modules: seq(std::make_shared<Conv2d>(...), ...).
+template <class... Ms>
+std::shared_ptr<Sequential> seq(std::shared_ptr<Ms>... modules) {
+  return std::make_shared<Sequential>(
+      std::vector<std::shared_ptr<Module>>{std::static_pointer_cast<Module>(modules)...});
+}
+
+}  // namespace ringlet::nn

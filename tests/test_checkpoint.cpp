@@ -1,0 +1,263 @@
+// trainer/checkpoint/safetensors: round trips of every dtype (f16/bf16, 0-d and empty tensors
+// included) with metadata, the atomic write (no temporary file left, a failed write keeps the
+// old file), every corruption as a CheckpointError naming the file, and PyTorch reading a
+// written file through tests/golden/read_safetensors.py when /usr/bin/python3 has torch.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "tensor/ops/creation.h"
+#include "trainer/checkpoint/safetensors.h"
+
+using namespace ringlet;
+using namespace ringlet::trainer;
+using tensor::Tensor;
+namespace fs = std::filesystem;
+namespace st = ringlet::trainer::safetensors;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("ringlet_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path))
+      names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
+template <class T>
+Tensor filled(const tensor::Shape& shape, const std::function<T(std::int64_t)>& value) {
+  Tensor t = Tensor::empty(shape, core::dtype_of<T>());
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = value(i);
+  return t;
+}
+
+st::NamedTensors sample_tensors() {
+  return {
+      {"conv.weight",
+       filled<float>({2, 3}, [](auto i) { return 0.25f * static_cast<float>(i) - 1; })},
+      {"f64", filled<double>({4}, [](auto i) { return 1.0 / static_cast<double>(i + 3); })},
+      {"half",
+       filled<core::Half>(
+           {3},
+           [](auto i) { return core::Half{core::float_to_half(0.5f + static_cast<float>(i))}; })},
+      {"bfloat", filled<core::BFloat16>({2, 2},
+                                        [](auto i) {
+                                          return core::BFloat16{
+                                              core::float_to_bf16(-2.0f * static_cast<float>(i))};
+                                        })},
+      {"steps", filled<std::int64_t>({5}, [](auto i) { return (i - 2) * 1000000000000LL; })},
+      {"i32", filled<std::int32_t>({2}, [](auto i) { return static_cast<std::int32_t>(-7 + i); })},
+      {"pixels",
+       filled<std::uint8_t>({7}, [](auto i) { return static_cast<std::uint8_t>(250 + i % 6); })},
+      {"scalar", tensor::scalar_tensor(3.5)},
+      {"empty", Tensor::empty({0, 3}, core::DType::f32)},
+      {"transposed",
+       filled<float>({2, 3}, [](auto i) { return static_cast<float>(i); }).transpose(0, 1)},
+  };
+}
+
+bool same(const Tensor& a, const Tensor& b) {
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  return ca.shape() == cb.shape() && ca.dtype() == cb.dtype() &&
+         std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A file with this JSON header (unpadded) followed by `data_bytes` zero bytes.
+std::string craft(const std::string& header, std::size_t data_bytes) {
+  std::string out(8, '\0');
+  const std::uint64_t n = header.size();
+  std::memcpy(out.data(), &n, 8);
+  return out + header + std::string(data_bytes, '\0');
+}
+
+void expect_error(const fs::path& file, const std::vector<std::string>& parts) {
+  try {
+    st::read(file);
+    FAIL("expected a CheckpointError mentioning ", parts.front());
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(what.find(file.string()) != std::string::npos, what);
+    for (const auto& p : parts)
+      CHECK_MESSAGE(what.find(p) != std::string::npos, what, " lacks ", p);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("round trip of every dtype, 0-d and empty tensors, and metadata") {
+  TempDir dir;
+  const fs::path file = dir.path / "model.safetensors";
+  const auto tensors = sample_tensors();
+  const st::Metadata meta{
+      {"epoch", "3"}, {"step", "2811"}, {"config", R"({"lr": 0.05})"}, {"rng", ""}};
+  st::write(file, tensors, meta);
+  const st::File got = st::read(file);
+  CHECK(got.metadata == meta);
+  REQUIRE(got.tensors.size() == tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    CAPTURE(tensors[i].first);
+    CHECK(got.tensors[i].first == tensors[i].first);  // written order is kept
+    CHECK(same(got.tensors[i].second, tensors[i].second));
+  }
+  CHECK(got.at("scalar").dim() == 0);
+  CHECK(got.at("scalar").item() == 3.5);
+  CHECK(got.at("transposed").to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK_THROWS_WITH_AS(got.at("nope"), doctest::Contains("conv.weight"), CheckpointError);
+  // Data starts 8-byte aligned, and the header is valid JSON padded with spaces.
+  const std::string bytes = read_bytes(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  CHECK(n % 8 == 0);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  CHECK(header["half"]["dtype"] == "F16");
+  CHECK(header["bfloat"]["dtype"] == "BF16");
+  CHECK(header["empty"]["data_offsets"][0] == header["empty"]["data_offsets"][1]);
+  // No metadata: no __metadata__ entry.
+  st::write(file, {{"x", tensor::ones({2})}});
+  CHECK(st::read(file).metadata.empty());
+  st::write(file, {});
+  CHECK(st::read(file).tensors.empty());
+}
+
+TEST_CASE("the write is atomic: no temporary file, a failed write keeps the old file") {
+  TempDir dir;
+  const fs::path file = dir.path / "ckpt.safetensors";
+  st::write(file, sample_tensors(), {{"epoch", "1"}});
+  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+  st::write(file, {{"a", tensor::ones({3})}}, {{"epoch", "2"}});  // replaces it
+  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+  CHECK(st::read(file).metadata.at("epoch") == "2");
+  const std::string before = read_bytes(file);
+  CHECK_THROWS_WITH_AS(st::write(file, {{"a", tensor::ones({1})}, {"a", tensor::ones({1})}}),
+                       doctest::Contains("duplicate tensor name 'a'"), CheckpointError);
+  CHECK_THROWS_AS(st::write(file, {{"__metadata__", tensor::ones({1})}}), CheckpointError);
+  CHECK_THROWS_AS(st::write(file, {{"undefined", Tensor()}}), CheckpointError);
+  CHECK(read_bytes(file) == before);
+  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+  CHECK_THROWS_WITH_AS(st::write(dir.path / "no" / "such" / "dir.safetensors", {}),
+                       doctest::Contains("no/such/dir.safetensors"), CheckpointError);
+}
+
+TEST_CASE("corrupt files are CheckpointErrors naming the file and the tensor") {
+  TempDir dir;
+  const fs::path good = dir.path / "good.safetensors", bad = dir.path / "bad.safetensors";
+  st::write(good, sample_tensors(), {{"epoch", "1"}});
+  const std::string bytes = read_bytes(good);
+
+  expect_error(dir.path / "missing.safetensors", {"cannot open"});
+  write_bytes(bad, bytes.substr(0, 5));
+  expect_error(bad, {"truncated", "8-byte header length"});
+  write_bytes(bad, bytes.substr(0, bytes.size() - 3));  // data cut short
+  expect_error(bad, {"tensor '", "out of range"});
+  write_bytes(bad, bytes + "xyz");  // bytes no tensor covers
+  expect_error(bad, {"the file holds"});
+  std::string huge = bytes;
+  const std::uint64_t claim = 1ull << 60;  // must be refused before any allocation
+  std::memcpy(huge.data(), &claim, 8);
+  write_bytes(bad, huge);
+  expect_error(bad, {"bad header length 1152921504606846976"});
+
+  write_bytes(bad, craft(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]})", 4));
+  expect_error(bad, {"bad JSON header"});
+  write_bytes(bad, craft("[1, 2]", 0));
+  expect_error(bad, {"not an object"});
+  write_bytes(bad,
+              craft(R"({"a": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}})", 1));
+  expect_error(bad, {"tensor 'a'", "unsupported dtype 'F8_E4M3'"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 12]}})", 12));
+  expect_error(bad, {"tensor 'a'", "span 12 bytes", "needs 8"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 4));
+  expect_error(bad, {"tensor 'a'", "out of range for 4 data bytes"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}})", 4));
+  expect_error(bad, {"tensor 'a'", "non-negative integers"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [8, 4]}})", 8));
+  expect_error(bad, {"tensor 'a'", "out of range"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
+                             "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})",
+                         6));
+  expect_error(bad, {"tensor 'b' overlaps tensor 'a'"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                             "b": {"dtype": "U8", "shape": [2], "data_offsets": [3, 5]}})",
+                         5));
+  expect_error(bad, {"gap of 1 bytes before tensor 'b'"});
+  write_bytes(bad, craft(R"({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+                             "a": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}})",
+                         2));
+  expect_error(bad, {"duplicate tensor name 'a'"});
+  write_bytes(bad,
+              craft(R"({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "x": 1}})", 1));
+  expect_error(bad, {"tensor 'a'", "unexpected key 'x'"});
+  write_bytes(bad, craft(R"({"a": {"shape": [1], "data_offsets": [0, 1]}})", 1));
+  expect_error(bad, {"tensor 'a'", "missing string 'dtype'"});
+  write_bytes(bad, craft(R"({"__metadata__": {"epoch": 3}})", 0));
+  expect_error(bad, {"metadata 'epoch' is not a string"});
+  write_bytes(
+      bad,
+      craft(
+          R"({"a": {"dtype": "F64", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 8]}})",
+          8));
+  expect_error(bad, {"tensor 'a'", "overflows"});
+}
+
+TEST_CASE("PyTorch reads a written checkpoint (tests/golden/read_safetensors.py)") {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    MESSAGE(
+        "skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch); "
+        "the C++ round trip above is the main test");
+    return;
+  }
+  TempDir dir;
+  const fs::path file = dir.path / "torch.safetensors";
+  const auto tensors = sample_tensors();
+  st::write(file, tensors, {{"epoch", "4"}, {"config", R"({"model": "fmnist_cnn"})"}});
+  const std::string cmd = "/usr/bin/python3 " RINGLET_SOURCE_ROOT
+                          "/tests/golden/read_safetensors.py '" +
+                          file.string() + "' 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) output.append(buf, n);
+  REQUIRE_MESSAGE(::pclose(pipe) == 0, output);
+  const auto got = nlohmann::json::parse(output);
+  CHECK(got["metadata"]["epoch"] == "4");
+  CHECK(got["metadata"]["config"] == R"({"model": "fmnist_cnn"})");
+  REQUIRE(got["tensors"].size() == tensors.size());
+  for (const auto& [name, t] : tensors) {
+    CAPTURE(name);
+    const auto& info = got["tensors"][name];
+    CHECK(info["shape"].get<tensor::Shape>() == t.shape());
+    double sum = 0;
+    for (double v : t.to_vector<double>()) sum += v;
+    CHECK(info["sum"].get<double>() == doctest::Approx(sum).epsilon(1e-12));
+  }
+  CHECK(got["tensors"]["half"]["dtype"] == "torch.float16");
+  CHECK(got["tensors"]["bfloat"]["dtype"] == "torch.bfloat16");
+  CHECK(got["tensors"]["pixels"]["dtype"] == "torch.uint8");
+}
