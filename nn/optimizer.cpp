@@ -15,8 +15,12 @@ using tensor::Tensor;
 namespace detail {
 
 bool cpu_has_fma() {
+#if defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
+#else
+  return false;
+#endif
 }
 
 }  // namespace detail

@@ -120,10 +120,22 @@ class Optimizer {
 
 namespace detail {
 
-// True when the CPU has AVX2 and FMA (checked once). Update loops then run a copy compiled
+// True when the CPU is x86 with AVX2 and FMA (checked once). Update loops then run a copy compiled
 // for those instructions; the portable copy calls libm's fma and rounds identically, so
 // results never depend on the CPU, only speed does.
 bool cpu_has_fma();
+
+// a * b + c rounded once, and sqrt, as builtins: update loops carry optimize attributes, which
+// keep GCC from inlining std::fma / std::sqrt into them (the loop would then call libm per
+// element); builtins expand in place.
+[[gnu::always_inline]] inline float fused_mul_add(float a, float b, float c) {
+  return __builtin_fmaf(a, b, c);
+}
+[[gnu::always_inline]] inline double fused_mul_add(double a, double b, double c) {
+  return __builtin_fma(a, b, c);
+}
+[[gnu::always_inline]] inline float square_root(float x) { return __builtin_sqrtf(x); }
+[[gnu::always_inline]] inline double square_root(double x) { return __builtin_sqrt(x); }
 
 }  // namespace detail
 

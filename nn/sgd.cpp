@@ -28,34 +28,42 @@ template <class T, bool kMomentum>
   const bool nesterov = o.nesterov;
   for (std::int64_t i = 0; i < n; ++i) {
     T g = grad[i];
-    g = decay ? std::fma(wd, p[i], g) : g;
+    g = decay ? detail::fused_mul_add(wd, p[i], g) : g;
     if constexpr (kMomentum) {
-      const T b = first ? g : std::fma(keep, g, buf[i] * momentum);
+      const T b = first ? g : detail::fused_mul_add(keep, g, buf[i] * momentum);
       buf[i] = b;
-      g = nesterov ? std::fma(momentum, b, g) : b;
+      g = nesterov ? detail::fused_mul_add(momentum, b, g) : b;
     }
-    p[i] = std::fma(neg_lr, g, p[i]);
+    p[i] = detail::fused_mul_add(neg_lr, g, p[i]);
   }
 }
 
-// The same loop compiled for AVX2+FMA: std::fma becomes one instruction and the loop
-// vectorizes.
+#if defined(__x86_64__)
+// The same loop compiled for AVX2+FMA: each fused_mul_add is one instruction and the loop
+// vectorizes. fp-contract=off keeps GCC from fusing products that PyTorch rounds separately.
 template <class T, bool kMomentum>
 [[gnu::target("avx2,fma"), gnu::optimize("fp-contract=off")]] void sgd_loop_fma(
     T* p, const T* grad, T* buf, std::int64_t n, const SGDOptions& o, double lr, bool first) {
+  sgd_loop<T, kMomentum>(p, grad, buf, n, o, lr, first);
+}
+#endif
+
+template <class T, bool kMomentum>
+void sgd_dispatch(T* p, const T* grad, T* buf, std::int64_t n, const SGDOptions& o, double lr,
+                  bool first) {
+#if defined(__x86_64__)
+  if (detail::cpu_has_fma()) return sgd_loop_fma<T, kMomentum>(p, grad, buf, n, o, lr, first);
+#endif
   sgd_loop<T, kMomentum>(p, grad, buf, n, o, lr, first);
 }
 
 template <class T>
 void sgd_update(T* p, const T* grad, T* buf, std::int64_t n, const SGDOptions& o, double lr,
                 bool first) {
-  const bool fma = detail::cpu_has_fma();
   if (buf != nullptr) {
-    fma ? sgd_loop_fma<T, true>(p, grad, buf, n, o, lr, first)
-        : sgd_loop<T, true>(p, grad, buf, n, o, lr, first);
+    sgd_dispatch<T, true>(p, grad, buf, n, o, lr, first);
   } else {
-    fma ? sgd_loop_fma<T, false>(p, grad, buf, n, o, lr, first)
-        : sgd_loop<T, false>(p, grad, buf, n, o, lr, first);
+    sgd_dispatch<T, false>(p, grad, buf, n, o, lr, first);
   }
 }
 

@@ -1,6 +1,6 @@
 // SGD with momentum, dampening, Nesterov momentum and L2 weight decay: torch.optim.SGD's
-// update rule, operation for operation (PyTorch 1.13's single-tensor path), so f32 results
-// match PyTorch's to within a rounding step:
+// update rule, operation for operation (PyTorch 1.13's single-tensor path), so results equal
+// PyTorch's bitwise on its golden cases:
 //   g = grad + weight_decay * p
 //   buf = g on the first step (no dampening), else buf = momentum * buf + (1 - dampening) * g
 //   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
