@@ -3,6 +3,7 @@
 # (plain meson usage is in README.md).
 #
 #   make test     build, run every test, end with `N passed, N failed`
+#   make train    build, train fmnist_cnn on Fashion-MNIST with NPROC=2 local ranks (DDP)
 #   make bench    build, run bench/ops_bench and bench/p2p_perf
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
 #
@@ -19,7 +20,7 @@ PYTHON ?= python3
 CLANG_FORMAT ?= clang-format
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build test bench format format-check clean
+.PHONY: help deps build test train bench format format-check clean
 
 help:
 	@sed -n '5,11p' Makefile | sed 's/^# \{0,1\}//'
@@ -99,6 +100,13 @@ format_files = git ls-files --cached --others --exclude-standard -- '*.h' '*.cpp
                while IFS= read -r f; do [ -f "$$f" ] && printf '%s\n' "$$f"; done | sort -u
 
 # --- programs --------------------------------------------------------------------------------
+
+# The main job: fmnist_cnn on Fashion-MNIST (the reference recipe, 3 epochs) with NPROC local
+# ranks averaging gradients (DDP). TRAIN_ARGS adds overrides, e.g. TRAIN_ARGS='--epochs 1'.
+NPROC ?= 2
+TRAIN_ARGS ?=
+train: build
+	$(BUILD)/trainer/ringlet train --nproc $(NPROC) $(TRAIN_ARGS)
 
 bench: build
 	$(BUILD)/bench/ops_bench $(BENCH_ARGS)

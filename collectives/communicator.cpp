@@ -120,7 +120,7 @@ struct Communicator::Impl {
       ctx.deferred = nullptr;
       task.run(ctx);
       ctx.settle_fingerprint();  // for algorithms that had nothing to wait for
-      if (ctx.deferred) {  // completes when its transport request does
+      if (ctx.deferred) {        // completes when its transport request does
         auto work = task.work;
         auto check = std::move(ctx.deferred_check);
         ctx.deferred->then([work, check] {

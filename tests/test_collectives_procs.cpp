@@ -36,13 +36,15 @@ int exercise(Communicator& comm) {
       comm.all_reduce(mx.data(), mx.data(), count, dtype, ReduceOp::max)->wait(deadline());
       for (std::size_t i = 0; i < count; ++i) {
         double expect = 0;
-        for (int r = 0; r < n; ++r) expect = std::max(expect, static_cast<double>((r * 5 + i) % 17));
+        for (int r = 0; r < n; ++r)
+          expect = std::max(expect, static_cast<double>((r * 5 + i) % 17));
         wrong += mx.get(i) != expect;
       }
       TypedBuffer mine(dtype, count), all(dtype, count * n);
       for (std::size_t i = 0; i < count; ++i) mine.set(i, static_cast<double>(rank));
       comm.all_gather(mine.data(), all.data(), count, dtype)->wait(deadline());
-      for (std::size_t i = 0; i < count * n; ++i) wrong += all.get(i) != static_cast<double>(i / count);
+      for (std::size_t i = 0; i < count * n; ++i)
+        wrong += all.get(i) != static_cast<double>(i / count);
       TypedBuffer b(dtype, count);
       for (std::size_t i = 0; i < count; ++i) b.set(i, rank == n - 1 ? 7.0 : 0.0);
       comm.broadcast(b.data(), count, dtype, n - 1)->wait(deadline());

@@ -34,6 +34,7 @@ const std::vector<Field>& fields() {
       field("dataset", &TrainConfig::dataset),
       field("data_dir", &TrainConfig::data_dir),
       field("epochs", &TrainConfig::epochs),
+      field("nproc", &TrainConfig::nproc),
       field("batch_size", &TrainConfig::batch_size),
       field("optimizer", &TrainConfig::optimizer),
       field("lr", &TrainConfig::lr),
@@ -159,6 +160,7 @@ void TrainConfig::validate() const {
     if (!ok) throw cli::UsageError("invalid config: " + what);
   };
   check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
+  check(nproc >= 1 && nproc <= 64, core::str("nproc must be in [1, 64], got ", nproc));
   check(batch_size >= 1, core::str("batch_size must be >= 1, got ", batch_size));
   check(lr > 0, core::str("lr must be > 0, got ", lr));
   check(momentum >= 0 && momentum < 1, core::str("momentum must be in [0, 1), got ", momentum));

@@ -17,6 +17,7 @@ struct TrainConfig {
   std::string dataset = "fashion-mnist";
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 3;
+  int nproc = 1;                  // local ranks (`ringlet train --nproc 2` launches them itself)
   int batch_size = 64;            // per rank
   std::string optimizer = "sgd";  // sgd | adam | adamw
   double lr = 0.05;

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "trainer/cli/launch_command.h"
 #include "trainer/cli/trace_command.h"
+#include "trainer/cli/train_command.h"
 #include "trainer/cli/usage.h"
 
 namespace {
@@ -18,6 +20,8 @@ void print_help(std::ostream& out) {
          "\n"
          "commands:\n"
          "  "
+      << ringlet::trainer::cli::kTrainSummary << "\n  " << ringlet::trainer::cli::kEvalSummary
+      << "\n  " << ringlet::trainer::cli::kLaunchSummary << "\n  "
       << ringlet::trainer::cli::kTraceSummary
       << "\n"
          "\n"
@@ -33,10 +37,16 @@ int run(const std::vector<std::string>& args) {
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "trace") return ringlet::trainer::cli::trace_command(rest, std::cout);
+  if (command == "train") return ringlet::trainer::cli::train_command(rest, std::cout);
+  if (command == "eval") return ringlet::trainer::cli::eval_command(rest, std::cout);
+  if (command == "launch") {
+    return ringlet::trainer::cli::launch_command(rest, std::cout, std::cerr);
+  }
   if (!command.empty() && command[0] == '-') {
     ringlet::trainer::cli::throw_unknown("", "option", command, {"-h", "--help"});
   }
-  ringlet::trainer::cli::throw_unknown("", "command", command, {"trace"});
+  ringlet::trainer::cli::throw_unknown("", "command", command,
+                                       {"train", "eval", "launch", "trace"});
 }
 
 }  // namespace

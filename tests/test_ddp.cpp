@@ -1,0 +1,218 @@
+// DDP: 2 ranks x batch 32 end with the parameters of 1 rank x batch 64 on the same data; the
+// first bucket's all-reduce starts before backward ends (trace); unused parameters are an
+// error naming them unless find_unused_parameters; no_sync accumulates; parameters start
+// from rank 0's values. DistributedSampler shards are disjoint, cover, equal and reshuffle.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "collectives/trace.h"
+#include "comm_ranks.h"
+#include "nn/activation.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/sequential.h"
+#include "nn/sgd.h"
+#include "tensor/ops.h"
+#include "trainer/data/distributed_sampler.h"
+#include "trainer/ddp.h"
+
+using namespace ringlet;
+using namespace ringlet::testing;
+using tensor::Tensor;
+
+namespace {
+
+std::shared_ptr<nn::Sequential> mlp(std::uint64_t seed) {
+  tensor::Generator gen(seed);
+  auto m = std::make_shared<nn::Sequential>();
+  m->add(std::make_shared<nn::Linear>(20, 64, gen));
+  m->add(std::make_shared<nn::ReLU>());
+  m->add(std::make_shared<nn::Linear>(64, 10, gen));
+  return m;
+}
+
+struct Data {
+  Tensor x, y;
+};
+
+Data batch(int step) {
+  tensor::Generator gen(1000 + step);
+  return {tensor::randn({64, 20}, gen), tensor::randint(0, 10, {64}, gen)};
+}
+
+std::vector<std::vector<float>> params_of(nn::Module& m) {
+  std::vector<std::vector<float>> out;
+  for (auto& p : m.parameters()) out.push_back(p.to_vector<float>());
+  return out;
+}
+
+// A module with a layer its forward never uses.
+class TwoHeads : public nn::Module {
+ public:
+  explicit TwoHeads(tensor::Generator& gen)
+      : used_(register_module("used", std::make_shared<nn::Linear>(4, 4, gen))),
+        spare_(register_module("spare", std::make_shared<nn::Linear>(4, 4, gen))) {}
+  Tensor forward(const Tensor& x) override { return used_->forward(x); }
+  std::string type_name() const override { return "TwoHeads"; }
+  nn::Linear& spare() { return *spare_; }
+
+ private:
+  std::shared_ptr<nn::Linear> used_, spare_;
+};
+
+}  // namespace
+
+TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
+  constexpr int kSteps = 10;
+  auto single = mlp(1);
+  nn::SGD ref_opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+  nn::CrossEntropyLoss loss_fn;
+  for (int s = 0; s < kSteps; ++s) {
+    const Data d = batch(s);
+    ref_opt.zero_grad();
+    loss_fn.forward(single->forward(d.x), d.y).backward();
+    ref_opt.step();
+  }
+  const auto expected = params_of(*single);
+
+  std::vector<std::vector<std::vector<float>>> got(2);
+  CommOptions options;
+  options.name = "ddp-eq";
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    auto model = mlp(rank == 0 ? 1 : 99);  // rank 1 starts elsewhere: DDP must broadcast
+    trainer::DistributedDataParallel ddp(model, comm);
+    nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+    nn::CrossEntropyLoss local_loss;
+    for (int s = 0; s < kSteps; ++s) {
+      const Data d = batch(s);
+      const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
+      const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
+      opt.zero_grad();
+      local_loss.forward(ddp.forward(x), y).backward();
+      ddp.finish_gradient_sync();
+      opt.step();
+    }
+    got[rank] = params_of(*model);
+  });
+  // Tolerance: the mean over 64 is computed as the average of two means over 32 — equal in
+  // exact arithmetic, a few ulps apart in f32 — and 10 momentum steps carry that forward.
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(got[r].size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      for (std::size_t j = 0; j < expected[i].size(); ++j) {
+        REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
+      }
+    }
+  }
+  CHECK(got[0] == got[1]);  // ranks agree bitwise
+}
+
+TEST_CASE("the first bucket's all-reduce starts before backward ends") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ringlet_ddp_trace";
+  fs::remove_all(dir);
+  CommOptions options;
+  options.name = "ddp-overlap";
+  options.trace_dir = dir.string();
+  std::vector<double> backward_end_us(2);
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    tensor::Generator gen(5);
+    auto model = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < 6; ++i) {  // ~1.6 MB of parameters: several buckets
+      model->add(std::make_shared<nn::Linear>(256, 256, gen));
+      model->add(std::make_shared<nn::ReLU>());
+    }
+    trainer::DDPOptions ddp_options;
+    ddp_options.first_bucket_mb = 0.3;
+    ddp_options.bucket_cap_mb = 0.3;
+    trainer::DistributedDataParallel ddp(model, comm, ddp_options);
+    CHECK(ddp.num_buckets() >= 3);
+    const Tensor x = tensor::randn({512, 256}, gen);
+    Tensor loss = tensor::mean(ddp.forward(x));
+    loss.backward();
+    backward_end_us[rank] = std::chrono::duration<double, std::micro>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count();
+    ddp.finish_gradient_sync();
+  });
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(dir / ("trace.rank" + std::to_string(r) + ".json"));
+    REQUIRE(in.good());
+    const auto json = nlohmann::json::parse(in);
+    double first_start = 1e300;
+    for (const auto& e : json["traceEvents"]) {
+      if (e.value("ph", "") == "X" && e["args"]["op"] == "all_reduce") {
+        first_start = std::min(first_start, e["ts"].get<double>());
+      }
+    }
+    INFO("rank ", r, ": first all-reduce step at ", first_start, " us, backward ended at ",
+         backward_end_us[r]);
+    CHECK(first_start < backward_end_us[r]);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("unused parameters, find_unused_parameters and no_sync") {
+  CommOptions options;
+  options.name = "ddp-unused";
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    tensor::Generator gen(3);
+    auto model = std::make_shared<TwoHeads>(gen);
+    const Tensor x = tensor::randn({8, 4}, gen);
+    {
+      trainer::DistributedDataParallel ddp(model, comm);
+      tensor::sum(model->forward(x)).backward();  // "spare" never used
+      CHECK_THROWS_WITH_AS(ddp.finish_gradient_sync(),
+                           doctest::Contains("spare.weight, spare.bias"), core::ValueError);
+    }
+    model->zero_grad();
+    trainer::DDPOptions find;
+    find.find_unused_parameters = true;
+    trainer::DistributedDataParallel ddp(model, comm, find);
+    tensor::sum(ddp.forward(x)).backward();
+    ddp.finish_gradient_sync();
+    CHECK(model->spare().parameters()[0].grad().to_vector<float>() == std::vector<float>(16, 0.0f));
+    // no_sync: local accumulation, then one synchronized backward averages the sum
+    model->zero_grad();
+    const Tensor local = tensor::full({8, 4}, rank + 1.0);
+    {
+      auto guard = ddp.no_sync();
+      tensor::sum(ddp.forward(local)).backward();
+    }
+    tensor::sum(ddp.forward(local)).backward();
+    ddp.finish_gradient_sync();
+    // d sum / d bias = 8 per backward; two backwards: 16 on every rank
+    CHECK(model->parameters()[1].grad().to_vector<float>() == std::vector<float>(4, 16.0f));
+  });
+}
+
+TEST_CASE("DistributedSampler: disjoint, covering, equal, reshuffled, identical across ranks") {
+  for (std::int64_t n : {10, 11, 3}) {
+    for (int world : {1, 2, 3, 4}) {
+      std::multiset<std::int64_t> all;
+      std::vector<std::vector<std::int64_t>> shards;
+      for (int r = 0; r < world; ++r) {
+        trainer::DistributedSampler s(n, world, r, true, 7);
+        s.set_epoch(2);
+        shards.push_back(s.indices());
+        CHECK(static_cast<std::int64_t>(shards.back().size()) == (n + world - 1) / world);
+        all.insert(shards.back().begin(), shards.back().end());
+      }
+      for (std::int64_t i = 0; i < n; ++i) CHECK(all.count(i) >= 1);  // covers
+      CHECK(static_cast<std::int64_t>(all.size()) - n < world);       // padding only
+      trainer::DistributedSampler again(n, world, 0, true, 7);
+      again.set_epoch(2);
+      CHECK(again.indices() == shards[0]);  // same (seed, epoch): same shard
+      again.set_epoch(3);
+      if (n >= 10) CHECK(again.indices() != shards[0]);  // set_epoch reshuffles
+      trainer::DistributedSampler dropped(n, world, world - 1, true, 7, /*drop_last=*/true);
+      CHECK(static_cast<std::int64_t>(dropped.indices().size()) == n / world);
+    }
+  }
+  CHECK_THROWS_AS(trainer::DistributedSampler(10, 2, 2), core::ValueError);
+}

@@ -1,0 +1,303 @@
+// The launcher: environment and rank-prefixed output of `sh -c` workers, failure propagation
+// (exit code, signal, a stuck worker escalated to SIGKILL), quiet_others, restarts, forwarded
+// SIGINT, a missing command, and the `ringlet launch` binary end to end (RINGLET_BINARY, compiled
+// in by tests/meson.build) on one node and as two node launchers on loopback.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "trainer/launch/launcher.h"
+
+namespace fs = std::filesystem;
+using ringlet::trainer::launch;
+using ringlet::trainer::LaunchOptions;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Result {
+  int status;
+  std::string out, err;
+  double seconds;
+};
+
+Result run_sh(LaunchOptions options, const std::string& script) {
+  std::ostringstream out, err;
+  const auto start = Clock::now();
+  const int status = launch(options, {"/bin/sh", "-c", script}, out, err);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return {status, out.str(), err.str(), seconds};
+}
+
+LaunchOptions nproc(int n) {
+  LaunchOptions o;
+  o.nproc_per_node = n;
+  return o;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string ringlet_binary() {
+  if (const char* env = std::getenv("RINGLET_BINARY"); env != nullptr && *env != '\0') return env;
+#ifdef RINGLET_BINARY
+  return RINGLET_BINARY;
+#else
+  return "";
+#endif
+}
+
+// Runs the ringlet binary under `timeout` (so a hang fails the test instead of blocking it).
+FILE* start_ringlet(const std::string& args) {
+  const std::string binary = ringlet_binary();
+  REQUIRE_MESSAGE(!binary.empty(), "RINGLET_BINARY is not set");
+  REQUIRE_MESSAGE(fs::exists(binary), "no ringlet binary at ", binary);
+  const std::string command = "timeout 60 '" + binary + "' " + args + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  return pipe;
+}
+
+std::pair<int, std::string> finish_ringlet(FILE* pipe) {
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  REQUIRE(WIFEXITED(status));
+  return {WEXITSTATUS(status), output};
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("launch: every worker gets torchrun's environment and its lines are prefixed") {
+  const Result r = run_sh(nproc(3),
+                          "echo rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK "
+                          "lws=$LOCAL_WORLD_SIZE token=${RINGLET_JOB_TOKEN:+set} "
+                          "hosted=$RINGLET_STORE_HOSTED addr=$MASTER_ADDR; "
+                          "echo port=$MASTER_PORT job=$RINGLET_JOB_TOKEN; echo to-stderr >&2");
+  CHECK(r.status == 0);
+  const auto lines = split_lines(r.out);
+  REQUIRE(lines.size() == 6);
+  std::set<std::string> ports_and_tokens;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string prefix = "[rank " + std::to_string(rank) + "] ";
+    const std::string expected = prefix + "rank=" + std::to_string(rank) +
+                                 " world=3 local=" + std::to_string(rank) +
+                                 " lws=3 token=set hosted=1 addr=127.0.0.1";
+    int seen = 0;
+    for (const auto& line : lines) {
+      if (line == expected) ++seen;
+      if (line.rfind(prefix + "port=", 0) == 0) ports_and_tokens.insert(line.substr(prefix.size()));
+    }
+    CHECK_MESSAGE(seen == 1, "missing: ", expected, "\n", r.out);
+    CHECK(contains(r.err, prefix + "to-stderr\n"));
+  }
+  // Same store and token for everyone, and a real port.
+  REQUIRE(ports_and_tokens.size() == 1);
+  CHECK(!contains(*ports_and_tokens.begin(), "port=0 "));
+  for (const auto& line : lines) CHECK(line.rfind("[rank ", 0) == 0);
+}
+
+TEST_CASE("launch: a failing worker stops the others and its exit code is returned") {
+  const Result r = run_sh(nproc(3),
+                          "if [ \"$RANK\" = 1 ]; then echo dying >&2; exit 3; fi; sleep 30; "
+                          "echo not-stopped");
+  CHECK(r.status == 3);
+  CHECK(r.seconds < 10.0);
+  CHECK(contains(r.err, "[rank 1] dying"));
+  CHECK(contains(r.err, "rank 1 (pid "));
+  CHECK(contains(r.err, "error: rank 1 failed with exit code 3"));
+  CHECK(!contains(r.out, "not-stopped"));
+}
+
+TEST_CASE("launch: a worker killed by a signal gives 128 + signal") {
+  const Result r = run_sh(nproc(2), "if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; sleep 30");
+  CHECK(r.status == 128 + SIGKILL);
+  CHECK(r.seconds < 10.0);
+  CHECK(contains(r.err, "rank 0 failed with signal 9 (SIGKILL)"));
+}
+
+TEST_CASE("launch: a worker that ignores SIGTERM is killed after the grace period") {
+  LaunchOptions o = nproc(2);
+  o.stop_grace = std::chrono::milliseconds(500);
+  // Rank 1 fails only once rank 0 ignores SIGTERM (bounded: 10 s at most).
+  const std::string flag =
+      (fs::temp_directory_path() / ("ringlet_trapped_" + std::to_string(::getpid()))).string();
+  const Result r = run_sh(o, "if [ \"$RANK\" = 1 ]; then i=0; while [ ! -e '" + flag +
+                                 "' ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
+                                 "exit 2; fi; trap '' TERM; touch '" +
+                                 flag + "'; sleep 30");
+  fs::remove(flag);
+  CHECK(r.status == 2);
+  CHECK(r.seconds < 15.0);
+  CHECK(contains(r.err, "sending SIGKILL"));
+}
+
+TEST_CASE("launch: quiet_others shows rank 0 only, and a failed quiet rank's last stderr") {
+  LaunchOptions o = nproc(3);
+  o.quiet_others = true;
+  Result r = run_sh(o, "echo hello from $RANK; echo warn $RANK >&2");
+  CHECK(r.status == 0);
+  CHECK(r.out == "[rank 0] hello from 0\n");
+  CHECK(r.err == "[rank 0] warn 0\n");
+
+  r = run_sh(o, "if [ \"$RANK\" = 2 ]; then echo boom >&2; exit 5; fi; sleep 30");
+  CHECK(r.status == 5);
+  CHECK(contains(r.err, "last stderr lines of rank 2:\n[rank 2] boom\n"));
+}
+
+TEST_CASE("launch: restarts run every worker again with a fresh store") {
+  LaunchOptions o = nproc(2);
+  o.max_restarts = 2;
+  Result r = run_sh(o,
+                    "echo attempt=$RINGLET_RESTART_COUNT port=$MASTER_PORT; "
+                    "if [ \"$RINGLET_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then exit 4; fi");
+  CHECK(r.status == 0);
+  CHECK(contains(r.err, "restarting all 2 workers (restart 1 of 2)"));
+  CHECK(contains(r.out, "[rank 0] attempt=1 "));
+  CHECK(contains(r.out, "[rank 1] attempt=1 "));
+  CHECK(!contains(r.out, "attempt=2"));
+
+  o.max_restarts = 1;
+  r = run_sh(o, "if [ \"$RANK\" = 0 ]; then exit 6; fi; sleep 30");
+  CHECK(r.status == 6);
+  CHECK(contains(r.err, "restart 1 of 1"));
+  CHECK(contains(r.err, "error: rank 0 failed with exit code 6 after 1 restart(s)"));
+}
+
+TEST_CASE("launch: SIGINT to the launcher reaches the workers and the handler is restored") {
+  const fs::path dir = fs::temp_directory_path() / ("ringlet_launch_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct sigaction before {};
+  ::sigaction(SIGINT, nullptr, &before);
+  std::atomic<bool> sent{false};
+  std::thread interrupter([&] {
+    // Only after both workers are up: the launcher's handler is installed by then.
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline && !(fs::exists(dir / "up.0") && fs::exists(dir / "up.1"))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (fs::exists(dir / "up.0") && fs::exists(dir / "up.1")) {
+      sent = true;
+      ::kill(::getpid(), SIGINT);
+    }
+  });
+  const Result r = run_sh(nproc(2), "touch '" + dir.string() + "/up.'$RANK; sleep 30");
+  interrupter.join();
+  fs::remove_all(dir);
+  REQUIRE(sent);
+  CHECK(r.status == 128 + SIGINT);
+  CHECK(r.seconds < 15.0);
+  CHECK(contains(r.err, "got SIGINT; forwarding it to the workers"));
+  struct sigaction now {};
+  ::sigaction(SIGINT, nullptr, &now);
+  const bool restored = now.sa_handler == before.sa_handler;
+  CHECK(restored);
+}
+
+TEST_CASE("launch: bad input is a clear error") {
+  std::ostringstream out, err;
+  try {
+    launch(nproc(2), {"ringlet-no-such-command", "x"}, out, err);
+    FAIL("expected an error");
+  } catch (const ringlet::core::ValueError& e) {
+    CHECK(contains(e.what(), "command 'ringlet-no-such-command' not found"));
+  }
+  CHECK_THROWS_AS(launch(nproc(0), {"true"}, out, err), ringlet::core::ValueError);
+  CHECK_THROWS_AS(launch(nproc(1), {}, out, err), ringlet::core::ValueError);
+  LaunchOptions two_nodes = nproc(1);
+  two_nodes.nnodes = 2;  // no explicit port: the other node could not find the store
+  CHECK_THROWS_AS(launch(two_nodes, {"true"}, out, err), ringlet::core::ValueError);
+}
+
+TEST_CASE("ringlet launch: the binary end to end") {
+  auto [status, output] =
+      finish_ringlet(start_ringlet("launch --nproc-per-node 2 -- /bin/sh -c 'echo $RANK'"));
+  CHECK(status == 0);
+  CHECK(contains(output, "[rank 0] 0\n"));
+  CHECK(contains(output, "[rank 1] 1\n"));
+
+  std::tie(status, output) = finish_ringlet(
+      start_ringlet("launch --nproc_per_node=2 /bin/sh -c '[ $RANK = 1 ] && exit 7; sleep 30'"));
+  CHECK(status == 7);
+  CHECK(contains(output, "rank 1 failed with exit code 7"));
+
+  std::tie(status, output) = finish_ringlet(start_ringlet("launch --nproc-per-nod 2 -- true"));
+  CHECK(status == 2);
+  CHECK(contains(output, "did you mean '--nproc-per-node'?"));
+
+  std::tie(status, output) = finish_ringlet(start_ringlet("launch --nproc-per-node 2"));
+  CHECK(status == 2);
+  CHECK(contains(output, "missing the command"));
+}
+
+TEST_CASE("ringlet launch: two node launchers on loopback share one store and token") {
+  const std::string port = std::to_string(free_port());
+  const std::string common =
+      "launch --nnodes 2 --nproc-per-node 2 --master-addr 127.0.0.1 "
+      "--master-port " +
+      port + " --rdzv-timeout 30 ";
+  const std::string script =
+      " -- /bin/sh -c 'echo rank=$RANK world=$WORLD_SIZE "
+      "node=$GROUP_RANK job=$RINGLET_JOB_TOKEN'";
+  FILE* node1 = start_ringlet(common + "--node-rank 1" + script);
+  FILE* node0 = start_ringlet(common + "--node-rank 0" + script);
+  const auto [status0, output0] = finish_ringlet(node0);
+  const auto [status1, output1] = finish_ringlet(node1);
+  CHECK_MESSAGE(status0 == 0, output0);
+  CHECK_MESSAGE(status1 == 0, output1);
+  std::set<std::string> tokens;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string& output = rank < 2 ? output0 : output1;
+    const std::string line = "[rank " + std::to_string(rank) + "] rank=" + std::to_string(rank) +
+                             " world=4 node=" + std::to_string(rank / 2) + " job=";
+    const auto at = output.find(line);
+    REQUIRE_MESSAGE(at != std::string::npos, line, " not in:\n", output);
+    tokens.insert(output.substr(at + line.size(), output.find('\n', at) - at - line.size()));
+  }
+  CHECK(tokens.size() == 1);
+
+  // A node whose node 0 never comes: a clear timeout, not a hang.
+  const auto [status, output] =
+      finish_ringlet(start_ringlet("launch --nnodes 2 --node-rank 1 --master-port " +
+                                   std::to_string(free_port()) + " --rdzv-timeout 1 -- true"));
+  CHECK(status == 1);
+  CHECK(contains(output, "found no launcher of node 0"));
+}

@@ -1,0 +1,29 @@
+// Training checkpoints: model parameters and buffers ("model.<name>"), optimizer state
+// ("optim.<key>" tensors; scalars in the metadata as "optim.<key>"), and the run's position
+// (epoch, step) and resolved config in the safetensors metadata. Written atomically through
+// safetensors::write (temp file, fsync, rename), so a crash leaves the previous checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "nn/module.h"
+#include "nn/optimizer.h"
+
+namespace ringlet::trainer {
+
+struct CheckpointInfo {
+  std::int64_t epoch = 0;  // epochs completed
+  std::int64_t step = 0;   // optimizer steps taken
+  std::string config;      // the resolved config (JSON text)
+};
+
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                     const nn::Optimizer* optimizer, const CheckpointInfo& info);
+// Loads into `model` (strict: every key and shape must match) and `optimizer` (if given).
+// A missing, corrupt or mismatched file is an error naming it and what did not match.
+CheckpointInfo load_checkpoint(const std::filesystem::path& path, nn::Module& model,
+                               nn::Optimizer* optimizer);
+
+}  // namespace ringlet::trainer

@@ -1,0 +1,107 @@
+// `ringlet train` / `ringlet eval`: a config file first, then overrides; --help lists keys.
+#include "trainer/cli/train_command.h"
+
+#include <iomanip>
+#include <iostream>
+
+#include "core/env.h"
+#include "trainer/cli/usage.h"
+#include "trainer/config.h"
+#include "trainer/launch/launcher.h"
+#include "trainer/train.h"
+#include "transport/discovery.h"
+#include "transport/rendezvous.h"
+
+namespace ringlet::trainer::cli {
+
+namespace {
+
+// One rank of a distributed run: discovery from the environment (torchrun, Slurm, Open MPI
+// variables), the store, the job token, a communicator, then the training loop.
+int train_worker(const TrainConfig& config, std::ostream& out) {
+  const auto deadline = core::Deadline::after(std::chrono::minutes(10));
+  const transport::InitInfo info = transport::discover({});
+  auto store = transport::open_store(info, deadline);
+  transport::MeshOptions mesh;
+  mesh.rank = info.rank;
+  mesh.world_size = info.world_size;
+  mesh.prefix = "train";
+  mesh.job_token = transport::job_token(*store, info.rank, deadline);
+  mesh.store_host = info.master_addr;
+  collectives::CommOptions options;
+  options.name = "train";
+  auto comm = collectives::Communicator::create(*store, mesh, options, deadline);
+  const TrainResult result = train(config, out, comm.get());
+  if (info.rank == 0) {
+    out << "done: " << result.epochs_done << " epoch(s) on " << info.world_size
+        << " ranks, test accuracy " << std::fixed << std::setprecision(4)
+        << result.last_eval.accuracy << "; run directory " << result.out_dir << std::endl;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int train_command(const std::vector<std::string>& args, std::ostream& out) {
+  TrainConfig config;
+  std::vector<std::string> overrides;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      out << "usage: ringlet " << kTrainSummary << "\n\nkeys (--key value, defaults):\n";
+      const auto defaults = TrainConfig().to_json();
+      for (const auto& key : config_keys()) out << "  --" << key << " " << defaults[key] << "\n";
+      return 0;
+    }
+    if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) {
+      std::string path;
+      if (args[i] == "--config") {
+        if (i + 1 >= args.size()) throw UsageError("--config needs a file");
+        path = args[++i];
+      } else {
+        path = args[i].substr(9);
+      }
+      config.merge_json(load_config(path).to_json(), path);
+      continue;
+    }
+    overrides.push_back(args[i]);
+  }
+  config.apply_overrides(overrides, {"--config", "--help"});
+  config.validate();
+  const bool worker = core::env_string("WORLD_SIZE").has_value();
+  if (config.nproc > 1 && !worker) {
+    // Start nproc local workers running this same command; each one sees WORLD_SIZE and so
+    // takes the distributed path below.
+    LaunchOptions launch_options;
+    launch_options.nproc_per_node = config.nproc;
+    std::vector<std::string> command{"/proc/self/exe", "train"};
+    command.insert(command.end(), args.begin(), args.end());
+    return launch(launch_options, command, out, std::cerr);
+  }
+  if (worker) return train_worker(config, out);
+  const TrainResult result = train(config, out);
+  out << "done: " << result.epochs_done << " epoch(s), test accuracy " << std::fixed
+      << std::setprecision(4) << result.last_eval.accuracy << "; run directory " << result.out_dir
+      << "\n";
+  return 0;
+}
+
+int eval_command(const std::vector<std::string>& args, std::ostream& out) {
+  std::string checkpoint, data_dir;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      out << "usage: ringlet " << kEvalSummary << "\n";
+      return 0;
+    }
+    if (a != "--checkpoint" && a != "--data-dir") {
+      throw_unknown("eval", "option", a, {"--checkpoint", "--data-dir", "--help"});
+    }
+    if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+    (a == "--checkpoint" ? checkpoint : data_dir) = args[++i];
+  }
+  if (checkpoint.empty()) throw UsageError("eval: --checkpoint FILE is required");
+  evaluate_checkpoint(checkpoint, data_dir, out);
+  return 0;
+}
+
+}  // namespace ringlet::trainer::cli

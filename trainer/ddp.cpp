@@ -1,0 +1,200 @@
+// DDP reducer: buckets, gradient hooks, in-order bucket launches and the final copy-back.
+// Hooks hold the state through a weak_ptr: they stay registered on the parameters (autograd
+// hooks cannot be removed) but do nothing once the DDP object is gone.
+#include "trainer/ddp.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "core/log.h"
+#include "tensor/ops.h"
+
+namespace ringlet::trainer {
+
+struct DistributedDataParallel::State {
+  struct Slot {
+    std::size_t param;   // index into params
+    std::size_t offset;  // in the bucket, elements
+    std::size_t numel;
+  };
+  struct Bucket {
+    std::vector<float> data;
+    std::vector<Slot> slots;
+    std::size_t pending = 0;
+    bool launched = false;
+    collectives::WorkPtr work;
+  };
+
+  collectives::Communicator* comm = nullptr;
+  std::vector<std::string> names;
+  std::vector<tensor::Tensor> params;
+  std::vector<std::pair<std::size_t, std::size_t>> where;  // param -> (bucket, slot)
+  std::vector<Bucket> buckets;
+  std::vector<bool> ready;
+  std::size_t next_launch = 0;
+  bool sync = true;
+  bool find_unused = false;
+  std::mutex mutex;  // hooks run on the backward thread; keep the bookkeeping simple and safe
+
+  void reset() {
+    for (auto& b : buckets) {
+      b.pending = b.slots.size();
+      b.launched = false;
+      b.work = nullptr;
+    }
+    std::fill(ready.begin(), ready.end(), false);
+    next_launch = 0;
+  }
+
+  void launch_ready_buckets() {
+    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
+      Bucket& b = buckets[next_launch++];
+      b.launched = true;
+      b.work = comm->all_reduce(b.data.data(), b.data.data(), b.data.size(), core::DType::f32,
+                                collectives::ReduceOp::avg);
+    }
+  }
+
+  void on_grad(std::size_t index, const tensor::Tensor& grad) {
+    std::lock_guard lock(mutex);
+    if (!sync || ready[index]) return;
+    const auto [bi, si] = where[index];
+    Bucket& b = buckets[bi];
+    const Slot& s = b.slots[si];
+    const tensor::Tensor g = grad.dtype() == core::DType::f32
+                                 ? grad.contiguous()
+                                 : grad.to(core::DType::f32).contiguous();
+    std::memcpy(b.data.data() + s.offset, g.data<float>(), s.numel * sizeof(float));
+    ready[index] = true;
+    --b.pending;
+    launch_ready_buckets();
+  }
+};
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
+                                                 collectives::Communicator& comm,
+                                                 DDPOptions options)
+    : module_(std::move(module)), comm_(comm), state_(std::make_shared<State>()) {
+  State& st = *state_;
+  st.comm = &comm;
+  st.find_unused = options.find_unused_parameters;
+  const auto deadline = [&] { return core::Deadline::after(comm.timeout()); };
+  for (const auto& [name, p] : module_->named_parameters()) {
+    RINGLET_CHECK(p.dtype() == core::DType::f32 && p.is_contiguous(), DTypeError, "DDP: parameter ",
+                  name, " must be a contiguous f32 tensor");
+    st.names.push_back(name);
+    st.params.push_back(p);
+  }
+  // Same parameters everywhere: start from rank 0's values.
+  for (auto& p : st.params) {
+    comm.broadcast(p.raw_data(), static_cast<std::size_t>(p.numel()), p.dtype(), 0)
+        ->wait(deadline());
+  }
+  for (const auto& [name, b] : module_->named_buffers()) {
+    comm.broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0)
+        ->wait(deadline());
+  }
+  // Buckets in reverse parameter order (gradients of the last layers are ready first).
+  const auto cap_of = [&](std::size_t bucket) {
+    const double mb = bucket == 0 ? options.first_bucket_mb : options.bucket_cap_mb;
+    return static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
+  };
+  st.where.resize(st.params.size());
+  st.ready.assign(st.params.size(), false);
+  for (std::size_t k = st.params.size(); k-- > 0;) {
+    const auto numel = static_cast<std::size_t>(st.params[k].numel());
+    if (st.buckets.empty() ||
+        (st.buckets.back().data.size() > 0 &&
+         st.buckets.back().data.size() + numel > cap_of(st.buckets.size() - 1))) {
+      st.buckets.emplace_back();
+    }
+    State::Bucket& b = st.buckets.back();
+    st.where[k] = {st.buckets.size() - 1, b.slots.size()};
+    b.slots.push_back({k, b.data.size(), numel});
+    b.data.resize(b.data.size() + numel);
+  }
+  st.reset();
+  std::weak_ptr<State> weak = state_;
+  for (std::size_t k = 0; k < st.params.size(); ++k) {
+    st.params[k].register_hook([weak, k](const tensor::Tensor& grad) {
+      if (auto s = weak.lock()) s->on_grad(k, grad);
+    });
+  }
+  core::log(core::LogLevel::debug, "rank ", comm.rank(), ": DDP over ", st.params.size(),
+            " parameters in ", st.buckets.size(), " bucket(s)");
+}
+
+DistributedDataParallel::~DistributedDataParallel() = default;
+
+tensor::Tensor DistributedDataParallel::forward(const tensor::Tensor& input) {
+  for (const auto& [name, b] : module_->named_buffers()) {
+    comm_.broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0)
+        ->wait(core::Deadline::after(comm_.timeout()));
+  }
+  return module_->forward(input);
+}
+
+void DistributedDataParallel::finish_gradient_sync() {
+  State& st = *state_;
+  std::unique_lock lock(st.mutex);
+  if (!st.sync) return;
+  std::vector<std::string> missing;
+  for (std::size_t k = 0; k < st.params.size(); ++k) {
+    if (!st.ready[k]) missing.push_back(st.names[k]);
+  }
+  if (!missing.empty()) {
+    if (!st.find_unused) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      st.reset();
+      RINGLET_THROW(ValueError, "DDP: rank ", comm_.rank(),
+                    ": these parameters received no "
+                    "gradient in this backward: ",
+                    list, ". Use every parameter in forward, or enable find_unused_parameters");
+    }
+    for (std::size_t k = 0; k < st.params.size(); ++k) {  // unused: contribute zeros
+      if (st.ready[k]) continue;
+      const auto [bi, si] = st.where[k];
+      auto& b = st.buckets[bi];
+      std::fill_n(b.data.begin() + static_cast<std::ptrdiff_t>(b.slots[si].offset),
+                  b.slots[si].numel, 0.0f);
+      st.ready[k] = true;
+      --b.pending;
+    }
+    st.launch_ready_buckets();
+  }
+  const auto deadline = core::Deadline::after(comm_.timeout());
+  for (auto& b : st.buckets) {
+    b.work->wait(deadline);
+    for (const auto& s : b.slots) {
+      tensor::Tensor& p = st.params[s.param];
+      tensor::Tensor grad = p.grad();
+      if (!grad.defined()) {
+        grad = tensor::Tensor::empty(p.shape(), core::DType::f32);
+        p.set_grad(grad);
+      }
+      std::memcpy(grad.data<float>(), b.data.data() + s.offset, s.numel * sizeof(float));
+    }
+  }
+  st.reset();
+}
+
+DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp) : ddp_(ddp) {
+  std::lock_guard lock(ddp_.state_->mutex);
+  ddp_.state_->sync = false;
+}
+
+DistributedDataParallel::NoSync::~NoSync() {
+  std::lock_guard lock(ddp_.state_->mutex);
+  ddp_.state_->sync = true;
+}
+
+std::size_t DistributedDataParallel::num_buckets() const { return state_->buckets.size(); }
+
+std::vector<std::size_t> DistributedDataParallel::bucket_sizes() const {
+  std::vector<std::size_t> out;
+  for (const auto& b : state_->buckets) out.push_back(b.data.size());
+  return out;
+}
+
+}  // namespace ringlet::trainer

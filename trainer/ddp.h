@@ -1,0 +1,64 @@
+// DistributedDataParallel: gradient averaging across ranks in the style of PyTorch DDP.
+// - At construction every parameter and buffer is broadcast from rank 0.
+// - Gradients are grouped into buckets in reverse parameter order (the first bucket capped at
+//   first_bucket_mb, later ones at bucket_cap_mb). Each parameter's gradient hook copies its
+//   gradient into its bucket; a complete bucket's all-reduce (avg) starts at once, in bucket
+//   order, on the communicator's progress thread, overlapping the rest of backward.
+// - finish_gradient_sync() (after backward, before the optimizer step) waits for every bucket
+//   and writes the averaged gradients back into each parameter's .grad.
+// - A parameter that got no gradient is an error naming it, unless find_unused_parameters
+//   (then it contributes zeros). no_sync() skips the all-reduce for gradient accumulation.
+// - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
+//   does by default.
+#pragma once
+
+#include <memory>
+
+#include "collectives/communicator.h"
+#include "nn/module.h"
+
+namespace ringlet::trainer {
+
+struct DDPOptions {
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+};
+
+class DistributedDataParallel {
+ public:
+  DistributedDataParallel(std::shared_ptr<nn::Module> module, collectives::Communicator& comm,
+                          DDPOptions options = {});
+  ~DistributedDataParallel();
+
+  tensor::Tensor forward(const tensor::Tensor& input);
+  void finish_gradient_sync();
+
+  // While a NoSync lives, backward passes accumulate gradients locally without all-reduce.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp);
+    ~NoSync();
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+  };
+  NoSync no_sync() { return NoSync(*this); }
+
+  nn::Module& module() { return *module_; }
+  std::size_t num_buckets() const;
+  // Bucket sizes in elements, bucket 0 first (the one holding the last parameters).
+  std::vector<std::size_t> bucket_sizes() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<nn::Module> module_;
+  collectives::Communicator& comm_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ringlet::trainer

@@ -1,0 +1,48 @@
+// `ringlet launch`: torchrun for ringlet. Starts nproc_per_node workers of any command with
+// torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT) plus RINGLET_JOB_TOKEN and RINGLET_STORE_HOSTED=1, hosts their TCP store on node 0,
+// prefixes their output with "[rank R] ", forwards SIGINT/SIGTERM, and stops everyone when one
+// worker fails.
+#pragma once
+
+#include <chrono>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ringlet::trainer {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  // Static multi-node: one launcher per node, started by the user (or a scheduler) with the same
+  // nnodes, master_addr and master_port and its own node_rank; global rank = node_rank *
+  // nproc_per_node + local rank. Node 0 hosts the store and waits for every node to join.
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0 = pick a free port (single node only: other nodes must know it)
+  // On a worker failure, stop all workers and start them all again, this many times at most
+  // (single node only). Each attempt gets a fresh store (a new port when master_port is 0) and a
+  // new job token; workers see RINGLET_RESTART_COUNT. Training resumes from its last checkpoint
+  // when the command passes --resume (the trainer's option), so a restart loses at most the work
+  // since that checkpoint.
+  int max_restarts = 0;
+  // How long node 0 waits for the other nodes' launchers to join, and they for node 0.
+  std::chrono::seconds rdzv_timeout{600};
+  bool quiet_others = false;  // print rank 0's lines only (a failed rank's last stderr lines too)
+  // After the first failure or forwarded signal, workers get this long to exit before SIGKILL.
+  std::chrono::milliseconds stop_grace{5000};
+};
+
+// Runs `command` (program and arguments; the program is looked up in PATH like execvp) as
+// options.nproc_per_node workers and returns when all have exited: 0 when every worker exited
+// 0; otherwise the failing worker's status (its exit code, or 128 + signal) after naming its
+// rank on `err`; 128 + signal when the launcher itself got SIGINT or SIGTERM. Worker stdout
+// lines go to `out`, stderr lines to `err`. Installs SIGINT/SIGTERM handlers for its duration
+// (restored on return), so one launch() may run at a time per process; a second concurrent call
+// throws core::Error. Throws core::ValueError for bad options or a command that is not found,
+// core::TimeoutError when the nodes do not all join within rdzv_timeout.
+int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out,
+           std::ostream& err);
+
+}  // namespace ringlet::trainer
