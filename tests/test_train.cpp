@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "trainer/checkpoint/safetensors.h"
+#include "trainer/cli/usage.h"
 #include "trainer/train.h"
 
 using namespace ringlet;
@@ -79,4 +82,29 @@ TEST_CASE("resume continues exactly where the run stopped") {
                        core::ValueError);
   fs::remove_all(whole);
   fs::remove_all(split);
+}
+
+TEST_CASE("--reset starts over; warmup ramps the learning rate") {
+  const fs::path dir = fs::temp_directory_path() / "ringlet_train_reset";
+  fs::remove_all(dir);
+  std::ostringstream log;
+  trainer::TrainConfig c = small_run(dir);
+  c.epochs = 1;
+  trainer::train(c, log);
+  c.reset = true;
+  c.epochs = 2;
+  c.schedule = "cosine";
+  c.warmup_epochs = 1;
+  trainer::train(c, log);
+  std::ifstream metrics(dir / "metrics.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(metrics, line);) lines.push_back(nlohmann::json::parse(line));
+  REQUIRE(lines.size() == 2);  // the first run's line is gone
+  CHECK(lines[0]["epoch"] == 1);
+  CHECK(lines[0]["lr"].get<double>() == doctest::Approx(0.005));  // a tenth of lr in warmup
+  CHECK(lines[1]["lr"].get<double>() == doctest::Approx(0.05));
+  c.resume = true;
+  CHECK_THROWS_WITH_AS(trainer::train(c, log), doctest::Contains("contradict"),
+                       trainer::cli::UsageError);
+  fs::remove_all(dir);
 }

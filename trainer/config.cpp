@@ -56,6 +56,7 @@ const std::vector<Field>& fields() {
       field("limit_test", &TrainConfig::limit_test),
       field("out", &TrainConfig::out),
       field("resume", &TrainConfig::resume),
+      field("reset", &TrainConfig::reset),
       field("log_every", &TrainConfig::log_every),
   };
   return table;
@@ -174,6 +175,9 @@ void TrainConfig::validate() const {
         core::str("label_smoothing must be in [0, 1), got ", label_smoothing));
   check(std > 0, core::str("std must be > 0, got ", std));
   check(limit_train >= 0 && limit_test >= 0, "limit_train and limit_test must be >= 0");
+  check(!(resume && reset), "--resume and --reset contradict each other");
+  check(warmup_epochs >= 0 && warmup_epochs < epochs,
+        core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
 }
 

@@ -37,9 +37,10 @@ struct TrainConfig {
   double std = 0.3530;
   std::int64_t limit_train = 0;  // use only the first N training examples (0 = all)
   std::int64_t limit_test = 0;
-  std::string out;  // run directory; empty = runs/<date-time>
-  bool resume = false;
-  int log_every = 50;  // steps between progress lines when not on a TTY
+  std::string out;      // run directory; empty = runs/<date-time>
+  bool resume = false;  // continue from out/checkpoint.safetensors
+  bool reset = false;   // delete out's checkpoint and metrics and start over
+  int log_every = 50;   // steps between progress lines when not on a TTY
 
   nlohmann::json to_json() const;
   // Applies the keys of `json` (all optional); unknown keys and wrong types are errors.

@@ -83,9 +83,20 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& c, nn::Module& 
   return std::make_unique<nn::AdamW>(model.parameters(), o);
 }
 
+// Schedules step once per epoch; warmup_epochs ramps the lr linearly from a tenth to the full
+// value first (PyTorch's LinearLR, chained with SequentialLR).
 std::unique_ptr<nn::LRScheduler> make_schedule(const TrainConfig& c, nn::Optimizer& opt) {
-  if (c.schedule == "step") return std::make_unique<nn::StepLR>(opt, c.step_size, c.gamma);
-  if (c.schedule == "cosine") return std::make_unique<nn::CosineAnnealingLR>(opt, c.epochs);
+  const int warmup = c.warmup_epochs;
+  if (c.schedule == "cosine") return nn::make_warmup_cosine(opt, warmup, c.epochs);
+  if (c.schedule == "step") {
+    if (warmup == 0) return std::make_unique<nn::StepLR>(opt, c.step_size, c.gamma);
+    std::vector<std::unique_ptr<nn::LRScheduler>> parts;
+    parts.push_back(std::make_unique<nn::LinearLR>(opt, 0.1, 1.0, warmup));
+    parts.push_back(std::make_unique<nn::StepLR>(opt, c.step_size, c.gamma));
+    return std::make_unique<nn::SequentialLR>(opt, std::move(parts),
+                                              std::vector<std::int64_t>{warmup});
+  }
+  if (warmup > 0) return std::make_unique<nn::LinearLR>(opt, 0.1, 1.0, warmup);
   return nullptr;
 }
 
@@ -178,6 +189,10 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
   const fs::path latest = dir / "checkpoint.safetensors";
   RINGLET_CHECK(!c.resume || fs::exists(latest), ValueError, "--resume: ", latest.string(),
                 " does not exist (train without --resume to start a new run)");
+  if (rank == 0 && c.reset) {  // start over: the old run's checkpoint and metrics go
+    fs::remove(latest);
+    fs::remove(dir / "metrics.jsonl");
+  }
   if (rank == 0) {
     fs::create_directories(dir);
     std::ofstream(dir / "config.json") << c.to_json().dump(2) << "\n";
