@@ -5,6 +5,7 @@
 // loss and checksums of the final state dict must equal PyTorch's within stated tolerances.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -70,8 +71,8 @@ std::shared_ptr<nn::Module> initial_model() {
       REQUIRE(k.at("dtype") == "i64");
       dict.insert(name, full(shape, fill.at("constant").get<double>(), DType::i64));
     } else {
-      dict.insert(name, to_tensor(hash_uniform(shape_numel(shape), fill.at("seed"),
-                                               fill.at("low"), fill.at("high")),
+      dict.insert(name, to_tensor(hash_uniform(shape_numel(shape), fill.at("seed"), fill.at("low"),
+                                               fill.at("high")),
                                   shape));
     }
   }
@@ -114,9 +115,9 @@ std::vector<Batch> batches() {
 std::unique_ptr<nn::Optimizer> make_optimizer(const json& o, std::vector<Tensor> params) {
   if (o.at("optimizer") == "sgd") {
     return std::make_unique<nn::SGD>(
-        std::move(params), nn::SGDOptions{.lr = o.at("lr"),
-                                          .momentum = o.at("momentum"),
-                                          .weight_decay = o.at("weight_decay")});
+        std::move(params),
+        nn::SGDOptions{
+            .lr = o.at("lr"), .momentum = o.at("momentum"), .weight_decay = o.at("weight_decay")});
   }
   if (o.at("optimizer") == "adam") {
     return std::make_unique<nn::Adam>(std::move(params), nn::AdamOptions{.lr = o.at("lr")});
@@ -124,11 +125,51 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const json& o, std::vector<Tensor>
   throw std::runtime_error("train_steps.json: unknown optimizer " + o.at("optimizer").dump());
 }
 
+// Tolerances. Ringlet and PyTorch sum in different orders (convolution and GEMM blocking,
+// BatchNorm's and the loss's reductions, and ringlet's split over RINGLET_NUM_THREADS), so
+// each f32 result differs in its last bits; training feeds those differences back, and SGD's
+// loss spikes (lr 0.05 with momentum on batches of 16, as PyTorch also shows) amplify them.
+// Measured with RINGLET_NUM_THREADS from 1 to 16, the largest loss deviation over the 10 steps
+// was 4.8e-6 for SGD (10 ulps of a loss near 4) and 1.2e-6 for Adam, and the largest
+// checksum deviation 5.4e-7 of the tensor's sum of |v| (its L2 norm for the norm). The
+// tolerances are about 4x those: an error in an update rule, a BatchNorm statistic or a
+// gradient moves them by orders of magnitude more.
+double loss_tolerance(const std::string& run) { return run == "sgd" ? 2e-5 : 5e-6; }
+constexpr double kChecksumTolerance = 2e-6;
+
+// The biases of the convolutions before a BatchNorm cancel in its normalization, so their
+// exact gradient is 0 and what backward computes is rounding noise (~1e-7, against ~1e-1
+// for the conv weights) that differs between the libraries. SGD scales that noise by lr and
+// the biases barely move; Adam divides the gradient by its own RMS, so each of them steps by
+// up to about lr per step in a direction set by the noise (PyTorch's drift after 10 steps is
+// at most 5.5e-3 = 5.5 lr). The loss does not see them, but the running means of the
+// BatchNorms that follow do, shifted by the same amounts. Under Adam these four tensors are only
+// held to what the noise allows: every element within 2 * steps * lr of PyTorch's (each run at most
+// steps * lr from the common start), i.e. the sums within numel times that, the L2 norm
+// within sqrt(numel) times that.
+const std::set<std::string> kNoiseDriven = {"0.bias", "4.bias", "1.running_mean", "5.running_mean"};
+
+struct Checksums {
+  double sum = 0, abs_sum = 0, l2 = 0;
+};
+
+Checksums checksums(const Tensor& t) {
+  Checksums c;
+  for (double v : t.to_vector<double>()) {
+    c.sum += v;
+    c.abs_sum += std::abs(v);
+    c.l2 += v * v;
+  }
+  c.l2 = std::sqrt(c.l2);
+  return c;
+}
+
 void replay(const std::string& name) {
   const json& run = golden().at("runs").at(name);
+  const json& options = run.at("options");
   auto model = initial_model();
-  model->train();
-  auto opt = make_optimizer(run.at("options"), model->parameters());
+  model->train();  // BatchNorm uses batch statistics and updates its running statistics
+  auto opt = make_optimizer(options, model->parameters());
   const nn::CrossEntropyLoss loss_fn;
   const auto expected = run.at("losses").get<std::vector<double>>();
   const auto data = batches();
@@ -141,23 +182,35 @@ void replay(const std::string& name) {
     opt->step();
     const double got = loss.item();
     worst = std::max(worst, std::abs(got - expected[step]));
-    MESSAGE(name << " step " << step << ": loss " << got << " torch " << expected[step]
-                 << " diff " << got - expected[step]);
+    CHECK_MESSAGE(std::abs(got - expected[step]) <= loss_tolerance(name),
+                  name << " step " << step << ": loss " << got << ", PyTorch " << expected[step]);
   }
-  MESSAGE(name << ": max loss deviation " << worst);
+  MESSAGE(name << ": largest loss deviation from PyTorch " << worst);
+
   const nn::StateDict state = model->state_dict();
-  for (const auto& f : run.at("final")) {
+  const auto& final = run.at("final");
+  REQUIRE(final.size() == state.size());
+  const double steps = static_cast<double>(data.size());
+  for (const auto& f : final) {
     const std::string key = f.at("name");
-    double sum = 0, abs_sum = 0, sq = 0;
-    for (double v : state.at(key).to_vector<double>()) {
-      sum += v;
-      abs_sum += std::abs(v);
-      sq += v * v;
+    CAPTURE(key);
+    const Tensor& t = state.at(key);
+    if (f.contains("value")) {  // num_batches_tracked: exact
+      CHECK(t.item() == f.at("value").get<double>());
+      continue;
     }
-    const double scale = f.at("abs_sum");
-    MESSAGE(name << " " << key << ": sum dev " << std::abs(sum - f.at("sum").get<double>()) / scale
-                 << " abs dev " << std::abs(abs_sum - scale) / scale << " l2 dev "
-                 << std::abs(std::sqrt(sq) - f.at("l2").get<double>()) / f.at("l2").get<double>());
+    const Checksums got = checksums(t);
+    const double sum = f.at("sum"), abs_sum = f.at("abs_sum"), l2 = f.at("l2");
+    double sum_tol = kChecksumTolerance * abs_sum, l2_tol = kChecksumTolerance * l2;
+    if (options.at("optimizer") == "adam" && kNoiseDriven.count(key)) {
+      const double per_element = 2 * steps * options.at("lr").get<double>();
+      sum_tol = static_cast<double>(t.numel()) * per_element;
+      l2_tol = std::sqrt(static_cast<double>(t.numel())) * per_element;
+    }
+    CHECK_MESSAGE(std::abs(got.sum - sum) <= sum_tol, "sum " << got.sum << ", PyTorch " << sum);
+    CHECK_MESSAGE(std::abs(got.abs_sum - abs_sum) <= sum_tol,
+                  "sum of |v| " << got.abs_sum << ", PyTorch " << abs_sum);
+    CHECK_MESSAGE(std::abs(got.l2 - l2) <= l2_tol, "L2 " << got.l2 << ", PyTorch " << l2);
   }
 }
 

@@ -14,7 +14,7 @@ Nothing large is stored as decimals (the file stays far below 1 MB):
   losses fall as in real training rather than wandering around log(10).
 - Per run: the loss of each step's forward (before its update) and, after the 10 steps, the
   sum, sum of |v| and L2 norm (in float64) of every float state-dict entry (parameters and
-  BatchNorm running statistics).
+  BatchNorm running statistics), and the value of each num_batches_tracked.
 The model is in train mode throughout (BatchNorm normalizes with batch statistics and updates
 its running statistics). One thread, so the figures do not depend on the machine's core count.
 Output is deterministic.
@@ -91,7 +91,8 @@ def run(options, data):
         losses.append(float(loss))
     final = []
     for name, t in model.state_dict().items():
-        if t.dtype != torch.float32:
+        if t.dtype != torch.float32:  # num_batches_tracked
+            final.append({"name": name, "value": int(t)})
             continue
         v = t.detach().double()
         final.append({"name": name, "sum": float(v.sum()), "abs_sum": float(v.abs().sum()),
