@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "golden_data.h"
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
 #include "nn/conv2d.h"
@@ -67,12 +68,7 @@ struct Tolerance {
 };
 
 const json& golden() {
-  static const json data = [] {
-    const std::string path = std::string(RINGLET_SOURCE_ROOT) + "/tests/golden/nn.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    return json::parse(in);
-  }();
+  static const json data = ringlet::testing::load_golden("nn.json");
   return data;
 }
 
@@ -246,17 +242,8 @@ void run_case(const json& c) {
 
 // splitmix64 fill, bit for bit as hash_uniform() in make_nn_golden.py.
 Tensor hash_uniform(const Shape& shape, std::uint64_t seed, double low, double high) {
-  const std::int64_t n = shape_numel(shape);
-  std::vector<double> values(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint64_t z = seed + static_cast<std::uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
-    values[static_cast<std::size_t>(i)] = static_cast<float>(low + (high - low) * u);
-  }
-  return from_vector(values, shape);
+  const auto values = ringlet::testing::hash_uniform_values(shape_numel(shape), seed, low, high);
+  return from_vector(std::vector<double>(values.begin(), values.end()), shape);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "golden_data.h"
 #include "nn/adam.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -31,27 +32,12 @@ namespace {
 const std::set<std::string> kExpectedRuns = {"sgd", "adam"};
 
 const json& golden() {
-  static const json data = [] {
-    const std::string path = std::string(RINGLET_SOURCE_ROOT) + "/tests/golden/train_steps.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot open " + path);
-    return json::parse(in);
-  }();
+  static const json data = ringlet::testing::load_golden("train_steps.json");
   return data;
 }
 
-// splitmix64 fill, bit for bit as hash_uniform() in make_nn_golden.py: float32 values.
 std::vector<float> hash_uniform(std::int64_t n, std::uint64_t seed, double low, double high) {
-  std::vector<float> values(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::uint64_t z = seed + static_cast<std::uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
-    values[static_cast<std::size_t>(i)] = static_cast<float>(low + (high - low) * u);
-  }
-  return values;
+  return ringlet::testing::hash_uniform_values(n, seed, low, high);
 }
 
 Tensor to_tensor(const std::vector<float>& values, const Shape& shape) {

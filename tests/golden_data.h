@@ -1,0 +1,37 @@
+// Shared by the golden tests: loading a file of tests/golden/, and the splitmix64 fill that
+// make_nn_golden.py's hash_uniform() reproduces bit for bit (weights and inputs too large to
+// store as decimals are regenerated from it on both sides).
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ringlet::testing {
+
+inline nlohmann::json load_golden(const std::string& file) {
+  const std::string path = std::string(RINGLET_SOURCE_ROOT) + "/tests/golden/" + file;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return nlohmann::json::parse(in);
+}
+
+// n float32 values uniform in [low, high), element i from splitmix64(seed + (i + 1) * golden).
+inline std::vector<float> hash_uniform_values(std::int64_t n, std::uint64_t seed, double low,
+                                              double high) {
+  std::vector<float> values(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint64_t z = seed + static_cast<std::uint64_t>(i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    values[static_cast<std::size_t>(i)] = static_cast<float>(low + (high - low) * u);
+  }
+  return values;
+}
+
+}  // namespace ringlet::testing
