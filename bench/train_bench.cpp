@@ -3,8 +3,12 @@
 // JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms). Compare with
 // PyTorch in the same run: ../shared/peers/train_torch.sh 3 step.
 //
+// With --nproc N it starts N local ranks itself (ringlet's launcher), each with --threads
+// threads and a DDP-wrapped model; images_per_s is then global (N x batch / slowest rank's
+// median step) and JSON carries nproc. Compare with ../shared/peers/train_torch.sh 3 ddp.
+//
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
-//                    [--steps 50] [--warmup 10]
+//                    [--steps 50] [--warmup 10] [--nproc 1]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +24,9 @@
 #include "nn/models.h"
 #include "nn/sgd.h"
 #include "tensor/ops.h"
+#include "trainer/ddp.h"
+#include "trainer/distributed.h"
+#include "trainer/launch/launcher.h"
 
 using namespace ringlet;
 using Clock = std::chrono::steady_clock;
@@ -32,6 +39,7 @@ struct Options {
   int threads = 1;
   int steps = 50;
   int warmup = 10;
+  int nproc = 1;
 };
 
 Options parse(int argc, char** argv) {
@@ -50,13 +58,15 @@ Options parse(int argc, char** argv) {
       o.steps = static_cast<int>(core::parse_int(value, "--steps"));
     } else if (arg == "--warmup") {
       o.warmup = static_cast<int>(core::parse_int(value, "--warmup"));
+    } else if (arg == "--nproc") {
+      o.nproc = static_cast<int>(core::parse_int(value, "--nproc"));
     } else {
       RINGLET_THROW(ValueError, "train_bench: unknown flag '", arg,
-                    "' (flags: --model, --batch, --threads, --steps, --warmup)");
+                    "' (flags: --model, --batch, --threads, --steps, --warmup, --nproc)");
     }
   }
-  RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0, ValueError,
-                "train_bench: --batch, --threads and --steps must be >= 1");
+  RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1,
+                ValueError, "train_bench: --batch, --threads, --steps and --nproc must be >= 1");
   return o;
 }
 
@@ -70,7 +80,22 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    const bool worker = core::env_string("WORLD_SIZE").has_value();
+    if (o.nproc > 1 && !worker) {  // start the ranks, each running this same command
+      trainer::LaunchOptions launch;
+      launch.nproc_per_node = o.nproc;
+      launch.quiet_others = true;
+      std::vector<std::string> command{"/proc/self/exe"};
+      command.insert(command.end(), argv + 1, argv + argc);
+      return trainer::launch(launch, command, std::cout, std::cerr);
+    }
     core::set_num_threads(o.threads);
+    trainer::DistributedContext job;
+    if (worker)
+      job = trainer::join_from_environment("bench", core::Deadline::after(std::chrono::minutes(5)));
+    collectives::Communicator* comm = job.comm.get();
+    const int world = comm != nullptr ? comm->size() : 1;
+    const int rank = comm != nullptr ? comm->rank() : 0;
     tensor::Generator gen(0);
     const bool mnist = o.model == "fmnist_cnn";
     const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
@@ -80,11 +105,14 @@ int main(int argc, char** argv) {
     const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen);
     nn::CrossEntropyLoss criterion;
     nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
+    std::unique_ptr<trainer::DistributedDataParallel> ddp;
+    if (world > 1) ddp = std::make_unique<trainer::DistributedDataParallel>(model, *comm);
 
     auto fwd_bwd = [&] {
       sgd.zero_grad();
-      tensor::Tensor loss = criterion.forward(model->forward(x), y);
+      tensor::Tensor loss = criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
       loss.backward();
+      if (ddp) ddp->finish_gradient_sync();
       const double value = loss.item();
       RINGLET_CHECK(std::isfinite(value), Error, "train_bench: the loss is not finite");
     };
@@ -101,19 +129,27 @@ int main(int argc, char** argv) {
       sgd.step();
       full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
-    const double fwd_bwd_ms = median(fb), step_ms = median(full);
+    double medians[2] = {median(fb), median(full)};
+    if (comm != nullptr) {  // the slowest rank sets the pace
+      comm->all_reduce(medians, medians, 2, core::DType::f64, collectives::ReduceOp::max)
+          ->wait(core::Deadline::after(std::chrono::minutes(1)));
+    }
+    const double fwd_bwd_ms = medians[0], step_ms = medians[1];
+    if (rank != 0) return 0;
+    const double images_per_s = world * o.batch / step_ms * 1e3;
+    std::printf("# ranks: %d\n", world);
     std::printf("# train_bench: %s, batch %d, %d thread(s), median of %d steps\n", o.model.c_str(),
                 o.batch, o.threads, o.steps);
     std::printf("  forward+backward        %9.2f ms\n", fwd_bwd_ms);
-    std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", step_ms,
-                o.batch / step_ms * 1e3);
+    std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", step_ms, images_per_s);
     nlohmann::json line{{"bench", "train_bench"},
                         {"model", o.model},
                         {"batch", o.batch},
                         {"threads", o.threads},
                         {"fwd_bwd_ms", fwd_bwd_ms},
                         {"step_ms", step_ms},
-                        {"images_per_s", o.batch / step_ms * 1e3}};
+                        {"images_per_s", images_per_s},
+                        {"nproc", world}};
     std::cout << line.dump() << std::endl;
     return 0;
   } catch (const std::exception& e) {

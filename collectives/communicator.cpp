@@ -22,6 +22,7 @@ namespace {
 constexpr std::chrono::minutes kDefaultTimeout{10};
 constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
 constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
+constexpr std::chrono::milliseconds kRootCauseGrace{300};
 
 // Channels > 0 start a collective only after channel 0 checked the fingerprint.
 struct Gate {
@@ -160,11 +161,14 @@ struct Communicator::Impl {
   // Turns an algorithm's exception into the op's error, publishes it, aborts everything.
   std::exception_ptr handle_failure(const ChannelContext& ctx, std::exception_ptr error) {
     std::string cause;
-    bool timed_out = false;
+    bool timed_out = false, peer_failed = false;
     try {
       std::rethrow_exception(error);
     } catch (const core::TimeoutError& e) {
       timed_out = true;
+      cause = e.what();
+    } catch (const core::PeerError& e) {
+      peer_failed = true;
       cause = e.what();
     } catch (const std::exception& e) {
       cause = e.what();
@@ -174,8 +178,18 @@ struct Communicator::Impl {
         ctx.waiting_on >= 0 ? core::str(" waiting for rank ", ctx.waiting_on) : std::string(),
         " after ", ctx.bytes_done, " bytes", timed_out ? " (deadline passed)" : "", ": ", cause);
     std::string root = local;
+    const std::string key = options.name + "/error";
     try {  // first writer wins: the root cause, for ranks that only saw a neighbour hang up
-      root = store->compare_set(options.name + "/error", "", local);
+      if (peer_failed) {
+        // A connection that failed may be the echo of a cause another rank is publishing right
+        // now (a neighbour's transport closes on a protocol violation before that neighbour
+        // has checked the fingerprint): give it a moment to appear.
+        try {
+          root = store->get(key, core::Deadline::after(kRootCauseGrace));
+        } catch (const core::TimeoutError&) {
+        }
+      }
+      if (root == local) root = store->compare_set(key, "", local);
     } catch (const std::exception& e) {
       core::log(core::LogLevel::warn, "rank ", rank, ": could not publish the error: ", e.what());
     }

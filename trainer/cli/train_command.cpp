@@ -7,10 +7,9 @@
 #include "core/env.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
+#include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
 #include "trainer/train.h"
-#include "transport/discovery.h"
-#include "transport/rendezvous.h"
 
 namespace ringlet::trainer::cli {
 
@@ -19,21 +18,11 @@ namespace {
 // One rank of a distributed run: discovery from the environment (torchrun, Slurm, Open MPI
 // variables), the store, the job token, a communicator, then the training loop.
 int train_worker(const TrainConfig& config, std::ostream& out) {
-  const auto deadline = core::Deadline::after(std::chrono::minutes(10));
-  const transport::InitInfo info = transport::discover({});
-  auto store = transport::open_store(info, deadline);
-  transport::MeshOptions mesh;
-  mesh.rank = info.rank;
-  mesh.world_size = info.world_size;
-  mesh.prefix = "train";
-  mesh.job_token = transport::job_token(*store, info.rank, deadline);
-  mesh.store_host = info.master_addr;
-  collectives::CommOptions options;
-  options.name = "train";
-  auto comm = collectives::Communicator::create(*store, mesh, options, deadline);
-  const TrainResult result = train(config, out, comm.get());
-  if (info.rank == 0) {
-    out << "done: " << result.epochs_done << " epoch(s) on " << info.world_size
+  DistributedContext job =
+      join_from_environment("train", core::Deadline::after(std::chrono::minutes(10)));
+  const TrainResult result = train(config, out, job.comm.get());
+  if (job.info.rank == 0) {
+    out << "done: " << result.epochs_done << " epoch(s) on " << job.info.world_size
         << " ranks, test accuracy " << std::fixed << std::setprecision(4)
         << result.last_eval.accuracy << "; run directory " << result.out_dir << std::endl;
   }

@@ -1,0 +1,24 @@
+// join_from_environment: see distributed.h.
+#include "trainer/distributed.h"
+
+#include "transport/rendezvous.h"
+
+namespace ringlet::trainer {
+
+DistributedContext join_from_environment(const std::string& name, core::Deadline deadline) {
+  DistributedContext ctx;
+  ctx.info = transport::discover({});
+  ctx.store = transport::open_store(ctx.info, deadline);
+  transport::MeshOptions mesh;
+  mesh.rank = ctx.info.rank;
+  mesh.world_size = ctx.info.world_size;
+  mesh.prefix = name;
+  mesh.job_token = transport::job_token(*ctx.store, ctx.info.rank, deadline);
+  mesh.store_host = ctx.info.master_addr;
+  collectives::CommOptions options;
+  options.name = name;
+  ctx.comm = collectives::Communicator::create(*ctx.store, mesh, options, deadline);
+  return ctx;
+}
+
+}  // namespace ringlet::trainer

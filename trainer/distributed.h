@@ -1,0 +1,25 @@
+// Joining a distributed job from the environment a launcher set (torchrun's variables, Slurm,
+// Open MPI): discovery, the store, the job token and a Communicator, in one call. Used by
+// `ringlet train` workers and by bench/train_bench --nproc.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "collectives/communicator.h"
+#include "transport/discovery.h"
+#include "transport/store.h"
+
+namespace ringlet::trainer {
+
+struct DistributedContext {
+  transport::InitInfo info;
+  std::unique_ptr<transport::Store> store;  // outlives comm (declared first, destroyed last)
+  std::unique_ptr<collectives::Communicator> comm;
+};
+
+// `name` namespaces the communicator's store keys. Throws naming the variable or peer that
+// was missing when the deadline passes.
+DistributedContext join_from_environment(const std::string& name, core::Deadline deadline);
+
+}  // namespace ringlet::trainer
