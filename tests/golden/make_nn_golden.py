@@ -19,6 +19,7 @@ Output is deterministic (fixed seeds, fixed key order).
 """
 import json
 import os
+import sys
 
 import numpy as np
 import torch
@@ -27,29 +28,13 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_PATH = os.path.join(HERE, "nn.json")
+
+sys.path.insert(0, HERE)
+from make_golden import f32_values, tensor_json  # noqa: E402  (exact f32 decimals)
 SAMPLE_ABOVE = 4096  # gradients with more elements are stored as samples + summaries
 SAMPLES = 256
 
 torch.manual_seed(1234)
-
-
-def f32_values(t):
-    """Shortest decimal that reads back (strtod, then cast to float) as the same float32."""
-    out = []
-    for v in t.detach().reshape(-1).numpy().astype(np.float32):
-        s = float(str(v))
-        assert np.float32(s) == v, (v, s)
-        out.append(s)
-    return out
-
-
-def tensor_json(t):
-    t = t.detach()
-    if t.dtype == torch.float32:
-        return {"dtype": "f32", "shape": list(t.shape), "values": f32_values(t)}
-    if t.dtype == torch.int64:
-        return {"dtype": "i64", "shape": list(t.shape), "values": [int(v) for v in t.reshape(-1)]}
-    raise TypeError(t.dtype)
 
 
 def named_json(name, t):
@@ -273,7 +258,9 @@ def fill_spec(name, t, index):
 FAN_IN = {"0": 9, "4": 288, "9": 3136, "11": 128}
 
 
-def fmnist_case():
+def hashed_fmnist_cnn():
+    """fmnist_cnn with every state-dict entry filled per fill_spec (reproducible in C++);
+    returns the model and the key list (name, shape, dtype, fill) the C++ side rebuilds."""
     model = fmnist_cnn()
     keys = []
     with torch.no_grad():
@@ -286,6 +273,11 @@ def fmnist_case():
                     hash_uniform(t.numel(), spec["seed"], spec["low"], spec["high"])).view(t.shape))
             keys.append(dict(name=name, shape=list(t.shape),
                              dtype="i64" if t.dtype == torch.int64 else "f32", fill=spec))
+    return model, keys
+
+
+def fmnist_case():
+    model, keys = hashed_fmnist_cnn()
     x = torch.randn(4, 1, 28, 28).requires_grad_()
     y = torch.tensor([3, 0, 9, 5])
     model.train()

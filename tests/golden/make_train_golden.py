@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_nn_golden import fill_spec, fmnist_cnn, hash_uniform  # noqa: E402
+from make_nn_golden import hash_uniform, hashed_fmnist_cnn  # noqa: E402
 
 OUT_PATH = os.path.join(HERE, "train_steps.json")
 STEPS = 10
@@ -45,22 +45,6 @@ RUNS = {
 }
 
 
-def initial_model():
-    model = fmnist_cnn()
-    keys = []
-    with torch.no_grad():
-        for index, (name, t) in enumerate(model.state_dict().items()):
-            spec = fill_spec(name, t, index)
-            if "constant" in spec:
-                t.fill_(spec["constant"])
-            else:
-                t.copy_(torch.from_numpy(
-                    hash_uniform(t.numel(), spec["seed"], spec["low"], spec["high"])).view(t.shape))
-            keys.append(dict(name=name, shape=list(t.shape),
-                             dtype="i64" if t.dtype == torch.int64 else "f32", fill=spec))
-    return model, keys
-
-
 def batches(labels):
     templates = np.stack([hash_uniform(784, TEMPLATE_SEED + c, -1.0, 1.0) for c in range(10)])
     out = []
@@ -74,7 +58,7 @@ def batches(labels):
 
 
 def run(options, data):
-    model, _ = initial_model()
+    model, _ = hashed_fmnist_cnn()
     model.train()
     params = list(model.parameters())
     if options["optimizer"] == "sgd":
@@ -104,7 +88,7 @@ def main():
     torch.set_num_threads(1)
     labels = np.random.default_rng(LABEL_SEED).integers(0, 10, size=(STEPS, BATCH))
     data = batches(labels)
-    _, keys = initial_model()
+    _, keys = hashed_fmnist_cnn()
     out = {
         "torch_version": torch.__version__,
         "keys": keys,
