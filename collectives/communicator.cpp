@@ -194,17 +194,7 @@ struct Communicator::Impl {
       core::log(core::LogLevel::warn, "rank ", rank, ": could not publish the error: ", e.what());
     }
     const std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
-    auto failure_ptr = std::make_exception_ptr(CollectiveError(message));
-    bool first = false;
-    {
-      std::lock_guard lock(mutex);
-      if (!failure) {
-        failure = failure_ptr;
-        first = true;
-      }
-    }
-    if (first) abort_connections("rank " + std::to_string(rank) + " aborted: " + local);
-    return current_failure();
+    return fail_communicator(message, "rank " + std::to_string(rank) + " aborted: " + local);
   }
 
   void abort_connections(const std::string& reason) {
@@ -268,14 +258,19 @@ struct Communicator::Impl {
           problem = core::str("expected ", bytes, " bytes, got a message of ", request->bytes());
         }
         if (problem.empty()) return nullptr;
-        fail_communicator(core::str("rank ", rank, ": ", op_name, " seq ", seq, " with rank ", peer,
-                                    " failed after ", request->bytes(), " bytes: ", problem));
-        return current_failure();
+        const std::string message =
+            core::str("rank ", rank, ": ", op_name, " seq ", seq, " with rank ", peer,
+                      " failed after ", request->bytes(), " bytes: ", problem);
+        return fail_communicator(message, message);
       };
     });
   }
 
-  void fail_communicator(const std::string& message) {
+  // The first failure becomes the communicator's: it is recorded (every later op fails with
+  // it) and every connection is aborted with `abort_reason`, so peers stop waiting at once.
+  // Returns the communicator's failure (an earlier one if there was).
+  std::exception_ptr fail_communicator(const std::string& message,
+                                       const std::string& abort_reason) {
     bool first = false;
     {
       std::lock_guard lock(mutex);
@@ -284,7 +279,8 @@ struct Communicator::Impl {
         first = true;
       }
     }
-    if (first) abort_connections(message);
+    if (first) abort_connections(abort_reason);
+    return current_failure();
   }
 
   void check_buffer(const void* p, std::size_t count, const char* what, const char* op) const {
@@ -498,13 +494,8 @@ WorkPtr Communicator::recv(void* data, std::size_t count, DType dtype, int peer)
 }
 
 void Communicator::abort(const std::string& reason) {
-  {
-    std::lock_guard lock(impl_->mutex);
-    if (impl_->failure) return;
-    impl_->failure = std::make_exception_ptr(
-        CollectiveError(core::str("rank ", impl_->rank, ": communicator aborted: ", reason)));
-  }
-  impl_->abort_connections(core::str("rank ", impl_->rank, " aborted: ", reason));
+  impl_->fail_communicator(core::str("rank ", impl_->rank, ": communicator aborted: ", reason),
+                           core::str("rank ", impl_->rank, " aborted: ", reason));
 }
 
 bool Communicator::aborted() const { return impl_->current_failure() != nullptr; }

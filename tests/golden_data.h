@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/ops/creation.h"
+
 namespace ringlet::testing {
 
 inline nlohmann::json load_golden(const std::string& file) {
@@ -17,6 +19,24 @@ inline nlohmann::json load_golden(const std::string& file) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path);
   return nlohmann::json::parse(in);
+}
+
+// The dtype named in a golden file ("f32", "f64", "i64", "u8").
+inline core::DType golden_dtype(const std::string& name) {
+  if (name == "f32") return core::DType::f32;
+  if (name == "f64") return core::DType::f64;
+  if (name == "i64") return core::DType::i64;
+  if (name == "u8") return core::DType::u8;
+  throw std::runtime_error("golden file: unknown dtype " + name);
+}
+inline core::DType golden_dtype(const nlohmann::json& tensor) {
+  return golden_dtype(tensor.at("dtype").get<std::string>());
+}
+
+// A stored tensor: {"dtype", "shape", "values"} (values as exact decimals).
+inline tensor::Tensor golden_tensor(const nlohmann::json& j) {
+  return tensor::from_vector(j.at("values").get<std::vector<double>>(),
+                             j.at("shape").get<tensor::Shape>(), golden_dtype(j));
 }
 
 // n float32 values uniform in [low, high), element i from splitmix64(seed + (i + 1) * golden).

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "golden_data.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -61,29 +62,10 @@ struct Tolerance {
   double rtol = 1e-4;
 };
 
-json load_golden() {
-  const std::string path = std::string(RINGLET_SOURCE_ROOT) + "/tests/golden/ops.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  return json::parse(in);
-}
-
 // The golden file is read once; every test case below shares it read-only.
 const json& golden() {
-  static const json data = load_golden();
+  static const json data = ringlet::testing::load_golden("ops.json");
   return data;
-}
-
-DType parse_dtype(const std::string& name) {
-  if (name == "f32") return DType::f32;
-  if (name == "i64") return DType::i64;
-  if (name == "u8") return DType::u8;
-  throw std::runtime_error("golden file: unknown dtype " + name);
-}
-
-Tensor make_tensor(const json& j) {
-  return from_vector(j.at("values").get<std::vector<double>>(), j.at("shape").get<Shape>(),
-                     parse_dtype(j.at("dtype").get<std::string>()));
 }
 
 // Compares `actual` with the stored tensor; records one failure per mismatching tensor that
@@ -100,7 +82,7 @@ void check_close(const std::string& what, const Tensor& actual, const json& expe
                     << shape_str(shape));
     return;
   }
-  const DType dtype = parse_dtype(expected.at("dtype").get<std::string>());
+  const DType dtype = ringlet::testing::golden_dtype(expected);
   if (actual.dtype() != dtype) {
     FAIL_CHECK(what << ": dtype " << actual.dtype() << ", expected " << dtype);
     return;
@@ -356,7 +338,7 @@ void run_case(const json& c) {
 
   Inputs inputs;
   for (const json& j : c.at("inputs")) {
-    Tensor t = make_tensor(j);
+    Tensor t = ringlet::testing::golden_tensor(j);
     if (j.contains("grad")) t.requires_grad_();
     inputs.push_back(t);
   }
@@ -371,7 +353,7 @@ void run_case(const json& c) {
   }
 
   if (c.contains("grad_output")) {
-    outputs[0].backward(make_tensor(c.at("grad_output")));
+    outputs[0].backward(ringlet::testing::golden_tensor(c.at("grad_output")));
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const json& j = c.at("inputs")[i];
       if (j.contains("grad")) {
@@ -429,7 +411,7 @@ TEST_CASE("golden: tiny CNN loss, parameter gradients and running stats match Py
   const json& cnn = golden().at("cnn");
   std::map<std::string, Tensor> param;
   for (const json& p : cnn.at("parameters")) {
-    param[p.at("name").get<std::string>()] = make_tensor(p).requires_grad_();
+    param[p.at("name").get<std::string>()] = ringlet::testing::golden_tensor(p).requires_grad_();
   }
   const auto get = [&](const std::string& name) {
     const auto it = param.find(name);
@@ -453,11 +435,11 @@ TEST_CASE("golden: tiny CNN loss, parameter gradients and running stats match Py
                    get(bn + ".weight"), get(bn + ".bias"), /*training=*/true, momentum, eps);
     return max_pool2d(relu(h), pool2);
   };
-  Tensor h = block(make_tensor(cnn.at("input")), "conv1", "bn1");
+  Tensor h = block(ringlet::testing::golden_tensor(cnn.at("input")), "conv1", "bn1");
   h = flatten(block(h, "conv2", "bn2"), 1);
   h = relu(linear(h, get("fc1.weight"), get("fc1.bias")));
   const Tensor logits = linear(h, get("fc2.weight"), get("fc2.bias"));
-  const Tensor loss = cross_entropy(logits, make_tensor(cnn.at("labels")));
+  const Tensor loss = cross_entropy(logits, ringlet::testing::golden_tensor(cnn.at("labels")));
 
   const double want_loss = cnn.at("loss").get<double>();
   CHECK_MESSAGE(std::abs(loss.item() - want_loss) <= 1e-5 + 1e-4 * std::abs(want_loss),

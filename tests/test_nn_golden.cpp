@@ -72,17 +72,6 @@ const json& golden() {
   return data;
 }
 
-DType parse_dtype(const std::string& name) {
-  if (name == "f32") return DType::f32;
-  if (name == "i64") return DType::i64;
-  throw std::runtime_error("nn.json: unknown dtype " + name);
-}
-
-Tensor make_tensor(const json& j) {
-  return from_vector(j.at("values").get<std::vector<double>>(), j.at("shape").get<Shape>(),
-                     parse_dtype(j.at("dtype").get<std::string>()));
-}
-
 // One failure per mismatching tensor, naming the first few differing elements.
 void check_close(const std::string& what, const Tensor& actual, const json& expected,
                  Tolerance tol = {}) {
@@ -149,7 +138,8 @@ void check_summary(const std::string& what, const Tensor& actual, const json& ex
 // The state dict of a case, under PyTorch's names.
 nn::StateDict state_from(const json& entries) {
   nn::StateDict dict;
-  for (const auto& e : entries) dict.insert(e.at("name").get<std::string>(), make_tensor(e));
+  for (const auto& e : entries)
+    dict.insert(e.at("name").get<std::string>(), ringlet::testing::golden_tensor(e));
   return dict;
 }
 
@@ -203,16 +193,17 @@ Reduction parse_reduction(const json& c) {
 
 void run_case(const json& c) {
   const std::string kind = c.at("module");
-  Tensor input = make_tensor(c.at("input"));
+  Tensor input = ringlet::testing::golden_tensor(c.at("input"));
   input.requires_grad_(true);
   Tensor output;
   std::shared_ptr<nn::Module> module;
   if (kind == "cross_entropy") {
     const nn::CrossEntropyLoss loss(parse_reduction(c.at("config")),
                                     c.at("config").at("smoothing").get<double>());
-    output = loss(input, make_tensor(c.at("target")));
+    output = loss(input, ringlet::testing::golden_tensor(c.at("target")));
   } else if (kind == "mse") {
-    output = nn::MSELoss(parse_reduction(c.at("config")))(input, make_tensor(c.at("target")));
+    output = nn::MSELoss(parse_reduction(c.at("config")))(
+        input, ringlet::testing::golden_tensor(c.at("target")));
   } else {
     module = build_module(kind, c.at("config"));
     // Strict: the module's key names and shapes are PyTorch's.
@@ -221,7 +212,7 @@ void run_case(const json& c) {
     output = module->forward(input);
   }
   check_close("output", output, c.at("output"));
-  output.backward(make_tensor(c.at("grad_output")));
+  output.backward(ringlet::testing::golden_tensor(c.at("grad_output")));
   check_close("input grad", input.grad(), c.at("input").at("grad"));
   if (!module) return;
 
@@ -277,8 +268,8 @@ TEST_CASE("nn golden: fmnist_cnn loads PyTorch's state dict and matches forward 
     const json& fill = k.at("fill");
     torch_keys.push_back(name);
     if (fill.contains("constant")) {
-      dict.insert(name, full(shape, fill.at("constant").get<double>(),
-                             parse_dtype(k.at("dtype").get<std::string>())));
+      dict.insert(
+          name, full(shape, fill.at("constant").get<double>(), ringlet::testing::golden_dtype(k)));
     } else {
       dict.insert(name, hash_uniform(shape, fill.at("seed").get<std::uint64_t>(),
                                      fill.at("low").get<double>(), fill.at("high").get<double>()));
@@ -288,10 +279,11 @@ TEST_CASE("nn golden: fmnist_cnn loads PyTorch's state dict and matches forward 
   model->load_state_dict(dict, true);
 
   model->train();
-  Tensor x = make_tensor(g.at("input"));
+  Tensor x = ringlet::testing::golden_tensor(g.at("input"));
   x.requires_grad_(true);
   const Tensor logits = model->forward(x);
-  const Tensor loss = nn::CrossEntropyLoss()(logits, make_tensor(g.at("target")));
+  const Tensor loss =
+      nn::CrossEntropyLoss()(logits, ringlet::testing::golden_tensor(g.at("target")));
   check_close("logits", logits, g.at("logits"));
   check_close("loss", loss, g.at("loss"));
   loss.backward();

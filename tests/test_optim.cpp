@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "golden_data.h"
 #include "nn/adam.h"
 #include "nn/clip_grad.h"
 #include "nn/lr_schedule.h"
@@ -62,15 +63,8 @@ struct Tolerance {
 constexpr Tolerance kF32{1e-6, 1e-5};
 constexpr Tolerance kF64{1e-12, 1e-12};
 
-json load_golden() {
-  const std::string path = std::string(RINGLET_SOURCE_ROOT) + "/tests/golden/optim.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  return json::parse(in);
-}
-
 const json& golden() {
-  static const json data = load_golden();
+  static const json data = ringlet::testing::load_golden("optim.json");
   return data;
 }
 
@@ -89,22 +83,10 @@ std::map<std::string, json> cases_of(const char* section, const std::vector<std:
   return out;
 }
 
-DType parse_dtype(const json& t) {
-  const auto d = t.at("dtype").get<std::string>();
-  if (d == "f32") return DType::f32;
-  if (d == "f64") return DType::f64;
-  throw std::runtime_error("golden file: unexpected dtype " + d);
-}
-
-Tensor make_tensor(const json& t) {
-  return tensor::from_vector(t.at("values").get<std::vector<double>>(),
-                             t.at("shape").get<tensor::Shape>(), parse_dtype(t));
-}
-
 void check_close(const std::string& what, const Tensor& actual, const json& expected,
                  bool exact = true) {
   REQUIRE(actual.shape() == expected.at("shape").get<tensor::Shape>());
-  REQUIRE(actual.dtype() == parse_dtype(expected));
+  REQUIRE(actual.dtype() == ringlet::testing::golden_dtype(expected));
   const Tolerance tol = actual.dtype() == DType::f32 ? kF32 : kF64;
   auto want = expected.at("values").get<std::vector<double>>();
   // f32 values are stored as the shortest decimal of the float: read back as float.
@@ -135,7 +117,8 @@ void check_close(const std::string& what, const Tensor& actual, const json& expe
 
 std::vector<Tensor> make_params(const json& c) {
   std::vector<Tensor> params;
-  for (const json& t : c.at("params")) params.push_back(make_tensor(t).requires_grad_());
+  for (const json& t : c.at("params"))
+    params.push_back(ringlet::testing::golden_tensor(t).requires_grad_());
   return params;
 }
 
@@ -171,7 +154,7 @@ std::unique_ptr<Optimizer> make_optimizer(const json& c, std::vector<Tensor> par
 void set_grads(const std::vector<Tensor>& params, const json& c, std::size_t step) {
   const json& row = c.at("grads").at(step);
   for (std::size_t i = 0; i < params.size(); ++i) {
-    params[i].set_grad(row.at(i).is_null() ? Tensor() : make_tensor(row.at(i)));
+    params[i].set_grad(row.at(i).is_null() ? Tensor() : ringlet::testing::golden_tensor(row.at(i)));
   }
 }
 
@@ -271,7 +254,7 @@ TEST_CASE("clip_grad_norm_ matches PyTorch") {
       std::vector<Tensor> params;
       for (const json& g : c.at("grads")) {
         Tensor p = tensor::zeros(g.at("shape").get<tensor::Shape>()).requires_grad_();
-        p.set_grad(make_tensor(g));
+        p.set_grad(ringlet::testing::golden_tensor(g));
         params.push_back(p);
       }
       const double norm_type =

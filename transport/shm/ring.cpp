@@ -156,6 +156,20 @@ bool spin_then_yield(Ready ready) {
   return ready();
 }
 
+// Spins, yields, then sleeps on the futex word `seq`, announced through `sleeping` so the other
+// side knows to wake it (the fence orders the announcement before the last check of ready()).
+template <class Ready>
+bool wait_until_ready(Ready ready, std::atomic<std::uint32_t>& seq,
+                      std::atomic<std::uint32_t>& sleeping, std::chrono::microseconds max_wait) {
+  if (spin_then_yield(ready)) return true;
+  const std::uint32_t observed = seq.load(std::memory_order_acquire);
+  sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!ready()) futex_wait(&seq, observed, max_wait);
+  sleeping.store(0, std::memory_order_relaxed);
+  return ready();
+}
+
 }  // namespace
 
 ShmRing::ShmRing(ShmRingControl* control, std::byte* data, std::size_t capacity)
@@ -268,25 +282,13 @@ std::size_t ShmRing::writable() const {
 }
 
 bool ShmRing::wait_readable(std::chrono::microseconds max_wait) {
-  const auto ready = [this] { return readable() > 0; };
-  if (spin_then_yield(ready)) return true;
-  const std::uint32_t seq = control_->data_seq.load(std::memory_order_acquire);
-  control_->consumer_sleeping.store(1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!ready()) futex_wait(&control_->data_seq, seq, max_wait);
-  control_->consumer_sleeping.store(0, std::memory_order_relaxed);
-  return ready();
+  return wait_until_ready([this] { return readable() > 0; }, control_->data_seq,
+                          control_->consumer_sleeping, max_wait);
 }
 
 bool ShmRing::wait_writable(std::chrono::microseconds max_wait) {
-  const auto ready = [this] { return writable() > 0; };
-  if (spin_then_yield(ready)) return true;
-  const std::uint32_t seq = control_->space_seq.load(std::memory_order_acquire);
-  control_->producer_sleeping.store(1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!ready()) futex_wait(&control_->space_seq, seq, max_wait);
-  control_->producer_sleeping.store(0, std::memory_order_relaxed);
-  return ready();
+  return wait_until_ready([this] { return writable() > 0; }, control_->space_seq,
+                          control_->producer_sleeping, max_wait);
 }
 
 void ShmRing::wake_all() {
