@@ -12,6 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.h"
 #include "tensor/ops/creation.h"
 #include "trainer/checkpoint/safetensors.h"
 
@@ -23,23 +24,13 @@ namespace st = ringlet::trainer::safetensors;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ringlet_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path))
-      names.push_back(e.path().filename().string());
-    return names;
-  }
-};
+using ringlet::testing::TempDir;
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  return names;
+}
 
 template <class T>
 Tensor filled(const tensor::Shape& shape, const std::function<T(std::int64_t)>& value) {
@@ -149,9 +140,9 @@ TEST_CASE("the write is atomic: no temporary file, a failed write keeps the old 
   TempDir dir;
   const fs::path file = dir.path / "ckpt.safetensors";
   st::write(file, sample_tensors(), {{"epoch", "1"}});
-  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+  CHECK(listing(dir.path) == std::vector<std::string>{"ckpt.safetensors"});
   st::write(file, {{"a", tensor::ones({3})}}, {{"epoch", "2"}});  // replaces it
-  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+  CHECK(listing(dir.path) == std::vector<std::string>{"ckpt.safetensors"});
   CHECK(st::read(file).metadata.at("epoch") == "2");
   const std::string before = read_bytes(file);
   CHECK_THROWS_WITH_AS(st::write(file, {{"a", tensor::ones({1})}, {"a", tensor::ones({1})}}),
@@ -159,7 +150,7 @@ TEST_CASE("the write is atomic: no temporary file, a failed write keeps the old 
   CHECK_THROWS_AS(st::write(file, {{"__metadata__", tensor::ones({1})}}), CheckpointError);
   CHECK_THROWS_AS(st::write(file, {{"undefined", Tensor()}}), CheckpointError);
   CHECK(read_bytes(file) == before);
-  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+  CHECK(listing(dir.path) == std::vector<std::string>{"ckpt.safetensors"});
   CHECK_THROWS_WITH_AS(st::write(dir.path / "no" / "such" / "dir.safetensors", {}),
                        doctest::Contains("no/such/dir.safetensors"), CheckpointError);
 }

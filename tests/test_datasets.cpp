@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "trainer/data/cifar_dataset.h"
 #include "trainer/data/idx_dataset.h"
 
@@ -22,18 +23,7 @@ using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
-// A fresh directory per test case, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ringlet_datasets_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using ringlet::testing::TempDir;
 
 void put_be32(Bytes& out, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));

@@ -9,23 +9,14 @@
 #include <cstring>
 
 #include "mesh_ranks.h"
+#include "raw_socket.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
 
 namespace {
 
-int raw_connect(const std::string& endpoint) {
-  const auto colon = endpoint.rfind(':');
-  const int port = std::stoi(endpoint.substr(colon + 1));
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
-}
+using ringlet::testing::raw_connect;
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "temp_dir.h"
 #include "transport/file_store.h"
 #include "transport/rendezvous.h"
 #include "transport/store_wire.h"
@@ -30,21 +31,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using ringlet::testing::TempDir;
+
 doctest::Contains contains(const std::string& text) { return doctest::Contains(text.c_str()); }
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ringlet_store_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 // One store under test: a way to open a fresh client, and what keeps its backing alive.
 struct Backend {

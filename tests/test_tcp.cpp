@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "raw_socket.h"
 #include "tcp_pair.h"
 #include "transport/errors.h"
 #include "transport/tcp/interfaces.h"
@@ -16,6 +17,8 @@ using namespace ringlet::testing;
 using transport::RequestPtr;
 
 namespace {
+
+using ringlet::testing::raw_connect;
 
 const auto kWait = 20s;
 
@@ -33,16 +36,6 @@ void exchange(TcpPair& p, std::size_t bytes, unsigned seed) {
   CHECK(rb->bytes() == bytes);
   CHECK(std::memcmp(in_a.data(), out_b.data(), bytes) == 0);
   CHECK(std::memcmp(in_b.data(), out_a.data(), bytes) == 0);
-}
-
-int raw_connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
 }
 
 }  // namespace

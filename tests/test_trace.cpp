@@ -22,6 +22,7 @@
 
 #include "collectives/trace.h"
 #include "core/error.h"
+#include "temp_dir.h"
 
 using namespace ringlet::collectives;
 using nlohmann::json;
@@ -29,22 +30,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("ringlet_test_trace_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
+using ringlet::testing::TempDir;
 
+// A fresh directory under /tmp, removed with everything in it at the end of the test.
 TraceEvent make_event(int seq, int step, int channel) {
   TraceEvent e;
   e.op = "all_reduce";
