@@ -22,7 +22,10 @@ namespace {
 constexpr std::chrono::minutes kDefaultTimeout{10};
 constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
 constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
-constexpr std::chrono::milliseconds kRootCauseGrace{300};
+// How long a rank that only saw a connection fail waits for another rank's published cause:
+// long enough for a loaded machine to schedule the rank that found it, short next to any
+// deadline (a crashed peer never publishes, so this is the delay its error costs).
+constexpr std::chrono::milliseconds kRootCauseGrace{2000};
 
 // Channels > 0 start a collective only after channel 0 checked the fingerprint.
 struct Gate {
@@ -136,9 +139,14 @@ struct Communicator::Impl {
       }
       task.work->part_done();
     } catch (...) {
-      ctx.fingerprint.active = false;
+      std::exception_ptr error = std::current_exception();
+      if (ctx.fingerprint.active) {
+        // the transport may have failed on the data of a mismatched op before the check
+        if (auto mismatch = ctx.fingerprint_mismatch()) error = mismatch;
+        ctx.fingerprint.active = false;
+      }
       if (task.gate) task.gate->set(-1);
-      task.work->fail(handle_failure(ctx, std::current_exception()));
+      task.work->fail(handle_failure(ctx, error));
     }
   }
 

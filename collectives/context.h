@@ -61,15 +61,22 @@ struct ChannelContext {
     fingerprint.recv->wait(deadline);
     waiting_on = right();
     fingerprint.send->wait(deadline);
+    if (auto mismatch = fingerprint_mismatch()) std::rethrow_exception(mismatch);
+    if (fingerprint.on_match) fingerprint.on_match();
+  }
+
+  // The mismatch error when the left neighbour's fingerprint has arrived and differs from
+  // ours; null while it has not arrived or when it matches. Used also after a failure, where
+  // a mismatch is the root cause of what the transport saw next (an oversized message).
+  std::exception_ptr fingerprint_mismatch() const {
     const auto& f = fingerprint;
-    if (f.recv->bytes() != sizeof f.theirs || !(f.theirs == f.mine)) {
-      throw core::CollectiveError(core::str(
-          "fingerprint mismatch: rank ", left(), " issued ",
-          f.recv->bytes() == sizeof f.theirs ? to_string(f.theirs) : std::string("something else"),
-          " while rank ", rank, " issued ", to_string(f.mine),
-          " (every rank must issue the same collectives in the same order)"));
-    }
-    if (f.on_match) f.on_match();
+    if (!f.recv || !f.recv->done() || f.recv->failed()) return nullptr;
+    if (f.recv->bytes() == sizeof f.theirs && f.theirs == f.mine) return nullptr;
+    return std::make_exception_ptr(core::CollectiveError(core::str(
+        "fingerprint mismatch: rank ", left(), " issued ",
+        f.recv->bytes() == sizeof f.theirs ? to_string(f.theirs) : std::string("something else"),
+        " while rank ", rank, " issued ", to_string(f.mine),
+        " (every rank must issue the same collectives in the same order)")));
   }
 
   void wait(const transport::RequestPtr& request, int peer_rank) {

@@ -11,7 +11,8 @@ Neither doctest nor meson prints that form, so this reads meson's JSON log
     when it printed no doctest summary or a summary with no failures;
   - counts an executable that passed without a doctest summary (not a doctest program) as one
     passed test.
-It prints one line per executable, then, as the very last line, `N passed, N failed` or
+It prints one line per executable (a failed one followed by its first failing checks, so the
+tail of a CI log says what broke), then, as the very last line, `N passed, N failed` or
 `N passed, N failed, N skipped`. Exit status 0 only when nothing failed and something passed.
 
 usage: test_summary.py [BUILD_DIR | path/to/testlog.json]     (default: build)
@@ -61,6 +62,24 @@ def skip_reason(output):
             if text not in reasons:
                 reasons.append(text)
     return "; ".join(reasons) if reasons else "skipped (exit status 77), no reason printed"
+
+
+def failing_checks(output, limit=5):
+    """doctest's lines that locate and state a failing check (at most `limit` of each)."""
+    lines = ANSI_ESCAPE.sub("", output).splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if line.startswith("TEST CASE:"):
+            found.append(line.rstrip())
+        elif re.search(r"\b(ERROR|FATAL ERROR): ", line):
+            found.append(line.rstrip())
+            # doctest prints the values and the INFO context right below a failed check
+            for follow in lines[i + 1:i + 4]:
+                if follow.startswith(("  values:", "  logged:")):
+                    found.append(follow.rstrip())
+        if sum(1 for f in found if "ERROR" in f) >= limit:
+            break
+    return found
 
 
 def summarize(entry):
@@ -131,17 +150,23 @@ def main(argv):
                                  "unreadable entry in {}: counted as 1 failed".format(log_path)))
                     continue
                 passed, failed, skipped, text = summarize(entry)
+                details = []
+                if failed:
+                    details = failing_checks((entry.get("stdout") or "") + "\n" +
+                                             (entry.get("stderr") or ""))
                 rows.append((str(entry.get("result", "UNKNOWN")), str(entry.get("name", "?")),
-                             passed, failed, skipped, text))
+                             passed, failed, skipped, text, details))
         if not rows:
             rows.append(("EMPTY", "(no tests ran)", 0, 1, 0,
                          "{} lists no tests: counted as 1 failed".format(log_path)))
 
     name_width = max(len(row[1]) for row in rows)
     result_width = max(len(row[0]) for row in rows)
-    for result, name, _p, _f, _s, text in rows:
+    for result, name, _p, _f, _s, text, *details in rows:
         print("  {:<{rw}}  {:<{nw}}  {}".format(result, name, text, rw=result_width,
                                                 nw=name_width))
+        for line in (details[0] if details else []):
+            print("      " + line)
 
     passed = sum(row[2] for row in rows)
     failed = sum(row[3] for row in rows)

@@ -102,6 +102,62 @@ TEST_CASE("a peer that goes away fails pending and later requests") {
   CHECK_THROWS_AS(p.a->send(buf.data(), 10)->wait(core::Deadline::after(1s)), core::PeerError);
 }
 
+TEST_CASE("an orderly close delivers every frame sent before it; a later receive fails fast") {
+  TcpPair p = make_tcp_pair(2);
+  const auto big = pattern(3 << 20, 5), small = pattern(100, 6);
+  auto s1 = p.b->send(big.data(), big.size());  // striped over both sockets
+  auto s2 = p.b->send(small.data(), small.size());
+  s1->wait(core::Deadline::after(kWait));
+  s2->wait(core::Deadline::after(kWait));
+  p.b.reset();  // closes in order (goodbye frames) before rank 0 posted any receive
+  std::vector<unsigned char> in_big(big.size()), in_small(small.size());
+  p.a->recv(in_big.data(), in_big.size())->wait(core::Deadline::after(kWait));
+  p.a->recv(in_small.data(), in_small.size())->wait(core::Deadline::after(kWait));
+  CHECK(in_big == big);
+  CHECK(in_small == small);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(p.a->recv(in_small.data(), 1)->wait(core::Deadline::after(kWait)),
+                       doctest::Contains("after the peer closed the connection"), core::PeerError);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+}
+
+TEST_CASE("a socket that ends without a goodbye fails the connection while another is parked") {
+  // A peer with two sockets dies after sending half of message 0 on socket 0 and the header
+  // of message 1 there too (socket 0 parks: no receive is posted for message 1 yet), and
+  // nothing on socket 1. Its end must fail the pending receive at once, not at the deadline.
+  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  const auto deadline = core::Deadline::after(kWait);
+  auto dial = std::async(std::launch::async, [&] {
+    std::vector<int> fds;
+    for (int i = 0; i < 2; ++i) {
+      fds.push_back(transport::tcp::connect_socket("127.0.0.1", listener.port(),
+                                                   hello_from(1, 0, i, 2), deadline));
+    }
+    return fds;
+  });
+  std::vector<int> accepted;
+  for (int i = 0; i < 2; ++i) accepted.push_back(listener.take(1, i, deadline));
+  transport::tcp::TcpConnection conn(0, 1, accepted);
+  const std::vector<int> raw = dial.get();
+  std::vector<unsigned char> buf(1024);
+  RequestPtr r = conn.recv(buf.data(), buf.size());
+  const std::vector<unsigned char> half(512, 7);
+  transport::tcp::FrameHeader first{transport::tcp::kFrameMagic, 0, 0, 0, 512, 1024};
+  transport::tcp::FrameHeader next{transport::tcp::kFrameMagic, 0, 1, 0, 8, 8};
+  REQUIRE(::write(raw[0], &first, sizeof first) == static_cast<ssize_t>(sizeof first));
+  REQUIRE(::write(raw[0], half.data(), half.size()) == static_cast<ssize_t>(half.size()));
+  REQUIRE(::write(raw[0], &next, sizeof next) == static_cast<ssize_t>(sizeof next));
+  for (int i = 0; i < 200 && r->bytes() < 512; ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(r->bytes() == 512);
+  const auto start = std::chrono::steady_clock::now();
+  ::close(raw[1]);
+  CHECK_THROWS_WITH_AS(r->wait(core::Deadline::after(kWait)),
+                       doctest::Contains("without a goodbye (EOF: it exited or crashed)"),
+                       core::PeerError);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  ::close(raw[0]);
+}
+
 TEST_CASE("a silent peer is a timeout naming the operation") {
   TcpPair p = make_tcp_pair(1);
   std::vector<unsigned char> buf(16);

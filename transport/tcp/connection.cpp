@@ -1,24 +1,30 @@
 // TcpConnection: per-socket io threads, striped frames, receive-in-place, and failure that
-// reaches every pending and later request. Shared state (posted receives, sequence numbers,
-// in-flight sends, the failure) is guarded by one mutex; each socket's reads and writes run
-// only on its own io thread.
+// reaches every pending and later request. An orderly close ends every socket with a goodbye
+// frame; a socket that ends without one fails the connection at once. Shared state (posted
+// receives, sequence numbers, in-flight sends, the failure) is guarded by one mutex; each socket's
+// reads and writes run only on its own io thread.
 #include "transport/tcp/connection.h"
 
 #include <sys/socket.h>
 
 #include <asio.hpp>
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "core/deadline.h"
 #include "core/error.h"
 #include "transport/errors.h"
 #include "transport/tcp/handshake.h"
 
 namespace ringlet::transport::tcp {
 namespace {
+
+constexpr std::uint64_t kNoMessage = ~std::uint64_t{0};  // the seq of a goodbye frame
+constexpr auto kGoodbyeWait = std::chrono::seconds(2);
 
 struct SendFrame {
   FrameHeader header;
@@ -48,7 +54,7 @@ struct Channel {
   bool writing = false;         // io thread only
   FrameHeader header;           // the frame being received
   bool parked = false;          // guarded by Impl::mutex
-  bool eof = false;             // guarded by Impl::mutex
+  bool goodbye = false;         // the peer closed this socket in order; guarded by Impl::mutex
 };
 
 }  // namespace
@@ -64,7 +70,8 @@ struct TcpConnection::Impl {
   std::exception_ptr failure;
   std::atomic<std::uint64_t> sent{0}, received{0};
   std::atomic<bool> closing{false};
-  std::size_t eof_channels = 0;  // guarded by mutex
+  std::size_t goodbyes_received = 0, goodbyes_sent = 0;  // guarded by mutex
+  std::condition_variable goodbye_sent;
 
   std::string who() const {
     return core::str("rank ", local_rank, " <-> rank ", peer_rank, " (tcp)");
@@ -98,34 +105,62 @@ struct TcpConnection::Impl {
     }
   }
 
-  void on_io_error(Channel* c, const asio::error_code& ec, const char* during) {
+  void on_io_error(const asio::error_code& ec, const char* during) {
     if (closing.load()) return;  // our own shutdown; fail_all is idempotent otherwise
-    if (ec == asio::error::eof) {
-      // A peer that closes after its last send: frames may still be unread on its other
-      // sockets, so the connection fails only once every socket has ended.
-      std::lock_guard lock(mutex);
-      if (!c->eof) {
-        c->eof = true;
-        ++eof_channels;
-      }
-      if (eof_channels < channels.size()) return;
-    }
     const std::string what =
-        ec == asio::error::eof ? "the peer closed the connection (EOF)" : ec.message();
+        ec == asio::error::eof
+            ? "the peer closed the connection without a goodbye (EOF: it exited or crashed)"
+            : ec.message();
     fail_all(peer_error(core::str(what, " while ", during)));
+  }
+
+  // --- orderly close ---
+  // Queues a goodbye behind every socket's pending frames and waits (bounded) until they are
+  // written, so the peer reads everything sent before it learns that the connection ends.
+  void say_goodbye() {
+    {
+      std::lock_guard lock(mutex);
+      if (failure) return;
+    }
+    for (auto& c : channels) {
+      enqueue(c.get(), SendFrame{FrameHeader{kFrameMagic, kFrameGoodbye, kNoMessage, 0, 0, 0},
+                                 nullptr, kNoMessage});
+    }
+    std::unique_lock lock(mutex);
+    core::wait_until(goodbye_sent, lock, core::Deadline::after(kGoodbyeWait),
+                     [&] { return goodbyes_sent == channels.size() || failure; });
+  }
+
+  // The peer closed socket `c` in order: nothing more arrives on it. Once every socket said
+  // goodbye, a receive still pending can never complete.
+  void on_goodbye(Channel* c) {
+    {
+      std::lock_guard lock(mutex);
+      if (c->goodbye) return;
+      c->goodbye = true;
+      if (++goodbyes_received < channels.size() || recvs.empty()) return;
+    }
+    fail_all(peer_error(core::str("the peer closed the connection while message ", next_pending(),
+                                  " was still expected")));
+  }
+
+  std::uint64_t next_pending() {
+    std::lock_guard lock(mutex);
+    return recvs.empty() ? next_recv : recvs.begin()->first;
   }
 
   // --- receiving ---
   void read_header(Channel* c) {
     asio::async_read(c->socket, asio::buffer(&c->header, sizeof(FrameHeader)),
                      [this, c](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_io_error(c, ec, "reading a frame header");
+                       if (ec) return on_io_error(ec, "reading a frame header");
                        on_header(c);
                      });
   }
 
   void on_header(Channel* c) {
     const FrameHeader h = c->header;
+    if (h.magic == kFrameMagic && h.flags == kFrameGoodbye) return on_goodbye(c);
     char* dst = nullptr;
     std::string problem;
     {
@@ -158,7 +193,7 @@ struct TcpConnection::Impl {
     if (h.length == 0) return read_header(c);
     asio::async_read(c->socket, asio::buffer(dst, h.length),
                      [this, c, h](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_io_error(c, ec, "reading a frame payload");
+                       if (ec) return on_io_error(ec, "reading a frame payload");
                        received += h.length;
                        {
                          std::lock_guard lock(mutex);
@@ -197,9 +232,17 @@ struct TcpConnection::Impl {
         asio::buffer(&f.header, sizeof(FrameHeader)),
         asio::buffer(f.data, static_cast<std::size_t>(f.header.length))};
     asio::async_write(c->socket, buffers, [this, c](const asio::error_code& ec, std::size_t) {
-      if (ec) return on_io_error(c, ec, "writing a frame");
+      if (ec) return on_io_error(ec, "writing a frame");
       const SendFrame done = c->queue.front();
       c->queue.pop_front();
+      if (done.seq == kNoMessage) {
+        {
+          std::lock_guard lock(mutex);
+          ++goodbyes_sent;
+        }
+        goodbye_sent.notify_all();
+        return write_next(c);
+      }
       sent += done.header.length;
       RequestPtr finished;
       {
@@ -250,6 +293,7 @@ TcpConnection::TcpConnection(int local_rank, int peer_rank, const std::vector<in
 }
 
 TcpConnection::~TcpConnection() {
+  impl_->say_goodbye();
   impl_->closing = true;
   impl_->fail_all(std::make_exception_ptr(
       core::Error(core::str("rank ", impl_->local_rank, ": connection to peer rank ",
@@ -310,6 +354,7 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
                                                      buffer.bytes, " bytes from rank ",
                                                      impl_->peer_rank, " (tcp)"));
   std::vector<Channel*> resume;
+  bool peer_gone = false;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->failure) {
@@ -317,12 +362,16 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
       return request;
     }
     impl_->recvs[impl_->next_recv++] = RecvSlot{buffer, request};
+    peer_gone = impl_->goodbyes_received == impl_->channels.size();
     for (auto& c : impl_->channels) {
       if (c->parked) {
         c->parked = false;
         resume.push_back(c.get());
       }
     }
+  }
+  if (peer_gone) {
+    impl_->fail_all(impl_->peer_error("a receive was posted after the peer closed the connection"));
   }
   for (Channel* c : resume) asio::post(c->io, [impl = impl_.get(), c] { impl->on_header(c); });
   return request;

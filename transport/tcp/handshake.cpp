@@ -29,6 +29,8 @@ std::string describe(AckStatus status) {
 
 std::string check_frame(const FrameHeader& h, std::uint64_t capacity) {
   if (h.magic != kFrameMagic) return core::str("bad frame magic 0x", std::hex, h.magic);
+  if ((h.flags & ~kFrameGoodbye) != 0)
+    return core::str("unknown frame flags 0x", std::hex, h.flags);
   if (h.length > h.total || h.offset > h.total - h.length) {
     return core::str("frame [", h.offset, ", +", h.length, ") outside its message of ", h.total,
                      " bytes");

@@ -15,7 +15,7 @@ static_assert(std::endian::native == std::endian::little, "wire format assumes l
 
 inline constexpr std::uint32_t kHelloMagic = 0x544c4752;  // "RGLT"
 inline constexpr std::uint32_t kFrameMagic = 0x46524752;  // "RGRF"
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 
 struct Hello {
   std::uint32_t magic = kHelloMagic;
@@ -37,10 +37,15 @@ struct Ack {
 };
 static_assert(sizeof(Ack) == 8);
 
+// Frame flags. A goodbye frame (no payload) is the last frame a socket carries when its
+// connection is closed in an orderly way; a socket that ends without one (EOF, reset) means
+// the peer died, and the connection fails at once.
+inline constexpr std::uint32_t kFrameGoodbye = 1;
+
 // One frame: `length` bytes of message `seq` at `offset`; the whole message is `total` bytes.
 struct FrameHeader {
   std::uint32_t magic = kFrameMagic;
-  std::uint32_t reserved = 0;
+  std::uint32_t flags = 0;
   std::uint64_t seq = 0;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
