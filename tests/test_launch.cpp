@@ -1,7 +1,8 @@
 // The launcher: environment and rank-prefixed output of `sh -c` workers, failure propagation
 // (exit code, signal, a stuck worker escalated to SIGKILL), quiet_others, restarts, forwarded
 // SIGINT, a missing command, and the `ringlet launch` binary end to end (RINGLET_BINARY, compiled
-// in by tests/meson.build) on one node and as two node launchers on loopback.
+// in by tests/meson.build) on one node and as two node launchers on loopback; `ringlet train
+// --nproc 2` restarting and resuming after kill -9 of a worker, or naming it with no restarts left.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -300,4 +302,72 @@ TEST_CASE("ringlet launch: two node launchers on loopback share one store and to
                                    std::to_string(free_port()) + " --rdzv-timeout 1 -- true"));
   CHECK(status == 1);
   CHECK(contains(output, "found no launcher of node 0"));
+}
+
+namespace {
+
+// The pid of the `ringlet train` worker of rank `rank` whose command line mentions `marker`
+// (its run directory), or -1.
+pid_t find_worker(const std::string& marker, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
+    const std::string command((std::istreambuf_iterator<char>(cmdline)), {});
+    const std::string env((std::istreambuf_iterator<char>(environ)), {});
+    if (contains(command, marker) &&
+        contains(std::string(1, '\0') + env,
+                 std::string(1, '\0') + "RANK=" + std::to_string(rank) + std::string(1, '\0'))) {
+      return static_cast<pid_t>(std::stoi(name));
+    }
+  }
+  return -1;
+}
+
+// Starts a 3-epoch, 2-rank `ringlet train` into `dir`, kills rank 1 with SIGKILL during epoch 2
+// (once epoch 1's checkpoint exists), and returns the run's exit status and output.
+std::pair<int, std::string> train_and_kill_rank1(const fs::path& dir, int max_restarts) {
+  fs::remove_all(dir);
+  FILE* run = start_ringlet(
+      "train --nproc 2 --epochs 3 --limit-train 4096 --limit-test 500 --threads 1 --workers 1 "
+      "--log-every 8 --max-restarts " +
+      std::to_string(max_restarts) + " --out '" + dir.string() + "'");
+  const auto deadline = Clock::now() + std::chrono::seconds(40);
+  while (Clock::now() < deadline && !fs::exists(dir / "checkpoint.safetensors")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into epoch 2
+  const pid_t victim = find_worker(dir.string(), 1);
+  CHECK(victim > 0);
+  if (victim > 0) ::kill(victim, SIGKILL);
+  return finish_ringlet(run);
+}
+
+}  // namespace
+
+TEST_CASE("ringlet train --nproc 2: kill -9 of a worker mid-epoch restarts and resumes") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ringlet_restart_" + std::to_string(::getpid()));
+  auto [status, output] = train_and_kill_rank1(dir, 1);
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(contains(output, "rank 1 (pid "));
+  CHECK(contains(output, "failed with signal 9 (SIGKILL)"));
+  CHECK(contains(output, "restarting all 2 workers (restart 1 of 1)"));
+  CHECK(contains(output, "restart 1: resuming from the last checkpoint"));
+  CHECK(contains(output, "resumed from " + (dir / "checkpoint.safetensors").string()));
+  CHECK(contains(output, "done: 3 epoch(s) on 2 ranks"));
+  std::ifstream metrics(dir / "metrics.jsonl");
+  std::vector<std::string> epochs;
+  for (std::string line; std::getline(metrics, line);) {
+    epochs.push_back(line.substr(line.find("\"epoch\":"), 9));
+  }
+  CHECK(epochs == std::vector<std::string>{"\"epoch\":1", "\"epoch\":2", "\"epoch\":3"});
+
+  // No restarts left: the launcher's error names the rank and the signal.
+  std::tie(status, output) = train_and_kill_rank1(dir, 0);
+  CHECK(status != 0);
+  CHECK(contains(output, "error: rank 1 failed with signal 9 (SIGKILL)"));
+  CHECK(!contains(output, "done: 3 epoch(s)"));
+  fs::remove_all(dir);
 }

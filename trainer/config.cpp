@@ -35,6 +35,7 @@ const std::vector<Field>& fields() {
       field("data_dir", &TrainConfig::data_dir),
       field("epochs", &TrainConfig::epochs),
       field("nproc", &TrainConfig::nproc),
+      field("max_restarts", &TrainConfig::max_restarts),
       field("batch_size", &TrainConfig::batch_size),
       field("optimizer", &TrainConfig::optimizer),
       field("lr", &TrainConfig::lr),
@@ -162,6 +163,8 @@ void TrainConfig::validate() const {
   };
   check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
   check(nproc >= 1 && nproc <= 64, core::str("nproc must be in [1, 64], got ", nproc));
+  check(max_restarts >= 0 && max_restarts <= 100,
+        core::str("max_restarts must be in [0, 100], got ", max_restarts));
   check(batch_size >= 1, core::str("batch_size must be >= 1, got ", batch_size));
   check(lr > 0, core::str("lr must be > 0, got ", lr));
   check(momentum >= 0 && momentum < 1, core::str("momentum must be in [0, 1), got ", momentum));

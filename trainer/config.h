@@ -18,6 +18,7 @@ struct TrainConfig {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 3;
   int nproc = 1;                  // local ranks (`ringlet train --nproc 2` launches them itself)
+  int max_restarts = 0;           // with nproc > 1: restart all ranks after a failure, resuming
   int batch_size = 64;            // per rank
   std::string optimizer = "sgd";  // sgd | adam | adamw
   double lr = 0.05;

@@ -100,15 +100,6 @@ std::unique_ptr<nn::LRScheduler> make_schedule(const TrainConfig& c, nn::Optimiz
   return nullptr;
 }
 
-std::string default_run_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  std::ostringstream name;
-  name << "runs/" << std::put_time(&local, "%Y%m%d-%H%M%S");
-  return name.str();
-}
-
 // Rank r of n evaluates examples r, r + n, ... (no padding: every example counts once).
 class ShardSampler : public Sampler {
  public:
@@ -139,6 +130,15 @@ std::string format_seconds(double s) {
 }
 
 }  // namespace
+
+std::string default_run_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::ostringstream name;
+  name << "runs/" << std::put_time(&local, "%Y%m%d-%H%M%S");
+  return name.str();
+}
 
 EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communicator* comm) {
   tensor::NoGradGuard no_grad;

@@ -34,6 +34,8 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader,
 // With a communicator of several ranks: DistributedSampler shards, DDP gradient averaging,
 // rank 0 alone prints, writes metrics and checkpoints; every rank loads a checkpoint to resume.
 TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm = nullptr);
+// runs/<local date-time>: the run directory when none is given.
+std::string default_run_dir();
 // `ringlet eval --checkpoint F`: rebuilds the model the checkpoint's config names, loads it and
 // evaluates on the test split.
 EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_dir,

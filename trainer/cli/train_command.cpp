@@ -1,6 +1,7 @@
 // `ringlet train` / `ringlet eval`: a config file first, then overrides; --help lists keys.
 #include "trainer/cli/train_command.h"
 
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
@@ -17,9 +18,23 @@ namespace {
 
 // One rank of a distributed run: discovery from the environment (torchrun, Slurm, Open MPI
 // variables), the store, the job token, a communicator, then the training loop.
-int train_worker(const TrainConfig& config, std::ostream& out) {
+// A restarted job (RINGLET_RESTART_COUNT > 0) resumes from the run directory's checkpoint.
+int train_worker(TrainConfig config, std::ostream& out) {
+  const auto restart = core::env_int("RINGLET_RESTART_COUNT", 0, 0, 1000);
+  if (restart > 0) {  // the first attempt did any --reset
+    config.reset = false;
+    config.resume =
+        !config.out.empty() &&
+        std::filesystem::exists(std::filesystem::path(config.out) / "checkpoint.safetensors");
+  }
   DistributedContext job =
       join_from_environment("train", core::Deadline::after(std::chrono::minutes(10)));
+  if (restart > 0 && job.info.rank == 0) {
+    out << "restart " << restart << ": "
+        << (config.resume ? "resuming from the last checkpoint"
+                          : "no checkpoint yet, starting over")
+        << std::endl;
+  }
   const TrainResult result = train(config, out, job.comm.get());
   if (job.info.rank == 0) {
     out << "done: " << result.epochs_done << " epoch(s) on " << job.info.world_size
@@ -60,10 +75,16 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
   if (config.nproc > 1 && !worker) {
     // Start nproc local workers running this same command; each one sees WORLD_SIZE and so
     // takes the distributed path below.
+    // The run directory is fixed here, so that every worker (and every restart) uses one.
     LaunchOptions launch_options;
     launch_options.nproc_per_node = config.nproc;
+    launch_options.max_restarts = config.max_restarts;
     std::vector<std::string> command{"/proc/self/exe", "train"};
     command.insert(command.end(), args.begin(), args.end());
+    if (config.out.empty()) {
+      command.push_back("--out");
+      command.push_back(default_run_dir());
+    }
     return launch(launch_options, command, out, std::cerr);
   }
   if (worker) return train_worker(config, out);

@@ -23,9 +23,9 @@ struct LaunchOptions {
   int master_port = 0;  // 0 = pick a free port (single node only: other nodes must know it)
   // On a worker failure, stop all workers and start them all again, this many times at most
   // (single node only). Each attempt gets a fresh store (a new port when master_port is 0) and a
-  // new job token; workers see RINGLET_RESTART_COUNT. Training resumes from its last checkpoint
-  // when the command passes --resume (the trainer's option), so a restart loses at most the work
-  // since that checkpoint.
+  // new job token; workers see RINGLET_RESTART_COUNT. `ringlet train` workers of a restarted
+  // job resume from the run directory's checkpoint when there is one (give every worker the
+  // same --out; `ringlet train --nproc` does), so a restart loses at most one epoch.
   int max_restarts = 0;
   // How long node 0 waits for the other nodes' launchers to join, and they for node 0.
   std::chrono::seconds rdzv_timeout{600};
