@@ -2,7 +2,8 @@
 // (exit code, signal, a stuck worker escalated to SIGKILL), quiet_others, restarts, forwarded
 // SIGINT, a missing command, and the `ringlet launch` binary end to end (RINGLET_BINARY, compiled
 // in by tests/meson.build) on one node and as two node launchers on loopback; `ringlet train
-// --nproc 2` restarting and resuming after kill -9 of a worker, or naming it with no restarts left.
+// --nproc 2` restarting and resuming after kill -9 of a worker, or naming it with no restarts left;
+// bad input (WORLD_SIZE mismatch, the store port in use, a rank that never arrives).
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -73,12 +74,13 @@ std::string ringlet_binary() {
 #endif
 }
 
-// Runs the ringlet binary under `timeout` (so a hang fails the test instead of blocking it).
-FILE* start_ringlet(const std::string& args) {
+// Runs the ringlet binary under `timeout` (so a hang fails the test instead of blocking it),
+// with `env` (VAR=value ...) added to its environment.
+FILE* start_ringlet(const std::string& args, const std::string& env = "") {
   const std::string binary = ringlet_binary();
   REQUIRE_MESSAGE(!binary.empty(), "RINGLET_BINARY is not set");
   REQUIRE_MESSAGE(fs::exists(binary), "no ringlet binary at ", binary);
-  const std::string command = "timeout 60 '" + binary + "' " + args + " 2>&1";
+  const std::string command = "timeout 60 env " + env + " '" + binary + "' " + args + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   return pipe;
@@ -369,5 +371,49 @@ TEST_CASE("ringlet train --nproc 2: kill -9 of a worker mid-epoch restarts and r
   CHECK(status != 0);
   CHECK(contains(output, "error: rank 1 failed with signal 9 (SIGKILL)"));
   CHECK(!contains(output, "done: 3 epoch(s)"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bad input: WORLD_SIZE mismatch, a port in use, a rank that never arrives") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("ringlet_badinput_" + std::to_string(::getpid()));
+  const std::string train =
+      "train --epochs 1 --limit-train 64 --limit-test 10 --workers 1 --out '" + dir.string() + "'";
+  // Rank 1 is started with another WORLD_SIZE: both ranks stop at once, naming the mismatch.
+  auto start = Clock::now();
+  auto [status, output] = finish_ringlet(start_ringlet(
+      "launch --nproc-per-node 2 -- /bin/sh -c '[ \"$RANK\" = 1 ] && export WORLD_SIZE=3; exec \"" +
+      ringlet_binary() + "\" " + train + "'"));
+  CHECK(status == 1);
+  CHECK(contains(output, "but another rank registered world size"));
+  CHECK(contains(output, "every rank must get the same WORLD_SIZE"));
+  CHECK(Clock::now() - start < std::chrono::seconds(20));
+
+  // The store's port is taken by someone else.
+  const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(taken, 1) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  std::tie(status, output) =
+      finish_ringlet(start_ringlet("launch --nproc-per-node 2 --master-port " + port + " -- true"));
+  CHECK(status != 0);
+  CHECK(contains(output, "cannot listen on 127.0.0.1:" + port + ": Address already in use"));
+  ::close(taken);
+
+  // A worker of a 2-rank job whose rank 1 never comes: a clear timeout naming rank 1.
+  start = Clock::now();
+  std::tie(status, output) = finish_ringlet(
+      start_ringlet(train,
+                    "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 RINGLET_RDZV_TIMEOUT=2 "
+                    "MASTER_PORT=" +
+                        std::to_string(free_port())));
+  CHECK(status == 1);
+  CHECK(contains(output, "rank(s) 1 of a world of 2 never arrived"));
+  CHECK(Clock::now() - start < std::chrono::seconds(15));
   fs::remove_all(dir);
 }

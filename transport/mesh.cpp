@@ -2,6 +2,7 @@
 // increasing peer order (a global order over pairs, so setup cannot deadlock).
 #include "transport/mesh.h"
 
+#include <optional>
 #include <sstream>
 
 #include "core/env.h"
@@ -36,6 +37,57 @@ std::string resolve_transport(const std::string& given) {
   return t;
 }
 
+std::optional<std::string> try_get(Store& store, const std::string& key) {
+  try {
+    return store.get(key, core::Deadline::after(std::chrono::milliseconds(0)));
+  } catch (const core::TimeoutError&) {
+    return std::nullopt;
+  }
+}
+
+// Every rank must be started with the same world size: the first to arrive records its own,
+// and a rank that disagrees fails, publishing why so that the others stop waiting too.
+void check_world_size(Store& store, const MeshOptions& o) {
+  const std::string mine = std::to_string(o.world_size);
+  const std::string recorded = store.compare_set(o.prefix + "/world_size", "", mine);
+  if (recorded == mine) return;
+  const std::string why = core::str("rank ", o.rank, " was started with world size ", o.world_size,
+                                    " but another rank registered world size ", recorded,
+                                    " first: every rank must get the same WORLD_SIZE");
+  store.compare_set(o.prefix + "/setup_error", "", why);
+  RINGLET_THROW(ValueError, "mesh: ", why);
+}
+
+// Waits until every rank has published its address. Fails early when a rank published a
+// setup error, and at the deadline names the ranks that never arrived.
+void wait_for_ranks(Store& store, const MeshOptions& o, const std::vector<std::string>& keys,
+                    core::Deadline deadline) {
+  const auto started = core::Deadline::Clock::now();
+  while (true) {
+    const auto step = std::min<core::Deadline::Clock::duration>(deadline.remaining(),
+                                                                std::chrono::milliseconds(250));
+    try {
+      store.wait(keys, core::Deadline::after(step));
+      return;
+    } catch (const core::TimeoutError&) {
+    }
+    if (const auto error = try_get(store, o.prefix + "/setup_error")) {
+      RINGLET_THROW(ValueError, "mesh: rank ", o.rank, " stops: ", *error);
+    }
+    if (!deadline.expired()) continue;
+    std::string missing;
+    for (int r = 0; r < o.world_size; ++r) {
+      if (!try_get(store, keys[r])) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        core::Deadline::Clock::now() - started);
+    RINGLET_THROW(TimeoutError, "mesh: rank ", o.rank, " waited ", waited.count(),
+                  " ms and rank(s) ", missing, " of a world of ", o.world_size,
+                  " never arrived (were they started, with the same MASTER_ADDR, MASTER_PORT and "
+                  "WORLD_SIZE?)");
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline deadline) {
@@ -53,6 +105,7 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
     o.tcp.socket_buffer_bytes =
         static_cast<int>(core::env_int("RINGLET_SOCKET_BUFFER", 0, 0, 1 << 30));
   }
+  check_world_size(store, o);
   std::unique_ptr<Mesh> mesh(new Mesh());
   mesh->rank_ = o.rank;
   mesh->peers_.resize(o.world_size);
@@ -65,7 +118,7 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
 
   std::vector<std::string> keys;
   for (int r = 0; r < o.world_size; ++r) keys.push_back(core::str(o.prefix, "/addr/", r));
-  store.wait(keys, deadline);
+  wait_for_ranks(store, o, keys, deadline);
 
   std::ostringstream summary;
   for (int p = 0; p < o.world_size; ++p) {

@@ -27,8 +27,9 @@ int train_worker(TrainConfig config, std::ostream& out) {
         !config.out.empty() &&
         std::filesystem::exists(std::filesystem::path(config.out) / "checkpoint.safetensors");
   }
-  DistributedContext job =
-      join_from_environment("train", core::Deadline::after(std::chrono::minutes(10)));
+  // how long to wait for the other ranks: the launcher's --rdzv-timeout
+  const auto rdzv = std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400));
+  DistributedContext job = join_from_environment("train", core::Deadline::after(rdzv));
   if (restart > 0 && job.info.rank == 0) {
     out << "restart " << restart << ": "
         << (config.resume ? "resuming from the last checkpoint"

@@ -335,6 +335,7 @@ int launch(const LaunchOptions& options, const std::vector<std::string>& command
         {"RINGLET_STORE_HOSTED", "1"},
         {"RINGLET_RESTART_COUNT", std::to_string(attempt)},
         {"RINGLET_MAX_RESTARTS", std::to_string(options.max_restarts)},
+        {"RINGLET_RDZV_TIMEOUT", std::to_string(options.rdzv_timeout.count())},
     };
     const AttemptResult result = run_attempt(options, program, command, common, out, err);
     if (server && !server->wait_until_idle(Deadline::after(kStoreLinger))) {
