@@ -26,13 +26,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool launcher_environment() {
-  auto set = [](const char* name) { return std::getenv(name) != nullptr; };
-  if (set("RANK") || set("WORLD_SIZE") || set("OMPI_COMM_WORLD_SIZE")) return true;
-  const char* ntasks = std::getenv("SLURM_NTASKS");
-  return set("SLURM_PROCID") && ntasks != nullptr && std::string(ntasks) != "1";
-}
-
 pid_t spawn_rank(const BenchOptions& o, int rank, int port) {
   // argv[0] is the binary's real path, so that ps shows what the rank is.
   char self[4096] = {0};
@@ -73,7 +66,7 @@ RankSetup setup_ranks(const BenchOptions& o, const char* program) {
     s.store = std::make_unique<transport::TcpStore>("127.0.0.1", o.store_port, connect_deadline);
     return s;
   }
-  if (o.np > 0 || !launcher_environment()) {
+  if (o.np > 0 || !transport::launched_as_rank()) {
     s.world_size = o.np > 0 ? o.np : 1;
     s.server = std::make_unique<transport::TcpStoreServer>("127.0.0.1", 0);
     const int port = s.server->port();

@@ -27,6 +27,7 @@
 #include "trainer/ddp.h"
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
+#include "transport/discovery.h"
 
 using namespace ringlet;
 using Clock = std::chrono::steady_clock;
@@ -80,7 +81,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
-    const bool worker = core::env_string("WORLD_SIZE").has_value();
+    const bool worker = transport::launched_as_rank();
     if (o.nproc > 1 && !worker) {  // start the ranks, each running this same command
       trainer::LaunchOptions launch;
       launch.nproc_per_node = o.nproc;

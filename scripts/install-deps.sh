@@ -13,6 +13,7 @@ packages=(
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
   nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev
   ccache dataset-fashion-mnist python3 iperf3
+  openmpi-bin  # tests start ranks with mpirun; ringlet itself never links MPI
 )
 golden_packages=(python3-torch python3-numpy)
 

@@ -3,7 +3,8 @@
 // SIGINT, a missing command, and the `ringlet launch` binary end to end (RINGLET_BINARY, compiled
 // in by tests/meson.build) on one node and as two node launchers on loopback; `ringlet train
 // --nproc 2` restarting and resuming after kill -9 of a worker, or naming it with no restarts left;
-// bad input (WORLD_SIZE mismatch, the store port in use, a rank that never arrives).
+// bad input (WORLD_SIZE mismatch, the store port in use, a rank that never arrives); workers
+// started by Open MPI's mpirun.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -415,5 +416,26 @@ TEST_CASE("bad input: WORLD_SIZE mismatch, a port in use, a rank that never arri
   CHECK(status == 1);
   CHECK(contains(output, "rank(s) 1 of a world of 2 never arrived"));
   CHECK(Clock::now() - start < std::chrono::seconds(15));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("workers started by Open MPI's mpirun train as one job") {
+  // openmpi-bin is installed by scripts/install-deps.sh; only its launcher is used.
+  REQUIRE_MESSAGE(std::system("command -v mpirun >/dev/null 2>&1") == 0,
+                  "mpirun not found: run scripts/install-deps.sh (openmpi-bin)");
+  const fs::path dir = fs::temp_directory_path() / ("ringlet_mpirun_" + std::to_string(::getpid()));
+  const std::string command =
+      "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_PORT=" +
+      std::to_string(free_port()) + " '" + ringlet_binary() +
+      "' train --epochs 1 --limit-train 256 --limit-test 100 --workers 1 --out '" + dir.string() +
+      "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  const auto [status, output] = finish_ringlet(pipe);
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(contains(output, "data parallel over 2 ranks"));
+  CHECK(contains(output, "done: 1 epoch(s) on 2 ranks"));
+  CHECK(fs::exists(dir / "checkpoint.safetensors"));
   fs::remove_all(dir);
 }

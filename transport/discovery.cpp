@@ -331,4 +331,10 @@ std::string slurm_first_host(const std::string& nodelist) {
   return host;
 }
 
+bool launched_as_rank(const EnvLookup& env) {
+  if (env("RANK") || env("WORLD_SIZE") || env("OMPI_COMM_WORLD_SIZE")) return true;
+  const auto ntasks = env("SLURM_NTASKS");
+  return env("SLURM_PROCID").has_value() && ntasks.has_value() && *ntasks != "1";
+}
+
 }  // namespace ringlet::transport

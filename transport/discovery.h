@@ -41,6 +41,10 @@ struct InitOptions {
 
 InitInfo discover(const InitOptions& options, const EnvLookup& env = process_env());
 
+// True when a launcher started this process as one rank of a job: torchrun-style RANK or
+// WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_SIZE, or a Slurm step of more than one task.
+bool launched_as_rank(const EnvLookup& env = process_env());
+
 // Expands a Slurm node list ("node[01-03,07],gpu5") and returns its first host.
 std::string slurm_first_host(const std::string& nodelist);
 

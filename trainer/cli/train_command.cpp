@@ -11,6 +11,7 @@
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
 #include "trainer/train.h"
+#include "transport/discovery.h"
 
 namespace ringlet::trainer::cli {
 
@@ -72,7 +73,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   config.apply_overrides(overrides, {"--config", "--help"});
   config.validate();
-  const bool worker = core::env_string("WORLD_SIZE").has_value();
+  const bool worker = transport::launched_as_rank();
   if (config.nproc > 1 && !worker) {
     // Start nproc local workers running this same command; each one sees WORLD_SIZE and so
     // takes the distributed path below.
