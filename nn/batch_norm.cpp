@@ -42,7 +42,8 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
   // Running statistics are passed only when they are to be updated (training) or used (eval).
   const Tensor rm = tracking ? running_mean_ : Tensor();
   const Tensor rv = tracking ? running_var_ : Tensor();
-  return tensor::batch_norm(input, rm, rv, weight_, bias_, use_batch_stats, momentum, options_.eps);
+  return tensor::batch_norm(input, rm, rv, weight_, bias_, use_batch_stats, momentum, options_.eps,
+                            reducer_);
 }
 
 std::string BatchNorm2d::extra_repr() const {

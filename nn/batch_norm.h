@@ -1,12 +1,15 @@
 // BatchNorm2d as torch.nn.BatchNorm2d: affine weight (1) and bias (0); buffers running_mean
 // (0), running_var (1) and num_batches_tracked (i64 0-d), in that order. Training normalizes
 // with the batch statistics and updates the running ones; eval uses the running ones.
+// With a stats reducer (set_stats_reducer, e.g. an all-reduce over the ranks of a job) it is
+// PyTorch's SyncBatchNorm: training statistics are those of the global batch.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "nn/module.h"
+#include "tensor/ops/norm.h"
 
 namespace ringlet::nn {
 
@@ -24,7 +27,9 @@ class BatchNorm2d : public Module {
 
   // input [N, C, H, W]. Without tracked statistics, eval also uses the batch statistics.
   Tensor forward(const Tensor& input) override;
-  std::string type_name() const override { return "BatchNorm2d"; }
+  std::string type_name() const override { return reducer_ ? "SyncBatchNorm" : "BatchNorm2d"; }
+  // Synchronizes the training statistics through `reducer` (empty: back to local statistics).
+  void set_stats_reducer(tensor::StatsReducer reducer) { reducer_ = std::move(reducer); }
   std::string extra_repr() const override;
 
   std::int64_t num_features() const { return num_features_; }
@@ -40,6 +45,7 @@ class BatchNorm2d : public Module {
   std::int64_t num_features_;
   BatchNormOptions options_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+  tensor::StatsReducer reducer_;
 };
 
 }  // namespace ringlet::nn

@@ -36,6 +36,7 @@ const std::vector<Field>& fields() {
       field("epochs", &TrainConfig::epochs),
       field("nproc", &TrainConfig::nproc),
       field("max_restarts", &TrainConfig::max_restarts),
+      field("sync_bn", &TrainConfig::sync_bn),
       field("batch_size", &TrainConfig::batch_size),
       field("optimizer", &TrainConfig::optimizer),
       field("lr", &TrainConfig::lr),

@@ -19,6 +19,7 @@ struct TrainConfig {
   int epochs = 3;
   int nproc = 1;                  // local ranks (`ringlet train --nproc 2` launches them itself)
   int max_restarts = 0;           // with nproc > 1: restart all ranks after a failure, resuming
+  bool sync_bn = false;           // several ranks: BatchNorm over the global batch (SyncBatchNorm)
   int batch_size = 64;            // per rank
   std::string optimizer = "sgd";  // sgd | adam | adamw
   double lr = 0.05;

@@ -27,6 +27,7 @@
 #include "trainer/data/distributed_sampler.h"
 #include "trainer/data/idx_dataset.h"
 #include "trainer/ddp.h"
+#include "trainer/sync_batch_norm.h"
 
 namespace ringlet::trainer {
 namespace fs = std::filesystem;
@@ -238,7 +239,14 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
   }
   // After the resume, so that every rank starts from the loaded (equal) parameters.
   std::unique_ptr<DistributedDataParallel> ddp;
-  if (world > 1) ddp = std::make_unique<DistributedDataParallel>(model, *comm);
+  if (world > 1) {
+    if (c.sync_bn) {
+      const int layers = convert_sync_batchnorm(*model, *comm);
+      out << "SyncBatchNorm: " << layers << " BatchNorm layer(s) use the global batch statistics"
+          << std::endl;
+    }
+    ddp = std::make_unique<DistributedDataParallel>(model, *comm);
+  }
 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const nn::CrossEntropyLoss criterion(tensor::Reduction::mean, c.label_smoothing);

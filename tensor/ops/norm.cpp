@@ -63,9 +63,6 @@ Layout validate(const Tensor& input, const Tensor& running_mean, const Tensor& r
                 ": eval mode needs running_mean and running_var");
   Layout layout{input.size(0), input.size(1), 1};
   for (std::int64_t d = 2; d < input.dim(); ++d) layout.spatial *= input.size(d);
-  RINGLET_CHECK(!training || layout.count() != 1, ValueError, kOp,
-                ": expected more than 1 value per channel when training, got input shape ",
-                shape_str(input.shape()));
   return layout;
 }
 
@@ -89,41 +86,60 @@ double lane_sum(std::int64_t n, F&& fn) {
   return total;
 }
 
-template <class T>
-Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<double>& var) {
-  Stats s{std::vector<double>(l.channels), std::vector<double>(l.channels)};
-  var.assign(l.channels, 0.0);
-  const T* data = x.data<T>();
+// Per-channel sums of `fn(c, value)` over channel c's values, channels in parallel.
+template <class T, class F>
+std::vector<double> channel_sums(const Layout& l, const T* data, F&& fn) {
+  std::vector<double> sums(l.channels);
   core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       double total = 0;
       l.for_runs(data, c, [&](const T* run) {
-        total += lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
+        total += lane_sum(l.spatial, [&](std::int64_t i) { return fn(c, run[i]); });
       });
-      const double mean = total / static_cast<double>(l.count());
-      double squares = 0;
-      l.for_runs(data, c, [&](const T* run) {
-        squares += lane_sum(l.spatial, [&](std::int64_t i) {
-          const double d = run[i] - mean;
-          return d * d;
-        });
-      });
-      s.mean[c] = mean;
-      var[c] = squares / static_cast<double>(l.count());
-      s.invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+      sums[c] = total;
     }
   });
+  return sums;
+}
+
+// Mean and biased variance per channel in two passes (sum, then squared deviations from the
+// mean); with a reducer both passes are summed across ranks. Returns the values per channel
+// over all ranks in `count`.
+template <class T>
+Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<double>& var,
+                  double& count, const StatsReducer& reducer) {
+  const T* data = x.data<T>();
+  std::vector<double> sums =
+      channel_sums(l, data, [](std::int64_t, T v) { return static_cast<double>(v); });
+  count = static_cast<double>(l.count());
+  if (reducer) {
+    sums.push_back(count);
+    reducer(sums);
+    count = sums.back();
+    sums.pop_back();
+  }
+  Stats s{std::vector<double>(l.channels), std::vector<double>(l.channels)};
+  for (std::int64_t c = 0; c < l.channels; ++c) s.mean[c] = count > 0 ? sums[c] / count : 0.0;
+  var = channel_sums(l, data, [&](std::int64_t c, T v) {
+    const double d = v - s.mean[c];
+    return d * d;
+  });
+  if (reducer) reducer(var);
+  for (std::int64_t c = 0; c < l.channels; ++c) {
+    var[c] = count > 0 ? var[c] / count : 0.0;
+    s.invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+  }
   return s;
 }
 
 template <class T>
 void update_running(const Layout& l, const std::vector<double>& mean,
-                    const std::vector<double>& var, double momentum, Tensor& running_mean,
-                    Tensor& running_var) {
+                    const std::vector<double>& var, double count, double momentum,
+                    Tensor& running_mean, Tensor& running_var) {
   T* rm = running_mean.data<T>();
   T* rv = running_var.data<T>();
   const std::int64_t sm = running_mean.stride(0), sv = running_var.stride(0);
-  const double bessel = static_cast<double>(l.count()) / static_cast<double>(l.count() - 1);
+  const double bessel = count / (count - 1);
   for (std::int64_t c = 0; c < l.channels; ++c) {
     rm[c * sm] = static_cast<T>((1 - momentum) * rm[c * sm] + momentum * mean[c]);
     rv[c * sv] = static_cast<T>((1 - momentum) * rv[c * sv] + momentum * var[c] * bessel);
@@ -160,6 +176,8 @@ struct Saved {
   Tensor weight;  // detached; undefined means 1
   Stats stats;
   bool training;
+  double count;          // values per channel the statistics came from (all ranks)
+  StatsReducer reducer;  // set when synchronized
 };
 
 template <class T>
@@ -177,33 +195,48 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
   const std::int64_t sw = w ? s.weight.stride(0) : 0;
   const bool need_sums = needs[1] || needs[2] || (needs[0] && s.training);
-  const double count = static_cast<double>(l.count());
-  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t c = begin; c < end; ++c) {
-      const double mean = s.stats.mean[c], invstd = s.stats.invstd[c];
-      double sum_dy = 0, sum_dy_xhat = 0;
-      if (need_sums) {
-        l.for_runs(dy, c, [&](const T* run) {
-          sum_dy +=
-              lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
-        });
+  std::vector<double> sum_dy, sum_dy_xhat;
+  if (need_sums) {
+    sum_dy = channel_sums(l, dy, [](std::int64_t, T v) { return static_cast<double>(v); });
+    sum_dy_xhat.assign(l.channels, 0.0);
+    core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t c = begin; c < end; ++c) {
+        const double mean = s.stats.mean[c];
+        double total = 0;
         for (std::int64_t n = 0; n < l.batch; ++n) {
           const std::int64_t at = (n * l.channels + c) * l.spatial;
-          sum_dy_xhat += lane_sum(l.spatial, [&](std::int64_t i) {
+          total += lane_sum(l.spatial, [&](std::int64_t i) {
             return static_cast<double>(dy[at + i]) * (x[at + i] - mean);
           });
         }
-        sum_dy_xhat *= invstd;
+        sum_dy_xhat[c] = total * s.stats.invstd[c];
       }
-      if (needs[1]) grads[1].data<T>()[c] = static_cast<T>(sum_dy_xhat);
-      if (needs[2]) grads[2].data<T>()[c] = static_cast<T>(sum_dy);
-      if (!needs[0]) continue;
+    });
+  }
+  // Weight and bias gradients: this rank's sums. The input gradient of a synchronized
+  // normalization goes through the global statistics, so it needs the global sums.
+  for (std::int64_t c = 0; c < l.channels && (needs[1] || needs[2]); ++c) {
+    if (needs[1]) grads[1].data<T>()[c] = static_cast<T>(sum_dy_xhat[c]);
+    if (needs[2]) grads[2].data<T>()[c] = static_cast<T>(sum_dy[c]);
+  }
+  if (!needs[0]) return grads;
+  if (s.training && s.reducer) {
+    std::vector<double> both(sum_dy);
+    both.insert(both.end(), sum_dy_xhat.begin(), sum_dy_xhat.end());
+    s.reducer(both);
+    std::copy(both.begin(), both.begin() + l.channels, sum_dy.begin());
+    std::copy(both.begin() + l.channels, both.end(), sum_dy_xhat.begin());
+  }
+  const double count = s.count;
+  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      const double mean = s.stats.mean[c], invstd = s.stats.invstd[c];
       // dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)) in training; in eval the
       // statistics are constants and only dx = scale * dy remains. Folded per channel into
       // dx = a * dy + b * (x - mean) + k, evaluated in T.
       const double scale = invstd * (w ? static_cast<double>(w[c * sw]) : 1.0);
-      const double dy_shift = s.training ? sum_dy / count : 0.0;
-      const double xhat_coef = s.training ? sum_dy_xhat / count : 0.0;
+      const double dy_shift = s.training ? sum_dy[c] / count : 0.0;
+      const double xhat_coef = s.training ? sum_dy_xhat[c] / count : 0.0;
       const T a = static_cast<T>(scale);
       const T b = static_cast<T>(-scale * invstd * xhat_coef);
       const T k = static_cast<T>(-scale * dy_shift);
@@ -224,22 +257,29 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
 
 Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
-                  double eps) {
+                  double eps, const StatsReducer& reducer) {
   const Layout l = validate(input, running_mean, running_var, weight, bias, training);
   const Tensor x = input.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach() : Tensor();
+  const StatsReducer sync = training ? reducer : StatsReducer();
   Tensor out;
   Stats stats;
+  double count = static_cast<double>(l.count());
   cpu::dispatch_floating(x.dtype(), kOp, [&]<class T>() {
     if (training) {
       // An empty batch has no statistics: the output is empty and the running stats stay.
-      if (l.count() == 0) {
+      // (Synchronized, every rank takes part in the reductions even with an empty batch.)
+      if (l.count() == 0 && !sync) {
         stats = Stats{std::vector<double>(l.channels), std::vector<double>(l.channels, 1.0)};
       } else {
         std::vector<double> var;
-        stats = batch_stats<T>(l, x, eps, var);
+        stats = batch_stats<T>(l, x, eps, var, count, sync);
+        RINGLET_CHECK(count > 1, ValueError, kOp,
+                      ": expected more than 1 value per channel when training, got input shape ",
+                      shape_str(input.shape()), sync ? " (over all ranks: " : "",
+                      sync ? core::str(count, " values)") : "");
         if (running_mean.defined()) {
-          update_running<T>(l, stats.mean, var, momentum, running_mean, running_var);
+          update_running<T>(l, stats.mean, var, count, momentum, running_mean, running_var);
         }
       }
     } else {
@@ -253,7 +293,7 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
     out = normalize<T>(l, x, stats, w, bias.defined() ? bias.detach() : Tensor());
   });
   if (!any_requires_grad({input, weight, bias})) return out;
-  auto saved = std::make_shared<Saved>(Saved{l, x, w, std::move(stats), training});
+  auto saved = std::make_shared<Saved>(Saved{l, x, w, std::move(stats), training, count, sync});
   return record(kOp, out, {input, weight, bias},
                 [saved](const Tensor& grad_output, const std::vector<bool>& needs) {
                   return cpu::dispatch_floating(grad_output.dtype(), kOp, [&]<class T>() {

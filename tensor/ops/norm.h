@@ -2,14 +2,24 @@
 // Training: normalizes with the batch mean and biased variance, and updates running_mean /
 // running_var in place (momentum, unbiased variance) when they are defined.
 // Eval: normalizes with the running statistics.
+// Synchronized (SyncBatchNorm): with a `reducer` that sums a vector elementwise across the
+// ranks of a job, training uses the statistics of the global batch (sums of x, of squared
+// deviations and the count are reduced) and the backward reduces sum(dy) and sum(dy * xhat);
+// the weight and bias gradients stay local sums, as PyTorch's (DDP then averages them).
 #pragma once
+
+#include <functional>
+#include <vector>
 
 #include "tensor/tensor.h"
 
 namespace ringlet::tensor {
 
+// Sums `values` elementwise across ranks, in place; every rank calls it in the same order.
+using StatsReducer = std::function<void(std::vector<double>& values)>;
+
 Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
-                  double eps = 1e-5);
+                  double eps = 1e-5, const StatsReducer& reducer = {});
 
 }  // namespace ringlet::tensor
