@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev
   ccache dataset-fashion-mnist python3 iperf3
   openmpi-bin  # tests start ranks with mpirun; ringlet itself never links MPI
+  iproute2     # the multi-host test joins two network namespaces
 )
 golden_packages=(python3-torch python3-numpy)
 

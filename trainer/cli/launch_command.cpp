@@ -7,6 +7,7 @@
 
 #include "core/env.h"
 #include "trainer/cli/usage.h"
+#include "trainer/launch/hosts.h"
 #include "trainer/launch/launcher.h"
 
 namespace ringlet::trainer::cli {
@@ -35,12 +36,16 @@ constexpr const char* kLaunchHelp =
     "  --max-restarts K     restart all workers up to K times after a failure (default 0;\n"
     "                       single node only)\n"
     "  --rdzv-timeout S     seconds the node launchers wait for each other (default 600)\n"
+    "  --hosts h1,h2,...    one node per host: node 0 here (this machine is h1), the others\n"
+    "                       started over ssh (RINGLET_SSH, default \"ssh -o BatchMode=yes\") in\n"
+    "                       this directory with this ringlet binary; master-addr defaults to h1\n"
+    "  --hostfile FILE      the same, one host per line\n"
     "  --quiet-others       show rank 0's output only (and a failed rank's last stderr lines)\n"
     "  -h, --help           show this help\n";
 
 const std::vector<std::string> kValueFlags = {
-    "--nproc-per-node", "--nnodes",       "--node-rank",    "--master-addr",
-    "--master-port",    "--max-restarts", "--rdzv-timeout",
+    "--nproc-per-node", "--nnodes",       "--node-rank", "--master-addr", "--master-port",
+    "--max-restarts",   "--rdzv-timeout", "--hosts",     "--hostfile",
 };
 
 std::vector<std::string> all_flags() {
@@ -100,6 +105,8 @@ void set_flag(LaunchOptions& o, const std::string& flag, std::string value) {
 
 int launch_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   LaunchOptions options;
+  HostsOptions hosts;
+  bool node_flags = false;  // --nnodes / --node-rank, which a host list replaces
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -122,17 +129,38 @@ int launch_command(const std::vector<std::string>& args, std::ostream& out, std:
     if (std::find(kValueFlags.begin(), kValueFlags.end(), flag) == kValueFlags.end()) {
       throw_unknown("launch", "option", flag, all_flags());
     }
+    std::string value;
     if (eq != std::string::npos) {
-      set_flag(options, flag, arg.substr(eq + 1));
+      value = arg.substr(eq + 1);
     } else {
       if (i + 1 >= args.size()) throw UsageError("launch: " + flag + " needs a value");
-      set_flag(options, flag, args[++i]);
+      value = args[++i];
     }
+    try {
+      if (flag == "--hosts") {
+        hosts.hosts = parse_host_list(value);
+      } else if (flag == "--hostfile") {
+        hosts.hosts = read_hostfile(value);
+      }
+    } catch (const core::ValueError& e) {
+      throw UsageError(e.what());
+    }
+    node_flags = node_flags || flag == "--nnodes" || flag == "--node-rank";
+    set_flag(options, flag, value);
   }
   const std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (command.empty()) {
     throw UsageError(
         "launch: missing the command to run (ringlet launch [options] -- command ...)");
+  }
+  if (!hosts.hosts.empty()) {
+    if (node_flags) {
+      throw UsageError("launch: --hosts/--hostfile set the nodes; drop --nnodes and --node-rank");
+    }
+    if (options.max_restarts > 0) {
+      throw UsageError("launch: --max-restarts with several hosts is not supported yet");
+    }
+    return launch_hosts(options, hosts, command, out, err);
   }
   if (options.node_rank >= options.nnodes) {
     throw UsageError("launch: --node-rank " + std::to_string(options.node_rank) +

@@ -1,0 +1,143 @@
+// Two "hosts" on one machine: two network namespaces joined by a veth pair (10.77.0.1 and
+// 10.77.0.2). One training job spans them over tcp, started (1) by a node launcher run in each
+// namespace, and (2) by `ringlet launch --hosts` in the first, which reaches the second
+// through tests/netns_ssh.sh in place of ssh. Creating namespaces needs root (CAP_NET_ADMIN);
+// without it this executable prints why and exits 77, which meson reports as SKIP.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string g_ns[2];  // the namespaces of host 0 and host 1
+
+const char* const kAddr[2] = {"10.77.0.1", "10.77.0.2"};
+
+int sh(const std::string& command) {
+  const int status = std::system((command + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+bool make_namespaces() {
+  const std::string id = std::to_string(::getpid());
+  g_ns[0] = "rgla" + id;
+  g_ns[1] = "rglb" + id;
+  const std::string va = "rgva" + id, vb = "rgvb" + id;
+  return sh("ip netns add " + g_ns[0]) == 0 && sh("ip netns add " + g_ns[1]) == 0 &&
+         sh("ip link add " + va + " type veth peer name " + vb) == 0 &&
+         sh("ip link set " + va + " netns " + g_ns[0]) == 0 &&
+         sh("ip link set " + vb + " netns " + g_ns[1]) == 0 &&
+         sh("ip -n " + g_ns[0] + " addr add " + kAddr[0] + "/24 dev " + va) == 0 &&
+         sh("ip -n " + g_ns[1] + " addr add " + kAddr[1] + "/24 dev " + vb) == 0 &&
+         sh("ip -n " + g_ns[0] + " link set " + va + " up") == 0 &&
+         sh("ip -n " + g_ns[1] + " link set " + vb + " up") == 0 &&
+         sh("ip -n " + g_ns[0] + " link set lo up") == 0 &&
+         sh("ip -n " + g_ns[1] + " link set lo up") == 0;
+}
+
+void remove_namespaces() {
+  for (const auto& ns : g_ns) {
+    if (!ns.empty()) sh("ip netns del " + ns);  // takes its end of the veth pair along
+  }
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string ringlet_binary() {
+  if (const char* env = std::getenv("RINGLET_BINARY"); env != nullptr && *env != '\0') return env;
+  return RINGLET_BINARY;
+}
+
+// Runs `command` in host `host`'s namespace (bounded by timeout), output captured.
+FILE* start_in(int host, const std::string& command) {
+  const std::string line =
+      "ip netns exec " + g_ns[host] + " timeout 120 env RINGLET_TRANSPORT=tcp " + command + " 2>&1";
+  FILE* pipe = ::popen(line.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  return pipe;
+}
+
+std::pair<int, std::string> finish(FILE* pipe) {
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, output};
+}
+
+std::string train_args(const fs::path& out) {
+  return "'" + ringlet_binary() +
+         "' train --epochs 1 --limit-train 512 --limit-test 100 --workers 1 --threads 1 --out '" +
+         out.string() + "'";
+}
+
+}  // namespace
+
+TEST_CASE("two node launchers, one per network namespace, train one job over tcp") {
+  const fs::path out =
+      fs::temp_directory_path() / ("ringlet_multihost_" + std::to_string(::getpid()));
+  const std::string common = "'" + ringlet_binary() +
+                             "' launch --nnodes 2 --nproc-per-node 1 --master-addr 10.77.0.1 "
+                             "--master-port 29400 --rdzv-timeout 60 ";
+  FILE* node1 = start_in(1, common + "--node-rank 1 -- " + train_args(out));
+  FILE* node0 = start_in(0, common + "--node-rank 0 -- " + train_args(out));
+  const auto [status0, output0] = finish(node0);
+  const auto [status1, output1] = finish(node1);
+  INFO("node 0:\n", output0, "\nnode 1:\n", output1);
+  CHECK(status0 == 0);
+  CHECK(status1 == 0);
+  CHECK(contains(output0, "[rank 0] done: 1 epoch(s) on 2 ranks"));
+  CHECK(contains(output0, "listening on 10.77.0.1:"));
+  CHECK(contains(output1, "listening on 10.77.0.2:"));
+  CHECK(contains(output0, "peers: 1:tcp"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace stand-in)") {
+  const fs::path out = fs::temp_directory_path() / ("ringlet_hosts_" + std::to_string(::getpid()));
+  const std::string ssh = std::string(RINGLET_SOURCE_ROOT) + "/tests/netns_ssh.sh";
+  const std::string env =
+      "RINGLET_SSH='" + ssh + "' RINGLET_TEST_NETNS='" + kAddr[1] + "=" + g_ns[1] + "' ";
+  auto [status, output] = finish(
+      start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] + "," + kAddr[1] +
+                      " --nproc-per-node 1 --rdzv-timeout 60 -- " + train_args(out)));
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(contains(output, "node 1 on 10.77.0.2 via " + ssh));
+  CHECK(contains(output, "[rank 0] done: 1 epoch(s) on 2 ranks"));
+  CHECK(contains(output, "rank 1: listening on 10.77.0.2:"));
+
+  // A host the stand-in cannot reach: ssh's failure is reported with the node and host.
+  std::tie(status, output) =
+      finish(start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] +
+                             ",10.77.0.9 --nproc-per-node 1 --rdzv-timeout 3 -- true"));
+  CHECK(status != 0);
+  CHECK(contains(output, "netns_ssh: no network namespace for host '10.77.0.9'"));
+  CHECK(contains(output, "node 1 (10.77.0.9) failed with exit code 255"));
+  fs::remove_all(out);
+}
+
+int main(int argc, char** argv) {
+  if (!make_namespaces()) {
+    remove_namespaces();
+    std::printf(
+        "skipped: cannot create network namespaces and a veth pair (needs root with "
+        "CAP_NET_ADMIN and the ip tool)\n");
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  const int result = context.run();
+  remove_namespaces();
+  return result;
+}
