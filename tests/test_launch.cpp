@@ -439,3 +439,20 @@ TEST_CASE("workers started by Open MPI's mpirun train as one job") {
   CHECK(fs::exists(dir / "checkpoint.safetensors"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("ringlet train --nproc 4: four local ranks train one job") {
+  const fs::path dir = fs::temp_directory_path() / ("ringlet_four_" + std::to_string(::getpid()));
+  auto [status, output] = finish_ringlet(
+      start_ringlet("train --nproc 4 --epochs 1 --limit-train 1024 --limit-test 200 --workers 1 "
+                    "--out '" +
+                    dir.string() + "'"));
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(contains(output, "[rank 0] data parallel over 4 ranks"));
+  CHECK(contains(output, "[rank 0] done: 1 epoch(s) on 4 ranks"));
+  for (int rank = 1; rank < 4; ++rank) {
+    CHECK(contains(output, "[rank " + std::to_string(rank) + "] [ringlet info] rank " +
+                               std::to_string(rank) + ": listening on"));
+  }
+  fs::remove_all(dir);
+}
