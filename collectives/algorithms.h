@@ -6,9 +6,12 @@
 
 namespace ringlet::collectives {
 
-// Ring reduce-scatter + all-gather over data[0, count) in place: 2(n-1) steps, each chunk
-// pipelined in slices (receive slice k+1 while reducing slice k).
-void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op);
+// Ring reduce-scatter + all-gather over data[0, count): 2(n-1) steps, each chunk pipelined in
+// slices (receive slice k+1 while reducing slice k). In place when `input` is null; otherwise
+// the rank's contribution is read from `input` (out of place) as the steps need it, slice by
+// slice, instead of copied into data up front.
+void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                     const char* input = nullptr);
 // Ring reduce-scatter phase only: afterwards chunk `rank` of data (balanced split into size()
 // chunks) holds the reduction of every rank's chunk.
 void ring_reduce_scatter(ChannelContext& ctx, char* data, std::size_t count, DType dtype,

@@ -384,11 +384,11 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   if (use_rd || impl_->channels.size() == 1) {
     return impl_->submit("all_reduce", true, fp, 0, [=](ChannelContext& ctx) {
       char* data = static_cast<char*>(recv);
-      if (send != recv && count > 0) std::memcpy(data, send, count * es);
       if (use_rd) {
+        if (send != recv && count > 0) std::memcpy(data, send, count * es);
         rd_all_reduce(ctx, data, count, dtype, op);
       } else {
-        ring_all_reduce(ctx, data, count, dtype, op);
+        ring_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
       }
       finish(data, count);
     });
@@ -398,10 +398,7 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
     const std::size_t begin = split_offset(count, channels, c);
     const std::size_t end = split_offset(count, channels, c + 1);
     char* data = static_cast<char*>(recv) + begin * es;
-    if (send != recv && end > begin) {
-      std::memcpy(data, static_cast<const char*>(send) + begin * es, (end - begin) * es);
-    }
-    ring_all_reduce(ctx, data, end - begin, dtype, op);
+    ring_all_reduce(ctx, data, end - begin, dtype, op, static_cast<const char*>(send) + begin * es);
     finish(data, end - begin);
   });
 }

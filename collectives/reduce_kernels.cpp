@@ -84,6 +84,21 @@ void combine(T* __restrict dst, const T* __restrict src, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) dst[i] = Op::apply(dst[i], src[i]);
 }
 
+template <class Op, class T>
+void combine(T* __restrict dst, const T* __restrict a, const T* __restrict b, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) dst[i] = Op::apply(a[i], b[i]);
+}
+
+// dst = op(a, b), with the two-operand loop when a is dst (restrict forbids passing it twice).
+template <class Op, class T>
+void combine_typed(void* dst, const void* a, const void* b, std::size_t count) {
+  if (a == dst) {
+    combine<Op>(static_cast<T*>(dst), static_cast<const T*>(b), count);
+  } else {
+    combine<Op>(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count);
+  }
+}
+
 // Elements per scratch block for f16/bf16: 2 x 1 KiB of floats stays in L1 and is long
 // enough that the vectorized f32 loop dominates the per-block overhead.
 constexpr std::size_t kBlock = 256;
@@ -146,15 +161,19 @@ inline std::uint16_t float_to_bf16(float value) {
 using ToFloat = float (*)(std::uint16_t);
 using FromFloat = std::uint16_t (*)(float);
 
+// dst = op(first, src) through f32 blocks; first may be dst.
 template <class Op, ToFloat to_float, FromFloat from_float>
-void combine_16bit(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src,
+void combine_16bit(void* dst_bytes, const void* first_bytes, const void* src_bytes,
                    std::size_t count) {
+  auto* dst = static_cast<std::uint16_t*>(dst_bytes);
+  const auto* first = static_cast<const std::uint16_t*>(first_bytes);
+  const auto* src = static_cast<const std::uint16_t*>(src_bytes);
   float a[kBlock];
   float b[kBlock];
   for (std::size_t base = 0; base < count; base += kBlock) {
     const std::size_t n = std::min(kBlock, count - base);
     for (std::size_t i = 0; i < n; ++i) {
-      a[i] = to_float(dst[base + i]);
+      a[i] = to_float(first[base + i]);
       b[i] = to_float(src[base + i]);
     }
     combine<Op>(a, b, n);
@@ -181,27 +200,15 @@ void divide(T* __restrict data, std::size_t count, T divisor) {
 }
 
 template <class Op>
-void reduce_typed(void* dst, const void* src, std::size_t count, DType dtype) {
+void reduce_typed(void* dst, const void* a, const void* b, std::size_t count, DType dtype) {
   switch (dtype) {
-    case DType::f32:
-      return combine<Op>(static_cast<float*>(dst), static_cast<const float*>(src), count);
-    case DType::f64:
-      return combine<Op>(static_cast<double*>(dst), static_cast<const double*>(src), count);
-    case DType::f16:
-      return combine_16bit<Op, half_to_float, float_to_half>(
-          static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
-    case DType::bf16:
-      return combine_16bit<Op, bf16_to_float, float_to_bf16>(
-          static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
-    case DType::i32:
-      return combine<Op>(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src),
-                         count);
-    case DType::i64:
-      return combine<Op>(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src),
-                         count);
-    case DType::u8:
-      return combine<Op>(static_cast<std::uint8_t*>(dst), static_cast<const std::uint8_t*>(src),
-                         count);
+    case DType::f32: return combine_typed<Op, float>(dst, a, b, count);
+    case DType::f64: return combine_typed<Op, double>(dst, a, b, count);
+    case DType::f16: return combine_16bit<Op, half_to_float, float_to_half>(dst, a, b, count);
+    case DType::bf16: return combine_16bit<Op, bf16_to_float, float_to_bf16>(dst, a, b, count);
+    case DType::i32: return combine_typed<Op, std::int32_t>(dst, a, b, count);
+    case DType::i64: return combine_typed<Op, std::int64_t>(dst, a, b, count);
+    case DType::u8: return combine_typed<Op, std::uint8_t>(dst, a, b, count);
   }
   RINGLET_THROW(DTypeError, "reduce_into: unsupported dtype code ", static_cast<int>(dtype));
 }
@@ -222,6 +229,11 @@ bool known_dtype(DType dtype) {
 }  // namespace
 
 void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {
+  reduce_pair(dst, dst, src, count, dtype, op);
+}
+
+void reduce_pair(void* dst, const void* a, const void* src, std::size_t count, DType dtype,
+                 ReduceOp op) {
   // Validate before the count == 0 shortcut, so a bad dtype or op fails the same way for
   // every count (ranks with an empty chunk must not accept what the others reject).
   RINGLET_CHECK(known_dtype(dtype), DTypeError, "reduce_into: unsupported dtype code ",
@@ -237,15 +249,15 @@ void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, Red
                     " (choices: sum, prod, min, max, avg)");
   }
   if (count == 0) return;
-  RINGLET_CHECK(dst != nullptr && src != nullptr, ValueError, "reduce_into: null buffer for ",
-                count, " elements of ", dtype);
+  RINGLET_CHECK(dst != nullptr && a != nullptr && src != nullptr, ValueError,
+                "reduce_into: null buffer for ", count, " elements of ", dtype);
   switch (op) {
     case ReduceOp::sum:
     case ReduceOp::avg:  // the caller divides once at the end (divide_by)
-      return reduce_typed<SumOp>(dst, src, count, dtype);
-    case ReduceOp::prod: return reduce_typed<ProdOp>(dst, src, count, dtype);
-    case ReduceOp::min: return reduce_typed<MinOp>(dst, src, count, dtype);
-    case ReduceOp::max: return reduce_typed<MaxOp>(dst, src, count, dtype);
+      return reduce_typed<SumOp>(dst, a, src, count, dtype);
+    case ReduceOp::prod: return reduce_typed<ProdOp>(dst, a, src, count, dtype);
+    case ReduceOp::min: return reduce_typed<MinOp>(dst, a, src, count, dtype);
+    case ReduceOp::max: return reduce_typed<MaxOp>(dst, a, src, count, dtype);
   }
 }
 

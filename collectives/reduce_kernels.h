@@ -11,6 +11,10 @@
 namespace ringlet::collectives {
 
 void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op);
+// dst[i] = op(a[i], b[i]): the out-of-place form (a == dst is reduce_into). dst must not
+// overlap b, nor a unless a == dst.
+void reduce_pair(void* dst, const void* a, const void* b, std::size_t count, DType dtype,
+                 ReduceOp op);
 // dst[i] /= divisor (integers: truncating division, as PyTorch's avg on integers).
 void divide_by(void* data, std::size_t count, DType dtype, int divisor);
 

@@ -5,6 +5,7 @@
 // the next slice arrives.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
@@ -15,9 +16,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One step: send `send_count` elements at `send` to the right neighbour while receiving
-// `recv_count` elements from the left into `recv` (combined with op when reducing).
+// `recv_count` elements from the left into `recv` (combined with op when reducing: with
+// `recv_init`, recv = recv_init op received, else recv op= received).
 void ring_step(ChannelContext& ctx, const char* send, std::size_t send_count, char* recv,
-               std::size_t recv_count, DType dtype, const ReduceOp* op) {
+               std::size_t recv_count, DType dtype, const ReduceOp* op,
+               const char* recv_init = nullptr) {
   const std::size_t es = core::dtype_size(dtype);
   const std::size_t slice = std::max<std::size_t>(1, ctx.slice_bytes / es);
   const auto slices = [slice](std::size_t n) {
@@ -53,17 +56,20 @@ void ring_step(ChannelContext& ctx, const char* send, std::size_t send_count, ch
         next = from.recv(tmp + ((k + 1) % 2) * slice * es, slice_len(recv_count, k + 1) * es);
       }
       ctx.wait(pending, left);
-      reduce_into(recv + k * slice * es, tmp + (k % 2) * slice * es, slice_len(recv_count, k),
-                  dtype, *op);
+      char* dst = recv + k * slice * es;
+      reduce_pair(dst, recv_init != nullptr ? recv_init + k * slice * es : dst,
+                  tmp + (k % 2) * slice * es, slice_len(recv_count, k), dtype, *op);
       pending = std::move(next);
     }
   }
   for (auto& s : sends) ctx.wait(s, right);
 }
 
-// Reduce-scatter phase over chunks given by offsets (size n + 1, in elements).
+// Reduce-scatter phase over chunks given by offsets (size n + 1, in elements). With `input`
+// (out of place), this rank's values come from there: the first step sends an untouched chunk
+// and every received chunk is combined with the input's.
 void rs_phase(ChannelContext& ctx, char* data, const std::vector<std::size_t>& off, DType dtype,
-              ReduceOp op) {
+              ReduceOp op, const char* input = nullptr) {
   const int n = ctx.size, r = ctx.rank;
   const std::size_t es = core::dtype_size(dtype);
   for (int s = 0; s < n - 1; ++s) {
@@ -71,8 +77,10 @@ void rs_phase(ChannelContext& ctx, char* data, const std::vector<std::size_t>& o
     const int recv_chunk = ((r - s - 2) % n + n) % n;
     const auto start = Clock::now();
     const std::size_t send_count = off[send_chunk + 1] - off[send_chunk];
-    ring_step(ctx, data + off[send_chunk] * es, send_count, data + off[recv_chunk] * es,
-              off[recv_chunk + 1] - off[recv_chunk], dtype, &op);
+    const char* send = (input != nullptr && s == 0 ? input : data) + off[send_chunk] * es;
+    ring_step(ctx, send, send_count, data + off[recv_chunk] * es,
+              off[recv_chunk + 1] - off[recv_chunk], dtype, &op,
+              input != nullptr ? input + off[recv_chunk] * es : nullptr);
     ctx.trace(s, "RS", send_chunk, ctx.right(), send_count * es, start);
   }
 }
@@ -107,10 +115,15 @@ std::vector<std::size_t> blocks(std::size_t block, int n) {
 
 }  // namespace
 
-void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op) {
-  if (ctx.size == 1) return;
+void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                     const char* input) {
+  if (input == data) input = nullptr;
+  if (ctx.size == 1) {
+    if (input != nullptr && count > 0) std::memcpy(data, input, count * core::dtype_size(dtype));
+    return;
+  }
   const auto off = balanced(count, ctx.size);
-  rs_phase(ctx, data, off, dtype, op);
+  rs_phase(ctx, data, off, dtype, op, input);
   ag_phase(ctx, data, off, dtype, ctx.size - 1);
 }
 

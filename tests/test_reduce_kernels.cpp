@@ -1,7 +1,8 @@
 // collectives/reduce_kernels and collectives/types: every dtype x op against a per-element
 // reference, at sizes 0, 1, 7, 1000, 4097 (past the 256-element f16/bf16 block, not a multiple
 // of any vector width) with dst and src offset by different element counts, so vector loops
-// run with every peel / remainder; NaN propagation of min/max; divide_by; error messages.
+// run with every peel / remainder; reduce_pair (out of place) against reduce_into; NaN
+// propagation of min/max; divide_by; error messages.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "collectives/reduce_kernels.h"
 #include "collectives/types.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 using namespace ringlet::collectives;
@@ -173,6 +175,28 @@ TEST_CASE("reduce_into bf16: widen, combine in f32, round once") {
 // under every op, and is divided by 3 and 7 (inexact quotients exercise rounding, subnormals
 // and overflow). NaNs only need to stay NaN: which NaN operand's sign survives is up to the
 // hardware and the compiler's operand order.
+TEST_CASE("reduce_pair (dst = a op b) equals reduce_into on a copy of a, every dtype and op") {
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64}) {
+    const std::size_t es = ringlet::core::dtype_size(dtype);
+    for (ReduceOp op : kOps) {
+      for (std::size_t n : kSizes) {
+        INFO(dtype, " ", reduce_op_name(op), " n=", n);
+        std::mt19937 gen(static_cast<unsigned>(n * 7 + static_cast<int>(op)));
+        std::vector<unsigned char> a(n * es + 8), b(n * es + 8);
+        for (auto& byte : a) byte = static_cast<unsigned char>(gen() % 64);  // finite values
+        for (auto& byte : b) byte = static_cast<unsigned char>(gen() % 64);
+        std::vector<unsigned char> expected = a, got(n * es + 8, 0xee);
+        reduce_into(expected.data(), b.data(), n, dtype, op);
+        const std::vector<unsigned char> a_before = a;
+        reduce_pair(got.data(), a.data(), b.data(), n, dtype, op);
+        CHECK(std::vector<unsigned char>(got.begin(), got.begin() + n * es) ==
+              std::vector<unsigned char>(expected.begin(), expected.begin() + n * es));
+        CHECK(a == a_before);  // the first operand is only read
+      }
+    }
+  }
+}
+
 TEST_CASE("f16/bf16 kernels agree with core's conversions on every 16-bit value") {
   struct Format {
     DType dtype;
