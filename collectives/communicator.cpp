@@ -52,6 +52,7 @@ struct Task {
   const char* op_name;
   std::uint64_t seq;
   bool collective;             // carries a fingerprint
+  bool self_checked;           // its algorithm sends the fingerprint with its own messages
   Fingerprint fingerprint;     // checked by channel 0
   std::shared_ptr<Gate> gate;  // null for single-channel ops
 };
@@ -114,8 +115,9 @@ struct Communicator::Impl {
     ctx.deadline = core::Deadline::after(options.timeout);
     ctx.waiting_on = -1;
     ctx.bytes_done = 0;
+    ctx.op_fingerprint = task.fingerprint;
     try {
-      if (task.collective && ctx.channel == 0) {
+      if (task.collective && ctx.channel == 0 && !task.self_checked) {
         post_fingerprint(ctx, task);
       } else if (task.gate && !task.gate->wait(ctx.deadline)) {
         task.work->fail(current_failure());  // channel 0 failed: its error is the cause
@@ -216,7 +218,8 @@ struct Communicator::Impl {
   // Queues `run` on channel `c` (or on every channel when c < 0, with a shared gate).
   WorkPtr submit(const char* op_name, bool collective, Fingerprint fp, int channel,
                  std::function<void(ChannelContext&)> run_one,
-                 std::function<void(ChannelContext&, int)> run_split = {}) {
+                 std::function<void(ChannelContext&, int)> run_split = {},
+                 bool self_checked = false) {
     std::uint64_t seq;
     {
       std::lock_guard lock(mutex);
@@ -235,7 +238,7 @@ struct Communicator::Impl {
       Channel& ch = *channels[channel < 0 ? c : channel];
       std::function<void(ChannelContext&)> fn = run_one;
       if (channel < 0) fn = [run_split, c](ChannelContext& ctx) { run_split(ctx, c); };
-      Task task{std::move(fn), work, op_name, seq, collective, fp, gate};
+      Task task{std::move(fn), work, op_name, seq, collective, self_checked, fp, gate};
       {
         std::lock_guard lock(ch.mutex);
         ch.queue.push_back(std::move(task));
@@ -382,16 +385,19 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
     if (op == ReduceOp::avg) divide_by(data, c, dtype, n);
   };
   if (use_rd || impl_->channels.size() == 1) {
-    return impl_->submit("all_reduce", true, fp, 0, [=](ChannelContext& ctx) {
-      char* data = static_cast<char*>(recv);
-      if (use_rd) {
-        if (send != recv && count > 0) std::memcpy(data, send, count * es);
-        rd_all_reduce(ctx, data, count, dtype, op);
-      } else {
-        ring_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
-      }
-      finish(data, count);
-    });
+    return impl_->submit(
+        "all_reduce", true, fp, 0,
+        [=](ChannelContext& ctx) {
+          char* data = static_cast<char*>(recv);
+          if (use_rd) {
+            if (send != recv && count > 0) std::memcpy(data, send, count * es);
+            rd_all_reduce(ctx, data, count, dtype, op);
+          } else {
+            ring_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
+          }
+          finish(data, count);
+        },
+        {}, use_rd);
   }
   const int channels = static_cast<int>(impl_->channels.size());
   return impl_->submit("all_reduce", true, fp, -1, {}, [=](ChannelContext& ctx, int c) {

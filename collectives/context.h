@@ -52,6 +52,9 @@ struct ChannelContext {
   int left() const { return (rank + size - 1) % size; }
 
   PendingFingerprint fingerprint;
+  // The current collective's fingerprint, for algorithms that carry it in their own messages
+  // (recursive doubling) instead of the separate exchange above.
+  Fingerprint op_fingerprint;
 
   // Throws CollectiveError when the left neighbour issued a different collective.
   void settle_fingerprint() {
@@ -65,6 +68,15 @@ struct ChannelContext {
     if (fingerprint.on_match) fingerprint.on_match();
   }
 
+  // The error for a peer whose fingerprint (or message size) shows another collective.
+  core::CollectiveError mismatch_error(int peer_rank, const Fingerprint* theirs) const {
+    return core::CollectiveError(
+        core::str("fingerprint mismatch: rank ", peer_rank, " issued ",
+                  theirs != nullptr ? to_string(*theirs) : std::string("something else"),
+                  " while rank ", rank, " issued ", to_string(op_fingerprint),
+                  " (every rank must issue the same collectives in the same order)"));
+  }
+
   // The mismatch error when the left neighbour's fingerprint has arrived and differs from
   // ours; null while it has not arrived or when it matches. Used also after a failure, where
   // a mismatch is the root cause of what the transport saw next (an oversized message).
@@ -72,11 +84,8 @@ struct ChannelContext {
     const auto& f = fingerprint;
     if (!f.recv || !f.recv->done() || f.recv->failed()) return nullptr;
     if (f.recv->bytes() == sizeof f.theirs && f.theirs == f.mine) return nullptr;
-    return std::make_exception_ptr(core::CollectiveError(core::str(
-        "fingerprint mismatch: rank ", left(), " issued ",
-        f.recv->bytes() == sizeof f.theirs ? to_string(f.theirs) : std::string("something else"),
-        " while rank ", rank, " issued ", to_string(f.mine),
-        " (every rank must issue the same collectives in the same order)")));
+    return std::make_exception_ptr(
+        mismatch_error(left(), f.recv->bytes() == sizeof f.theirs ? &f.theirs : nullptr));
   }
 
   void wait(const transport::RequestPtr& request, int peer_rank) {

@@ -2,41 +2,74 @@
 // rank ^ 2^k. For a world that is not a power of two (n = p + rem), the first 2*rem ranks fold
 // pairwise first (even ranks hand their data to the odd neighbour and sit out), and get the
 // result back at the end. Reduce ops are commutative, so partners compute identical results.
+//
+// Every message is [fingerprint | data]: the op's fingerprint rides with the data instead of
+// in a message of its own, which saves a hand-off per op where latency is all that counts.
+// Each rank checks every message it gets; the partners of all rounds connect every rank, so a
+// rank that issued another collective is found by someone, and the failure reaches the rest.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
 
 namespace ringlet::collectives {
+namespace {
+
+constexpr std::size_t kHead = sizeof(Fingerprint);
+// Receives have this much room beyond the expected message, so that a partner that issued a
+// larger collective is reported as a fingerprint mismatch rather than as a transport error.
+constexpr std::size_t kMismatchRoom = 64 * 1024;
+
+}  // namespace
 
 void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op) {
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) return;
   const std::size_t bytes = count * core::dtype_size(dtype);
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
-  char* tmp = ctx.scratch_bytes(bytes);
+  const std::size_t capacity = kHead + bytes + kMismatchRoom;
+  char* out = ctx.scratch_bytes(kHead + bytes + capacity);  // [fp | data], then room to receive
+  char* in = out + kHead + bytes;
+  std::memcpy(out, &ctx.op_fingerprint, kHead);
   int step = 0;
-  auto exchange = [&](int partner, bool reduce) {
+
+  auto send_data = [&](int peer) {
+    if (bytes > 0) std::memcpy(out + kHead, data, bytes);
+    return ctx.peer(peer).send(out, kHead + bytes);
+  };
+  // Waits for a message from `peer` and checks that it is this op's.
+  auto receive = [&](const transport::RequestPtr& recv, int peer) {
+    ctx.wait(recv, peer);
+    Fingerprint theirs;
+    const bool has_head = recv->bytes() >= kHead;
+    if (has_head) std::memcpy(&theirs, in, kHead);
+    if (recv->bytes() != kHead + bytes || !(theirs == ctx.op_fingerprint)) {
+      throw ctx.mismatch_error(peer, has_head ? &theirs : nullptr);
+    }
+  };
+  auto exchange = [&](int partner) {
     const auto start = std::chrono::steady_clock::now();
-    auto recv = ctx.peer(partner).recv(reduce ? tmp : data, bytes);
-    auto send = ctx.peer(partner).send(data, bytes);
+    auto recv = ctx.peer(partner).recv(in, capacity);
+    auto send = send_data(partner);
     ctx.wait(send, partner);
-    ctx.wait(recv, partner);
-    if (reduce) reduce_into(data, tmp, count, dtype, op);
+    receive(recv, partner);
+    reduce_into(data, in + kHead, count, dtype, op);
     ctx.trace(step++, "RD", -1, partner, bytes, start);
   };
 
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
   int new_rank;
   if (r < 2 * rem) {
     const auto start = std::chrono::steady_clock::now();
     if (r % 2 == 0) {  // hand the data to the odd neighbour, sit out the doubling
-      ctx.wait(ctx.peer(r + 1).send(data, bytes), r + 1);
+      ctx.wait(send_data(r + 1), r + 1);
       new_rank = -1;
     } else {
-      ctx.wait(ctx.peer(r - 1).recv(tmp, bytes), r - 1);
-      reduce_into(data, tmp, count, dtype, op);
+      receive(ctx.peer(r - 1).recv(in, capacity), r - 1);
+      reduce_into(data, in + kHead, count, dtype, op);
       new_rank = r / 2;
     }
     ctx.trace(step++, "RD", -1, r % 2 == 0 ? r + 1 : r - 1, bytes, start);
@@ -46,16 +79,16 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
   if (new_rank >= 0) {
     for (int mask = 1; mask < p; mask <<= 1) {
       const int partner_new = new_rank ^ mask;
-      const int partner = partner_new < rem ? partner_new * 2 + 1 : partner_new + rem;
-      exchange(partner, true);
+      exchange(partner_new < rem ? partner_new * 2 + 1 : partner_new + rem);
     }
   }
   if (r < 2 * rem) {
     const auto start = std::chrono::steady_clock::now();
     if (r % 2 == 1) {
-      ctx.wait(ctx.peer(r - 1).send(data, bytes), r - 1);
+      ctx.wait(send_data(r - 1), r - 1);
     } else {
-      ctx.wait(ctx.peer(r + 1).recv(data, bytes), r + 1);
+      receive(ctx.peer(r + 1).recv(in, capacity), r + 1);
+      if (bytes > 0) std::memcpy(data, in + kHead, bytes);
     }
     ctx.trace(step++, "RD", -1, r % 2 == 1 ? r - 1 : r + 1, bytes, start);
   }
