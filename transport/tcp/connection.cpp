@@ -6,6 +6,7 @@
 #include "transport/tcp/connection.h"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <asio.hpp>
 #include <atomic>
@@ -30,6 +31,7 @@ struct SendFrame {
   FrameHeader header;
   const char* data;
   std::uint64_t seq;
+  std::uint64_t written = 0;  // bytes of header + payload already on the socket
 };
 
 struct SendState {
@@ -50,8 +52,9 @@ struct Channel {
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   asio::ip::tcp::socket socket{io};
   std::thread thread;
-  std::deque<SendFrame> queue;  // io thread only
-  bool writing = false;         // io thread only
+  std::mutex write_mutex;       // guards queue and writing
+  std::deque<SendFrame> queue;  // frames to write, in order; the front may be in flight
+  bool writing = false;         // the io thread owns the socket's write side
   FrameHeader header;           // the frame being received
   bool parked = false;          // guarded by Impl::mutex
   bool goodbye = false;         // the peer closed this socket in order; guarded by Impl::mutex
@@ -98,6 +101,7 @@ struct TcpConnection::Impl {
     for (auto& r : victims) r->fail(error);
     for (auto& c : channels) {
       asio::post(c->io, [ch = c.get()] {
+        std::lock_guard lock(ch->write_mutex);  // no direct write races the close
         asio::error_code ignored;
         ch->socket.shutdown(asio::socket_base::shutdown_both, ignored);
         ch->socket.close(ignored);
@@ -214,51 +218,107 @@ struct TcpConnection::Impl {
   }
 
   // --- sending ---
+  // A frame goes straight onto the socket from the posting thread when nothing is queued
+  // before it (a non-blocking sendmsg: no hand-off to the io thread for a message the socket
+  // takes at once); whatever the socket does not take is queued for the io thread.
   void enqueue(Channel* c, SendFrame frame) {
-    asio::post(c->io, [this, c, frame] {
-      c->queue.push_back(frame);
-      if (!c->writing) write_next(c);
+    std::unique_lock lock(c->write_mutex);
+    if (!c->writing && c->queue.empty()) {
+      write_direct(c, frame);
+      if (frame.written == frame_bytes(frame)) {
+        lock.unlock();
+        frame_written(frame);
+        return;
+      }
+    }
+    c->queue.push_back(frame);
+    if (c->writing) return;
+    c->writing = true;
+    lock.unlock();
+    asio::post(c->io, [this, c] { write_next(c); });
+  }
+
+  static std::uint64_t frame_bytes(const SendFrame& f) {
+    return sizeof(FrameHeader) + f.header.length;
+  }
+
+  // One non-blocking sendmsg of what is left of `f`; errors are left to the io thread's write.
+  static void write_direct(Channel* c, SendFrame& f) {
+    iovec parts[2];
+    int n = 0;
+    const std::uint64_t head = sizeof(FrameHeader);
+    if (f.written < head) {
+      parts[n++] = {reinterpret_cast<char*>(&f.header) + f.written,
+                    static_cast<std::size_t>(head - f.written)};
+    }
+    const std::uint64_t done_payload = f.written > head ? f.written - head : 0;
+    if (f.header.length > done_payload) {
+      parts[n++] = {const_cast<char*>(f.data) + done_payload,
+                    static_cast<std::size_t>(f.header.length - done_payload)};
+    }
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    const ssize_t sent = ::sendmsg(c->socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent > 0) f.written += static_cast<std::uint64_t>(sent);
+  }
+
+  // Io thread: writes the queue's front (the rest of it) and goes on until the queue is empty.
+  void write_next(Channel* c) {
+    const SendFrame* front;  // stays put until popped (deque::push_back keeps references)
+    {
+      std::lock_guard lock(c->write_mutex);
+      if (c->queue.empty()) {
+        c->writing = false;
+        return;
+      }
+      front = &c->queue.front();
+    }
+    const SendFrame& f = *front;
+    const std::uint64_t head = sizeof(FrameHeader);
+    const std::uint64_t done_payload = f.written > head ? f.written - head : 0;
+    const std::array<asio::const_buffer, 2> buffers{
+        asio::buffer(reinterpret_cast<const char*>(&f.header) + std::min(f.written, head),
+                     static_cast<std::size_t>(head - std::min(f.written, head))),
+        asio::buffer(f.data + done_payload,
+                     static_cast<std::size_t>(f.header.length - done_payload))};
+    asio::async_write(c->socket, buffers, [this, c](const asio::error_code& ec, std::size_t) {
+      if (ec) return on_io_error(ec, "writing a frame");
+      SendFrame done;
+      {
+        std::lock_guard lock(c->write_mutex);
+        done = c->queue.front();
+        c->queue.pop_front();
+      }
+      frame_written(done);
+      write_next(c);
     });
   }
 
-  void write_next(Channel* c) {
-    if (c->queue.empty()) {
-      c->writing = false;
-      return;
-    }
-    c->writing = true;
-    SendFrame& f = c->queue.front();
-    const std::array<asio::const_buffer, 2> buffers{
-        asio::buffer(&f.header, sizeof(FrameHeader)),
-        asio::buffer(f.data, static_cast<std::size_t>(f.header.length))};
-    asio::async_write(c->socket, buffers, [this, c](const asio::error_code& ec, std::size_t) {
-      if (ec) return on_io_error(ec, "writing a frame");
-      const SendFrame done = c->queue.front();
-      c->queue.pop_front();
-      if (done.seq == kNoMessage) {
-        {
-          std::lock_guard lock(mutex);
-          ++goodbyes_sent;
-        }
-        goodbye_sent.notify_all();
-        return write_next(c);
-      }
-      sent += done.header.length;
-      RequestPtr finished;
+  // A frame is on the socket: account for it and complete its message once all frames are.
+  void frame_written(const SendFrame& done) {
+    if (done.seq == kNoMessage) {
       {
         std::lock_guard lock(mutex);
-        auto it = sends.find(done.seq);
-        if (it != sends.end()) {
-          it->second.request->add_bytes(done.header.length);
-          if (--it->second.frames_left == 0) {
-            finished = it->second.request;
-            sends.erase(it);
-          }
+        ++goodbyes_sent;
+      }
+      goodbye_sent.notify_all();
+      return;
+    }
+    sent += done.header.length;
+    RequestPtr finished;
+    {
+      std::lock_guard lock(mutex);
+      auto it = sends.find(done.seq);
+      if (it != sends.end()) {
+        it->second.request->add_bytes(done.header.length);
+        if (--it->second.frames_left == 0) {
+          finished = it->second.request;
+          sends.erase(it);
         }
       }
-      if (finished) finished->complete();
-      write_next(c);
-    });
+    }
+    if (finished) finished->complete();
   }
 };
 
@@ -301,6 +361,7 @@ TcpConnection::~TcpConnection() {
   for (auto& c : impl_->channels) {
     c->guard.reset();
     asio::post(c->io, [ch = c.get()] {
+      std::lock_guard lock(ch->write_mutex);
       asio::error_code ignored;
       ch->socket.close(ignored);
     });
