@@ -22,6 +22,7 @@ namespace {
 constexpr std::chrono::minutes kDefaultTimeout{10};
 constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
 constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
+constexpr std::int64_t kDefaultInlineBytes = 64 * 1024;
 // How long a rank that only saw a connection fail waits for another rank's published cause:
 // long enough for a loaded machine to schedule the rank that found it, short next to any
 // deadline (a crashed peer never publishes, so this is the delay its error costs).
@@ -64,6 +65,8 @@ struct Channel {
   std::mutex mutex;
   std::condition_variable cv;
   std::deque<Task> queue;
+  bool busy = false;            // the progress thread is executing an op
+  bool running_inline = false;  // a caller thread is executing an op of this channel
   bool stopping = false;
 };
 
@@ -94,12 +97,15 @@ struct Communicator::Impl {
       Task task;
       {
         std::unique_lock lock(ch.mutex);
-        ch.cv.wait(lock, [&] { return ch.stopping || !ch.queue.empty(); });
+        ch.cv.wait(lock, [&] { return !ch.running_inline && (ch.stopping || !ch.queue.empty()); });
         if (ch.queue.empty()) return;
         task = std::move(ch.queue.front());
         ch.queue.pop_front();
+        ch.busy = true;
       }
       execute(ch, task);
+      std::lock_guard lock(ch.mutex);
+      ch.busy = false;
     }
   }
 
@@ -215,7 +221,27 @@ struct Communicator::Impl {
     }
   }
 
-  // Queues `run` on channel `c` (or on every channel when c < 0, with a shared gate).
+  // Executes `task` on this thread if channel `ch` is idle (nothing queued, nothing running);
+  // the progress thread holds back meanwhile. Returns false (task untouched) otherwise.
+  bool run_inline(Channel& ch, Task& task) {
+    {
+      std::lock_guard lock(ch.mutex);
+      if (!ch.queue.empty() || ch.busy || ch.running_inline) return false;
+      ch.running_inline = true;
+    }
+    execute(ch, task);
+    bool queued;
+    {
+      std::lock_guard lock(ch.mutex);
+      ch.running_inline = false;
+      queued = !ch.queue.empty();
+    }
+    if (queued) ch.cv.notify_all();  // ops issued meanwhile by other threads
+    return true;
+  }
+
+  // Queues `run` on channel `c` (or on every channel when c < 0, with a shared gate); a small
+  // collective may run on the calling thread instead (run_inline).
   WorkPtr submit(const char* op_name, bool collective, Fingerprint fp, int channel,
                  std::function<void(ChannelContext&)> run_one,
                  std::function<void(ChannelContext&, int)> run_split = {},
@@ -226,6 +252,10 @@ struct Communicator::Impl {
       seq = collective ? next_seq++ : next_p2p++;
     }
     fp.seq = seq;
+    std::size_t volume = fp.count * core::dtype_size(fp.dtype);
+    if (fp.op == OpKind::all_gather || fp.op == OpKind::reduce_scatter) volume *= size;
+    const bool small =
+        options.inline_bytes > 0 && volume <= static_cast<std::size_t>(options.inline_bytes);
     const int parts = channel < 0 ? static_cast<int>(channels.size()) : 1;
     auto work =
         std::make_shared<Work>(core::str("rank ", rank, ": ", op_name, " seq ", seq), parts);
@@ -234,6 +264,11 @@ struct Communicator::Impl {
       return work;
     }
     auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
+    if (parts == 1 && collective && small) {
+      Task task{std::move(run_one), work, op_name, seq, collective, self_checked, fp, gate};
+      if (run_inline(*channels[channel], task)) return work;
+      run_one = std::move(task.run);
+    }
     for (int c = 0; c < parts; ++c) {
       Channel& ch = *channels[channel < 0 ? c : channel];
       std::function<void(ChannelContext&)> fn = run_one;
@@ -332,6 +367,10 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
         core::env_int("RINGLET_SLICE_BYTES", kDefaultSliceBytes, 1, std::int64_t{1} << 32));
   }
   if (options.rd_max_bytes == 0) options.rd_max_bytes = kDefaultRdMaxBytes;
+  if (options.inline_bytes < 0) {
+    options.inline_bytes =
+        core::env_int("RINGLET_INLINE_BYTES", kDefaultInlineBytes, 0, std::int64_t{1} << 40);
+  }
   if (options.trace_dir.empty()) options.trace_dir = core::env_string("RINGLET_TRACE").value_or("");
   impl->options = options;
   impl->tracer = std::make_unique<Tracer>(options.trace_dir, mesh.rank);

@@ -2,7 +2,9 @@
 //
 // - Every call is asynchronous: it validates, queues the op and returns a Work. Ops run in
 //   issue order on the communicator's progress threads (one per channel); every rank must
-//   issue the same sequence, as with NCCL and Gloo.
+//   issue the same sequence, as with NCCL and Gloo. A small collective (at most
+//   RINGLET_INLINE_BYTES, default 64 KiB) issued while nothing is queued or running runs on
+//   the calling thread instead, saving two thread hand-offs; its Work is done on return.
 // - Buffers are (pointer, count, dtype) on the host; they must stay valid until the Work is
 //   done. send == recv means in place.
 // - Each collective's first message carries its Fingerprint; a rank whose neighbour disagrees
@@ -42,6 +44,7 @@ struct CommOptions {
   std::size_t rd_max_bytes = 0;          // auto uses rd up to this size; 0 = measured default
   int channels = 0;                      // rings in parallel; 0 = RINGLET_CHANNELS or 1
   std::size_t slice_bytes = 0;           // pipelining unit; 0 = RINGLET_SLICE_BYTES or 512 KiB
+  std::int64_t inline_bytes = -1;        // run on the caller up to this; -1 = env or 64 KiB
   std::string trace_dir;                 // empty = RINGLET_TRACE (unset: no tracing)
   std::string name = "comm";             // store prefix for this communicator
 };

@@ -116,6 +116,34 @@ TEST_CASE("all_reduce of ~16 M floats, two channels, tcp and shm") {
   }
 }
 
+TEST_CASE("a small collective on an idle channel runs on the calling thread; order is kept") {
+  for (const char* transport : {"shm", "tcp"}) {
+    CommOptions options;
+    options.name = std::string("inline-") + transport;
+    run_comm(2, transport, options, [&](int rank, Communicator& comm) {
+      std::vector<float> small(16, static_cast<float>(rank + 1));
+      auto work =
+          comm.all_reduce(small.data(), small.data(), small.size(), DType::f32, ReduceOp::sum);
+      CHECK(work->done());  // nothing was queued: it ran inline and is finished
+      work->wait(core::Deadline::after(10s));
+      CHECK(small == std::vector<float>(16, 3.0f));
+      // Behind a queued large op, a small one waits its turn (and so cannot run inline).
+      std::vector<float> large(std::size_t{4} << 20, static_cast<float>(rank + 1));
+      auto first =
+          comm.all_reduce(large.data(), large.data(), large.size(), DType::f32, ReduceOp::sum);
+      std::vector<float> after(16, static_cast<float>(10 * (rank + 1)));
+      auto second =
+          comm.all_reduce(after.data(), after.data(), after.size(), DType::f32, ReduceOp::sum);
+      second->wait(core::Deadline::after(60s));
+      CHECK(first->done());
+      first->wait(core::Deadline::after(60s));
+      CHECK(large.front() == 3.0f);
+      CHECK(large.back() == 3.0f);
+      CHECK(after == std::vector<float>(16, 30.0f));
+    });
+  }
+}
+
 TEST_CASE("reduce_scatter, all_gather, broadcast, reduce, barrier, send/recv") {
   for (const char* transport : {"shm", "tcp"}) {
     for (int n : {1, 2, 3, 5, 8}) {

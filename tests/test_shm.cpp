@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -115,6 +117,45 @@ TEST_CASE("shm: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
   CHECK(std::memcmp(in.data() + 3, out.data() + 1, odd - 1) == 0);
   CHECK(in[0] == 0);
   CHECK(in[odd + 2] == 0);
+}
+
+TEST_CASE("shm: small receives move on the waiting thread, or on the progress thread when not") {
+  auto p = make_pair();
+  const auto one = pattern(100, 1), two = pattern(200, 2), three = pattern(300, 3);
+  std::vector<unsigned char> in1(100), in2(200), in3(300);
+  // Nobody waits for the first: its continuation must still run (the progress thread moves it).
+  std::atomic<bool> continued{false};
+  RequestPtr r1 = p->b->recv(in1.data(), in1.size());
+  r1->then([&] { continued = true; });
+  // The third is waited for before the second: it is not next in line, so the progress thread
+  // takes the queue and both complete, in order.
+  RequestPtr r2 = p->b->recv(in2.data(), in2.size());
+  RequestPtr r3 = p->b->recv(in3.data(), in3.size());
+  for (const auto* out : {&one, &two, &three}) {
+    p->a->send(out->data(), out->size())->wait(core::Deadline::after(kWait));
+  }
+  r3->wait(core::Deadline::after(kWait));
+  CHECK(r2->done());
+  for (int i = 0; i < 500 && !continued; ++i) std::this_thread::sleep_for(2ms);
+  CHECK(continued);
+  CHECK(in1 == one);
+  CHECK(in2 == two);
+  CHECK(in3 == three);
+  // Waited for while next in line, posted before its message: the waiter reads it itself.
+  RequestPtr r4 = p->b->recv(in1.data(), in1.size());
+  std::thread sender([&] {
+    std::this_thread::sleep_for(20ms);
+    p->a->send(two.data(), 100)->wait(core::Deadline::after(kWait));
+  });
+  r4->wait(core::Deadline::after(kWait));
+  sender.join();
+  CHECK(std::equal(in1.begin(), in1.end(), two.begin()));
+  // A waiter whose deadline passes leaves the receive to the progress thread, intact.
+  RequestPtr r5 = p->b->recv(in1.data(), in1.size());
+  CHECK_THROWS_AS(r5->wait(core::Deadline::after(50ms)), core::TimeoutError);
+  p->a->send(one.data(), one.size())->wait(core::Deadline::after(kWait));
+  r5->wait(core::Deadline::after(kWait));
+  CHECK(in1 == one);
 }
 
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {

@@ -6,6 +6,7 @@
 namespace ringlet::transport {
 
 void Request::wait(core::Deadline deadline) {
+  if (driver_ && !done()) driver_(&deadline);
   std::unique_lock lock(mutex_);
   const auto finished = [this] { return done_; };
   if (!core::wait_until(cv_, lock, deadline, finished)) {
@@ -36,6 +37,7 @@ void Request::add_bytes(std::size_t n) {
 }
 
 void Request::then(std::function<void()> fn) {
+  if (driver_ && !done()) driver_(nullptr);
   {
     std::lock_guard lock(mutex_);
     if (!done_) {

@@ -32,6 +32,14 @@ class Request {
   // or right away on this thread if it already is. fn must not block.
   void then(std::function<void()> fn);
 
+  // --- for transports that let the waiting thread move the data itself ---
+  // `driver(&deadline)` is called by wait() before it blocks: it may complete the request on
+  // the waiting thread (within the deadline), or hand it to the transport's own thread.
+  // `driver(nullptr)` is called by then(): nobody will wait, so the transport must progress
+  // the request on its own. Set once, before the request is handed out.
+  using Driver = std::function<void(const core::Deadline*)>;
+  void set_driver(Driver driver) { driver_ = std::move(driver); }
+
   // --- for transports ---
   void add_bytes(std::size_t n);
   void complete();
@@ -45,6 +53,7 @@ class Request {
   std::exception_ptr error_;
   std::size_t bytes_ = 0;
   std::vector<std::function<void()>> continuations_;
+  Driver driver_;
 };
 
 using RequestPtr = std::shared_ptr<Request>;

@@ -1,8 +1,10 @@
 // ShmConnection and the shm rendezvous. Invariants: ring i carries the messages of side i
 // (side 0 = the creator, the lower rank); a side sets its closed flag only after its sender has
 // stopped publishing, so a reader that sees the flag and an empty ring knows nothing more comes;
-// a request's buffer is touched only by its direction's progress thread, which is also the one
-// that fails the request it is working on, so a failed request's buffer is free at once.
+// a request's buffer is touched only by the thread moving it (its direction's progress thread,
+// or for a small receive the thread waiting for it), which is also the one that fails the
+// request it is working on, so a failed request's buffer is free at once. `busy` marks the
+// direction's ring end as taken; a thread takes it only from the queue's front.
 #include "transport/shm/connection.h"
 
 #include <unistd.h>
@@ -28,6 +30,9 @@ constexpr auto kSlice = std::chrono::microseconds(20000);
 // ring has room (send) or holds the whole message (recv): no hand-off to the progress thread,
 // which is most of a small message's latency. Larger ones stay asynchronous.
 constexpr std::size_t kInlineBytes = 64 * 1024;
+// Receives up to this size are moved by the thread that waits for them (see drive_recv): small
+// enough to sit whole in the ring, as large as the latency algorithms' buffers.
+constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
 // Receives at least this large are copied out with streaming stores (see ShmRing::read_some):
 // past the last-level cache share of a core, keeping the destination cached buys nothing.
 constexpr std::size_t kStreamingBytes = 8 << 20;
@@ -110,6 +115,14 @@ RequestPtr ShmConnection::post(Direction& dir, Op op, const char* what) {
           (&dir == &send_ ? try_send_now(op) : try_recv_now(op))) {
         return request;
       }
+      // Its waiter moves it (no wake-up) once the whole message is in the ring, so it must fit.
+      if (&dir == &recv_ && op.bytes <= kWaiterRecvBytes &&
+          op.bytes + sizeof(std::uint64_t) <= segment_.ring_bytes()) {
+        request->set_driver(
+            [this, r = request.get()](const core::Deadline* d) { drive_recv(r, d); });
+        dir.queue.push_back(std::move(op));
+        return request;
+      }
       dir.queue.push_back(std::move(op));
       dir.cv.notify_one();
       return request;
@@ -123,8 +136,9 @@ RequestPtr ShmConnection::post(Direction& dir, Op op, const char* what) {
 bool ShmConnection::next_op(Direction& dir, Op& op) {
   std::unique_lock lock(dir.mutex);
   // Ended by a failure, an abort or the destructor (all set `failed` and notify).
-  dir.cv.wait(lock,
-              [&] { return dir.failed.load(std::memory_order_relaxed) || !dir.queue.empty(); });
+  dir.cv.wait(lock, [&] {
+    return dir.failed.load(std::memory_order_relaxed) || (!dir.queue.empty() && !dir.busy);
+  });
   if (dir.failed.load(std::memory_order_relaxed)) return false;
   op = std::move(dir.queue.front());
   dir.queue.pop_front();
@@ -159,6 +173,62 @@ bool ShmConnection::try_recv_now(Op& op) {
   bytes_received_ += frame;
   op.request->complete();
   return true;
+}
+
+void ShmConnection::drive_recv(Request* request, const core::Deadline* deadline) {
+  Op op;
+  {
+    std::unique_lock lock(recv_.mutex);
+    const bool next = !recv_.failed.load(std::memory_order_relaxed) && !recv_.busy &&
+                      !recv_.queue.empty() && recv_.queue.front().request.get() == request;
+    if (!next || deadline == nullptr) {  // the progress thread takes the queue from here
+      lock.unlock();
+      recv_.cv.notify_all();
+      return;
+    }
+    op = std::move(recv_.queue.front());
+    recv_.queue.pop_front();
+    recv_.busy = true;
+  }
+  while (true) {
+    if (recv_.failed.load(std::memory_order_acquire)) {
+      fail_op(recv_, op);
+      finish_op(recv_);
+      return;
+    }
+    if (try_recv_now(op)) break;
+    // Anything but "not there yet" (a message too long, a closed or dead peer) and the end of
+    // the wait are the progress thread's to handle and report.
+    std::uint64_t frame = 0;
+    const bool too_long = rx_.peek(&frame, sizeof frame) == sizeof frame && frame > op.bytes;
+    if (too_long || peer_closed() || deadline->expired()) return hand_back(std::move(op));
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline->remaining());
+    if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left)) &&
+        peer_process_.exited()) {
+      return hand_back(std::move(op));
+    }
+  }
+  bool more;
+  {
+    std::lock_guard lock(recv_.mutex);
+    recv_.busy = false;
+    more = !recv_.queue.empty();
+  }
+  if (more) recv_.cv.notify_all();
+}
+
+// Puts an op the waiting thread could not finish back at the front, for the progress thread.
+void ShmConnection::hand_back(Op op) {
+  {
+    std::lock_guard lock(recv_.mutex);
+    recv_.busy = false;
+    if (!recv_.failed.load(std::memory_order_relaxed)) {
+      recv_.queue.push_front(std::move(op));
+      op = Op{};
+    }
+  }
+  recv_.cv.notify_all();
+  if (op.request) fail_op(recv_, op);  // the direction failed meanwhile
 }
 
 void ShmConnection::send_loop() {

@@ -26,6 +26,9 @@ class Store;
 // Thread safety: send/recv/abort may be called from any thread. One progress thread per
 // direction serves that direction's requests in posting order; the destructor fails whatever is
 // pending (PeerError) and joins them, and never hangs on a dead peer. Host buffers only.
+// A small receive is not handed to the progress thread when it is posted: the thread that
+// waits for it reads it from the ring itself (no hand-off, most of a small message's latency),
+// and only a request given a continuation (then) or stuck behind others goes to the thread.
 class ShmConnection : public Connection {
  public:
   // Takes a created or opened segment; the creator's side waits until the peer has mapped it.
@@ -76,6 +79,10 @@ class ShmConnection : public Connection {
   // and the direction is idle. Returns true if the op completed.
   bool try_send_now(Op& op);
   bool try_recv_now(Op& op);
+  // Request::Driver of a small receive: moves it on the waiting thread when it is next in line
+  // (until `deadline`), else hands the queue to the progress thread.
+  void drive_recv(Request* request, const core::Deadline* deadline);
+  void hand_back(Op op);
   Step write_all(const void* src, std::size_t n, Request* request);
   Step read_all(void* dst, std::size_t n, Request* request);
   bool peer_closed() const;
