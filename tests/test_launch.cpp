@@ -25,11 +25,13 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ringlet_command.h"
 #include "trainer/launch/launcher.h"
 
 namespace fs = std::filesystem;
 using ringlet::trainer::launch;
 using ringlet::trainer::LaunchOptions;
+using namespace ringlet::testing;
 
 namespace {
 
@@ -62,39 +64,13 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string ringlet_binary() {
-  if (const char* env = std::getenv("RINGLET_BINARY"); env != nullptr && *env != '\0') return env;
-#ifdef RINGLET_BINARY
-  return RINGLET_BINARY;
-#else
-  return "";
-#endif
-}
-
 // Runs the ringlet binary under `timeout` (so a hang fails the test instead of blocking it),
 // with `env` (VAR=value ...) added to its environment.
 FILE* start_ringlet(const std::string& args, const std::string& env = "") {
-  const std::string binary = ringlet_binary();
-  REQUIRE_MESSAGE(!binary.empty(), "RINGLET_BINARY is not set");
-  REQUIRE_MESSAGE(fs::exists(binary), "no ringlet binary at ", binary);
-  const std::string command = "timeout 60 env " + env + " '" + binary + "' " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  return pipe;
+  return start_command("timeout 60 env " + env + " '" + require_ringlet_binary() + "' " + args);
 }
 
-std::pair<int, std::string> finish_ringlet(FILE* pipe) {
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  REQUIRE(WIFEXITED(status));
-  return {WEXITSTATUS(status), output};
-}
+std::pair<int, std::string> finish_ringlet(FILE* pipe) { return finish_command(pipe); }
 
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -428,10 +404,8 @@ TEST_CASE("workers started by Open MPI's mpirun train as one job") {
       "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 -x MASTER_PORT=" +
       std::to_string(free_port()) + " '" + ringlet_binary() +
       "' train --epochs 1 --limit-train 256 --limit-test 100 --workers 1 --out '" + dir.string() +
-      "' 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  const auto [status, output] = finish_ringlet(pipe);
+      "'";
+  const auto [status, output] = finish_command(start_command(command));
   INFO(output);
   CHECK(status == 0);
   CHECK(contains(output, "data parallel over 2 ranks"));

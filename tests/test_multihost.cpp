@@ -14,7 +14,10 @@
 #include <string>
 #include <utility>
 
+#include "ringlet_command.h"
+
 namespace fs = std::filesystem;
+using namespace ringlet::testing;
 
 namespace {
 
@@ -50,30 +53,10 @@ void remove_namespaces() {
   }
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string ringlet_binary() {
-  if (const char* env = std::getenv("RINGLET_BINARY"); env != nullptr && *env != '\0') return env;
-  return RINGLET_BINARY;
-}
-
 // Runs `command` in host `host`'s namespace (bounded by timeout), output captured.
 FILE* start_in(int host, const std::string& command) {
-  const std::string line =
-      "ip netns exec " + g_ns[host] + " timeout 120 env RINGLET_TRANSPORT=tcp " + command + " 2>&1";
-  FILE* pipe = ::popen(line.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  return pipe;
-}
-
-std::pair<int, std::string> finish(FILE* pipe) {
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, output};
+  return start_command("ip netns exec " + g_ns[host] + " timeout 120 env RINGLET_TRANSPORT=tcp " +
+                       command);
 }
 
 std::string train_args(const fs::path& out) {
@@ -92,8 +75,8 @@ TEST_CASE("two node launchers, one per network namespace, train one job over tcp
                              "--master-port 29400 --rdzv-timeout 60 ";
   FILE* node1 = start_in(1, common + "--node-rank 1 -- " + train_args(out));
   FILE* node0 = start_in(0, common + "--node-rank 0 -- " + train_args(out));
-  const auto [status0, output0] = finish(node0);
-  const auto [status1, output1] = finish(node1);
+  const auto [status0, output0] = finish_command(node0);
+  const auto [status1, output1] = finish_command(node1);
   INFO("node 0:\n", output0, "\nnode 1:\n", output1);
   CHECK(status0 == 0);
   CHECK(status1 == 0);
@@ -109,7 +92,7 @@ TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace
   const std::string ssh = std::string(RINGLET_SOURCE_ROOT) + "/tests/netns_ssh.sh";
   const std::string env =
       "RINGLET_SSH='" + ssh + "' RINGLET_TEST_NETNS='" + kAddr[1] + "=" + g_ns[1] + "' ";
-  auto [status, output] = finish(
+  auto [status, output] = finish_command(
       start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] + "," + kAddr[1] +
                       " --nproc-per-node 1 --rdzv-timeout 60 -- " + train_args(out)));
   INFO(output);
@@ -120,8 +103,8 @@ TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace
 
   // A host the stand-in cannot reach: ssh's failure is reported with the node and host.
   std::tie(status, output) =
-      finish(start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] +
-                             ",10.77.0.9 --nproc-per-node 1 --rdzv-timeout 3 -- true"));
+      finish_command(start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] +
+                                     ",10.77.0.9 --nproc-per-node 1 --rdzv-timeout 3 -- true"));
   CHECK(status != 0);
   CHECK(contains(output, "netns_ssh: no network namespace for host '10.77.0.9'"));
   CHECK(contains(output, "node 1 (10.77.0.9) failed with exit code 255"));

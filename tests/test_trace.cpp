@@ -4,7 +4,6 @@
 // The ringlet binary is RINGLET_BINARY (compiled in by tests/meson.build, or from the
 // environment variable of the same name).
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,9 +21,11 @@
 
 #include "collectives/trace.h"
 #include "core/error.h"
+#include "ringlet_command.h"
 #include "temp_dir.h"
 
 using namespace ringlet::collectives;
+using namespace ringlet::testing;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -63,23 +64,10 @@ std::string error_of(const std::function<void()>& fn) {
   return "(no error)";
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 std::size_t count_phase(const json& events, const std::string& ph) {
   std::size_t n = 0;
   for (const json& e : events) n += e.at("ph") == ph;
   return n;
-}
-
-std::string ringlet_binary() {
-  if (const char* env = std::getenv("RINGLET_BINARY"); env != nullptr && *env != '\0') return env;
-#ifdef RINGLET_BINARY
-  return RINGLET_BINARY;
-#else
-  return "";
-#endif
 }
 
 struct Run {
@@ -88,15 +76,8 @@ struct Run {
 };
 
 Run run_ringlet(const std::string& args) {
-  const std::string command = "'" + ringlet_binary() + "' " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  REQUIRE(WIFEXITED(status));
-  return {WEXITSTATUS(status), output};
+  const auto [status, output] = finish_command(start_command("'" + ringlet_binary() + "' " + args));
+  return {status, output};
 }
 
 }  // namespace
@@ -221,9 +202,7 @@ TEST_CASE("merge: malformed files, empty and missing directories are errors nami
 }
 
 TEST_CASE("ringlet trace merge, end to end") {
-  const std::string binary = ringlet_binary();
-  REQUIRE_MESSAGE(!binary.empty(), "RINGLET_BINARY is not set");
-  REQUIRE_MESSAGE(fs::exists(binary), "no ringlet binary at ", binary);
+  require_ringlet_binary();
   TempDir tmp;
   const std::string dir = tmp.path.string();
   for (int rank = 0; rank < 2; ++rank) {
