@@ -167,7 +167,7 @@ struct Communicator::Impl {
     PendingFingerprint& f = ctx.fingerprint;
     f.active = true;
     f.mine = task.fingerprint;
-    f.recv = ctx.peer(ctx.left()).recv(&f.theirs, sizeof f.theirs);
+    f.recv = ctx.peer(ctx.left()).recv(f.inbox.data(), f.inbox.size());
     f.send = ctx.peer(ctx.right()).send(&f.mine, sizeof f.mine);
     f.on_match = [gate] {
       if (gate) gate->set(1);

@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "collectives/trace.h"
@@ -21,11 +23,25 @@ namespace ringlet::collectives {
 // The fingerprint exchange of the current collective: posted before the algorithm's first
 // messages and checked at the algorithm's first wait, so it costs no extra round trip. Its
 // message is first on both connections, so it is complete before any data of the op.
+// The receive has room for a longer first message (a recursive-doubling op sends
+// [fingerprint | data]), so that a neighbour that issued such an op is reported as a
+// fingerprint mismatch, with its fingerprint, rather than as a transport error.
+inline constexpr std::size_t kFingerprintRoom = sizeof(Fingerprint) + 64 * 1024;
+
 struct PendingFingerprint {
   bool active = false;
-  Fingerprint mine, theirs;
+  Fingerprint mine;
+  std::vector<char> inbox = std::vector<char>(kFingerprintRoom);  // what the left neighbour sent
   transport::RequestPtr send, recv;
   std::function<void()> on_match;  // releases the other channels
+
+  // The fingerprint the left neighbour's first message starts with, if it is long enough.
+  std::optional<Fingerprint> theirs() const {
+    if (!recv || recv->bytes() < sizeof(Fingerprint)) return std::nullopt;
+    Fingerprint f;
+    std::memcpy(&f, inbox.data(), sizeof f);
+    return f;
+  }
 };
 
 struct ChannelContext {
@@ -83,9 +99,9 @@ struct ChannelContext {
   std::exception_ptr fingerprint_mismatch() const {
     const auto& f = fingerprint;
     if (!f.recv || !f.recv->done() || f.recv->failed()) return nullptr;
-    if (f.recv->bytes() == sizeof f.theirs && f.theirs == f.mine) return nullptr;
-    return std::make_exception_ptr(
-        mismatch_error(left(), f.recv->bytes() == sizeof f.theirs ? &f.theirs : nullptr));
+    const std::optional<Fingerprint> theirs = f.theirs();
+    if (f.recv->bytes() == sizeof(Fingerprint) && theirs == f.mine) return nullptr;
+    return std::make_exception_ptr(mismatch_error(left(), theirs ? &*theirs : nullptr));
   }
 
   void wait(const transport::RequestPtr& request, int peer_rank) {
