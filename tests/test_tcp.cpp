@@ -115,9 +115,10 @@ TEST_CASE("an orderly close delivers every frame sent before it; a later receive
   p.a->recv(in_small.data(), in_small.size())->wait(core::Deadline::after(kWait));
   CHECK(in_big == big);
   CHECK(in_small == small);
+  // Posted after both goodbyes arrived, or before the last one: either way it fails at once.
   const auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH_AS(p.a->recv(in_small.data(), 1)->wait(core::Deadline::after(kWait)),
-                       doctest::Contains("after the peer closed the connection"), core::PeerError);
+                       doctest::Contains("the peer closed the connection"), core::PeerError);
   CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
