@@ -26,7 +26,9 @@ namespace ringlet::collectives {
 // The receive has room for a longer first message (a recursive-doubling op sends
 // [fingerprint | data]), so that a neighbour that issued such an op is reported as a
 // fingerprint mismatch, with its fingerprint, rather than as a transport error.
-inline constexpr std::size_t kFingerprintRoom = sizeof(Fingerprint) + 64 * 1024;
+// The same room lets recursive doubling take a partner's larger message as a mismatch.
+inline constexpr std::size_t kMismatchRoom = 64 * 1024;
+inline constexpr std::size_t kFingerprintRoom = sizeof(Fingerprint) + kMismatchRoom;
 
 struct PendingFingerprint {
   bool active = false;

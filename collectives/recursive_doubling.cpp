@@ -18,9 +18,6 @@ namespace ringlet::collectives {
 namespace {
 
 constexpr std::size_t kHead = sizeof(Fingerprint);
-// Receives have this much room beyond the expected message, so that a partner that issued a
-// larger collective is reported as a fingerprint mismatch rather than as a transport error.
-constexpr std::size_t kMismatchRoom = 64 * 1024;
 
 }  // namespace
 
@@ -28,6 +25,7 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) return;
   const std::size_t bytes = count * core::dtype_size(dtype);
+  // Room for a larger message: a partner that issued another op is a mismatch, not an error.
   const std::size_t capacity = kHead + bytes + kMismatchRoom;
   char* out = ctx.scratch_bytes(kHead + bytes + capacity);  // [fp | data], then room to receive
   char* in = out + kHead + bytes;

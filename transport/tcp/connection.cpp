@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <array>
 #include <asio.hpp>
 #include <atomic>
 #include <condition_variable>
@@ -15,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/deadline.h"
 #include "core/error.h"
@@ -32,6 +34,17 @@ struct SendFrame {
   const char* data;
   std::uint64_t seq;
   std::uint64_t written = 0;  // bytes of header + payload already on the socket
+
+  // What is not on the socket yet: the rest of the header, then the rest of the payload
+  // (either may be empty).
+  std::array<std::pair<const char*, std::size_t>, 2> unwritten() const {
+    const std::uint64_t head = sizeof(FrameHeader);
+    const std::uint64_t in_head = std::min(written, head);
+    const std::uint64_t in_payload = written - in_head;
+    return {{{reinterpret_cast<const char*>(&header) + in_head,
+              static_cast<std::size_t>(head - in_head)},
+             {data + in_payload, static_cast<std::size_t>(header.length - in_payload)}}};
+  }
 };
 
 struct SendState {
@@ -245,20 +258,13 @@ struct TcpConnection::Impl {
   // One non-blocking sendmsg of what is left of `f`; errors are left to the io thread's write.
   static void write_direct(Channel* c, SendFrame& f) {
     iovec parts[2];
-    int n = 0;
-    const std::uint64_t head = sizeof(FrameHeader);
-    if (f.written < head) {
-      parts[n++] = {reinterpret_cast<char*>(&f.header) + f.written,
-                    static_cast<std::size_t>(head - f.written)};
-    }
-    const std::uint64_t done_payload = f.written > head ? f.written - head : 0;
-    if (f.header.length > done_payload) {
-      parts[n++] = {const_cast<char*>(f.data) + done_payload,
-                    static_cast<std::size_t>(f.header.length - done_payload)};
+    std::size_t n = 0;
+    for (const auto& [p, len] : f.unwritten()) {
+      if (len > 0) parts[n++] = {const_cast<char*>(p), len};
     }
     msghdr msg{};
     msg.msg_iov = parts;
-    msg.msg_iovlen = static_cast<std::size_t>(n);
+    msg.msg_iovlen = n;
     const ssize_t sent = ::sendmsg(c->socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent > 0) f.written += static_cast<std::uint64_t>(sent);
   }
@@ -274,14 +280,9 @@ struct TcpConnection::Impl {
       }
       front = &c->queue.front();
     }
-    const SendFrame& f = *front;
-    const std::uint64_t head = sizeof(FrameHeader);
-    const std::uint64_t done_payload = f.written > head ? f.written - head : 0;
-    const std::array<asio::const_buffer, 2> buffers{
-        asio::buffer(reinterpret_cast<const char*>(&f.header) + std::min(f.written, head),
-                     static_cast<std::size_t>(head - std::min(f.written, head))),
-        asio::buffer(f.data + done_payload,
-                     static_cast<std::size_t>(f.header.length - done_payload))};
+    const auto rest = front->unwritten();
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(rest[0].first, rest[0].second),
+                                                    asio::buffer(rest[1].first, rest[1].second)};
     asio::async_write(c->socket, buffers, [this, c](const asio::error_code& ec, std::size_t) {
       if (ec) return on_io_error(ec, "writing a frame");
       SendFrame done;
