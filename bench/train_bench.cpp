@@ -1,7 +1,9 @@
 // train_bench: time of one training step of a model on synthetic data — forward + backward,
 // and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
-// JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms). Compare with
-// PyTorch in the same run: ../shared/peers/train_torch.sh 3 step.
+// JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
+// breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
+// backward; 0 with one rank). Compare with PyTorch in the same run:
+// ../shared/peers/train_torch.sh 3 step.
 //
 // With --nproc N it starts N local ranks itself (ringlet's launcher), each with --threads
 // threads and a DDP-wrapped model; images_per_s is then global (N x batch / slowest rank's
@@ -109,11 +111,19 @@ int main(int argc, char** argv) {
     std::unique_ptr<trainer::DistributedDataParallel> ddp;
     if (world > 1) ddp = std::make_unique<trainer::DistributedDataParallel>(model, *comm);
 
+    std::vector<double> phase[3];  // forward, backward, gradient sync wait
     auto fwd_bwd = [&] {
       sgd.zero_grad();
+      const auto t0 = Clock::now();
       tensor::Tensor loss = criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
+      const auto t1 = Clock::now();
       loss.backward();
+      const auto t2 = Clock::now();
       if (ddp) ddp->finish_gradient_sync();
+      const auto t3 = Clock::now();
+      phase[0].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      phase[1].push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      phase[2].push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
       const double value = loss.item();
       RINGLET_CHECK(std::isfinite(value), Error, "train_bench: the loss is not finite");
     };
@@ -130,9 +140,10 @@ int main(int argc, char** argv) {
       sgd.step();
       full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
-    double medians[2] = {median(fb), median(full)};
+    double medians[5] = {median(fb), median(full), median(phase[0]), median(phase[1]),
+                         median(phase[2])};
     if (comm != nullptr) {  // the slowest rank sets the pace
-      comm->all_reduce(medians, medians, 2, core::DType::f64, collectives::ReduceOp::max)
+      comm->all_reduce(medians, medians, 5, core::DType::f64, collectives::ReduceOp::max)
           ->wait(core::Deadline::after(std::chrono::minutes(1)));
     }
     const double fwd_bwd_ms = medians[0], step_ms = medians[1];
@@ -143,6 +154,8 @@ int main(int argc, char** argv) {
                 o.batch, o.threads, o.steps);
     std::printf("  forward+backward        %9.2f ms\n", fwd_bwd_ms);
     std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", step_ms, images_per_s);
+    std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", medians[2],
+                medians[3], medians[4]);
     nlohmann::json line{{"bench", "train_bench"},
                         {"model", o.model},
                         {"batch", o.batch},
@@ -150,6 +163,9 @@ int main(int argc, char** argv) {
                         {"fwd_bwd_ms", fwd_bwd_ms},
                         {"step_ms", step_ms},
                         {"images_per_s", images_per_s},
+                        {"forward_ms", medians[2]},
+                        {"backward_ms", medians[3]},
+                        {"sync_ms", medians[4]},
                         {"nproc", world}};
     std::cout << line.dump() << std::endl;
     return 0;

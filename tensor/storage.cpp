@@ -1,27 +1,17 @@
 // Host allocator and Storage. CUDA storage goes through tensor/cuda/ (stubs without CUDA).
 #include "tensor/storage.h"
 
-#include <cstdlib>
-#include <new>
-
 #include "core/error.h"
 #include "tensor/cuda/runtime.h"
+#include "tensor/host_cache.h"
 
 namespace ringlet::tensor {
 namespace {
 
 class CpuAllocator final : public Allocator {
  public:
-  void* allocate(std::size_t bytes) override {
-    if (bytes == 0) return nullptr;
-    const std::size_t rounded = (bytes + 63) / 64 * 64;  // aligned_alloc wants a multiple
-    void* ptr = std::aligned_alloc(64, rounded);
-    if (ptr == nullptr) {
-      RINGLET_THROW(Error, "out of host memory allocating ", bytes, " bytes");
-    }
-    return ptr;
-  }
-  void deallocate(void* ptr, std::size_t) override { std::free(ptr); }
+  void* allocate(std::size_t bytes) override { return host_allocate(bytes); }
+  void deallocate(void* ptr, std::size_t bytes) override { host_deallocate(ptr, bytes); }
   Device device() const override { return Device::cpu(); }
 };
 

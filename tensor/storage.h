@@ -1,5 +1,6 @@
 // Storage: one allocation of raw bytes on one device, shared by every view of it.
-// An Allocator owns the policy (host: 64-byte aligned malloc; CUDA: the device allocator).
+// An Allocator owns the policy (host: 64-byte aligned blocks, large ones through the
+// HostCache of host_cache.h; CUDA: the device allocator).
 // Storage is never resized; views keep it alive through shared_ptr.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "gradcheck.h"
 
@@ -47,6 +48,32 @@ TEST_CASE("unary ops") {
   CHECK(v(exp(x))[4] == doctest::Approx(std::exp(2.0)));
   CHECK(v(log(exp(x)))[1] == doctest::Approx(-0.5));
   CHECK(v(sqrt(abs(x)))[4] == doctest::Approx(std::sqrt(2.0)));
+}
+
+TEST_CASE("piecewise gradients mask the incoming gradient, inf and nan included (as PyTorch)") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor g = from_vector({inf, nan, 3, 4, -inf}, {5}, DType::f64);
+  const auto grad_of = [&](auto op) {
+    Tensor x = from_vector({-2, -0.5, 0, 0.5, 2}, {5}, DType::f64).requires_grad_();
+    op(x).backward(g);
+    return x.grad().to_vector<double>();
+  };
+  const auto relu_grad = grad_of([](const Tensor& x) { return relu(x); });
+  CHECK(relu_grad[0] == 0);
+  CHECK(relu_grad[1] == 0);
+  CHECK(relu_grad[2] == 0);  // 0 at the kink
+  CHECK(relu_grad[3] == 4);
+  CHECK(relu_grad[4] == -inf);
+  const auto clamp_grad = grad_of([](const Tensor& x) { return clamp(x, -1, 1); });
+  CHECK(clamp_grad[0] == 0);
+  CHECK(std::isnan(clamp_grad[1]));
+  CHECK(clamp_grad[3] == 4);
+  CHECK(clamp_grad[4] == 0);
+  const auto abs_grad = grad_of([](const Tensor& x) { return abs(x); });
+  CHECK(abs_grad[0] == -inf);
+  CHECK(abs_grad[2] == 0);
+  CHECK(abs_grad[3] == 4);
 }
 
 TEST_CASE("comparisons and where") {

@@ -125,6 +125,11 @@ TEST_CASE("max_pool2d ties pick the first maximum and NaN propagates") {
   sum(values).backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 0, 1, 0, 0, 0, 0, 0});
 
+  // A tie that is not in the first position: the first of the tied maxima wins.
+  const Tensor later = from_vector({0, 2, 1, 2, 0, 1, 2, 2}, {1, 2, 2, 2}, DType::f32);
+  CHECK(max_pool2d_with_indices(later, pool_options({2, 2}, {0, 0}, {0, 0}))
+            .second.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2});
+
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const Tensor y = from_vector({1, nan, 3, 2}, {1, 1, 2, 2}, DType::f64);
   const auto [v, i] = max_pool2d_with_indices(y, pool_options({2, 2}, {0, 0}, {0, 0}));

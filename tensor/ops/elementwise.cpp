@@ -4,6 +4,7 @@
 // vectorizable loop split over core::parallel_for.
 #include "tensor/ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/threads.h"
@@ -48,11 +49,18 @@ void map_kernel(const Tensor& out, const std::array<Tensor, K>& in, F f) {
     scalar[k] = in[k].numel() == 1;
   }
   if (all_flat) {
+    // No per-element test in the common case (no scalar operand), so the loop vectorizes and
+    // a data-dependent select such as relu's x > 0 becomes a mask, not a mispredicted branch.
+    const bool any_scalar = std::find(scalar.begin(), scalar.end(), true) != scalar.end();
     core::parallel_for(out.numel(), kParallelGrain, [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i) {
-        [&]<std::size_t... I>(std::index_sequence<I...>) { o[i] = f(p[I][scalar[I] ? 0 : i]...); }
-        (std::make_index_sequence<K>());
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        if (!any_scalar) {
+          for (std::int64_t i = b; i < e; ++i) o[i] = f(p[I][i]...);
+        } else {
+          for (std::int64_t i = b; i < e; ++i) o[i] = f(p[I][scalar[I] ? 0 : i]...);
+        }
       }
+      (std::make_index_sequence<K>());
     });
     return;
   }
@@ -247,25 +255,28 @@ auto unary_fn(UnaryOp op) {
   };
 }
 
-// d out / d x at x (with y = out(x)), for the backward kernel.
+// The gradient g * d out / d x at x (with y = out(x)), for the backward kernel. Piecewise
+// rules select g (or 0) instead of multiplying by a 0/1 derivative: a select of plain values
+// can run unconditionally, so the loop vectorizes (a multiply in one arm of a branch cannot,
+// as it might raise a floating-point exception the branch would have skipped), and a masked
+// position gets 0 even where g is inf or nan, as in PyTorch.
 template <class T, Unary Kind>
-auto derivative_fn(UnaryOp op) {
-  return [op](T x, T y) -> T {
+auto gradient_fn(UnaryOp op) {
+  return [op](T g, T x, T y) -> T {
     switch (Kind) {
-      case Unary::neg: return T(-1);
-      case Unary::exp: return y;
-      case Unary::log: return T(1) / x;
-      case Unary::sqrt: return T(0.5) / y;
-      case Unary::abs: return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
-      case Unary::relu: return x > T(0) ? T(1) : T(0);
-      case Unary::sigmoid: return y * (T(1) - y);
-      case Unary::tanh: return T(1) - y * y;
-      case Unary::clamp:
-        return x >= static_cast<T>(op.p0) && x <= static_cast<T>(op.p1) ? T(1) : T(0);
+      case Unary::neg: return static_cast<T>(-g);
+      case Unary::exp: return g * y;
+      case Unary::log: return g / x;
+      case Unary::sqrt: return g * (T(0.5) / y);
+      case Unary::abs: return x > T(0) ? g : x < T(0) ? static_cast<T>(-g) : T(0);
+      case Unary::relu: return x > T(0) ? g : T(0);
+      case Unary::sigmoid: return g * (y * (T(1) - y));
+      case Unary::tanh: return g * (T(1) - y * y);
+      case Unary::clamp: return x >= static_cast<T>(op.p0) && x <= static_cast<T>(op.p1) ? g : T(0);
       case Unary::pow_scalar:
         return op.p0 == 0.0 ? T(0)
-                            : static_cast<T>(op.p0) *
-                                  static_cast<T>(std::pow(x, static_cast<T>(op.p0 - 1.0)));
+                            : g * (static_cast<T>(op.p0) *
+                                   static_cast<T>(std::pow(x, static_cast<T>(op.p0 - 1.0))));
     }
     return T(0);
   };
@@ -291,18 +302,16 @@ Tensor unary(UnaryOp op, const Tensor& a) {
   require_cpu(a, name);
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   unary_into(op, out, a);
-  return record(
-      name, out, {a},
-      [op, a = a.detach(), o = out.detach()](const Tensor& g, const std::vector<bool>&) {
-        Tensor grad = Tensor::empty(a.shape(), g.dtype());
-        cpu::dispatch_floating(g.dtype(), unary_name(op.kind), [&]<class T>() {
-          with_unary(op.kind, [&](auto kind) {
-            auto d = derivative_fn<T, kind()>(op);
-            map_kernel<T, T, 3>(grad, {g, a, o}, [d](T gv, T x, T y) { return gv * d(x, y); });
-          });
-        });
-        return std::vector<Tensor>{grad};
-      });
+  return record(name, out, {a},
+                [op, a = a.detach(), o = out.detach()](const Tensor& g, const std::vector<bool>&) {
+                  Tensor grad = Tensor::empty(a.shape(), g.dtype());
+                  cpu::dispatch_floating(g.dtype(), unary_name(op.kind), [&]<class T>() {
+                    with_unary(op.kind, [&](auto kind) {
+                      map_kernel<T, T, 3>(grad, {g, a, o}, gradient_fn<T, kind()>(op));
+                    });
+                  });
+                  return std::vector<Tensor>{grad};
+                });
 }
 
 enum class Compare { eq, ne, lt, le, gt, ge };

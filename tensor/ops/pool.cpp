@@ -5,6 +5,7 @@
 // lies inside the padded input: the avg divisor is always kH*kW (count_include_pad).
 #include "tensor/ops/pool.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -91,7 +92,6 @@ void for_each_plane(const PoolGeometry& g, F&& fn) {
 }
 
 // Strict > keeps the first of tied maxima; a NaN always wins (propagates), as in PyTorch.
-// Strict > keeps the first of tied maxima; a NaN always wins (propagates), as in PyTorch.
 template <class T>
 inline void consider(T v, std::int64_t at, T& best, std::int64_t& best_at) {
   if (v > best || std::isnan(v)) {
@@ -101,8 +101,8 @@ inline void consider(T v, std::int64_t at, T& best, std::int64_t& best_at) {
 }
 
 // The CNN's 2x2 window with stride 2 and no padding, unrolled. On real data each comparison
-// is a coin flip, so the winner is tracked as a select on a small integer (cmov, no branch)
-// and NaN is not tested per comparison: a NaN anywhere in the window makes the sum NaN, and
+// is a coin flip, so the winner is found without branches (below) and NaN is not tested per
+// comparison: a NaN anywhere in the window makes the sum NaN, and
 // such a window redoes the choice with the exact rule.
 template <class T>
 void max_plane_2x2(const PoolGeometry& g, const T* src, T* values, std::int64_t* where) {
@@ -111,13 +111,11 @@ void max_plane_2x2(const PoolGeometry& g, const T* src, T* values, std::int64_t*
     const T* bottom = top + g.width;
     for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
       const T c[4] = {top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]};
-      int k = 0;
-      T best = c[0];
-      for (int j = 1; j < 4; ++j) {
-        const bool take = c[j] > best;
-        best = take ? c[j] : best;
-        k = take ? j : k;
-      }
+      // max without branches (maxss), then the first position holding it, in integer
+      // arithmetic: compilers turn a select chain on floats back into branches.
+      T best = std::max(std::max(c[0], c[1]), std::max(c[2], c[3]));
+      const int not0 = c[0] != best, not1 = c[1] != best, not2 = c[2] != best;
+      int k = not0 * (1 + not1 * (1 + not2));
       if (std::isnan(c[0] + c[1] + c[2] + c[3])) {
         std::int64_t at = 0;
         best = c[0];
