@@ -20,6 +20,7 @@
 #include "nn/flatten.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/models.h"
 #include "nn/sequential.h"
 #include "nn/sgd.h"
 #include "tensor/ops.h"
@@ -144,6 +145,73 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
     }
   }
   CHECK(got[0] == got[1]);  // ranks agree bitwise
+}
+
+TEST_CASE("forward broadcasts rank 0's buffers unless broadcast_buffers is off") {
+  for (const bool broadcast : {true, false}) {
+    CAPTURE(broadcast);
+    CommOptions options;
+    options.name = broadcast ? "ddp-buffers-on" : "ddp-buffers-off";
+    std::vector<std::vector<float>> means(2);
+    std::vector<std::int64_t> counters(2);
+    run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+      tensor::Generator gen(4);
+      auto model = std::make_shared<nn::Sequential>();
+      model->add(std::make_shared<nn::BatchNorm2d>(2));
+      trainer::DDPOptions ddp_options;
+      ddp_options.broadcast_buffers = broadcast;
+      trainer::DistributedDataParallel ddp(model, comm, ddp_options);
+      // A training forward on different data moves each rank's running statistics apart;
+      // rank 1 also changes its batch counter (an i64 buffer).
+      tensor::NoGradGuard no_grad;
+      ddp.forward(tensor::full({4, 2, 3, 3}, rank + 1.0));
+      for (auto& [name, b] : model->named_buffers()) {
+        if (rank == 1 && name.find("num_batches") != std::string::npos) {
+          b.data<std::int64_t>()[0] = 7;
+        }
+      }
+      model->eval();  // this forward only broadcasts (eval mode leaves the statistics alone)
+      ddp.forward(tensor::zeros({4, 2, 3, 3}));
+      for (auto& [name, b] : model->named_buffers()) {
+        if (name.find("running_mean") != std::string::npos) means[rank] = b.to_vector<float>();
+        if (name.find("num_batches") != std::string::npos)
+          counters[rank] = b.to_vector<std::int64_t>()[0];
+      }
+    });
+    if (broadcast) {
+      CHECK(means[1] == means[0]);  // f32 and i64 buffers both come from rank 0
+      CHECK(counters[1] == counters[0]);
+      CHECK(counters[0] == 1);
+    } else {
+      CHECK(means[1] != means[0]);
+      CHECK(counters[0] == 1);
+      CHECK(counters[1] == 7);
+    }
+  }
+}
+
+TEST_CASE("buckets follow PyTorch's assignment: a bucket closes once it reaches its cap") {
+  CommOptions options;
+  options.name = "ddp-buckets";
+  run_comm(2, "shm", options, [&](int, Communicator& comm) {
+    tensor::Generator gen(0);
+    // PyTorch 1.13, dist._compute_bucket_assignment_by_size over fmnist_cnn's reversed
+    // parameters with limits [1 MiB, 25 MiB]: [[fc2.bias, fc2.weight, fc1.bias, fc1.weight],
+    // [the conv and BatchNorm parameters]], 402826 and 19008 elements.
+    trainer::DistributedDataParallel cnn(nn::make_model("fmnist_cnn", gen, 10, 1), comm);
+    CHECK(cnn.bucket_sizes() == std::vector<std::size_t>{402826, 19008});
+    // Caps of 0.25 MiB = 65536 floats. Weights in reverse order: 1000, 40000, 40000, 100000.
+    // The first bucket closes at 81000 >= 65536; the large weight fills the next one alone.
+    auto model = std::make_shared<nn::Sequential>();
+    model->add(std::make_shared<nn::Linear>(1000, 100, gen, false));
+    model->add(std::make_shared<nn::Linear>(100, 400, gen, false));
+    model->add(std::make_shared<nn::Linear>(400, 100, gen, false));
+    model->add(std::make_shared<nn::Linear>(100, 10, gen, false));
+    trainer::DDPOptions caps;
+    caps.first_bucket_mb = caps.bucket_cap_mb = 0.25;
+    trainer::DistributedDataParallel ddp(model, comm, caps);
+    CHECK(ddp.bucket_sizes() == std::vector<std::size_t>{1000 + 40000 + 40000, 100000});
+  });
 }
 
 TEST_CASE("the first bucket's all-reduce starts before backward ends") {

@@ -3,6 +3,8 @@
 // hooks cannot be removed) but do nothing once the DDP object is gone.
 #include "trainer/ddp.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 
@@ -34,6 +36,9 @@ struct DistributedDataParallel::State {
   std::size_t next_launch = 0;
   bool sync = true;
   bool find_unused = false;
+  bool broadcast_buffers = true;
+  std::vector<tensor::Tensor> buffers;
+  std::vector<std::byte> staging;  // buffers of one dtype, packed for one broadcast
   std::mutex mutex;  // hooks run on the backward thread; keep the bookkeeping simple and safe
 
   void reset() {
@@ -51,7 +56,40 @@ struct DistributedDataParallel::State {
       Bucket& b = buckets[next_launch++];
       b.launched = true;
       b.work = comm->all_reduce(b.data.data(), b.data.data(), b.data.size(), core::DType::f32,
-                                collectives::ReduceOp::avg);
+                                collectives::ReduceOp::sum);
+    }
+  }
+
+  // Rank 0's buffers to every rank, one broadcast per dtype (BatchNorm's running statistics
+  // are f32, its batch counters i64) rather than one per buffer.
+  void broadcast_buffers_from_rank0(core::Deadline deadline) {
+    std::vector<core::DType> dtypes;
+    for (const auto& b : buffers) {
+      if (std::find(dtypes.begin(), dtypes.end(), b.dtype()) == dtypes.end()) {
+        dtypes.push_back(b.dtype());
+      }
+    }
+    for (const core::DType dtype : dtypes) {
+      std::size_t count = 0;
+      for (const auto& b : buffers) {
+        if (b.dtype() == dtype) count += static_cast<std::size_t>(b.numel());
+      }
+      const std::size_t item = core::dtype_size(dtype);
+      staging.resize(count * item);
+      const auto each = [&](auto&& fn) {
+        std::size_t offset = 0;
+        for (const auto& b : buffers) {
+          if (b.dtype() != dtype) continue;
+          const std::size_t bytes = static_cast<std::size_t>(b.numel()) * item;
+          fn(static_cast<std::byte*>(b.raw_data()), staging.data() + offset, bytes);
+          offset += bytes;
+        }
+      };
+      if (comm->rank() == 0)
+        each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(at, b, n); });
+      comm->broadcast(staging.data(), count, dtype, 0)->wait(deadline);
+      if (comm->rank() != 0)
+        each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(b, at, n); });
     }
   }
 
@@ -78,6 +116,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   State& st = *state_;
   st.comm = &comm;
   st.find_unused = options.find_unused_parameters;
+  st.broadcast_buffers = options.broadcast_buffers;
   const auto deadline = [&] { return core::Deadline::after(comm.timeout()); };
   for (const auto& [name, p] : module_->named_parameters()) {
     RINGLET_CHECK(p.dtype() == core::DType::f32 && p.is_contiguous(), DTypeError, "DDP: parameter ",
@@ -91,27 +130,29 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
         ->wait(deadline());
   }
   for (const auto& [name, b] : module_->named_buffers()) {
-    comm.broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0)
-        ->wait(deadline());
+    RINGLET_CHECK(b.is_contiguous(), ValueError, "DDP: buffer ", name, " must be contiguous");
+    st.buffers.push_back(b);
   }
-  // Buckets in reverse parameter order (gradients of the last layers are ready first).
+  st.broadcast_buffers_from_rank0(deadline());
+  // Buckets in reverse parameter order (gradients of the last layers are ready first), by
+  // PyTorch's rule: a parameter joins the open bucket, and the bucket closes once it holds at
+  // least its cap. So a large parameter ends the bucket it joins rather than waiting for the
+  // next one, and its all-reduce starts as soon as that bucket's gradients are in.
   const auto cap_of = [&](std::size_t bucket) {
     const double mb = bucket == 0 ? options.first_bucket_mb : options.bucket_cap_mb;
     return static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
   };
   st.where.resize(st.params.size());
   st.ready.assign(st.params.size(), false);
+  bool open = false;
   for (std::size_t k = st.params.size(); k-- > 0;) {
     const auto numel = static_cast<std::size_t>(st.params[k].numel());
-    if (st.buckets.empty() ||
-        (st.buckets.back().data.size() > 0 &&
-         st.buckets.back().data.size() + numel > cap_of(st.buckets.size() - 1))) {
-      st.buckets.emplace_back();
-    }
+    if (!open) st.buckets.emplace_back();
     State::Bucket& b = st.buckets.back();
     st.where[k] = {st.buckets.size() - 1, b.slots.size()};
     b.slots.push_back({k, b.data.size(), numel});
     b.data.resize(b.data.size() + numel);
+    open = b.data.size() < cap_of(st.buckets.size() - 1);
   }
   st.reset();
   std::weak_ptr<State> weak = state_;
@@ -127,9 +168,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
 DistributedDataParallel::~DistributedDataParallel() = default;
 
 tensor::Tensor DistributedDataParallel::forward(const tensor::Tensor& input) {
-  for (const auto& [name, b] : module_->named_buffers()) {
-    comm_.broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0)
-        ->wait(core::Deadline::after(comm_.timeout()));
+  if (state_->broadcast_buffers && comm_.size() > 1) {
+    state_->broadcast_buffers_from_rank0(core::Deadline::after(comm_.timeout()));
   }
   return module_->forward(input);
 }
@@ -164,6 +204,7 @@ void DistributedDataParallel::finish_gradient_sync() {
     st.launch_ready_buckets();
   }
   const auto deadline = core::Deadline::after(comm_.timeout());
+  const auto world = static_cast<float>(comm_.size());
   for (auto& b : st.buckets) {
     b.work->wait(deadline);
     for (const auto& s : b.slots) {
@@ -173,7 +214,10 @@ void DistributedDataParallel::finish_gradient_sync() {
         grad = tensor::Tensor::empty(p.shape(), core::DType::f32);
         p.set_grad(grad);
       }
-      std::memcpy(grad.data<float>(), b.data.data() + s.offset, s.numel * sizeof(float));
+      // The average: the bucket holds the sum, divided on its way back (one pass, not two).
+      float* to = grad.data<float>();
+      const float* from = b.data.data() + s.offset;
+      for (std::size_t i = 0; i < s.numel; ++i) to[i] = from[i] / world;
     }
   }
   st.reset();

@@ -1,15 +1,17 @@
 // DistributedDataParallel: gradient averaging across ranks in the style of PyTorch DDP.
 // - At construction every parameter and buffer is broadcast from rank 0.
-// - Gradients are grouped into buckets in reverse parameter order (the first bucket capped at
-//   first_bucket_mb, later ones at bucket_cap_mb). Each parameter's gradient hook copies its
-//   gradient into its bucket; a complete bucket's all-reduce (avg) starts at once, in bucket
-//   order, on the communicator's progress thread, overlapping the rest of backward.
+// - Gradients are grouped into buckets in reverse parameter order; a bucket closes once it
+//   holds at least its cap (first_bucket_mb for the first, bucket_cap_mb after), PyTorch's
+//   assignment. Each parameter's gradient hook copies its gradient into its bucket; a
+//   complete bucket's all-reduce (sum) starts at once, in bucket order, on the communicator's
+//   progress thread, overlapping the rest of backward.
 // - finish_gradient_sync() (after backward, before the optimizer step) waits for every bucket
-//   and writes the averaged gradients back into each parameter's .grad.
+//   and writes sum / world size back into each parameter's .grad (the division rides on that
+//   copy rather than taking a pass of its own).
 // - A parameter that got no gradient is an error naming it, unless find_unused_parameters
 //   (then it contributes zeros). no_sync() skips the all-reduce for gradient accumulation.
 // - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
-//   does by default.
+//   does by default (broadcast_buffers), coalesced into one broadcast per dtype.
 #pragma once
 
 #include <memory>
