@@ -1,12 +1,15 @@
-// HostCache: free lists of large host blocks by size class, under one mutex (a block is
+// HostCache: free lists of large host blocks by size class plus one least-recently-freed
+// order across classes, under one mutex (a block is
 // allocated per tensor, not per element, so the lock is cheap next to the memory it saves).
 #include "tensor/host_cache.h"
 
 #include <bit>
 #include <cstdlib>
+#include <deque>
+#include <iterator>
+#include <list>
 #include <mutex>
 #include <unordered_map>
-#include <vector>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -35,8 +38,10 @@ class HostCache {
       std::lock_guard lock(mutex_);
       auto it = free_.find(block);
       if (it != free_.end() && !it->second.empty()) {
-        void* ptr = it->second.back();
+        const auto entry = it->second.back();  // the most recently freed: warmest in cache
         it->second.pop_back();
+        void* ptr = entry->ptr;
+        lru_.erase(entry);
         cached_ -= block;
         ++hits_;
         return ptr;
@@ -51,9 +56,11 @@ class HostCache {
     const std::size_t block = host_size_class(bytes);
     if (block >= kMinCachedBytes) {
       std::lock_guard lock(mutex_);
-      if (cached_ + block <= limit_) {
-        free_[block].push_back(ptr);
+      if (block <= limit_) {
+        lru_.push_back({block, ptr});
+        free_[block].push_back(std::prev(lru_.end()));
         cached_ += block;
+        release_until(limit_);  // the least recently freed blocks make room
         return;
       }
     }
@@ -77,19 +84,29 @@ class HostCache {
   }
 
  private:
-  // Frees cached blocks until at most `target` bytes remain. Called with the mutex held.
+  struct Block {
+    std::size_t size;
+    void* ptr;
+  };
+  using Entry = std::list<Block>::iterator;
+
+  // Frees the least recently freed blocks until at most `target` bytes remain, so sizes that
+  // stopped recurring (an evaluation's larger batch) give way to those in use every step.
+  // Called with the mutex held.
   void release_until(std::size_t target) {
-    for (auto& [block, list] : free_) {
-      while (cached_ > target && !list.empty()) {
-        std::free(list.back());
-        list.pop_back();
-        cached_ -= block;
-      }
+    while (cached_ > target) {
+      const Block oldest = lru_.front();
+      auto& list = free_[oldest.size];  // its oldest entry is this block
+      list.pop_front();
+      lru_.pop_front();
+      std::free(oldest.ptr);
+      cached_ -= oldest.size;
     }
   }
 
   std::mutex mutex_;
-  std::unordered_map<std::size_t, std::vector<void*>> free_;
+  std::list<Block> lru_;  // cached blocks, least recently freed first
+  std::unordered_map<std::size_t, std::deque<Entry>> free_;  // by size class, oldest first
   std::size_t cached_ = 0;
   std::size_t limit_;
   std::uint64_t hits_ = 0, misses_ = 0;

@@ -9,7 +9,8 @@
 // - Size classes round a request up by at most 1/16 (sixteen classes per power of two), so
 //   nearby sizes (a last, shorter batch) still share blocks.
 // - The cache holds at most `limit` bytes (RINGLET_HOST_CACHE_MB, default 1024; 0 turns it
-//   off); a block freed when the cache is full goes back to the system.
+//   off). A block freed into a full cache pushes out the least recently freed ones, so sizes
+//   that stopped recurring (an evaluation's larger batch) give way to those of every step.
 // - empty() returns every cached block to the system (as torch.cuda.empty_cache() does).
 #pragma once
 

@@ -71,3 +71,26 @@ TEST_CASE("the limit bounds what the cache keeps, and empty() releases everythin
   empty_host_cache();
   CHECK(host_cache_stats().cached_bytes == 0);
 }
+
+TEST_CASE("a full cache gives way to the most recently freed sizes") {
+  empty_host_cache();
+  const std::size_t saved = host_cache_stats().limit_bytes;
+  const std::size_t small = host_size_class(std::size_t{1} << 20);
+  const std::size_t large = host_size_class(std::size_t{2} << 20);
+  set_host_cache_limit(large);
+  { Tensor a = zeros({256, 1024}); }  // 1 MiB, cached
+  CHECK(host_cache_stats().cached_bytes == small);
+  const void* block = nullptr;
+  {
+    Tensor b = zeros({512, 1024});  // 2 MiB: freeing it pushes the 1 MiB block out
+    block = b.raw_data();
+  }
+  CHECK(host_cache_stats().cached_bytes == large);
+  const HostCacheStats before = host_cache_stats();
+  Tensor again = zeros({512, 1024});
+  CHECK(again.raw_data() == block);
+  CHECK(host_cache_stats().hits == before.hits + 1);
+  Tensor other = zeros({256, 1024});
+  CHECK(host_cache_stats().misses == before.misses + 1);
+  set_host_cache_limit(saved);
+}
