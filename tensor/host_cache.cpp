@@ -1,6 +1,6 @@
-// HostCache: free lists of large host blocks by size class plus one least-recently-freed
-// order across classes, under one mutex (a block is
-// allocated per tensor, not per element, so the lock is cheap next to the memory it saves).
+// HostCache: free lists of large host blocks by size class plus one least-recently-freed order
+// across classes, under one mutex (a block is allocated per tensor, not per element, so the
+// lock is cheap next to the memory traffic it saves).
 #include "tensor/host_cache.h"
 
 #include <bit>
