@@ -72,6 +72,17 @@ Data batch(int step) {
   return {tensor::randn({64, 20}, gen), tensor::randint(0, 10, {64}, gen)};
 }
 
+// The single-process reference: `steps` SGD steps of cross-entropy on batch(0), batch(1), ...
+void train_reference(nn::Module& model, nn::SGD& opt, Data (*batch)(int), int steps) {
+  nn::CrossEntropyLoss loss_fn;
+  for (int s = 0; s < steps; ++s) {
+    const Data d = batch(s);
+    opt.zero_grad();
+    loss_fn.forward(model.forward(d.x), d.y).backward();
+    opt.step();
+  }
+}
+
 std::vector<std::vector<float>> params_of(nn::Module& m) {
   std::vector<std::vector<float>> out;
   for (auto& p : m.parameters()) out.push_back(p.to_vector<float>());
@@ -106,13 +117,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
   constexpr int kSteps = 10;
   auto single = mlp(1);
   nn::SGD ref_opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-  nn::CrossEntropyLoss loss_fn;
-  for (int s = 0; s < kSteps; ++s) {
-    const Data d = batch(s);
-    ref_opt.zero_grad();
-    loss_fn.forward(single->forward(d.x), d.y).backward();
-    ref_opt.step();
-  }
+  train_reference(*single, ref_opt, batch, kSteps);
   const auto expected = params_of(*single);
 
   std::vector<std::vector<std::vector<float>>> got(2);
@@ -323,13 +328,7 @@ TEST_CASE("SyncBatchNorm: 2 ranks x batch 32 match 1 rank x batch 64, running st
   constexpr int kSteps = 10;
   auto single = conv_bn(3);
   nn::SGD ref_opt(single->parameters(), {.lr = 0.05, .momentum = 0.9});
-  nn::CrossEntropyLoss loss_fn;
-  for (int s = 0; s < kSteps; ++s) {
-    const Data d = image_batch(s);
-    ref_opt.zero_grad();
-    loss_fn.forward(single->forward(d.x), d.y).backward();
-    ref_opt.step();
-  }
+  train_reference(*single, ref_opt, image_batch, kSteps);
   const auto expected = state_of(*single);
 
   for (const bool sync : {true, false}) {
