@@ -57,8 +57,7 @@ void uniform_(Tensor& t, double low, double high, Generator& gen) {
 }
 
 void normal_(Tensor& t, double mean, double std, Generator& gen) {
-  Tensor values = tensor::randn(t.shape(), gen, tensor::DType::f64);
-  assign(t, tensor::add(tensor::mul(values, std), mean));
+  assign(t, tensor::normal(t.shape(), mean, std, gen, t.dtype()));
 }
 
 void constant_(Tensor& t, double value) { assign(t, tensor::full(t.shape(), value, t.dtype())); }

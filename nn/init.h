@@ -1,7 +1,8 @@
-// Parameter initializers, identical in distribution to torch.nn.init, drawing from an explicit
-// tensor::Generator (there is no global RNG). All fill a tensor in place without recording
-// autograd history, so they work on parameters that require grad.
-// PyTorch's defaults: Linear and Conv2d weights kaiming_uniform_(a = sqrt(5)), which is
+// Parameter initializers as torch.nn.init computes them, drawing from an explicit
+// tensor::Generator (there is no global RNG). The Generator draws what PyTorch's does, so a
+// model built with Generator(s) has the weights PyTorch builds after torch.manual_seed(s). All fill
+// a tensor in place without recording autograd history, so they work on parameters that require
+// grad. PyTorch's defaults: Linear and Conv2d weights kaiming_uniform_(a = sqrt(5)), which is
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)); biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 #pragma once
 

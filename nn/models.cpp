@@ -40,13 +40,23 @@ Tensor ResNet::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Sequential> fmnist_cnn(tensor::Generator& gen) {
+  // One statement per layer, so the layers draw from gen in PyTorch's order (the arguments of
+  // one seq(...) call would be evaluated in an unspecified order).
   const Conv2dOptions same{.padding = 1};
-  return seq(std::make_shared<Conv2d>(1, 32, 3, gen, same), std::make_shared<BatchNorm2d>(32),
-             std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-             std::make_shared<Conv2d>(32, 64, 3, gen, same), std::make_shared<BatchNorm2d>(64),
-             std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2), std::make_shared<Flatten>(),
-             std::make_shared<Linear>(3136, 128, gen), std::make_shared<ReLU>(),
-             std::make_shared<Linear>(128, 10, gen));
+  auto model = std::make_shared<Sequential>();
+  model->add(std::make_shared<Conv2d>(1, 32, 3, gen, same));
+  model->add(std::make_shared<BatchNorm2d>(32));
+  model->add(std::make_shared<ReLU>());
+  model->add(std::make_shared<MaxPool2d>(2));
+  model->add(std::make_shared<Conv2d>(32, 64, 3, gen, same));
+  model->add(std::make_shared<BatchNorm2d>(64));
+  model->add(std::make_shared<ReLU>());
+  model->add(std::make_shared<MaxPool2d>(2));
+  model->add(std::make_shared<Flatten>());
+  model->add(std::make_shared<Linear>(3136, 128, gen));
+  model->add(std::make_shared<ReLU>());
+  model->add(std::make_shared<Linear>(128, 10, gen));
+  return model;
 }
 
 std::shared_ptr<ResNet> resnet18(tensor::Generator& gen, std::int64_t num_classes,

@@ -26,7 +26,9 @@ class Sequential : public Module {
   const std::shared_ptr<Module>& operator[](std::size_t i) const;
 };
 
-// Sequential from a list of modules: seq(std::make_shared<Conv2d>(...), ...).
+// Sequential from a list of modules: seq(std::make_shared<Conv2d>(...), ...). The arguments
+// are constructed in an unspecified order: when several draw from one Generator, add() them in
+// separate statements instead, so the draws follow the layer order.
 template <class... Ms>
 std::shared_ptr<Sequential> seq(std::shared_ptr<Ms>... modules) {
   return std::make_shared<Sequential>(

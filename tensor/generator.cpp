@@ -1,9 +1,8 @@
-// Box-Muller normals and unbiased bounded integers on top of mt19937_64.
+// PyTorch's scalar normal and bounded-integer transformations on top of mt19937.
 #include "tensor/generator.h"
 
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <numbers>
 #include <sstream>
 
@@ -16,23 +15,23 @@ double Generator::normal() {
     has_spare_ = false;
     return spare_;
   }
-  double u1 = uniform();
-  while (u1 <= 0.0) u1 = uniform();
+  // at::normal_distribution<double>: theta from the first draw, radius from the second.
+  const double u1 = uniform();
   const double u2 = uniform();
-  const double radius = std::sqrt(-2.0 * std::log(u1));
-  spare_ = radius * std::sin(2.0 * std::numbers::pi * u2);
+  const double radius = std::sqrt(-2.0 * std::log1p(-u2));
+  const double theta = 2.0 * std::numbers::pi * u1;
+  spare_ = radius * std::sin(theta);
   has_spare_ = true;
-  return radius * std::cos(2.0 * std::numbers::pi * u2);
+  return radius * std::cos(theta);
 }
 
 std::int64_t Generator::integer(std::int64_t low, std::int64_t high) {
   RINGLET_CHECK(high > low, ValueError, "randint: empty range [", low, ", ", high, ")");
-  const std::uint64_t range = static_cast<std::uint64_t>(high - low);
-  const std::uint64_t limit =
-      std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % range;
-  std::uint64_t draw = engine_();
-  while (draw >= limit) draw = engine_();  // rejection keeps it unbiased
-  return low + static_cast<std::int64_t>(draw % range);
+  // at::uniform_int_from_to_distribution: a plain modulo (its bias is range / 2^32 at most,
+  // and keeping it is what makes the draws PyTorch's).
+  const std::uint64_t range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+  const std::uint64_t draw = range >= (std::uint64_t{1} << 32) ? random64() : random();
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + draw % range);
 }
 
 std::string Generator::state() const {

@@ -27,6 +27,8 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType 
 template <class T>
 Tensor from_data(const T* data, const Shape& shape);  // T's own dtype, copied
 
+// Random tensors: the values torch.rand / uniform_ / normal_ / randn / randint give after
+// torch.manual_seed with the Generator's seed (see tensor/generator.h).
 Tensor rand(const Shape& shape, Generator& gen, DType dtype = DType::f32);   // U[0, 1)
 Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::f32);  // N(0, 1)
 Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, Generator& gen,
@@ -34,5 +36,7 @@ Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, Generato
 // U[low, high), the building block of PyTorch's default initializers.
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen,
                DType dtype = DType::f32);
+Tensor normal(const Shape& shape, double mean, double std, Generator& gen,
+              DType dtype = DType::f32);
 
 }  // namespace ringlet::tensor

@@ -1,6 +1,6 @@
-// Sequential and seeded random samplers. The random order uses tensor::Generator, whose
-// integer distribution is written out in ringlet (not std::uniform_int_distribution), so a
-// given (seed, epoch) yields the same permutation with any standard library.
+// Sequential and seeded random samplers. The random order is torch.randperm's: tensor::Generator
+// draws what torch's CPU generator draws, and the shuffle is randperm_cpu's (position i swaps with
+// i + random() % (n - i)), so a seed gives PyTorch's permutation with any standard library.
 #include "trainer/data/sampler.h"
 
 #include <numeric>
@@ -16,8 +16,8 @@ std::vector<std::int64_t> random_permutation(std::int64_t n, std::uint64_t seed)
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
   tensor::Generator gen(seed);
-  for (std::int64_t i = n - 1; i > 0; --i) {
-    const std::int64_t j = gen.integer(0, i + 1);
+  for (std::int64_t i = 0; i + 1 < n; ++i) {
+    const auto j = i + static_cast<std::int64_t>(gen.random() % static_cast<std::uint64_t>(n - i));
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
   }
   return order;

@@ -47,7 +47,7 @@ class RandomSampler : public Sampler {
   std::uint64_t seed_;
 };
 
-// Fisher-Yates over 0..n-1 driven by tensor::Generator(seed): the same on every machine.
+// torch.randperm(n) with a generator seeded with `seed`: the same on every machine.
 std::vector<std::int64_t> random_permutation(std::int64_t n, std::uint64_t seed);
 
 }  // namespace ringlet::trainer
