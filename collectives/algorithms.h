@@ -23,6 +23,12 @@ void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t blo
                                 ReduceOp op);
 void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype);
 
+// Direct reduce-scatter + all-gather through cross-memory attach (every peer connection must
+// can_read_peer()): each byte crosses between processes once per phase. In place when `input`
+// is null. See direct.cpp for the three message rounds that order the reads.
+void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                       const char* input = nullptr);
+
 // Recursive doubling with the non-power-of-two fold (latency-optimal for small messages).
 void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op);
 

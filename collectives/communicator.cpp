@@ -22,6 +22,7 @@ namespace {
 constexpr std::chrono::minutes kDefaultTimeout{10};
 constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
 constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
+constexpr std::size_t kDefaultDirectMinBytes = 1024 * 1024;
 constexpr std::int64_t kDefaultInlineBytes = 64 * 1024;
 // How long a rank that only saw a connection fail waits for another rank's published cause:
 // long enough for a loaded machine to schedule the rank that found it, short next to any
@@ -86,6 +87,7 @@ struct Communicator::Impl {
   std::mutex mutex;  // guards failure, seq counters
   std::exception_ptr failure;
   std::uint64_t next_seq = 0, next_p2p = 0;
+  bool peers_readable = false;  // every rank can read every other rank's memory (direct)
 
   std::exception_ptr current_failure() {
     std::lock_guard lock(mutex);
@@ -337,6 +339,25 @@ struct Communicator::Impl {
     RINGLET_CHECK(supported(dtype), DTypeError, op, ": dtype ", dtype,
                   " is not supported (f32 f64 f16 bf16 i32 i64)");
   }
+  // Whether every rank's connections (all channels) can read their peers' memory: each rank
+  // publishes its own answer and reads everyone's, so all ranks pick the same algorithms.
+  bool agree_on_peer_reads(const transport::MeshOptions& mesh, core::Deadline deadline) {
+    if (size == 1) return true;
+    bool mine = true;
+    for (const auto& ch : channels) {
+      for (int p = 0; p < size; ++p) {
+        if (p != rank) mine = mine && ch->mesh->peer(p).can_read_peer();
+      }
+    }
+    const std::string key = core::str(options.name, "/readable/", mesh.prefix, "/");
+    store->set(key + std::to_string(rank), mine ? "1" : "0");
+    bool all = mine;
+    for (int p = 0; p < size; ++p) {
+      if (p != rank) all = store->get(key + std::to_string(p), deadline) == "1" && all;
+    }
+    return all;
+  }
+
   void check_rank(int r, const char* what, const char* op) const {
     RINGLET_CHECK(r >= 0 && r < size, ValueError, op, ": ", what, " ", r,
                   " is outside the communicator of size ", size);
@@ -357,8 +378,10 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
         std::int64_t{1} << 40));
   }
   if (options.algo.empty()) options.algo = core::env_string("RINGLET_ALGO").value_or("auto");
-  RINGLET_CHECK(options.algo == "auto" || options.algo == "ring" || options.algo == "rd",
-                ValueError, "RINGLET_ALGO='", options.algo, "' is not one of auto, ring, rd");
+  RINGLET_CHECK(options.algo == "auto" || options.algo == "ring" || options.algo == "rd" ||
+                    options.algo == "direct",
+                ValueError, "RINGLET_ALGO='", options.algo,
+                "' is not one of auto, ring, rd, direct");
   if (options.channels <= 0) {
     options.channels = static_cast<int>(core::env_int("RINGLET_CHANNELS", 1, 1, 16));
   }
@@ -367,6 +390,7 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
         core::env_int("RINGLET_SLICE_BYTES", kDefaultSliceBytes, 1, std::int64_t{1} << 32));
   }
   if (options.rd_max_bytes == 0) options.rd_max_bytes = kDefaultRdMaxBytes;
+  if (options.direct_min_bytes == 0) options.direct_min_bytes = kDefaultDirectMinBytes;
   if (options.inline_bytes < 0) {
     options.inline_bytes =
         core::env_int("RINGLET_INLINE_BYTES", kDefaultInlineBytes, 0, std::int64_t{1} << 40);
@@ -387,6 +411,10 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
     ch->ctx.slice_bytes = options.slice_bytes;
     impl->channels.push_back(std::move(ch));
   }
+  impl->peers_readable = impl->agree_on_peer_reads(mesh, deadline);
+  RINGLET_CHECK(impl->peers_readable || options.algo != "direct", ValueError,
+                "RINGLET_ALGO=direct needs every pair of ranks on one host with shm connections "
+                "that can read each other's memory (cross-memory attach; RINGLET_SHM_CMA=1)");
   for (auto& ch : impl->channels) {
     ch->thread = std::thread([impl = impl.get(), c = ch.get()] { impl->channel_loop(*c); });
   }
@@ -417,13 +445,16 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   impl_->check_buffer(recv, count, "recv buffer", "all_reduce");
   const std::size_t es = core::dtype_size(dtype);
   const int n = impl_->size;
-  const bool use_rd = impl_->options.algo == "rd" ||
-                      (impl_->options.algo == "auto" && count * es <= impl_->options.rd_max_bytes);
+  const std::string& algo = impl_->options.algo;
+  const bool use_rd = algo == "rd" || (algo == "auto" && count * es <= impl_->options.rd_max_bytes);
+  const bool use_direct =
+      !use_rd && impl_->peers_readable &&
+      (algo == "direct" || (algo == "auto" && count * es >= impl_->options.direct_min_bytes));
   Fingerprint fp{OpKind::all_reduce, dtype, op, 0, -1, count, 0};
   auto finish = [n, dtype, op](char* data, std::size_t c) {
     if (op == ReduceOp::avg) divide_by(data, c, dtype, n);
   };
-  if (use_rd || impl_->channels.size() == 1) {
+  if (use_rd || use_direct || impl_->channels.size() == 1) {
     return impl_->submit(
         "all_reduce", true, fp, 0,
         [=](ChannelContext& ctx) {
@@ -431,12 +462,14 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
           if (use_rd) {
             if (send != recv && count > 0) std::memcpy(data, send, count * es);
             rd_all_reduce(ctx, data, count, dtype, op);
+          } else if (use_direct) {
+            direct_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
           } else {
             ring_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
           }
           finish(data, count);
         },
-        {}, use_rd);
+        {}, use_rd || use_direct);
   }
   const int channels = static_cast<int>(impl_->channels.size());
   return impl_->submit("all_reduce", true, fp, -1, {}, [=](ChannelContext& ctx, int c) {

@@ -1,7 +1,7 @@
 // Collectives as a Gloo-style matrix, ranks as threads over the real transports: world sizes
 // 1..8, counts 0, 1, < n, not divisible by n x slice, and ~16 M; every dtype x op; in place and
-// out of place; tcp and shm; ring and recursive doubling. Data are small integers, so every
-// result is exact (f16/bf16 included: every value involved is exactly representable).
+// out of place; tcp and shm; ring, recursive doubling and direct (shm). Data are small integers, so
+// every result is exact (f16/bf16 included: every value involved is exactly representable).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -101,12 +101,15 @@ TEST_CASE("all_reduce matrix: ring over shm") { matrix("shm", "ring"); }
 TEST_CASE("all_reduce matrix: ring over tcp") { matrix("tcp", "ring"); }
 TEST_CASE("all_reduce matrix: recursive doubling over shm") { matrix("shm", "rd"); }
 TEST_CASE("all_reduce matrix: recursive doubling over tcp") { matrix("tcp", "rd"); }
+TEST_CASE("all_reduce matrix: direct (cross-memory attach) over shm") { matrix("shm", "direct"); }
 
-TEST_CASE("all_reduce of ~16 M floats, two channels, tcp and shm") {
-  for (const char* transport : {"shm", "tcp"}) {
+TEST_CASE("all_reduce of ~16 M floats, two channels, tcp and shm (ring and direct)") {
+  for (const auto& [transport, algo] :
+       {std::pair{"shm", "ring"}, std::pair{"shm", "auto"}, std::pair{"tcp", "auto"}}) {
     for (int n : {2, 3}) {
       CommOptions options;
       options.channels = 2;
+      options.algo = algo;
       options.name = "large";
       run_comm(n, transport, options, [&](int rank, Communicator& comm) {
         check_all_reduce(rank, comm, (std::size_t{16} << 20) + 3, DType::f32, ReduceOp::sum,

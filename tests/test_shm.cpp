@@ -393,3 +393,38 @@ TEST_CASE("shm between processes: exchange both ways, then SIGKILL mid-transfer"
   CHECK(WIFSIGNALED(status));
   CHECK(our_segments() == 0);
 }
+
+TEST_CASE("shm: cross-memory reads of the peer's memory, agreed at connect time") {
+  auto p = make_pair("cma");
+  REQUIRE(p->a->can_read_peer());
+  CHECK(p->b->can_read_peer());
+  CHECK(p->a->bytes_received() == 0);  // the connect-time probe is not counted
+  // The peer is this process here, so its memory is ours: read a buffer back through it.
+  const auto source = pattern((std::size_t{3} << 20) + 5, 5);
+  std::vector<unsigned char> copy(source.size());
+  p->a->read_peer(copy.data(), reinterpret_cast<std::uintptr_t>(source.data()), source.size());
+  CHECK(copy == source);
+  CHECK(p->a->bytes_received() == source.size());
+  // A range the peer does not map is a PeerError naming the peer, not a crash.
+  try {
+    p->b->read_peer(copy.data(), 64, 64);
+    FAIL("reading the peer's page zero succeeded");
+  } catch (const transport::PeerError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("peer rank 0") != std::string::npos);
+    CHECK(what.find("Bad address") != std::string::npos);
+  }
+}
+
+TEST_CASE("shm: RINGLET_SHM_CMA=0 turns cross-memory reads off on both sides") {
+  REQUIRE(::setenv("RINGLET_SHM_CMA", "0", 1) == 0);
+  auto p = make_pair("no-cma");
+  ::unsetenv("RINGLET_SHM_CMA");
+  CHECK_FALSE(p->a->can_read_peer());
+  CHECK_FALSE(p->b->can_read_peer());
+  std::vector<unsigned char> copy(16);
+  CHECK_THROWS_WITH_AS(
+      p->a->read_peer(copy.data(), reinterpret_cast<std::uintptr_t>(copy.data()), copy.size()),
+      doctest::Contains("no cross-memory attach"), core::Error);
+  exchange(*p, 4096, 3);  // messages still flow
+}

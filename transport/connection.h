@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/device.h"
+#include "core/error.h"
 #include "transport/request.h"
 
 namespace ringlet::transport {
@@ -49,6 +50,17 @@ class Connection {
   virtual const char* transport() const = 0;  // "tcp", "shm", ...
   virtual std::uint64_t bytes_sent() const = 0;
   virtual std::uint64_t bytes_received() const = 0;
+
+  // Single-copy reads of the peer's memory, for transports between processes of one host that
+  // allow them (shm: Linux cross-memory attach). read_peer copies `bytes` at address `remote`
+  // of the peer's address space into `dst` on the calling thread; the caller makes sure,
+  // through messages, that the peer keeps that memory valid and unchanged meanwhile. A peer
+  // that died or a range it does not map is a PeerError.
+  virtual bool can_read_peer() const { return false; }
+  virtual void read_peer(void* /*dst*/, std::uintptr_t /*remote*/, std::size_t /*bytes*/) {
+    RINGLET_THROW(Error, "rank ", local_rank(), ": the ", transport(), " connection to rank ",
+                  peer_rank(), " cannot read the peer's memory");
+  }
 
   // Conveniences for host memory.
   RequestPtr send(const void* data, std::size_t bytes) { return send(ConstBuffer{data, bytes}); }

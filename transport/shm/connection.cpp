@@ -15,9 +15,11 @@
 #include <system_error>
 #include <utility>
 
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "transport/errors.h"
+#include "transport/shm/peer_memory.h"
 #include "transport/store.h"
 
 namespace ringlet::transport {
@@ -62,8 +64,44 @@ ShmConnection::ShmConnection(ShmSegment segment, int local_rank, int peer_rank,
     send_.thread.join();
     throw;
   }
+  peer_readable_ = agree_on_peer_reads(deadline);
   core::log(core::LogLevel::debug, "rank ", local_rank_, ": shm connection to rank ", peer_rank_,
-            " (rings of ", segment_.ring_bytes(), " bytes, peer pid ", peer_process_.pid(), ")");
+            " (rings of ", segment_.ring_bytes(), " bytes, peer pid ", peer_process_.pid(),
+            peer_readable_ ? ", cross-memory attach" : "", ")");
+}
+
+// Each side sends the address of its probe word and whether it wants cross-memory reads, reads
+// the peer's word, and sends the outcome; reads are on only if both succeeded. The exchange is
+// part of connecting: the byte counters start after it.
+bool ShmConnection::agree_on_peer_reads(core::Deadline deadline) {
+  const std::uint64_t wanted = core::env_int("RINGLET_SHM_CMA", 1, 0, 1);
+  const std::uint64_t mine[2] = {peer_memory_probe_address(), wanted};
+  std::uint64_t theirs[2] = {};
+  RequestPtr sent = send(mine, sizeof mine);
+  RequestPtr got = recv(theirs, sizeof theirs);
+  sent->wait(deadline);
+  got->wait(deadline);
+  const std::uint8_t ok =
+      wanted != 0 && theirs[1] != 0 && probe_peer_memory(peer_process_.pid(), theirs[0]) ? 1 : 0;
+  std::uint8_t peer_ok = 0;
+  sent = send(&ok, 1);
+  got = recv(&peer_ok, 1);
+  sent->wait(deadline);
+  got->wait(deadline);
+  bytes_sent_ = 0;
+  bytes_received_ = 0;
+  return ok == 1 && peer_ok == 1;
+}
+
+void ShmConnection::read_peer(void* dst, std::uintptr_t remote, std::size_t bytes) {
+  RINGLET_CHECK(peer_readable_, Error, "rank ", local_rank_, ": the shm connection to rank ",
+                peer_rank_, " has no cross-memory attach (RINGLET_SHM_CMA=0, or not permitted)");
+  if (const int error = read_peer_memory(peer_process_.pid(), dst, remote, bytes); error != 0) {
+    throw PeerError(describe_failure(core::str(
+        "reading ", bytes, " bytes of its memory failed: ", std::generic_category().message(error),
+        peer_process_.exited() ? " (the peer process exited)" : "")));
+  }
+  bytes_received_ += bytes;
 }
 
 ShmConnection::~ShmConnection() {

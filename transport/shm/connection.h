@@ -46,6 +46,10 @@ class ShmConnection : public Connection {
   const char* transport() const override { return "shm"; }
   std::uint64_t bytes_sent() const override { return bytes_sent_.load(); }
   std::uint64_t bytes_received() const override { return bytes_received_.load(); }
+  // Cross-memory attach to the peer process (see shm/peer_memory.h): both sides probed it when
+  // they connected and agreed; RINGLET_SHM_CMA=0 turns it off.
+  bool can_read_peer() const override { return peer_readable_; }
+  void read_peer(void* dst, std::uintptr_t remote, std::size_t bytes) override;
 
   using Connection::recv;
   using Connection::send;
@@ -90,6 +94,8 @@ class ShmConnection : public Connection {
   void fail_direction(Direction& dir, const std::string& why);
   void fail_op(Direction& dir, Op& op);
   void close_local_side();
+  // The connect-time exchange that sets peer_readable_ (two small messages each way).
+  bool agree_on_peer_reads(core::Deadline deadline);
   std::string describe_failure(const std::string& why) const;
 
   ShmSegment segment_;
@@ -99,6 +105,7 @@ class ShmConnection : public Connection {
   ShmRing tx_;
   ShmRing rx_;
   ProcessWatch peer_process_;
+  bool peer_readable_ = false;
   std::atomic<std::uint64_t> bytes_sent_{0};
   std::atomic<std::uint64_t> bytes_received_{0};
   Direction send_;

@@ -1,0 +1,130 @@
+// Direct all-reduce through cross-memory attach, for ranks on one host whose shm connections
+// can read each other's memory (transport::Connection::read_peer). Rank r owns chunk r of the
+// balanced split:
+//   reduce-scatter: r reads chunk r straight out of every peer's input, slice by slice into
+//     scratch that stays in cache, and reduces it into its own output;
+//   all-gather: r copies every peer's finished chunk straight out of that peer's output.
+// Each byte crosses between processes once per phase, where the ring through shared-memory
+// rings copies it in and out. Three rounds of small messages order the reads, and each carries
+// the op's fingerprint-checked header in the first round:
+//   1. where: every rank's input and output addresses (after the fingerprint);
+//   2. reduced: a rank's chunk is final, so it may be gathered, and nobody reads any input any
+//      more, so outputs may be overwritten (in place, the input is the output);
+//   3. done: nobody reads this rank's memory any more, so the caller may reuse it.
+// Chunk r is reduced by rank r alone, so every rank ends with identical bits.
+#include <chrono>
+#include <cstring>
+
+#include "collectives/algorithms.h"
+#include "collectives/reduce_kernels.h"
+
+namespace ringlet::collectives {
+namespace {
+
+struct Where {
+  Fingerprint fingerprint;
+  std::uint64_t input;
+  std::uint64_t output;
+};
+
+// Sends `mine` to every peer and receives each peer's message of the same size into
+// theirs[peer]; a message of another size is a mismatch (the peer is in another collective).
+template <class T>
+void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
+              const Fingerprint* expected) {
+  const int n = ctx.size, r = ctx.rank;
+  std::vector<std::vector<char>> inbox(static_cast<std::size_t>(n));
+  std::vector<transport::RequestPtr> recvs(static_cast<std::size_t>(n)), sends(recvs.size());
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + k) % n;
+    inbox[p].resize(sizeof(T) + kMismatchRoom);
+    recvs[p] = ctx.peer(p).recv(inbox[p].data(), inbox[p].size());
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + n - k) % n;
+    sends[p] = ctx.peer(p).send(&mine, sizeof mine);
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + k) % n;
+    ctx.wait(recvs[p], p);
+    const bool has_head = recvs[p]->bytes() >= sizeof(Fingerprint);
+    Fingerprint head;
+    if (has_head) std::memcpy(&head, inbox[p].data(), sizeof head);
+    if (recvs[p]->bytes() != sizeof(T) || (expected != nullptr && !(head == *expected))) {
+      throw ctx.mismatch_error(p, has_head && expected != nullptr ? &head : nullptr);
+    }
+    std::memcpy(&theirs[p], inbox[p].data(), sizeof(T));
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + n - k) % n;
+    ctx.wait(sends[p], p);
+  }
+}
+
+// Rounds 2 and 3: an 8-byte token naming the round.
+void notify_all(ChannelContext& ctx, std::uint64_t round) {
+  std::vector<std::uint64_t> theirs(static_cast<std::size_t>(ctx.size));
+  exchange(ctx, round, theirs, nullptr);
+  for (int p = 0; p < ctx.size; ++p) {
+    if (p != ctx.rank && theirs[p] != round) throw ctx.mismatch_error(p, nullptr);
+  }
+}
+
+}  // namespace
+
+void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                       const char* input) {
+  const int n = ctx.size, r = ctx.rank;
+  const std::size_t es = core::dtype_size(dtype);
+  if (input == data) input = nullptr;
+  if (n == 1) {
+    if (input != nullptr && count > 0) std::memcpy(data, input, count * es);
+    return;
+  }
+  const Where mine{ctx.op_fingerprint,
+                   reinterpret_cast<std::uintptr_t>(input != nullptr ? input : data),
+                   reinterpret_cast<std::uintptr_t>(data)};
+  std::vector<Where> where(static_cast<std::size_t>(n));
+  exchange(ctx, mine, where, &ctx.op_fingerprint);
+
+  // Reduce-scatter: chunk r, one slice at a time across all peers while it is in cache.
+  const std::size_t begin = split_offset(count, n, r);
+  const std::size_t len = split_offset(count, n, r + 1) - begin;
+  char* chunk = data + begin * es;
+  if (input != nullptr && len > 0) std::memcpy(chunk, input + begin * es, len * es);
+  const std::size_t slice = std::max<std::size_t>(1, ctx.slice_bytes / es);
+  char* scratch = ctx.scratch_bytes(std::min(slice, std::max<std::size_t>(len, 1)) * es);
+  std::vector<std::chrono::steady_clock::time_point> started(static_cast<std::size_t>(n));
+  for (std::size_t off = 0; off < len; off += slice) {
+    const std::size_t m = std::min(slice, len - off);
+    for (int k = 1; k < n; ++k) {
+      const int p = (r + k) % n;
+      if (off == 0) started[p] = std::chrono::steady_clock::now();
+      ctx.waiting_on = p;
+      ctx.peer(p).read_peer(scratch, where[p].input + (begin + off) * es, m * es);
+      reduce_into(chunk + off * es, scratch, m, dtype, op);
+    }
+  }
+  ctx.bytes_done += len * es * static_cast<std::size_t>(n - 1);
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + k) % n;
+    if (len == 0) started[p] = std::chrono::steady_clock::now();
+    ctx.trace(k - 1, "RS", r, p, len * es, started[p]);
+  }
+  notify_all(ctx, 2);
+
+  // All-gather: every other chunk straight from its owner's output.
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + k) % n;
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t b = split_offset(count, n, p);
+    const std::size_t bytes = (split_offset(count, n, p + 1) - b) * es;
+    ctx.waiting_on = p;
+    if (bytes > 0) ctx.peer(p).read_peer(data + b * es, where[p].output + b * es, bytes);
+    ctx.bytes_done += bytes;
+    ctx.trace(n - 2 + k, "AG", p, p, bytes, start);
+  }
+  notify_all(ctx, 3);
+}
+
+}  // namespace ringlet::collectives
