@@ -19,7 +19,6 @@ import os
 import sys
 
 import torch
-import torch.nn as nn
 from torch.utils.data.distributed import DistributedSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,6 +26,7 @@ OUT_PATH = os.path.join(HERE, "rng.json")
 
 sys.path.insert(0, HERE)
 from make_golden import tensor_json  # noqa: E402  (exact f32 decimals)
+from make_nn_golden import fmnist_cnn  # noqa: E402  (train_fmnist.py's model)
 
 
 def f64_json(t):
@@ -61,16 +61,6 @@ def draw(kind, seed, dtype, **kw):
     return dict(kind=kind, seed=seed, dtype=dtype_name, **kw, out=as_json(t))
 
 
-def make_model():  # train_fmnist.py's model, layer for layer
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(3136, 128), nn.ReLU(),
-        nn.Linear(128, 10),
-    )
-
-
 def main():
     f32, f64 = torch.float32, torch.float64
     draws = [
@@ -96,7 +86,7 @@ def main():
     randperm_60000 = dict(seed=1, head=perm[:16], tail=perm[-4:], checksum=checksum(perm))
 
     torch.manual_seed(0)
-    model = make_model()
+    model = fmnist_cnn()
     params = []
     for name, p in model.named_parameters():
         flat = p.detach().reshape(-1)
