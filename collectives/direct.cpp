@@ -14,6 +14,7 @@
 // Chunk r is reduced by rank r alone, so every rank ends with identical bits.
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
@@ -29,16 +30,18 @@ struct Where {
 
 // Sends `mine` to every peer and receives each peer's message of the same size into
 // theirs[peer]; a message of another size is a mismatch (the peer is in another collective).
+// Only the first round (expected != null) can meet a peer in another collective, so only its
+// receives have room for a longer message; later rounds follow fingerprints already checked.
 template <class T>
 void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
               const Fingerprint* expected) {
   const int n = ctx.size, r = ctx.rank;
-  std::vector<std::vector<char>> inbox(static_cast<std::size_t>(n));
+  const std::size_t room = sizeof(T) + (expected != nullptr ? kMismatchRoom : 0);
+  const std::unique_ptr<char[]> inbox(new char[room * static_cast<std::size_t>(n)]);
   std::vector<transport::RequestPtr> recvs(static_cast<std::size_t>(n)), sends(recvs.size());
   for (int k = 1; k < n; ++k) {
     const int p = (r + k) % n;
-    inbox[p].resize(sizeof(T) + kMismatchRoom);
-    recvs[p] = ctx.peer(p).recv(inbox[p].data(), inbox[p].size());
+    recvs[p] = ctx.peer(p).recv(inbox.get() + p * room, room);
   }
   for (int k = 1; k < n; ++k) {
     const int p = (r + n - k) % n;
@@ -49,11 +52,11 @@ void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
     ctx.wait(recvs[p], p);
     const bool has_head = recvs[p]->bytes() >= sizeof(Fingerprint);
     Fingerprint head;
-    if (has_head) std::memcpy(&head, inbox[p].data(), sizeof head);
+    if (has_head) std::memcpy(&head, inbox.get() + p * room, sizeof head);
     if (recvs[p]->bytes() != sizeof(T) || (expected != nullptr && !(head == *expected))) {
       throw ctx.mismatch_error(p, has_head && expected != nullptr ? &head : nullptr);
     }
-    std::memcpy(&theirs[p], inbox[p].data(), sizeof(T));
+    std::memcpy(&theirs[p], inbox.get() + p * room, sizeof(T));
   }
   for (int k = 1; k < n; ++k) {
     const int p = (r + n - k) % n;
