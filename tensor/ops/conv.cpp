@@ -3,6 +3,8 @@
 // keeps both OpenBLAS threads busy, at the price of a transpose between [O, N*L] and NCHW in
 // each direction. Shallow ones (conv1: 9 rows) are memory-bound, so one GEMM per image writing
 // NCHW directly wins. The columns are saved for the weight gradient; the bias rides along.
+// The input gradient goes one image at a time (GEMM into a one-image column matrix, then
+// col2im while it is still in cache), whatever the depth.
 #include "tensor/ops/conv.h"
 
 #include <vector>
@@ -197,7 +199,7 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   // The GEMMs read dy either per image ([O, L] blocks of NCHW) or, batched, as [O, N*L].
   const bool batched = batched_gemm(g, batch);
   Tensor dy_t;
-  if (batched) {
+  if (batched && needs[1]) {
     dy_t = Tensor::empty({out_ch, ld}, go.dtype());
     T* to = dy_t.data<T>();
     core::parallel_for(batch * out_ch, kPlaneGrain, [&](std::int64_t begin, std::int64_t end) {
@@ -223,26 +225,20 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
     }
   }
   if (needs[0]) {
-    Tensor grad_col = Tensor::empty({rows, ld}, go.dtype());
-    T* gc = grad_col.data<T>();
+    // One image at a time: its column gradient [rows, L] stays in cache between the GEMM that
+    // writes it and the col2im that folds it into dx (the whole batch's would be rows x N*L,
+    // 14 MB for conv2 of the CNN at batch 64, written and read back through memory).
+    Tensor scratch = Tensor::empty({rows, cols}, go.dtype());
+    T* gc = scratch.data<T>();
     const T* w = s.weight.data<T>();
-    if (batched) {
-      cpu::gemm(true, false, rows, ld, out_ch, T(1), w, rows, dy_t.data<T>(), ld, T(0), gc, ld);
-    } else {
-      for (std::int64_t n = 0; n < batch; ++n) {
-        cpu::gemm(true, false, rows, cols, out_ch, T(1), w, rows, dy + n * out_ch * cols, cols,
-                  T(0), gc + n * cols, ld);
-      }
-    }
     grads[0] = Tensor::empty(s.input_shape, go.dtype());
     T* dx = grads[0].data<T>();
     const std::int64_t image_size = g.channels * g.height * g.width;
-    core::parallel_for(batch * g.channels, kPlaneGrain, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t p = begin; p < end; ++p) {
-        const std::int64_t n = p / g.channels, c = p % g.channels;
-        cpu::col2im(g, gc + n * cols, ld, c, c + 1, dx + n * image_size);
-      }
-    });
+    for (std::int64_t n = 0; n < batch; ++n) {
+      cpu::gemm(true, false, rows, cols, out_ch, T(1), w, rows, dy + n * out_ch * cols, cols, T(0),
+                gc, cols);
+      cpu::col2im(g, gc, cols, 0, g.channels, dx + n * image_size);
+    }
   }
   return grads;
 }
