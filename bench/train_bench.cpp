@@ -109,7 +109,10 @@ int main(int argc, char** argv) {
     nn::CrossEntropyLoss criterion;
     nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
     std::unique_ptr<trainer::DistributedDataParallel> ddp;
-    if (world > 1) ddp = std::make_unique<trainer::DistributedDataParallel>(model, *comm);
+    if (world > 1) {  // as the trainer runs it
+      ddp = std::make_unique<trainer::DistributedDataParallel>(
+          model, *comm, trainer::DDPOptions{.gradient_as_bucket_view = true});
+    }
 
     std::vector<double> phase[3];  // forward, backward, gradient sync wait
     auto fwd_bwd = [&] {

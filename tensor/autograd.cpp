@@ -59,14 +59,26 @@ void check_grad_shape(const Tensor& grad, const Tensor& input, const std::string
                 grad.dtype(), " for an input of dtype ", input.dtype());
 }
 
-void accumulate(Tensor& slot, const Tensor& grad) {
-  slot = slot.defined() ? add(slot, grad) : grad;
+void accumulate(Tensor& slot, Tensor grad) {
+  slot = slot.defined() ? add(slot, grad) : std::move(grad);
 }
 
-void finish_leaf(const Tensor& leaf, const Tensor& grad) {
+// Whether nothing but `t` can see its memory: its handle and its storage have no other owner,
+// and it is contiguous (not a window on a larger buffer).
+bool sole_owner(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous();
+}
+
+void finish_leaf(const Tensor& leaf, Tensor grad) {
   Tensor existing = leaf.grad();
-  // A fresh copy: the incoming gradient may alias another leaf's or the caller's tensor.
-  leaf.set_grad(existing.defined() ? add(existing, grad) : grad.clone());
+  // A gradient no one else holds is adopted as it is; any other is copied, since it may alias
+  // another leaf's gradient, a view of an upstream gradient or the caller's tensor (PyTorch's
+  // AccumulateGrad steals in the same way).
+  if (existing.defined()) {
+    leaf.set_grad(add(existing, grad));
+  } else {
+    leaf.set_grad(sole_owner(grad) ? std::move(grad) : grad.clone());
+  }
   const Tensor final_grad = leaf.grad();
   for (const auto& hook : leaf.impl().hooks) hook(final_grad);
 }
@@ -145,15 +157,15 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       if (has_grad) check_grad_shape(grads[i], input, node->name());
       if (input.is_leaf()) {
         TensorImpl* key = input.impl_ptr().get();
-        if (has_grad) accumulate(leaf_grads[key], grads[i]);
+        if (has_grad) accumulate(leaf_grads[key], std::move(grads[i]));
         if (--leaf_deps[key] == 0) {
           auto it = leaf_grads.find(key);
-          if (it != leaf_grads.end()) finish_leaf(input, it->second);
+          if (it != leaf_grads.end()) finish_leaf(input, std::move(it->second));
           leaf_grads.erase(key);
         }
       } else {
         Node* next = input.grad_fn().get();
-        if (has_grad) accumulate(node_grads[next], grads[i]);
+        if (has_grad) accumulate(node_grads[next], std::move(grads[i]));
         if (--node_deps[next] == 0) ready.push_back(input.grad_fn());
       }
     }

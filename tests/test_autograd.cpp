@@ -23,6 +23,34 @@ TEST_CASE("gradients accumulate across backward calls and paths") {
   CHECK(x.grad().to_vector<double>() == std::vector<double>{4, 4, 4});
 }
 
+TEST_CASE("a leaf's gradient never aliases another leaf's, the caller's or an upstream one") {
+  Tensor a = from_vector({1, 2}, {2}, DType::f32);
+  Tensor b = from_vector({3, 4}, {2}, DType::f32);
+  a.requires_grad_();
+  b.requires_grad_();
+  Tensor seed = from_vector({1, 1}, {2}, DType::f32);
+  add(a, b).backward(seed);  // add hands the same incoming gradient to both inputs
+  CHECK(a.grad().storage() != b.grad().storage());
+  CHECK(a.grad().storage() != seed.storage());
+  fill_(seed, 7.0);
+  Tensor a_grad = a.grad();
+  fill_(a_grad, 5.0);
+  CHECK(b.grad().to_vector<float>() == std::vector<float>{1, 1});
+  // A leaf that is the root keeps a copy of the caller's gradient.
+  Tensor c = from_vector({1, 2}, {2}, DType::f32);
+  c.requires_grad_();
+  c.backward(seed);
+  fill_(seed, 0.0);
+  CHECK(c.grad().to_vector<float>() == std::vector<float>{7, 7});
+  // A reshape's gradient is a view of the upstream one; the leaf gets memory of its own.
+  Tensor d = from_vector({1, 2, 3, 4}, {2, 2}, DType::f32);
+  d.requires_grad_();
+  Tensor r = reshape(d, {4});
+  Tensor up = from_vector({1, 2, 3, 4}, {4}, DType::f32);
+  r.backward(up);
+  CHECK(d.grad().storage() != up.storage());
+}
+
 TEST_CASE("a 10,000-op chain does not recurse") {
   Tensor x = from_vector({1.0}, {1}, DType::f64);
   x.requires_grad_();

@@ -120,36 +120,49 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
   train_reference(*single, ref_opt, batch, kSteps);
   const auto expected = params_of(*single);
 
-  std::vector<std::vector<std::vector<float>>> got(2);
-  CommOptions options;
-  options.name = "ddp-eq";
-  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
-    auto model = mlp(rank == 0 ? 1 : 99);  // rank 1 starts elsewhere: DDP must broadcast
-    trainer::DistributedDataParallel ddp(model, comm);
-    nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-    nn::CrossEntropyLoss local_loss;
-    for (int s = 0; s < kSteps; ++s) {
-      const Data d = batch(s);
-      const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
-      const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
-      opt.zero_grad();
-      local_loss.forward(ddp.forward(x), y).backward();
-      ddp.finish_gradient_sync();
-      opt.step();
-    }
-    got[rank] = params_of(*model);
-  });
-  // Tolerance: the mean over 64 is computed as the average of two means over 32 — equal in
-  // exact arithmetic, a few ulps apart in f32 — and 10 momentum steps carry that forward.
-  for (int r = 0; r < 2; ++r) {
-    REQUIRE(got[r].size() == expected.size());
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      for (std::size_t j = 0; j < expected[i].size(); ++j) {
-        REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
+  // Copied back into each .grad, or (gradient_as_bucket_view) left in the bucket, the .grads
+  // being views of it.
+  for (const bool view : {false, true}) {
+    CAPTURE(view);
+    std::vector<std::vector<std::vector<float>>> got(2);
+    std::vector<int> grads_in_bucket(2, 0);
+    CommOptions options;
+    options.name = view ? "ddp-eq-view" : "ddp-eq";
+    run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+      auto model = mlp(rank == 0 ? 1 : 99);  // rank 1 starts elsewhere: DDP must broadcast
+      trainer::DistributedDataParallel ddp(model, comm, {.gradient_as_bucket_view = view});
+      nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+      nn::CrossEntropyLoss local_loss;
+      for (int s = 0; s < kSteps; ++s) {
+        const Data d = batch(s);
+        const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
+        const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
+        opt.zero_grad();
+        local_loss.forward(ddp.forward(x), y).backward();
+        ddp.finish_gradient_sync();
+        opt.step();
+      }
+      // The MLP's 4 parameters fit one bucket: as views, their .grads share its storage.
+      const auto params = model->parameters();
+      for (const auto& p : params) {
+        grads_in_bucket[rank] += p.grad().storage() == params[0].grad().storage() ? 1 : 0;
+      }
+      got[rank] = params_of(*model);
+    });
+    CHECK(grads_in_bucket[0] == (view ? 4 : 1));
+    CHECK(grads_in_bucket[1] == (view ? 4 : 1));
+    // Tolerance: the mean over 64 is computed as the average of two means over 32 — equal in
+    // exact arithmetic, a few ulps apart in f32 — and 10 momentum steps carry that forward.
+    for (int r = 0; r < 2; ++r) {
+      REQUIRE(got[r].size() == expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        for (std::size_t j = 0; j < expected[i].size(); ++j) {
+          REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
+        }
       }
     }
+    CHECK(got[0] == got[1]);  // ranks agree bitwise
   }
-  CHECK(got[0] == got[1]);  // ranks agree bitwise
 }
 
 TEST_CASE("forward broadcasts rank 0's buffers unless broadcast_buffers is off") {

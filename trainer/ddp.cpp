@@ -20,8 +20,9 @@ struct DistributedDataParallel::State {
     std::size_t numel;
   };
   struct Bucket {
-    std::vector<float> data;
+    tensor::Tensor flat;  // 1-D f32, the bucket's memory (views of it may be .grad)
     std::vector<Slot> slots;
+    std::size_t size = 0;  // elements, while the buckets are being laid out
     std::size_t pending = 0;
     bool launched = false;
     collectives::WorkPtr work;
@@ -37,6 +38,9 @@ struct DistributedDataParallel::State {
   bool sync = true;
   bool find_unused = false;
   bool broadcast_buffers = true;
+  bool grad_as_view = false;
+  float scale = 1;  // 1 / world size: the average is taken as each gradient enters its bucket
+  std::vector<tensor::Tensor> views;  // param -> its slot of its bucket, shaped like the param
   std::vector<tensor::Tensor> buffers;
   std::vector<std::byte> staging;  // buffers of one dtype, packed for one broadcast
   std::mutex mutex;  // hooks run on the backward thread; keep the bookkeeping simple and safe
@@ -55,8 +59,9 @@ struct DistributedDataParallel::State {
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
       Bucket& b = buckets[next_launch++];
       b.launched = true;
-      b.work = comm->all_reduce(b.data.data(), b.data.data(), b.data.size(), core::DType::f32,
-                                collectives::ReduceOp::sum);
+      float* data = b.flat.data<float>();
+      b.work = comm->all_reduce(data, data, static_cast<std::size_t>(b.flat.numel()),
+                                core::DType::f32, collectives::ReduceOp::sum);
     }
   }
 
@@ -102,7 +107,12 @@ struct DistributedDataParallel::State {
     const tensor::Tensor g = grad.dtype() == core::DType::f32
                                  ? grad.contiguous()
                                  : grad.to(core::DType::f32).contiguous();
-    std::memcpy(b.data.data() + s.offset, g.data<float>(), s.numel * sizeof(float));
+    // Into the bucket already divided by the world size, as PyTorch's reducer does (the sum of
+    // the scaled gradients is then the average, with no pass of its own).
+    float* to = b.flat.data<float>() + s.offset;
+    const float* from = g.data<float>();
+    for (std::size_t i = 0; i < s.numel; ++i) to[i] = from[i] * scale;
+    if (grad_as_view) params[index].set_grad(views[index]);
     ready[index] = true;
     --b.pending;
     launch_ready_buckets();
@@ -117,6 +127,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   st.comm = &comm;
   st.find_unused = options.find_unused_parameters;
   st.broadcast_buffers = options.broadcast_buffers;
+  st.grad_as_view = options.gradient_as_bucket_view;
+  st.scale = 1.0f / static_cast<float>(comm.size());
   const auto deadline = [&] { return core::Deadline::after(comm.timeout()); };
   for (const auto& [name, p] : module_->named_parameters()) {
     RINGLET_CHECK(p.dtype() == core::DType::f32 && p.is_contiguous(), DTypeError, "DDP: parameter ",
@@ -150,9 +162,19 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     if (!open) st.buckets.emplace_back();
     State::Bucket& b = st.buckets.back();
     st.where[k] = {st.buckets.size() - 1, b.slots.size()};
-    b.slots.push_back({k, b.data.size(), numel});
-    b.data.resize(b.data.size() + numel);
-    open = b.data.size() < cap_of(st.buckets.size() - 1);
+    b.slots.push_back({k, b.size, numel});
+    b.size += numel;
+    open = b.size < cap_of(st.buckets.size() - 1);
+  }
+  st.views.resize(st.params.size());
+  for (auto& b : st.buckets) {
+    b.flat = tensor::Tensor::empty({static_cast<std::int64_t>(b.size)}, core::DType::f32);
+    for (const auto& s : b.slots) {
+      const tensor::Shape& shape = st.params[s.param].shape();
+      st.views[s.param] =
+          tensor::Tensor::make_view(b.flat.storage(), shape, tensor::contiguous_strides(shape),
+                                    static_cast<std::int64_t>(s.offset), core::DType::f32);
+    }
   }
   st.reset();
   std::weak_ptr<State> weak = state_;
@@ -196,17 +218,17 @@ void DistributedDataParallel::finish_gradient_sync() {
       if (st.ready[k]) continue;
       const auto [bi, si] = st.where[k];
       auto& b = st.buckets[bi];
-      std::fill_n(b.data.begin() + static_cast<std::ptrdiff_t>(b.slots[si].offset),
-                  b.slots[si].numel, 0.0f);
+      std::fill_n(b.flat.data<float>() + b.slots[si].offset, b.slots[si].numel, 0.0f);
+      if (st.grad_as_view) st.params[k].set_grad(st.views[k]);
       st.ready[k] = true;
       --b.pending;
     }
     st.launch_ready_buckets();
   }
   const auto deadline = core::Deadline::after(comm_.timeout());
-  const auto world = static_cast<float>(comm_.size());
   for (auto& b : st.buckets) {
     b.work->wait(deadline);
+    if (st.grad_as_view) continue;  // every .grad is already a view of its slot
     for (const auto& s : b.slots) {
       tensor::Tensor& p = st.params[s.param];
       tensor::Tensor grad = p.grad();
@@ -214,10 +236,7 @@ void DistributedDataParallel::finish_gradient_sync() {
         grad = tensor::Tensor::empty(p.shape(), core::DType::f32);
         p.set_grad(grad);
       }
-      // The average: the bucket holds the sum, divided on its way back (one pass, not two).
-      float* to = grad.data<float>();
-      const float* from = b.data.data() + s.offset;
-      for (std::size_t i = 0; i < s.numel; ++i) to[i] = from[i] / world;
+      std::memcpy(grad.data<float>(), b.flat.data<float>() + s.offset, s.numel * sizeof(float));
     }
   }
   st.reset();
@@ -237,7 +256,7 @@ std::size_t DistributedDataParallel::num_buckets() const { return state_->bucket
 
 std::vector<std::size_t> DistributedDataParallel::bucket_sizes() const {
   std::vector<std::size_t> out;
-  for (const auto& b : state_->buckets) out.push_back(b.data.size());
+  for (const auto& b : state_->buckets) out.push_back(b.size);
   return out;
 }
 

@@ -2,12 +2,15 @@
 // - At construction every parameter and buffer is broadcast from rank 0.
 // - Gradients are grouped into buckets in reverse parameter order; a bucket closes once it
 //   holds at least its cap (first_bucket_mb for the first, bucket_cap_mb after), PyTorch's
-//   assignment. Each parameter's gradient hook copies its gradient into its bucket; a
-//   complete bucket's all-reduce (sum) starts at once, in bucket order, on the communicator's
-//   progress thread, overlapping the rest of backward.
+//   assignment. Each parameter's gradient hook copies its gradient, divided by the world
+//   size (as PyTorch's reducer does), into its bucket; a complete bucket's all-reduce (sum)
+//   starts at once, in bucket order, on the communicator's progress thread, overlapping the
+//   rest of backward.
 // - finish_gradient_sync() (after backward, before the optimizer step) waits for every bucket
-//   and writes sum / world size back into each parameter's .grad (the division rides on that
-//   copy rather than taking a pass of its own).
+//   and copies the averages back into each parameter's .grad. With gradient_as_bucket_view
+//   (PyTorch's option of that name) there is no copy: the hook makes each .grad a view of its
+//   slot in the bucket, so it holds the average once the bucket's all-reduce is done. Such a
+//   .grad is overwritten by the next backward; keep a clone to hold on to it.
 // - A parameter that got no gradient is an error naming it, unless find_unused_parameters
 //   (then it contributes zeros). no_sync() skips the all-reduce for gradient accumulation.
 // - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
@@ -26,6 +29,7 @@ struct DDPOptions {
   double first_bucket_mb = 1;
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
+  bool gradient_as_bucket_view = false;
 };
 
 class DistributedDataParallel {

@@ -245,7 +245,10 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
       out << "SyncBatchNorm: " << layers << " BatchNorm layer(s) use the global batch statistics"
           << std::endl;
     }
-    ddp = std::make_unique<DistributedDataParallel>(model, *comm);
+    // The loop never keeps a .grad past the optimizer step, so the gradients may live in
+    // DDP's buckets (no copy back after each all-reduce).
+    ddp = std::make_unique<DistributedDataParallel>(model, *comm,
+                                                    DDPOptions{.gradient_as_bucket_view = true});
   }
 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
