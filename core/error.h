@@ -29,6 +29,10 @@ class DeviceError : public Error {  // wrong device, or a device that is not ava
  public:
   using Error::Error;
 };
+class OutOfMemoryError : public Error {  // host or device memory exhausted
+ public:
+  using Error::Error;
+};
 class NotBuiltError : public Error {  // a feature this build left out (e.g. CUDA)
  public:
   using Error::Error;

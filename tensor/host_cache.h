@@ -1,30 +1,22 @@
-// HostCache: a cache of freed large host blocks, the CPU counterpart of a CUDA caching
-// allocator. A training step allocates and frees the same activation and gradient sizes
-// every iteration; without a cache each large block is a fresh mmap whose pages fault on
-// first write (about 3.5 ns per float written on this kind of machine, against 1 ns for a
-// warm block). With it, a freed block goes to a per-size-class free list and the next
-// allocation of that class takes it back, pages already mapped and often still in cache.
-// - Blocks of at least kMinCachedBytes are cached; smaller ones go straight to malloc, whose
-//   own bins already reuse them.
-// - Size classes round a request up by at most 1/16 (sixteen classes per power of two), so
-//   nearby sizes (a last, shorter batch) still share blocks.
-// - The cache holds at most `limit` bytes (RINGLET_HOST_CACHE_MB, default 1024; 0 turns it
-//   off). A block freed into a full cache pushes out the least recently freed ones, so sizes
-//   that stopped recurring (an evaluation's larger batch) give way to those of every step.
-// - empty() returns every cached block to the system (as torch.cuda.empty_cache() does).
+// The host block cache behind CPU tensors: a BlockCache (tensor/block_cache.h) over
+// aligned_alloc, the CPU counterpart of a CUDA caching allocator. Without it each large block
+// of a training step would be a fresh mmap whose pages fault on first write (about 3.5 ns per
+// float written on this kind of machine, against 1 ns for a warm block).
+// - Blocks of at least kMinCachedBytes are cached; smaller ones go straight to aligned_alloc,
+//   whose malloc bins already reuse them.
+// - Sixteen size classes per power of two; the least recently freed blocks leave a full cache.
+// - The cache holds at most RINGLET_HOST_CACHE_MB freed megabytes (default 1024; 0 turns it
+//   off). empty_host_cache() returns every cached block (as torch.cuda.empty_cache() does).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "tensor/block_cache.h"
+
 namespace ringlet::tensor {
 
-struct HostCacheStats {
-  std::uint64_t hits = 0;    // allocations served from the cache
-  std::uint64_t misses = 0;  // cacheable allocations that went to the system
-  std::size_t cached_bytes = 0;
-  std::size_t limit_bytes = 0;
-};
+using HostCacheStats = BlockCacheStats;
 
 inline constexpr std::size_t kMinCachedBytes = std::size_t{128} << 10;
 

@@ -1,6 +1,7 @@
 // Storage: one allocation of raw bytes on one device, shared by every view of it.
-// An Allocator owns the policy (host: 64-byte aligned blocks, large ones through the
-// HostCache of host_cache.h; CUDA: the device allocator).
+// An Allocator owns the policy: a BlockCache (block_cache.h) per device; for the host that of
+// host_cache.h (64-byte aligned, blocks of 128 KiB and up cached), for a CUDA device one that
+// caches every size.
 // Storage is never resized; views keep it alive through shared_ptr.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <memory>
 
 #include "core/device.h"
+#include "tensor/block_cache.h"
 
 namespace ringlet::tensor {
 
@@ -23,6 +25,11 @@ class Allocator {
 
 Allocator& cpu_allocator();
 Allocator& allocator_for(Device device);  // throws DeviceError / NotBuiltError when unavailable
+
+// The statistics of a device's caching allocator (allocated, peak, cached, reserved), and
+// empty_device_cache() to give its cached blocks back (torch.cuda.empty_cache()).
+BlockCacheStats device_memory_stats(Device device);
+void empty_device_cache(Device device);
 
 class Storage {
  public:

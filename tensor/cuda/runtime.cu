@@ -45,7 +45,12 @@ int device_count() {
 void* device_malloc(std::size_t bytes, int device) {
   RINGLET_CUDA_CHECK(cudaSetDevice(device));
   void* ptr = nullptr;
-  RINGLET_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  const cudaError_t status = cudaMalloc(&ptr, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear it: out of memory is an answer here, not a broken context
+    return nullptr;
+  }
+  RINGLET_CUDA_CHECK(status);
   return ptr;
 }
 

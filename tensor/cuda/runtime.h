@@ -11,6 +11,8 @@ namespace ringlet::tensor::cuda {
 
 bool built_with_cuda();
 int device_count();
+// nullptr when the device is out of memory (the caching allocator then frees what it holds and
+// tries again); any other failure throws.
 void* device_malloc(std::size_t bytes, int device);
 void device_free(void* ptr, int device);
 void copy_host_to_device(void* dst, const void* src, std::size_t bytes, int device);

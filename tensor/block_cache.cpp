@@ -1,0 +1,117 @@
+// BlockCache: free lists by size class plus one least-recently-freed order across classes.
+#include "tensor/block_cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <iterator>
+
+#include "core/error.h"
+
+namespace ringlet::tensor {
+
+BlockCache::BlockCache(Backend backend, std::size_t granule, std::size_t min_cached,
+                       std::size_t limit)
+    : backend_(std::move(backend)), granule_(granule), min_cached_(min_cached), limit_(limit) {
+  stats_.limit_bytes = limit;
+}
+
+BlockCache::~BlockCache() { empty(); }
+
+std::size_t BlockCache::size_class(std::size_t bytes) const {
+  const auto round_up = [](std::size_t n, std::size_t step) {
+    return (n + step - 1) / step * step;
+  };
+  if (bytes < min_cached_) return round_up(bytes, granule_);
+  const std::size_t step = std::max(std::bit_floor(bytes) / 16, granule_);
+  return round_up(bytes, step);
+}
+
+void* BlockCache::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const std::size_t block = size_class(bytes);
+  std::lock_guard lock(mutex_);
+  void* ptr = nullptr;
+  auto it = block >= min_cached_ ? free_.find(block) : free_.end();
+  if (it != free_.end() && !it->second.empty()) {
+    const Entry entry = it->second.back();  // the most recently freed: warmest in cache
+    it->second.pop_back();
+    ptr = entry->ptr;
+    lru_.erase(entry);
+    stats_.cached_bytes -= block;
+    ++stats_.hits;
+  } else {
+    if (block >= min_cached_) ++stats_.misses;
+    ptr = from_backend(block);
+  }
+  stats_.allocated_bytes += block;
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  return ptr;
+}
+
+void* BlockCache::from_backend(std::size_t block) {
+  void* ptr = backend_.allocate(block);
+  if (ptr == nullptr && stats_.cached_bytes > 0) {
+    release_until(0);  // give the cached blocks back and try once more
+    ptr = backend_.allocate(block);
+  }
+  if (ptr == nullptr) {
+    RINGLET_THROW(OutOfMemoryError, backend_.name, ": out of memory allocating ", block, " bytes (",
+                  stats_.allocated_bytes, " bytes allocated in tensors, ", stats_.cached_bytes,
+                  " cached)");
+  }
+  stats_.reserved_bytes += block;
+  return ptr;
+}
+
+void BlockCache::deallocate(void* ptr, std::size_t bytes) {
+  if (ptr == nullptr) return;
+  const std::size_t block = size_class(bytes);
+  std::lock_guard lock(mutex_);
+  stats_.allocated_bytes -= block;
+  if (block >= min_cached_ && block <= limit_) {
+    lru_.push_back({block, ptr});
+    free_[block].push_back(std::prev(lru_.end()));
+    stats_.cached_bytes += block;
+    release_until(limit_);  // the least recently freed blocks make room
+    return;
+  }
+  backend_.release(ptr);
+  stats_.reserved_bytes -= block;
+}
+
+// Frees the least recently freed blocks until at most `target` bytes remain, so sizes that
+// stopped recurring (an evaluation's larger batch) give way to those in use every step.
+void BlockCache::release_until(std::size_t target) {
+  while (stats_.cached_bytes > target) {
+    const Block oldest = lru_.front();
+    free_[oldest.size].pop_front();  // its oldest entry is this block
+    lru_.pop_front();
+    backend_.release(oldest.ptr);
+    stats_.cached_bytes -= oldest.size;
+    stats_.reserved_bytes -= oldest.size;
+  }
+}
+
+BlockCacheStats BlockCache::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void BlockCache::reset_peak() {
+  std::lock_guard lock(mutex_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+}
+
+void BlockCache::set_limit(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  limit_ = bytes;
+  stats_.limit_bytes = bytes;
+  release_until(limit_);
+}
+
+void BlockCache::empty() {
+  std::lock_guard lock(mutex_);
+  release_until(0);
+}
+
+}  // namespace ringlet::tensor
