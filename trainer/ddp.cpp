@@ -22,7 +22,7 @@ struct DistributedDataParallel::State {
   struct Bucket {
     tensor::Tensor flat;  // 1-D f32, the bucket's memory (views of it may be .grad)
     std::vector<Slot> slots;
-    std::size_t size = 0;  // elements, while the buckets are being laid out
+    std::size_t size = 0;  // elements
     std::size_t pending = 0;
     bool launched = false;
     collectives::WorkPtr work;
