@@ -59,7 +59,6 @@ void* BlockCache::from_backend(std::size_t block) {
                   stats_.allocated_bytes, " bytes allocated in tensors, ", stats_.cached_bytes,
                   " cached)");
   }
-  stats_.reserved_bytes += block;
   return ptr;
 }
 
@@ -76,7 +75,6 @@ void BlockCache::deallocate(void* ptr, std::size_t bytes) {
     return;
   }
   backend_.release(ptr);
-  stats_.reserved_bytes -= block;
 }
 
 // Frees the least recently freed blocks until at most `target` bytes remain, so sizes that
@@ -88,13 +86,14 @@ void BlockCache::release_until(std::size_t target) {
     lru_.pop_front();
     backend_.release(oldest.ptr);
     stats_.cached_bytes -= oldest.size;
-    stats_.reserved_bytes -= oldest.size;
   }
 }
 
 BlockCacheStats BlockCache::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  BlockCacheStats out = stats_;
+  out.reserved_bytes = out.allocated_bytes + out.cached_bytes;  // all the backend handed out
+  return out;
 }
 
 void BlockCache::reset_peak() {

@@ -39,7 +39,7 @@ struct BlockCacheStats {
   std::size_t allocated_bytes = 0;
   std::size_t peak_allocated_bytes = 0;
   std::size_t cached_bytes = 0;
-  std::size_t reserved_bytes = 0;  // allocated + cached
+  std::size_t reserved_bytes = 0;  // allocated + cached (filled in by stats())
   std::size_t limit_bytes = 0;
 };
 
