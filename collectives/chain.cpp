@@ -22,7 +22,7 @@ struct Slicing {
 
 Slicing slicing(const ChannelContext& ctx, std::size_t count, DType dtype) {
   const std::size_t es = core::dtype_size(dtype);
-  return {std::max<std::size_t>(1, ctx.slice_bytes / es), es, count};
+  return {std::max<std::size_t>(1, ctx.uniform_slice() / es), es, count};
 }
 
 }  // namespace

@@ -20,7 +20,6 @@ namespace ringlet::collectives {
 namespace {
 
 constexpr std::chrono::minutes kDefaultTimeout{10};
-constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
 constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
 constexpr std::size_t kDefaultDirectMinBytes = 1024 * 1024;
 constexpr std::int64_t kDefaultInlineBytes = 64 * 1024;
@@ -385,9 +384,9 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
   if (options.channels <= 0) {
     options.channels = static_cast<int>(core::env_int("RINGLET_CHANNELS", 1, 1, 16));
   }
-  if (options.slice_bytes == 0) {
-    options.slice_bytes = static_cast<std::size_t>(
-        core::env_int("RINGLET_SLICE_BYTES", kDefaultSliceBytes, 1, std::int64_t{1} << 32));
+  if (options.slice_bytes == 0) {  // 0 stays: each transport's preferred slice
+    options.slice_bytes =
+        static_cast<std::size_t>(core::env_int("RINGLET_SLICE_BYTES", 0, 1, std::int64_t{1} << 32));
   }
   if (options.rd_max_bytes == 0) options.rd_max_bytes = kDefaultRdMaxBytes;
   if (options.direct_min_bytes == 0) options.direct_min_bytes = kDefaultDirectMinBytes;

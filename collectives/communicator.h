@@ -45,7 +45,7 @@ struct CommOptions {
   std::size_t direct_min_bytes = 0;  // auto uses direct from this size (when every pair can
                                      // read each other's memory); 0 = measured default
   int channels = 0;                  // rings in parallel; 0 = RINGLET_CHANNELS or 1
-  std::size_t slice_bytes = 0;       // pipelining unit; 0 = RINGLET_SLICE_BYTES or 512 KiB
+  std::size_t slice_bytes = 0;       // pipelining unit; 0 = RINGLET_SLICE_BYTES, else per transport
   std::int64_t inline_bytes = -1;    // run on the caller up to this; -1 = env or 64 KiB
   std::string trace_dir;             // empty = RINGLET_TRACE (unset: no tracing)
   std::string name = "comm";         // store prefix for this communicator

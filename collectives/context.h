@@ -52,8 +52,8 @@ struct ChannelContext {
   int size = 1;
   int channel = 0;
   Tracer* tracer = nullptr;
-  std::size_t slice_bytes = 512 * 1024;
-  std::vector<char> scratch;  // reused across ops
+  std::size_t slice_bytes = 0;  // 0: each connection's preferred size (ring), 512 KiB (others)
+  std::vector<char> scratch;    // reused across ops
   // per op
   const char* op_name = "";
   std::uint64_t seq = 0;
@@ -66,6 +66,13 @@ struct ChannelContext {
   std::function<std::exception_ptr()> deferred_check;
 
   transport::Connection& peer(int r) { return mesh->peer(r); }
+  // The slice size on the link to `c`: both of its ends pick the same, as it is one transport.
+  std::size_t slice_for(const transport::Connection& c) const {
+    return slice_bytes != 0 ? slice_bytes : c.preferred_slice_bytes();
+  }
+  // One slice size for algorithms that forward slices across links (chains) or keep them in
+  // cache (direct).
+  std::size_t uniform_slice() const { return slice_bytes != 0 ? slice_bytes : 512 * 1024; }
   int right() const { return (rank + 1) % size; }
   int left() const { return (rank + size - 1) % size; }
 

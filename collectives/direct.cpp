@@ -95,7 +95,7 @@ void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
   const std::size_t len = split_offset(count, n, r + 1) - begin;
   char* chunk = data + begin * es;
   if (input != nullptr && len > 0) std::memcpy(chunk, input + begin * es, len * es);
-  const std::size_t slice = std::max<std::size_t>(1, ctx.slice_bytes / es);
+  const std::size_t slice = std::max<std::size_t>(1, ctx.uniform_slice() / es);
   char* scratch = ctx.scratch_bytes(std::min(slice, std::max<std::size_t>(len, 1)) * es);
   std::vector<std::chrono::steady_clock::time_point> started(static_cast<std::size_t>(n));
   for (std::size_t off = 0; off < len; off += slice) {

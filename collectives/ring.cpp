@@ -22,24 +22,27 @@ void ring_step(ChannelContext& ctx, const char* send, std::size_t send_count, ch
                std::size_t recv_count, DType dtype, const ReduceOp* op,
                const char* recv_init = nullptr) {
   const std::size_t es = core::dtype_size(dtype);
-  const std::size_t slice = std::max<std::size_t>(1, ctx.slice_bytes / es);
-  const auto slices = [slice](std::size_t n) {
-    return std::max<std::size_t>(1, (n + slice - 1) / slice);
-  };
-  const auto slice_len = [slice](std::size_t n, std::size_t k) {
-    return std::min(slice, n - std::min(n, k * slice));
-  };
   const int right = ctx.right(), left = ctx.left();
   transport::Connection& to = ctx.peer(right);
   transport::Connection& from = ctx.peer(left);
+  // Each link is sliced as its transport prefers; both ends of a link agree.
+  const std::size_t send_slice = std::max<std::size_t>(1, ctx.slice_for(to) / es);
+  const std::size_t slice = std::max<std::size_t>(1, ctx.slice_for(from) / es);
+  const auto slices = [](std::size_t n, std::size_t per) {
+    return std::max<std::size_t>(1, (n + per - 1) / per);
+  };
+  const auto part = [](std::size_t n, std::size_t per, std::size_t k) {
+    return std::min(per, n - std::min(n, k * per));
+  };
+  const auto slice_len = [&](std::size_t n, std::size_t k) { return part(n, slice, k); };
 
   std::vector<transport::RequestPtr> sends;
-  const std::size_t ns = slices(send_count);
+  const std::size_t ns = slices(send_count, send_slice);
   sends.reserve(ns);
   for (std::size_t k = 0; k < ns; ++k) {
-    sends.push_back(to.send(send + k * slice * es, slice_len(send_count, k) * es));
+    sends.push_back(to.send(send + k * send_slice * es, part(send_count, send_slice, k) * es));
   }
-  const std::size_t nr = slices(recv_count);
+  const std::size_t nr = slices(recv_count, slice);
   if (op == nullptr) {  // gather: straight into place
     std::vector<transport::RequestPtr> recvs;
     recvs.reserve(nr);

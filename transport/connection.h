@@ -62,6 +62,10 @@ class Connection {
                   peer_rank(), " cannot read the peer's memory");
   }
 
+  // The message size this transport moves best when a collective pipelines a large buffer
+  // (the ring's slices): per-message costs against the overlap of sending with reducing.
+  virtual std::size_t preferred_slice_bytes() const { return 512 * 1024; }
+
   // Conveniences for host memory.
   RequestPtr send(const void* data, std::size_t bytes) { return send(ConstBuffer{data, bytes}); }
   RequestPtr recv(void* data, std::size_t bytes) { return recv(Buffer{data, bytes}); }

@@ -32,6 +32,10 @@ class TcpConnection final : public Connection {
   int local_rank() const override;
   int peer_rank() const override;
   const char* transport() const override { return "tcp"; }
+  // Each tcp message costs the receiver a wake-up and a hand-off, and the kernel's socket
+  // buffers already overlap the two sides, so larger slices pay: 2 MiB took the 2-rank 16 and
+  // 64 MiB all-reduce from ~1.75 to ~2.05 GB/s busbw on loopback (512 KiB for shm stays best).
+  std::size_t preferred_slice_bytes() const override { return 2 * 1024 * 1024; }
   std::uint64_t bytes_sent() const override;
   std::uint64_t bytes_received() const override;
   using Connection::recv;
