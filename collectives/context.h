@@ -72,7 +72,9 @@ struct ChannelContext {
   }
   // One slice size for algorithms that forward slices across links (chains) or keep them in
   // cache (direct).
-  std::size_t uniform_slice() const { return slice_bytes != 0 ? slice_bytes : 512 * 1024; }
+  std::size_t uniform_slice() const {
+    return slice_bytes != 0 ? slice_bytes : transport::kDefaultSliceBytes;
+  }
   int right() const { return (rank + 1) % size; }
   int left() const { return (rank + size - 1) % size; }
 

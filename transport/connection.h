@@ -26,6 +26,10 @@
 
 namespace ringlet::transport {
 
+// The message size a pipelining collective cuts large buffers into, unless a transport prefers
+// another (Connection::preferred_slice_bytes).
+inline constexpr std::size_t kDefaultSliceBytes = 512 * 1024;
+
 struct Buffer {
   void* data = nullptr;
   std::size_t bytes = 0;
@@ -64,7 +68,7 @@ class Connection {
 
   // The message size this transport moves best when a collective pipelines a large buffer
   // (the ring's slices): per-message costs against the overlap of sending with reducing.
-  virtual std::size_t preferred_slice_bytes() const { return 512 * 1024; }
+  virtual std::size_t preferred_slice_bytes() const { return kDefaultSliceBytes; }
 
   // Conveniences for host memory.
   RequestPtr send(const void* data, std::size_t bytes) { return send(ConstBuffer{data, bytes}); }
