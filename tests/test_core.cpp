@@ -1,11 +1,15 @@
-// core/: dtype metadata and f16/bf16 conversions, env parsing errors, deadlines, parallel_for.
+// core/: copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors, deadlines,
+// parallel_for.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
+#include "core/copy.h"
 #include "core/deadline.h"
 #include "core/dtype.h"
 #include "core/env.h"
@@ -13,6 +17,27 @@
 #include "core/threads.h"
 
 using namespace ringlet::core;
+
+TEST_CASE("copy_bytes copies every size and alignment exactly, and nothing beyond") {
+  std::vector<unsigned char> src(1000), dst(1100);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (std::size_t n : {0, 1, 15, 63, 64, 65, 127, 128, 200, 777}) {
+    for (std::size_t from : {0, 1, 8, 33}) {
+      for (std::size_t to : {0, 3, 16, 61}) {
+        std::fill(dst.begin(), dst.end(), 0xAB);
+        copy_bytes(dst.data() + to, src.data() + from, n);
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= to && i < to + n;
+          const unsigned expected = inside ? src[from + i - to] : 0xAB;
+          if (dst[i] != expected) {
+            FAIL("n=", n, " from=", from, " to=", to, ": byte ", i, " is ", int(dst[i]),
+                 ", expected ", expected);
+          }
+        }
+      }
+    }
+  }
+}
 
 TEST_CASE("dtype sizes and names") {
   CHECK(dtype_size(DType::f32) == 4);
