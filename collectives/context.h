@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -54,6 +55,12 @@ struct ChannelContext {
   Tracer* tracer = nullptr;
   std::size_t slice_bytes = 0;  // 0: each connection's preferred size (ring), 512 KiB (others)
   std::vector<char> scratch;    // reused across ops
+  // Shared windows (window all-reduce): windows[p] is rank p's window as mapped here (this
+  // rank's own at [rank]); empty when the ranks have none. window_rounds counts the rounds run
+  // over them, across ops: round k stages into half k % 2.
+  std::vector<std::byte*> windows;
+  std::size_t window_bytes = 0;
+  std::uint64_t window_rounds = 0;
   // per op
   const char* op_name = "";
   std::uint64_t seq = 0;

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "collectives/algorithms.h"
+#include "collectives/exchange.h"
 #include "collectives/reduce_kernels.h"
 
 namespace ringlet::collectives {
@@ -27,51 +28,6 @@ struct Where {
   std::uint64_t input;
   std::uint64_t output;
 };
-
-// Sends `mine` to every peer and receives each peer's message of the same size into
-// theirs[peer]; a message of another size is a mismatch (the peer is in another collective).
-// Only the first round (expected != null) can meet a peer in another collective, so only its
-// receives have room for a longer message; later rounds follow fingerprints already checked.
-template <class T>
-void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
-              const Fingerprint* expected) {
-  const int n = ctx.size, r = ctx.rank;
-  const std::size_t room = sizeof(T) + (expected != nullptr ? kMismatchRoom : 0);
-  const std::unique_ptr<char[]> inbox(new char[room * static_cast<std::size_t>(n)]);
-  std::vector<transport::RequestPtr> recvs(static_cast<std::size_t>(n)), sends(recvs.size());
-  for (int k = 1; k < n; ++k) {
-    const int p = (r + k) % n;
-    recvs[p] = ctx.peer(p).recv(inbox.get() + p * room, room);
-  }
-  for (int k = 1; k < n; ++k) {
-    const int p = (r + n - k) % n;
-    sends[p] = ctx.peer(p).send(&mine, sizeof mine);
-  }
-  for (int k = 1; k < n; ++k) {
-    const int p = (r + k) % n;
-    ctx.wait(recvs[p], p);
-    const bool has_head = recvs[p]->bytes() >= sizeof(Fingerprint);
-    Fingerprint head;
-    if (has_head) std::memcpy(&head, inbox.get() + p * room, sizeof head);
-    if (recvs[p]->bytes() != sizeof(T) || (expected != nullptr && !(head == *expected))) {
-      throw ctx.mismatch_error(p, has_head && expected != nullptr ? &head : nullptr);
-    }
-    std::memcpy(&theirs[p], inbox.get() + p * room, sizeof(T));
-  }
-  for (int k = 1; k < n; ++k) {
-    const int p = (r + n - k) % n;
-    ctx.wait(sends[p], p);
-  }
-}
-
-// Rounds 2 and 3: an 8-byte token naming the round.
-void notify_all(ChannelContext& ctx, std::uint64_t round) {
-  std::vector<std::uint64_t> theirs(static_cast<std::size_t>(ctx.size));
-  exchange(ctx, round, theirs, nullptr);
-  for (int p = 0; p < ctx.size; ++p) {
-    if (p != ctx.rank && theirs[p] != round) throw ctx.mismatch_error(p, nullptr);
-  }
-}
 
 }  // namespace
 

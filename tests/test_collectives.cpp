@@ -1,7 +1,8 @@
 // Collectives as a Gloo-style matrix, ranks as threads over the real transports: world sizes
 // 1..8, counts 0, 1, < n, not divisible by n x slice, and ~16 M; every dtype x op; in place and
-// out of place; tcp and shm; ring, recursive doubling and direct (shm). Data are small integers, so
-// every result is exact (f16/bf16 included: every value involved is exactly representable).
+// out of place; tcp and shm; ring, recursive doubling, direct and window (shm). Data are small
+// integers, so every result is exact (f16/bf16 included: every value involved is exactly
+// representable).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -78,7 +79,8 @@ void matrix(const std::string& transport, const std::string& algo) {
   for (int n = 1; n <= 8; ++n) {
     CommOptions options;
     options.algo = algo;
-    options.slice_bytes = 64;  // many slices even for small counts
+    options.slice_bytes = 64;    // many slices even for small counts
+    options.window_bytes = 256;  // pieces of 128 bytes: many window rounds too
     options.name = "matrix";
     run_comm(n, transport, options, [&](int rank, Communicator& comm) {
       for (std::size_t count :
@@ -102,10 +104,23 @@ TEST_CASE("all_reduce matrix: ring over tcp") { matrix("tcp", "ring"); }
 TEST_CASE("all_reduce matrix: recursive doubling over shm") { matrix("shm", "rd"); }
 TEST_CASE("all_reduce matrix: recursive doubling over tcp") { matrix("tcp", "rd"); }
 TEST_CASE("all_reduce matrix: direct (cross-memory attach) over shm") { matrix("shm", "direct"); }
+TEST_CASE("all_reduce matrix: shared windows over shm") { matrix("shm", "window"); }
 
-TEST_CASE("all_reduce of ~16 M floats, two channels, tcp and shm (ring and direct)") {
-  for (const auto& [transport, algo] :
-       {std::pair{"shm", "ring"}, std::pair{"shm", "auto"}, std::pair{"tcp", "auto"}}) {
+TEST_CASE("window all-reduce needs shared windows: refused over tcp and with no window size") {
+  for (const auto& [transport, bytes] : {std::pair{"tcp", -1}, std::pair{"shm", 0}}) {
+    INFO(transport, " window_bytes ", bytes);
+    CommOptions options;
+    options.algo = "window";
+    options.window_bytes = bytes;
+    options.name = std::string("no-window-") + transport;
+    CHECK_THROWS_WITH_AS(run_comm(2, transport, options, [](int, Communicator&) {}),
+                         doctest::Contains("RINGLET_ALGO=window needs"), core::ValueError);
+  }
+}
+
+TEST_CASE("all_reduce of ~16 M floats, two channels, tcp and shm (ring, direct, window)") {
+  for (const auto& [transport, algo] : {std::pair{"shm", "ring"}, std::pair{"shm", "auto"},
+                                        std::pair{"shm", "direct"}, std::pair{"tcp", "auto"}}) {
     for (int n : {2, 3}) {
       CommOptions options;
       options.channels = 2;

@@ -1,7 +1,7 @@
 // shm transport: ranks as threads (rendezvous through an in-memory store) and as processes
 // (fork). Sizes 0 .. 64 MiB (larger than the ring), many messages in flight, both directions,
 // four ranks all-to-all, oversize messages, a closed / silent / killed peer, and that /dev/shm
-// holds nothing of ours once a connection is up.
+// holds nothing of ours once a connection is up; shared windows mapped by a forked peer.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,6 +22,7 @@
 #include "memory_store.h"
 #include "transport/errors.h"
 #include "transport/shm/connection.h"
+#include "transport/shm/window.h"
 
 using namespace ringlet;
 using namespace std::chrono_literals;
@@ -427,4 +428,42 @@ TEST_CASE("shm: RINGLET_SHM_CMA=0 turns cross-memory reads off on both sides") {
       p->a->read_peer(copy.data(), reinterpret_cast<std::uintptr_t>(copy.data()), copy.size()),
       doctest::Contains("no cross-memory attach"), core::Error);
   exchange(*p, 4096, 3);  // messages still flow
+}
+
+TEST_CASE("a shared window: a forked peer maps it by its address, both see each other's writes") {
+  constexpr std::size_t kBytes = 1 << 20;
+  transport::SharedWindow window = transport::SharedWindow::create(kBytes);
+  const std::vector<unsigned char> mine = pattern(kBytes / 2, 3);
+  std::memcpy(window.data(), mine.data(), mine.size());
+  const std::string address = window.address();
+  const pid_t child = fork();
+  if (child == 0) {
+    int status = 1;
+    try {
+      transport::SharedWindow peer = transport::SharedWindow::open(address);
+      const std::vector<unsigned char> reply = pattern(kBytes / 2, 4);
+      if (peer.bytes() == kBytes &&
+          std::memcmp(peer.data(), pattern(kBytes / 2, 3).data(), kBytes / 2) == 0) {
+        std::memcpy(peer.data() + kBytes / 2, reply.data(), reply.size());
+        status = 0;
+      }
+    } catch (...) {
+      status = 2;
+    }
+    _exit(status);
+  }
+  int status = -1;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const std::vector<unsigned char> reply = pattern(kBytes / 2, 4);
+  CHECK(std::memcmp(window.data() + kBytes / 2, reply.data(), reply.size()) == 0);
+
+  // Once the handle is closed, or for an address that names nothing, open says what failed.
+  window.close_handle();
+  CHECK_THROWS_WITH_AS(transport::SharedWindow::open(address), doctest::Contains(address.c_str()),
+                       core::Error);
+  CHECK_THROWS_WITH_AS(transport::SharedWindow::open("12/x/3"),
+                       doctest::Contains("bad address '12/x/3'"), core::ValueError);
+  CHECK(window.data()[0] == static_cast<std::byte>(mine[0]));  // still mapped here
 }

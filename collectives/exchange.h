@@ -1,0 +1,56 @@
+// All-to-all rounds of small messages for the algorithms that read peers' memory (direct,
+// window): each rank sends one fixed-size message to every peer and receives one from each.
+// They order memory accesses between ranks ("everyone has staged", "nobody reads any more")
+// and carry the op's fingerprint in the first round.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "collectives/context.h"
+
+namespace ringlet::collectives {
+
+// Sends `mine` to every peer and receives each peer's message of the same size into
+// theirs[peer]; a message of another size is a mismatch (the peer is in another collective).
+// Only the first round (expected != null) can meet a peer in another collective, so only its
+// receives have room for a longer message; later rounds follow fingerprints already checked.
+template <class T>
+void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
+              const Fingerprint* expected) {
+  const int n = ctx.size, r = ctx.rank;
+  const std::size_t room = sizeof(T) + (expected != nullptr ? kMismatchRoom : 0);
+  const std::unique_ptr<char[]> inbox(new char[room * static_cast<std::size_t>(n)]);
+  std::vector<transport::RequestPtr> recvs(static_cast<std::size_t>(n)), sends(recvs.size());
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + k) % n;
+    recvs[p] = ctx.peer(p).recv(inbox.get() + p * room, room);
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + n - k) % n;
+    sends[p] = ctx.peer(p).send(&mine, sizeof mine);
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + k) % n;
+    ctx.wait(recvs[p], p);
+    const bool has_head = recvs[p]->bytes() >= sizeof(Fingerprint);
+    Fingerprint head;
+    if (has_head) std::memcpy(&head, inbox.get() + p * room, sizeof head);
+    if (recvs[p]->bytes() != sizeof(T) || (expected != nullptr && !(head == *expected))) {
+      throw ctx.mismatch_error(p, has_head && expected != nullptr ? &head : nullptr);
+    }
+    std::memcpy(&theirs[p], inbox.get() + p * room, sizeof(T));
+  }
+  for (int k = 1; k < n; ++k) {
+    const int p = (r + n - k) % n;
+    ctx.wait(sends[p], p);
+  }
+}
+
+// A round whose message is an 8-byte token naming it; a peer that sends another token is in
+// another collective (or another round of it).
+void notify_all(ChannelContext& ctx, std::uint64_t token);
+
+}  // namespace ringlet::collectives

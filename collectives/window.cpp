@@ -1,0 +1,111 @@
+// Window all-reduce: reduce-scatter + all-gather through shared windows (transport/shm/
+// window.h), for ranks on one host. Every rank has a window that all ranks map, split in two
+// halves. The buffer is processed in pieces of half a window; piece k uses half k % 2:
+//   1. stage: rank r copies every chunk of the piece but its own (chunk r of the balanced
+//      split) from its input into its window;
+//   2. round "staged";
+//   3. reduce: r reduces chunk r, its own input with every peer's staged copy read straight
+//      from the peer's window, into its output, and copies the result into its window;
+//   4. round "reduced";
+//   5. gather: r copies every other chunk q from rank q's window into its output.
+// Each byte crosses between processes by plain loads (core::copy_bytes), once per phase. Two
+// halves make a third round unnecessary: r stages piece k + 1 only after round "reduced" of
+// piece k, so every rank has finished gathering piece k - 1 from that half. Peers never touch
+// the caller's buffers, so the op is over for a rank when its own gather is. The first round
+// of an op carries its fingerprint. Chunk r is reduced by rank r alone, so every rank ends
+// with identical bits.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "collectives/algorithms.h"
+#include "collectives/exchange.h"
+#include "collectives/reduce_kernels.h"
+#include "core/copy.h"
+
+namespace ringlet::collectives {
+namespace {
+
+// The cache-sized unit the reduction walks a chunk in, so the output slice stays in cache
+// while every peer's copy is added to it.
+constexpr std::size_t kReduceSliceBytes = 256 * 1024;
+
+struct Staged {
+  Fingerprint fingerprint;
+  std::uint64_t token;
+};
+
+std::uint64_t token(std::uint64_t round, int phase) { return round * 2 + phase; }
+
+}  // namespace
+
+std::size_t window_piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
+
+void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                       const char* input) {
+  const int n = ctx.size, r = ctx.rank;
+  const std::size_t es = core::dtype_size(dtype);
+  if (input == nullptr) input = data;
+  if (n == 1) {
+    if (input != data && count > 0) std::memcpy(data, input, count * es);
+    return;
+  }
+  const std::size_t half_bytes = window_piece_bytes(ctx.window_bytes);
+  const std::size_t piece = half_bytes / es;
+  RINGLET_CHECK(!ctx.windows.empty() && piece > 0, Error, "rank ", r,
+                ": window all-reduce without shared windows");
+  const std::size_t slice = std::max<std::size_t>(1, kReduceSliceBytes / es);
+  std::size_t begin = 0;
+  int step = 0;
+  do {
+    const std::size_t m = std::min(piece, count - begin);
+    const std::uint64_t round = ctx.window_rounds++;
+    const auto window = [&](int p) { return ctx.windows[p] + (round % 2) * half_bytes; };
+    const auto offset = [&](int q) { return split_offset(m, n, q); };
+    const auto length = [&](int q) { return split_offset(m, n, q + 1) - split_offset(m, n, q); };
+
+    auto start = std::chrono::steady_clock::now();
+    for (int k = 1; k < n; ++k) {
+      const int q = (r + k) % n;
+      core::copy_bytes(window(r) + offset(q) * es, input + (begin + offset(q)) * es,
+                       length(q) * es);
+    }
+    if (begin == 0) {
+      const Staged mine{ctx.op_fingerprint, token(round, 0)};
+      std::vector<Staged> theirs(static_cast<std::size_t>(n));
+      exchange(ctx, mine, theirs, &ctx.op_fingerprint);
+      for (int p = 0; p < n; ++p) {
+        if (p != r && theirs[p].token != mine.token) throw ctx.mismatch_error(p, nullptr);
+      }
+    } else {
+      notify_all(ctx, token(round, 0));
+    }
+
+    char* own = data + (begin + offset(r)) * es;
+    const std::size_t len = length(r);
+    if (input != data && len > 0) core::copy_bytes(own, input + (begin + offset(r)) * es, len * es);
+    for (std::size_t off = 0; off < len; off += slice) {
+      const std::size_t s = std::min(slice, len - off);
+      for (int k = 1; k < n; ++k) {
+        const int p = (r + k) % n;
+        reduce_into(own + off * es, window(p) + (offset(r) + off) * es, s, dtype, op);
+      }
+    }
+    if (len > 0) core::copy_bytes(window(r) + offset(r) * es, own, len * es);
+    ctx.bytes_done += len * es * static_cast<std::size_t>(n - 1);
+    for (int k = 1; k < n; ++k) ctx.trace(step++, "RS", r, (r + k) % n, len * es, start);
+    notify_all(ctx, token(round, 1));
+
+    for (int k = 1; k < n; ++k) {
+      const int q = (r + k) % n;
+      start = std::chrono::steady_clock::now();
+      ctx.waiting_on = q;
+      core::copy_bytes(data + (begin + offset(q)) * es, window(q) + offset(q) * es, length(q) * es);
+      ctx.bytes_done += length(q) * es;
+      ctx.trace(step++, "AG", q, q, length(q) * es, start);
+    }
+    begin += m;
+  } while (begin < count);
+}
+
+}  // namespace ringlet::collectives
