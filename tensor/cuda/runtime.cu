@@ -74,6 +74,11 @@ void copy_device_to_device(void* dst, const void* src, std::size_t bytes, int de
   RINGLET_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
 
+void synchronize(int device) {
+  RINGLET_CUDA_CHECK(cudaSetDevice(device));
+  RINGLET_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 void add_f32(float* out, const float* a, const float* b, std::size_t n, int device) {
   RINGLET_CUDA_CHECK(cudaSetDevice(device));
   if (n == 0) return;

@@ -19,6 +19,9 @@ void copy_host_to_device(void* dst, const void* src, std::size_t bytes, int devi
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int device);
 void copy_device_to_device(void* dst, const void* src, std::size_t bytes, int device);
 
+// Waits until all work queued on `device` is done (kernels, asynchronous copies).
+void synchronize(int device);
+
 // out[i] = a[i] + b[i] for n contiguous f32 elements on `device` (synchronous).
 void add_f32(float* out, const float* a, const float* b, std::size_t n, int device);
 

@@ -17,6 +17,7 @@ void device_free(void*, int) { not_built("cuda::device_free"); }
 void copy_host_to_device(void*, const void*, std::size_t, int) { not_built("cuda::copy"); }
 void copy_device_to_host(void*, const void*, std::size_t, int) { not_built("cuda::copy"); }
 void copy_device_to_device(void*, const void*, std::size_t, int) { not_built("cuda::copy"); }
+void synchronize(int) { not_built("cuda::synchronize"); }
 void add_f32(float*, const float*, const float*, std::size_t, int) { not_built("cuda::add_f32"); }
 
 }  // namespace ringlet::tensor::cuda

@@ -1,0 +1,145 @@
+// reduce_kernel_bench: the collectives' device reduction kernel (dst = dst + src) against a
+// device-to-device copy of the same buffer, measured in the same run on the same GPU: the copy
+// is the memory-bound limit the kernel should reach (it moves 3 bytes per byte of dst: two
+// reads and a write; the copy 2). Per size, the median over --reps of the mean time of 10
+// back-to-back launches (then a device synchronize), both as effective GB/s (1 GB = 1e9 B) and
+// as the ratio kernel / copy. Checks the kernel's result against the host kernel first.
+// Without a GPU it prints why and exits 77.
+//
+// usage: reduce_kernel_bench [--sizes 1M,16M,256M] [--reps 20] [--dtype float|bfloat16|half]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "collectives/cuda/reduce.h"
+#include "collectives/reduce_kernels.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "tensor/cuda/runtime.h"
+
+using namespace ringlet;
+namespace tcuda = ringlet::tensor::cuda;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::size_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  const unsigned long long v = std::stoull(text, &used);
+  const std::string unit = text.substr(used);
+  if (unit.empty()) return v;
+  if (unit == "K") return v << 10;
+  if (unit == "M") return v << 20;
+  if (unit == "G") return v << 30;
+  RINGLET_THROW(ValueError, "bad size '", text, "' (use K, M or G)");
+}
+
+core::DType parse_dtype(const std::string& name) {
+  if (name == "float") return core::DType::f32;
+  if (name == "bfloat16") return core::DType::bf16;
+  if (name == "half") return core::DType::f16;
+  RINGLET_THROW(ValueError, "--dtype '", name, "' is not float, bfloat16 or half");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds per call: the median over `reps` of (10 calls, then synchronize) / 10.
+template <class F>
+double time_per_call(int reps, F call) {
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = Clock::now();
+    for (int k = 0; k < 10; ++k) call();
+    tcuda::synchronize(0);
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / 10);
+  }
+  return median(times);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::vector<std::size_t> sizes{1 << 20, 16 << 20, 256 << 20};
+  int reps = 20;
+  core::DType dtype = core::DType::f32;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    RINGLET_CHECK(i + 1 < argc, ValueError, flag, " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--sizes") {
+      sizes.clear();
+      for (std::size_t at = 0; at <= value.size();) {
+        const std::size_t comma = std::min(value.find(',', at), value.size());
+        sizes.push_back(parse_size(value.substr(at, comma - at)));
+        at = comma + 1;
+      }
+    } else if (flag == "--reps") {
+      reps = std::max(1, std::stoi(value));
+    } else if (flag == "--dtype") {
+      dtype = parse_dtype(value);
+    } else {
+      RINGLET_THROW(ValueError, "unknown flag ", flag);
+    }
+  }
+  if (!tcuda::built_with_cuda() || tcuda::device_count() == 0) {
+    std::puts(tcuda::built_with_cuda() ? "skipped: no CUDA device"
+                                       : "skipped: ringlet was built without CUDA");
+    return 77;
+  }
+  const std::size_t es = core::dtype_size(dtype);
+  std::printf("# %12s %10s %12s %12s %8s\n", "bytes", "type", "reduce GB/s", "copy GB/s", "ratio");
+  for (const std::size_t bytes : sizes) {
+    const std::size_t count = bytes / es;
+    std::vector<char> a(count * es), b(count * es);
+    for (std::size_t i = 0; i < count * es; ++i) {
+      a[i] = static_cast<char>(i % 7);  // small values in every byte: finite in every dtype
+      b[i] = static_cast<char>(i % 5);
+    }
+    void* dst = tcuda::device_malloc(a.size(), 0);
+    void* src = tcuda::device_malloc(b.size(), 0);
+    void* copy = tcuda::device_malloc(a.size(), 0);
+    RINGLET_CHECK(dst != nullptr && src != nullptr && copy != nullptr, OutOfMemoryError, bytes,
+                  " bytes x 3 do not fit on the GPU");
+    tcuda::copy_host_to_device(dst, a.data(), a.size(), 0);
+    tcuda::copy_host_to_device(src, b.data(), b.size(), 0);
+    collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
+    std::vector<char> got(a.size());
+    tcuda::copy_device_to_host(got.data(), dst, got.size(), 0);
+    collectives::reduce_into(a.data(), b.data(), count, dtype, collectives::ReduceOp::sum);
+    RINGLET_CHECK(std::memcmp(got.data(), a.data(), a.size()) == 0, Error,
+                  "the device kernel's sum differs from the host kernel's");
+
+    const double reduce_s = time_per_call(reps, [&] {
+      collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
+    });
+    const double copy_s =
+        time_per_call(reps, [&] { tcuda::copy_device_to_device(copy, src, a.size(), 0); });
+    const double reduce_gbps = 3.0 * a.size() / reduce_s / 1e9;
+    const double copy_gbps = 2.0 * a.size() / copy_s / 1e9;
+    std::printf("  %12zu %10s %12.1f %12.1f %8.3f\n", a.size(),
+                std::string(core::dtype_name(dtype)).c_str(), reduce_gbps, copy_gbps,
+                reduce_gbps / copy_gbps);
+    std::printf("%s\n", nlohmann::json{{"bench", "reduce_kernel_bench"},
+                                       {"bytes", a.size()},
+                                       {"type", std::string(core::dtype_name(dtype))},
+                                       {"reduce_gbps", reduce_gbps},
+                                       {"copy_gbps", copy_gbps},
+                                       {"ratio", reduce_gbps / copy_gbps}}
+                            .dump()
+                            .c_str());
+    tcuda::device_free(dst, 0);
+    tcuda::device_free(src, 0);
+    tcuda::device_free(copy, 0);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "reduce_kernel_bench: %s\n", e.what());
+  return 1;
+}
