@@ -34,8 +34,6 @@ void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
 // message rounds. In place when `input` is null. See window.cpp.
 void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
                        const char* input = nullptr);
-// The bytes of one piece (half a window, rounded down to 64 bytes).
-std::size_t window_piece_bytes(std::size_t window_bytes);
 
 // Recursive doubling with the non-power-of-two fold (latency-optimal for small messages).
 void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op);

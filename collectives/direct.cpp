@@ -14,7 +14,6 @@
 // Chunk r is reduced by rank r alone, so every rank ends with identical bits.
 #include <chrono>
 #include <cstring>
-#include <memory>
 
 #include "collectives/algorithms.h"
 #include "collectives/exchange.h"

@@ -37,9 +37,10 @@ struct Staged {
 
 std::uint64_t token(std::uint64_t round, int phase) { return round * 2 + phase; }
 
-}  // namespace
+// The bytes of one piece: half a window, rounded down to 64 bytes.
+std::size_t piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
 
-std::size_t window_piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
+}  // namespace
 
 void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
                        const char* input) {
@@ -50,7 +51,7 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
     if (input != data && count > 0) std::memcpy(data, input, count * es);
     return;
   }
-  const std::size_t half_bytes = window_piece_bytes(ctx.window_bytes);
+  const std::size_t half_bytes = piece_bytes(ctx.window_bytes);
   const std::size_t piece = half_bytes / es;
   RINGLET_CHECK(!ctx.windows.empty() && piece > 0, Error, "rank ", r,
                 ": window all-reduce without shared windows");
