@@ -50,8 +50,8 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
     const auto start = std::chrono::steady_clock::now();
     auto recv = ctx.peer(partner).recv(in, capacity);
     auto send = send_data(partner);
+    receive(recv, partner);  // before the send: a transport may read only for a waiter
     ctx.wait(send, partner);
-    receive(recv, partner);
     reduce_into(data, in + kHead, count, dtype, op);
     ctx.trace(step++, "RD", -1, partner, bytes, start);
   };

@@ -1,11 +1,15 @@
 // tcp transport between two ranks as threads: sizes (0, 1, 4 KiB, odd, 64 MiB) over 1 and
 // several sockets, both directions at once, many messages in flight, short messages into large
-// buffers, and the handshake's refusals (stranger, wrong job, wrong rank, port in use).
+// buffers, small receives read without their waiter (unwaited, continuations), and the
+// handshake's refusals (stranger, wrong job, wrong rank, port in use).
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
 
 #include "raw_socket.h"
 #include "tcp_pair.h"
@@ -74,6 +78,48 @@ TEST_CASE("many messages in flight keep their order") {
     REQUIRE(recvs[i]->bytes() == out[i].size());
     REQUIRE(std::memcmp(in[i].data(), out[i].data(), out[i].size()) == 0);
   }
+}
+
+TEST_CASE("small receives nobody waits for yet do not stall their senders") {
+  // A small receive is read by the thread that waits for it. Here both ranks wait for their
+  // sends first, and the messages do not fit the (shrunken) socket buffers, so each send can
+  // only finish once the peer reads: the sockets' threads must read unwaited receives anyway.
+  transport::tcp::TcpOptions options;
+  options.socket_buffer_bytes = 4096;
+  TcpPair p = make_tcp_pair(1, "127.0.0.1", options);
+  const std::size_t bytes = 200 * 1024;  // under the waiter limit, over the socket buffers
+  const auto out_a = pattern(bytes, 3), out_b = pattern(bytes, 4);
+  std::vector<unsigned char> in_a(bytes), in_b(bytes);
+  RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
+  RequestPtr rb = p.b->recv(in_b.data(), in_b.size());
+  RequestPtr sa = p.a->send(out_a.data(), out_a.size());
+  RequestPtr sb = p.b->send(out_b.data(), out_b.size());
+  const auto deadline = core::Deadline::after(kWait);
+  sa->wait(deadline);  // each needs the peer to read most of it before anyone waits there
+  sb->wait(deadline);
+  transport::wait_all({ra, rb}, deadline);
+  CHECK(in_a == out_b);
+  CHECK(in_b == out_a);
+}
+
+TEST_CASE("a small receive completes for a continuation with nobody waiting") {
+  TcpPair p = make_tcp_pair(2);
+  const auto out = pattern(4096, 9);
+  std::vector<unsigned char> in(out.size());
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool called = false;
+  RequestPtr r = p.b->recv(in.data(), in.size());
+  r->then([&] {
+    std::lock_guard lock(mutex);
+    called = true;
+    cv.notify_all();
+  });
+  p.a->send(out.data(), out.size());
+  std::unique_lock lock(mutex);
+  REQUIRE(core::wait_until(cv, lock, core::Deadline::after(kWait), [&] { return called; }));
+  CHECK(r->done());
+  CHECK(in == out);
 }
 
 TEST_CASE("a message longer than the posted buffer is a PeerError, never an overrun") {

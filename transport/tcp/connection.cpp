@@ -1,20 +1,43 @@
-// TcpConnection: per-socket io threads, striped frames, receive-in-place, and failure that
-// reaches every pending and later request. An orderly close ends every socket with a goodbye
-// frame; a socket that ends without one fails the connection at once. Shared state (posted
-// receives, sequence numbers, in-flight sends, the failure) is guarded by one mutex; each socket's
-// reads and writes run only on its own io thread.
+// TcpConnection: striped frames over non-blocking sockets, each with its own thread and poll
+// loop, receive in place, and failure that reaches every pending and later request. An orderly
+// close ends every socket with a goodbye frame; a socket that ends without one fails the
+// connection at once.
+//
+// Who moves the bytes:
+//  - A send is written straight from the posting thread (a non-blocking sendmsg); whatever the
+//    socket does not take is queued for the socket's thread, which writes it on POLLOUT.
+//  - A small receive (up to kWaiterRecvBytes) is read by the thread that waits for it
+//    (Request::set_driver): it reads the socket itself and polls it while nothing is there, so
+//    a small message costs no thread hand-off. The socket's thread then polls only for the
+//    peer's hang-up, so an arriving message does not wake it as well.
+//  - Every other receive (large, or one nobody waits for: Request::then) is "background": while
+//    any is posted, every socket's thread polls for input and reads what arrives.
+//  - A small receive nobody has driven for kUnwaitedMs is read by the socket's thread anyway, so
+//    that messages posted but not yet waited for cannot fill the socket buffers and stall their
+//    sender for good.
+// Reading a socket (its frame in progress, `Channel::reader`) is done under the socket's
+// read_mutex by whoever reads; shared state (posted receives, sequence numbers, sends, the
+// failure) is guarded by Impl::mutex, always taken after read_mutex.
 #include "transport/tcp/connection.h"
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <array>
-#include <asio.hpp>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -26,8 +49,21 @@
 namespace ringlet::transport::tcp {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr std::uint64_t kNoMessage = ~std::uint64_t{0};  // the seq of a goodbye frame
 constexpr auto kGoodbyeWait = std::chrono::seconds(2);
+// Receives into buffers up to this size are read by their waiter. (A collective's small
+// message has room for a 64 KiB mismatch besides itself.)
+constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
+// How long a small receive may stay posted with nobody reading it before the socket's thread
+// reads it (and how often the thread looks).
+constexpr auto kUnwaited = std::chrono::milliseconds(5);
+// How often an idle socket's thread looks for newly posted receives to apply kUnwaited to.
+constexpr auto kIdleLook = std::chrono::milliseconds(50);
+// A driving waiter polls in slices this long, so that it notices when another thread read its
+// message meanwhile.
+constexpr int kWaiterPollMs = 1;
 
 struct SendFrame {
   FrameHeader header;
@@ -35,16 +71,7 @@ struct SendFrame {
   std::uint64_t seq;
   std::uint64_t written = 0;  // bytes of header + payload already on the socket
 
-  // What is not on the socket yet: the rest of the header, then the rest of the payload
-  // (either may be empty).
-  std::array<std::pair<const char*, std::size_t>, 2> unwritten() const {
-    const std::uint64_t head = sizeof(FrameHeader);
-    const std::uint64_t in_head = std::min(written, head);
-    const std::uint64_t in_payload = written - in_head;
-    return {{{reinterpret_cast<const char*>(&header) + in_head,
-              static_cast<std::size_t>(head - in_head)},
-             {data + in_payload, static_cast<std::size_t>(header.length - in_payload)}}};
-  }
+  std::uint64_t bytes() const { return sizeof(FrameHeader) + header.length; }
 };
 
 struct SendState {
@@ -57,21 +84,73 @@ struct RecvSlot {
   RequestPtr request;
   std::uint64_t received = 0;
   std::uint64_t total = 0;
-  bool sized = false;  // total learned from the first frame
+  bool sized = false;       // total learned from the first frame
+  bool background = false;  // read by the sockets' threads (else by its waiter)
+  Clock::time_point posted;
+};
+
+// The frame being read from one socket: its header, then its payload straight into the posted
+// buffer. Persists across reads, whoever does them.
+struct Reader {
+  FrameHeader header;
+  std::size_t header_got = 0;  // bytes of `header` read
+  bool in_payload = false;
+  std::uint64_t seq = 0;     // the frame whose payload is being read (`header` may already
+  std::uint64_t length = 0;  // hold the next frame's)
+  char* dst = nullptr;       // where the rest of the payload goes
+  std::uint64_t left = 0;    // payload bytes still to read
 };
 
 struct Channel {
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
-  asio::ip::tcp::socket socket{io};
+  int fd = -1;
+  int wake_fd = -1;  // eventfd: wakes the socket's thread when what it polls for changed
   std::thread thread;
-  std::mutex write_mutex;       // guards queue and writing
-  std::deque<SendFrame> queue;  // frames to write, in order; the front may be in flight
-  bool writing = false;         // the io thread owns the socket's write side
-  FrameHeader header;           // the frame being received
-  bool parked = false;          // guarded by Impl::mutex
-  bool goodbye = false;         // the peer closed this socket in order; guarded by Impl::mutex
+  std::mutex write_mutex;       // guards queue and the socket's write side
+  std::deque<SendFrame> queue;  // frames to write, in order; the front may be partly written
+  std::mutex read_mutex;        // held by whoever reads the socket; guards reader
+  Reader reader;
+  bool parked = false;     // the next frame's receive is not posted yet; guarded by Impl::mutex
+  bool read_done = false;  // goodbye or failure: nothing more is read; guarded by Impl::mutex
+  bool resumed = false;    // unparked: the thread reads the waiting frame; guarded by Impl::mutex
 };
+
+// Writes as much of `f` as the socket takes now. 0, EAGAIN, or the errno of a failure.
+int write_some(int fd, SendFrame& f) {
+  while (f.written < f.bytes()) {
+    iovec parts[2];
+    int n = 0;
+    const std::uint64_t head = sizeof(FrameHeader);
+    if (f.written < head) {
+      parts[n++] = {reinterpret_cast<char*>(&f.header) + f.written,
+                    static_cast<std::size_t>(head - f.written)};
+    }
+    const std::uint64_t in_payload = f.written < head ? 0 : f.written - head;
+    if (f.header.length > in_payload) {
+      parts[n++] = {const_cast<char*>(f.data) + in_payload,
+                    static_cast<std::size_t>(f.header.length - in_payload)};
+    }
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    const ssize_t sent = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return errno == EWOULDBLOCK ? EAGAIN : errno;
+    }
+    f.written += static_cast<std::uint64_t>(sent);
+  }
+  return 0;
+}
+
+void wake(Channel* c) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(c->wake_fd, &one, sizeof one);
+}
+
+int poll_ms(Clock::duration d) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+  return static_cast<int>(std::clamp<std::int64_t>(ms, 0, 1000));
+}
 
 }  // namespace
 
@@ -83,9 +162,10 @@ struct TcpConnection::Impl {
   std::uint64_t next_send = 0, next_recv = 0;
   std::map<std::uint64_t, RecvSlot> recvs;
   std::map<std::uint64_t, SendState> sends;
+  std::size_t background_recvs = 0;  // posted receives the sockets' threads read
   std::exception_ptr failure;
   std::atomic<std::uint64_t> sent{0}, received{0};
-  std::atomic<bool> closing{false};
+  std::atomic<bool> closing{false}, stopping{false};
   std::size_t goodbyes_received = 0, goodbyes_sent = 0;  // guarded by mutex
   std::condition_variable goodbye_sent;
 
@@ -99,7 +179,8 @@ struct TcpConnection::Impl {
         " after sending ", sent.load(), " bytes and receiving ", received.load(), " bytes")));
   }
 
-  // Fails everything pending and every later request with `error`; closes the sockets.
+  // Fails everything pending and every later request with `error`; shuts the sockets down (they
+  // are closed once the threads are joined).
   void fail_all(std::exception_ptr error) {
     std::vector<RequestPtr> victims;
     {
@@ -110,24 +191,22 @@ struct TcpConnection::Impl {
       for (auto& [seq, state] : sends) victims.push_back(state.request);
       recvs.clear();
       sends.clear();
+      background_recvs = 0;
+      for (auto& c : channels) c->read_done = true;
     }
+    goodbye_sent.notify_all();
     for (auto& r : victims) r->fail(error);
     for (auto& c : channels) {
-      asio::post(c->io, [ch = c.get()] {
-        std::lock_guard lock(ch->write_mutex);  // no direct write races the close
-        asio::error_code ignored;
-        ch->socket.shutdown(asio::socket_base::shutdown_both, ignored);
-        ch->socket.close(ignored);
-      });
+      ::shutdown(c->fd, SHUT_RDWR);
+      wake(c.get());
     }
   }
 
-  void on_io_error(const asio::error_code& ec, const char* during) {
+  void on_io_error(int error, const char* during) {
     if (closing.load()) return;  // our own shutdown; fail_all is idempotent otherwise
     const std::string what =
-        ec == asio::error::eof
-            ? "the peer closed the connection without a goodbye (EOF: it exited or crashed)"
-            : ec.message();
+        error == 0 ? "the peer closed the connection without a goodbye (EOF: it exited or crashed)"
+                   : std::system_category().message(error);
     fail_all(peer_error(core::str(what, " while ", during)));
   }
 
@@ -151,46 +230,41 @@ struct TcpConnection::Impl {
   // The peer closed socket `c` in order: nothing more arrives on it. Once every socket said
   // goodbye, a receive still pending can never complete.
   void on_goodbye(Channel* c) {
+    std::uint64_t pending;
     {
       std::lock_guard lock(mutex);
-      if (c->goodbye) return;
-      c->goodbye = true;
+      if (c->read_done) return;
+      c->read_done = true;
       if (++goodbyes_received < channels.size() || recvs.empty()) return;
+      pending = recvs.begin()->first;
     }
-    fail_all(peer_error(core::str("the peer closed the connection while message ", next_pending(),
+    fail_all(peer_error(core::str("the peer closed the connection while message ", pending,
                                   " was still expected")));
   }
 
-  std::uint64_t next_pending() {
-    std::lock_guard lock(mutex);
-    return recvs.empty() ? next_recv : recvs.begin()->first;
-  }
-
   // --- receiving ---
-  void read_header(Channel* c) {
-    asio::async_read(c->socket, asio::buffer(&c->header, sizeof(FrameHeader)),
-                     [this, c](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_io_error(ec, "reading a frame header");
-                       on_header(c);
-                     });
-  }
+  enum class Next { payload, frame_done, parked, stop };
 
-  void on_header(Channel* c) {
-    const FrameHeader h = c->header;
-    if (h.magic == kFrameMagic && h.flags == kFrameGoodbye) return on_goodbye(c);
-    char* dst = nullptr;
+  // A whole header is in c->reader: find its receive. Called with read_mutex held.
+  Next on_header(Channel* c) {
+    Reader& r = c->reader;
+    const FrameHeader h = r.header;
+    if (h.magic == kFrameMagic && h.flags == kFrameGoodbye) {
+      on_goodbye(c);
+      return Next::stop;
+    }
     std::string problem;
+    RequestPtr finished;
     {
       std::lock_guard lock(mutex);
-      if (failure) return;
+      if (failure) return Next::stop;
       auto it = recvs.find(h.seq);
       if (it == recvs.end()) {
-        if (h.seq < next_recv) {
-          problem = core::str("frame for message ", h.seq, " which already completed");
-        } else {
+        if (h.seq >= next_recv) {
           c->parked = true;  // resumed by recv() once message h.seq has a buffer
-          return;
+          return Next::parked;
         }
+        problem = core::str("frame for message ", h.seq, " which already completed");
       } else {
         RecvSlot& slot = it->second;
         problem = check_frame(h, slot.buffer.bytes);
@@ -201,99 +275,174 @@ struct TcpConnection::Impl {
         if (problem.empty()) {
           slot.sized = true;
           slot.total = h.total;
-          dst = static_cast<char*>(slot.buffer.data) + h.offset;
-          if (h.length == 0 && slot.received == slot.total) finish_recv(it);
+          r.seq = h.seq;
+          r.length = h.length;
+          r.dst = static_cast<char*>(slot.buffer.data) + h.offset;
+          r.left = h.length;
+          if (h.length == 0 && slot.received == slot.total) finished = finish_recv(it);
         }
       }
     }
-    if (!problem.empty()) return fail_all(peer_error("protocol violation: " + problem));
-    if (h.length == 0) return read_header(c);
-    asio::async_read(c->socket, asio::buffer(dst, h.length),
-                     [this, c, h](const asio::error_code& ec, std::size_t) {
-                       if (ec) return on_io_error(ec, "reading a frame payload");
-                       received += h.length;
-                       {
-                         std::lock_guard lock(mutex);
-                         auto it = recvs.find(h.seq);
-                         if (it == recvs.end()) return;  // failed meanwhile
-                         it->second.received += h.length;
-                         it->second.request->add_bytes(h.length);
-                         if (it->second.received == it->second.total) finish_recv(it);
-                       }
-                       read_header(c);
-                     });
+    if (!problem.empty()) {
+      fail_all(peer_error("protocol violation: " + problem));
+      return Next::stop;
+    }
+    if (finished) finished->complete();
+    return h.length == 0 ? Next::frame_done : Next::payload;
   }
 
-  // Called with the mutex held.
-  void finish_recv(std::map<std::uint64_t, RecvSlot>::iterator it) {
-    it->second.request->complete();
+  // The payload of the frame in c->reader is all in its buffer.
+  void on_payload(Channel* c) {
+    const Reader& r = c->reader;
+    received += r.length;
+    RequestPtr finished;
+    {
+      std::lock_guard lock(mutex);
+      auto it = recvs.find(r.seq);
+      if (it == recvs.end()) return;  // failed meanwhile
+      it->second.received += r.length;
+      it->second.request->add_bytes(r.length);
+      if (it->second.received == it->second.total) finished = finish_recv(it);
+    }
+    if (finished) finished->complete();
+  }
+
+  // Called with the mutex held; the caller completes the returned request after unlocking.
+  RequestPtr finish_recv(std::map<std::uint64_t, RecvSlot>::iterator it) {
+    RequestPtr request = std::move(it->second.request);
+    if (it->second.background) --background_recvs;
     recvs.erase(it);
+    return request;
+  }
+
+  // Reads what socket `c` holds now, frame after frame, until it would block, the next frame
+  // waits for a receive not posted yet, the socket is done, or `until` (if given) is done.
+  // Called with c->read_mutex held.
+  void pump(Channel* c, const Request* until) {
+    Reader& r = c->reader;
+    while (true) {
+      if (r.in_payload) {
+        // The rest of the payload and the next header in one call.
+        iovec parts[2] = {{r.dst, static_cast<std::size_t>(r.left)},
+                          {&r.header, sizeof(FrameHeader)}};
+        const ssize_t n = ::readv(c->fd, parts, 2);
+        if (n == 0) return on_io_error(0, "reading a frame payload");
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+          return on_io_error(errno, "reading a frame payload");
+        }
+        const auto got = static_cast<std::uint64_t>(n);
+        const std::uint64_t taken = std::min(got, r.left);
+        r.dst += taken;
+        r.left -= taken;
+        if (r.left > 0) continue;
+        r.in_payload = false;
+        r.header_got = static_cast<std::size_t>(got - taken);
+        on_payload(c);
+        if (until != nullptr && until->done()) return;
+        continue;
+      }
+      if (r.header_got < sizeof(FrameHeader)) {
+        const ssize_t n = ::recv(c->fd, reinterpret_cast<char*>(&r.header) + r.header_got,
+                                 sizeof(FrameHeader) - r.header_got, MSG_DONTWAIT);
+        if (n == 0) return on_io_error(0, "reading a frame header");
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+          return on_io_error(errno, "reading a frame header");
+        }
+        r.header_got += static_cast<std::size_t>(n);
+        continue;
+      }
+      switch (on_header(c)) {
+        case Next::payload:
+          r.header_got = 0;
+          r.in_payload = true;
+          break;
+        case Next::frame_done:
+          r.header_got = 0;
+          if (until != nullptr && until->done()) return;
+          break;
+        case Next::parked:  // the header stays; on_header runs again once resumed
+        case Next::stop: return;
+      }
+    }
+  }
+
+  // Marks a posted receive as read by the sockets' threads. Called with the mutex held.
+  void make_background(RecvSlot& slot) {
+    if (slot.background) return;
+    slot.background = true;
+    if (background_recvs++ == 0) {
+      for (auto& c : channels) wake(c.get());
+    }
+  }
+
+  // Request::wait's driver for small receive `seq`: read its socket on this thread until the
+  // message is in. Hands it to the sockets' threads when nobody will wait (deadline null), when
+  // they read anyway (background receives are posted), or when its socket is held up.
+  void drive(std::uint64_t seq, const Request* request, const core::Deadline* deadline) {
+    Channel* c = channels[seq % channels.size()].get();
+    while (!request->done()) {
+      {
+        std::lock_guard lock(mutex);
+        auto it = recvs.find(seq);
+        if (it == recvs.end() || it->second.background) return;
+        if (deadline == nullptr || background_recvs > 0 || c->parked || c->read_done) {
+          make_background(it->second);
+          return;
+        }
+      }
+      if (deadline->expired()) return;
+      {
+        std::lock_guard read(c->read_mutex);
+        pump(c, request);
+      }
+      if (request->done()) return;
+      pollfd p{c->fd, POLLIN | POLLRDHUP, 0};
+      ::poll(&p, 1, std::min(kWaiterPollMs, poll_ms(deadline->remaining())));
+    }
   }
 
   // --- sending ---
   // A frame goes straight onto the socket from the posting thread when nothing is queued
-  // before it (a non-blocking sendmsg: no hand-off to the io thread for a message the socket
-  // takes at once); whatever the socket does not take is queued for the io thread.
+  // before it; whatever the socket does not take is queued for the socket's thread.
   void enqueue(Channel* c, SendFrame frame) {
-    std::unique_lock lock(c->write_mutex);
-    if (!c->writing && c->queue.empty()) {
-      write_direct(c, frame);
-      if (frame.written == frame_bytes(frame)) {
-        lock.unlock();
-        frame_written(frame);
-        return;
-      }
-    }
-    c->queue.push_back(frame);
-    if (c->writing) return;
-    c->writing = true;
-    lock.unlock();
-    asio::post(c->io, [this, c] { write_next(c); });
-  }
-
-  static std::uint64_t frame_bytes(const SendFrame& f) {
-    return sizeof(FrameHeader) + f.header.length;
-  }
-
-  // One non-blocking sendmsg of what is left of `f`; errors are left to the io thread's write.
-  static void write_direct(Channel* c, SendFrame& f) {
-    iovec parts[2];
-    std::size_t n = 0;
-    for (const auto& [p, len] : f.unwritten()) {
-      if (len > 0) parts[n++] = {const_cast<char*>(p), len};
-    }
-    msghdr msg{};
-    msg.msg_iov = parts;
-    msg.msg_iovlen = n;
-    const ssize_t sent = ::sendmsg(c->socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (sent > 0) f.written += static_cast<std::uint64_t>(sent);
-  }
-
-  // Io thread: writes the queue's front (the rest of it) and goes on until the queue is empty.
-  void write_next(Channel* c) {
-    const SendFrame* front;  // stays put until popped (deque::push_back keeps references)
+    int error = 0;
     {
       std::lock_guard lock(c->write_mutex);
       if (c->queue.empty()) {
-        c->writing = false;
+        error = write_some(c->fd, frame);
+        if (error == EAGAIN) {
+          c->queue.push_back(frame);
+          wake(c);
+          return;
+        }
+      } else {
+        c->queue.push_back(frame);
         return;
       }
-      front = &c->queue.front();
     }
-    const auto rest = front->unwritten();
-    const std::array<asio::const_buffer, 2> buffers{asio::buffer(rest[0].first, rest[0].second),
-                                                    asio::buffer(rest[1].first, rest[1].second)};
-    asio::async_write(c->socket, buffers, [this, c](const asio::error_code& ec, std::size_t) {
-      if (ec) return on_io_error(ec, "writing a frame");
-      SendFrame done;
-      {
-        std::lock_guard lock(c->write_mutex);
-        done = c->queue.front();
+    if (error != 0) return on_io_error(error, "writing a frame");
+    frame_written(frame);
+  }
+
+  // Socket thread, on POLLOUT: writes queued frames until the socket is full or the queue empty.
+  void flush(Channel* c) {
+    std::vector<SendFrame> done;
+    int error = 0;
+    {
+      std::lock_guard lock(c->write_mutex);
+      while (!c->queue.empty()) {
+        error = write_some(c->fd, c->queue.front());
+        if (error != 0) break;
+        done.push_back(c->queue.front());
         c->queue.pop_front();
       }
-      frame_written(done);
-      write_next(c);
-    });
+    }
+    for (const auto& f : done) frame_written(f);
+    if (error != 0 && error != EAGAIN) on_io_error(error, "writing a frame");
   }
 
   // A frame is on the socket: account for it and complete its message once all frames are.
@@ -321,6 +470,57 @@ struct TcpConnection::Impl {
     }
     if (finished) finished->complete();
   }
+
+  // --- the socket's thread ---
+  void run(Channel* c) {
+    while (!stopping.load()) {
+      bool want_in = false, want_hangup = false, resumed = false, unwaited = false;
+      bool posted = false;
+      {
+        std::lock_guard lock(mutex);
+        if (failure) return;
+        const bool readable = !c->parked && !c->read_done;
+        want_in = readable && background_recvs > 0;
+        want_hangup = readable;
+        resumed = std::exchange(c->resumed, false) && readable;
+        posted = !recvs.empty();
+        // A small receive posted a while ago that nobody is reading: read it here.
+        const auto now = Clock::now();
+        for (const auto& [seq, slot] : recvs) {
+          if (!slot.background && now - slot.posted >= kUnwaited) unwaited = readable;
+        }
+      }
+      if (resumed || unwaited) {  // a resumed socket may hold a whole frame already
+        std::lock_guard read(c->read_mutex);
+        pump(c, nullptr);
+      }
+      bool want_out;
+      {
+        std::lock_guard lock(c->write_mutex);
+        want_out = !c->queue.empty();
+      }
+      pollfd p[2] = {{c->fd, 0, 0}, {c->wake_fd, POLLIN, 0}};
+      p[0].events = static_cast<short>((want_in ? POLLIN : 0) | (want_hangup ? POLLRDHUP : 0) |
+                                       (want_out ? POLLOUT : 0));
+      if (p[0].events == 0) p[0].fd = -1;
+      // Without input to read, look again for unwaited receives now and then.
+      const int timeout = want_in || !want_hangup ? -1 : poll_ms(posted ? kUnwaited : kIdleLook);
+      if (::poll(p, 2, timeout) < 0 && errno != EINTR) {
+        return on_io_error(errno, "polling the socket");
+      }
+      if (p[1].revents != 0) {
+        std::uint64_t count;
+        [[maybe_unused]] const ssize_t n = ::read(c->wake_fd, &count, sizeof count);
+      }
+      if (stopping.load()) return;
+      const short got = p[0].revents;
+      if ((got & (POLLOUT | POLLERR | POLLHUP)) && want_out) flush(c);
+      if (got & (POLLIN | POLLRDHUP | POLLERR | POLLHUP)) {
+        std::lock_guard read(c->read_mutex);
+        pump(c, nullptr);
+      }
+    }
+  }
 };
 
 TcpConnection::TcpConnection(int local_rank, int peer_rank, const std::vector<int>& fds,
@@ -332,24 +532,24 @@ TcpConnection::TcpConnection(int local_rank, int peer_rank, const std::vector<in
   impl_->options = options;
   for (int fd : fds) {
     auto c = std::make_unique<Channel>();
-    asio::error_code ec;
-    sockaddr_storage local{};
-    socklen_t length = sizeof local;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
-    c->socket.assign(local.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd,
-                     ec);
-    RINGLET_CHECK(!ec, Error, impl_->who(), ": cannot adopt socket: ", ec.message());
-    c->socket.set_option(asio::ip::tcp::no_delay(true), ec);
-    if (options.socket_buffer_bytes > 0) {
-      c->socket.set_option(asio::socket_base::send_buffer_size(options.socket_buffer_bytes), ec);
-      c->socket.set_option(asio::socket_base::receive_buffer_size(options.socket_buffer_bytes), ec);
-    }
+    c->fd = fd;
     impl_->channels.push_back(std::move(c));
+    const int flags = ::fcntl(fd, F_GETFL);
+    RINGLET_CHECK(flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0, Error, impl_->who(),
+                  ": cannot make socket ", fd, " non-blocking: ", std::strerror(errno));
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (options.socket_buffer_bytes > 0) {
+      const int bytes = options.socket_buffer_bytes;
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    }
+    impl_->channels.back()->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    RINGLET_CHECK(impl_->channels.back()->wake_fd >= 0, Error, impl_->who(),
+                  ": cannot create an eventfd: ", std::strerror(errno));
   }
   for (auto& c : impl_->channels) {
-    Channel* ch = c.get();
-    asio::post(ch->io, [impl = impl_.get(), ch] { impl->read_header(ch); });
-    ch->thread = std::thread([ch] { ch->io.run(); });
+    c->thread = std::thread([impl = impl_.get(), ch = c.get()] { impl->run(ch); });
   }
 }
 
@@ -359,17 +559,12 @@ TcpConnection::~TcpConnection() {
   impl_->fail_all(std::make_exception_ptr(
       core::Error(core::str("rank ", impl_->local_rank, ": connection to peer rank ",
                             impl_->peer_rank, " (tcp) was closed locally"))));
+  impl_->stopping = true;
+  for (auto& c : impl_->channels) wake(c.get());
   for (auto& c : impl_->channels) {
-    c->guard.reset();
-    asio::post(c->io, [ch = c.get()] {
-      std::lock_guard lock(ch->write_mutex);
-      asio::error_code ignored;
-      ch->socket.close(ignored);
-    });
-  }
-  for (auto& c : impl_->channels) {
-    c->io.stop();
-    c->thread.join();
+    if (c->thread.joinable()) c->thread.join();
+    ::close(c->fd);
+    ::close(c->wake_fd);
   }
 }
 
@@ -415,6 +610,10 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
   auto request = std::make_shared<Request>(core::str("rank ", impl_->local_rank, " recv of up to ",
                                                      buffer.bytes, " bytes from rank ",
                                                      impl_->peer_rank, " (tcp)"));
+  // A small message arrives whole on one socket (it is never striped): its waiter reads it.
+  const bool small =
+      buffer.bytes <= kWaiterRecvBytes &&
+      (buffer.bytes < impl_->options.stripe_min_bytes || impl_->channels.size() == 1);
   std::vector<Channel*> resume;
   bool peer_gone = false;
   {
@@ -423,11 +622,23 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
       request->fail(impl_->failure);
       return request;
     }
-    impl_->recvs[impl_->next_recv++] = RecvSlot{buffer, request};
+    const std::uint64_t seq = impl_->next_recv++;
+    RecvSlot& slot = impl_->recvs[seq];
+    slot.buffer = buffer;
+    slot.request = request;
+    slot.posted = Clock::now();
+    if (small) {
+      request->set_driver([impl = impl_.get(), seq, r = request.get()](const core::Deadline* d) {
+        impl->drive(seq, r, d);
+      });
+    } else {
+      impl_->make_background(slot);
+    }
     peer_gone = impl_->goodbyes_received == impl_->channels.size();
     for (auto& c : impl_->channels) {
       if (c->parked) {
         c->parked = false;
+        c->resumed = true;
         resume.push_back(c.get());
       }
     }
@@ -435,7 +646,7 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
   if (peer_gone) {
     impl_->fail_all(impl_->peer_error("a receive was posted after the peer closed the connection"));
   }
-  for (Channel* c : resume) asio::post(c->io, [impl = impl_.get(), c] { impl->on_header(c); });
+  for (Channel* c : resume) wake(c);
   return request;
 }
 
