@@ -1,6 +1,6 @@
 // tcp transport between two ranks as threads: sizes (0, 1, 4 KiB, odd, 64 MiB) over 1 and
 // several sockets, both directions at once, many messages in flight, short messages into large
-// buffers, small receives read without their waiter (unwaited, continuations), and the
+// buffers, receives read without their waiter (unwaited, continuations), and the
 // handshake's refusals (stranger, wrong job, wrong rank, port in use).
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
@@ -80,14 +80,14 @@ TEST_CASE("many messages in flight keep their order") {
   }
 }
 
-TEST_CASE("small receives nobody waits for yet do not stall their senders") {
-  // A small receive is read by the thread that waits for it. Here both ranks wait for their
-  // sends first, and the messages do not fit the (shrunken) socket buffers, so each send can
-  // only finish once the peer reads: the sockets' threads must read unwaited receives anyway.
+TEST_CASE("receives nobody waits for yet do not stall their senders") {
+  // A receive is read by the thread that waits for it. Here both ranks wait for their sends
+  // first, and the messages do not fit the socket buffers, so each send can only finish once the
+  // peer reads: the sockets' threads must take over receives that nobody is reading.
   transport::tcp::TcpOptions options;
-  options.socket_buffer_bytes = 4096;
+  options.socket_buffer_bytes = 64 * 1024;
   TcpPair p = make_tcp_pair(1, "127.0.0.1", options);
-  const std::size_t bytes = 200 * 1024;  // under the waiter limit, over the socket buffers
+  const std::size_t bytes = 4 << 20;  // far more than the socket buffers hold
   const auto out_a = pattern(bytes, 3), out_b = pattern(bytes, 4);
   std::vector<unsigned char> in_a(bytes), in_b(bytes);
   RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
@@ -102,7 +102,7 @@ TEST_CASE("small receives nobody waits for yet do not stall their senders") {
   CHECK(in_b == out_a);
 }
 
-TEST_CASE("a small receive completes for a continuation with nobody waiting") {
+TEST_CASE("a receive completes for a continuation with nobody waiting") {
   TcpPair p = make_tcp_pair(2);
   const auto out = pattern(4096, 9);
   std::vector<unsigned char> in(out.size());

@@ -6,15 +6,15 @@
 // Who moves the bytes:
 //  - A send is written straight from the posting thread (a non-blocking sendmsg); whatever the
 //    socket does not take is queued for the socket's thread, which writes it on POLLOUT.
-//  - A small receive (up to kWaiterRecvBytes) is read by the thread that waits for it
-//    (Request::set_driver): it reads the socket itself and polls it while nothing is there, so
-//    a small message costs no thread hand-off. The socket's thread then polls only for the
-//    peer's hang-up, so an arriving message does not wake it as well.
-//  - Every other receive (large, or one nobody waits for: Request::then) is "background": while
-//    any is posted, every socket's thread polls for input and reads what arrives.
-//  - A small receive nobody has driven for kUnwaitedMs is read by the socket's thread anyway, so
-//    that messages posted but not yet waited for cannot fill the socket buffers and stall their
-//    sender for good.
+//  - A receive is read by the thread that waits for it (Request::set_driver): it reads the
+//    sockets itself and polls them while nothing is there, so a message costs no thread
+//    hand-off, and its bytes land in the cache of the core that goes on to use them. The
+//    sockets' threads meanwhile poll only for the peer's hang-up, so an arriving message does
+//    not wake them as well. Until the waiter comes, the kernel's socket buffers hold the data.
+//  - A receive nobody waits for (Request::then), or one posted kUnwaited ago that nobody is
+//    reading, becomes "background": while any is posted, every socket's thread polls for input
+//    and reads what arrives. So messages posted but not waited for (a peer waiting for its own
+//    send first) cannot fill the socket buffers and stall their sender for good.
 // Reading a socket (its frame in progress, `Channel::reader`) is done under the socket's
 // read_mutex by whoever reads; shared state (posted receives, sequence numbers, sends, the
 // failure) is guarded by Impl::mutex, always taken after read_mutex.
@@ -53,11 +53,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::uint64_t kNoMessage = ~std::uint64_t{0};  // the seq of a goodbye frame
 constexpr auto kGoodbyeWait = std::chrono::seconds(2);
-// Receives into buffers up to this size are read by their waiter. (A collective's small
-// message has room for a 64 KiB mismatch besides itself.)
-constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
-// How long a small receive may stay posted with nobody reading it before the socket's thread
-// reads it (and how often the thread looks).
+// How long a receive may stay posted with nobody reading it before the sockets' threads read it
+// (and how often they look).
 constexpr auto kUnwaited = std::chrono::milliseconds(5);
 // How often an idle socket's thread looks for newly posted receives to apply kUnwaited to.
 constexpr auto kIdleLook = std::chrono::milliseconds(50);
@@ -86,6 +83,7 @@ struct RecvSlot {
   std::uint64_t total = 0;
   bool sized = false;       // total learned from the first frame
   bool background = false;  // read by the sockets' threads (else by its waiter)
+  bool driven = false;      // its waiter is reading (it stays a waiter's, however long)
   Clock::time_point posted;
 };
 
@@ -379,29 +377,37 @@ struct TcpConnection::Impl {
     }
   }
 
-  // Request::wait's driver for small receive `seq`: read its socket on this thread until the
-  // message is in. Hands it to the sockets' threads when nobody will wait (deadline null), when
-  // they read anyway (background receives are posted), or when its socket is held up.
+  // Request::wait's driver for receive `seq`: read the sockets on this thread until the message
+  // is in. Hands it to the sockets' threads when nobody will wait (deadline null) or when they
+  // read anyway (background receives are posted).
   void drive(std::uint64_t seq, const Request* request, const core::Deadline* deadline) {
-    Channel* c = channels[seq % channels.size()].get();
+    std::vector<Channel*> readable;
+    std::vector<pollfd> fds;
     while (!request->done()) {
+      readable.clear();
       {
         std::lock_guard lock(mutex);
         auto it = recvs.find(seq);
         if (it == recvs.end() || it->second.background) return;
-        if (deadline == nullptr || background_recvs > 0 || c->parked || c->read_done) {
+        if (deadline == nullptr || background_recvs > 0) {
           make_background(it->second);
           return;
         }
+        it->second.driven = true;
+        // A parked socket's next frame is for a later message, so this one is not behind it.
+        for (auto& c : channels) {
+          if (!c->parked && !c->read_done) readable.push_back(c.get());
+        }
       }
-      if (deadline->expired()) return;
-      {
+      if (deadline->expired() || readable.empty()) return;
+      for (Channel* c : readable) {
         std::lock_guard read(c->read_mutex);
         pump(c, request);
+        if (request->done()) return;
       }
-      if (request->done()) return;
-      pollfd p{c->fd, POLLIN | POLLRDHUP, 0};
-      ::poll(&p, 1, std::min(kWaiterPollMs, poll_ms(deadline->remaining())));
+      fds.clear();
+      for (Channel* c : readable) fds.push_back({c->fd, POLLIN | POLLRDHUP, 0});
+      ::poll(fds.data(), fds.size(), std::min(kWaiterPollMs, poll_ms(deadline->remaining())));
     }
   }
 
@@ -474,23 +480,22 @@ struct TcpConnection::Impl {
   // --- the socket's thread ---
   void run(Channel* c) {
     while (!stopping.load()) {
-      bool want_in = false, want_hangup = false, resumed = false, unwaited = false;
-      bool posted = false;
+      bool want_in = false, want_hangup = false, resumed = false, posted = false;
       {
         std::lock_guard lock(mutex);
         if (failure) return;
+        // A receive posted a while ago that nobody is reading: the threads read it.
+        const auto now = Clock::now();
+        for (auto& [seq, slot] : recvs) {
+          if (!slot.driven && now - slot.posted >= kUnwaited) make_background(slot);
+        }
         const bool readable = !c->parked && !c->read_done;
         want_in = readable && background_recvs > 0;
         want_hangup = readable;
         resumed = std::exchange(c->resumed, false) && readable;
         posted = !recvs.empty();
-        // A small receive posted a while ago that nobody is reading: read it here.
-        const auto now = Clock::now();
-        for (const auto& [seq, slot] : recvs) {
-          if (!slot.background && now - slot.posted >= kUnwaited) unwaited = readable;
-        }
       }
-      if (resumed || unwaited) {  // a resumed socket may hold a whole frame already
+      if (resumed) {  // a resumed socket may hold a whole frame already
         std::lock_guard read(c->read_mutex);
         pump(c, nullptr);
       }
@@ -610,10 +615,6 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
   auto request = std::make_shared<Request>(core::str("rank ", impl_->local_rank, " recv of up to ",
                                                      buffer.bytes, " bytes from rank ",
                                                      impl_->peer_rank, " (tcp)"));
-  // A small message arrives whole on one socket (it is never striped): its waiter reads it.
-  const bool small =
-      buffer.bytes <= kWaiterRecvBytes &&
-      (buffer.bytes < impl_->options.stripe_min_bytes || impl_->channels.size() == 1);
   std::vector<Channel*> resume;
   bool peer_gone = false;
   {
@@ -627,13 +628,9 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
     slot.buffer = buffer;
     slot.request = request;
     slot.posted = Clock::now();
-    if (small) {
-      request->set_driver([impl = impl_.get(), seq, r = request.get()](const core::Deadline* d) {
-        impl->drive(seq, r, d);
-      });
-    } else {
-      impl_->make_background(slot);
-    }
+    request->set_driver([impl = impl_.get(), seq, r = request.get()](const core::Deadline* d) {
+      impl->drive(seq, r, d);
+    });
     peer_gone = impl_->goodbyes_received == impl_->channels.size();
     for (auto& c : impl_->channels) {
       if (c->parked) {

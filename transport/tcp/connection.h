@@ -3,8 +3,8 @@
 // large message move in parallel (RINGLET_NSOCKS). Frames carry (seq, offset, length, total);
 // the receiver reads each payload straight into the posted buffer of message `seq` (no staging
 // copy), and a socket whose next frame belongs to a receive not yet posted waits (TCP flow
-// control holds the sender). Sends are written from the posting thread; small receives are read
-// by the thread that waits for them (see connection.cpp), so a small message costs no hand-off.
+// control holds the sender). Sends are written from the posting thread; receives are read by
+// the thread that waits for them (see connection.cpp), so a message costs no thread hand-off.
 #pragma once
 
 #include <cstdint>
