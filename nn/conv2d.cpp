@@ -1,6 +1,7 @@
 // Conv2d over tensor::conv2d (im2col + GEMM); the module only holds parameters and options.
 #include "nn/conv2d.h"
 
+#include "nn/autocast.h"
 #include "nn/init.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/creation.h"
@@ -32,6 +33,9 @@ Tensor Conv2d::forward(const Tensor& input) {
   o.stride = {options_.stride.h, options_.stride.w};
   o.padding = {options_.padding.h, options_.padding.w};
   o.dilation = {options_.dilation.h, options_.dilation.w};
+  if (autocast_precision() != core::DType::f32) {
+    return autocast(tensor::conv2d(autocast(input), autocast(weight_), autocast(bias_), o));
+  }
   return tensor::conv2d(input, weight_, bias_, o);
 }
 

@@ -1,6 +1,7 @@
 // Linear over tensor::linear (one GEMM with the transposed weight, no copy).
 #include "nn/linear.h"
 
+#include "nn/autocast.h"
 #include "nn/init.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/matmul.h"
@@ -24,6 +25,9 @@ Tensor Linear::forward(const Tensor& input) {
   RINGLET_CHECK(input.dim() >= 1 && input.size(-1) == in_features_, ShapeError,
                 "Linear(in_features=", in_features_, "): input shape ",
                 tensor::shape_str(input.shape()), " does not end in ", in_features_);
+  if (autocast_precision() != core::DType::f32) {
+    return autocast(tensor::linear(autocast(input), autocast(weight_), autocast(bias_)));
+  }
   return tensor::linear(input, weight_, bias_);
 }
 

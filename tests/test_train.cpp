@@ -3,6 +3,7 @@
 // bitwise the same parameters as an uninterrupted one, and a checkpoint evaluates.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -50,6 +51,39 @@ TEST_CASE("a short run on 2,000 real images learns") {
       trainer::evaluate_checkpoint((dir / "checkpoint.safetensors").string(), "", eval_log);
   CHECK(again.accuracy == result.last_eval.accuracy);
   fs::remove_all(dir);
+}
+
+TEST_CASE("mixed precision: f16 with loss scaling and bf16 runs learn") {
+  for (const char* precision : {"f16", "bf16"}) {
+    CAPTURE(std::string(precision));
+    const fs::path dir = fs::temp_directory_path() / "ringlet_train_amp";
+    fs::remove_all(dir);
+    trainer::TrainConfig c = small_run(dir);
+    c.limit_train = 2000;
+    c.limit_test = 500;
+    c.epochs = 1;
+    c.precision = precision;
+    std::ostringstream log;
+    const auto result = trainer::train(c, log);
+    INFO(log.str());
+    CHECK(log.str().find(std::string("mixed precision: ") + precision) != std::string::npos);
+    CHECK(result.last_eval.accuracy > 0.5);  // chance is 0.1
+    std::ifstream metrics(dir / "metrics.jsonl");
+    const auto record = nlohmann::json::parse(metrics);
+    if (std::string(precision) == "f16") {
+      // Each skipped step halved the scale from 2^16 (no growth within 2000 clean steps).
+      CHECK(record.at("loss_scale").get<double>() ==
+            65536.0 / std::pow(2.0, static_cast<double>(result.skipped_steps)));
+      CHECK(record.at("skipped_steps").get<std::int64_t>() == result.skipped_steps);
+    } else {
+      CHECK_FALSE(record.contains("loss_scale"));
+      CHECK(result.skipped_steps == 0);
+    }
+    fs::remove_all(dir);
+  }
+  trainer::TrainConfig bad;
+  bad.precision = "fp8";
+  CHECK_THROWS_WITH(bad.validate(), doctest::Contains("precision must be f32, bf16 or f16"));
 }
 
 TEST_CASE("resume continues exactly where the run stopped") {

@@ -49,6 +49,7 @@ const std::vector<Field>& fields() {
       field("warmup_epochs", &TrainConfig::warmup_epochs),
       field("label_smoothing", &TrainConfig::label_smoothing),
       field("clip_grad_norm", &TrainConfig::clip_grad_norm),
+      field("precision", &TrainConfig::precision),
       field("seed", &TrainConfig::seed),
       field("workers", &TrainConfig::workers),
       field("threads", &TrainConfig::threads),
@@ -177,6 +178,8 @@ void TrainConfig::validate() const {
   check(workers >= 0 && workers <= 64, core::str("workers must be in [0, 64], got ", workers));
   check(label_smoothing >= 0 && label_smoothing < 1,
         core::str("label_smoothing must be in [0, 1), got ", label_smoothing));
+  check(precision == "f32" || precision == "bf16" || precision == "f16",
+        "precision must be f32, bf16 or f16, got '" + precision + "'");
   check(std > 0, core::str("std must be > 0, got ", std));
   check(limit_train >= 0 && limit_test >= 0, "limit_train and limit_test must be >= 0");
   check(!(resume && reset), "--resume and --reset contradict each other");

@@ -32,6 +32,10 @@ struct TrainConfig {
   int warmup_epochs = 0;
   double label_smoothing = 0.0;
   double clip_grad_norm = 0.0;  // 0 = off
+  // f32 | bf16 | f16: Linear and Conv2d compute on values rounded to bf16/f16 with f32
+  // accumulation and f32 master weights (nn/autocast.h); f16 scales the loss (nn::GradScaler)
+  // and skips steps whose gradients overflow.
+  std::string precision = "f32";
   std::uint64_t seed = 0;
   int workers = 2;       // data loader threads
   int threads = 0;       // compute threads; 0 = RINGLET_NUM_THREADS / all cores

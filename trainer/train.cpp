@@ -16,7 +16,9 @@
 #include "core/env.h"
 #include "core/threads.h"
 #include "nn/adam.h"
+#include "nn/autocast.h"
 #include "nn/clip_grad.h"
+#include "nn/grad_scaler.h"
 #include "nn/loss.h"
 #include "nn/lr_schedule.h"
 #include "nn/models.h"
@@ -253,6 +255,17 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const nn::CrossEntropyLoss criterion(tensor::Reduction::mean, c.label_smoothing);
+  // Mixed precision: the layers compute on rounded values (nn/autocast.h); f16 scales the loss
+  // and skips the steps whose gradients overflow, as torch.cuda.amp does. Under DDP every rank
+  // sees the same averaged gradients, so all of them skip the same steps.
+  const core::DType precision = c.precision == "bf16"  ? core::DType::bf16
+                                : c.precision == "f16" ? core::DType::f16
+                                                       : core::DType::f32;
+  nn::GradScaler scaler(nn::GradScalerOptions{.enabled = precision == core::DType::f16});
+  if (precision != core::DType::f32) {
+    out << "mixed precision: " << c.precision << " inputs to Linear and Conv2d, f32 accumulation"
+        << (scaler.is_enabled() ? ", dynamic loss scaling" : "") << std::endl;
+  }
   std::ofstream metrics;
   if (rank == 0) metrics.open(dir / "metrics.jsonl", std::ios::app);
   TrainResult result;
@@ -263,18 +276,30 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
     auto it = train_loader.begin_epoch(epoch);
     const std::int64_t batches = it.num_batches();
     double loss_sum = 0;
-    std::int64_t seen = 0, in_epoch = 0;
+    std::int64_t seen = 0, in_epoch = 0, skipped = 0;
     while (auto batch = it.next()) {
       optimizer->zero_grad();
-      const tensor::Tensor logits =
-          ddp ? ddp->forward(batch->images) : model->forward(batch->images);
+      tensor::Tensor logits;
+      {
+        nn::Autocast amp(precision);
+        logits = ddp ? ddp->forward(batch->images) : model->forward(batch->images);
+      }
       tensor::Tensor loss = criterion.forward(logits, batch->labels);
-      loss.backward();
+      scaler.scale(loss).backward();
       if (ddp) ddp->finish_gradient_sync();
-      if (c.clip_grad_norm > 0) nn::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
-      optimizer->step();
+      if (c.clip_grad_norm > 0) {
+        scaler.unscale_(*optimizer);  // the clip sees the true gradients
+        nn::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
+      }
+      const bool stepped = scaler.step(*optimizer);
+      scaler.update();
       ++step;
       ++in_epoch;
+      if (!stepped) {  // inf/NaN gradients: the scale shrank, nothing was learned
+        ++skipped;
+        ++result.skipped_steps;
+        continue;
+      }
       const double value = loss.item();
       RINGLET_CHECK(std::isfinite(value), Error, "epoch ", epoch + 1, " step ", step,
                     ": the loss is ", value, " (diverged; try a smaller --lr)");
@@ -305,7 +330,12 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
         << std::setprecision(4) << loss_sum / std::max<double>(1, static_cast<double>(seen))
         << ", test loss " << eval.loss << ", test accuracy " << eval.accuracy << ", "
         << std::setprecision(0) << images_per_s << " img/s, " << std::setprecision(1) << train_secs
-        << " s" << std::endl;
+        << " s";
+    if (scaler.is_enabled()) {
+      out << ", " << skipped << " step(s) skipped on overflow, loss scale " << std::setprecision(0)
+          << scaler.get_scale();
+    }
+    out << std::endl;
     nlohmann::json record{{"epoch", epoch + 1},
                           {"step", step},
                           {"loss", loss_sum / std::max<double>(1, static_cast<double>(seen))},
@@ -314,6 +344,10 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
                           {"lr", lr},
                           {"images_per_s", images_per_s},
                           {"seconds", train_secs}};
+    if (scaler.is_enabled()) {
+      record["skipped_steps"] = skipped;
+      record["loss_scale"] = scaler.get_scale();
+    }
     if (rank == 0) {
       metrics << record.dump() << std::endl;
       save_checkpoint(latest, *model, optimizer.get(),

@@ -25,6 +25,7 @@ struct TrainResult {
   std::string out_dir;
   int epochs_done = 0;
   EvalResult last_eval;
+  std::int64_t skipped_steps = 0;  // f16: steps skipped because the gradients overflowed
 };
 
 // Evaluates on the loader's examples; with a communicator, every rank evaluates its own shard
