@@ -86,36 +86,48 @@ TEST_CASE("mixed precision: f16 with loss scaling and bf16 runs learn") {
   CHECK_THROWS_WITH(bad.validate(), doctest::Contains("precision must be f32, bf16 or f16"));
 }
 
-TEST_CASE("resume continues exactly where the run stopped") {
-  const fs::path whole = fs::temp_directory_path() / "ringlet_train_whole";
-  const fs::path split = fs::temp_directory_path() / "ringlet_train_split";
-  fs::remove_all(whole);
-  fs::remove_all(split);
-  std::ostringstream log;
-  trainer::TrainConfig a = small_run(whole);
-  a.epochs = 2;
-  trainer::train(a, log);
-  trainer::TrainConfig b = small_run(split);
-  b.epochs = 1;
-  trainer::train(b, log);
-  b.epochs = 2;
-  b.resume = true;
-  trainer::train(b, log);
-  const auto ca = trainer::safetensors::read(whole / "checkpoint.safetensors");
-  const auto cb = trainer::safetensors::read(split / "checkpoint.safetensors");
-  REQUIRE(ca.tensors.size() == cb.tensors.size());
-  for (std::size_t i = 0; i < ca.tensors.size(); ++i) {
-    INFO(ca.tensors[i].first);
-    REQUIRE(ca.tensors[i].first == cb.tensors[i].first);
-    CHECK(ca.tensors[i].second.to_vector<double>() == cb.tensors[i].second.to_vector<double>());
+TEST_CASE("resume continues exactly where the run stopped (f32; f16 with its loss scale)") {
+  for (const char* precision : {"f32", "f16"}) {
+    CAPTURE(std::string(precision));
+    const fs::path whole = fs::temp_directory_path() / "ringlet_train_whole";
+    const fs::path split = fs::temp_directory_path() / "ringlet_train_split";
+    fs::remove_all(whole);
+    fs::remove_all(split);
+    std::ostringstream log;
+    trainer::TrainConfig a = small_run(whole);
+    a.epochs = 2;
+    a.precision = precision;
+    trainer::train(a, log);
+    trainer::TrainConfig b = small_run(split);
+    b.epochs = 1;
+    b.precision = precision;
+    trainer::train(b, log);
+    b.epochs = 2;
+    b.resume = true;
+    trainer::train(b, log);
+    const auto ca = trainer::safetensors::read(whole / "checkpoint.safetensors");
+    const auto cb = trainer::safetensors::read(split / "checkpoint.safetensors");
+    REQUIRE(ca.tensors.size() == cb.tensors.size());
+    for (std::size_t i = 0; i < ca.tensors.size(); ++i) {
+      INFO(ca.tensors[i].first);
+      REQUIRE(ca.tensors[i].first == cb.tensors[i].first);
+      CHECK(ca.tensors[i].second.to_vector<double>() == cb.tensors[i].second.to_vector<double>());
+    }
+    CHECK(ca.metadata.at("step") == cb.metadata.at("step"));
+    // f16 runs keep their loss scale and growth count across the restart.
+    CHECK(ca.metadata.count("scaler.scale") == (std::string(precision) == "f16" ? 1 : 0));
+    if (ca.metadata.count("scaler.scale") != 0) {
+      CHECK(ca.metadata.at("scaler.scale") == cb.metadata.at("scaler.scale"));
+      CHECK(ca.metadata.at("scaler._growth_tracker") == cb.metadata.at("scaler._growth_tracker"));
+    }
+    fs::remove_all(whole);
+    fs::remove_all(split);
   }
-  CHECK(ca.metadata.at("step") == cb.metadata.at("step"));
+  std::ostringstream log;
   trainer::TrainConfig missing = small_run(fs::temp_directory_path() / "ringlet_train_none");
   missing.resume = true;
   CHECK_THROWS_WITH_AS(trainer::train(missing, log), doctest::Contains("does not exist"),
                        core::ValueError);
-  fs::remove_all(whole);
-  fs::remove_all(split);
 }
 
 TEST_CASE("--reset starts over; warmup ramps the learning rate") {

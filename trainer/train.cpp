@@ -230,6 +230,18 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
   out << model->summary();
   if (world > 1) out << "data parallel over " << world << " ranks" << std::endl;
 
+  // Mixed precision: the layers compute on rounded values (nn/autocast.h); f16 scales the loss
+  // and skips the steps whose gradients overflow, as torch.cuda.amp does. Under DDP every rank
+  // sees the same averaged gradients, so all of them skip the same steps.
+  const core::DType precision = c.precision == "bf16"  ? core::DType::bf16
+                                : c.precision == "f16" ? core::DType::f16
+                                                       : core::DType::f32;
+  nn::GradScaler scaler(nn::GradScalerOptions{.enabled = precision == core::DType::f16});
+  if (precision != core::DType::f32) {
+    out << "mixed precision: " << c.precision << " inputs to Linear and Conv2d, f32 accumulation"
+        << (scaler.is_enabled() ? ", dynamic loss scaling" : "") << std::endl;
+  }
+
   int start_epoch = 0;
   std::int64_t step = 0;
   if (c.resume) {
@@ -237,6 +249,7 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
     start_epoch = static_cast<int>(info.epoch);
     step = info.step;
     for (int e = 0; e < start_epoch && schedule; ++e) schedule->step();
+    if (scaler.is_enabled() && !info.scaler.empty()) scaler.load_state_dict(info.scaler);
     out << "resumed from " << latest.string() << " after epoch " << start_epoch << std::endl;
   }
   // After the resume, so that every rank starts from the loaded (equal) parameters.
@@ -255,17 +268,6 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const nn::CrossEntropyLoss criterion(tensor::Reduction::mean, c.label_smoothing);
-  // Mixed precision: the layers compute on rounded values (nn/autocast.h); f16 scales the loss
-  // and skips the steps whose gradients overflow, as torch.cuda.amp does. Under DDP every rank
-  // sees the same averaged gradients, so all of them skip the same steps.
-  const core::DType precision = c.precision == "bf16"  ? core::DType::bf16
-                                : c.precision == "f16" ? core::DType::f16
-                                                       : core::DType::f32;
-  nn::GradScaler scaler(nn::GradScalerOptions{.enabled = precision == core::DType::f16});
-  if (precision != core::DType::f32) {
-    out << "mixed precision: " << c.precision << " inputs to Linear and Conv2d, f32 accumulation"
-        << (scaler.is_enabled() ? ", dynamic loss scaling" : "") << std::endl;
-  }
   std::ofstream metrics;
   if (rank == 0) metrics.open(dir / "metrics.jsonl", std::ios::app);
   TrainResult result;
@@ -351,7 +353,8 @@ TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicato
     if (rank == 0) {
       metrics << record.dump() << std::endl;
       save_checkpoint(latest, *model, optimizer.get(),
-                      CheckpointInfo{epoch + 1, step, c.to_json().dump()});
+                      CheckpointInfo{epoch + 1, step, c.to_json().dump(),
+                                     scaler.is_enabled() ? scaler.state_dict() : nn::NamedState{}});
     }
     // Nobody moves on (or exits) before rank 0's checkpoint is on disk.
     if (comm != nullptr) comm->barrier()->wait(core::Deadline::after(comm->timeout()));

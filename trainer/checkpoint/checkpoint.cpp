@@ -29,6 +29,11 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                              {"step", std::to_string(info.step)},
                              {"config", info.config}};
   for (const auto& [name, value] : model.state_dict()) tensors.emplace_back("model." + name, value);
+  for (const auto& [key, value] : info.scaler) {
+    RINGLET_CHECK(std::holds_alternative<double>(value), ValueError,
+                  "save_checkpoint: loss scaler state '", key, "' is not a scalar");
+    meta["scaler." + key] = exact(std::get<double>(value));
+  }
   if (optimizer != nullptr) {
     meta["optimizer"] = optimizer->name();
     for (const auto& [key, value] : optimizer->state_dict()) {
@@ -78,6 +83,9 @@ CheckpointInfo load_checkpoint(const std::filesystem::path& path, nn::Module& mo
   info.epoch = core::parse_int(meta("epoch"), "checkpoint epoch");
   info.step = core::parse_int(meta("step"), "checkpoint step");
   info.config = meta("config");
+  for (const auto& [key, value] : file.metadata) {
+    if (key.rfind("scaler.", 0) == 0) info.scaler.set(key.substr(7), std::stod(value));
+  }
   return info;
 }
 

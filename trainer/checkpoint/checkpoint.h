@@ -1,6 +1,7 @@
 // Training checkpoints: model parameters and buffers ("model.<name>"), optimizer state
 // ("optim.<key>" tensors; scalars in the metadata as "optim.<key>"), and the run's position
-// (epoch, step) and resolved config in the safetensors metadata. Written atomically through
+// (epoch, step), resolved config and loss scaler state ("scaler.<key>", f16 runs) in the
+// safetensors metadata. Written atomically through
 // safetensors::write (temp file, fsync, rename), so a crash leaves the previous checkpoint.
 #pragma once
 
@@ -17,6 +18,7 @@ struct CheckpointInfo {
   std::int64_t epoch = 0;  // epochs completed
   std::int64_t step = 0;   // optimizer steps taken
   std::string config;      // the resolved config (JSON text)
+  nn::NamedState scaler;   // GradScaler::state_dict() (scalars); empty when no loss scaling
 };
 
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
