@@ -1,4 +1,4 @@
-// Connection: an ordered, reliable, framed channel to one peer, the one interface every
+// Connection: an ordered, reliable, framed link to one peer, the one interface every
 // transport (tcp, shm; later cuda_ipc, rdma) implements and collectives use.
 //
 // Semantics:

@@ -15,7 +15,7 @@
 //    reading, becomes "background": while any is posted, every socket's thread polls for input
 //    and reads what arrives. So messages posted but not waited for (a peer waiting for its own
 //    send first) cannot fill the socket buffers and stall their sender for good.
-// Reading a socket (its frame in progress, `Channel::reader`) is done under the socket's
+// Reading a socket (its frame in progress, `Socket::reader`) is done under the socket's
 // read_mutex by whoever reads; shared state (posted receives, sequence numbers, sends, the
 // failure) is guarded by Impl::mutex, always taken after read_mutex.
 #include "transport/tcp/connection.h"
@@ -99,7 +99,7 @@ struct Reader {
   std::uint64_t left = 0;    // payload bytes still to read
 };
 
-struct Channel {
+struct Socket {
   int fd = -1;
   int wake_fd = -1;  // eventfd: wakes the socket's thread when what it polls for changed
   std::thread thread;
@@ -140,7 +140,7 @@ int write_some(int fd, SendFrame& f) {
   return 0;
 }
 
-void wake(Channel* c) {
+void wake(Socket* c) {
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t n = ::write(c->wake_fd, &one, sizeof one);
 }
@@ -155,7 +155,7 @@ int poll_ms(Clock::duration d) {
 struct TcpConnection::Impl {
   int local_rank, peer_rank;
   TcpOptions options;
-  std::vector<std::unique_ptr<Channel>> channels;
+  std::vector<std::unique_ptr<Socket>> sockets;
   std::mutex mutex;
   std::uint64_t next_send = 0, next_recv = 0;
   std::map<std::uint64_t, RecvSlot> recvs;
@@ -190,11 +190,11 @@ struct TcpConnection::Impl {
       recvs.clear();
       sends.clear();
       background_recvs = 0;
-      for (auto& c : channels) c->read_done = true;
+      for (auto& c : sockets) c->read_done = true;
     }
     goodbye_sent.notify_all();
     for (auto& r : victims) r->fail(error);
-    for (auto& c : channels) {
+    for (auto& c : sockets) {
       ::shutdown(c->fd, SHUT_RDWR);
       wake(c.get());
     }
@@ -216,24 +216,24 @@ struct TcpConnection::Impl {
       std::lock_guard lock(mutex);
       if (failure) return;
     }
-    for (auto& c : channels) {
+    for (auto& c : sockets) {
       enqueue(c.get(), SendFrame{FrameHeader{kFrameMagic, kFrameGoodbye, kNoMessage, 0, 0, 0},
                                  nullptr, kNoMessage});
     }
     std::unique_lock lock(mutex);
     core::wait_until(goodbye_sent, lock, core::Deadline::after(kGoodbyeWait),
-                     [&] { return goodbyes_sent == channels.size() || failure; });
+                     [&] { return goodbyes_sent == sockets.size() || failure; });
   }
 
   // The peer closed socket `c` in order: nothing more arrives on it. Once every socket said
   // goodbye, a receive still pending can never complete.
-  void on_goodbye(Channel* c) {
+  void on_goodbye(Socket* c) {
     std::uint64_t pending;
     {
       std::lock_guard lock(mutex);
       if (c->read_done) return;
       c->read_done = true;
-      if (++goodbyes_received < channels.size() || recvs.empty()) return;
+      if (++goodbyes_received < sockets.size() || recvs.empty()) return;
       pending = recvs.begin()->first;
     }
     fail_all(peer_error(core::str("the peer closed the connection while message ", pending,
@@ -244,7 +244,7 @@ struct TcpConnection::Impl {
   enum class Next { payload, frame_done, parked, stop };
 
   // A whole header is in c->reader: find its receive. Called with read_mutex held.
-  Next on_header(Channel* c) {
+  Next on_header(Socket* c) {
     Reader& r = c->reader;
     const FrameHeader h = r.header;
     if (h.magic == kFrameMagic && h.flags == kFrameGoodbye) {
@@ -290,7 +290,7 @@ struct TcpConnection::Impl {
   }
 
   // The payload of the frame in c->reader is all in its buffer.
-  void on_payload(Channel* c) {
+  void on_payload(Socket* c) {
     const Reader& r = c->reader;
     received += r.length;
     RequestPtr finished;
@@ -316,7 +316,7 @@ struct TcpConnection::Impl {
   // Reads what socket `c` holds now, frame after frame, until it would block, the next frame
   // waits for a receive not posted yet, the socket is done, or `until` (if given) is done.
   // Called with c->read_mutex held.
-  void pump(Channel* c, const Request* until) {
+  void pump(Socket* c, const Request* until) {
     Reader& r = c->reader;
     while (true) {
       if (r.in_payload) {
@@ -373,7 +373,7 @@ struct TcpConnection::Impl {
     if (slot.background) return;
     slot.background = true;
     if (background_recvs++ == 0) {
-      for (auto& c : channels) wake(c.get());
+      for (auto& c : sockets) wake(c.get());
     }
   }
 
@@ -381,7 +381,7 @@ struct TcpConnection::Impl {
   // is in. Hands it to the sockets' threads when nobody will wait (deadline null) or when they
   // read anyway (background receives are posted).
   void drive(std::uint64_t seq, const Request* request, const core::Deadline* deadline) {
-    std::vector<Channel*> readable;
+    std::vector<Socket*> readable;
     std::vector<pollfd> fds;
     while (!request->done()) {
       readable.clear();
@@ -395,18 +395,18 @@ struct TcpConnection::Impl {
         }
         it->second.driven = true;
         // A parked socket's next frame is for a later message, so this one is not behind it.
-        for (auto& c : channels) {
+        for (auto& c : sockets) {
           if (!c->parked && !c->read_done) readable.push_back(c.get());
         }
       }
       if (deadline->expired() || readable.empty()) return;
-      for (Channel* c : readable) {
+      for (Socket* c : readable) {
         std::lock_guard read(c->read_mutex);
         pump(c, request);
         if (request->done()) return;
       }
       fds.clear();
-      for (Channel* c : readable) fds.push_back({c->fd, POLLIN | POLLRDHUP, 0});
+      for (Socket* c : readable) fds.push_back({c->fd, POLLIN | POLLRDHUP, 0});
       ::poll(fds.data(), fds.size(), std::min(kWaiterPollMs, poll_ms(deadline->remaining())));
     }
   }
@@ -414,7 +414,7 @@ struct TcpConnection::Impl {
   // --- sending ---
   // A frame goes straight onto the socket from the posting thread when nothing is queued
   // before it; whatever the socket does not take is queued for the socket's thread.
-  void enqueue(Channel* c, SendFrame frame) {
+  void enqueue(Socket* c, SendFrame frame) {
     int error = 0;
     {
       std::lock_guard lock(c->write_mutex);
@@ -435,7 +435,7 @@ struct TcpConnection::Impl {
   }
 
   // Socket thread, on POLLOUT: writes queued frames until the socket is full or the queue empty.
-  void flush(Channel* c) {
+  void flush(Socket* c) {
     std::vector<SendFrame> done;
     int error = 0;
     {
@@ -478,7 +478,7 @@ struct TcpConnection::Impl {
   }
 
   // --- the socket's thread ---
-  void run(Channel* c) {
+  void run(Socket* c) {
     while (!stopping.load()) {
       bool want_in = false, want_hangup = false, resumed = false, posted = false;
       {
@@ -536,9 +536,9 @@ TcpConnection::TcpConnection(int local_rank, int peer_rank, const std::vector<in
   impl_->peer_rank = peer_rank;
   impl_->options = options;
   for (int fd : fds) {
-    auto c = std::make_unique<Channel>();
+    auto c = std::make_unique<Socket>();
     c->fd = fd;
-    impl_->channels.push_back(std::move(c));
+    impl_->sockets.push_back(std::move(c));
     const int flags = ::fcntl(fd, F_GETFL);
     RINGLET_CHECK(flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0, Error, impl_->who(),
                   ": cannot make socket ", fd, " non-blocking: ", std::strerror(errno));
@@ -549,11 +549,11 @@ TcpConnection::TcpConnection(int local_rank, int peer_rank, const std::vector<in
       ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
       ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
     }
-    impl_->channels.back()->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    RINGLET_CHECK(impl_->channels.back()->wake_fd >= 0, Error, impl_->who(),
+    impl_->sockets.back()->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    RINGLET_CHECK(impl_->sockets.back()->wake_fd >= 0, Error, impl_->who(),
                   ": cannot create an eventfd: ", std::strerror(errno));
   }
-  for (auto& c : impl_->channels) {
+  for (auto& c : impl_->sockets) {
     c->thread = std::thread([impl = impl_.get(), ch = c.get()] { impl->run(ch); });
   }
 }
@@ -565,8 +565,8 @@ TcpConnection::~TcpConnection() {
       core::Error(core::str("rank ", impl_->local_rank, ": connection to peer rank ",
                             impl_->peer_rank, " (tcp) was closed locally"))));
   impl_->stopping = true;
-  for (auto& c : impl_->channels) wake(c.get());
-  for (auto& c : impl_->channels) {
+  for (auto& c : impl_->sockets) wake(c.get());
+  for (auto& c : impl_->sockets) {
     if (c->thread.joinable()) c->thread.join();
     ::close(c->fd);
     ::close(c->wake_fd);
@@ -579,8 +579,8 @@ RequestPtr TcpConnection::send(ConstBuffer buffer) {
   auto request =
       std::make_shared<Request>(core::str("rank ", impl_->local_rank, " send of ", buffer.bytes,
                                           " bytes to rank ", impl_->peer_rank, " (tcp)"));
-  const std::size_t n = impl_->channels.size();
-  std::vector<std::pair<Channel*, SendFrame>> frames;
+  const std::size_t n = impl_->sockets.size();
+  std::vector<std::pair<Socket*, SendFrame>> frames;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->failure) {
@@ -591,21 +591,21 @@ RequestPtr TcpConnection::send(ConstBuffer buffer) {
     const auto* data = static_cast<const char*>(buffer.data);
     const std::uint64_t total = buffer.bytes;
     if (total < impl_->options.stripe_min_bytes || n == 1) {
-      frames.push_back({impl_->channels[seq % n].get(),
+      frames.push_back({impl_->sockets[seq % n].get(),
                         SendFrame{FrameHeader{kFrameMagic, 0, seq, 0, total, total}, data, seq}});
     } else {
       const std::uint64_t stripe = ((total + n - 1) / n + 4095) / 4096 * 4096;
       for (std::size_t i = 0; i < n && i * stripe < total; ++i) {
         const std::uint64_t offset = i * stripe;
         const std::uint64_t length = std::min(stripe, total - offset);
-        frames.push_back({impl_->channels[i].get(),
+        frames.push_back({impl_->sockets[i].get(),
                           SendFrame{FrameHeader{kFrameMagic, 0, seq, offset, length, total},
                                     data + offset, seq}});
       }
     }
     impl_->sends[seq] = SendState{request, static_cast<int>(frames.size())};
   }
-  for (auto& [channel, frame] : frames) impl_->enqueue(channel, frame);
+  for (auto& [socket, frame] : frames) impl_->enqueue(socket, frame);
   return request;
 }
 
@@ -615,7 +615,7 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
   auto request = std::make_shared<Request>(core::str("rank ", impl_->local_rank, " recv of up to ",
                                                      buffer.bytes, " bytes from rank ",
                                                      impl_->peer_rank, " (tcp)"));
-  std::vector<Channel*> resume;
+  std::vector<Socket*> resume;
   bool peer_gone = false;
   {
     std::lock_guard lock(impl_->mutex);
@@ -631,8 +631,8 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
     request->set_driver([impl = impl_.get(), seq, r = request.get()](const core::Deadline* d) {
       impl->drive(seq, r, d);
     });
-    peer_gone = impl_->goodbyes_received == impl_->channels.size();
-    for (auto& c : impl_->channels) {
+    peer_gone = impl_->goodbyes_received == impl_->sockets.size();
+    for (auto& c : impl_->sockets) {
       if (c->parked) {
         c->parked = false;
         c->resumed = true;
@@ -643,7 +643,7 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
   if (peer_gone) {
     impl_->fail_all(impl_->peer_error("a receive was posted after the peer closed the connection"));
   }
-  for (Channel* c : resume) wake(c);
+  for (Socket* c : resume) wake(c);
   return request;
 }
 
