@@ -12,13 +12,8 @@ namespace ringlet::collectives {
 // slice, instead of copied into data up front.
 void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
                      const char* input = nullptr);
-// Ring reduce-scatter phase only: afterwards chunk `rank` of data (balanced split into size()
-// chunks) holds the reduction of every rank's chunk.
-void ring_reduce_scatter(ChannelContext& ctx, char* data, std::size_t count, DType dtype,
-                         ReduceOp op);
-// Ring all-gather in place: chunk r of data (balanced split) comes from rank r.
-void ring_all_gather(ChannelContext& ctx, char* data, std::size_t count, DType dtype);
-// Same with explicit equal blocks of `block` elements (the API's all_gather/reduce_scatter).
+// Ring reduce-scatter over equal blocks of `block` elements: afterwards block `rank` holds the
+// reduction of every rank's block. Ring all-gather in place: block r comes from rank r.
 void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype,
                                 ReduceOp op);
 void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype);

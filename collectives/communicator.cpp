@@ -1,83 +1,22 @@
-// Communicator: validation at issue time, one progress thread per channel (each with its own
-// Mesh), ops in issue order, the fingerprint check, and failure handling: the first error is
-// published in the store (compare_set, first writer wins), every connection is aborted so the
-// other ranks stop waiting at once, and every later op fails fast with the same cause.
+// Communicator: validation at issue time, the op's fingerprint and algorithm, and how a channel
+// runs one op (execute). The jobs around it live in their own files: options.cpp (settings,
+// once), peer_memory.cpp (what ranks can do with each other's memory), scheduler.cpp (channels,
+// threads, issue order, inline runs), failure_policy.cpp (first failure wins, published,
+// connections aborted), algorithm_choice.cpp (which all-reduce algorithm).
 #include "collectives/communicator.h"
 
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include "collectives/algorithms.h"
+#include "collectives/failure_policy.h"
+#include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
-#include "core/env.h"
-#include "core/log.h"
-#include "transport/shm/window.h"
+#include "collectives/scheduler.h"
 
 namespace ringlet::collectives {
 namespace {
-
-constexpr std::chrono::minutes kDefaultTimeout{10};
-constexpr std::size_t kDefaultRdMaxBytes = 64 * 1024;
-constexpr std::size_t kDefaultDirectMinBytes = 1024 * 1024;
-// Measured with all_reduce_perf over shm, 2 and 4 ranks on 2 cores. Windows: a piece (half a
-// window) is one chunk per rank, and chunks of 256 KiB (in every core's 1 MiB L2 through stage,
-// reduce and gather) beat larger ones: 16 MiB at 2 ranks took 2.2 ms with 1 MiB windows, 2.6
-// with 2 MiB, 2.8 with 4 MiB; at 4 ranks 2 MiB windows beat 4 MiB ones. Windows beat recursive
-// doubling from 32 KiB (at 2 ranks from 16 KiB; at 4 ranks rd wins up to 16 KiB), and the
-// ring and cross-memory attach at every larger size.
-constexpr std::int64_t kDefaultWindowChunkBytes = 256 * 1024;
-constexpr std::size_t kDefaultWindowMinBytes = 32 * 1024;
-constexpr std::int64_t kDefaultInlineBytes = 64 * 1024;
-// How long a rank that only saw a connection fail waits for another rank's published cause:
-// long enough for a loaded machine to schedule the rank that found it, short next to any
-// deadline (a crashed peer never publishes, so this is the delay its error costs).
-constexpr std::chrono::milliseconds kRootCauseGrace{2000};
-
-// Channels > 0 start a collective only after channel 0 checked the fingerprint.
-struct Gate {
-  std::mutex mutex;
-  std::condition_variable cv;
-  int state = 0;  // 0 pending, 1 ok, -1 failed
-  void set(int s) {
-    {
-      std::lock_guard lock(mutex);
-      state = s;
-    }
-    cv.notify_all();
-  }
-  bool wait(core::Deadline deadline) {
-    std::unique_lock lock(mutex);
-    core::wait_until(cv, lock, deadline, [this] { return state != 0; });
-    return state == 1;
-  }
-};
-
-struct Task {
-  std::function<void(ChannelContext&)> run;
-  WorkPtr work;
-  const char* op_name;
-  std::uint64_t seq;
-  bool collective;             // carries a fingerprint
-  bool self_checked;           // its algorithm sends the fingerprint with its own messages
-  Fingerprint fingerprint;     // checked by channel 0
-  std::shared_ptr<Gate> gate;  // null for single-channel ops
-};
-
-struct Channel {
-  ChannelContext ctx;
-  std::unique_ptr<transport::Mesh> mesh;
-  std::thread thread;
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::deque<Task> queue;
-  bool busy = false;            // the progress thread is executing an op
-  bool running_inline = false;  // a caller thread is executing an op of this channel
-  bool stopping = false;
-};
 
 bool supported(DType dtype) {
   return dtype == DType::f32 || dtype == DType::f64 || dtype == DType::f16 ||
@@ -87,211 +26,181 @@ bool supported(DType dtype) {
 }  // namespace
 
 struct Communicator::Impl {
-  transport::Store* store = nullptr;
-  int rank = 0, size = 1;
-  CommOptions options;
-  std::unique_ptr<Tracer> tracer;
-  std::vector<std::unique_ptr<Channel>> channels;
-  std::mutex mutex;  // guards failure, seq counters
-  std::exception_ptr failure;
+  Impl(transport::Store& store_, const transport::MeshOptions& mesh, ResolvedOptions options_)
+      : store(store_),
+        rank(mesh.rank),
+        size(mesh.world_size),
+        options(std::move(options_)),
+        tracer(options.trace_dir, mesh.rank),
+        failures(store_, options.name + "/error", mesh.rank,
+                 [this](const std::string& reason) { abort_connections(reason); }),
+        scheduler([this](ChannelContext& ctx, Task& task) { execute(ctx, task); }) {}
+
+  transport::Store& store;
+  int rank, size;
+  ResolvedOptions options;
+  Tracer tracer;
+  FailurePolicy failures;
+  PeerAccess access;
+  SharedWindows windows;
+  std::mutex mutex;  // guards the seq counters
   std::uint64_t next_seq = 0, next_p2p = 0;
-  bool peers_readable = false;  // every rank can read every other rank's memory (direct)
-  std::vector<transport::SharedWindow> windows;  // this rank's and its peers' (channel 0)
+  Scheduler scheduler;  // last: its threads stop before the rest goes
 
-  std::exception_ptr current_failure() {
-    std::lock_guard lock(mutex);
-    return failure;
-  }
-
-  void channel_loop(Channel& ch) {
-    while (true) {
-      Task task;
-      {
-        std::unique_lock lock(ch.mutex);
-        ch.cv.wait(lock, [&] { return !ch.running_inline && (ch.stopping || !ch.queue.empty()); });
-        if (ch.queue.empty()) return;
-        task = std::move(ch.queue.front());
-        ch.queue.pop_front();
-        ch.busy = true;
-      }
-      execute(ch, task);
-      std::lock_guard lock(ch.mutex);
-      ch.busy = false;
+  void connect_channels(const transport::MeshOptions& mesh, core::Deadline deadline) {
+    for (int c = 0; c < options.channels; ++c) {
+      transport::MeshOptions m = mesh;
+      m.prefix = core::str(options.name, "/ch", c, "/", mesh.prefix);
+      ChannelContext& ctx = scheduler.add_channel(transport::Mesh::connect(store, m, deadline));
+      ctx.rank = rank;
+      ctx.size = size;
+      ctx.tracer = &tracer;
+      ctx.slice_bytes = options.slice_bytes;
     }
   }
 
-  void execute(Channel& ch, Task& task) {
-    if (auto f = current_failure()) {
-      if (task.gate) task.gate->set(-1);
+  // Agrees with every rank on cross-memory reads and shared windows (channel 0's), and checks
+  // that an explicitly requested algorithm can run.
+  void agree_on_peer_memory(const transport::MeshOptions& mesh, core::Deadline deadline) {
+    bool mine = true;
+    for (int c = 0; c < scheduler.channels(); ++c) {
+      for (int p = 0; p < size; ++p) {
+        if (p != rank) mine = mine && scheduler.mesh(c).peer(p).can_read_peer();
+      }
+    }
+    access.peers_readable =
+        size == 1 || all_ranks_agree(store, core::str(options.name, "/readable/", mesh.prefix, "/"),
+                                     rank, size, mine, deadline);
+    RINGLET_CHECK(access.peers_readable || options.algo != AlgoRequest::direct, ValueError,
+                  "RINGLET_ALGO=direct needs every pair of ranks on one host with shm connections "
+                  "that can read each other's memory (cross-memory attach; RINGLET_SHM_CMA=1)");
+    if (access.peers_readable && size > 1 && options.window_bytes > 0) {
+      windows = setup_shared_windows(store, core::str(options.name, "/window/", mesh.prefix, "/"),
+                                     rank, size, options.window_bytes, deadline);
+      access.windows = !windows.mapped.empty();
+      scheduler.context(0).windows = windows.mapped;
+      scheduler.context(0).window_bytes = windows.bytes;
+    }
+    RINGLET_CHECK(access.windows || size == 1 || options.algo != AlgoRequest::window, ValueError,
+                  "RINGLET_ALGO=window needs every rank on one host with shm connections that can "
+                  "map each other's windows (and RINGLET_SHM_WINDOW_BYTES > 0)");
+  }
+
+  void abort_connections(const std::string& reason) {
+    for (int c = 0; c < scheduler.channels(); ++c) {
+      for (int p = 0; p < size; ++p) {
+        if (p != rank) scheduler.mesh(c).peer(p).abort(reason);
+      }
+    }
+  }
+
+  // How a channel runs its part of an op: fail fast after a failure, check the fingerprint (or
+  // wait for channel 0 to have checked it), run the algorithm, complete or fail the Work.
+  void execute(ChannelContext& ctx, Task& task) {
+    if (auto f = failures.current()) {
+      if (task.gate) task.gate->open(false);
       task.work->fail(f);
       return;
     }
-    ChannelContext& ctx = ch.ctx;
+    begin_op(ctx, task);
+    try {
+      if (task.collective && ctx.channel == 0 && !task.self_checked) {
+        post_fingerprint(ctx, task);
+      } else if (task.gate && !task.gate->wait(ctx.deadline)) {
+        task.work->fail(failures.current());  // channel 0 failed: its error is the cause
+        return;
+      }
+      task.run(ctx);
+      ctx.fingerprint.settle(ctx.deadline, &ctx.waiting_on);  // if nothing waited for it
+      complete(ctx, task);
+    } catch (...) {
+      std::exception_ptr error = std::current_exception();
+      // The transport may have failed on the data of a mismatched op before the check.
+      if (auto mismatch = ctx.fingerprint.abandon()) error = mismatch;
+      if (task.gate) task.gate->open(false);
+      task.work->fail(failures.op_failed(ctx, error));
+    }
+  }
+
+  void begin_op(ChannelContext& ctx, const Task& task) {
     ctx.op_name = task.op_name;
     ctx.seq = task.seq;
     ctx.deadline = core::Deadline::after(options.timeout);
     ctx.waiting_on = -1;
     ctx.bytes_done = 0;
     ctx.op_fingerprint = task.fingerprint;
-    try {
-      if (task.collective && ctx.channel == 0 && !task.self_checked) {
-        post_fingerprint(ctx, task);
-      } else if (task.gate && !task.gate->wait(ctx.deadline)) {
-        task.work->fail(current_failure());  // channel 0 failed: its error is the cause
-        return;
-      }
-      ctx.deferred = nullptr;
-      task.run(ctx);
-      ctx.settle_fingerprint();  // for algorithms that had nothing to wait for
-      if (ctx.deferred) {        // completes when its transport request does
-        auto work = task.work;
-        auto check = std::move(ctx.deferred_check);
-        ctx.deferred->then([work, check] {
-          if (auto error = check()) {
-            work->fail(error);
-          } else {
-            work->part_done();
-          }
-        });
-        ctx.deferred = nullptr;
-        return;
-      }
-      task.work->part_done();
-    } catch (...) {
-      std::exception_ptr error = std::current_exception();
-      if (ctx.fingerprint.active) {
-        // the transport may have failed on the data of a mismatched op before the check
-        if (auto mismatch = ctx.fingerprint_mismatch()) error = mismatch;
-        ctx.fingerprint.active = false;
-      }
-      if (task.gate) task.gate->set(-1);
-      task.work->fail(handle_failure(ctx, error));
-    }
+    ctx.deferred = nullptr;
   }
 
   void post_fingerprint(ChannelContext& ctx, const Task& task) {
     auto gate = task.gate;
     if (size == 1) {
-      if (gate) gate->set(1);
+      if (gate) gate->open(true);
       return;
     }
-    PendingFingerprint& f = ctx.fingerprint;
-    f.active = true;
-    f.mine = task.fingerprint;
-    f.recv = ctx.peer(ctx.left()).recv(f.inbox.data(), f.inbox.size());
-    f.send = ctx.peer(ctx.right()).send(&f.mine, sizeof f.mine);
-    f.on_match = [gate] {
-      if (gate) gate->set(1);
-    };
+    ctx.fingerprint.post(ctx.peer(ctx.left()), ctx.peer(ctx.right()), task.fingerprint, rank,
+                         ctx.left(), ctx.right(), [gate] {
+                           if (gate) gate->open(true);
+                         });
   }
 
-  // Turns an algorithm's exception into the op's error, publishes it, aborts everything.
-  std::exception_ptr handle_failure(const ChannelContext& ctx, std::exception_ptr error) {
-    std::string cause;
-    bool timed_out = false, peer_failed = false;
-    try {
-      std::rethrow_exception(error);
-    } catch (const core::TimeoutError& e) {
-      timed_out = true;
-      cause = e.what();
-    } catch (const core::PeerError& e) {
-      peer_failed = true;
-      cause = e.what();
-    } catch (const std::exception& e) {
-      cause = e.what();
+  // Completes this channel's part, or, for an op that completes asynchronously (send/recv),
+  // arranges for its transport request to complete it.
+  void complete(ChannelContext& ctx, Task& task) {
+    if (!ctx.deferred) {
+      task.work->part_done();
+      return;
     }
-    const std::string local = core::str(
-        "rank ", rank, ": ", ctx.op_name, " seq ", ctx.seq, " failed",
-        ctx.waiting_on >= 0 ? core::str(" waiting for rank ", ctx.waiting_on) : std::string(),
-        " after ", ctx.bytes_done, " bytes", timed_out ? " (deadline passed)" : "", ": ", cause);
-    std::string root = local;
-    const std::string key = options.name + "/error";
-    try {  // first writer wins: the root cause, for ranks that only saw a neighbour hang up
-      if (peer_failed) {
-        // A connection that failed may be the echo of a cause another rank is publishing right
-        // now (a neighbour's transport closes on a protocol violation before that neighbour
-        // has checked the fingerprint): give it a moment to appear.
-        try {
-          root = store->get(key, core::Deadline::after(kRootCauseGrace));
-        } catch (const core::TimeoutError&) {
-        }
+    auto work = task.work;
+    auto check = std::move(ctx.deferred_check);
+    ctx.deferred->then([work, check] {
+      if (auto error = check()) {
+        work->fail(error);
+      } else {
+        work->part_done();
       }
-      if (root == local) root = store->compare_set(key, "", local);
-    } catch (const std::exception& e) {
-      core::log(core::LogLevel::warn, "rank ", rank, ": could not publish the error: ", e.what());
-    }
-    const std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
-    return fail_communicator(message, "rank " + std::to_string(rank) + " aborted: " + local);
+    });
+    ctx.deferred = nullptr;
   }
 
-  void abort_connections(const std::string& reason) {
-    for (auto& ch : channels) {
-      for (int p = 0; p < size; ++p) {
-        if (p != rank) ch->mesh->peer(p).abort(reason);
-      }
-    }
-  }
-
-  // Executes `task` on this thread if channel `ch` is idle (nothing queued, nothing running);
-  // the progress thread holds back meanwhile. Returns false (task untouched) otherwise.
-  bool run_inline(Channel& ch, Task& task) {
-    {
-      std::lock_guard lock(ch.mutex);
-      if (!ch.queue.empty() || ch.busy || ch.running_inline) return false;
-      ch.running_inline = true;
-    }
-    execute(ch, task);
-    bool queued;
-    {
-      std::lock_guard lock(ch.mutex);
-      ch.running_inline = false;
-      queued = !ch.queue.empty();
-    }
-    if (queued) ch.cv.notify_all();  // ops issued meanwhile by other threads
-    return true;
-  }
-
-  // Queues `run` on channel `c` (or on every channel when c < 0, with a shared gate); a small
-  // collective may run on the calling thread instead (run_inline).
+  // Queues `run` on channel `channel` (or on every channel when channel < 0, with a shared
+  // gate, as run_split(ctx, c)); a small collective may run on the calling thread instead.
   WorkPtr submit(const char* op_name, bool collective, Fingerprint fp, int channel,
                  std::function<void(ChannelContext&)> run_one,
                  std::function<void(ChannelContext&, int)> run_split = {},
                  bool self_checked = false) {
-    std::uint64_t seq;
     {
       std::lock_guard lock(mutex);
-      seq = collective ? next_seq++ : next_p2p++;
+      fp.seq = collective ? next_seq++ : next_p2p++;
     }
-    fp.seq = seq;
-    std::size_t volume = fp.count * core::dtype_size(fp.dtype);
-    if (fp.op == OpKind::all_gather || fp.op == OpKind::reduce_scatter) volume *= size;
-    const bool small =
-        options.inline_bytes > 0 && volume <= static_cast<std::size_t>(options.inline_bytes);
-    const int parts = channel < 0 ? static_cast<int>(channels.size()) : 1;
+    const int parts = channel < 0 ? scheduler.channels() : 1;
     auto work =
-        std::make_shared<Work>(core::str("rank ", rank, ": ", op_name, " seq ", seq), parts);
-    if (auto f = current_failure()) {
+        std::make_shared<Work>(core::str("rank ", rank, ": ", op_name, " seq ", fp.seq), parts);
+    if (auto f = failures.current()) {
       work->fail(f);
       return work;
     }
     auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
-    if (parts == 1 && collective && small) {
-      Task task{std::move(run_one), work, op_name, seq, collective, self_checked, fp, gate};
-      if (run_inline(*channels[channel], task)) return work;
-      run_one = std::move(task.run);
+    Task task{std::move(run_one), work, op_name, fp.seq, collective, self_checked, fp, gate};
+    if (parts == 1 && collective && fits_inline(fp) && scheduler.run_inline(channel, task)) {
+      return work;
+    }
+    if (parts == 1) {
+      scheduler.enqueue(channel, std::move(task));
+      return work;
     }
     for (int c = 0; c < parts; ++c) {
-      Channel& ch = *channels[channel < 0 ? c : channel];
-      std::function<void(ChannelContext&)> fn = run_one;
-      if (channel < 0) fn = [run_split, c](ChannelContext& ctx) { run_split(ctx, c); };
-      Task task{std::move(fn), work, op_name, seq, collective, self_checked, fp, gate};
-      {
-        std::lock_guard lock(ch.mutex);
-        ch.queue.push_back(std::move(task));
-      }
-      ch.cv.notify_one();
+      Task part = task;
+      part.run = [run_split, c](ChannelContext& ctx) { run_split(ctx, c); };
+      scheduler.enqueue(c, std::move(part));
     }
     return work;
+  }
+
+  bool fits_inline(const Fingerprint& fp) const {
+    std::size_t volume = fp.count * core::dtype_size(fp.dtype);
+    if (fp.op == OpKind::all_gather || fp.op == OpKind::reduce_scatter) volume *= size;
+    return options.inline_bytes > 0 && volume <= options.inline_bytes;
   }
 
   // send/recv: posted in issue order by channel 0's progress thread (so they interleave with
@@ -302,42 +211,30 @@ struct Communicator::Impl {
     return submit(op_name, false, {}, 0, [this, op_name, peer, bytes, post](ChannelContext& ctx) {
       transport::RequestPtr request = post(ctx.peer(peer));
       ctx.deferred = request;
-      ctx.deferred_check = [this, request, peer, bytes, op_name,
-                            seq = ctx.seq]() -> std::exception_ptr {
-        std::string problem;
-        if (request->failed()) {
-          try {
-            request->wait(core::Deadline::never());
-          } catch (const std::exception& e) {
-            problem = e.what();
-          }
-        } else if (std::string(op_name) == "recv" && request->bytes() != bytes) {
-          problem = core::str("expected ", bytes, " bytes, got a message of ", request->bytes());
-        }
-        if (problem.empty()) return nullptr;
-        const std::string message =
-            core::str("rank ", rank, ": ", op_name, " seq ", seq, " with rank ", peer,
-                      " failed after ", request->bytes(), " bytes: ", problem);
-        return fail_communicator(message, message);
+      ctx.deferred_check = [this, request, peer, bytes, op_name, seq = ctx.seq] {
+        return p2p_error(request, op_name, seq, peer, bytes);
       };
     });
   }
 
-  // The first failure becomes the communicator's: it is recorded (every later op fails with
-  // it) and every connection is aborted with `abort_reason`, so peers stop waiting at once.
-  // Returns the communicator's failure (an earlier one if there was).
-  std::exception_ptr fail_communicator(const std::string& message,
-                                       const std::string& abort_reason) {
-    bool first = false;
-    {
-      std::lock_guard lock(mutex);
-      if (!failure) {
-        failure = std::make_exception_ptr(CollectiveError(message));
-        first = true;
+  // The error of a finished send/recv (it fails the communicator), or null.
+  std::exception_ptr p2p_error(const transport::RequestPtr& request, const char* op_name,
+                               std::uint64_t seq, int peer, std::size_t bytes) {
+    std::string problem;
+    if (request->failed()) {
+      try {
+        request->wait(core::Deadline::never());
+      } catch (const std::exception& e) {
+        problem = e.what();
       }
+    } else if (std::string(op_name) == "recv" && request->bytes() != bytes) {
+      problem = core::str("expected ", bytes, " bytes, got a message of ", request->bytes());
     }
-    if (first) abort_connections(abort_reason);
-    return current_failure();
+    if (problem.empty()) return nullptr;
+    const std::string message =
+        core::str("rank ", rank, ": ", op_name, " seq ", seq, " with rank ", peer, " failed after ",
+                  request->bytes(), " bytes: ", problem);
+    return failures.fail(message, message);
   }
 
   void check_buffer(const void* p, std::size_t count, const char* what, const char* op) const {
@@ -348,76 +245,6 @@ struct Communicator::Impl {
     RINGLET_CHECK(supported(dtype), DTypeError, op, ": dtype ", dtype,
                   " is not supported (f32 f64 f16 bf16 i32 i64)");
   }
-  // Whether every rank's connections (all channels) can read their peers' memory: each rank
-  // publishes its own answer and reads everyone's, so all ranks pick the same algorithms.
-  bool agree_on_peer_reads(const transport::MeshOptions& mesh, core::Deadline deadline) {
-    if (size == 1) return true;
-    bool mine = true;
-    for (const auto& ch : channels) {
-      for (int p = 0; p < size; ++p) {
-        if (p != rank) mine = mine && ch->mesh->peer(p).can_read_peer();
-      }
-    }
-    const std::string key = core::str(options.name, "/readable/", mesh.prefix, "/");
-    store->set(key + std::to_string(rank), mine ? "1" : "0");
-    bool all = mine;
-    for (int p = 0; p < size; ++p) {
-      if (p != rank) all = store->get(key + std::to_string(p), deadline) == "1" && all;
-    }
-    return all;
-  }
-
-  // Gives channel 0 shared windows (window all-reduce) when every rank can map every other
-  // rank's: each creates its own and publishes its address, maps its peers' and says whether
-  // it could; all ranks read every answer, so all agree. A rank that cannot logs why.
-  void setup_windows(const transport::MeshOptions& mesh, core::Deadline deadline) {
-    const std::string key = core::str(options.name, "/window/", mesh.prefix, "/");
-    ChannelContext& ctx = channels[0]->ctx;
-    std::vector<std::byte*> mapped(static_cast<std::size_t>(size), nullptr);
-    std::string problem;
-    try {
-      windows.push_back(
-          transport::SharedWindow::create(static_cast<std::size_t>(options.window_bytes)));
-      mapped[rank] = windows.back().data();
-      store->set(key + "at/" + std::to_string(rank), windows.back().address());
-    } catch (const std::exception& e) {
-      problem = e.what();
-      store->set(key + "at/" + std::to_string(rank), "");
-    }
-    for (int p = 0; p < size; ++p) {
-      if (p == rank) continue;
-      const std::string address = store->get(key + "at/" + std::to_string(p), deadline);
-      if (!problem.empty()) continue;
-      if (address.empty()) {
-        problem = core::str("rank ", p, " has no window");
-        continue;
-      }
-      try {
-        windows.push_back(transport::SharedWindow::open(address));
-        mapped[p] = windows.back().data();
-      } catch (const std::exception& e) {
-        problem = core::str("rank ", p, "'s: ", e.what());
-      }
-    }
-    store->set(key + "ok/" + std::to_string(rank), problem.empty() ? "1" : "0");
-    bool all = problem.empty();
-    for (int p = 0; p < size; ++p) {
-      if (p != rank) all = store->get(key + "ok/" + std::to_string(p), deadline) == "1" && all;
-    }
-    if (!windows.empty() && problem.empty()) windows.front().close_handle();  // all have mapped
-    if (!problem.empty()) {
-      core::log(core::LogLevel::info, "rank ", rank, ": no shared windows: ", problem);
-    }
-    if (!all) {
-      windows.clear();
-      return;
-    }
-    ctx.windows = std::move(mapped);
-    ctx.window_bytes = static_cast<std::size_t>(options.window_bytes);
-  }
-
-  bool has_windows() const { return !channels.front()->ctx.windows.empty(); }
-
   void check_rank(int r, const char* what, const char* op) const {
     RINGLET_CHECK(r >= 0 && r < size, ValueError, op, ": ", what, " ", r,
                   " is outside the communicator of size ", size);
@@ -427,91 +254,40 @@ struct Communicator::Impl {
 std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
                                                    const transport::MeshOptions& mesh,
                                                    CommOptions options, core::Deadline deadline) {
-  auto impl = std::make_unique<Impl>();
-  impl->store = &store;
-  impl->rank = mesh.rank;
-  impl->size = mesh.world_size;
-  if (options.timeout.count() <= 0) {
-    options.timeout = std::chrono::milliseconds(core::env_int(
-        "RINGLET_TIMEOUT",
-        std::chrono::duration_cast<std::chrono::milliseconds>(kDefaultTimeout).count(), 1,
-        std::int64_t{1} << 40));
-  }
-  if (options.algo.empty()) options.algo = core::env_string("RINGLET_ALGO").value_or("auto");
-  RINGLET_CHECK(options.algo == "auto" || options.algo == "ring" || options.algo == "rd" ||
-                    options.algo == "direct" || options.algo == "window",
-                ValueError, "RINGLET_ALGO='", options.algo,
-                "' is not one of auto, ring, rd, direct, window");
-  if (options.channels <= 0) {
-    options.channels = static_cast<int>(core::env_int("RINGLET_CHANNELS", 1, 1, 16));
-  }
-  if (options.slice_bytes == 0) {  // 0 stays: each transport's preferred slice
-    options.slice_bytes =
-        static_cast<std::size_t>(core::env_int("RINGLET_SLICE_BYTES", 0, 1, std::int64_t{1} << 32));
-  }
-  if (options.rd_max_bytes == 0) options.rd_max_bytes = kDefaultRdMaxBytes;
-  if (options.direct_min_bytes == 0) options.direct_min_bytes = kDefaultDirectMinBytes;
-  if (options.window_min_bytes == 0) options.window_min_bytes = kDefaultWindowMinBytes;
-  if (options.window_bytes < 0) {
-    options.window_bytes =
-        core::env_int("RINGLET_SHM_WINDOW_BYTES", 2 * mesh.world_size * kDefaultWindowChunkBytes, 0,
-                      std::int64_t{1} << 40);
-  }
-  RINGLET_CHECK(options.window_bytes == 0 || options.window_bytes >= 256, ValueError,
-                "RINGLET_SHM_WINDOW_BYTES=", options.window_bytes,
-                " is too small: 0 (no windows) or at least 256 bytes");
-  if (options.inline_bytes < 0) {
-    options.inline_bytes =
-        core::env_int("RINGLET_INLINE_BYTES", kDefaultInlineBytes, 0, std::int64_t{1} << 40);
-  }
-  if (options.trace_dir.empty()) options.trace_dir = core::env_string("RINGLET_TRACE").value_or("");
-  impl->options = options;
-  impl->tracer = std::make_unique<Tracer>(options.trace_dir, mesh.rank);
-  for (int c = 0; c < options.channels; ++c) {
-    auto ch = std::make_unique<Channel>();
-    transport::MeshOptions m = mesh;
-    m.prefix = core::str(options.name, "/ch", c, "/", mesh.prefix);
-    ch->mesh = transport::Mesh::connect(store, m, deadline);
-    ch->ctx.mesh = ch->mesh.get();
-    ch->ctx.rank = mesh.rank;
-    ch->ctx.size = mesh.world_size;
-    ch->ctx.channel = c;
-    ch->ctx.tracer = impl->tracer.get();
-    ch->ctx.slice_bytes = options.slice_bytes;
-    impl->channels.push_back(std::move(ch));
-  }
-  impl->peers_readable = impl->agree_on_peer_reads(mesh, deadline);
-  RINGLET_CHECK(impl->peers_readable || options.algo != "direct", ValueError,
-                "RINGLET_ALGO=direct needs every pair of ranks on one host with shm connections "
-                "that can read each other's memory (cross-memory attach; RINGLET_SHM_CMA=1)");
-  if (impl->peers_readable && impl->size > 1 && options.window_bytes > 0) {
-    impl->setup_windows(mesh, deadline);
-  }
-  RINGLET_CHECK(impl->has_windows() || impl->size == 1 || options.algo != "window", ValueError,
-                "RINGLET_ALGO=window needs every rank on one host with shm connections that can "
-                "map each other's windows (and RINGLET_SHM_WINDOW_BYTES > 0)");
-  for (auto& ch : impl->channels) {
-    ch->thread = std::thread([impl = impl.get(), c = ch.get()] { impl->channel_loop(*c); });
-  }
+  auto impl = std::make_unique<Impl>(store, mesh, resolve_options(options, mesh.world_size));
+  impl->connect_channels(mesh, deadline);
+  impl->agree_on_peer_memory(mesh, deadline);
+  impl->scheduler.start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Communicator::~Communicator() {
-  for (auto& ch : impl_->channels) {
-    {
-      std::lock_guard lock(ch->mutex);
-      ch->stopping = true;
-    }
-    ch->cv.notify_all();
-  }
-  for (auto& ch : impl_->channels) ch->thread.join();
-}
+Communicator::~Communicator() { impl_->scheduler.stop(); }
 
 int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 std::chrono::milliseconds Communicator::timeout() const { return impl_->options.timeout; }
+
+namespace {
+
+// One channel's all-reduce of data[0, count) by `algorithm`; `send` is the input (== data in
+// place).
+void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const char* send, char* data,
+                    std::size_t count, DType dtype, ReduceOp op) {
+  switch (algorithm) {
+    case Algorithm::recursive_doubling:
+      if (send != data && count > 0) std::memcpy(data, send, count * core::dtype_size(dtype));
+      rd_all_reduce(ctx, data, count, dtype, op);
+      break;
+    case Algorithm::window: window_all_reduce(ctx, data, count, dtype, op, send); break;
+    case Algorithm::direct: direct_all_reduce(ctx, data, count, dtype, op, send); break;
+    case Algorithm::ring: ring_all_reduce(ctx, data, count, dtype, op, send); break;
+  }
+  if (op == ReduceOp::avg) divide_by(data, count, dtype, ctx.size);
+}
+
+}  // namespace
 
 WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType dtype,
                                  ReduceOp op) {
@@ -519,50 +295,24 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   impl_->check_buffer(send, count, "send buffer", "all_reduce");
   impl_->check_buffer(recv, count, "recv buffer", "all_reduce");
   const std::size_t es = core::dtype_size(dtype);
-  const int n = impl_->size;
-  const std::string& algo = impl_->options.algo;
-  const std::size_t bytes = count * es;
-  const bool automatic = algo == "auto";
-  // Shared windows, when the ranks have them, from window_min_bytes; else recursive doubling up
-  // to rd_max_bytes, then the ring, or cross-memory attach from direct_min_bytes.
-  const bool use_window =
-      n > 1 && impl_->has_windows() &&
-      (algo == "window" || (automatic && bytes >= impl_->options.window_min_bytes));
-  const bool use_rd =
-      !use_window && (algo == "rd" || (automatic && bytes <= impl_->options.rd_max_bytes));
-  const bool use_direct =
-      !use_rd && !use_window && impl_->peers_readable &&
-      (algo == "direct" || (automatic && bytes >= impl_->options.direct_min_bytes));
+  const Algorithm algorithm = choose_all_reduce(impl_->options.algo, impl_->options.thresholds,
+                                                impl_->access, impl_->size, count * es);
   Fingerprint fp{OpKind::all_reduce, dtype, op, 0, -1, count, 0};
-  auto finish = [n, dtype, op](char* data, std::size_t c) {
-    if (op == ReduceOp::avg) divide_by(data, c, dtype, n);
-  };
-  if (use_rd || use_direct || use_window || impl_->channels.size() == 1) {
+  const auto* in = static_cast<const char*>(send);
+  auto* out = static_cast<char*>(recv);
+  const int channels = impl_->scheduler.channels();
+  if (algorithm != Algorithm::ring || channels == 1) {
+    // The ring checks the fingerprint through its own exchange; the others carry it.
+    const bool self_checked = algorithm != Algorithm::ring;
     return impl_->submit(
         "all_reduce", true, fp, 0,
-        [=](ChannelContext& ctx) {
-          char* data = static_cast<char*>(recv);
-          if (use_rd) {
-            if (send != recv && count > 0) std::memcpy(data, send, count * es);
-            rd_all_reduce(ctx, data, count, dtype, op);
-          } else if (use_window) {
-            window_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
-          } else if (use_direct) {
-            direct_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
-          } else {
-            ring_all_reduce(ctx, data, count, dtype, op, static_cast<const char*>(send));
-          }
-          finish(data, count);
-        },
-        {}, use_rd || use_direct || use_window);
+        [=](ChannelContext& ctx) { run_all_reduce(ctx, algorithm, in, out, count, dtype, op); }, {},
+        self_checked);
   }
-  const int channels = static_cast<int>(impl_->channels.size());
   return impl_->submit("all_reduce", true, fp, -1, {}, [=](ChannelContext& ctx, int c) {
     const std::size_t begin = split_offset(count, channels, c);
     const std::size_t end = split_offset(count, channels, c + 1);
-    char* data = static_cast<char*>(recv) + begin * es;
-    ring_all_reduce(ctx, data, end - begin, dtype, op, static_cast<const char*>(send) + begin * es);
-    finish(data, end - begin);
+    run_all_reduce(ctx, Algorithm::ring, in + begin * es, out + begin * es, end - begin, dtype, op);
   });
 }
 
@@ -662,10 +412,10 @@ WorkPtr Communicator::recv(void* data, std::size_t count, DType dtype, int peer)
 }
 
 void Communicator::abort(const std::string& reason) {
-  impl_->fail_communicator(core::str("rank ", impl_->rank, ": communicator aborted: ", reason),
-                           core::str("rank ", impl_->rank, " aborted: ", reason));
+  impl_->failures.fail(core::str("rank ", impl_->rank, ": communicator aborted: ", reason),
+                       core::str("rank ", impl_->rank, " aborted: ", reason));
 }
 
-bool Communicator::aborted() const { return impl_->current_failure() != nullptr; }
+bool Communicator::aborted() const { return impl_->failures.current() != nullptr; }
 
 }  // namespace ringlet::collectives

@@ -1,18 +1,18 @@
-// ChannelContext: what an algorithm needs to run one collective's part on one channel: the
-// channel's mesh, the op's deadline, scratch memory, tracing, and bookkeeping for error
-// messages (the peer being waited on, bytes moved). Algorithms throw; the communicator wraps
-// the error with this context.
+// ChannelContext: the view of one channel an algorithm runs one collective's part on: the
+// channel's mesh and ring neighbours, the op's deadline and fingerprint, scratch memory,
+// tracing, and bookkeeping for error messages (the peer being waited on, bytes moved).
+// Algorithms throw; the communicator wraps the error with this context.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <functional>
-#include <optional>
 #include <vector>
 
+#include "collectives/fingerprint.h"
 #include "collectives/trace.h"
 #include "collectives/types.h"
 #include "core/deadline.h"
@@ -20,32 +20,6 @@
 #include "transport/mesh.h"
 
 namespace ringlet::collectives {
-
-// The fingerprint exchange of the current collective: posted before the algorithm's first
-// messages and checked at the algorithm's first wait, so it costs no extra round trip. Its
-// message is first on both connections, so it is complete before any data of the op.
-// The receive has room for a longer first message (a recursive-doubling op sends
-// [fingerprint | data]), so that a neighbour that issued such an op is reported as a
-// fingerprint mismatch, with its fingerprint, rather than as a transport error.
-// The same room lets recursive doubling take a partner's larger message as a mismatch.
-inline constexpr std::size_t kMismatchRoom = 64 * 1024;
-inline constexpr std::size_t kFingerprintRoom = sizeof(Fingerprint) + kMismatchRoom;
-
-struct PendingFingerprint {
-  bool active = false;
-  Fingerprint mine;
-  std::vector<char> inbox = std::vector<char>(kFingerprintRoom);  // what the left neighbour sent
-  transport::RequestPtr send, recv;
-  std::function<void()> on_match;  // releases the other channels
-
-  // The fingerprint the left neighbour's first message starts with, if it is long enough.
-  std::optional<Fingerprint> theirs() const {
-    if (!recv || recv->bytes() < sizeof(Fingerprint)) return std::nullopt;
-    Fingerprint f;
-    std::memcpy(&f, inbox.data(), sizeof f);
-    return f;
-  }
-};
 
 struct ChannelContext {
   transport::Mesh* mesh = nullptr;
@@ -85,45 +59,25 @@ struct ChannelContext {
   int right() const { return (rank + 1) % size; }
   int left() const { return (rank + size - 1) % size; }
 
-  PendingFingerprint fingerprint;
-  // The current collective's fingerprint, for algorithms that carry it in their own messages
-  // (recursive doubling) instead of the separate exchange above.
+  // The current collective's fingerprint: its own exchange with the neighbours (ring-style
+  // algorithms, settled at the first wait), and the value itself, for algorithms that carry it
+  // in their own messages (recursive doubling, the first exchange round).
+  FingerprintExchange fingerprint;
   Fingerprint op_fingerprint;
 
-  // Throws CollectiveError when the left neighbour issued a different collective.
-  void settle_fingerprint() {
-    if (!fingerprint.active) return;
-    fingerprint.active = false;
-    waiting_on = left();
-    fingerprint.recv->wait(deadline);
-    waiting_on = right();
-    fingerprint.send->wait(deadline);
-    if (auto mismatch = fingerprint_mismatch()) std::rethrow_exception(mismatch);
-    if (fingerprint.on_match) fingerprint.on_match();
+  // Throws CollectiveError naming both fingerprints when `peer`'s message shows another
+  // collective (see check_message).
+  void check_message(const char* message, std::size_t bytes, std::size_t expected_bytes,
+                     bool starts_with_fingerprint, int peer) const {
+    collectives::check_message(message, bytes, expected_bytes, starts_with_fingerprint, rank,
+                               op_fingerprint, peer);
   }
-
-  // The error for a peer whose fingerprint (or message size) shows another collective.
-  core::CollectiveError mismatch_error(int peer_rank, const Fingerprint* theirs) const {
-    return core::CollectiveError(
-        core::str("fingerprint mismatch: rank ", peer_rank, " issued ",
-                  theirs != nullptr ? to_string(*theirs) : std::string("something else"),
-                  " while rank ", rank, " issued ", to_string(op_fingerprint),
-                  " (every rank must issue the same collectives in the same order)"));
-  }
-
-  // The mismatch error when the left neighbour's fingerprint has arrived and differs from
-  // ours; null while it has not arrived or when it matches. Used also after a failure, where
-  // a mismatch is the root cause of what the transport saw next (an oversized message).
-  std::exception_ptr fingerprint_mismatch() const {
-    const auto& f = fingerprint;
-    if (!f.recv || !f.recv->done() || f.recv->failed()) return nullptr;
-    const std::optional<Fingerprint> theirs = f.theirs();
-    if (f.recv->bytes() == sizeof(Fingerprint) && theirs == f.mine) return nullptr;
-    return std::make_exception_ptr(mismatch_error(left(), theirs ? &*theirs : nullptr));
+  core::CollectiveError mismatch_error(int peer) const {
+    return collectives::mismatch_error(rank, op_fingerprint, peer, nullptr);
   }
 
   void wait(const transport::RequestPtr& request, int peer_rank) {
-    settle_fingerprint();
+    fingerprint.settle(deadline, &waiting_on);
     waiting_on = peer_rank;
     request->wait(deadline);
     bytes_done += request->bytes();

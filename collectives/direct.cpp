@@ -43,7 +43,7 @@ void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
                    reinterpret_cast<std::uintptr_t>(input != nullptr ? input : data),
                    reinterpret_cast<std::uintptr_t>(data)};
   std::vector<Where> where(static_cast<std::size_t>(n));
-  exchange(ctx, mine, where, &ctx.op_fingerprint);
+  exchange(ctx, mine, where, true);
 
   // Reduce-scatter: chunk r, one slice at a time across all peers while it is in cache.
   const std::size_t begin = split_offset(count, n, r);

@@ -15,13 +15,13 @@ namespace ringlet::collectives {
 
 // Sends `mine` to every peer and receives each peer's message of the same size into
 // theirs[peer]; a message of another size is a mismatch (the peer is in another collective).
-// Only the first round (expected != null) can meet a peer in another collective, so only its
-// receives have room for a longer message; later rounds follow fingerprints already checked.
+// Only the first round can meet a peer in another collective: its messages start with the op's
+// fingerprint (T's first member; `first_round`), and only its receives have room for a longer
+// message. Later rounds follow fingerprints already checked.
 template <class T>
-void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
-              const Fingerprint* expected) {
+void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs, bool first_round) {
   const int n = ctx.size, r = ctx.rank;
-  const std::size_t room = sizeof(T) + (expected != nullptr ? kMismatchRoom : 0);
+  const std::size_t room = sizeof(T) + (first_round ? kMismatchRoom : 0);
   const std::unique_ptr<char[]> inbox(new char[room * static_cast<std::size_t>(n)]);
   std::vector<transport::RequestPtr> recvs(static_cast<std::size_t>(n)), sends(recvs.size());
   for (int k = 1; k < n; ++k) {
@@ -35,12 +35,7 @@ void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs,
   for (int k = 1; k < n; ++k) {
     const int p = (r + k) % n;
     ctx.wait(recvs[p], p);
-    const bool has_head = recvs[p]->bytes() >= sizeof(Fingerprint);
-    Fingerprint head;
-    if (has_head) std::memcpy(&head, inbox.get() + p * room, sizeof head);
-    if (recvs[p]->bytes() != sizeof(T) || (expected != nullptr && !(head == *expected))) {
-      throw ctx.mismatch_error(p, has_head && expected != nullptr ? &head : nullptr);
-    }
+    ctx.check_message(inbox.get() + p * room, recvs[p]->bytes(), sizeof(T), first_round, p);
     std::memcpy(&theirs[p], inbox.get() + p * room, sizeof(T));
   }
   for (int k = 1; k < n; ++k) {

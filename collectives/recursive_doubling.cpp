@@ -39,12 +39,7 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
   // Waits for a message from `peer` and checks that it is this op's.
   auto receive = [&](const transport::RequestPtr& recv, int peer) {
     ctx.wait(recv, peer);
-    Fingerprint theirs;
-    const bool has_head = recv->bytes() >= kHead;
-    if (has_head) std::memcpy(&theirs, in, kHead);
-    if (recv->bytes() != kHead + bytes || !(theirs == ctx.op_fingerprint)) {
-      throw ctx.mismatch_error(peer, has_head ? &theirs : nullptr);
-    }
+    ctx.check_message(in, recv->bytes(), kHead + bytes, true, peer);
   };
   auto exchange = [&](int partner) {
     const auto start = std::chrono::steady_clock::now();

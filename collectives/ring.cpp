@@ -1,11 +1,21 @@
-// Ring reduce-scatter and all-gather (and all-reduce = both): at step s rank r sends one chunk
-// to its right neighbour and receives the next from its left. Chunk indices are chosen so that
-// after the reduce-scatter phase rank r holds the full reduction of chunk r. Each chunk moves
-// as slices (one message each); received slices land in a double buffer and are reduced while
-// the next slice arrives.
+// Ring reduce-scatter and all-gather (all-reduce = both), written as NCCL's ring is: named
+// primitives over chunk indices. Rank r's neighbours are r + 1 (it sends there) and r - 1 (it
+// receives from there); chunk indices are taken modulo the world size (`chunk(i)`).
+//
+// All-reduce of n chunks, 2(n - 1) transfers per rank:
+//   send(r - 1)                              this rank's own chunk r - 1 goes right
+//   recv_reduce_send(r - j), j = 2 .. n - 1  add ours to what came from the left, pass it on
+//   recv_reduce_copy_send(r)                 chunk r is complete here: keep it, pass it on
+//   recv_copy_send(r - j), j = 1 .. n - 2    complete chunks travel once round the ring
+//   recv(r + 1)                              the last one arrives
+//
+// A send stays in flight through the next primitive's receive, so sending chunk k overlaps
+// receiving chunk k + 1 (a "step"). Each chunk moves as slices (one message each) sized as its
+// link prefers; received slices land in a double buffer and are reduced while the next arrives.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernels.h"
@@ -15,94 +25,131 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One step: send `send_count` elements at `send` to the right neighbour while receiving
-// `recv_count` elements from the left into `recv` (combined with op when reducing: with
-// `recv_init`, recv = recv_init op received, else recv op= received).
-void ring_step(ChannelContext& ctx, const char* send, std::size_t send_count, char* recv,
-               std::size_t recv_count, DType dtype, const ReduceOp* op,
-               const char* recv_init = nullptr) {
-  const std::size_t es = core::dtype_size(dtype);
-  const int right = ctx.right(), left = ctx.left();
-  transport::Connection& to = ctx.peer(right);
-  transport::Connection& from = ctx.peer(left);
-  // Each link is sliced as its transport prefers; both ends of a link agree.
-  const std::size_t send_slice = std::max<std::size_t>(1, ctx.slice_for(to) / es);
-  const std::size_t slice = std::max<std::size_t>(1, ctx.slice_for(from) / es);
-  const auto slices = [](std::size_t n, std::size_t per) {
-    return std::max<std::size_t>(1, (n + per - 1) / per);
-  };
-  const auto part = [](std::size_t n, std::size_t per, std::size_t k) {
-    return std::min(per, n - std::min(n, k * per));
-  };
-  const auto slice_len = [&](std::size_t n, std::size_t k) { return part(n, slice, k); };
+std::size_t slice_count(std::size_t n, std::size_t per) {
+  return std::max<std::size_t>(1, (n + per - 1) / per);
+}
+std::size_t slice_length(std::size_t n, std::size_t per, std::size_t k) {
+  return std::min(per, n - std::min(n, k * per));
+}
 
-  std::vector<transport::RequestPtr> sends;
-  const std::size_t ns = slices(send_count, send_slice);
-  sends.reserve(ns);
-  for (std::size_t k = 0; k < ns; ++k) {
-    sends.push_back(to.send(send + k * send_slice * es, part(send_count, send_slice, k) * es));
+// One pass round the ring over `data`, split into chunks at `offsets` (n + 1 element offsets).
+// With `input` (out of place), this rank's own values are read from there: the first send and
+// every reduce take them from the input instead of data.
+class RingPass {
+ public:
+  RingPass(ChannelContext& ctx, char* data, std::vector<std::size_t> offsets, DType dtype,
+           ReduceOp op, const char* input)
+      : ctx_(ctx),
+        data_(data),
+        input_(input),
+        offsets_(std::move(offsets)),
+        dtype_(dtype),
+        op_(op),
+        es_(core::dtype_size(dtype)) {}
+
+  // The modular index: chunk i of the ring, for any integer i.
+  int chunk(int i) const { return ((i % ctx_.size) + ctx_.size) % ctx_.size; }
+
+  void send(int c) { post_send(c, input_ != nullptr ? input_ : data_); }
+  void recv_reduce_send(int c) {
+    recv_reduce(c);
+    post_send(c, data_);
   }
-  const std::size_t nr = slices(recv_count, slice);
-  if (op == nullptr) {  // gather: straight into place
-    std::vector<transport::RequestPtr> recvs;
-    recvs.reserve(nr);
-    for (std::size_t k = 0; k < nr; ++k) {
-      recvs.push_back(from.recv(recv + k * slice * es, slice_len(recv_count, k) * es));
+  // The last reduce of an all-reduce: chunk c is final here, and the all-gather sends it first.
+  // (data is the output, so keeping it needs no copy.)
+  void recv_reduce_copy_send(int c) { recv_reduce_send(c); }
+  void recv_copy_send(int c) {
+    recv_copy(c);
+    post_send(c, data_);
+  }
+  void recv(int c) {
+    recv_copy(c);
+    finish_send();
+  }
+  // Reduce-scatter's last primitive: the complete chunk stays here.
+  void recv_reduce(int c) {
+    receive_reduced(c);
+    finish_send();
+  }
+
+  // The phase name that step traces carry ("RS" while reducing, "AG" while gathering).
+  void set_phase(const char* phase) { phase_ = phase; }
+
+ private:
+  std::size_t count(int c) const { return offsets_[c + 1] - offsets_[c]; }
+  char* at(char* base, int c) const { return base + offsets_[c] * es_; }
+  const char* at(const char* base, int c) const { return base + offsets_[c] * es_; }
+
+  // Starts a step: chunk c of `base` goes right, slice by slice, as the link to the right
+  // prefers.
+  void post_send(int c, const char* base) {
+    transport::Connection& to = ctx_.peer(ctx_.right());
+    const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(to) / es_);
+    const std::size_t n = count(c);
+    step_start_ = Clock::now();
+    sending_ = c;
+    sending_bytes_ = n * es_;
+    for (std::size_t k = 0; k < slice_count(n, per); ++k) {
+      sends_.push_back(to.send(at(base, c) + k * per * es_, slice_length(n, per, k) * es_));
     }
-    for (auto& r : recvs) ctx.wait(r, left);
-  } else {
-    char* tmp = ctx.scratch_bytes(2 * slice * es);
-    transport::RequestPtr pending = from.recv(tmp, slice_len(recv_count, 0) * es);
-    for (std::size_t k = 0; k < nr; ++k) {
+  }
+  // Ends the step: waits for the chunk in flight and records the step.
+  void finish_send() {
+    for (auto& s : sends_) ctx_.wait(s, ctx_.right());
+    sends_.clear();
+    if (sending_ >= 0) {
+      ctx_.trace(step_++, phase_, sending_, ctx_.right(), sending_bytes_, step_start_);
+    }
+    sending_ = -1;
+  }
+
+  // Chunk c from the left straight into place.
+  void recv_copy(int c) {
+    transport::Connection& from = ctx_.peer(ctx_.left());
+    const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(from) / es_);
+    const std::size_t n = count(c);
+    std::vector<transport::RequestPtr> recvs;
+    for (std::size_t k = 0; k < slice_count(n, per); ++k) {
+      recvs.push_back(from.recv(at(data_, c) + k * per * es_, slice_length(n, per, k) * es_));
+    }
+    for (auto& r : recvs) ctx_.wait(r, ctx_.left());
+    finish_send();
+  }
+  // Chunk c from the left combined with ours: data[c] = own[c] op received, slice by slice
+  // through a double buffer (slice k + 1 arrives while slice k is reduced).
+  void receive_reduced(int c) {
+    transport::Connection& from = ctx_.peer(ctx_.left());
+    const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(from) / es_);
+    const std::size_t n = count(c), slices = slice_count(n, per);
+    char* tmp = ctx_.scratch_bytes(2 * per * es_);
+    const char* own = at(input_ != nullptr ? input_ : data_, c);
+    transport::RequestPtr pending = from.recv(tmp, slice_length(n, per, 0) * es_);
+    for (std::size_t k = 0; k < slices; ++k) {
       transport::RequestPtr next;
-      if (k + 1 < nr) {
-        next = from.recv(tmp + ((k + 1) % 2) * slice * es, slice_len(recv_count, k + 1) * es);
+      if (k + 1 < slices) {
+        next = from.recv(tmp + ((k + 1) % 2) * per * es_, slice_length(n, per, k + 1) * es_);
       }
-      ctx.wait(pending, left);
-      char* dst = recv + k * slice * es;
-      reduce_pair(dst, recv_init != nullptr ? recv_init + k * slice * es : dst,
-                  tmp + (k % 2) * slice * es, slice_len(recv_count, k), dtype, *op);
+      ctx_.wait(pending, ctx_.left());
+      reduce_pair(at(data_, c) + k * per * es_, own + k * per * es_, tmp + (k % 2) * per * es_,
+                  slice_length(n, per, k), dtype_, op_);
       pending = std::move(next);
     }
   }
-  for (auto& s : sends) ctx.wait(s, right);
-}
 
-// Reduce-scatter phase over chunks given by offsets (size n + 1, in elements). With `input`
-// (out of place), this rank's values come from there: the first step sends an untouched chunk
-// and every received chunk is combined with the input's.
-void rs_phase(ChannelContext& ctx, char* data, const std::vector<std::size_t>& off, DType dtype,
-              ReduceOp op, const char* input = nullptr) {
-  const int n = ctx.size, r = ctx.rank;
-  const std::size_t es = core::dtype_size(dtype);
-  for (int s = 0; s < n - 1; ++s) {
-    const int send_chunk = ((r - s - 1) % n + n) % n;
-    const int recv_chunk = ((r - s - 2) % n + n) % n;
-    const auto start = Clock::now();
-    const std::size_t send_count = off[send_chunk + 1] - off[send_chunk];
-    const char* send = (input != nullptr && s == 0 ? input : data) + off[send_chunk] * es;
-    ring_step(ctx, send, send_count, data + off[recv_chunk] * es,
-              off[recv_chunk + 1] - off[recv_chunk], dtype, &op,
-              input != nullptr ? input + off[recv_chunk] * es : nullptr);
-    ctx.trace(s, "RS", send_chunk, ctx.right(), send_count * es, start);
-  }
-}
-
-// All-gather phase: rank r starts with chunk r complete.
-void ag_phase(ChannelContext& ctx, char* data, const std::vector<std::size_t>& off, DType dtype,
-              int step_base) {
-  const int n = ctx.size, r = ctx.rank;
-  const std::size_t es = core::dtype_size(dtype);
-  for (int s = 0; s < n - 1; ++s) {
-    const int send_chunk = ((r - s) % n + n) % n;
-    const int recv_chunk = ((r - s - 1) % n + n) % n;
-    const auto start = Clock::now();
-    const std::size_t send_count = off[send_chunk + 1] - off[send_chunk];
-    ring_step(ctx, data + off[send_chunk] * es, send_count, data + off[recv_chunk] * es,
-              off[recv_chunk + 1] - off[recv_chunk], dtype, nullptr);
-    ctx.trace(step_base + s, "AG", send_chunk, ctx.right(), send_count * es, start);
-  }
-}
+  ChannelContext& ctx_;
+  char* data_;
+  const char* input_;
+  std::vector<std::size_t> offsets_;
+  DType dtype_;
+  ReduceOp op_;
+  std::size_t es_;
+  const char* phase_ = "RS";
+  std::vector<transport::RequestPtr> sends_;  // the slices of the chunk in flight
+  int sending_ = -1;                          // its index, -1 when none
+  std::uint64_t sending_bytes_ = 0;
+  int step_ = 0;
+  Clock::time_point step_start_;
+};
 
 std::vector<std::size_t> balanced(std::size_t count, int n) {
   std::vector<std::size_t> off(n + 1);
@@ -121,31 +168,38 @@ std::vector<std::size_t> blocks(std::size_t block, int n) {
 void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
                      const char* input) {
   if (input == data) input = nullptr;
-  if (ctx.size == 1) {
+  const int n = ctx.size, r = ctx.rank;
+  if (n == 1) {
     if (input != nullptr && count > 0) std::memcpy(data, input, count * core::dtype_size(dtype));
     return;
   }
-  const auto off = balanced(count, ctx.size);
-  rs_phase(ctx, data, off, dtype, op, input);
-  ag_phase(ctx, data, off, dtype, ctx.size - 1);
-}
-
-void ring_reduce_scatter(ChannelContext& ctx, char* data, std::size_t count, DType dtype,
-                         ReduceOp op) {
-  if (ctx.size > 1) rs_phase(ctx, data, balanced(count, ctx.size), dtype, op);
-}
-
-void ring_all_gather(ChannelContext& ctx, char* data, std::size_t count, DType dtype) {
-  if (ctx.size > 1) ag_phase(ctx, data, balanced(count, ctx.size), dtype, 0);
+  RingPass ring(ctx, data, balanced(count, n), dtype, op, input);
+  ring.send(ring.chunk(r - 1));
+  for (int j = 2; j <= n - 1; ++j) ring.recv_reduce_send(ring.chunk(r - j));
+  ring.recv_reduce_copy_send(ring.chunk(r));
+  ring.set_phase("AG");
+  for (int j = 1; j <= n - 2; ++j) ring.recv_copy_send(ring.chunk(r - j));
+  ring.recv(ring.chunk(r + 1));
 }
 
 void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype,
                                 ReduceOp op) {
-  if (ctx.size > 1) rs_phase(ctx, data, blocks(block, ctx.size), dtype, op);
+  const int n = ctx.size, r = ctx.rank;
+  if (n == 1) return;
+  RingPass ring(ctx, data, blocks(block, n), dtype, op, nullptr);
+  ring.send(ring.chunk(r - 1));
+  for (int j = 2; j <= n - 1; ++j) ring.recv_reduce_send(ring.chunk(r - j));
+  ring.recv_reduce(ring.chunk(r));
 }
 
 void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype) {
-  if (ctx.size > 1) ag_phase(ctx, data, blocks(block, ctx.size), dtype, 0);
+  const int n = ctx.size, r = ctx.rank;
+  if (n == 1) return;
+  RingPass ring(ctx, data, blocks(block, n), dtype, ReduceOp::sum, nullptr);
+  ring.set_phase("AG");
+  ring.send(ring.chunk(r));
+  for (int j = 1; j <= n - 2; ++j) ring.recv_copy_send(ring.chunk(r - j));
+  ring.recv(ring.chunk(r + 1));
 }
 
 }  // namespace ringlet::collectives

@@ -1,6 +1,4 @@
-// Names of reduce ops and op kinds, parsing of reduce-op names, and the printed form of a
-// Fingerprint. Fingerprints arrive from other ranks, so an out-of-range enum code is printed
-// as its number rather than trusted.
+// Names of reduce ops and op kinds, and parsing of reduce-op names.
 #include "collectives/types.h"
 
 #include <algorithm>
@@ -15,12 +13,6 @@ namespace {
 
 constexpr std::array<ReduceOp, 5> kReduceOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min,
                                                 ReduceOp::max, ReduceOp::avg};
-
-bool known_op_kind(OpKind op) { return static_cast<int>(op) <= static_cast<int>(OpKind::recv); }
-bool known_reduce_op(ReduceOp op) {
-  return static_cast<int>(op) <= static_cast<int>(ReduceOp::avg);
-}
-bool known_dtype(DType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DType::u8); }
 
 }  // namespace
 
@@ -58,32 +50,6 @@ ReduceOp parse_reduce_op(const std::string& name) {
     if (lower == reduce_op_name(op)) return op;
   }
   RINGLET_THROW(ValueError, "unknown reduce op '", name, "' (choices: sum, prod, min, max, avg)");
-}
-
-std::string to_string(const Fingerprint& f) {
-  // Every field that operator== compares is printed whenever it can differ from its default,
-  // so two fingerprints that compare unequal never print the same.
-  std::string out;
-  if (known_op_kind(f.op)) {
-    out = op_kind_name(f.op);
-  } else {
-    out = core::str("op#", static_cast<int>(f.op));
-  }
-  out += core::str("(count=", f.count, ", ");
-  if (known_dtype(f.dtype)) {
-    out += core::str(f.dtype);
-  } else {
-    out += core::str("dtype#", static_cast<int>(f.dtype));
-  }
-  if (known_reduce_op(f.redop)) {
-    out += core::str(", ", reduce_op_name(f.redop));
-  } else {
-    out += core::str(", redop#", static_cast<int>(f.redop));
-  }
-  if (f.root != -1) out += core::str(", root=", f.root);
-  if (f.reserved != 0) out += core::str(", reserved=", static_cast<int>(f.reserved));
-  out += core::str(", seq=", f.seq, ")");
-  return out;
 }
 
 }  // namespace ringlet::collectives

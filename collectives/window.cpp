@@ -74,9 +74,9 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
     if (begin == 0) {
       const Staged mine{ctx.op_fingerprint, token(round, 0)};
       std::vector<Staged> theirs(static_cast<std::size_t>(n));
-      exchange(ctx, mine, theirs, &ctx.op_fingerprint);
+      exchange(ctx, mine, theirs, true);
       for (int p = 0; p < n; ++p) {
-        if (p != r && theirs[p].token != mine.token) throw ctx.mismatch_error(p, nullptr);
+        if (p != r && theirs[p].token != mine.token) throw ctx.mismatch_error(p);
       }
     } else {
       notify_all(ctx, token(round, 0));

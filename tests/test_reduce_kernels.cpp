@@ -367,23 +367,3 @@ TEST_CASE("reduce op names round-trip; unknown names list the choices") {
   CHECK(std::string(op_kind_name(OpKind::reduce_scatter)) == "reduce_scatter");
   CHECK(std::string(op_kind_name(OpKind::recv)) == "recv");
 }
-
-TEST_CASE("fingerprints print every field that can differ") {
-  Fingerprint f;
-  f.op = OpKind::all_reduce;
-  f.count = 10;
-  f.seq = 3;
-  CHECK(to_string(f) == "all_reduce(count=10, f32, sum, seq=3)");
-  Fingerprint g = f;
-  g.op = OpKind::broadcast;
-  g.root = 2;
-  g.dtype = DType::bf16;
-  CHECK(to_string(g) == "broadcast(count=10, bf16, sum, root=2, seq=3)");
-  // Codes from a corrupt message are shown as numbers, not trusted as names.
-  Fingerprint bad = f;
-  bad.op = static_cast<OpKind>(77);
-  bad.dtype = static_cast<DType>(66);
-  bad.redop = static_cast<ReduceOp>(55);
-  bad.reserved = 1;
-  CHECK(to_string(bad) == "op#77(count=10, dtype#66, redop#55, reserved=1, seq=3)");
-}

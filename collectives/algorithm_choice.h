@@ -1,0 +1,42 @@
+// Which algorithm runs an all-reduce: a pure function of what was asked for, the message size,
+// the world size and what the ranks can do with each other's memory (tests/test_algorithm_choice
+// checks it as a table). Every rank computes the same answer from the same inputs: the
+// capabilities are agreed through the store when the communicator connects.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ringlet::collectives {
+
+enum class Algorithm { ring, recursive_doubling, direct, window };
+// What the user asked for (RINGLET_ALGO / CommOptions::algo).
+enum class AlgoRequest { automatic, ring, recursive_doubling, direct, window };
+
+const char* algorithm_name(Algorithm algorithm);  // "ring", "rd", "direct", "window"
+// "auto", "ring", "rd", "direct", "window"; a ValueError naming `source` and the choices.
+AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
+
+// Where `automatic` switches, in bytes per rank. Measured with all_reduce_perf on 2 cores (see
+// algorithm_choice.cpp).
+struct AlgoThresholds {
+  std::size_t rd_max_bytes;      // recursive doubling up to this
+  std::size_t direct_min_bytes;  // cross-memory attach from this
+  std::size_t window_min_bytes;  // shared windows from this
+};
+AlgoThresholds default_thresholds();
+
+// What every rank of the communicator can do (agreed through the store).
+struct PeerAccess {
+  bool peers_readable = false;  // every pair can read each other's memory (shm with CMA)
+  bool windows = false;         // every rank mapped every other rank's shared window
+};
+
+// The algorithm of an all-reduce of `bytes` per rank. Shared windows when the ranks have them,
+// from window_min_bytes; else recursive doubling up to rd_max_bytes, then cross-memory attach
+// from direct_min_bytes where the ranks can read each other's memory, and the ring in between
+// and everywhere else. An explicit request wins where its algorithm can run, else the ring.
+Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
+                            PeerAccess access, int world_size, std::size_t bytes);
+
+}  // namespace ringlet::collectives

@@ -1,0 +1,44 @@
+// What a communicator does when something fails: the first failure becomes the communicator's
+// (every later op fails fast with it), every connection is aborted so the peers stop waiting at
+// once, and the first cause is published in the store (compare_set, first writer wins) so that
+// ranks that only saw a neighbour hang up can name the root cause.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "collectives/context.h"
+#include "transport/store.h"
+
+namespace ringlet::collectives {
+
+class FailurePolicy {
+ public:
+  // `abort_connections` aborts every connection of the communicator with the reason given.
+  // The store must outlive the policy.
+  FailurePolicy(transport::Store& store, std::string error_key, int rank,
+                std::function<void(const std::string&)> abort_connections);
+
+  // The communicator's failure; null while none happened.
+  std::exception_ptr current() const;
+  // Records `message` as the communicator's failure unless one is recorded already (then
+  // connections are aborted with `abort_reason`); returns the communicator's failure.
+  std::exception_ptr fail(const std::string& message, const std::string& abort_reason);
+  // Turns an algorithm's exception on `ctx` into the op's error: names the rank, op, seq, peer
+  // waited on and bytes done, adds the published root cause, and fails the communicator.
+  std::exception_ptr op_failed(const ChannelContext& ctx, std::exception_ptr error);
+
+ private:
+  std::string publish_root_cause(const std::string& local, bool peer_failed);
+
+  transport::Store& store_;
+  std::string error_key_;
+  int rank_;
+  std::function<void(const std::string&)> abort_connections_;
+  mutable std::mutex mutex_;
+  std::exception_ptr failure_;
+};
+
+}  // namespace ringlet::collectives

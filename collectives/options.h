@@ -1,0 +1,49 @@
+// The communicator's settings: CommOptions as the caller gives them (0 / -1 / empty meaning "the
+// environment's value, else the default"), and resolve_options, the one place that reads the
+// environment and turns them into ResolvedOptions, where every field is final.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "collectives/algorithm_choice.h"
+
+namespace ringlet::collectives {
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{0};  // per op; 0 = RINGLET_TIMEOUT or 10 minutes
+  std::string algo;  // "auto", "ring", "rd", "direct", "window"; empty = RINGLET_ALGO or auto
+  std::size_t rd_max_bytes = 0;      // auto uses rd up to this size; 0 = measured default
+  std::size_t direct_min_bytes = 0;  // auto uses direct from this size (when every pair can
+                                     // read each other's memory); 0 = measured default
+  std::size_t window_min_bytes = 0;  // auto uses shared windows from this size (when the
+                                     // ranks have them); 0 = measured default
+  int channels = 0;                  // rings in parallel; 0 = RINGLET_CHANNELS or 1
+  std::size_t slice_bytes = 0;       // pipelining unit; 0 = RINGLET_SLICE_BYTES, else per transport
+  std::int64_t window_bytes = -1;    // shared window per rank when all are on one host with shm;
+                                     // -1 = RINGLET_SHM_WINDOW_BYTES or size x 512 KiB, 0 = none
+  std::int64_t inline_bytes = -1;    // run on the caller up to this; -1 = env or 64 KiB
+  std::string trace_dir;             // empty = RINGLET_TRACE (unset: no tracing)
+  std::string name = "comm";         // store prefix for this communicator
+};
+
+struct ResolvedOptions {
+  std::chrono::milliseconds timeout;
+  AlgoRequest algo;
+  AlgoThresholds thresholds;
+  int channels;
+  std::size_t slice_bytes;   // 0: each transport's preferred slice
+  std::size_t window_bytes;  // 0: no shared windows
+  std::size_t inline_bytes;  // 0: never inline
+  std::string trace_dir;     // empty: no tracing
+  std::string name;
+};
+
+// Fills every unset field of `options` from the environment (RINGLET_TIMEOUT, RINGLET_ALGO,
+// RINGLET_CHANNELS, RINGLET_SLICE_BYTES, RINGLET_SHM_WINDOW_BYTES, RINGLET_INLINE_BYTES,
+// RINGLET_TRACE) or the measured defaults; a bad value is a ValueError naming it.
+ResolvedOptions resolve_options(const CommOptions& options, int world_size);
+
+}  // namespace ringlet::collectives

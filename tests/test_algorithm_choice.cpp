@@ -1,0 +1,158 @@
+// collectives/algorithm_choice and options: which all-reduce algorithm runs, as a table of
+// size x transport x world size (and explicit requests), and the settings resolved once from the
+// environment.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithm_choice.h"
+#include "collectives/options.h"
+#include "core/error.h"
+
+using namespace ringlet::collectives;
+
+namespace {
+
+constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
+
+// What the communicator agrees on for ranks connected by `transport`: "tcp" (nothing shared),
+// "shm" (cross-memory reads and shared windows), "shm-nowin" (RINGLET_SHM_WINDOW_BYTES=0), or
+// "shm-nocma" (RINGLET_SHM_CMA=0: neither). A single rank reads its own memory, has no windows.
+PeerAccess access_of(const std::string& transport, int world_size) {
+  if (world_size == 1) return {true, false};
+  if (transport == "shm") return {true, true};
+  if (transport == "shm-nowin") return {true, false};
+  return {false, false};
+}
+
+struct Row {
+  const char* transport;
+  int world_size;
+  std::size_t bytes;
+  AlgoRequest request;
+  Algorithm expected;
+};
+
+constexpr auto automatic = AlgoRequest::automatic;
+constexpr auto ring = Algorithm::ring;
+constexpr auto rd = Algorithm::recursive_doubling;
+constexpr auto direct = Algorithm::direct;
+constexpr auto window = Algorithm::window;
+
+const std::vector<Row> kTable = {
+    // tcp: recursive doubling up to 64 KiB, the ring above, whatever the world size.
+    {"tcp", 2, 4 * KiB, automatic, rd},
+    {"tcp", 2, 64 * KiB, automatic, rd},
+    {"tcp", 2, 64 * KiB + 4, automatic, ring},
+    {"tcp", 2, 1 * MiB, automatic, ring},
+    {"tcp", 2, 64 * MiB, automatic, ring},
+    {"tcp", 3, 4 * KiB, automatic, rd},
+    {"tcp", 4, 16 * MiB, automatic, ring},
+    {"tcp", 8, 64 * KiB, automatic, rd},
+    // shm with windows: rd below 32 KiB, windows from 32 KiB at every size above.
+    {"shm", 2, 4 * KiB, automatic, rd},
+    {"shm", 2, 32 * KiB - 4, automatic, rd},
+    {"shm", 2, 32 * KiB, automatic, window},
+    {"shm", 4, 64 * KiB, automatic, window},
+    {"shm", 4, 1 * MiB, automatic, window},
+    {"shm", 3, 64 * MiB, automatic, window},
+    // shm without windows: rd, the ring in between, cross-memory attach from 1 MiB.
+    {"shm-nowin", 2, 64 * KiB, automatic, rd},
+    {"shm-nowin", 2, 256 * KiB, automatic, ring},
+    {"shm-nowin", 2, 1 * MiB, automatic, direct},
+    {"shm-nowin", 4, 64 * MiB, automatic, direct},
+    // shm whose ranks cannot read each other's memory: as tcp.
+    {"shm-nocma", 2, 4 * KiB, automatic, rd},
+    {"shm-nocma", 4, 16 * MiB, automatic, ring},
+    // One rank: nothing to exchange; the choice only decides the local copy.
+    {"tcp", 1, 4 * KiB, automatic, rd},
+    {"shm", 1, 256 * KiB, automatic, ring},
+    {"shm", 1, 16 * MiB, automatic, direct},
+    // Explicit requests win where they can run, else the ring.
+    {"tcp", 2, 4 * KiB, AlgoRequest::ring, ring},
+    {"tcp", 4, 64 * MiB, AlgoRequest::recursive_doubling, rd},
+    {"tcp", 2, 64 * MiB, AlgoRequest::direct, ring},
+    {"tcp", 2, 64 * MiB, AlgoRequest::window, ring},
+    {"shm", 2, 4 * KiB, AlgoRequest::window, window},
+    {"shm", 2, 4 * KiB, AlgoRequest::direct, direct},
+    {"shm", 2, 64 * MiB, AlgoRequest::ring, ring},
+    {"shm", 1, 4 * KiB, AlgoRequest::window, ring},
+};
+
+void set_env(const char* name, const char* value) {
+  if (value == nullptr) {
+    ::unsetenv(name);
+  } else {
+    ::setenv(name, value, 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("all-reduce algorithm: size x transport x world size (default thresholds)") {
+  for (const Row& row : kTable) {
+    CAPTURE(row.transport);
+    CAPTURE(row.world_size);
+    CAPTURE(row.bytes);
+    CAPTURE(static_cast<int>(row.request));
+    const Algorithm got =
+        choose_all_reduce(row.request, default_thresholds(),
+                          access_of(row.transport, row.world_size), row.world_size, row.bytes);
+    CHECK(std::string(algorithm_name(got)) == algorithm_name(row.expected));
+  }
+}
+
+TEST_CASE("all-reduce algorithm: thresholds move the switch points") {
+  AlgoThresholds t = default_thresholds();
+  t.rd_max_bytes = 1 * KiB;
+  t.window_min_bytes = 1 * MiB;
+  t.direct_min_bytes = 4 * KiB;
+  CHECK(choose_all_reduce(automatic, t, {false, false}, 2, 2 * KiB) == ring);
+  CHECK(choose_all_reduce(automatic, t, {true, true}, 2, 512 * KiB) == direct);
+  CHECK(choose_all_reduce(automatic, t, {true, true}, 2, 1 * MiB) == window);
+}
+
+TEST_CASE("algorithm requests parse by name; a bad one names the source and the choices") {
+  CHECK(parse_algo_request("auto", "X") == AlgoRequest::automatic);
+  CHECK(parse_algo_request("rd", "X") == AlgoRequest::recursive_doubling);
+  CHECK(parse_algo_request("window", "X") == AlgoRequest::window);
+  CHECK_THROWS_WITH_AS(
+      parse_algo_request("tree", "RINGLET_ALGO"),
+      doctest::Contains("RINGLET_ALGO='tree' is not one of auto, ring, rd, direct, window"),
+      ringlet::core::ValueError);
+}
+
+TEST_CASE("options: the environment fills what the caller left unset, once") {
+  set_env("RINGLET_ALGO", nullptr);
+  set_env("RINGLET_SHM_WINDOW_BYTES", nullptr);
+  set_env("RINGLET_CHANNELS", nullptr);
+  const ResolvedOptions defaults = resolve_options(CommOptions{}, 4);
+  CHECK(defaults.algo == AlgoRequest::automatic);
+  CHECK(defaults.window_bytes == 4 * 2 * 256 * KiB);
+  CHECK(defaults.channels == 1);
+  CHECK(defaults.inline_bytes == 64 * KiB);
+  CHECK(defaults.timeout == std::chrono::minutes(10));
+
+  set_env("RINGLET_ALGO", "ring");
+  set_env("RINGLET_CHANNELS", "3");
+  CHECK(resolve_options(CommOptions{}, 2).algo == AlgoRequest::ring);
+  CHECK(resolve_options(CommOptions{}, 2).channels == 3);
+  CommOptions given;
+  given.algo = "rd";
+  given.channels = 2;
+  CHECK(resolve_options(given, 2).algo == AlgoRequest::recursive_doubling);  // the caller wins
+  CHECK(resolve_options(given, 2).channels == 2);
+
+  set_env("RINGLET_ALGO", "fast");
+  CHECK_THROWS_WITH_AS(
+      resolve_options(CommOptions{}, 2),
+      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, direct, window"),
+      ringlet::core::ValueError);
+  set_env("RINGLET_ALGO", nullptr);
+  set_env("RINGLET_SHM_WINDOW_BYTES", "100");
+  CHECK_THROWS_AS(resolve_options(CommOptions{}, 2), ringlet::core::ValueError);
+  set_env("RINGLET_SHM_WINDOW_BYTES", nullptr);
+  set_env("RINGLET_CHANNELS", nullptr);
+}
