@@ -17,7 +17,9 @@
 
 #include "core/deadline.h"
 #include "transport/connection.h"
+#include "transport/shm/process_watch.h"
 #include "transport/shm/ring.h"
+#include "transport/shm/segment.h"
 
 namespace ringlet::transport {
 

@@ -1,20 +1,13 @@
-// The shared-memory layer of the shm transport. ShmRing: a single-producer single-consumer byte
-// ring in a shared mapping, with adaptive waiting (spin a few microseconds, then yield, then sleep
-// on a process-shared futex). Invariants: head and tail only grow (bytes ever written / read);
-// 0 <= head - tail <= capacity; only the producer stores head, only the consumer stores tail;
-// capacity is a power of two. ShmSegment: the /dev/shm mapping holding a pair's two rings, whose
-// name is unlinked as soon as both sides mapped it. Plus futex and process-liveness helpers.
+// ShmRing: a single-producer single-consumer byte ring in a shared mapping, with adaptive waiting
+// (futex.h: spin a few microseconds, then yield, then sleep on a process-shared futex).
+// Invariants: head and tail only grow (bytes ever written / read); 0 <= head - tail <= capacity;
+// only the producer stores head, only the consumer stores tail; capacity is a power of two.
 #pragma once
-
-#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <string>
-
-#include "core/deadline.h"
 
 namespace ringlet::transport {
 
@@ -91,80 +84,6 @@ class ShmRing {
   std::size_t mask_ = 0;
   std::uint64_t cached_tail_ = 0;  // producer's last view of tail (saves a shared-line read)
   std::uint64_t cached_head_ = 0;  // consumer's last view of head
-};
-
-// Process-shared futex on a 32-bit word (works across processes on a MAP_SHARED mapping).
-// wait returns when *word != expected, on a wake, or after timeout (spuriously too).
-void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
-                std::chrono::microseconds timeout);
-void futex_wake_all(std::atomic<std::uint32_t>* word);
-
-// Watches another process for exit. Uses a pidfd (exit is seen even while the process is an
-// unreaped zombie, and a recycled pid cannot fool it); falls back to kill(pid, 0) plus the
-// /proc state where pidfds are missing. A watcher on our own pid (peers that are threads of this
-// process) or on pid 0 (unknown) never reports exit.
-class ProcessWatch {
- public:
-  ProcessWatch() = default;
-  explicit ProcessWatch(pid_t pid);
-  ~ProcessWatch();
-  ProcessWatch(ProcessWatch&& other) noexcept;
-  ProcessWatch& operator=(ProcessWatch&& other) noexcept;
-  ProcessWatch(const ProcessWatch&) = delete;
-  ProcessWatch& operator=(const ProcessWatch&) = delete;
-
-  bool exited() const;
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = 0;
-  int pidfd_ = -1;
-  bool same_process_ = true;
-};
-
-// One mapped segment: a header (ranks, pids, attach and closed flags) plus two rings of
-// ring_bytes() each. Ring capacity: RINGLET_SHM_RING_BYTES (a power of two, default 4 MiB),
-// read by the creator; the opener takes whatever the header says. Move-only; unmaps on
-// destruction and, if it was created here and the name is still linked, unlinks it.
-class ShmSegment {
- public:
-  // Creates and maps a fresh segment (lower rank). Memory is reserved up front, so a full
-  // /dev/shm is a clear error here rather than a SIGBUS later.
-  static ShmSegment create(int local_rank, int peer_rank);
-  // Maps an existing one (higher rank), checks it was made for this pair, records this process
-  // as attached and unlinks the name.
-  static ShmSegment open(const std::string& name, int local_rank, int peer_rank);
-
-  ShmSegment(ShmSegment&& other) noexcept;
-  ShmSegment& operator=(ShmSegment&&) = delete;
-  ShmSegment(const ShmSegment&) = delete;
-  ShmSegment& operator=(const ShmSegment&) = delete;
-  ~ShmSegment();
-
-  const std::string& name() const { return name_; }  // as passed to shm_open ("/ringlet-shm-...")
-  bool creator() const { return creator_; }
-  std::size_t ring_bytes() const { return ring_bytes_; }
-
-  // Creator only: waits (in short futex sleeps, until the deadline) for the opener to attach,
-  // then unlinks the name. TimeoutError naming the peer rank if it never does.
-  void wait_attached(int local_rank, int peer_rank, core::Deadline deadline);
-
-  // Views for the connection. Side 0 is the creator; ring i carries side i's sends.
-  ShmRing ring(int index) const;
-  std::atomic<std::uint32_t>& closed_flag(int side) const;
-  // The process of `side`, or 0 if it lives in another pid namespace (then it cannot be watched).
-  pid_t pid(int side) const;
-
- private:
-  ShmSegment() = default;
-  void unlink_name();
-
-  std::string name_;
-  void* base_ = nullptr;
-  std::size_t mapped_bytes_ = 0;
-  std::size_t ring_bytes_ = 0;
-  bool creator_ = false;
-  bool linked_ = false;
 };
 
 }  // namespace ringlet::transport
