@@ -23,9 +23,8 @@ core::DType autocast_precision() { return active; }
 
 tensor::Tensor autocast(const tensor::Tensor& t) {
   if (active == core::DType::f32 || !t.defined()) return t;
-  RINGLET_CHECK(t.dtype() == core::DType::f32, DTypeError,
-                "autocast: expected an f32 tensor, got ", t.dtype(), " (shape ",
-                tensor::shape_str(t.shape()), ")");
+  RINGLET_CHECK(t.dtype() == core::DType::f32, DTypeError, "autocast: expected an f32 tensor, got ",
+                t.dtype(), " (shape ", tensor::shape_str(t.shape()), ")");
   return t.to(active).to(core::DType::f32);
 }
 

@@ -10,7 +10,7 @@ declare -A allowed=(
   [transport]="core"
   [collectives]="core transport"
   [tensor]="core"
-  [nn]="core tensor collectives"
+  [nn]="core tensor"
   [trainer]="core transport collectives tensor nn"
 )
 layers="core transport collectives tensor nn trainer"
