@@ -1,13 +1,13 @@
 #!/bin/bash
 # Side-by-side all-reduce comparison: ringlet's all_reduce_perf (tcp and shm) against the peer
-# baselines of ../shared/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo),
+# baselines of bench/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo),
 # interleaved for several rounds on the same sizes; prints medians and ratios ours/peer
 # (bench/compare_peers.py). Float32 sum, in place, as the peers measure it.
 #
 # usage: bench/compare_peers.sh [rounds=3] [min_time_s=0.5]
 # env:   SIZES (bytes per rank, comma list; default 4 KiB,64 KiB,1 MiB,16 MiB,64 MiB)
 #        NPS ("2 4"), TRANSPORTS ("tcp shm"), PEERS ("gloo mpi torch"),
-#        BUILD_DIR (build), PEERS_DIR (../shared/peers), LOG_DIR (a new /tmp dir, kept),
+#        BUILD_DIR (build), PEERS_DIR (bench/peers), LOG_DIR (a new /tmp dir, kept),
 #        NO_INSTALL=1 (skip a missing peer instead of installing it)
 set -uo pipefail
 
@@ -19,7 +19,7 @@ NPS=${NPS:-"2 4"}
 TRANSPORTS=${TRANSPORTS:-"tcp shm"}
 PEERS=${PEERS:-"gloo mpi torch"}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-PEERS_DIR=${PEERS_DIR:-$ROOT/../shared/peers}
+PEERS_DIR=${PEERS_DIR:-$ROOT/bench/peers}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/compare_peers.XXXXXX)}
 PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
