@@ -34,10 +34,19 @@ peer_package() {
     torch) echo python3-torch ;;
   esac
 }
+# openmpi-bin alone (which the tests need) brings mpirun and mpicxx but not mpi.h
+# (libopenmpi-dev).
+mpi_headers() {
+  local dir
+  for dir in $(mpicxx --showme:incdirs 2>/dev/null); do
+    [ -f "$dir/mpi.h" ] && return 0
+  done
+  return 1
+}
 peer_present() {
   case "$1" in
     gloo) [ -f /usr/include/gloo/allreduce_ring.h ] ;;
-    mpi) command -v mpirun >/dev/null && command -v mpicxx >/dev/null ;;
+    mpi) command -v mpirun >/dev/null && command -v mpicxx >/dev/null && mpi_headers ;;
     torch) /usr/bin/python3 -c "import torch" >/dev/null 2>&1 ;;
   esac
 }
