@@ -1,7 +1,7 @@
 """Aggregates the logs of bench/compare_peers.sh: medians over rounds of time per op and busbw
 per (implementation, np, size), one table per world size, and ratios ours/peer. Ours are the
 in-place columns of all_reduce_perf's JSON lines; the peers' rows are the
-"peer algo np size unit iters time_us algbw busbw check" lines of ../shared/peers.
+"peer algo np size unit iters time_us algbw busbw check" lines of bench/peers.
 tcp is compared with the best TCP peer (Gloo variants, Open MPI over TCP), shm with Open MPI's
 shared-memory path. Standard library only.
 

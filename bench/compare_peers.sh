@@ -1,13 +1,13 @@
 #!/bin/bash
 # Side-by-side all-reduce comparison: ringlet's all_reduce_perf (tcp and shm) against the peer
-# baselines of ../shared/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo),
+# baselines of bench/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo),
 # interleaved for several rounds on the same sizes; prints medians and ratios ours/peer
 # (bench/compare_peers.py). Float32 sum, in place, as the peers measure it.
 #
 # usage: bench/compare_peers.sh [rounds=3] [min_time_s=0.5]
 # env:   SIZES (bytes per rank, comma list; default 4 KiB,64 KiB,1 MiB,16 MiB,64 MiB)
 #        NPS ("2 4"), TRANSPORTS ("tcp shm"), PEERS ("gloo mpi torch"),
-#        BUILD_DIR (build), PEERS_DIR (../shared/peers), LOG_DIR (a new /tmp dir, kept),
+#        BUILD_DIR (build), PEERS_DIR (bench/peers), LOG_DIR (a new /tmp dir, kept),
 #        NO_INSTALL=1 (skip a missing peer instead of installing it)
 set -uo pipefail
 
@@ -19,7 +19,7 @@ NPS=${NPS:-"2 4"}
 TRANSPORTS=${TRANSPORTS:-"tcp shm"}
 PEERS=${PEERS:-"gloo mpi torch"}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-PEERS_DIR=${PEERS_DIR:-$ROOT/../shared/peers}
+PEERS_DIR=${PEERS_DIR:-$ROOT/bench/peers}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/compare_peers.XXXXXX)}
 PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
@@ -34,10 +34,19 @@ peer_package() {
     torch) echo python3-torch ;;
   esac
 }
+# openmpi-bin alone (which the tests need) brings mpirun and mpicxx but not mpi.h
+# (libopenmpi-dev).
+mpi_headers() {
+  local dir
+  for dir in $(mpicxx --showme:incdirs 2>/dev/null); do
+    [ -f "$dir/mpi.h" ] && return 0
+  done
+  return 1
+}
 peer_present() {
   case "$1" in
     gloo) [ -f /usr/include/gloo/allreduce_ring.h ] ;;
-    mpi) command -v mpirun >/dev/null && command -v mpicxx >/dev/null ;;
+    mpi) command -v mpirun >/dev/null && command -v mpicxx >/dev/null && mpi_headers ;;
     torch) /usr/bin/python3 -c "import torch" >/dev/null 2>&1 ;;
   esac
 }

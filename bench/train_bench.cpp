@@ -3,11 +3,11 @@
 // JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
 // breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
 // backward; 0 with one rank). Compare with PyTorch in the same run:
-// ../shared/peers/train_torch.sh 3 step.
+// bench/peers/train_torch.sh 3 step.
 //
 // With --nproc N it starts N local ranks itself (ringlet's launcher), each with --threads
 // threads and a DDP-wrapped model; images_per_s is then global (N x batch / slowest rank's
-// median step) and JSON carries nproc. Compare with ../shared/peers/train_torch.sh 3 ddp.
+// median step) and JSON carries nproc. Compare with bench/peers/train_torch.sh 3 ddp.
 //
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
 //                    [--steps 50] [--warmup 10] [--nproc 1]

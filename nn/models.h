@@ -1,6 +1,6 @@
 // Ready-made models, built from an explicit Generator (PyTorch's default init for every
 // layer). Parameter counts (checked against PyTorch in tests/golden/nn.json):
-//   fmnist_cnn   421,834     the FMNIST CNN of ../shared/peers/src/train_fmnist.py, one
+//   fmnist_cnn   421,834     the FMNIST CNN of bench/peers/src/train_fmnist.py, one
 //                            Sequential, so its state-dict keys are PyTorch's ("0.weight",
 //                            "1.running_mean", ..., "11.bias")
 //   resnet18     11,173,962  CIFAR variant: 3x3 stride-1 stem, no max-pool, BasicBlocks

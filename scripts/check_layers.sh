@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a source file of one layer includes a header of a layer it may not use
-# (the "Allowed dependencies" table of DESIGN.md). The build runs it for every library,
+# (the table in DESIGN.md, "Layers"). The build runs it for every library,
 # so an include that goes up a layer fails the build, naming the file and the line.
 # usage: check_layers.sh SOURCE_ROOT LAYER STAMP_OUT
 set -u

@@ -117,7 +117,7 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def fmnist_cnn():  # make_model() of ../shared/peers/src/train_fmnist.py
+def fmnist_cnn():  # make_model() of bench/peers/src/train_fmnist.py
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
