@@ -17,12 +17,13 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <random>
 #include <thread>
 
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "trainer/launch/worker_process.h"
+#include "transport/rendezvous.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::trainer {
@@ -240,28 +241,10 @@ AttemptResult run_attempt(const LaunchOptions& o, const std::string& program,
   return result;
 }
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-// Binds master_addr when it is a loopback address, else every interface (the name of a host may
-// resolve to an address it cannot bind), as rank 0 does in transport/rendezvous.cpp.
-std::unique_ptr<transport::TcpStoreServer> host_store(const LaunchOptions& o) {
-  if (is_loopback(o.master_addr)) {
-    return std::make_unique<transport::TcpStoreServer>(o.master_addr, o.master_port);
-  }
-  try {
-    return std::make_unique<transport::TcpStoreServer>("::", o.master_port);
-  } catch (const core::Error&) {
-    return std::make_unique<transport::TcpStoreServer>("0.0.0.0", o.master_port);
-  }
-}
-
 std::string draw_token() {
-  std::random_device rd;
-  const unsigned long long token = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
   char text[24];
-  std::snprintf(text, sizeof text, "0x%016llx", token);
+  std::snprintf(text, sizeof text, "0x%016llx",
+                static_cast<unsigned long long>(core::random_u64()));
   return text;
 }
 
@@ -323,7 +306,8 @@ int launch(const LaunchOptions& options, const std::vector<std::string>& command
     // A fresh store per attempt: no keys left over from the failed one, and with master_port 0
     // a new port, so a straggler of the old attempt cannot reach the new one.
     std::unique_ptr<transport::TcpStoreServer> server;
-    if (options.node_rank == 0) server = host_store(options);
+    if (options.node_rank == 0)
+      server = transport::host_tcp_store(options.master_addr, options.master_port);
     const int port = server ? server->port() : options.master_port;
     const Env common = {
         {"WORLD_SIZE", std::to_string(world_size)},
