@@ -6,10 +6,12 @@
 #include <iostream>
 
 #include "core/env.h"
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
+#include "trainer/run_dir.h"
 #include "trainer/train.h"
 #include "transport/discovery.h"
 
@@ -24,9 +26,7 @@ int train_worker(TrainConfig config, std::ostream& out) {
   const auto restart = core::env_int("RINGLET_RESTART_COUNT", 0, 0, 1000);
   if (restart > 0) {  // the first attempt did any --reset
     config.reset = false;
-    config.resume =
-        !config.out.empty() &&
-        std::filesystem::exists(std::filesystem::path(config.out) / "checkpoint.safetensors");
+    config.resume = !config.out.empty() && std::filesystem::exists(checkpoint_path(config.out));
   }
   // how long to wait for the other ranks: the launcher's --rdzv-timeout
   const auto rdzv = std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400));
