@@ -28,8 +28,8 @@
 #include "tensor/ops.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
+#include "trainer/data/dataset_catalog.h"
 #include "trainer/data/distributed_sampler.h"
-#include "trainer/data/idx_dataset.h"
 #include "trainer/ddp.h"
 #include "trainer/run_dir.h"
 #include "trainer/sync_batch_norm.h"
@@ -89,24 +89,45 @@ std::string format_seconds(double s) {
 
 // --- what a run is built from: each a function of the config ---------------------------------
 
+const DatasetInfo& dataset_of(const TrainConfig& c) {
+  const DatasetInfo* info = find_dataset(c.dataset);
+  RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", c.dataset,
+                "' (valid: ", dataset_names(), ")");
+  return *info;
+}
+
 std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split) {
-  RINGLET_CHECK(c.dataset == "fashion-mnist" || c.dataset == "mnist", ValueError, "dataset '",
-                c.dataset, "' is not supported by ringlet train yet (fashion-mnist, mnist)");
-  auto data = std::make_shared<IdxDataset>(IdxDataset::open(c.data_dir, split));
+  auto data = open_dataset(dataset_of(c), c.data_dir, split);
   return std::make_shared<Prefix>(data, split == Split::train ? c.limit_train : c.limit_test);
 }
 
-std::shared_ptr<const Transform> input_transform(const TrainConfig& c) {
-  return std::make_shared<Compose>(std::vector<std::shared_ptr<const Transform>>{
-      std::make_shared<ToFloat>(),
-      std::make_shared<Normalize>(std::vector<float>{static_cast<float>(c.mean)},
-                                  std::vector<float>{static_cast<float>(c.std)})});
+// One value per channel; a single configured value applies to every channel.
+std::vector<float> per_channel(const std::vector<double>& values, std::int64_t channels,
+                               const char* key) {
+  RINGLET_CHECK(values.size() == 1 || static_cast<std::int64_t>(values.size()) == channels,
+                ValueError, key, ": ", values.size(), " values for ", channels,
+                " channels (TrainConfig::fill_dataset_defaults fills an empty one)");
+  std::vector<float> out;
+  for (std::int64_t ch = 0; ch < channels; ++ch) {
+    out.push_back(static_cast<float>(values[values.size() == 1 ? 0 : ch]));
+  }
+  return out;
 }
 
-// The model the config names, initialized from its seed (as torch.manual_seed(seed) would).
+std::shared_ptr<const Transform> input_transform(const TrainConfig& c) {
+  const std::int64_t channels = dataset_of(c).channels;
+  return std::make_shared<Compose>(std::vector<std::shared_ptr<const Transform>>{
+      std::make_shared<ToFloat>(),
+      std::make_shared<Normalize>(per_channel(c.mean, channels, "mean"),
+                                  per_channel(c.std, channels, "std"))});
+}
+
+// The model the config names, initialized from its seed (as torch.manual_seed(seed) would),
+// shaped for the dataset's images and classes.
 std::shared_ptr<nn::Module> build_model(const TrainConfig& c) {
+  const DatasetInfo& data = dataset_of(c);
   tensor::Generator gen(c.seed);
-  return nn::make_model(c.model, gen, 10, 1);
+  return nn::make_model(c.model, gen, data.classes, data.channels);
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& c, nn::Module& model) {
@@ -429,6 +450,7 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communic
 
 TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm) {
   config.validate();
+  config.fill_dataset_defaults();
   Run run(std::move(config), out, comm);
   share_cores(run);
   run.dir = prepare_run_dir(run.c, run.rank);
@@ -449,6 +471,7 @@ EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_
   TrainConfig c;
   c.merge_json(nlohmann::json::parse(it->second), path);
   if (!data_dir.empty()) c.data_dir = data_dir;
+  c.fill_dataset_defaults();
   auto model = build_model(c);
   load_checkpoint(path, *model, nullptr);
   DataLoaderOptions options;
