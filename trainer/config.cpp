@@ -149,14 +149,11 @@ void check(bool ok, const std::string& what) {
 }
 
 // mean or std: empty (the dataset's), one value for every channel, or one per channel.
-void check_channel_values(const std::vector<double>& values, const char* key,
-                          const DatasetInfo& data) {
+void check_channel_count(const std::vector<double>& values, const char* key,
+                         const DatasetInfo& data) {
   const auto n = static_cast<std::int64_t>(values.size());
   check(n <= 1 || n == data.channels,
         core::str(key, " needs 1 or ", data.channels, " values for ", data.name, ", got ", n));
-  if (std::string(key) == "std") {
-    for (const double v : values) check(v > 0, core::str("std must be > 0, got ", v));
-  }
 }
 
 // The dataset exists, its files can be found, the model takes its images.
@@ -179,8 +176,9 @@ void check_data(const TrainConfig& c) {
   check(c.model != "fmnist_cnn" || (data->channels == 1 && data->side == 28),
         core::str("model fmnist_cnn takes 28x28 single-channel images, not those of ", data->name,
                   "; use --model resnet20 or resnet18"));
-  check_channel_values(c.mean, "mean", *data);
-  check_channel_values(c.std, "std", *data);
+  check_channel_count(c.mean, "mean", *data);
+  check_channel_count(c.std, "std", *data);
+  for (const double v : c.std) check(v > 0, core::str("std must be > 0, got ", v));
 }
 
 }  // namespace
