@@ -113,31 +113,114 @@ std::string usage(const std::string& program) {
       "  sizes take K, M, G suffixes (1024-based), as in nccl-tests\n");
 }
 
+namespace {
+
+// One command-line argument: the short flag it means ("b" for -b, -b8 and --minbytes=8) and
+// the value it carries inline, if any.
+struct FlagArgument {
+  std::string flag;
+  std::optional<std::string> value;
+};
+
+FlagArgument split_flag(const std::string& arg, const std::string& program) {
+  RINGLET_CHECK(arg.size() >= 2 && arg[0] == '-', ValueError, "unexpected argument '", arg, "'\n",
+                usage(program));
+  FlagArgument out;
+  if (arg.rfind("--", 0) == 0) {
+    std::string name = arg.substr(2);
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      out.value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const auto it = kLongNames.find(name);
+    RINGLET_CHECK(it != kLongNames.end(), ValueError, "unknown flag '", arg, "'\n", usage(program));
+    out.flag = it->second;
+  } else if (arg == "-np") {
+    out.flag = "np";
+  } else {
+    out.flag = arg.substr(1, 1);
+    if (arg.size() > 2) out.value = arg.substr(2);  // getopt style: -b8
+  }
+  return out;
+}
+
+// Applies flag (short name) with value v; arg is the argument as given, for errors.
+void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
+                const std::string& arg, const std::string& program) {
+  const std::string name = "-" + flag;
+  if (flag == "b") {
+    o.min_bytes = parse_size(name, v);
+  } else if (flag == "e") {
+    o.max_bytes = parse_size(name, v);
+  } else if (flag == "i") {
+    o.step_bytes = parse_size(name, v);
+  } else if (flag == "f") {
+    o.step_factor = static_cast<std::size_t>(parse_count(name, v, 1));
+  } else if (flag == "g") {
+    o.ngpus = parse_count(name, v, 1);
+    RINGLET_CHECK(o.ngpus == 1, ValueError, "-g ", v,
+                  ": device (GPU) buffers are not supported yet; each process runs one rank "
+                  "on host memory, so only -g 1 is accepted (use -np N for more ranks)");
+  } else if (flag == "n") {
+    o.iters = parse_count(name, v, 1);
+  } else if (flag == "w") {
+    o.warmup = parse_count(name, v, 0);
+  } else if (flag == "c") {
+    o.check = parse_count(name, v, 0);
+  } else if (flag == "z") {
+    o.blocking = parse_count(name, v, 0);
+  } else if (flag == "a") {
+    o.average = parse_count(name, v, 0);
+    RINGLET_CHECK(o.average <= 3, ValueError, "-a ", v, ": 0 rank 0, 1 mean, 2 min or 3 max");
+  } else if (flag == "T") {
+    o.timeout_s = parse_count(name, v, 0);
+  } else if (flag == "d") {
+    o.types = parse_types(v);
+  } else if (flag == "o") {
+    o.ops = parse_ops(v);
+  } else if (flag == "r") {
+    o.root = parse_count(name, v, 0);
+  } else if (flag == "t") {
+    RINGLET_CHECK(v == "tcp" || v == "shm" || v == "auto", ValueError, "-t '", v,
+                  "' is not a transport (tcp, shm, auto); note that -t selects the transport "
+                  "here, not nccl-tests' thread count");
+    o.transport = v;
+  } else if (flag == "np") {
+    o.np = parse_count(name, v, 1);
+  } else if (flag == "min-time") {
+    char* end = nullptr;
+    o.min_time_s = std::strtod(v.c_str(), &end);
+    RINGLET_CHECK(*end == '\0' && o.min_time_s >= 0 && o.min_time_s < 3600, ValueError,
+                  "--min-time '", v, "' is not a number of seconds");
+  } else if (flag == "child-rank") {
+    o.child_rank = parse_count(name, v, 1);
+  } else if (flag == "store-port") {
+    o.store_port = parse_count(name, v, 1);
+  } else {
+    RINGLET_THROW(ValueError, "unknown flag '", arg, "'\n", usage(program));
+  }
+}
+
+// What no single flag can check: the size range grows, --child-rank comes with -np.
+void check_combination(const BenchOptions& o) {
+  RINGLET_CHECK(o.min_bytes <= o.max_bytes, ValueError, "invalid sizes for 'minbytes' and ",
+                "'maxbytes': ", o.min_bytes, " > ", o.max_bytes);
+  RINGLET_CHECK(o.step_factor > 1 ? o.min_bytes > 0 : o.step_bytes > 0, ValueError,
+                o.step_factor > 1 ? "-b 0 with -f > 1 never grows: start at -b 1 or more"
+                                  : "-i 0 never grows: give a step of at least 1 byte");
+  RINGLET_CHECK(o.child_rank < 0 || (o.np > o.child_rank && o.store_port > 0), ValueError,
+                "--child-rank is for ranks spawned by -np (needs -np and --store-port)");
+}
+
+}  // namespace
+
 BenchOptions parse_bench_options(const std::string& program, int argc, char** argv) {
   BenchOptions o;
   for (int i = 1; i < argc; ++i) o.args.emplace_back(argv[i]);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    RINGLET_CHECK(arg.size() >= 2 && arg[0] == '-', ValueError, "unexpected argument '", arg, "'\n",
-                  usage(program));
-    std::string flag;
-    std::optional<std::string> value;
-    if (arg.rfind("--", 0) == 0) {
-      std::string name = arg.substr(2);
-      if (const auto eq = name.find('='); eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-      }
-      const auto it = kLongNames.find(name);
-      RINGLET_CHECK(it != kLongNames.end(), ValueError, "unknown flag '", arg, "'\n",
-                    usage(program));
-      flag = it->second;
-    } else if (arg == "-np") {
-      flag = "np";
-    } else {
-      flag = arg.substr(1, 1);
-      if (arg.size() > 2) value = arg.substr(2);  // getopt style: -b8
-    }
+    FlagArgument parsed = split_flag(arg, program);
+    const std::string& flag = parsed.flag;
     if (flag == "corrupt") {
       o.corrupt = true;
       continue;
@@ -150,71 +233,13 @@ BenchOptions parse_bench_options(const std::string& program, int argc, char** ar
       RINGLET_THROW(ValueError, "-", flag, " (", it->second,
                     ") is an nccl-tests flag that ringlet's benchmarks do not support");
     }
-    if (!value) {
+    if (!parsed.value) {
       RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value\n", usage(program));
-      value = argv[++i];
+      parsed.value = argv[++i];
     }
-    const std::string& v = *value;
-    const std::string name = "-" + flag;
-    if (flag == "b") {
-      o.min_bytes = parse_size(name, v);
-    } else if (flag == "e") {
-      o.max_bytes = parse_size(name, v);
-    } else if (flag == "i") {
-      o.step_bytes = parse_size(name, v);
-    } else if (flag == "f") {
-      o.step_factor = static_cast<std::size_t>(parse_count(name, v, 1));
-    } else if (flag == "g") {
-      o.ngpus = parse_count(name, v, 1);
-      RINGLET_CHECK(o.ngpus == 1, ValueError, "-g ", v,
-                    ": device (GPU) buffers are not supported yet; each process runs one rank "
-                    "on host memory, so only -g 1 is accepted (use -np N for more ranks)");
-    } else if (flag == "n") {
-      o.iters = parse_count(name, v, 1);
-    } else if (flag == "w") {
-      o.warmup = parse_count(name, v, 0);
-    } else if (flag == "c") {
-      o.check = parse_count(name, v, 0);
-    } else if (flag == "z") {
-      o.blocking = parse_count(name, v, 0);
-    } else if (flag == "a") {
-      o.average = parse_count(name, v, 0);
-      RINGLET_CHECK(o.average <= 3, ValueError, "-a ", v, ": 0 rank 0, 1 mean, 2 min or 3 max");
-    } else if (flag == "T") {
-      o.timeout_s = parse_count(name, v, 0);
-    } else if (flag == "d") {
-      o.types = parse_types(v);
-    } else if (flag == "o") {
-      o.ops = parse_ops(v);
-    } else if (flag == "r") {
-      o.root = parse_count(name, v, 0);
-    } else if (flag == "t") {
-      RINGLET_CHECK(v == "tcp" || v == "shm" || v == "auto", ValueError, "-t '", v,
-                    "' is not a transport (tcp, shm, auto); note that -t selects the transport "
-                    "here, not nccl-tests' thread count");
-      o.transport = v;
-    } else if (flag == "np") {
-      o.np = parse_count(name, v, 1);
-    } else if (flag == "min-time") {
-      char* end = nullptr;
-      o.min_time_s = std::strtod(v.c_str(), &end);
-      RINGLET_CHECK(*end == '\0' && o.min_time_s >= 0 && o.min_time_s < 3600, ValueError,
-                    "--min-time '", v, "' is not a number of seconds");
-    } else if (flag == "child-rank") {
-      o.child_rank = parse_count(name, v, 1);
-    } else if (flag == "store-port") {
-      o.store_port = parse_count(name, v, 1);
-    } else {
-      RINGLET_THROW(ValueError, "unknown flag '", arg, "'\n", usage(program));
-    }
+    set_option(o, flag, *parsed.value, arg, program);
   }
-  RINGLET_CHECK(o.min_bytes <= o.max_bytes, ValueError, "invalid sizes for 'minbytes' and ",
-                "'maxbytes': ", o.min_bytes, " > ", o.max_bytes);
-  RINGLET_CHECK(o.step_factor > 1 ? o.min_bytes > 0 : o.step_bytes > 0, ValueError,
-                o.step_factor > 1 ? "-b 0 with -f > 1 never grows: start at -b 1 or more"
-                                  : "-i 0 never grows: give a step of at least 1 byte");
-  RINGLET_CHECK(o.child_rank < 0 || (o.np > o.child_rank && o.store_port > 0), ValueError,
-                "--child-rank is for ranks spawned by -np (needs -np and --store-port)");
+  check_combination(o);
   return o;
 }
 

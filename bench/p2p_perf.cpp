@@ -202,92 +202,98 @@ void emit(const std::string& transport, int nsocks, const std::string& test, std
   std::cout << line.dump() << std::endl;
 }
 
+// Rank 1: this same binary (/proc/self/exe) with the store's port and the same settings.
+pid_t spawn_rank1(const Options& o, int store_port) {
+  std::string ts, ns;
+  for (const auto& t : o.transports) ts += (ts.empty() ? "" : ",") + t;
+  for (int n : o.nsocks) ns += (ns.empty() ? "" : ",") + std::to_string(n);
+  std::vector<std::string> args = {"/proc/self/exe",
+                                   "--rank",
+                                   "1",
+                                   "--store-port",
+                                   std::to_string(store_port),
+                                   "--reps",
+                                   std::to_string(o.reps),
+                                   "--transports",
+                                   ts,
+                                   "--nsocks",
+                                   ns};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t child = -1;
+  RINGLET_CHECK(
+      ::posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) == 0, Error,
+      "p2p_perf: cannot start rank 1");
+  return child;
+}
+
+// Latency, then bandwidth, over a fresh mesh of configuration number k; rank 0 reports.
+void measure_config(transport::Store& store, const Options& o, const Config& cfg, std::size_t k) {
+  static const std::vector<std::size_t> kLatencySizes{4, 64, 512, 4096};
+  static const std::vector<std::size_t> kBandwidthSizes{64 << 10, 1 << 20, 16 << 20, 64 << 20};
+  transport::MeshOptions mo;
+  mo.rank = o.rank;
+  mo.world_size = 2;
+  mo.prefix = "p2p/" + std::to_string(k);
+  mo.job_token = 42;
+  mo.transport = cfg.transport;
+  mo.nsocks = cfg.nsocks;
+  mo.store_host = "127.0.0.1";
+  auto mesh = transport::Mesh::connect(store, mo, core::Deadline::after(60s));
+  auto& c = mesh->peer(1 - o.rank);
+  for (auto bytes : kLatencySizes) {
+    const double us = latency_us(c, o.rank, bytes, o.reps);
+    if (o.rank == 0) {
+      std::printf("  %-4s %6d %10s %12zu %9.2f us\n", cfg.transport.c_str(), cfg.nsocks, "latency",
+                  bytes, us);
+      emit(cfg.transport, cfg.nsocks, "latency", bytes, us, bytes / us / 1e3);
+    }
+  }
+  for (auto bytes : kBandwidthSizes) {
+    const double gbps = bandwidth_gbps(c, o.rank, bytes, o.reps);
+    if (o.rank == 0) {
+      std::printf("  %-4s %6d %10s %12zu %9.2f GB/s\n", cfg.transport.c_str(), cfg.nsocks,
+                  "bandwidth", bytes, gbps);
+      emit(cfg.transport, cfg.nsocks, "bandwidth", bytes, bytes / gbps / 1e3, gbps);
+    }
+  }
+  transport::store_barrier(store, mo.prefix + "/done", 2, core::Deadline::after(60s));
+}
+
+// Rank 0, after the last configuration: rank 1's exit, then iperf3 for comparison.
+void finish(const Options& o, pid_t child) {
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  RINGLET_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, Error,
+                "p2p_perf: rank 1 failed (status ", status, ")");
+  if (!o.iperf) return;
+  const double gbps = iperf3_gbps();
+  if (gbps < 0) {
+    std::printf("  iperf3: skipped (not installed: apt-get install iperf3)\n");
+  } else {
+    std::printf("  %-4s %6d %10s %12s %9.2f GB/s  (iperf3 -P 1, the loopback limit)\n", "iperf3", 1,
+                "bandwidth", "stream", gbps);
+    emit("iperf3", 1, "bandwidth", 0, 0, gbps);
+  }
+}
+
 int run(const Options& o, const std::vector<Config>& configs) {
   std::unique_ptr<transport::TcpStoreServer> server;
-  pid_t child = -1;
   int store_port = o.store_port;
   if (o.rank == 0) {
     server = std::make_unique<transport::TcpStoreServer>("127.0.0.1", 0);
     store_port = server->port();
   }
   transport::TcpStore store("127.0.0.1", store_port, core::Deadline::after(30s));
+  pid_t child = -1;
   if (o.rank == 0) {
-    std::vector<std::string> args;
-    // /proc/self/exe: the child is exactly this binary
-    args = {"/proc/self/exe",
-            "--rank",
-            "1",
-            "--store-port",
-            std::to_string(store_port),
-            "--reps",
-            std::to_string(o.reps),
-            "--transports"};
-    std::string ts, ns;
-    for (const auto& t : o.transports) ts += (ts.empty() ? "" : ",") + t;
-    for (int n : o.nsocks) ns += (ns.empty() ? "" : ",") + std::to_string(n);
-    args.push_back(ts);
-    args.push_back("--nsocks");
-    args.push_back(ns);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    RINGLET_CHECK(
-        ::posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) == 0, Error,
-        "p2p_perf: cannot start rank 1");
-  }
-
-  std::vector<std::size_t> latency_sizes{4, 64, 512, 4096};
-  std::vector<std::size_t> bandwidth_sizes{64 << 10, 1 << 20, 16 << 20, 64 << 20};
-  if (o.rank == 0) {
+    child = spawn_rank1(o, store_port);
     std::printf("# p2p_perf: 2 processes on one host, median of %d runs\n", o.reps);
     std::printf("# %-4s %6s %10s %12s %12s\n", "tr", "nsocks", "test", "bytes", "result");
   }
-  for (std::size_t k = 0; k < configs.size(); ++k) {
-    const Config& cfg = configs[k];
-    transport::MeshOptions mo;
-    mo.rank = o.rank;
-    mo.world_size = 2;
-    mo.prefix = "p2p/" + std::to_string(k);
-    mo.job_token = 42;
-    mo.transport = cfg.transport;
-    mo.nsocks = cfg.nsocks;
-    mo.store_host = "127.0.0.1";
-    auto mesh = transport::Mesh::connect(store, mo, core::Deadline::after(60s));
-    auto& c = mesh->peer(1 - o.rank);
-    for (auto bytes : latency_sizes) {
-      const double us = latency_us(c, o.rank, bytes, o.reps);
-      if (o.rank == 0) {
-        std::printf("  %-4s %6d %10s %12zu %9.2f us\n", cfg.transport.c_str(), cfg.nsocks,
-                    "latency", bytes, us);
-        emit(cfg.transport, cfg.nsocks, "latency", bytes, us, bytes / us / 1e3);
-      }
-    }
-    for (auto bytes : bandwidth_sizes) {
-      const double gbps = bandwidth_gbps(c, o.rank, bytes, o.reps);
-      if (o.rank == 0) {
-        std::printf("  %-4s %6d %10s %12zu %9.2f GB/s\n", cfg.transport.c_str(), cfg.nsocks,
-                    "bandwidth", bytes, gbps);
-        emit(cfg.transport, cfg.nsocks, "bandwidth", bytes, bytes / gbps / 1e3, gbps);
-      }
-    }
-    transport::store_barrier(store, mo.prefix + "/done", 2, core::Deadline::after(60s));
-  }
-  if (o.rank == 0) {
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    RINGLET_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, Error,
-                  "p2p_perf: rank 1 failed (status ", status, ")");
-    if (o.iperf) {
-      const double gbps = iperf3_gbps();
-      if (gbps < 0) {
-        std::printf("  iperf3: skipped (not installed: apt-get install iperf3)\n");
-      } else {
-        std::printf("  %-4s %6d %10s %12s %9.2f GB/s  (iperf3 -P 1, the loopback limit)\n",
-                    "iperf3", 1, "bandwidth", "stream", gbps);
-        emit("iperf3", 1, "bandwidth", 0, 0, gbps);
-      }
-    }
-  }
+  for (std::size_t k = 0; k < configs.size(); ++k) measure_config(store, o, configs[k], k);
+  if (o.rank == 0) finish(o, child);
   return 0;
 }
 

@@ -63,81 +63,94 @@ double time_per_call(int reps, F call) {
   return median(times);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
+struct Options {
   std::vector<std::size_t> sizes{1 << 20, 16 << 20, 256 << 20};
   int reps = 20;
   core::DType dtype = core::DType::f32;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     RINGLET_CHECK(i + 1 < argc, ValueError, flag, " needs a value");
     const std::string value = argv[++i];
     if (flag == "--sizes") {
-      sizes.clear();
+      o.sizes.clear();
       for (std::size_t at = 0; at <= value.size();) {
         const std::size_t comma = std::min(value.find(',', at), value.size());
-        sizes.push_back(parse_size(value.substr(at, comma - at)));
+        o.sizes.push_back(parse_size(value.substr(at, comma - at)));
         at = comma + 1;
       }
     } else if (flag == "--reps") {
-      reps = std::max(1, std::stoi(value));
+      o.reps = std::max(1, std::stoi(value));
     } else if (flag == "--dtype") {
-      dtype = parse_dtype(value);
+      o.dtype = parse_dtype(value);
     } else {
       RINGLET_THROW(ValueError, "unknown flag ", flag);
     }
   }
+  return o;
+}
+
+// One row of the table (and its JSON line): the kernel checked against the host kernel, then
+// timed against a device-to-device copy of the same bytes.
+void bench_size(std::size_t bytes, core::DType dtype, int reps) {
+  const std::size_t es = core::dtype_size(dtype);
+  const std::size_t count = bytes / es;
+  std::vector<char> a(count * es), b(count * es);
+  for (std::size_t i = 0; i < count * es; ++i) {
+    a[i] = static_cast<char>(i % 7);  // small values in every byte: finite in every dtype
+    b[i] = static_cast<char>(i % 5);
+  }
+  void* dst = tcuda::device_malloc(a.size(), 0);
+  void* src = tcuda::device_malloc(b.size(), 0);
+  void* copy = tcuda::device_malloc(a.size(), 0);
+  RINGLET_CHECK(dst != nullptr && src != nullptr && copy != nullptr, OutOfMemoryError, bytes,
+                " bytes x 3 do not fit on the GPU");
+  tcuda::copy_host_to_device(dst, a.data(), a.size(), 0);
+  tcuda::copy_host_to_device(src, b.data(), b.size(), 0);
+  collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
+  std::vector<char> got(a.size());
+  tcuda::copy_device_to_host(got.data(), dst, got.size(), 0);
+  collectives::reduce_into(a.data(), b.data(), count, dtype, collectives::ReduceOp::sum);
+  RINGLET_CHECK(std::memcmp(got.data(), a.data(), a.size()) == 0, Error,
+                "the device kernel's sum differs from the host kernel's");
+
+  const double reduce_s = time_per_call(reps, [&] {
+    collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
+  });
+  const double copy_s =
+      time_per_call(reps, [&] { tcuda::copy_device_to_device(copy, src, a.size(), 0); });
+  const double reduce_gbps = 3.0 * a.size() / reduce_s / 1e9;
+  const double copy_gbps = 2.0 * a.size() / copy_s / 1e9;
+  std::printf("  %12zu %10s %12.1f %12.1f %8.3f\n", a.size(),
+              std::string(core::dtype_name(dtype)).c_str(), reduce_gbps, copy_gbps,
+              reduce_gbps / copy_gbps);
+  std::printf("%s\n", nlohmann::json{{"bench", "reduce_kernel_bench"},
+                                     {"bytes", a.size()},
+                                     {"type", std::string(core::dtype_name(dtype))},
+                                     {"reduce_gbps", reduce_gbps},
+                                     {"copy_gbps", copy_gbps},
+                                     {"ratio", reduce_gbps / copy_gbps}}
+                          .dump()
+                          .c_str());
+  tcuda::device_free(dst, 0);
+  tcuda::device_free(src, 0);
+  tcuda::device_free(copy, 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Options o = parse(argc, argv);
   if (!tcuda::built_with_cuda() || tcuda::device_count() == 0) {
     std::puts(tcuda::built_with_cuda() ? "skipped: no CUDA device"
                                        : "skipped: ringlet was built without CUDA");
     return 77;
   }
-  const std::size_t es = core::dtype_size(dtype);
   std::printf("# %12s %10s %12s %12s %8s\n", "bytes", "type", "reduce GB/s", "copy GB/s", "ratio");
-  for (const std::size_t bytes : sizes) {
-    const std::size_t count = bytes / es;
-    std::vector<char> a(count * es), b(count * es);
-    for (std::size_t i = 0; i < count * es; ++i) {
-      a[i] = static_cast<char>(i % 7);  // small values in every byte: finite in every dtype
-      b[i] = static_cast<char>(i % 5);
-    }
-    void* dst = tcuda::device_malloc(a.size(), 0);
-    void* src = tcuda::device_malloc(b.size(), 0);
-    void* copy = tcuda::device_malloc(a.size(), 0);
-    RINGLET_CHECK(dst != nullptr && src != nullptr && copy != nullptr, OutOfMemoryError, bytes,
-                  " bytes x 3 do not fit on the GPU");
-    tcuda::copy_host_to_device(dst, a.data(), a.size(), 0);
-    tcuda::copy_host_to_device(src, b.data(), b.size(), 0);
-    collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
-    std::vector<char> got(a.size());
-    tcuda::copy_device_to_host(got.data(), dst, got.size(), 0);
-    collectives::reduce_into(a.data(), b.data(), count, dtype, collectives::ReduceOp::sum);
-    RINGLET_CHECK(std::memcmp(got.data(), a.data(), a.size()) == 0, Error,
-                  "the device kernel's sum differs from the host kernel's");
-
-    const double reduce_s = time_per_call(reps, [&] {
-      collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
-    });
-    const double copy_s =
-        time_per_call(reps, [&] { tcuda::copy_device_to_device(copy, src, a.size(), 0); });
-    const double reduce_gbps = 3.0 * a.size() / reduce_s / 1e9;
-    const double copy_gbps = 2.0 * a.size() / copy_s / 1e9;
-    std::printf("  %12zu %10s %12.1f %12.1f %8.3f\n", a.size(),
-                std::string(core::dtype_name(dtype)).c_str(), reduce_gbps, copy_gbps,
-                reduce_gbps / copy_gbps);
-    std::printf("%s\n", nlohmann::json{{"bench", "reduce_kernel_bench"},
-                                       {"bytes", a.size()},
-                                       {"type", std::string(core::dtype_name(dtype))},
-                                       {"reduce_gbps", reduce_gbps},
-                                       {"copy_gbps", copy_gbps},
-                                       {"ratio", reduce_gbps / copy_gbps}}
-                            .dump()
-                            .c_str());
-    tcuda::device_free(dst, 0);
-    tcuda::device_free(src, 0);
-    tcuda::device_free(copy, 0);
-  }
+  for (const std::size_t bytes : o.sizes) bench_size(bytes, o.dtype, o.reps);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "reduce_kernel_bench: %s\n", e.what());

@@ -78,99 +78,123 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Medians, in ms.
+struct Timings {
+  double fwd_bwd_ms = 0, step_ms = 0;
+  double forward_ms = 0, backward_ms = 0, sync_ms = 0;  // over every forward+backward run
+};
+
+// Starts o.nproc local ranks, each running this same command (they see WORLD_SIZE).
+int launch_ranks(const Options& o, int argc, char** argv) {
+  trainer::LaunchOptions launch;
+  launch.nproc_per_node = o.nproc;
+  launch.quiet_others = true;
+  std::vector<std::string> command{"/proc/self/exe"};
+  command.insert(command.end(), argv + 1, argv + argc);
+  return trainer::launch(launch, command, std::cout, std::cerr);
+}
+
+// The model on one synthetic batch, stepped as the trainer steps it (DDP with the gradients
+// in its buckets when there are several ranks): o.warmup forward+backward runs, then o.steps
+// timed forward+backward runs, then o.steps timed full steps.
+Timings measure(const Options& o, collectives::Communicator* comm) {
+  tensor::Generator gen(0);
+  const bool mnist = o.model == "fmnist_cnn";
+  const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
+  auto model = nn::make_model(o.model, gen, 10, channels);
+  model->train();
+  const tensor::Tensor x = tensor::randn({o.batch, channels, side, side}, gen);
+  const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen);
+  nn::CrossEntropyLoss criterion;
+  nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
+  std::unique_ptr<trainer::DistributedDataParallel> ddp;
+  if (comm != nullptr && comm->size() > 1) {
+    ddp = std::make_unique<trainer::DistributedDataParallel>(
+        model, *comm, trainer::DDPOptions{.gradient_as_bucket_view = true});
+  }
+
+  std::vector<double> phase[3];  // forward, backward, gradient sync wait
+  auto fwd_bwd = [&] {
+    sgd.zero_grad();
+    const auto t0 = Clock::now();
+    tensor::Tensor loss = criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
+    const auto t1 = Clock::now();
+    loss.backward();
+    const auto t2 = Clock::now();
+    if (ddp) ddp->finish_gradient_sync();
+    const auto t3 = Clock::now();
+    phase[0].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    phase[1].push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    phase[2].push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
+    RINGLET_CHECK(std::isfinite(loss.item()), Error, "train_bench: the loss is not finite");
+  };
+  std::vector<double> fb, full;
+  for (int i = 0; i < o.warmup; ++i) fwd_bwd();
+  for (int i = 0; i < o.steps; ++i) {
+    const auto start = Clock::now();
+    fwd_bwd();
+    fb.push_back(ms_since(start));
+  }
+  for (int i = 0; i < o.steps; ++i) {
+    const auto start = Clock::now();
+    fwd_bwd();
+    sgd.step();
+    full.push_back(ms_since(start));
+  }
+  return Timings{median(fb), median(full), median(phase[0]), median(phase[1]), median(phase[2])};
+}
+
+// Every rank's timings become the slowest rank's: it sets the pace.
+Timings slowest(const Timings& t, collectives::Communicator& comm) {
+  double values[5] = {t.fwd_bwd_ms, t.step_ms, t.forward_ms, t.backward_ms, t.sync_ms};
+  comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)
+      ->wait(core::Deadline::after(std::chrono::minutes(1)));
+  return Timings{values[0], values[1], values[2], values[3], values[4]};
+}
+
+void report(const Options& o, int world, const Timings& t) {
+  const double images_per_s = world * o.batch / t.step_ms * 1e3;
+  std::printf("# ranks: %d\n", world);
+  std::printf("# train_bench: %s, batch %d, %d thread(s), median of %d steps\n", o.model.c_str(),
+              o.batch, o.threads, o.steps);
+  std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
+  std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
+  std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", t.forward_ms,
+              t.backward_ms, t.sync_ms);
+  nlohmann::json line{{"bench", "train_bench"},
+                      {"model", o.model},
+                      {"batch", o.batch},
+                      {"threads", o.threads},
+                      {"fwd_bwd_ms", t.fwd_bwd_ms},
+                      {"step_ms", t.step_ms},
+                      {"images_per_s", images_per_s},
+                      {"forward_ms", t.forward_ms},
+                      {"backward_ms", t.backward_ms},
+                      {"sync_ms", t.sync_ms},
+                      {"nproc", world}};
+  std::cout << line.dump() << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
     const bool worker = transport::launched_as_rank();
-    if (o.nproc > 1 && !worker) {  // start the ranks, each running this same command
-      trainer::LaunchOptions launch;
-      launch.nproc_per_node = o.nproc;
-      launch.quiet_others = true;
-      std::vector<std::string> command{"/proc/self/exe"};
-      command.insert(command.end(), argv + 1, argv + argc);
-      return trainer::launch(launch, command, std::cout, std::cerr);
-    }
+    if (o.nproc > 1 && !worker) return launch_ranks(o, argc, argv);
     core::set_num_threads(o.threads);
     trainer::DistributedContext job;
     if (worker)
       job = trainer::join_from_environment("bench", core::Deadline::after(std::chrono::minutes(5)));
     collectives::Communicator* comm = job.comm.get();
-    const int world = comm != nullptr ? comm->size() : 1;
-    const int rank = comm != nullptr ? comm->rank() : 0;
-    tensor::Generator gen(0);
-    const bool mnist = o.model == "fmnist_cnn";
-    const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
-    auto model = nn::make_model(o.model, gen, 10, channels);
-    model->train();
-    const tensor::Tensor x = tensor::randn({o.batch, channels, side, side}, gen);
-    const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen);
-    nn::CrossEntropyLoss criterion;
-    nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
-    std::unique_ptr<trainer::DistributedDataParallel> ddp;
-    if (world > 1) {  // as the trainer runs it
-      ddp = std::make_unique<trainer::DistributedDataParallel>(
-          model, *comm, trainer::DDPOptions{.gradient_as_bucket_view = true});
-    }
-
-    std::vector<double> phase[3];  // forward, backward, gradient sync wait
-    auto fwd_bwd = [&] {
-      sgd.zero_grad();
-      const auto t0 = Clock::now();
-      tensor::Tensor loss = criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
-      const auto t1 = Clock::now();
-      loss.backward();
-      const auto t2 = Clock::now();
-      if (ddp) ddp->finish_gradient_sync();
-      const auto t3 = Clock::now();
-      phase[0].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      phase[1].push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
-      phase[2].push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
-      const double value = loss.item();
-      RINGLET_CHECK(std::isfinite(value), Error, "train_bench: the loss is not finite");
-    };
-    std::vector<double> fb, full;
-    for (int i = 0; i < o.warmup; ++i) fwd_bwd();
-    for (int i = 0; i < o.steps; ++i) {
-      const auto start = Clock::now();
-      fwd_bwd();
-      fb.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    }
-    for (int i = 0; i < o.steps; ++i) {
-      const auto start = Clock::now();
-      fwd_bwd();
-      sgd.step();
-      full.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    }
-    double medians[5] = {median(fb), median(full), median(phase[0]), median(phase[1]),
-                         median(phase[2])};
-    if (comm != nullptr) {  // the slowest rank sets the pace
-      comm->all_reduce(medians, medians, 5, core::DType::f64, collectives::ReduceOp::max)
-          ->wait(core::Deadline::after(std::chrono::minutes(1)));
-    }
-    const double fwd_bwd_ms = medians[0], step_ms = medians[1];
-    if (rank != 0) return 0;
-    const double images_per_s = world * o.batch / step_ms * 1e3;
-    std::printf("# ranks: %d\n", world);
-    std::printf("# train_bench: %s, batch %d, %d thread(s), median of %d steps\n", o.model.c_str(),
-                o.batch, o.threads, o.steps);
-    std::printf("  forward+backward        %9.2f ms\n", fwd_bwd_ms);
-    std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", step_ms, images_per_s);
-    std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", medians[2],
-                medians[3], medians[4]);
-    nlohmann::json line{{"bench", "train_bench"},
-                        {"model", o.model},
-                        {"batch", o.batch},
-                        {"threads", o.threads},
-                        {"fwd_bwd_ms", fwd_bwd_ms},
-                        {"step_ms", step_ms},
-                        {"images_per_s", images_per_s},
-                        {"forward_ms", medians[2]},
-                        {"backward_ms", medians[3]},
-                        {"sync_ms", medians[4]},
-                        {"nproc", world}};
-    std::cout << line.dump() << std::endl;
+    Timings timings = measure(o, comm);
+    if (comm != nullptr) timings = slowest(timings, *comm);
+    if (comm != nullptr && comm->rank() != 0) return 0;
+    report(o, comm != nullptr ? comm->size() : 1, timings);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_bench: %s\n", e.what());

@@ -3,6 +3,7 @@
 // load_state_dict validates everything before it changes anything.
 #include "nn/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -168,114 +169,158 @@ NamedState Optimizer::state_dict() const {
   return out;
 }
 
+namespace {
+
+void check_lr_keys(const NamedState& state, const std::string& where) {
+  for (const char* k : {"lr", "initial_lr"}) {
+    const std::string key = kGroupPrefix + k;
+    RINGLET_CHECK(state.contains(key), ValueError, where, "missing key '", key, "'");
+    const double v = state.scalar(key);
+    RINGLET_CHECK(std::isfinite(v) && v >= 0, ValueError, where, "key '", key, "' is ", v,
+                  "; expected a finite value >= 0");
+  }
+}
+
+// "state.<i>.<field>" -> (i, field), i below num_params.
+std::pair<std::size_t, std::string> parse_state_key(const std::string& key, std::size_t num_params,
+                                                    const std::string& where) {
+  RINGLET_CHECK(key.rfind(kStatePrefix, 0) == 0, ValueError, where, "unexpected key '", key, "'");
+  const std::size_t dot = key.find('.', kStatePrefix.size());
+  const std::string index_text = key.substr(kStatePrefix.size(), dot - kStatePrefix.size());
+  RINGLET_CHECK(dot != std::string::npos && !index_text.empty() && index_text.size() < 10 &&
+                    index_text.find_first_not_of("0123456789") == std::string::npos,
+                ValueError, where, "unexpected key '", key, "'");
+  const std::size_t i = std::stoul(index_text);
+  RINGLET_CHECK(i < num_params, ValueError, where, "key '", key, "' refers to parameter ", i,
+                " but the optimizer has ", num_params, " parameters");
+  return {i, key.substr(dot + 1)};
+}
+
+double read_step(const NamedState& state, const std::string& key, const std::string& where) {
+  const double step = state.scalar(key);
+  RINGLET_CHECK(step >= 1 && step == std::floor(step), ValueError, where, "key '", key, "' is ",
+                step, "; expected a positive integer");
+  return step;
+}
+
+// Parameter i's buffer under `key`: its shape, a floating dtype; returned as an owned,
+// contiguous host copy in the parameter's dtype (PyTorch casts state too).
+Tensor read_buffer(const NamedState& state, const std::string& key, const Tensor& param,
+                   std::size_t i, const std::string& where) {
+  const Tensor& t = state.tensor(key);
+  RINGLET_CHECK(t.shape() == param.shape(), ShapeError, where, "key '", key, "' has shape ",
+                tensor::shape_str(t.shape()), " but parameter ", i, " has shape ",
+                tensor::shape_str(param.shape()));
+  RINGLET_CHECK(core::is_floating(t.dtype()), DTypeError, where, "key '", key, "' has dtype ",
+                t.dtype(), "; expected a floating dtype");
+  return t.cpu().to(param.dtype()).contiguous().clone();
+}
+
+}  // namespace
+
 void Optimizer::load_state_dict(const NamedState& state) {
   // Hyperparameters go first (amsgrad decides which buffers exist); they are rolled back if
   // anything below fails, so a failed load leaves the optimizer as it was.
-  std::vector<std::variant<double, bool>> old_values;
-  for (const auto& [name, ref] : hyperparameters_) {
-    if (std::holds_alternative<double*>(ref)) {
-      old_values.emplace_back(*std::get<double*>(ref));
-    } else {
-      old_values.emplace_back(*std::get<bool*>(ref));
-    }
-  }
-  auto restore = [&] {
-    for (std::size_t h = 0; h < hyperparameters_.size(); ++h) {
-      const auto& ref = hyperparameters_[h].second;
-      if (std::holds_alternative<double*>(ref)) {
-        *std::get<double*>(ref) = std::get<double>(old_values[h]);
-      } else {
-        *std::get<bool*>(ref) = std::get<bool>(old_values[h]);
-      }
-    }
-  };
+  const HyperparameterValues old_values = hyperparameter_values();
   try {
     const std::string where = name_ + ".load_state_dict: ";
-    for (const auto& [name, ref] : hyperparameters_) {
-      const std::string key = kGroupPrefix + name;
-      RINGLET_CHECK(state.contains(key), ValueError, where, "missing key '", key, "'");
-      const double v = state.scalar(key);
-      if (std::holds_alternative<double*>(ref)) {
-        *std::get<double*>(ref) = v;
-      } else {
-        RINGLET_CHECK(v == 0 || v == 1, ValueError, where, "key '", key, "' is ", v,
-                      "; expected 0 or 1");
-        *std::get<bool*>(ref) = v == 1;
-      }
-    }
-    validate();
-    for (const char* k : {"lr", "initial_lr"}) {
-      const std::string key = kGroupPrefix + k;
-      RINGLET_CHECK(state.contains(key), ValueError, where, "missing key '", key, "'");
-      const double v = state.scalar(key);
-      RINGLET_CHECK(std::isfinite(v) && v >= 0, ValueError, where, "key '", key, "' is ", v,
-                    "; expected a finite value >= 0");
-    }
-
-    const std::vector<std::string> names = buffer_names();
-    std::vector<ParamState> fresh(params_.size());
-    std::vector<std::set<std::string>> present(params_.size());
-    for (const auto& [key, value] : state) {
-      if (key.rfind(kGroupPrefix, 0) == 0) {
-        const std::string h = key.substr(kGroupPrefix.size());
-        bool known = h == "lr" || h == "initial_lr";
-        for (const auto& hp : hyperparameters_) known = known || hp.first == h;
-        RINGLET_CHECK(known, ValueError, where, "unexpected key '", key, "'");
-        continue;
-      }
-      RINGLET_CHECK(key.rfind(kStatePrefix, 0) == 0, ValueError, where, "unexpected key '", key,
-                    "'");
-      const std::size_t dot = key.find('.', kStatePrefix.size());
-      const std::string index_text = key.substr(kStatePrefix.size(), dot - kStatePrefix.size());
-      RINGLET_CHECK(dot != std::string::npos && !index_text.empty() && index_text.size() < 10 &&
-                        index_text.find_first_not_of("0123456789") == std::string::npos,
-                    ValueError, where, "unexpected key '", key, "'");
-      const std::size_t i = std::stoul(index_text);
-      RINGLET_CHECK(i < params_.size(), ValueError, where, "key '", key, "' refers to parameter ",
-                    i, " but the optimizer has ", params_.size(), " parameters");
-      const std::string field = key.substr(dot + 1);
-      ParamState& s = fresh[i];
-      if (s.buffers.empty()) s.buffers.resize(names.size());
-      if (field == "step" && has_step()) {
-        const double step = state.scalar(key);
-        RINGLET_CHECK(step >= 1 && step == std::floor(step), ValueError, where, "key '", key,
-                      "' is ", step, "; expected a positive integer");
-        s.step = step;
-      } else {
-        std::size_t b = 0;
-        while (b < names.size() && names[b] != field) ++b;
-        RINGLET_CHECK(b < names.size(), ValueError, where, "unexpected key '", key, "' for ", name_,
-                      " with these settings");
-        const Tensor& t = state.tensor(key);
-        const Tensor& p = params_[i];
-        RINGLET_CHECK(t.shape() == p.shape(), ShapeError, where, "key '", key, "' has shape ",
-                      tensor::shape_str(t.shape()), " but parameter ", i, " has shape ",
-                      tensor::shape_str(p.shape()));
-        RINGLET_CHECK(core::is_floating(t.dtype()), DTypeError, where, "key '", key, "' has dtype ",
-                      t.dtype(), "; expected a floating dtype");
-        // Owned, contiguous, host copy in the parameter's dtype (PyTorch casts state too).
-        s.buffers[b] = t.cpu().to(p.dtype()).contiguous().clone();
-      }
-      present[i].insert(field);
-      s.initialized = true;
-    }
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (!fresh[i].initialized) continue;
-      std::vector<std::string> required = names;
-      if (has_step()) required.push_back("step");
-      for (const std::string& field : required) {
-        RINGLET_CHECK(present[i].count(field) != 0, ValueError, where, "missing key '",
-                      kStatePrefix, i, ".", field, "' (parameter ", i, " has other state)");
-      }
-    }
-
+    load_hyperparameters(state, where);
+    check_lr_keys(state, where);
+    std::vector<ParamState> fresh = read_param_states(state, where);
     lr_ = state.scalar(kGroupPrefix + "lr");
     initial_lr_ = state.scalar(kGroupPrefix + "initial_lr");
     state_ = std::move(fresh);
   } catch (...) {
-    restore();
+    set_hyperparameter_values(old_values);
     throw;
   }
+}
+
+Optimizer::HyperparameterValues Optimizer::hyperparameter_values() const {
+  HyperparameterValues values;
+  for (const auto& [name, ref] : hyperparameters_) {
+    if (std::holds_alternative<double*>(ref)) {
+      values.emplace_back(*std::get<double*>(ref));
+    } else {
+      values.emplace_back(*std::get<bool*>(ref));
+    }
+  }
+  return values;
+}
+
+void Optimizer::set_hyperparameter_values(const HyperparameterValues& values) {
+  for (std::size_t h = 0; h < hyperparameters_.size(); ++h) {
+    const auto& ref = hyperparameters_[h].second;
+    if (std::holds_alternative<double*>(ref)) {
+      *std::get<double*>(ref) = std::get<double>(values[h]);
+    } else {
+      *std::get<bool*>(ref) = std::get<bool>(values[h]);
+    }
+  }
+}
+
+void Optimizer::load_hyperparameters(const NamedState& state, const std::string& where) {
+  for (const auto& [name, ref] : hyperparameters_) {
+    const std::string key = kGroupPrefix + name;
+    RINGLET_CHECK(state.contains(key), ValueError, where, "missing key '", key, "'");
+    const double v = state.scalar(key);
+    if (std::holds_alternative<double*>(ref)) {
+      *std::get<double*>(ref) = v;
+    } else {
+      RINGLET_CHECK(v == 0 || v == 1, ValueError, where, "key '", key, "' is ", v,
+                    "; expected 0 or 1");
+      *std::get<bool*>(ref) = v == 1;
+    }
+  }
+  validate();
+}
+
+bool Optimizer::is_hyperparameter(const std::string& name) const {
+  if (name == "lr" || name == "initial_lr") return true;
+  for (const auto& hp : hyperparameters_) {
+    if (hp.first == name) return true;
+  }
+  return false;
+}
+
+// Every "state.<i>.<field>" key into a fresh state per parameter; a parameter with any state
+// must have all of it (every buffer this configuration keeps, and its step count).
+std::vector<Optimizer::ParamState> Optimizer::read_param_states(const NamedState& state,
+                                                                const std::string& where) const {
+  const std::vector<std::string> names = buffer_names();
+  std::vector<ParamState> fresh(params_.size());
+  std::vector<std::set<std::string>> present(params_.size());
+  for (const auto& [key, value] : state) {
+    if (key.rfind(kGroupPrefix, 0) == 0) {
+      RINGLET_CHECK(is_hyperparameter(key.substr(kGroupPrefix.size())), ValueError, where,
+                    "unexpected key '", key, "'");
+      continue;
+    }
+    const auto [i, field] = parse_state_key(key, params_.size(), where);
+    ParamState& s = fresh[i];
+    if (s.buffers.empty()) s.buffers.resize(names.size());
+    if (field == "step" && has_step()) {
+      s.step = read_step(state, key, where);
+    } else {
+      const auto b =
+          static_cast<std::size_t>(std::find(names.begin(), names.end(), field) - names.begin());
+      RINGLET_CHECK(b < names.size(), ValueError, where, "unexpected key '", key, "' for ", name_,
+                    " with these settings");
+      s.buffers[b] = read_buffer(state, key, params_[i], i, where);
+    }
+    present[i].insert(field);
+    s.initialized = true;
+  }
+  std::vector<std::string> required = names;
+  if (has_step()) required.push_back("step");
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (!fresh[i].initialized) continue;
+    for (const std::string& field : required) {
+      RINGLET_CHECK(present[i].count(field) != 0, ValueError, where, "missing key '", kStatePrefix,
+                    i, ".", field, "' (parameter ", i, " has other state)");
+    }
+  }
+  return fresh;
 }
 
 }  // namespace ringlet::nn

@@ -112,6 +112,15 @@ class Optimizer {
   std::vector<ParamState> state_;
 
  private:
+  // The steps of load_state_dict.
+  using HyperparameterValues = std::vector<std::variant<double, bool>>;
+  HyperparameterValues hyperparameter_values() const;
+  void set_hyperparameter_values(const HyperparameterValues& values);
+  void load_hyperparameters(const NamedState& state, const std::string& where);
+  bool is_hyperparameter(const std::string& name) const;  // lr, initial_lr or registered
+  std::vector<ParamState> read_param_states(const NamedState& state,
+                                            const std::string& where) const;
+
   std::string name_;
   std::vector<std::pair<std::string, HyperparameterRef>> hyperparameters_;
   double lr_;

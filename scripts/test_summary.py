@@ -7,6 +7,9 @@ Neither doctest nor meson prints that form, so this reads meson's JSON log
     (`[doctest] test cases: 12 | 12 passed | 0 failed | 0 skipped`);
   - counts an executable meson reports as SKIP (exit status 77) as one skipped test, with the
     reason it printed (its lines containing `skipped:`);
+  - lists, under an executable whose doctest summary counts skipped test cases, the reasons
+    it printed for them (lines containing `skipped:`, which tests/doctest_main.cpp prints
+    for every test case with a skip decorator);
   - counts an executable that failed, timed out or crashed as at least one failed test, even
     when it printed no doctest summary or a summary with no failures;
   - counts an executable that passed without a doctest summary (not a doctest program) as one
@@ -54,13 +57,19 @@ def doctest_counts(output):
     return int(passed), int(failed), int(skipped or 0)
 
 
-def skip_reason(output):
+def skip_lines(output):
+    """The distinct lines of `output` that give a reason for a skip (`skipped: ...`)."""
     reasons = []
     for line in ANSI_ESCAPE.sub("", output).splitlines():
         if "skipped:" in line:
             text = line.strip()
             if text not in reasons:
                 reasons.append(text)
+    return reasons
+
+
+def skip_reason(output):
+    reasons = skip_lines(output)
     return "; ".join(reasons) if reasons else "skipped (exit status 77), no reason printed"
 
 
@@ -150,10 +159,12 @@ def main(argv):
                                  "unreadable entry in {}: counted as 1 failed".format(log_path)))
                     continue
                 passed, failed, skipped, text = summarize(entry)
-                details = []
-                if failed:
-                    details = failing_checks((entry.get("stdout") or "") + "\n" +
-                                             (entry.get("stderr") or ""))
+                output = (entry.get("stdout") or "") + "\n" + (entry.get("stderr") or "")
+                details = failing_checks(output) if failed else []
+                if skipped and str(entry.get("result")) not in SKIP_RESULTS:
+                    # doctest counted skipped test cases: say why, or that nobody said
+                    details += skip_lines(output) or [
+                        "{} test case(s) skipped without a `skipped:` line".format(skipped)]
                 rows.append((str(entry.get("result", "UNKNOWN")), str(entry.get("name", "?")),
                              passed, failed, skipped, text, details))
         if not rows:

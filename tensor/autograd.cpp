@@ -83,9 +83,8 @@ void finish_leaf(const Tensor& leaf, Tensor grad) {
   for (const auto& hook : leaf.impl().hooks) hook(final_grad);
 }
 
-}  // namespace
-
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+// The gradient backward starts from: the given one, or 1 for a one-element output.
+Tensor seed_gradient(const Tensor& root, const Tensor& gradient) {
   RINGLET_CHECK(root.requires_grad(), AutogradError,
                 "backward on a tensor that does not require grad (shape ", shape_str(root.shape()),
                 "); set requires_grad on the leaves first");
@@ -98,18 +97,19 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     fill_(seed, 1.0);
   }
   check_grad_shape(seed, root, "backward");
-  NoGradGuard no_grad;  // gradients are plain tensors (no higher-order graphs)
+  return seed;
+}
 
-  if (root.is_leaf()) {
-    finish_leaf(root, seed);
-    return;
-  }
+// For every node and leaf below the root, how many graph edges feed it a gradient.
+struct Dependencies {
+  std::unordered_map<Node*, int> nodes;
+  std::unordered_map<TensorImpl*, int> leaves;
+};
 
-  // Pass 1: count, for every node and leaf, how many graph edges feed it a gradient.
-  std::unordered_map<Node*, int> node_deps;
-  std::unordered_map<TensorImpl*, int> leaf_deps;
-  std::vector<Node*> stack{root.grad_fn().get()};
-  node_deps[root.grad_fn().get()] = 0;
+Dependencies count_dependencies(Node* root) {
+  Dependencies deps;
+  std::vector<Node*> stack{root};
+  deps.nodes[root] = 0;
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
@@ -119,26 +119,40 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     for (const auto& input : node->inputs()) {
       if (!input.defined() || !input.requires_grad()) continue;
       if (input.is_leaf()) {
-        ++leaf_deps[input.impl_ptr().get()];
+        ++deps.leaves[input.impl_ptr().get()];
       } else {
         Node* next = input.grad_fn().get();
-        auto [it, fresh] = node_deps.try_emplace(next, 0);
+        auto [it, fresh] = deps.nodes.try_emplace(next, 0);
         ++it->second;
         if (fresh) stack.push_back(next);
       }
     }
   }
+  return deps;
+}
 
-  // Pass 2: run nodes whose every consumer has delivered its gradient.
-  std::unordered_map<Node*, Tensor> node_grads{{root.grad_fn().get(), seed}};
-  std::unordered_map<TensorImpl*, Tensor> leaf_grads;
-  std::vector<std::shared_ptr<Node>> ready{root.grad_fn()};
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = std::move(ready.back());
-    ready.pop_back();
-    Tensor grad_out = std::move(node_grads[node.get()]);
-    node_grads.erase(node.get());
-    const auto inputs = node->inputs();  // copy: release() below clears them
+// Runs nodes whose every consumer has delivered its gradient, summing gradients where paths
+// meet; a leaf is finished once the last of its gradients has arrived.
+class GraphTask {
+ public:
+  GraphTask(Dependencies deps, bool retain_graph)
+      : deps_(std::move(deps)), retain_graph_(retain_graph) {}
+
+  void run(const std::shared_ptr<Node>& root, const Tensor& seed) {
+    node_grads_[root.get()] = seed;
+    ready_.push_back(root);
+    while (!ready_.empty()) {
+      std::shared_ptr<Node> node = std::move(ready_.back());
+      ready_.pop_back();
+      run_node(*node);
+    }
+  }
+
+ private:
+  void run_node(Node& node) {
+    Tensor grad_out = std::move(node_grads_[&node]);
+    node_grads_.erase(&node);
+    const auto inputs = node.inputs();  // copy: release() below clears them
     std::vector<bool> needs(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       needs[i] = inputs[i].defined() && inputs[i].requires_grad();
@@ -146,30 +160,53 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     // A branch that no gradient reached still runs, with no gradients, so the dependency
     // counts below it reach zero and leaves fed by other paths are finished.
     std::vector<Tensor> grads =
-        grad_out.defined() ? node->apply(grad_out, needs) : std::vector<Tensor>(inputs.size());
-    RINGLET_CHECK(grads.size() == inputs.size(), AutogradError, node->name(), " returned ",
+        grad_out.defined() ? node.apply(grad_out, needs) : std::vector<Tensor>(inputs.size());
+    RINGLET_CHECK(grads.size() == inputs.size(), AutogradError, node.name(), " returned ",
                   grads.size(), " gradients for ", inputs.size(), " inputs");
-    if (!retain_graph) node->release();
+    if (!retain_graph_) node.release();
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (!needs[i]) continue;
-      const Tensor& input = inputs[i];
-      const bool has_grad = grads[i].defined();
-      if (has_grad) check_grad_shape(grads[i], input, node->name());
-      if (input.is_leaf()) {
-        TensorImpl* key = input.impl_ptr().get();
-        if (has_grad) accumulate(leaf_grads[key], std::move(grads[i]));
-        if (--leaf_deps[key] == 0) {
-          auto it = leaf_grads.find(key);
-          if (it != leaf_grads.end()) finish_leaf(input, std::move(it->second));
-          leaf_grads.erase(key);
-        }
-      } else {
-        Node* next = input.grad_fn().get();
-        if (has_grad) accumulate(node_grads[next], std::move(grads[i]));
-        if (--node_deps[next] == 0) ready.push_back(input.grad_fn());
-      }
+      if (grads[i].defined()) check_grad_shape(grads[i], inputs[i], node.name());
+      deliver(inputs[i], std::move(grads[i]));
     }
   }
+
+  // One edge's gradient (possibly undefined: nothing reached it) to the input it belongs to.
+  void deliver(const Tensor& input, Tensor grad) {
+    const bool has_grad = grad.defined();
+    if (input.is_leaf()) {
+      TensorImpl* key = input.impl_ptr().get();
+      if (has_grad) accumulate(leaf_grads_[key], std::move(grad));
+      if (--deps_.leaves[key] == 0) {
+        auto it = leaf_grads_.find(key);
+        if (it != leaf_grads_.end()) finish_leaf(input, std::move(it->second));
+        leaf_grads_.erase(key);
+      }
+    } else {
+      Node* next = input.grad_fn().get();
+      if (has_grad) accumulate(node_grads_[next], std::move(grad));
+      if (--deps_.nodes[next] == 0) ready_.push_back(input.grad_fn());
+    }
+  }
+
+  Dependencies deps_;
+  bool retain_graph_;
+  std::unordered_map<Node*, Tensor> node_grads_;
+  std::unordered_map<TensorImpl*, Tensor> leaf_grads_;
+  std::vector<std::shared_ptr<Node>> ready_;
+};
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  const Tensor seed = seed_gradient(root, gradient);
+  NoGradGuard no_grad;  // gradients are plain tensors (no higher-order graphs)
+  if (root.is_leaf()) {
+    finish_leaf(root, seed);
+    return;
+  }
+  GraphTask task(count_dependencies(root.grad_fn().get()), retain_graph);
+  task.run(root.grad_fn(), seed);
 }
 
 // --- Tensor's autograd methods ---

@@ -79,3 +79,56 @@ TEST_CASE("config files") {
   CHECK(trainer::load_config((dir / "round.json").string()).to_json() == c.to_json());
   fs::remove_all(dir);
 }
+
+TEST_CASE("datasets: known names, the files they need, the model that takes them") {
+  TrainConfig c;
+  c.dataset = "cifar";
+  CHECK_THROWS_WITH_AS(c.validate(),
+                       doctest::Contains("dataset must be one of fashion-mnist, mnist, cifar10, "
+                                         "got 'cifar' (did you mean 'cifar10'?)"),
+                       UsageError);
+  c.dataset = "cifar10";  // the default data_dir holds Fashion-MNIST
+  CHECK_THROWS_WITH_AS(c.validate(),
+                       doctest::Contains("dataset cifar10 needs --data_dir DIR, a directory "
+                                         "holding data_batch_1..5.bin, test_batch.bin"),
+                       UsageError);
+  c.data_dir = "/data/cifar-10-batches-bin";
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("model fmnist_cnn takes 28x28"), UsageError);
+  c.model = "resnet20";
+  CHECK_NOTHROW(c.validate());
+}
+
+TEST_CASE("mean and std: the dataset's unless given, one value or one per channel") {
+  TrainConfig fashion;
+  CHECK(fashion.mean.empty());
+  CHECK(fashion.to_json()["mean"].is_null());
+  fashion.fill_dataset_defaults();
+  CHECK(fashion.mean == std::vector<double>{0.2860});
+  CHECK(fashion.std == std::vector<double>{0.3530});
+  CHECK(fashion.to_json()["mean"] == 0.2860);  // one value stays a plain number
+
+  TrainConfig cifar;
+  cifar.apply_overrides({"--dataset", "cifar10", "--data-dir", "/d", "--model", "resnet20", "--std",
+                         "0.25,0.25,0.5"});
+  CHECK_NOTHROW(cifar.validate());
+  cifar.fill_dataset_defaults();
+  CHECK(cifar.mean == std::vector<double>{0.4914, 0.4822, 0.4465});
+  CHECK(cifar.std == std::vector<double>{0.25, 0.25, 0.5});  // given: kept
+  CHECK(cifar.to_json()["std"] == nlohmann::json({0.25, 0.25, 0.5}));
+
+  cifar.merge_json(nlohmann::json{{"mean", 0.5}}, "cfg.json");
+  CHECK(cifar.mean == std::vector<double>{0.5});  // one value for every channel
+  cifar.merge_json(nlohmann::json{{"mean", nullptr}}, "cfg.json");
+  CHECK(cifar.mean.empty());
+  CHECK_THROWS_WITH_AS(cifar.merge_json(nlohmann::json{{"mean", "x"}}, "cfg.json"),
+                       doctest::Contains("expected a number or a list of numbers, got string"),
+                       core::ValueError);
+  CHECK_THROWS_WITH_AS(cifar.apply_overrides({"--mean", "0.5,x"}),
+                       doctest::Contains("--mean: 'x' is not a valid number"), UsageError);
+  cifar.apply_overrides({"--mean", "0.5,0.5"});
+  CHECK_THROWS_WITH_AS(cifar.validate(),
+                       doctest::Contains("mean needs 1 or 3 values for cifar10, got 2"),
+                       UsageError);
+  cifar.apply_overrides({"--mean", "0.5", "--std", "0"});
+  CHECK_THROWS_WITH_AS(cifar.validate(), doctest::Contains("std must be > 0, got 0"), UsageError);
+}

@@ -1,5 +1,5 @@
 // core/: copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors, deadlines,
-// parallel_for.
+// parallel_for, random_u64.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <vector>
 
 #include "core/copy.h"
@@ -14,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "core/threads.h"
 
 using namespace ringlet::core;
@@ -103,6 +105,21 @@ TEST_CASE("deadline") {
   CHECK_FALSE(d.expired());
   CHECK(d.remaining() > std::chrono::minutes(59));
   CHECK_FALSE(Deadline::never().expired());
+}
+
+TEST_CASE("random_u64 draws differ and fill both halves") {
+  // 64 draws of 64 bits: a repeat, or a half that is always zero, means a broken source.
+  std::set<std::uint64_t> seen;
+  std::uint64_t high = 0, low = 0;
+  for (int i = 0; i < 64; ++i) {
+    const std::uint64_t v = random_u64();
+    seen.insert(v);
+    high |= v >> 32;
+    low |= v & 0xffffffffu;
+  }
+  CHECK(seen.size() == 64);
+  CHECK(high != 0);
+  CHECK(low != 0);
 }
 
 TEST_CASE("parallel_for covers the range once and rethrows") {

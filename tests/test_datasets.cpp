@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cifar_files.h"
 #include "temp_dir.h"
 #include "trainer/data/cifar_dataset.h"
 #include "trainer/data/idx_dataset.h"
@@ -23,7 +24,9 @@ using Bytes = std::vector<std::uint8_t>;
 
 namespace {
 
+using ringlet::testing::cifar_records;
 using ringlet::testing::TempDir;
+using ringlet::testing::write_cifar_batches;
 
 void put_be32(Bytes& out, std::uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(v >> s));
@@ -195,25 +198,9 @@ TEST_CASE("IDX corruptions are DataErrors naming the file and what was expected"
   expect_error(load(gz, good_lbl), {gz.string(), "trailing bytes"});
 }
 
-namespace {
-
-Bytes cifar_records(int count, int first) {
-  Bytes b;
-  for (int r = 0; r < count; ++r) {
-    b.push_back(static_cast<std::uint8_t>((first + r) % 10));
-    for (int k = 0; k < 3072; ++k) b.push_back(static_cast<std::uint8_t>((first + r + k) % 251));
-  }
-  return b;
-}
-
-}  // namespace
-
 TEST_CASE("CIFAR-10 batches: splits, layout and corruptions") {
   TempDir dir;
-  for (int i = 1; i <= 5; ++i)
-    write_file(dir.path / ("data_batch_" + std::to_string(i) + ".bin"),
-               cifar_records(2, 2 * (i - 1)));
-  write_file(dir.path / "test_batch.bin", cifar_records(3, 100));
+  write_cifar_batches(dir.path, 2, 3);  // records 0..9 in the train split, 3 in the test split
   const CifarDataset train = CifarDataset::open(dir.path, Split::train);
   REQUIRE(train.size() == 10);
   for (std::int64_t i = 0; i < 10; ++i) {
@@ -243,14 +230,27 @@ TEST_CASE("CIFAR-10 batches: splits, layout and corruptions") {
                {(dir.path / "data_batch_3.bin").string(), "not found"});
 }
 
-TEST_CASE("real Fashion-MNIST from the default directory") {
-  if (!fs::exists(fs::path(kDefaultDataDir) / "train-images-idx3-ubyte.gz")) {
-    MESSAGE("skipped: Fashion-MNIST is not installed in ", kDefaultDataDir,
-            " (apt-get install dataset-fashion-mnist)");
+namespace {
+
+bool fashion_mnist_installed() {
+  return fs::exists(fs::path(kDefaultDataDir) / "train-images-idx3-ubyte.gz");
+}
+
+}  // namespace
+
+TEST_CASE("the default directory: Fashion-MNIST, or an error saying how to install it") {
+  if (fashion_mnist_installed()) {
+    CHECK(IdxDataset::open().size() == 60000);
+  } else {
     expect_error([] { IdxDataset::open(); },
                  {kDefaultDataDir, "apt-get install dataset-fashion-mnist"});
-    return;
   }
+}
+
+TEST_CASE("real Fashion-MNIST from the default directory" *
+          doctest::skip(!fashion_mnist_installed()) *
+          doctest::description("needs Fashion-MNIST in /usr/share/datasets/fashion-mnist "
+                               "(apt-get install dataset-fashion-mnist)")) {
   const IdxDataset train = IdxDataset::open(kDefaultDataDir, Split::train);
   const IdxDataset test = IdxDataset::open(kDefaultDataDir, Split::test);
   CHECK(train.size() == 60000);

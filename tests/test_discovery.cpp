@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "transport/discovery.h"
+#include "transport/tcp/interfaces.h"
 
 using namespace ringlet;
 using namespace ringlet::transport;
@@ -249,6 +250,18 @@ TEST_CASE("discovery: bad init methods and explicit values") {
   negative.rank = 0;
   negative.world_size = 0;
   check_error({}, {"InitOptions::world_size='0'"}, negative);
+}
+
+TEST_CASE("discovery: loopback store hosts, with and without IPv6 brackets") {
+  using transport::tcp::is_loopback_host;
+  for (const char* host : {"localhost", "::1", "[::1]", "127.0.0.1", "127.1.2.3"}) {
+    CAPTURE(host);
+    CHECK(is_loopback_host(host));
+  }
+  for (const char* host : {"", "node1", "10.0.0.1", "::", "0.0.0.0", "[::2]", "128.0.0.1"}) {
+    CAPTURE(host);
+    CHECK_FALSE(is_loopback_host(host));
+  }
 }
 
 TEST_CASE("discovery: process_env reads the real environment") {

@@ -250,6 +250,26 @@ TEST_CASE("tcp store: a second server on a busy port fails naming it") {
                        contains(std::to_string(first.port())), core::Error);
 }
 
+TEST_CASE("tcp store: host_tcp_store binds a loopback address as given, anything else widely") {
+  const auto reaches = [](const std::string& host, int port) {
+    try {
+      TcpStore client(host, port, core::Deadline::after(300ms), 1s);
+      client.set("k", "v");
+      return true;
+    } catch (const core::TimeoutError&) {
+      return false;
+    }
+  };
+  // 127.0.0.2 is loopback: bound alone, so 127.0.0.1 finds nothing on that port.
+  auto only = host_tcp_store("127.0.0.2", 0);
+  CHECK(reaches("127.0.0.2", only->port()));
+  CHECK_FALSE(reaches("127.0.0.1", only->port()));
+  // A host name other ranks resolve: every interface, loopback included.
+  auto wide = host_tcp_store("trainer-node.invalid", 0);
+  CHECK(reaches("127.0.0.1", wide->port()));
+  CHECK(reaches("127.0.0.2", wide->port()));
+}
+
 TEST_CASE("tcp store: a stopped server gives a clear error within the timeout") {
   auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0);
   const int port = server->port();

@@ -1,6 +1,7 @@
 // The training loop on real Fashion-MNIST (the default dataset, installed by
 // scripts/install-deps.sh): a short run learns far above chance, a resumed run ends with
-// bitwise the same parameters as an uninterrupted one, and a checkpoint evaluates.
+// bitwise the same parameters as an uninterrupted one, and a checkpoint evaluates. CIFAR-10
+// runs on generated batches (3 channels, the dataset's per-channel normalization).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cifar_files.h"
+#include "temp_dir.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/cli/usage.h"
 #include "trainer/train.h"
@@ -153,4 +156,36 @@ TEST_CASE("--reset starts over; warmup ramps the learning rate") {
   CHECK_THROWS_WITH_AS(trainer::train(c, log), doctest::Contains("contradict"),
                        trainer::cli::UsageError);
   fs::remove_all(dir);
+}
+
+TEST_CASE("cifar10: a short resnet20 run on generated CIFAR-10 batches") {
+  ringlet::testing::TempDir data("ringlet_cifar");
+  ringlet::testing::write_cifar_batches(data.path, 60, 50);  // 300 training, 50 test images
+  ringlet::testing::TempDir out("ringlet_train_cifar");
+  trainer::TrainConfig c = small_run(out.path);
+  c.dataset = "cifar10";
+  c.data_dir = data.path.string();
+  c.model = "resnet20";
+  c.epochs = 1;
+  c.limit_train = 256;
+  c.batch_size = 32;
+  std::ostringstream log;
+  const auto result = trainer::train(c, log);
+  INFO(log.str());
+  CHECK(result.epochs_done == 1);
+  CHECK(result.last_eval.examples == 50);
+  std::ifstream metrics(out.path / "metrics.jsonl");
+  const auto record = nlohmann::json::parse(metrics);
+  CHECK(record.at("step") == 8);  // 256 images in batches of 32
+  CHECK(std::isfinite(record.at("loss").get<double>()));
+  CHECK(std::isfinite(record.at("test_loss").get<double>()));
+  // No --mean/--std: the run used, and recorded, CIFAR-10's per-channel statistics.
+  std::ifstream config(out.path / "config.json");
+  const auto saved = nlohmann::json::parse(config);
+  CHECK(saved.at("mean") == nlohmann::json({0.4914, 0.4822, 0.4465}));
+  CHECK(saved.at("std") == nlohmann::json({0.2470, 0.2435, 0.2616}));
+  std::ostringstream eval_log;
+  const auto again =
+      trainer::evaluate_checkpoint((out.path / "checkpoint.safetensors").string(), "", eval_log);
+  CHECK(again.accuracy == result.last_eval.accuracy);
 }

@@ -2,12 +2,14 @@
 // so to_json, merge_json, the overrides and the "did you mean" hint cannot disagree.
 #include "trainer/config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
 #include "core/env.h"
 #include "core/error.h"
 #include "trainer/cli/usage.h"
+#include "trainer/data/dataset_catalog.h"
 
 namespace ringlet::trainer {
 namespace {
@@ -19,6 +21,10 @@ struct Field {
   std::function<json(const TrainConfig&)> get;
   std::function<void(TrainConfig&, const json&)> set;
   bool is_flag;  // bool: "--resume" alone means true
+  // For keys whose JSON type varies: how a command-line value becomes JSON, and the type
+  // named when a value is wrong. Unset: the value parses as the type the key has now.
+  std::function<json(const std::string& text, const std::string& key)> parse = nullptr;
+  const char* type_name = nullptr;
 };
 
 template <class T>
@@ -26,6 +32,51 @@ Field field(const char* key, T TrainConfig::*member) {
   return Field{key, [member](const TrainConfig& c) { return json(c.*member); },
                [member](TrainConfig& c, const json& v) { c.*member = v.get<T>(); },
                std::is_same_v<T, bool>};
+}
+
+double parse_number(const std::string& text, const std::string& key) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw cli::UsageError(core::str("--", key, ": '", text, "' is not a valid number"));
+}
+
+// mean / std: null (the dataset's), one number, or a list of numbers, one per channel; a
+// single value stays a plain number, as the key was before it took lists.
+json channel_values_json(const std::vector<double>& values) {
+  if (values.empty()) return nullptr;
+  if (values.size() == 1) return values.front();
+  return values;
+}
+
+Field channel_values_field(const char* key, std::vector<double> TrainConfig::*member) {
+  Field f{key, [member](const TrainConfig& c) { return channel_values_json(c.*member); },
+          [member](TrainConfig& c, const json& v) {
+            if (v.is_null()) {
+              (c.*member).clear();
+            } else if (v.is_number()) {
+              c.*member = {v.get<double>()};
+            } else {
+              c.*member = v.get<std::vector<double>>();
+            }
+          },
+          false};
+  f.parse = [](const std::string& text, const std::string& key) {
+    std::vector<double> values;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = text.find(',', start);
+      values.push_back(parse_number(text.substr(start, comma - start), key));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return channel_values_json(values);
+  };
+  f.type_name = "a number or a list of numbers";
+  return f;
 }
 
 const std::vector<Field>& fields() {
@@ -53,8 +104,8 @@ const std::vector<Field>& fields() {
       field("seed", &TrainConfig::seed),
       field("workers", &TrainConfig::workers),
       field("threads", &TrainConfig::threads),
-      field("mean", &TrainConfig::mean),
-      field("std", &TrainConfig::std),
+      channel_values_field("mean", &TrainConfig::mean),
+      channel_values_field("std", &TrainConfig::std),
       field("limit_train", &TrainConfig::limit_train),
       field("limit_test", &TrainConfig::limit_test),
       field("out", &TrainConfig::out),
@@ -84,16 +135,50 @@ json parse_value(const json& current, const std::string& text, const std::string
     if (current.is_number_integer() || current.is_number_unsigned()) {
       return json(core::parse_int(text, "--" + key));
     }
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-    return json(value);
+    return json(parse_number(text, key));
   } catch (const cli::UsageError&) {
     throw;
   } catch (const std::exception&) {
     throw cli::UsageError(core::str("--", key, ": '", text, "' is not a valid ",
                                     current.is_number() ? "number" : "value"));
   }
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw cli::UsageError("invalid config: " + what);
+}
+
+// mean or std: empty (the dataset's), one value for every channel, or one per channel.
+void check_channel_count(const std::vector<double>& values, const char* key,
+                         const DatasetInfo& data) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  check(n <= 1 || n == data.channels,
+        core::str(key, " needs 1 or ", data.channels, " values for ", data.name, ", got ", n));
+}
+
+// The dataset exists, its files can be found, the model takes its images.
+void check_data(const TrainConfig& c) {
+  const DatasetInfo* data = find_dataset(c.dataset);
+  if (data == nullptr) {
+    const std::string hint = cli::nearest(c.dataset, [] {
+      std::vector<std::string> names;
+      for (const auto& d : dataset_catalog()) names.push_back(d.name);
+      return names;
+    }());
+    check(false, "dataset must be one of " + dataset_names() + ", got '" + c.dataset + "'" +
+                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+  const bool default_dir = std::filesystem::path(c.data_dir).lexically_normal() ==
+                           std::filesystem::path(kDefaultDataDir).lexically_normal();
+  check(!data->needs_data_dir || !default_dir,
+        core::str("dataset ", data->name, " needs --data_dir DIR, a directory holding ",
+                  data->files, "; the default data_dir holds Fashion-MNIST"));
+  check(c.model != "fmnist_cnn" || (data->channels == 1 && data->side == 28),
+        core::str("model fmnist_cnn takes 28x28 single-channel images, not those of ", data->name,
+                  "; use --model resnet20 or resnet18"));
+  check_channel_count(c.mean, "mean", *data);
+  check_channel_count(c.std, "std", *data);
+  for (const double v : c.std) check(v > 0, core::str("std must be > 0, got ", v));
 }
 
 }  // namespace
@@ -119,7 +204,8 @@ void TrainConfig::merge_json(const json& in, const std::string& source) {
       f->set(*this, value);
     } catch (const json::exception&) {
       RINGLET_THROW(ValueError, source, ": key '", key, "' has the wrong type (expected ",
-                    f->get(*this).type_name(), ", got ", value.type_name(), ")");
+                    f->type_name != nullptr ? f->type_name : f->get(*this).type_name(), ", got ",
+                    value.type_name(), ")");
     }
   }
 }
@@ -155,14 +241,11 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& args,
         text = args[++i];
       }
     }
-    f->set(*this, parse_value(f->get(*this), text, key));
+    f->set(*this, f->parse ? f->parse(text, key) : parse_value(f->get(*this), text, key));
   }
 }
 
 void TrainConfig::validate() const {
-  auto check = [](bool ok, const std::string& what) {
-    if (!ok) throw cli::UsageError("invalid config: " + what);
-  };
   check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
   check(nproc >= 1 && nproc <= 64, core::str("nproc must be in [1, 64], got ", nproc));
   check(max_restarts >= 0 && max_restarts <= 100,
@@ -180,12 +263,20 @@ void TrainConfig::validate() const {
         core::str("label_smoothing must be in [0, 1), got ", label_smoothing));
   check(precision == "f32" || precision == "bf16" || precision == "f16",
         "precision must be f32, bf16 or f16, got '" + precision + "'");
-  check(std > 0, core::str("std must be > 0, got ", std));
   check(limit_train >= 0 && limit_test >= 0, "limit_train and limit_test must be >= 0");
   check(!(resume && reset), "--resume and --reset contradict each other");
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check_data(*this);
+}
+
+void TrainConfig::fill_dataset_defaults() {
+  const DatasetInfo* info = find_dataset(dataset);
+  RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", dataset,
+                "' (valid: ", dataset_names(), ")");
+  if (mean.empty()) mean = info->mean;
+  if (std.empty()) std = info->std;
 }
 
 TrainConfig load_config(const std::string& path) {

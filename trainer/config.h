@@ -14,7 +14,7 @@ namespace ringlet::trainer {
 
 struct TrainConfig {
   std::string model = "fmnist_cnn";
-  std::string dataset = "fashion-mnist";
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 (needs data_dir)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 3;
   int nproc = 1;                  // local ranks (`ringlet train --nproc 2` launches them itself)
@@ -37,10 +37,13 @@ struct TrainConfig {
   // and skips steps whose gradients overflow.
   std::string precision = "f32";
   std::uint64_t seed = 0;
-  int workers = 2;       // data loader threads
-  int threads = 0;       // compute threads; 0 = RINGLET_NUM_THREADS / all cores
-  double mean = 0.2860;  // input normalization (Fashion-MNIST)
-  double std = 0.3530;
+  int workers = 2;  // data loader threads
+  int threads = 0;  // compute threads; 0 = RINGLET_NUM_THREADS / all cores
+  // Input normalization: one value per channel, or one for every channel; empty means the
+  // dataset's (trainer/data/dataset_catalog.cpp; Fashion-MNIST 0.2860 / 0.3530). In JSON a
+  // number or a list, on the command line "--mean 0.5" or "--mean 0.49,0.48,0.45".
+  std::vector<double> mean;
+  std::vector<double> std;
   std::int64_t limit_train = 0;  // use only the first N training examples (0 = all)
   std::int64_t limit_test = 0;
   std::string out;      // run directory; empty = runs/<date-time>
@@ -55,7 +58,12 @@ struct TrainConfig {
   // not config keys (for the command to interpret) only if `allowed_extra` lists them.
   void apply_overrides(const std::vector<std::string>& args,
                        const std::vector<std::string>& allowed_extra = {});
-  void validate() const;  // ranges: epochs >= 1, batch_size >= 1, lr > 0, ...
+  // Ranges (epochs >= 1, batch_size >= 1, lr > 0, ...), a known dataset with the files it
+  // needs, a model that takes its images, mean/std with one value or one per channel.
+  void validate() const;
+  // Sets a mean or std left empty to the dataset's (after validate()), so that the printed
+  // and saved config says what the run used.
+  void fill_dataset_defaults();
 };
 
 // Loads a JSON config file (errors name the file and the JSON problem).

@@ -24,7 +24,6 @@ struct DistributedDataParallel::State {
     std::vector<Slot> slots;
     std::size_t size = 0;  // elements
     std::size_t pending = 0;
-    bool launched = false;
     collectives::WorkPtr work;
   };
 
@@ -48,7 +47,6 @@ struct DistributedDataParallel::State {
   void reset() {
     for (auto& b : buckets) {
       b.pending = b.slots.size();
-      b.launched = false;
       b.work = nullptr;
     }
     std::fill(ready.begin(), ready.end(), false);
@@ -58,7 +56,6 @@ struct DistributedDataParallel::State {
   void launch_ready_buckets() {
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
       Bucket& b = buckets[next_launch++];
-      b.launched = true;
       float* data = b.flat.data<float>();
       b.work = comm->all_reduce(data, data, static_cast<std::size_t>(b.flat.numel()),
                                 core::DType::f32, collectives::ReduceOp::sum);

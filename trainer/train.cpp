@@ -1,16 +1,18 @@
 // Training loop: see train.h. The data order of epoch e depends only on (seed, e), so a run
 // resumed after epoch e sees exactly the batches the uninterrupted run would have seen.
+// train() reads as its steps: set up a Run (directory, data, model, optimizer, precision,
+// resume, DDP), then per epoch a training pass, an evaluation and the epoch's record.
 #include "trainer/train.h"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/env.h"
@@ -26,9 +28,10 @@
 #include "tensor/ops.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
+#include "trainer/data/dataset_catalog.h"
 #include "trainer/data/distributed_sampler.h"
-#include "trainer/data/idx_dataset.h"
 #include "trainer/ddp.h"
+#include "trainer/run_dir.h"
 #include "trainer/sync_batch_norm.h"
 
 namespace ringlet::trainer {
@@ -36,6 +39,10 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 // The first `limit` examples of another dataset (limit_train / limit_test).
 class Prefix : public Dataset {
@@ -51,18 +58,76 @@ class Prefix : public Dataset {
   std::int64_t size_;
 };
 
+// Rank r of n evaluates examples r, r + n, ... (no padding: every example counts once).
+class ShardSampler : public Sampler {
+ public:
+  ShardSampler(std::int64_t n, int rank, int world) : n_(n), rank_(rank), world_(world) {}
+  std::vector<std::int64_t> indices() const override {
+    std::vector<std::int64_t> out;
+    for (std::int64_t i = rank_; i < n_; i += world_) out.push_back(i);
+    return out;
+  }
+  std::int64_t size() const override { return n_ > rank_ ? (n_ - rank_ + world_ - 1) / world_ : 0; }
+
+ private:
+  std::int64_t n_;
+  int rank_, world_;
+};
+
+// Discards everything: the output of ranks other than 0.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c; }
+};
+
+std::string format_seconds(double s) {
+  const auto total = static_cast<long>(s);
+  std::ostringstream out;
+  out << total / 60 << ":" << std::setw(2) << std::setfill('0') << total % 60;
+  return out.str();
+}
+
+// --- what a run is built from: each a function of the config ---------------------------------
+
+const DatasetInfo& dataset_of(const TrainConfig& c) {
+  const DatasetInfo* info = find_dataset(c.dataset);
+  RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", c.dataset,
+                "' (valid: ", dataset_names(), ")");
+  return *info;
+}
+
 std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split) {
-  RINGLET_CHECK(c.dataset == "fashion-mnist" || c.dataset == "mnist", ValueError, "dataset '",
-                c.dataset, "' is not supported by ringlet train yet (fashion-mnist, mnist)");
-  auto data = std::make_shared<IdxDataset>(IdxDataset::open(c.data_dir, split));
+  auto data = open_dataset(dataset_of(c), c.data_dir, split);
   return std::make_shared<Prefix>(data, split == Split::train ? c.limit_train : c.limit_test);
 }
 
+// One value per channel; a single configured value applies to every channel.
+std::vector<float> per_channel(const std::vector<double>& values, std::int64_t channels,
+                               const char* key) {
+  RINGLET_CHECK(values.size() == 1 || static_cast<std::int64_t>(values.size()) == channels,
+                ValueError, key, ": ", values.size(), " values for ", channels,
+                " channels (TrainConfig::fill_dataset_defaults fills an empty one)");
+  std::vector<float> out;
+  for (std::int64_t ch = 0; ch < channels; ++ch) {
+    out.push_back(static_cast<float>(values[values.size() == 1 ? 0 : ch]));
+  }
+  return out;
+}
+
 std::shared_ptr<const Transform> input_transform(const TrainConfig& c) {
+  const std::int64_t channels = dataset_of(c).channels;
   return std::make_shared<Compose>(std::vector<std::shared_ptr<const Transform>>{
       std::make_shared<ToFloat>(),
-      std::make_shared<Normalize>(std::vector<float>{static_cast<float>(c.mean)},
-                                  std::vector<float>{static_cast<float>(c.std)})});
+      std::make_shared<Normalize>(per_channel(c.mean, channels, "mean"),
+                                  per_channel(c.std, channels, "std"))});
+}
+
+// The model the config names, initialized from its seed (as torch.manual_seed(seed) would),
+// shaped for the dataset's images and classes.
+std::shared_ptr<nn::Module> build_model(const TrainConfig& c) {
+  const DatasetInfo& data = dataset_of(c);
+  tensor::Generator gen(c.seed);
+  return nn::make_model(c.model, gen, data.classes, data.channels);
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& c, nn::Module& model) {
@@ -103,45 +168,254 @@ std::unique_ptr<nn::LRScheduler> make_schedule(const TrainConfig& c, nn::Optimiz
   return nullptr;
 }
 
-// Rank r of n evaluates examples r, r + n, ... (no padding: every example counts once).
-class ShardSampler : public Sampler {
- public:
-  ShardSampler(std::int64_t n, int rank, int world) : n_(n), rank_(rank), world_(world) {}
-  std::vector<std::int64_t> indices() const override {
-    std::vector<std::int64_t> out;
-    for (std::int64_t i = rank_; i < n_; i += world_) out.push_back(i);
-    return out;
+core::DType precision_of(const TrainConfig& c) {
+  if (c.precision == "bf16") return core::DType::bf16;
+  if (c.precision == "f16") return core::DType::f16;
+  return core::DType::f32;
+}
+
+// --- the run: its state, set up step by step, then trained epoch by epoch ---------------------
+
+// Everything one rank's run holds between its steps.
+struct Run {
+  Run(TrainConfig config, std::ostream& all_out, collectives::Communicator* communicator)
+      : c(std::move(config)),
+        comm(communicator),
+        rank(comm != nullptr ? comm->rank() : 0),
+        world(comm != nullptr ? comm->size() : 1),
+        null_out(&null_buffer),
+        out(rank == 0 ? all_out : null_out),
+        tty(::isatty(STDOUT_FILENO) != 0),
+        precision(precision_of(c)),
+        scaler(nn::GradScalerOptions{.enabled = precision == core::DType::f16}),
+        criterion(tensor::Reduction::mean, c.label_smoothing) {}
+
+  TrainConfig c;
+  collectives::Communicator* comm;
+  int rank, world;
+  NullBuffer null_buffer;
+  std::ostream null_out;
+  std::ostream& out;  // rank 0: the caller's stream; other ranks: null_out
+  bool tty;           // a progress bar instead of progress lines
+  fs::path dir;
+  std::unique_ptr<DataLoader> train_loader, test_loader;
+  std::shared_ptr<nn::Module> model;
+  std::unique_ptr<nn::Optimizer> optimizer;
+  std::unique_ptr<nn::LRScheduler> schedule;  // null: a constant lr
+  // Mixed precision: the layers compute on rounded values (nn/autocast.h); f16 scales the
+  // loss and skips the steps whose gradients overflow, as torch.cuda.amp does. Under DDP every
+  // rank sees the same averaged gradients, so all of them skip the same steps.
+  core::DType precision;
+  nn::GradScaler scaler;
+  nn::CrossEntropyLoss criterion;
+  std::unique_ptr<DistributedDataParallel> ddp;  // null on a single rank
+  int start_epoch = 0;
+  std::int64_t step = 0;  // optimizer steps taken, skipped ones included
+};
+
+// Several local ranks share the cores unless --threads says otherwise.
+void share_cores(const Run& run) {
+  if (run.c.threads > 0) {
+    core::set_num_threads(run.c.threads);
+  } else if (run.world > 1) {
+    const auto local_ranks = core::env_int("LOCAL_WORLD_SIZE", run.world, 1, 1024);
+    core::set_num_threads(std::max<int>(1, core::num_threads() / static_cast<int>(local_ranks)));
   }
-  std::int64_t size() const override { return n_ > rank_ ? (n_ - rank_ + world_ - 1) / world_ : 0; }
+}
 
- private:
-  std::int64_t n_;
-  int rank_, world_;
+// Training batches are shuffled (DistributedSampler shards under several ranks); each rank
+// evaluates its own shard of the test set.
+void make_loaders(Run& run) {
+  const TrainConfig& c = run.c;
+  auto train_data = open_split(c, Split::train);
+  auto test_data = open_split(c, Split::test);
+  const auto transform = input_transform(c);
+  DataLoaderOptions train_options;
+  train_options.batch_size = c.batch_size;
+  train_options.num_workers = c.workers;
+  train_options.seed = c.seed;
+  std::shared_ptr<Sampler> train_sampler;
+  if (run.world > 1) {
+    train_sampler =
+        std::make_shared<DistributedSampler>(train_data->size(), run.world, run.rank, true, c.seed);
+  } else {
+    train_sampler = std::make_shared<RandomSampler>(train_data->size(), c.seed);
+  }
+  run.train_loader =
+      std::make_unique<DataLoader>(train_data, train_options, transform, train_sampler);
+  DataLoaderOptions test_options = train_options;
+  test_options.batch_size = 1000;
+  run.test_loader = std::make_unique<DataLoader>(
+      test_data, test_options, transform,
+      std::make_shared<ShardSampler>(test_data->size(), run.rank, run.world));
+}
+
+// The model, its optimizer and schedule, and what the run prints about them.
+void set_up_model(Run& run) {
+  run.model = build_model(run.c);
+  run.model->train();
+  run.optimizer = make_optimizer(run.c, *run.model);
+  run.schedule = make_schedule(run.c, *run.optimizer);
+  run.out << run.model->summary();
+  if (run.world > 1) run.out << "data parallel over " << run.world << " ranks" << std::endl;
+  if (run.precision != core::DType::f32) {
+    run.out << "mixed precision: " << run.c.precision
+            << " inputs to Linear and Conv2d, f32 accumulation"
+            << (run.scaler.is_enabled() ? ", dynamic loss scaling" : "") << std::endl;
+  }
+}
+
+// Parameters, optimizer state, position, schedule and loss scale of the last finished epoch.
+void resume(Run& run) {
+  const fs::path latest = checkpoint_path(run.dir);
+  const CheckpointInfo info = load_checkpoint(latest, *run.model, run.optimizer.get());
+  run.start_epoch = static_cast<int>(info.epoch);
+  run.step = info.step;
+  for (int e = 0; e < run.start_epoch && run.schedule; ++e) run.schedule->step();
+  if (run.scaler.is_enabled() && !info.scaler.empty()) run.scaler.load_state_dict(info.scaler);
+  run.out << "resumed from " << latest.string() << " after epoch " << run.start_epoch << std::endl;
+}
+
+// After the resume, so that every rank starts from the loaded (equal) parameters.
+void distribute(Run& run) {
+  if (run.c.sync_bn) {
+    const int layers = convert_sync_batchnorm(*run.model, *run.comm);
+    run.out << "SyncBatchNorm: " << layers << " BatchNorm layer(s) use the global batch statistics"
+            << std::endl;
+  }
+  // The loop never keeps a .grad past the optimizer step, so the gradients may live in DDP's
+  // buckets (no copy back after each all-reduce).
+  run.ddp = std::make_unique<DistributedDataParallel>(run.model, *run.comm,
+                                                      DDPOptions{.gradient_as_bucket_view = true});
+}
+
+// One optimizer step on one batch: its loss, or nullopt when the f16 gradients overflowed and
+// the step was skipped (the scale shrank, nothing was learned).
+std::optional<double> train_step(Run& run, const Batch& batch) {
+  run.optimizer->zero_grad();
+  tensor::Tensor logits;
+  {
+    nn::Autocast amp(run.precision);
+    logits = run.ddp ? run.ddp->forward(batch.images) : run.model->forward(batch.images);
+  }
+  tensor::Tensor loss = run.criterion.forward(logits, batch.labels);
+  run.scaler.scale(loss).backward();
+  if (run.ddp) run.ddp->finish_gradient_sync();
+  if (run.c.clip_grad_norm > 0) {
+    run.scaler.unscale_(*run.optimizer);  // the clip sees the true gradients
+    nn::clip_grad_norm_(run.model->parameters(), run.c.clip_grad_norm);
+  }
+  const bool stepped = run.scaler.step(*run.optimizer);
+  run.scaler.update();
+  ++run.step;
+  if (!stepped) return std::nullopt;
+  return loss.item();
+}
+
+// One epoch's training pass, as its summary line and metrics record need it.
+struct EpochStats {
+  double loss_sum = 0;       // over the examples of steps that were not skipped
+  std::int64_t seen = 0;     // those examples
+  std::int64_t steps = 0;    // batches, skipped ones included
+  std::int64_t skipped = 0;  // steps skipped on overflow (f16)
+  double seconds = 0;
+  double mean_loss() const { return loss_sum / std::max<double>(1, static_cast<double>(seen)); }
 };
 
-// Discards everything: the output of ranks other than 0.
-class NullBuffer : public std::streambuf {
- protected:
-  int overflow(int c) override { return c; }
-};
+// A bar redrawn in place on a TTY; otherwise a line every log_every steps and at the end.
+void report_progress(Run& run, int epoch, const EpochStats& stats, std::int64_t batches,
+                     double secs) {
+  const double rate = static_cast<double>(stats.seen) * run.world / std::max(secs, 1e-9);
+  if (run.tty) {
+    const double eta =
+        secs / static_cast<double>(stats.steps) * static_cast<double>(batches - stats.steps);
+    run.out << "\repoch " << epoch + 1 << "/" << run.c.epochs << " [" << stats.steps << "/"
+            << batches << "] loss " << std::fixed << std::setprecision(4)
+            << stats.loss_sum / static_cast<double>(stats.seen) << " " << std::setprecision(0)
+            << rate << " img/s eta " << format_seconds(eta) << "   " << std::flush;
+  } else if (stats.steps % run.c.log_every == 0 || stats.steps == batches) {
+    run.out << "epoch " << epoch + 1 << " step " << stats.steps << "/" << batches << " loss "
+            << std::fixed << std::setprecision(4)
+            << stats.loss_sum / static_cast<double>(stats.seen) << " " << std::setprecision(0)
+            << rate << " img/s" << std::endl;
+  }
+}
 
-std::string format_seconds(double s) {
-  const auto total = static_cast<long>(s);
-  std::ostringstream out;
-  out << total / 60 << ":" << std::setw(2) << std::setfill('0') << total % 60;
-  return out.str();
+EpochStats train_epoch(Run& run, int epoch) {
+  const auto start = Clock::now();
+  auto it = run.train_loader->begin_epoch(epoch);
+  const std::int64_t batches = it.num_batches();
+  EpochStats stats;
+  while (auto batch = it.next()) {
+    const std::optional<double> loss = train_step(run, *batch);
+    ++stats.steps;
+    if (!loss) {
+      ++stats.skipped;
+      continue;
+    }
+    RINGLET_CHECK(std::isfinite(*loss), Error, "epoch ", epoch + 1, " step ", run.step,
+                  ": the loss is ", *loss, " (diverged; try a smaller --lr)");
+    stats.loss_sum += *loss * static_cast<double>(batch->labels.numel());
+    stats.seen += batch->labels.numel();
+    report_progress(run, epoch, stats, batches, seconds_since(start));
+  }
+  if (run.tty) run.out << "\n";
+  stats.seconds = seconds_since(start);
+  return stats;
+}
+
+// The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes).
+void record_epoch(Run& run, std::ofstream& metrics, int epoch, const EpochStats& stats, double lr,
+                  const EvalResult& eval) {
+  const double images_per_s =
+      static_cast<double>(stats.seen) * run.world / std::max(stats.seconds, 1e-9);
+  run.out << std::fixed << "epoch " << epoch + 1 << "/" << run.c.epochs << ": train loss "
+          << std::setprecision(4) << stats.mean_loss() << ", test loss " << eval.loss
+          << ", test accuracy " << eval.accuracy << ", " << std::setprecision(0) << images_per_s
+          << " img/s, " << std::setprecision(1) << stats.seconds << " s";
+  if (run.scaler.is_enabled()) {
+    run.out << ", " << stats.skipped << " step(s) skipped on overflow, loss scale "
+            << std::setprecision(0) << run.scaler.get_scale();
+  }
+  run.out << std::endl;
+  nlohmann::json record{{"epoch", epoch + 1},           {"step", run.step},
+                        {"loss", stats.mean_loss()},    {"test_loss", eval.loss},
+                        {"accuracy", eval.accuracy},    {"lr", lr},
+                        {"images_per_s", images_per_s}, {"seconds", stats.seconds}};
+  if (run.scaler.is_enabled()) {
+    record["skipped_steps"] = stats.skipped;
+    record["loss_scale"] = run.scaler.get_scale();
+  }
+  if (run.rank != 0) return;
+  metrics << record.dump() << std::endl;
+  save_checkpoint(
+      checkpoint_path(run.dir), *run.model, run.optimizer.get(),
+      CheckpointInfo{epoch + 1, run.step, run.c.to_json().dump(),
+                     run.scaler.is_enabled() ? run.scaler.state_dict() : nn::NamedState{}});
+}
+
+TrainResult train_epochs(Run& run) {
+  std::ofstream metrics;
+  if (run.rank == 0) metrics.open(metrics_path(run.dir), std::ios::app);
+  TrainResult result;
+  result.out_dir = run.dir.string();
+  result.epochs_done = run.start_epoch;
+  for (int epoch = run.start_epoch; epoch < run.c.epochs; ++epoch) {
+    const EpochStats stats = train_epoch(run, epoch);
+    result.skipped_steps += stats.skipped;
+    const double lr = run.optimizer->lr();
+    if (run.schedule) run.schedule->step();
+    const EvalResult eval = evaluate(*run.model, *run.test_loader, run.comm);
+    record_epoch(run, metrics, epoch, stats, lr, eval);
+    // Nobody moves on (or exits) before rank 0's checkpoint is on disk.
+    if (run.comm != nullptr) run.comm->barrier()->wait(core::Deadline::after(run.comm->timeout()));
+    result.epochs_done = epoch + 1;
+    result.last_eval = eval;
+  }
+  return result;
 }
 
 }  // namespace
-
-std::string default_run_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  std::ostringstream name;
-  name << "runs/" << std::put_time(&local, "%Y%m%d-%H%M%S");
-  return name.str();
-}
 
 EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communicator* comm) {
   tensor::NoGradGuard no_grad;
@@ -174,194 +448,18 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communic
   return result;
 }
 
-TrainResult train(TrainConfig c, std::ostream& all_out, collectives::Communicator* comm) {
-  c.validate();
-  const int rank = comm != nullptr ? comm->rank() : 0;
-  const int world = comm != nullptr ? comm->size() : 1;
-  NullBuffer null_buffer;
-  std::ostream null_out(&null_buffer);
-  std::ostream& out = rank == 0 ? all_out : null_out;
-  if (c.threads > 0) {
-    core::set_num_threads(c.threads);
-  } else if (world > 1) {  // share the cores between the local ranks
-    const auto local_ranks = core::env_int("LOCAL_WORLD_SIZE", world, 1, 1024);
-    core::set_num_threads(std::max<int>(1, core::num_threads() / static_cast<int>(local_ranks)));
-  }
-  if (c.out.empty()) c.out = default_run_dir();
-  const fs::path dir(c.out);
-  const fs::path latest = dir / "checkpoint.safetensors";
-  RINGLET_CHECK(!c.resume || fs::exists(latest), ValueError, "--resume: ", latest.string(),
-                " does not exist (train without --resume to start a new run)");
-  if (rank == 0 && c.reset) {  // start over: the old run's checkpoint and metrics go
-    fs::remove(latest);
-    fs::remove(dir / "metrics.jsonl");
-  }
-  if (rank == 0) {
-    fs::create_directories(dir);
-    std::ofstream(dir / "config.json") << c.to_json().dump(2) << "\n";
-  }
-  out << "config: " << c.to_json().dump() << std::endl;
-
-  auto train_data = open_split(c, Split::train);
-  auto test_data = open_split(c, Split::test);
-  const auto transform = input_transform(c);
-  DataLoaderOptions train_options;
-  train_options.batch_size = c.batch_size;
-  train_options.num_workers = c.workers;
-  train_options.seed = c.seed;
-  std::shared_ptr<Sampler> train_sampler;
-  if (world > 1) {
-    train_sampler =
-        std::make_shared<DistributedSampler>(train_data->size(), world, rank, true, c.seed);
-  } else {
-    train_sampler = std::make_shared<RandomSampler>(train_data->size(), c.seed);
-  }
-  DataLoader train_loader(train_data, train_options, transform, train_sampler);
-  DataLoaderOptions test_options = train_options;
-  test_options.batch_size = 1000;
-  DataLoader test_loader(test_data, test_options, transform,
-                         std::make_shared<ShardSampler>(test_data->size(), rank, world));
-
-  tensor::Generator gen(c.seed);
-  std::shared_ptr<nn::Module> model = nn::make_model(c.model, gen, 10, 1);
-  model->train();
-  auto optimizer = make_optimizer(c, *model);
-  auto schedule = make_schedule(c, *optimizer);
-  out << model->summary();
-  if (world > 1) out << "data parallel over " << world << " ranks" << std::endl;
-
-  // Mixed precision: the layers compute on rounded values (nn/autocast.h); f16 scales the loss
-  // and skips the steps whose gradients overflow, as torch.cuda.amp does. Under DDP every rank
-  // sees the same averaged gradients, so all of them skip the same steps.
-  const core::DType precision = c.precision == "bf16"  ? core::DType::bf16
-                                : c.precision == "f16" ? core::DType::f16
-                                                       : core::DType::f32;
-  nn::GradScaler scaler(nn::GradScalerOptions{.enabled = precision == core::DType::f16});
-  if (precision != core::DType::f32) {
-    out << "mixed precision: " << c.precision << " inputs to Linear and Conv2d, f32 accumulation"
-        << (scaler.is_enabled() ? ", dynamic loss scaling" : "") << std::endl;
-  }
-
-  int start_epoch = 0;
-  std::int64_t step = 0;
-  if (c.resume) {
-    const CheckpointInfo info = load_checkpoint(latest, *model, optimizer.get());
-    start_epoch = static_cast<int>(info.epoch);
-    step = info.step;
-    for (int e = 0; e < start_epoch && schedule; ++e) schedule->step();
-    if (scaler.is_enabled() && !info.scaler.empty()) scaler.load_state_dict(info.scaler);
-    out << "resumed from " << latest.string() << " after epoch " << start_epoch << std::endl;
-  }
-  // After the resume, so that every rank starts from the loaded (equal) parameters.
-  std::unique_ptr<DistributedDataParallel> ddp;
-  if (world > 1) {
-    if (c.sync_bn) {
-      const int layers = convert_sync_batchnorm(*model, *comm);
-      out << "SyncBatchNorm: " << layers << " BatchNorm layer(s) use the global batch statistics"
-          << std::endl;
-    }
-    // The loop never keeps a .grad past the optimizer step, so the gradients may live in
-    // DDP's buckets (no copy back after each all-reduce).
-    ddp = std::make_unique<DistributedDataParallel>(model, *comm,
-                                                    DDPOptions{.gradient_as_bucket_view = true});
-  }
-
-  const bool tty = ::isatty(STDOUT_FILENO) != 0;
-  const nn::CrossEntropyLoss criterion(tensor::Reduction::mean, c.label_smoothing);
-  std::ofstream metrics;
-  if (rank == 0) metrics.open(dir / "metrics.jsonl", std::ios::app);
-  TrainResult result;
-  result.out_dir = dir.string();
-  result.epochs_done = start_epoch;
-  for (int epoch = start_epoch; epoch < c.epochs; ++epoch) {
-    const auto start = Clock::now();
-    auto it = train_loader.begin_epoch(epoch);
-    const std::int64_t batches = it.num_batches();
-    double loss_sum = 0;
-    std::int64_t seen = 0, in_epoch = 0, skipped = 0;
-    while (auto batch = it.next()) {
-      optimizer->zero_grad();
-      tensor::Tensor logits;
-      {
-        nn::Autocast amp(precision);
-        logits = ddp ? ddp->forward(batch->images) : model->forward(batch->images);
-      }
-      tensor::Tensor loss = criterion.forward(logits, batch->labels);
-      scaler.scale(loss).backward();
-      if (ddp) ddp->finish_gradient_sync();
-      if (c.clip_grad_norm > 0) {
-        scaler.unscale_(*optimizer);  // the clip sees the true gradients
-        nn::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
-      }
-      const bool stepped = scaler.step(*optimizer);
-      scaler.update();
-      ++step;
-      ++in_epoch;
-      if (!stepped) {  // inf/NaN gradients: the scale shrank, nothing was learned
-        ++skipped;
-        ++result.skipped_steps;
-        continue;
-      }
-      const double value = loss.item();
-      RINGLET_CHECK(std::isfinite(value), Error, "epoch ", epoch + 1, " step ", step,
-                    ": the loss is ", value, " (diverged; try a smaller --lr)");
-      loss_sum += value * static_cast<double>(batch->labels.numel());
-      seen += batch->labels.numel();
-      const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-      const double rate = static_cast<double>(seen) * world / std::max(secs, 1e-9);
-      if (tty) {
-        const double eta =
-            secs / static_cast<double>(in_epoch) * static_cast<double>(batches - in_epoch);
-        out << "\repoch " << epoch + 1 << "/" << c.epochs << " [" << in_epoch << "/" << batches
-            << "] loss " << std::fixed << std::setprecision(4)
-            << loss_sum / static_cast<double>(seen) << " " << std::setprecision(0) << rate
-            << " img/s eta " << format_seconds(eta) << "   " << std::flush;
-      } else if (in_epoch % c.log_every == 0 || in_epoch == batches) {
-        out << "epoch " << epoch + 1 << " step " << in_epoch << "/" << batches << " loss "
-            << std::fixed << std::setprecision(4) << loss_sum / static_cast<double>(seen) << " "
-            << std::setprecision(0) << rate << " img/s" << std::endl;
-      }
-    }
-    if (tty) out << "\n";
-    const double train_secs = std::chrono::duration<double>(Clock::now() - start).count();
-    const double lr = optimizer->lr();
-    if (schedule) schedule->step();
-    const EvalResult eval = evaluate(*model, test_loader, comm);
-    const double images_per_s = static_cast<double>(seen) * world / std::max(train_secs, 1e-9);
-    out << std::fixed << "epoch " << epoch + 1 << "/" << c.epochs << ": train loss "
-        << std::setprecision(4) << loss_sum / std::max<double>(1, static_cast<double>(seen))
-        << ", test loss " << eval.loss << ", test accuracy " << eval.accuracy << ", "
-        << std::setprecision(0) << images_per_s << " img/s, " << std::setprecision(1) << train_secs
-        << " s";
-    if (scaler.is_enabled()) {
-      out << ", " << skipped << " step(s) skipped on overflow, loss scale " << std::setprecision(0)
-          << scaler.get_scale();
-    }
-    out << std::endl;
-    nlohmann::json record{{"epoch", epoch + 1},
-                          {"step", step},
-                          {"loss", loss_sum / std::max<double>(1, static_cast<double>(seen))},
-                          {"test_loss", eval.loss},
-                          {"accuracy", eval.accuracy},
-                          {"lr", lr},
-                          {"images_per_s", images_per_s},
-                          {"seconds", train_secs}};
-    if (scaler.is_enabled()) {
-      record["skipped_steps"] = skipped;
-      record["loss_scale"] = scaler.get_scale();
-    }
-    if (rank == 0) {
-      metrics << record.dump() << std::endl;
-      save_checkpoint(latest, *model, optimizer.get(),
-                      CheckpointInfo{epoch + 1, step, c.to_json().dump(),
-                                     scaler.is_enabled() ? scaler.state_dict() : nn::NamedState{}});
-    }
-    // Nobody moves on (or exits) before rank 0's checkpoint is on disk.
-    if (comm != nullptr) comm->barrier()->wait(core::Deadline::after(comm->timeout()));
-    result.epochs_done = epoch + 1;
-    result.last_eval = eval;
-  }
-  return result;
+TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm) {
+  config.validate();
+  config.fill_dataset_defaults();
+  Run run(std::move(config), out, comm);
+  share_cores(run);
+  run.dir = prepare_run_dir(run.c, run.rank);
+  run.out << "config: " << run.c.to_json().dump() << std::endl;
+  make_loaders(run);
+  set_up_model(run);
+  if (run.c.resume) resume(run);
+  if (run.world > 1) distribute(run);
+  return train_epochs(run);
 }
 
 EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_dir,
@@ -373,8 +471,8 @@ EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_
   TrainConfig c;
   c.merge_json(nlohmann::json::parse(it->second), path);
   if (!data_dir.empty()) c.data_dir = data_dir;
-  tensor::Generator gen(c.seed);
-  auto model = nn::make_model(c.model, gen, 10, 1);
+  c.fill_dataset_defaults();
+  auto model = build_model(c);
   load_checkpoint(path, *model, nullptr);
   DataLoaderOptions options;
   options.batch_size = 1000;

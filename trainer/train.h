@@ -1,7 +1,8 @@
 // The single-process training loop behind `ringlet train`: data, model, optimizer and
 // schedule from a TrainConfig; per epoch a training pass (progress bar on a TTY, plain lines
 // otherwise), an evaluation on the test set, one summary line, a metrics.jsonl record and an
-// atomic checkpoint in the run directory. --resume continues from the run's last checkpoint.
+// atomic checkpoint in the run directory (run_dir.h). --resume continues from the run's last
+// checkpoint.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +36,6 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader,
 // With a communicator of several ranks: DistributedSampler shards, DDP gradient averaging,
 // rank 0 alone prints, writes metrics and checkpoints; every rank loads a checkpoint to resume.
 TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm = nullptr);
-// runs/<local date-time>: the run directory when none is given.
-std::string default_run_dir();
 // `ringlet eval --checkpoint F`: rebuilds the model the checkpoint's config names, loads it and
 // evaluates on the test split.
 EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_dir,

@@ -1,15 +1,16 @@
-// open_store and job_token. HostedStore bundles rank 0's server with its client so that one
-// unique_ptr<Store> owns both; it destroys the client first and keeps serving until the other
-// ranks have hung up (bounded), so no rank loses the store under its last request.
+// host_tcp_store, open_store and job_token. HostedStore bundles rank 0's server with its client so
+// that one unique_ptr<Store> owns both; it destroys the client first and keeps serving until the
+// other ranks have hung up (bounded), so no rank loses the store under its last request.
 #include "transport/rendezvous.h"
 
 #include <charconv>
 #include <optional>
-#include <random>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/random.h"
 #include "transport/file_store.h"
+#include "transport/tcp/interfaces.h"
 
 namespace ringlet::transport {
 namespace {
@@ -56,29 +57,11 @@ class HostedStore : public Store {
   std::chrono::milliseconds linger_;
 };
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 bool store_hosted_by_launcher(const EnvLookup& env) {
   const auto v = env("RINGLET_STORE_HOSTED");
   if (!v || *v == "0") return false;
   RINGLET_CHECK(*v == "1", ValueError, "RINGLET_STORE_HOSTED='", *v, "' must be 0 or 1");
   return true;
-}
-
-std::unique_ptr<TcpStoreServer> host_server(const InitInfo& info) {
-  if (is_loopback(info.master_addr)) {
-    return std::make_unique<TcpStoreServer>(info.master_addr, info.master_port);
-  }
-  // Every interface: "::" also takes IPv4 clients; fall back to IPv4 where IPv6 is off.
-  try {
-    return std::make_unique<TcpStoreServer>("::", info.master_port);
-  } catch (const core::Error& e) {
-    core::log(core::LogLevel::debug, "store: IPv6 wildcard bind failed (", e.what(),
-              "); trying 0.0.0.0");
-    return std::make_unique<TcpStoreServer>("0.0.0.0", info.master_port);
-  }
 }
 
 std::optional<std::uint64_t> parse_token(const std::string& text) {
@@ -93,6 +76,17 @@ std::optional<std::uint64_t> parse_token(const std::string& text) {
 
 }  // namespace
 
+std::unique_ptr<TcpStoreServer> host_tcp_store(const std::string& addr, int port) {
+  if (tcp::is_loopback_host(addr)) return std::make_unique<TcpStoreServer>(addr, port);
+  try {
+    return std::make_unique<TcpStoreServer>("::", port);
+  } catch (const core::Error& e) {
+    core::log(core::LogLevel::debug, "store: IPv6 wildcard bind failed (", e.what(),
+              "); trying 0.0.0.0");
+    return std::make_unique<TcpStoreServer>("0.0.0.0", port);
+  }
+}
+
 std::unique_ptr<Store> open_store(const InitInfo& info, core::Deadline deadline,
                                   const EnvLookup& env, std::chrono::milliseconds timeout) {
   if (info.source == "file") {
@@ -103,7 +97,7 @@ std::unique_ptr<Store> open_store(const InitInfo& info, core::Deadline deadline,
                 ValueError, "open_store: unknown InitInfo source '", info.source, "'");
   std::unique_ptr<TcpStoreServer> server;
   if (info.rank == 0 && !store_hosted_by_launcher(env)) {
-    server = host_server(info);
+    server = host_tcp_store(info.master_addr, info.master_port);
     core::log(core::LogLevel::info, "store: rank 0 hosts the store on port ", server->port(),
               " for ", info.world_size, " ranks (", info.source, " init)");
   }
@@ -121,10 +115,8 @@ std::uint64_t job_token(Store& store, int rank, core::Deadline deadline, const E
   }
   std::string published;
   if (rank == 0) {
-    std::random_device rd;
-    const std::uint64_t drawn = (std::uint64_t{rd()} << 32) ^ rd();
     // compare_set keeps the first token if rank 0 asks twice (the others may already use it).
-    published = store.compare_set(kTokenKey, "", std::to_string(drawn));
+    published = store.compare_set(kTokenKey, "", std::to_string(core::random_u64()));
   } else {
     published = store.get(kTokenKey, deadline);
   }

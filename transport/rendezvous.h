@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/deadline.h"
 #include "transport/discovery.h"
@@ -16,10 +17,16 @@
 
 namespace ringlet::transport {
 
-// source "tcp"/"env"/"slurm"/"ompi": rank 0 starts a TcpStoreServer on master_port (bound to
-// master_addr when that is a loopback address, else to every interface, since a host's own
-// name may resolve to a loopback alias) unless RINGLET_STORE_HOSTED=1 says the launcher hosts
-// it; every rank, rank 0 included, connects a TcpStore client, retrying until `deadline`.
+// The store server of a job whose ranks reach it at addr:port, as rank 0 or a launcher hosts
+// it: bound to addr when that is a loopback address (tcp::is_loopback_host), else to every
+// interface ("::", which also takes IPv4 clients, or "0.0.0.0" where IPv6 is off), since the
+// name other hosts use for this one may resolve to an address it cannot bind (a loopback
+// alias). port 0 picks an ephemeral port. Throws core::Error naming the port it cannot bind.
+std::unique_ptr<TcpStoreServer> host_tcp_store(const std::string& addr, int port);
+
+// source "tcp"/"env"/"slurm"/"ompi": rank 0 hosts the store on master_port (host_tcp_store)
+// unless RINGLET_STORE_HOSTED=1 says the launcher hosts it; every rank, rank 0 included,
+// connects a TcpStore client, retrying until `deadline`.
 // source "file": a FileStore on file_path, deleted when all world_size ranks have closed it.
 // `timeout` bounds each store call (see Store::set_timeout).
 std::unique_ptr<Store> open_store(const InitInfo& info, core::Deadline deadline,
@@ -27,7 +34,7 @@ std::unique_ptr<Store> open_store(const InitInfo& info, core::Deadline deadline,
                                   std::chrono::milliseconds timeout = kDefaultStoreTimeout);
 
 // The 64-bit token that tells this job's connections from strangers. RINGLET_JOB_TOKEN (decimal
-// or 0x-hex) if the launcher set it; otherwise rank 0 draws one from std::random_device and
+// or 0x-hex) if the launcher set it; otherwise rank 0 draws one (core::random_u64) and
 // publishes it under "ringlet/job_token", and the other ranks read it (until `deadline`).
 std::uint64_t job_token(Store& store, int rank, core::Deadline deadline,
                         const EnvLookup& env = process_env());

@@ -21,6 +21,10 @@ std::string exact(double value) {
 
 }  // namespace
 
+std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir) {
+  return run_dir / "checkpoint.safetensors";
+}
+
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                      const nn::Optimizer* optimizer, const CheckpointInfo& info) {
   safetensors::NamedTensors tensors;

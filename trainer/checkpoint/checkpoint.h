@@ -21,6 +21,9 @@ struct CheckpointInfo {
   nn::NamedState scaler;   // GradScaler::state_dict() (scalars); empty when no loss scaling
 };
 
+// Where a run keeps its latest checkpoint: run_dir/checkpoint.safetensors.
+std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir);
+
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                      const nn::Optimizer* optimizer, const CheckpointInfo& info);
 // Loads into `model` (strict: every key and shape must match) and `optimizer` (if given).

@@ -137,6 +137,79 @@ Entry parse_entry(const fs::path& path, const std::string& name, const nlohmann:
   return e;
 }
 
+// The 8-byte little-endian length of the JSON header that follows it, checked against the
+// file's size and kMaxHeaderBytes.
+std::uint64_t read_header_length(const fs::path& path, int fd, std::uint64_t file_bytes) {
+  if (file_bytes < 8) {
+    fail(path, "truncated: " + std::to_string(file_bytes) +
+                   " bytes, too short for the 8-byte header length");
+  }
+  std::uint64_t header_len = 0;
+  read_at(path, fd, &header_len, 8, 0);
+  if (header_len > file_bytes - 8 || header_len > kMaxHeaderBytes || header_len < 2) {
+    fail(path, "bad header length " + std::to_string(header_len) + " for a file of " +
+                   std::to_string(file_bytes) + " bytes (not a safetensors file, or truncated)");
+  }
+  return header_len;
+}
+
+// The JSON header: an object without duplicate top-level names, which a plain parse would
+// silently merge.
+nlohmann::json parse_header(const fs::path& path, const std::string& text) {
+  std::set<std::string> names;
+  std::string duplicate;
+  const auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
+        !names.insert(value.get<std::string>()).second && duplicate.empty()) {
+      duplicate = value.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text, on_event);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, std::string("bad JSON header: ") + e.what());
+  }
+  if (!header.is_object()) fail(path, "JSON header is not an object");
+  if (!duplicate.empty()) fail(path, "duplicate tensor name '" + duplicate + "' in the header");
+  return header;
+}
+
+Metadata parse_metadata(const fs::path& path, const nlohmann::json& info) {
+  if (!info.is_object()) fail(path, "__metadata__ is not a JSON object");
+  Metadata metadata;
+  for (const auto& [key, value] : info.items()) {
+    if (!value.is_string()) fail(path, "metadata '" + key + "' is not a string");
+    metadata[key] = value.get<std::string>();
+  }
+  return metadata;
+}
+
+// The data must be covered exactly: sorted by offsets, each tensor starts where the previous
+// one ended and the last ends at the end of the file. Sorts `entries`.
+void check_coverage(const fs::path& path, std::vector<Entry>& entries, std::uint64_t data_bytes) {
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t expected = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    if (e.begin < expected) {
+      fail(path, "tensor '" + e.name + "' overlaps tensor '" + entries[i - 1].name + "'");
+    }
+    if (e.begin > expected) {
+      fail(path, "gap of " + std::to_string(e.begin - expected) + " bytes before tensor '" +
+                     e.name + "'");
+    }
+    expected = e.end;
+  }
+  if (expected != data_bytes) {
+    fail(path, "tensors cover " + std::to_string(expected) + " bytes but the file holds " +
+                   std::to_string(data_bytes) + " data bytes");
+  }
+}
+
 }  // namespace
 
 const char* dtype_to_name(core::DType dtype) {
@@ -219,73 +292,22 @@ File read(const fs::path& path) {
   struct stat st {};
   if (::fstat(file.fd, &st) != 0) fail(path, "cannot stat: " + errno_text());
   const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
-  if (file_bytes < 8) {
-    fail(path, "truncated: " + std::to_string(file_bytes) +
-                   " bytes, too short for the 8-byte header length");
-  }
-  std::uint64_t header_len = 0;
-  read_at(path, file.fd, &header_len, 8, 0);
-  if (header_len > file_bytes - 8 || header_len > kMaxHeaderBytes || header_len < 2) {
-    fail(path, "bad header length " + std::to_string(header_len) + " for a file of " +
-                   std::to_string(file_bytes) + " bytes (not a safetensors file, or truncated)");
-  }
+  const std::uint64_t header_len = read_header_length(path, file.fd, file_bytes);
   std::string text(header_len, '\0');
   read_at(path, file.fd, text.data(), header_len, 8);
   const std::uint64_t data_bytes = file_bytes - 8 - header_len;
 
-  // Reject duplicate top-level names, which a plain parse would silently merge.
-  std::set<std::string> names;
-  std::string duplicate;
-  const auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
-    if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
-        !names.insert(value.get<std::string>()).second && duplicate.empty()) {
-      duplicate = value.get<std::string>();
-    }
-    return true;
-  };
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text, on_event);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("bad JSON header: ") + e.what());
-  }
-  if (!header.is_object()) fail(path, "JSON header is not an object");
-  if (!duplicate.empty()) fail(path, "duplicate tensor name '" + duplicate + "' in the header");
-
+  const nlohmann::json header = parse_header(path, text);
   File result;
   std::vector<Entry> entries;
   for (const auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
-      if (!info.is_object()) fail(path, "__metadata__ is not a JSON object");
-      for (const auto& [key, value] : info.items()) {
-        if (!value.is_string()) fail(path, "metadata '" + key + "' is not a string");
-        result.metadata[key] = value.get<std::string>();
-      }
+      result.metadata = parse_metadata(path, info);
       continue;
     }
     entries.push_back(parse_entry(path, name, info, data_bytes));
   }
-  // The data must be covered exactly: sorted by offsets, each tensor starts where the
-  // previous one ended and the last ends at the end of the file.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  std::uint64_t expected = 0;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const Entry& e = entries[i];
-    if (e.begin < expected) {
-      fail(path, "tensor '" + e.name + "' overlaps tensor '" + entries[i - 1].name + "'");
-    }
-    if (e.begin > expected) {
-      fail(path, "gap of " + std::to_string(e.begin - expected) + " bytes before tensor '" +
-                     e.name + "'");
-    }
-    expected = e.end;
-  }
-  if (expected != data_bytes) {
-    fail(path, "tensors cover " + std::to_string(expected) + " bytes but the file holds " +
-                   std::to_string(data_bytes) + " data bytes");
-  }
+  check_coverage(path, entries, data_bytes);
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (e.end > e.begin)

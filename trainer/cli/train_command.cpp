@@ -4,18 +4,28 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "core/env.h"
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
+#include "trainer/data/dataset_catalog.h"
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
+#include "trainer/run_dir.h"
 #include "trainer/train.h"
 #include "transport/discovery.h"
 
 namespace ringlet::trainer::cli {
 
 namespace {
+
+std::string join(const std::vector<double>& values) {
+  std::ostringstream text;
+  for (std::size_t i = 0; i < values.size(); ++i) text << (i ? "," : "") << values[i];
+  return text.str();
+}
 
 // One rank of a distributed run: discovery from the environment (torchrun, Slurm, Open MPI
 // variables), the store, the job token, a communicator, then the training loop.
@@ -24,9 +34,7 @@ int train_worker(TrainConfig config, std::ostream& out) {
   const auto restart = core::env_int("RINGLET_RESTART_COUNT", 0, 0, 1000);
   if (restart > 0) {  // the first attempt did any --reset
     config.reset = false;
-    config.resume =
-        !config.out.empty() &&
-        std::filesystem::exists(std::filesystem::path(config.out) / "checkpoint.safetensors");
+    config.resume = !config.out.empty() && std::filesystem::exists(checkpoint_path(config.out));
   }
   // how long to wait for the other ranks: the launcher's --rdzv-timeout
   const auto rdzv = std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400));
@@ -46,6 +54,31 @@ int train_worker(TrainConfig config, std::ostream& out) {
   return 0;
 }
 
+// Every key with its default (mean and std default to the dataset's), then the datasets.
+void print_train_help(std::ostream& out) {
+  out << "usage: ringlet " << kTrainSummary << "\n\nkeys (--key value, defaults):\n";
+  const auto defaults = TrainConfig().to_json();
+  for (const auto& key : config_keys()) {
+    out << "  --" << key << " ";
+    if (defaults[key].is_null()) {
+      out << "(the dataset's, below; one value, or one per channel: 0.5,0.5,0.5)\n";
+    } else {
+      out << defaults[key] << "\n";
+    }
+  }
+  out << "\ndatasets (--dataset NAME; its files in --data_dir):\n";
+  for (const DatasetInfo& d : dataset_catalog()) {
+    out << "  " << std::left << std::setw(15) << d.name << d.channels << "x" << d.side << "x"
+        << d.side << ", " << d.classes << " classes, mean " << join(d.mean) << ", std "
+        << join(d.std) << "\n"
+        << std::string(17, ' ') << d.files << (d.needs_data_dir ? "; needs --data_dir" : "")
+        << "\n";
+  }
+  out << "The default --data_dir holds Fashion-MNIST (apt-get install dataset-fashion-mnist).\n"
+         "fmnist_cnn takes only 28x28 single-channel images: train cifar10 with --model resnet20 "
+         "or resnet18.\n";
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& args, std::ostream& out) {
@@ -53,9 +86,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> overrides;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
-      out << "usage: ringlet " << kTrainSummary << "\n\nkeys (--key value, defaults):\n";
-      const auto defaults = TrainConfig().to_json();
-      for (const auto& key : config_keys()) out << "  --" << key << " " << defaults[key] << "\n";
+      print_train_help(out);
       return 0;
     }
     if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) {

@@ -17,12 +17,13 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <random>
 #include <thread>
 
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "trainer/launch/worker_process.h"
+#include "transport/rendezvous.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::trainer {
@@ -110,158 +111,190 @@ std::string signal_name(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : core::str("signal ", sig);
 }
 
-AttemptResult run_attempt(const LaunchOptions& o, const std::string& program,
-                          const std::vector<std::string>& command, const Env& common,
-                          std::ostream& out, std::ostream& err) {
-  SignalPipe signals;
-  const int n = o.nproc_per_node;
+// One attempt of the job: this node's workers from start to exit, their output relayed line by
+// line with a rank prefix, the first failure or a forwarded signal stopping everyone.
+class Attempt {
+ public:
+  Attempt(const LaunchOptions& o, std::ostream& out, std::ostream& err)
+      : o_(o), n_(o.nproc_per_node), out_(out), err_(err), lines_(n_), tails_(n_) {}
+
   // Started ones are killed and reaped by their destructors if a later start throws.
-  std::vector<std::unique_ptr<WorkerProcess>> workers;
-  for (int local = 0; local < n; ++local) {
-    const int rank = o.node_rank * n + local;
-    Env env = common;
-    env.emplace_back("RANK", std::to_string(rank));
-    env.emplace_back("LOCAL_RANK", std::to_string(local));
-    workers.push_back(
-        std::make_unique<WorkerProcess>(rank, program, command, merged_environment(env)));
+  void start(const std::string& program, const std::vector<std::string>& command,
+             const Env& common) {
+    for (int local = 0; local < n_; ++local) {
+      const int rank = o_.node_rank * n_ + local;
+      Env env = common;
+      env.emplace_back("RANK", std::to_string(rank));
+      env.emplace_back("LOCAL_RANK", std::to_string(local));
+      workers_.push_back(
+          std::make_unique<WorkerProcess>(rank, program, command, merged_environment(env)));
+    }
   }
-  std::vector<std::array<LineBuffer, 2>> lines(n);
-  std::vector<std::deque<std::string>> tails(n);
-  const auto emit = [&](int local, int stream) {
-    return [&, local, stream](const std::string& line) {
-      const int rank = workers[local]->rank();
-      if (o.quiet_others && rank != 0) {
-        if (stream == 1) {
-          tails[local].push_back(line);
-          if (tails[local].size() > kTailLines) tails[local].pop_front();
-        }
-        return;
+
+  // One round of the loop (at most kPollMs): signals, output, exits, escalation. False once
+  // every worker has exited and its pipes are drained (or the drain gave up).
+  bool step() {
+    poll_once();
+    reap_exits();
+    bool any_running = false, any_open = false;
+    for (auto& w : workers_) {
+      any_running = any_running || w->running();
+      any_open = any_open || w->pipes_open();
+    }
+    if (kill_at_ && !killed_ && any_running && kill_at_->expired()) {
+      err_ << "ringlet launch: worker(s) still running " << o_.stop_grace.count()
+           << " ms after the stop signal; sending SIGKILL\n";
+      stop_all(SIGKILL);
+      killed_ = true;
+    }
+    if (any_running) return true;
+    if (!any_open) return false;
+    // Every worker exited but something it started still holds a pipe: read for a moment more.
+    if (!drain_until_) drain_until_ = Deadline::after(kDrain);
+    if (!drain_until_->expired()) return true;
+    if (kill_at_) stop_all(SIGKILL);  // a stopped job's leftovers go too
+    return false;
+  }
+
+  // Flushes the last partial lines, shows a quiet failed rank's stderr tail, sets the status.
+  AttemptResult finish() {
+    for (int i = 0; i < n_; ++i) {
+      for (int s = 0; s < 2; ++s) lines_[i][s].finish(Emitter{this, i, s});
+    }
+    if (result_.failed_rank > 0 && o_.quiet_others) {
+      const int local = result_.failed_rank - o_.node_rank * n_;
+      if (!tails_[local].empty())
+        err_ << "ringlet launch: last stderr lines of rank " << result_.failed_rank << ":\n";
+      for (const auto& line : tails_[local])
+        err_ << "[rank " << result_.failed_rank << "] " << line << '\n';
+    }
+    if (result_.failed_rank < 0 && result_.interrupt != 0) {
+      result_.status = 128 + result_.interrupt;
+    }
+    out_.flush();
+    err_.flush();
+    return result_;
+  }
+
+ private:
+  // Rank 0 and, without quiet_others, every rank: "[rank r] line" on out (stdout) or err
+  // (stderr). Quiet ranks' stderr lines are kept (the last kTailLines) for their failure.
+  void emit(int local, int stream, const std::string& line) {
+    const int rank = workers_[local]->rank();
+    if (o_.quiet_others && rank != 0) {
+      if (stream == 1) {
+        tails_[local].push_back(line);
+        if (tails_[local].size() > kTailLines) tails_[local].pop_front();
       }
-      (stream == 0 ? out : err) << "[rank " << rank << "] " << line << '\n';
-    };
+      return;
+    }
+    (stream == 0 ? out_ : err_) << "[rank " << rank << "] " << line << '\n';
+  }
+  struct Emitter {  // one worker stream's lines, for LineBuffer
+    Attempt* attempt;
+    int local, stream;
+    void operator()(const std::string& line) const { attempt->emit(local, stream, line); }
   };
 
-  AttemptResult result;
-  std::optional<Deadline> kill_at;  // set once stopping has begun
-  bool killed = false;
-  std::optional<Deadline> drain_until;
-  const auto stop_all = [&](int sig) {
-    for (auto& w : workers) w->signal(sig);
-    if (!kill_at) kill_at = Deadline::after(o.stop_grace);
-  };
+  void stop_all(int sig) {
+    for (auto& w : workers_) w->signal(sig);
+    if (!kill_at_) kill_at_ = Deadline::after(o_.stop_grace);
+  }
 
-  std::vector<char> buffer(64 * 1024);
-  while (true) {
-    std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
+  // Waits up to kPollMs for a signal or worker output, then handles what arrived.
+  void poll_once() {
+    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
     std::vector<std::pair<int, int>> owners{{-1, -1}};  // (local rank, stream) per fds entry
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n_; ++i) {
       for (int s = 0; s < 2; ++s) {
-        if (workers[i]->fd(s) < 0) continue;
-        fds.push_back({workers[i]->fd(s), POLLIN, 0});
+        if (workers_[i]->fd(s) < 0) continue;
+        fds.push_back({workers_[i]->fd(s), POLLIN, 0});
         owners.emplace_back(i, s);
       }
     }
     const int ready = ::poll(fds.data(), fds.size(), kPollMs);
     RINGLET_CHECK(ready >= 0 || errno == EINTR, Error,
                   "launch: poll failed: ", std::strerror(errno));
-    if (ready > 0 && fds[0].revents != 0) {
-      for (const int sig : signals.drain()) {
-        if (result.interrupt == 0) {
-          result.interrupt = sig;
-          err << "ringlet launch: got " << signal_name(sig) << "; forwarding it to the workers\n";
-          stop_all(sig);
-        } else if (!killed) {  // a second signal: the user does not want to wait
-          err << "ringlet launch: got " << signal_name(sig) << " again; killing the workers\n";
-          stop_all(SIGKILL);
-          killed = true;
-        }
-      }
-    }
+    if (ready > 0 && fds[0].revents != 0) forward_signals();
     for (std::size_t k = 1; ready > 0 && k < fds.size(); ++k) {
-      if (fds[k].revents == 0) continue;
-      const auto [i, s] = owners[k];
-      const ssize_t got = ::read(fds[k].fd, buffer.data(), buffer.size());
-      if (got > 0) {
-        lines[i][s].feed(buffer.data(), static_cast<std::size_t>(got), emit(i, s));
-      } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-        lines[i][s].finish(emit(i, s));
-        workers[i]->close_fd(s);
+      if (fds[k].revents != 0) read_output(fds[k].fd, owners[k].first, owners[k].second);
+    }
+    out_.flush();
+    err_.flush();
+  }
+
+  // The first signal goes to the workers; a second one means the user does not want to wait.
+  void forward_signals() {
+    for (const int sig : signals_.drain()) {
+      if (result_.interrupt == 0) {
+        result_.interrupt = sig;
+        err_ << "ringlet launch: got " << signal_name(sig) << "; forwarding it to the workers\n";
+        stop_all(sig);
+      } else if (!killed_) {
+        err_ << "ringlet launch: got " << signal_name(sig) << " again; killing the workers\n";
+        stop_all(SIGKILL);
+        killed_ = true;
       }
     }
-    out.flush();
-    err.flush();
+  }
 
-    for (auto& w : workers) {
+  void read_output(int fd, int local, int stream) {
+    const ssize_t got = ::read(fd, buffer_.data(), buffer_.size());
+    if (got > 0) {
+      lines_[local][stream].feed(buffer_.data(), static_cast<std::size_t>(got),
+                                 Emitter{this, local, stream});
+    } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+      lines_[local][stream].finish(Emitter{this, local, stream});
+      workers_[local]->close_fd(stream);
+    }
+  }
+
+  // The first worker that fails on its own stops the others; exits after a stop are no news.
+  void reap_exits() {
+    for (auto& w : workers_) {
       if (!w->poll_exit()) continue;
       const int status = *w->wait_status();
-      if (shell_status(status) == 0 || kill_at) continue;  // a stopped worker is no news
-      result.failed_rank = w->rank();
-      result.status = shell_status(status);
-      result.wait_status = status;
-      err << "ringlet launch: rank " << w->rank() << " (pid " << w->pid() << ") failed with "
-          << describe_status(status);
-      if (n > 1) err << "; stopping the other " << n - 1 << " worker(s)";
-      err << "\n";
+      if (shell_status(status) == 0 || kill_at_) continue;
+      result_.failed_rank = w->rank();
+      result_.status = shell_status(status);
+      result_.wait_status = status;
+      err_ << "ringlet launch: rank " << w->rank() << " (pid " << w->pid() << ") failed with "
+           << describe_status(status);
+      if (n_ > 1) err_ << "; stopping the other " << n_ - 1 << " worker(s)";
+      err_ << "\n";
       stop_all(SIGTERM);
     }
-    bool any_running = false, any_open = false;
-    for (auto& w : workers) {
-      any_running = any_running || w->running();
-      any_open = any_open || w->pipes_open();
-    }
-    if (kill_at && !killed && any_running && kill_at->expired()) {
-      err << "ringlet launch: worker(s) still running " << o.stop_grace.count()
-          << " ms after the stop signal; sending SIGKILL\n";
-      stop_all(SIGKILL);
-      killed = true;
-    }
-    if (any_running) continue;
-    if (!any_open) break;
-    // Every worker exited but something it started still holds a pipe: read for a moment more.
-    if (!drain_until) drain_until = Deadline::after(kDrain);
-    if (drain_until->expired()) {
-      if (kill_at) stop_all(SIGKILL);  // a stopped job's leftovers go too
-      break;
-    }
   }
-  for (int i = 0; i < n; ++i) {
-    for (int s = 0; s < 2; ++s) lines[i][s].finish(emit(i, s));
-  }
-  if (result.failed_rank > 0 && o.quiet_others) {
-    const int local = result.failed_rank - o.node_rank * n;
-    if (!tails[local].empty())
-      err << "ringlet launch: last stderr lines of rank " << result.failed_rank << ":\n";
-    for (const auto& line : tails[local])
-      err << "[rank " << result.failed_rank << "] " << line << '\n';
-  }
-  if (result.failed_rank < 0 && result.interrupt != 0) result.status = 128 + result.interrupt;
-  out.flush();
-  err.flush();
-  return result;
-}
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
+  const LaunchOptions& o_;
+  const int n_;  // workers on this node
+  std::ostream& out_;
+  std::ostream& err_;
+  SignalPipe signals_;  // before the workers, which are destroyed (killed, reaped) first
+  std::vector<std::unique_ptr<WorkerProcess>> workers_;
+  std::vector<std::array<LineBuffer, 2>> lines_;  // per worker: stdout, stderr
+  std::vector<std::deque<std::string>> tails_;    // per quiet worker: its last stderr lines
+  std::vector<char> buffer_ = std::vector<char>(64 * 1024);
+  AttemptResult result_;
+  std::optional<Deadline> kill_at_;  // set once stopping has begun
+  bool killed_ = false;              // SIGKILL sent
+  std::optional<Deadline> drain_until_;
+};
 
-// Binds master_addr when it is a loopback address, else every interface (the name of a host may
-// resolve to an address it cannot bind), as rank 0 does in transport/rendezvous.cpp.
-std::unique_ptr<transport::TcpStoreServer> host_store(const LaunchOptions& o) {
-  if (is_loopback(o.master_addr)) {
-    return std::make_unique<transport::TcpStoreServer>(o.master_addr, o.master_port);
+AttemptResult run_attempt(const LaunchOptions& o, const std::string& program,
+                          const std::vector<std::string>& command, const Env& common,
+                          std::ostream& out, std::ostream& err) {
+  Attempt attempt(o, out, err);
+  attempt.start(program, command, common);
+  while (attempt.step()) {
   }
-  try {
-    return std::make_unique<transport::TcpStoreServer>("::", o.master_port);
-  } catch (const core::Error&) {
-    return std::make_unique<transport::TcpStoreServer>("0.0.0.0", o.master_port);
-  }
+  return attempt.finish();
 }
 
 std::string draw_token() {
-  std::random_device rd;
-  const unsigned long long token = (static_cast<unsigned long long>(rd()) << 32) ^ rd();
   char text[24];
-  std::snprintf(text, sizeof text, "0x%016llx", token);
+  std::snprintf(text, sizeof text, "0x%016llx",
+                static_cast<unsigned long long>(core::random_u64()));
   return text;
 }
 
@@ -323,7 +356,8 @@ int launch(const LaunchOptions& options, const std::vector<std::string>& command
     // A fresh store per attempt: no keys left over from the failed one, and with master_port 0
     // a new port, so a straggler of the old attempt cannot reach the new one.
     std::unique_ptr<transport::TcpStoreServer> server;
-    if (options.node_rank == 0) server = host_store(options);
+    if (options.node_rank == 0)
+      server = transport::host_tcp_store(options.master_addr, options.master_port);
     const int port = server ? server->port() : options.master_port;
     const Env common = {
         {"WORLD_SIZE", std::to_string(world_size)},

@@ -27,6 +27,8 @@ IfnameSpec parse_ifname_spec(const std::string& spec);  // ValueError on an empt
 std::vector<Interface> list_interfaces();               // up, with an address, IPv4 first
 // Picks the interface for this rank; throws ValueError naming the spec and what was found.
 Interface select_interface(const std::string& spec, const std::string& store_host);
+// Whether a store host names this machine's loopback: "localhost", "::1" or "[::1]", 127.x.y.z.
+// Decides the interface above and where the store is bound (transport/rendezvous.h).
 bool is_loopback_host(const std::string& host);
 
 }  // namespace ringlet::transport::tcp
