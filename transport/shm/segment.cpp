@@ -8,13 +8,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <string>
 #include <system_error>
 #include <utility>
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "transport/shm/futex.h"
 
 namespace ringlet::transport {
@@ -59,8 +59,7 @@ std::uint64_t pid_namespace() {
 }
 
 std::string random_nonce() {
-  std::random_device device;
-  const std::uint64_t value = (std::uint64_t{device()} << 32) ^ device();
+  const std::uint64_t value = core::random_u64();
   static constexpr char kHex[] = "0123456789abcdef";
   std::string text(16, '0');
   for (int i = 0; i < 16; ++i) text[i] = kHex[(value >> (60 - 4 * i)) & 0xf];
