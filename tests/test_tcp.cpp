@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "ipv6.h"
 #include "raw_socket.h"
 #include "tcp_pair.h"
 #include "transport/errors.h"
@@ -299,14 +300,8 @@ TEST_CASE("connect retries until the listener appears, and gives up at the deadl
   CHECK(std::chrono::steady_clock::now() - start < 3s);
 }
 
-TEST_CASE("IPv6 loopback") {
-  const auto all = transport::tcp::list_interfaces();
-  const bool has_v6 =
-      std::any_of(all.begin(), all.end(), [](const auto& i) { return i.loopback && i.ipv6; });
-  if (!has_v6) {
-    MESSAGE("skipped: no IPv6 loopback address on this machine");
-    return;
-  }
+TEST_CASE("IPv6 loopback" * doctest::skip(!has_ipv6_loopback()) *
+          doctest::description("needs an IPv6 loopback address (::1)")) {
   TcpPair p = make_tcp_pair(2, "::1");
   exchange(p, 100000, 3);
 }
