@@ -50,18 +50,23 @@ peer_present() {
     torch) /usr/bin/python3 -c "import torch" >/dev/null 2>&1 ;;
   esac
 }
+# Installing needs root: sudo where it is (as scripts/install-deps.sh does), else nothing.
+as_root=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null; then as_root=sudo; else as_root=none; fi
+fi
 active_peers=""
 for peer in $PEERS; do
   if [ ! -x "$PEERS_DIR/run_$peer.sh" ]; then
     echo "skipped: $peer (no $PEERS_DIR/run_$peer.sh)"
     continue
   fi
-  if ! peer_present "$peer" && [ "${NO_INSTALL:-0}" != 1 ] && [ "$(id -u)" = 0 ] &&
+  if ! peer_present "$peer" && [ "${NO_INSTALL:-0}" != 1 ] && [ "$as_root" != none ] &&
       command -v apt-get >/dev/null; then
     pkgs=$(peer_package "$peer")
     echo "# $peer is not installed: installing it with apt-get install -y $pkgs"
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       -o DPkg::Lock::Timeout=600 $pkgs >"$LOG_DIR/install_$peer.log" 2>&1 ||
       echo "# apt-get install $pkgs failed (log: $LOG_DIR/install_$peer.log)"
   fi

@@ -5,6 +5,7 @@
 // connections aborted), algorithm_choice.cpp (which all-reduce algorithm).
 #include "collectives/communicator.h"
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -45,6 +46,9 @@ struct Communicator::Impl {
   SharedWindows windows;
   std::mutex mutex;  // guards the seq counters
   std::uint64_t next_seq = 0, next_p2p = 0;
+  // Set once the destructor stopped the channels: a send/recv still pending then fails while
+  // its connection is destroyed, and must not reach for the channels being torn down.
+  std::atomic<bool> stopped{false};
   Scheduler scheduler;  // last: its threads stop before the rest goes
 
   void connect_channels(const transport::MeshOptions& mesh, core::Deadline deadline) {
@@ -87,6 +91,7 @@ struct Communicator::Impl {
   }
 
   void abort_connections(const std::string& reason) {
+    if (stopped) return;
     for (int c = 0; c < scheduler.channels(); ++c) {
       for (int p = 0; p < size; ++p) {
         if (p != rank) scheduler.mesh(c).peer(p).abort(reason);
@@ -263,7 +268,10 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Communicator::~Communicator() { impl_->scheduler.stop(); }
+Communicator::~Communicator() {
+  impl_->scheduler.stop();
+  impl_->stopped = true;
+}
 
 int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }

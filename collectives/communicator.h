@@ -47,7 +47,7 @@ class Communicator {
   static std::unique_ptr<Communicator> create(transport::Store& store,
                                               const transport::MeshOptions& mesh,
                                               CommOptions options, core::Deadline deadline);
-  ~Communicator();  // aborts queued ops, joins threads, writes the trace
+  ~Communicator();  // runs what is queued, joins the threads, writes the trace
 
   int rank() const;
   int size() const;

@@ -128,6 +128,8 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
   set_env("RINGLET_ALGO", nullptr);
   set_env("RINGLET_SHM_WINDOW_BYTES", nullptr);
   set_env("RINGLET_CHANNELS", nullptr);
+  set_env("RINGLET_INLINE_BYTES", nullptr);
+  set_env("RINGLET_TIMEOUT", nullptr);
   const ResolvedOptions defaults = resolve_options(CommOptions{}, 4);
   CHECK(defaults.algo == AlgoRequest::automatic);
   CHECK(defaults.window_bytes == 4 * 2 * 256 * KiB);

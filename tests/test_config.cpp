@@ -92,10 +92,20 @@ TEST_CASE("datasets: known names, the files they need, the model that takes them
                        doctest::Contains("dataset cifar10 needs --data_dir DIR, a directory "
                                          "holding data_batch_1..5.bin, test_batch.bin"),
                        UsageError);
+  c.data_dir = "/usr/share/datasets/fashion-mnist/";  // the default, however it is written
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("dataset cifar10 needs --data_dir DIR"),
+                       UsageError);
   c.data_dir = "/data/cifar-10-batches-bin";
   CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("model fmnist_cnn takes 28x28"), UsageError);
   c.model = "resnet20";
   CHECK_NOTHROW(c.validate());
+
+  TrainConfig m;  // MNIST is not what the default data_dir holds either
+  m.dataset = "mnist";
+  CHECK_THROWS_WITH_AS(m.validate(), doctest::Contains("dataset mnist needs --data_dir DIR"),
+                       UsageError);
+  m.data_dir = "/data/mnist";
+  CHECK_NOTHROW(m.validate());
 }
 
 TEST_CASE("mean and std: the dataset's unless given, one value or one per channel") {

@@ -157,6 +157,15 @@ void check_channel_count(const std::vector<double>& values, const char* key,
 }
 
 // The dataset exists, its files can be found, the model takes its images.
+// Whether two paths name the same directory as written ("d/" and "d/." are "d").
+bool same_path(const std::string& a, const std::string& b) {
+  const auto normal = [](const std::string& text) {
+    std::filesystem::path p = std::filesystem::path(text).lexically_normal();
+    return p.has_filename() || !p.has_parent_path() ? p : p.parent_path();
+  };
+  return normal(a) == normal(b);
+}
+
 void check_data(const TrainConfig& c) {
   const DatasetInfo* data = find_dataset(c.dataset);
   if (data == nullptr) {
@@ -168,8 +177,7 @@ void check_data(const TrainConfig& c) {
     check(false, "dataset must be one of " + dataset_names() + ", got '" + c.dataset + "'" +
                      (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
   }
-  const bool default_dir = std::filesystem::path(c.data_dir).lexically_normal() ==
-                           std::filesystem::path(kDefaultDataDir).lexically_normal();
+  const bool default_dir = same_path(c.data_dir, kDefaultDataDir);
   check(!data->needs_data_dir || !default_dir,
         core::str("dataset ", data->name, " needs --data_dir DIR, a directory holding ",
                   data->files, "; the default data_dir holds Fashion-MNIST"));
