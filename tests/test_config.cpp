@@ -1,5 +1,6 @@
 // TrainConfig: defaults of the reference recipe, JSON files, command-line overrides, and the
-// errors for unknown keys (with the nearest valid one), wrong types and bad values.
+// errors for unknown keys (with the nearest valid one), wrong types and bad values; the
+// augmentation keys.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -131,4 +132,62 @@ TEST_CASE("mean and std: the dataset's unless given, one value or one per channe
                        UsageError);
   cifar.apply_overrides({"--mean", "0.5", "--std", "0"});
   CHECK_THROWS_WITH_AS(cifar.validate(), doctest::Contains("std must be > 0, got 0"), UsageError);
+}
+
+TEST_CASE("augment and crop_padding: names, the dataset's padding, ranges, types") {
+  TrainConfig c;
+  CHECK(c.to_json()["augment"] == "");
+  CHECK(c.to_json()["crop_padding"].is_null());
+  const trainer::Augmentations none = trainer::parse_augment(c.augment);
+  CHECK_FALSE((none.crop || none.flip));
+  CHECK_FALSE(trainer::parse_augment("none").crop);
+  const trainer::Augmentations both = trainer::parse_augment(" flip, crop ");
+  CHECK((both.crop && both.flip));
+  c.apply_overrides({"--augment", "crop", "--crop-padding", "3"});
+  CHECK(c.augment == "crop");
+  CHECK(c.crop_padding == 3);
+  CHECK(c.to_json()["crop_padding"] == 3);
+  CHECK_NOTHROW(c.validate());
+  c.fill_dataset_defaults();
+  CHECK(c.crop_padding == 3);  // given: kept
+
+  TrainConfig bad;
+  bad.augment = "crop,rotate";
+  CHECK_THROWS_WITH_AS(
+      bad.validate(),
+      doctest::Contains("augment: unknown augmentation 'rotate'; valid: crop, flip"), UsageError);
+  bad.augment = "crpo";
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("(did you mean 'crop'?)"), UsageError);
+  bad.augment = "flip,crop,flip";
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("augment names 'flip' twice"), UsageError);
+  bad.augment = "crop";
+  bad.crop_padding = 15;
+  CHECK_THROWS_WITH_AS(
+      bad.validate(),
+      doctest::Contains("crop_padding must be in [0, 14] for the 28x28 images of fashion-mnist, "
+                        "got 15"),
+      UsageError);
+  bad.crop_padding = -1;
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("crop_padding must be in [0, 14]"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(bad.apply_overrides({"--crop_padding", "two"}),
+                       doctest::Contains("--crop_padding: 'two' is not a whole number"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(bad.merge_json(nlohmann::json{{"crop_padding", "2"}}, "cfg.json"),
+                       doctest::Contains("expected an integer or null, got string"),
+                       core::ValueError);
+  bad.merge_json(nlohmann::json{{"crop_padding", nullptr}}, "cfg.json");
+  CHECK_FALSE(bad.crop_padding.has_value());
+
+  // Unset, the padding is the dataset's: 2 for 28x28 images, 4 for CIFAR-10 (torchvision's).
+  TrainConfig fashion;
+  fashion.fill_dataset_defaults();
+  CHECK(fashion.crop_padding == 2);
+  TrainConfig cifar;
+  cifar.apply_overrides({"--dataset", "cifar10", "--data-dir", "/d", "--model", "resnet20",
+                         "--augment", "crop,flip", "--crop-padding", "16"});
+  CHECK_NOTHROW(cifar.validate());  // half of 32
+  cifar.crop_padding.reset();
+  cifar.fill_dataset_defaults();
+  CHECK(cifar.crop_padding == 4);
 }

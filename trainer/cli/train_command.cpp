@@ -54,23 +54,26 @@ int train_worker(TrainConfig config, std::ostream& out) {
   return 0;
 }
 
-// Every key with its default (mean and std default to the dataset's), then the datasets.
+// Every key with its default (mean, std and crop_padding default to the dataset's), then the
+// datasets.
 void print_train_help(std::ostream& out) {
   out << "usage: ringlet " << kTrainSummary << "\n\nkeys (--key value, defaults):\n";
   const auto defaults = TrainConfig().to_json();
   for (const auto& key : config_keys()) {
     out << "  --" << key << " ";
-    if (defaults[key].is_null()) {
+    if (key == "mean" || key == "std") {
       out << "(the dataset's, below; one value, or one per channel: 0.5,0.5,0.5)\n";
+    } else if (defaults[key].is_null()) {
+      out << "(the dataset's, below)\n";
     } else {
-      out << defaults[key] << "\n";
+      out << defaults[key] << (key == "augment" ? " (none; crop, flip or crop,flip)" : "") << "\n";
     }
   }
   out << "\ndatasets (--dataset NAME; its files in --data_dir):\n";
   for (const DatasetInfo& d : dataset_catalog()) {
     out << "  " << std::left << std::setw(15) << d.name << d.channels << "x" << d.side << "x"
         << d.side << ", " << d.classes << " classes, mean " << join(d.mean) << ", std "
-        << join(d.std) << "\n"
+        << join(d.std) << ", crop padding " << d.crop_padding << "\n"
         << std::string(17, ' ') << d.files << (d.needs_data_dir ? "; needs --data_dir" : "")
         << "\n";
   }
