@@ -348,7 +348,7 @@ TrainConfig load_config(const std::string& path) {
   RINGLET_CHECK(in.good(), ValueError, "config file ", path, " cannot be opened");
   json parsed;
   try {
-    parsed = json::parse(in);
+    parsed = json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     RINGLET_THROW(ValueError, "config file ", path, " is not valid JSON: ", e.what());
   }

@@ -1,8 +1,8 @@
 // TrainConfig: every setting of a training run, with the defaults of the reference recipe
 // (fmnist_cnn, batch 64, SGD lr 0.05 momentum 0.9 weight decay 5e-4, 3 epochs, no
-// augmentation). It is read from a JSON file, then command-line overrides (--epochs 3,
-// --lr=0.1) are applied; an unknown key or flag is an error naming it and the nearest valid
-// one. The resolved config is printed and saved with the run.
+// augmentation). It is read from a JSON file (comments allowed, as in recipes/), then
+// command-line overrides (--epochs 3, --lr=0.1) are applied; an unknown key or flag is an error
+// naming it and the nearest valid one. The resolved config is printed and saved with the run.
 #pragma once
 
 #include <cstdint>
@@ -85,7 +85,8 @@ struct Augmentations {
 // unknown or repeated name is a UsageError naming it and the valid ones.
 Augmentations parse_augment(const std::string& augment);
 
-// Loads a JSON config file (errors name the file and the JSON problem).
+// Loads a JSON config file; // and /* */ comments are allowed (errors name the file and the
+// JSON problem).
 TrainConfig load_config(const std::string& path);
 std::vector<std::string> config_keys();
 
