@@ -1,12 +1,19 @@
-// TrainConfig: defaults of the reference recipe, JSON files, command-line overrides, and the
-// errors for unknown keys (with the nearest valid one), wrong types and bad values.
+// TrainConfig: defaults of the reference recipe, JSON files (with comments), command-line
+// overrides, and the errors for unknown keys (with the nearest valid one), wrong types and bad
+// values; the augmentation keys; the recipes/ folder (every recipe loads and validates,
+// fmnist_fast is `make train`'s run) and how `ringlet train --recipe` finds one.
 #include <doctest/doctest.h>
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "temp_dir.h"
+#include "trainer/cli/train_command.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
+#include "trainer/recipes.h"
 
 using namespace ringlet;
 using trainer::TrainConfig;
@@ -141,4 +148,180 @@ TEST_CASE("mean and std: the dataset's unless given, one value or one per channe
                        UsageError);
   cifar.apply_overrides({"--mean", "0.5", "--std", "0"});
   CHECK_THROWS_WITH_AS(cifar.validate(), doctest::Contains("std must be > 0, got 0"), UsageError);
+}
+
+TEST_CASE("augment and crop_padding: names, the dataset's padding, ranges, types") {
+  TrainConfig c;
+  CHECK(c.to_json()["augment"] == "");
+  CHECK(c.to_json()["crop_padding"].is_null());
+  const trainer::Augmentations none = trainer::parse_augment(c.augment);
+  CHECK_FALSE((none.crop || none.flip));
+  CHECK_FALSE(trainer::parse_augment("none").crop);
+  const trainer::Augmentations both = trainer::parse_augment(" flip, crop ");
+  CHECK((both.crop && both.flip));
+  c.apply_overrides({"--augment", "crop", "--crop-padding", "3"});
+  CHECK(c.augment == "crop");
+  CHECK(c.crop_padding == 3);
+  CHECK(c.to_json()["crop_padding"] == 3);
+  CHECK_NOTHROW(c.validate());
+  c.fill_dataset_defaults();
+  CHECK(c.crop_padding == 3);  // given: kept
+
+  TrainConfig bad;
+  bad.augment = "crop,rotate";
+  CHECK_THROWS_WITH_AS(
+      bad.validate(),
+      doctest::Contains("augment: unknown augmentation 'rotate'; valid: crop, flip"), UsageError);
+  bad.augment = "crpo";
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("(did you mean 'crop'?)"), UsageError);
+  bad.augment = "flip,crop,flip";
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("augment names 'flip' twice"), UsageError);
+  bad.augment = "crop";
+  bad.crop_padding = 15;
+  CHECK_THROWS_WITH_AS(
+      bad.validate(),
+      doctest::Contains("crop_padding must be in [0, 14] for the 28x28 images of fashion-mnist, "
+                        "got 15"),
+      UsageError);
+  bad.crop_padding = -1;
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("crop_padding must be in [0, 14]"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(bad.apply_overrides({"--crop_padding", "two"}),
+                       doctest::Contains("--crop_padding: 'two' is not a whole number"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(bad.merge_json(nlohmann::json{{"crop_padding", "2"}}, "cfg.json"),
+                       doctest::Contains("expected an integer or null, got string"),
+                       core::ValueError);
+  bad.merge_json(nlohmann::json{{"crop_padding", nullptr}}, "cfg.json");
+  CHECK_FALSE(bad.crop_padding.has_value());
+
+  // Unset, the padding is the dataset's: 2 for 28x28 images, 4 for CIFAR-10 (torchvision's).
+  TrainConfig fashion;
+  fashion.fill_dataset_defaults();
+  CHECK(fashion.crop_padding == 2);
+  TrainConfig cifar;
+  cifar.apply_overrides({"--dataset", "cifar10", "--data-dir", "/d", "--model", "resnet20",
+                         "--augment", "crop,flip", "--crop-padding", "16"});
+  CHECK_NOTHROW(cifar.validate());  // half of 32
+  cifar.crop_padding.reset();
+  cifar.fill_dataset_defaults();
+  CHECK(cifar.crop_padding == 4);
+}
+
+TEST_CASE("config files may carry comments; errors still name the file") {
+  testing::TempDir dir("ringlet_config_comments");
+  std::ofstream(dir.path / "commented.json") << "// a header line\n/* and a block */\n"
+                                                "{\n  \"epochs\": 4, // trailing\n"
+                                                "  \"augment\": \"flip\"\n}\n";
+  const TrainConfig c = trainer::load_config((dir.path / "commented.json").string());
+  CHECK(c.epochs == 4);
+  CHECK(c.augment == "flip");
+  std::ofstream(dir.path / "bad.json") << "// header\n{\"epochs\": 4,,}\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "bad.json").string()),
+                       doctest::Contains("bad.json is not valid JSON"), core::ValueError);
+}
+
+namespace {
+
+const std::filesystem::path kRecipes = std::filesystem::path(RINGLET_SOURCE_ROOT) / "recipes";
+
+// Sets RINGLET_RECIPES_DIR for one scope (unset: the compiled-in recipes/ folder).
+struct RecipesDirEnv {
+  explicit RecipesDirEnv(const std::string& dir) {
+    if (dir.empty()) {
+      ::unsetenv("RINGLET_RECIPES_DIR");
+    } else {
+      ::setenv("RINGLET_RECIPES_DIR", dir.c_str(), 1);
+    }
+  }
+  ~RecipesDirEnv() { ::unsetenv("RINGLET_RECIPES_DIR"); }
+};
+
+}  // namespace
+
+TEST_CASE("every recipe loads, validates and documents its command; fmnist_fast is make train") {
+  RecipesDirEnv env("");
+  CHECK(std::filesystem::equivalent(trainer::recipes_dir(), kRecipes));
+  const auto recipes = trainer::list_recipes();
+  std::vector<std::string> names;
+  for (const auto& r : recipes) names.push_back(r.name);
+  CHECK(names == std::vector<std::string>{"cifar10_resnet18", "cifar10_resnet20", "fmnist_best",
+                                          "fmnist_fast"});
+  for (const auto& r : recipes) {
+    CAPTURE(r.name);
+    CHECK_FALSE(r.summary.empty());
+    std::ifstream in(r.path);
+    const std::string text{std::istreambuf_iterator<char>(in), {}};
+    CHECK(text.find("ringlet train --recipe " + r.name) != std::string::npos);
+    CHECK(text.find("Expected:") != std::string::npos);
+    TrainConfig c = trainer::load_config(r.path.string());
+    if (c.dataset == "cifar10") {  // the user brings the files: the error says so
+      CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("needs --data_dir DIR"), UsageError);
+      c.data_dir = "/data/cifar-10-batches-bin";
+      CHECK(trainer::parse_augment(c.augment).crop);
+      CHECK(trainer::parse_augment(c.augment).flip);
+    }
+    CHECK_NOTHROW(c.validate());
+  }
+  // fmnist_fast writes out the built-in defaults with the 2 ranks `make train` starts.
+  TrainConfig fast = trainer::load_config((kRecipes / "fmnist_fast.json").string());
+  TrainConfig make_train;
+  make_train.nproc = 2;
+  fast.fill_dataset_defaults();
+  make_train.fill_dataset_defaults();
+  CHECK(fast.to_json() == make_train.to_json());
+}
+
+TEST_CASE("--recipe: a name in the recipes folder or a file; errors name the choices") {
+  namespace fs = std::filesystem;
+  using trainer::find_recipe;
+  {
+    RecipesDirEnv env("");
+    CHECK(find_recipe("fmnist_best") == kRecipes / "fmnist_best.json");
+    CHECK(find_recipe("some/where.json") == fs::path("some/where.json"));
+    CHECK(find_recipe("mine.json") == fs::path("mine.json"));
+    CHECK_THROWS_WITH_AS(find_recipe("fmnist_bst"),
+                         doctest::Contains("--recipe: unknown recipe 'fmnist_bst' (did you mean "
+                                           "'fmnist_best'?); recipes in "),
+                         UsageError);
+    CHECK_THROWS_WITH_AS(find_recipe("resnet"), doctest::Contains("fmnist_best, fmnist_fast"),
+                         UsageError);
+    // --help lists each recipe with the first line of its header comment.
+    std::ostringstream help;
+    CHECK(trainer::cli::train_command({"--help"}, help) == 0);
+    for (const auto& r : trainer::list_recipes()) {
+      CHECK(help.str().find("  " + r.name + " ") != std::string::npos);
+      CHECK(help.str().find(" " + r.summary + "\n") != std::string::npos);
+    }
+    std::ostringstream out;
+    CHECK_THROWS_WITH_AS(
+        trainer::cli::train_command(
+            {"--config", (kRecipes / "fmnist_fast.json").string(), "--recipe", "fmnist_best"}, out),
+        doctest::Contains("--recipe and --config cannot be combined"), UsageError);
+    CHECK_THROWS_WITH_AS(
+        trainer::cli::train_command({"--recipe", "fmnist_best", "--recipe=fmnist_fast"}, out),
+        doctest::Contains("--recipe given twice"), UsageError);
+    CHECK_THROWS_WITH_AS(trainer::cli::train_command({"--recipe"}, out),
+                         doctest::Contains("--recipe needs a value"), UsageError);
+    // A recipe's keys are validated like any config's, before anything runs.
+    CHECK_THROWS_WITH_AS(
+        trainer::cli::train_command({"--recipe", "fmnist_best", "--crop_padding", "20"}, out),
+        doctest::Contains("crop_padding must be in [0, 14]"), UsageError);
+  }
+  // RINGLET_RECIPES_DIR names another folder.
+  testing::TempDir dir("ringlet_recipes");
+  std::ofstream(dir.path / "mine.json") << "// My recipe: one epoch\n{\"epochs\": 1}\n";
+  std::ofstream(dir.path / "notes.txt") << "not a recipe";
+  RecipesDirEnv env(dir.path.string());
+  CHECK(trainer::recipes_dir() == dir.path);
+  const auto recipes = trainer::list_recipes();
+  REQUIRE(recipes.size() == 1);
+  CHECK(recipes[0].name == "mine");
+  CHECK(recipes[0].summary == "My recipe: one epoch");
+  CHECK(find_recipe("mine") == dir.path / "mine.json");
+  CHECK_THROWS_WITH_AS(find_recipe("fmnist_best"),
+                       doctest::Contains(("recipes in " + dir.path.string() + ": mine").c_str()),
+                       UsageError);
+  fs::remove(dir.path / "mine.json");
+  CHECK_THROWS_WITH_AS(find_recipe("mine"), doctest::Contains("no recipes in"), UsageError);
 }

@@ -1,7 +1,8 @@
 // The training loop on real Fashion-MNIST (the default dataset, installed by
 // scripts/install-deps.sh): a short run learns far above chance, a resumed run ends with
 // bitwise the same parameters as an uninterrupted one, and a checkpoint evaluates. CIFAR-10
-// runs on generated batches (3 channels, the dataset's per-channel normalization).
+// runs on generated batches (3 channels, the dataset's per-channel normalization), also as the
+// recipes in recipes/ run them through the `ringlet` binary, with overrides on top.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "cifar_files.h"
+#include "ringlet_command.h"
 #include "temp_dir.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/cli/usage.h"
@@ -188,4 +190,77 @@ TEST_CASE("cifar10: a short resnet20 run on generated CIFAR-10 batches") {
   const auto again =
       trainer::evaluate_checkpoint((out.path / "checkpoint.safetensors").string(), "", eval_log);
   CHECK(again.accuracy == result.last_eval.accuracy);
+}
+
+namespace {
+
+// `ringlet train ARGS` run to its end (a hang fails the test): exit status and output.
+std::pair<int, std::string> ringlet_train(const std::string& args) {
+  return ringlet::testing::finish_command(ringlet::testing::start_command(
+      "timeout 120 '" + ringlet::testing::require_ringlet_binary() + "' train " + args));
+}
+
+nlohmann::json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("the CIFAR-10 recipes train on generated CIFAR-10 files, overrides on top") {
+  ringlet::testing::TempDir data("ringlet_recipe_cifar");
+  ringlet::testing::write_cifar_batches(data.path, 20, 32);  // 100 training, 32 test images
+  struct Case {
+    std::string recipe, model, limits;
+    double weight_decay;
+    int steps;
+  };
+  for (const Case& run :
+       {Case{"cifar10_resnet20", "resnet20", "--limit_train 64 --limit_test 32", 1e-4, 4},
+        Case{"cifar10_resnet18", "resnet18", "--limit_train 32 --limit_test 16", 5e-4, 2}}) {
+    CAPTURE(run.recipe);
+    ringlet::testing::TempDir out("ringlet_recipe_run");
+    const auto [status, output] = ringlet_train(
+        "--recipe " + run.recipe + " --data_dir '" + data.path.string() + "' --epochs 1 " +
+        run.limits + " --batch_size 16 --nproc 1 --threads 1 --workers 1 --log_every 1000 --out '" +
+        out.path.string() + "'");
+    INFO(output);
+    REQUIRE(status == 0);
+    CHECK(ringlet::testing::contains(output, "recipe " + run.recipe + ": "));
+    const auto record = read_json(out.path / "metrics.jsonl");
+    CHECK(record.at("step") == run.steps);
+    CHECK(std::isfinite(record.at("loss").get<double>()));
+    CHECK(std::isfinite(record.at("test_loss").get<double>()));
+    // The recipe's keys, with the command line's overrides on top.
+    const auto config = read_json(out.path / "config.json");
+    CHECK(config.at("model") == run.model);
+    CHECK(config.at("augment") == "crop,flip");
+    CHECK(config.at("crop_padding") == 4);
+    CHECK(config.at("lr") == 0.1);
+    CHECK(config.at("nesterov") == true);
+    CHECK(config.at("weight_decay") == run.weight_decay);
+    CHECK(config.at("schedule") == "cosine");
+    CHECK(config.at("epochs") == 1);
+    CHECK(config.at("batch_size") == 16);
+  }
+  // Without --data_dir the recipe cannot run, and says what it needs.
+  const auto [status, output] = ringlet_train("--recipe cifar10_resnet20");
+  CHECK(status == 2);
+  CHECK(ringlet::testing::contains(output, "dataset cifar10 needs --data_dir DIR"));
+}
+
+TEST_CASE("fmnist_best starts its 2 local ranks, which read the recipe too") {
+  ringlet::testing::TempDir out("ringlet_recipe_fmnist");
+  const auto [status, output] = ringlet_train(
+      "--recipe fmnist_best --epochs 1 --warmup_epochs 0 --limit_train 256 --limit_test 100 "
+      "--workers 1 --seed 2 --out '" +
+      out.path.string() + "'");
+  INFO(output);
+  REQUIRE(status == 0);
+  CHECK(ringlet::testing::contains(output, "done: 1 epoch(s) on 2 ranks"));
+  const auto config = read_json(out.path / "config.json");
+  CHECK(config.at("nproc") == 2);
+  CHECK(config.at("seed") == 2);
+  CHECK(config.at("augment") == "crop");
+  CHECK(config.at("crop_padding") == 2);
 }

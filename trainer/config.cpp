@@ -79,6 +79,31 @@ Field channel_values_field(const char* key, std::vector<double> TrainConfig::*me
   return f;
 }
 
+// crop_padding: null (the dataset's) or a whole number of pixels.
+Field optional_int_field(const char* key, std::optional<int> TrainConfig::*member) {
+  Field f{key,
+          [member](const TrainConfig& c) {
+            return (c.*member).has_value() ? json(*(c.*member)) : json(nullptr);
+          },
+          [member](TrainConfig& c, const json& v) {
+            if (v.is_null()) {
+              (c.*member).reset();
+            } else {
+              c.*member = v.get<int>();
+            }
+          },
+          false};
+  f.parse = [](const std::string& text, const std::string& key) {
+    try {
+      return json(core::parse_int(text, "--" + key));
+    } catch (const std::exception&) {
+      throw cli::UsageError(core::str("--", key, ": '", text, "' is not a whole number"));
+    }
+  };
+  f.type_name = "an integer or null";
+  return f;
+}
+
 const std::vector<Field>& fields() {
   static const std::vector<Field> table = {
       field("model", &TrainConfig::model),
@@ -106,6 +131,8 @@ const std::vector<Field>& fields() {
       field("threads", &TrainConfig::threads),
       channel_values_field("mean", &TrainConfig::mean),
       channel_values_field("std", &TrainConfig::std),
+      field("augment", &TrainConfig::augment),
+      optional_int_field("crop_padding", &TrainConfig::crop_padding),
       field("limit_train", &TrainConfig::limit_train),
       field("limit_test", &TrainConfig::limit_test),
       field("out", &TrainConfig::out),
@@ -156,6 +183,17 @@ void check_channel_count(const std::vector<double>& values, const char* key,
         core::str(key, " needs 1 or ", data.channels, " values for ", data.name, ", got ", n));
 }
 
+// Known augmentation names, and a crop padding of at most half the image side (more would
+// let a window hold mostly padding).
+void check_augment(const TrainConfig& c, const DatasetInfo& data) {
+  parse_augment(c.augment);
+  if (!c.crop_padding.has_value()) return;
+  const std::int64_t padding = *c.crop_padding, most = data.side / 2;
+  check(padding >= 0 && padding <= most,
+        core::str("crop_padding must be in [0, ", most, "] for the ", data.side, "x", data.side,
+                  " images of ", data.name, ", got ", padding));
+}
+
 // The dataset exists, its files can be found, the model takes its images.
 // Whether two paths name the same directory as written ("d/" and "d/." are "d").
 bool same_path(const std::string& a, const std::string& b) {
@@ -184,12 +222,37 @@ void check_data(const TrainConfig& c) {
   check(c.model != "fmnist_cnn" || (data->channels == 1 && data->side == 28),
         core::str("model fmnist_cnn takes 28x28 single-channel images, not those of ", data->name,
                   "; use --model resnet20 or resnet18"));
+  check_augment(c, *data);
   check_channel_count(c.mean, "mean", *data);
   check_channel_count(c.std, "std", *data);
   for (const double v : c.std) check(v > 0, core::str("std must be > 0, got ", v));
 }
 
 }  // namespace
+
+Augmentations parse_augment(const std::string& augment) {
+  static const std::vector<std::string> kNames = {"crop", "flip"};
+  Augmentations out;
+  const auto trimmed = [](const std::string& text) {
+    const auto first = text.find_first_not_of(' ');
+    if (first == std::string::npos) return std::string();
+    return text.substr(first, text.find_last_not_of(' ') - first + 1);
+  };
+  if (trimmed(augment).empty() || trimmed(augment) == "none") return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = augment.find(',', start);
+    const std::string name = trimmed(augment.substr(start, comma - start));
+    bool* slot = name == "crop" ? &out.crop : name == "flip" ? &out.flip : nullptr;
+    if (slot == nullptr)
+      cli::throw_unknown("invalid config: augment", "augmentation", name, kNames);
+    check(!*slot, "augment names '" + name + "' twice, in '" + augment + "'");
+    *slot = true;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
 
 std::vector<std::string> config_keys() {
   std::vector<std::string> keys;
@@ -285,6 +348,7 @@ void TrainConfig::fill_dataset_defaults() {
                 "' (valid: ", dataset_names(), ")");
   if (mean.empty()) mean = info->mean;
   if (std.empty()) std = info->std;
+  if (!crop_padding.has_value()) crop_padding = static_cast<int>(info->crop_padding);
 }
 
 TrainConfig load_config(const std::string& path) {
@@ -292,7 +356,7 @@ TrainConfig load_config(const std::string& path) {
   RINGLET_CHECK(in.good(), ValueError, "config file ", path, " cannot be opened");
   json parsed;
   try {
-    parsed = json::parse(in);
+    parsed = json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::parse_error& e) {
     RINGLET_THROW(ValueError, "config file ", path, " is not valid JSON: ", e.what());
   }

@@ -1,12 +1,13 @@
 // TrainConfig: every setting of a training run, with the defaults of the reference recipe
-// (fmnist_cnn, batch 64, SGD lr 0.05 momentum 0.9 weight decay 5e-4, 3 epochs). It is read
-// from a JSON file, then command-line overrides (--epochs 3, --lr=0.1) are applied; an
-// unknown key or flag is an error naming it and the nearest valid one. The resolved config is
-// printed and saved with the run.
+// (fmnist_cnn, batch 64, SGD lr 0.05 momentum 0.9 weight decay 5e-4, 3 epochs, no
+// augmentation). It is read from a JSON file (comments allowed, as in recipes/), then
+// command-line overrides (--epochs 3, --lr=0.1) are applied; an unknown key or flag is an error
+// naming it and the nearest valid one. The resolved config is printed and saved with the run.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ struct TrainConfig {
   // number or a list, on the command line "--mean 0.5" or "--mean 0.49,0.48,0.45".
   std::vector<double> mean;
   std::vector<double> std;
+  // Augmentation of the training split (never the test split), drawn per (seed, epoch, dataset
+  // index): "" (none), "crop", "flip" or "crop,flip". crop is torchvision's RandomCrop(side,
+  // padding=crop_padding) with black padding, flip its RandomHorizontalFlip(0.5); both act on
+  // the raw pixels, before the scaling to [0, 1] and the normalization.
+  std::string augment;
+  // Pixels of padding on each side for crop; unset (null) means the dataset's: 2 for the 28x28
+  // images of (Fashion-)MNIST, 4 for CIFAR-10 (torchvision's RandomCrop(32, padding=4)).
+  std::optional<int> crop_padding;
   std::int64_t limit_train = 0;  // use only the first N training examples (0 = all)
   std::int64_t limit_test = 0;
   std::string out;      // run directory; empty = runs/<date-time>
@@ -61,12 +70,23 @@ struct TrainConfig {
   // Ranges (epochs >= 1, batch_size >= 1, lr > 0, ...), a known dataset with the files it
   // needs, a model that takes its images, mean/std with one value or one per channel.
   void validate() const;
-  // Sets a mean or std left empty to the dataset's (after validate()), so that the printed
-  // and saved config says what the run used.
+  // Sets a mean, std or crop_padding left unset to the dataset's (after validate()), so that
+  // the printed and saved config says what the run used.
   void fill_dataset_defaults();
 };
 
-// Loads a JSON config file (errors name the file and the JSON problem).
+// The augmentations a config's `augment` names. They always apply in this order (crop, then
+// flip), whatever the order of the list, so that a run draws the same random numbers.
+struct Augmentations {
+  bool crop = false;
+  bool flip = false;
+};
+// Parses "crop,flip" (spaces around names allowed; "" or "none" is no augmentation); an
+// unknown or repeated name is a UsageError naming it and the valid ones.
+Augmentations parse_augment(const std::string& augment);
+
+// Loads a JSON config file; // and /* */ comments are allowed (errors name the file and the
+// JSON problem).
 TrainConfig load_config(const std::string& path);
 std::vector<std::string> config_keys();
 

@@ -28,9 +28,8 @@
 #include "tensor/ops.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
-#include "trainer/data/dataset_catalog.h"
-#include "trainer/data/distributed_sampler.h"
 #include "trainer/ddp.h"
+#include "trainer/input_pipeline.h"
 #include "trainer/run_dir.h"
 #include "trainer/sync_batch_norm.h"
 
@@ -43,36 +42,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// The first `limit` examples of another dataset (limit_train / limit_test).
-class Prefix : public Dataset {
- public:
-  Prefix(std::shared_ptr<const Dataset> inner, std::int64_t limit)
-      : inner_(std::move(inner)),
-        size_(limit > 0 ? std::min(limit, inner_->size()) : inner_->size()) {}
-  std::int64_t size() const override { return size_; }
-  Example get(std::int64_t index) const override { return inner_->get(index); }
-
- private:
-  std::shared_ptr<const Dataset> inner_;
-  std::int64_t size_;
-};
-
-// Rank r of n evaluates examples r, r + n, ... (no padding: every example counts once).
-class ShardSampler : public Sampler {
- public:
-  ShardSampler(std::int64_t n, int rank, int world) : n_(n), rank_(rank), world_(world) {}
-  std::vector<std::int64_t> indices() const override {
-    std::vector<std::int64_t> out;
-    for (std::int64_t i = rank_; i < n_; i += world_) out.push_back(i);
-    return out;
-  }
-  std::int64_t size() const override { return n_ > rank_ ? (n_ - rank_ + world_ - 1) / world_ : 0; }
-
- private:
-  std::int64_t n_;
-  int rank_, world_;
-};
 
 // Discards everything: the output of ranks other than 0.
 class NullBuffer : public std::streambuf {
@@ -88,39 +57,6 @@ std::string format_seconds(double s) {
 }
 
 // --- what a run is built from: each a function of the config ---------------------------------
-
-const DatasetInfo& dataset_of(const TrainConfig& c) {
-  const DatasetInfo* info = find_dataset(c.dataset);
-  RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", c.dataset,
-                "' (valid: ", dataset_names(), ")");
-  return *info;
-}
-
-std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split) {
-  auto data = open_dataset(dataset_of(c), c.data_dir, split);
-  return std::make_shared<Prefix>(data, split == Split::train ? c.limit_train : c.limit_test);
-}
-
-// One value per channel; a single configured value applies to every channel.
-std::vector<float> per_channel(const std::vector<double>& values, std::int64_t channels,
-                               const char* key) {
-  RINGLET_CHECK(values.size() == 1 || static_cast<std::int64_t>(values.size()) == channels,
-                ValueError, key, ": ", values.size(), " values for ", channels,
-                " channels (TrainConfig::fill_dataset_defaults fills an empty one)");
-  std::vector<float> out;
-  for (std::int64_t ch = 0; ch < channels; ++ch) {
-    out.push_back(static_cast<float>(values[values.size() == 1 ? 0 : ch]));
-  }
-  return out;
-}
-
-std::shared_ptr<const Transform> input_transform(const TrainConfig& c) {
-  const std::int64_t channels = dataset_of(c).channels;
-  return std::make_shared<Compose>(std::vector<std::shared_ptr<const Transform>>{
-      std::make_shared<ToFloat>(),
-      std::make_shared<Normalize>(per_channel(c.mean, channels, "mean"),
-                                  per_channel(c.std, channels, "std"))});
-}
 
 // The model the config names, initialized from its seed (as torch.manual_seed(seed) would),
 // shaped for the dataset's images and classes.
@@ -223,31 +159,11 @@ void share_cores(const Run& run) {
   }
 }
 
-// Training batches are shuffled (DistributedSampler shards under several ranks); each rank
-// evaluates its own shard of the test set.
+// Training batches are shuffled (DistributedSampler shards under several ranks) and
+// augmented as the config says; each rank evaluates its own shard of the test set.
 void make_loaders(Run& run) {
-  const TrainConfig& c = run.c;
-  auto train_data = open_split(c, Split::train);
-  auto test_data = open_split(c, Split::test);
-  const auto transform = input_transform(c);
-  DataLoaderOptions train_options;
-  train_options.batch_size = c.batch_size;
-  train_options.num_workers = c.workers;
-  train_options.seed = c.seed;
-  std::shared_ptr<Sampler> train_sampler;
-  if (run.world > 1) {
-    train_sampler =
-        std::make_shared<DistributedSampler>(train_data->size(), run.world, run.rank, true, c.seed);
-  } else {
-    train_sampler = std::make_shared<RandomSampler>(train_data->size(), c.seed);
-  }
-  run.train_loader =
-      std::make_unique<DataLoader>(train_data, train_options, transform, train_sampler);
-  DataLoaderOptions test_options = train_options;
-  test_options.batch_size = 1000;
-  run.test_loader = std::make_unique<DataLoader>(
-      test_data, test_options, transform,
-      std::make_shared<ShardSampler>(test_data->size(), run.rank, run.world));
+  run.train_loader = make_train_loader(run.c, run.rank, run.world);
+  run.test_loader = make_test_loader(run.c, run.rank, run.world);
 }
 
 // The model, its optimizer and schedule, and what the run prints about them.
@@ -474,11 +390,7 @@ EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_
   c.fill_dataset_defaults();
   auto model = build_model(c);
   load_checkpoint(path, *model, nullptr);
-  DataLoaderOptions options;
-  options.batch_size = 1000;
-  options.num_workers = c.workers;
-  DataLoader loader(open_split(c, Split::test), options, input_transform(c));
-  const EvalResult r = evaluate(*model, loader);
+  const EvalResult r = evaluate(*model, *make_test_loader(c, 0, 1));
   out << std::fixed << std::setprecision(4) << "test loss " << r.loss << ", test accuracy "
       << r.accuracy << " (" << r.examples << " examples)\n";
   return r;

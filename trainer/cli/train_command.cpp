@@ -1,9 +1,11 @@
-// `ringlet train` / `ringlet eval`: a config file first, then overrides; --help lists keys.
+// `ringlet train` / `ringlet eval`: a recipe or config file first, then overrides; --help lists
+// the keys and the recipes.
 #include "trainer/cli/train_command.h"
 
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/env.h"
@@ -13,6 +15,7 @@
 #include "trainer/data/dataset_catalog.h"
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
+#include "trainer/recipes.h"
 #include "trainer/run_dir.h"
 #include "trainer/train.h"
 #include "transport/discovery.h"
@@ -54,23 +57,38 @@ int train_worker(TrainConfig config, std::ostream& out) {
   return 0;
 }
 
-// Every key with its default (mean and std default to the dataset's), then the datasets.
+// The recipes found, each with the first line of its header comment, and where they were.
+void print_recipes(std::ostream& out) {
+  const std::vector<Recipe> recipes = list_recipes();
+  out << "\nrecipes (--recipe NAME, then --key value overrides on top):\n";
+  for (const Recipe& r : recipes) {
+    out << "  " << std::left << std::setw(19) << r.name << " " << r.summary << "\n";
+  }
+  out << "  (" << (recipes.empty() ? "none in " : "from ") << recipes_dir().string()
+      << "; RINGLET_RECIPES_DIR names another folder, --recipe FILE.json takes a file)\n";
+}
+
+// Every key with its default (mean, std and crop_padding default to the dataset's), then the
+// recipes and the datasets.
 void print_train_help(std::ostream& out) {
   out << "usage: ringlet " << kTrainSummary << "\n\nkeys (--key value, defaults):\n";
   const auto defaults = TrainConfig().to_json();
   for (const auto& key : config_keys()) {
     out << "  --" << key << " ";
-    if (defaults[key].is_null()) {
+    if (key == "mean" || key == "std") {
       out << "(the dataset's, below; one value, or one per channel: 0.5,0.5,0.5)\n";
+    } else if (defaults[key].is_null()) {
+      out << "(the dataset's, below)\n";
     } else {
-      out << defaults[key] << "\n";
+      out << defaults[key] << (key == "augment" ? " (none; crop, flip or crop,flip)" : "") << "\n";
     }
   }
+  print_recipes(out);
   out << "\ndatasets (--dataset NAME; its files in --data_dir):\n";
   for (const DatasetInfo& d : dataset_catalog()) {
     out << "  " << std::left << std::setw(15) << d.name << d.channels << "x" << d.side << "x"
         << d.side << ", " << d.classes << " classes, mean " << join(d.mean) << ", std "
-        << join(d.std) << "\n"
+        << join(d.std) << ", crop padding " << d.crop_padding << "\n"
         << std::string(17, ' ') << d.files << (d.needs_data_dir ? "; needs --data_dir" : "")
         << "\n";
   }
@@ -79,32 +97,73 @@ void print_train_help(std::ostream& out) {
          "or resnet18.\n";
 }
 
+// "--flag value" or "--flag=value" at args[i]: its value, with i moved past it; nullopt when
+// args[i] is something else.
+std::optional<std::string> flag_value(const std::vector<std::string>& args, std::size_t& i,
+                                      const std::string& flag) {
+  if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+  if (args[i] != flag) return std::nullopt;
+  if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+  return args[++i];
+}
+
+// What `ringlet train ARGS` asks for: --help, or a config (a recipe or config files, then the
+// --key value overrides on top, wherever they stand on the line).
+struct TrainArgs {
+  bool help = false;
+  TrainConfig config;
+  std::string recipe;  // the --recipe argument, "" without one
+  std::filesystem::path recipe_file;
+};
+
+TrainArgs parse_train_args(const std::vector<std::string>& args) {
+  TrainArgs parsed;
+  std::vector<std::string> overrides;
+  bool any_config = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      parsed.help = true;
+      return parsed;
+    }
+    if (auto path = flag_value(args, i, "--config")) {
+      parsed.config.merge_json(load_config(*path).to_json(), *path);
+      any_config = true;
+    } else if (auto name = flag_value(args, i, "--recipe")) {
+      if (!parsed.recipe.empty()) {
+        throw UsageError("--recipe given twice ('" + parsed.recipe + "', '" + *name + "')");
+      }
+      parsed.recipe = *name;
+    } else {
+      overrides.push_back(args[i]);
+    }
+  }
+  if (!parsed.recipe.empty()) {
+    if (any_config) {
+      throw UsageError(
+          "--recipe and --config cannot be combined (a recipe is a config file: override its "
+          "keys with --key value, or copy it and pass --config)");
+    }
+    parsed.recipe_file = find_recipe(parsed.recipe);
+    parsed.config = load_config(parsed.recipe_file.string());
+  }
+  parsed.config.apply_overrides(overrides, {"--config", "--recipe", "--help"});
+  return parsed;
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& args, std::ostream& out) {
-  TrainConfig config;
-  std::vector<std::string> overrides;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-h" || args[i] == "--help") {
-      print_train_help(out);
-      return 0;
-    }
-    if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) {
-      std::string path;
-      if (args[i] == "--config") {
-        if (i + 1 >= args.size()) throw UsageError("--config needs a file");
-        path = args[++i];
-      } else {
-        path = args[i].substr(9);
-      }
-      config.merge_json(load_config(path).to_json(), path);
-      continue;
-    }
-    overrides.push_back(args[i]);
+  TrainArgs parsed = parse_train_args(args);
+  if (parsed.help) {
+    print_train_help(out);
+    return 0;
   }
-  config.apply_overrides(overrides, {"--config", "--help"});
+  TrainConfig& config = parsed.config;
   config.validate();
   const bool worker = transport::launched_as_rank();
+  if (!parsed.recipe.empty() && !worker) {
+    out << "recipe " << parsed.recipe << ": " << parsed.recipe_file.string() << std::endl;
+  }
   if (config.nproc > 1 && !worker) {
     // Start nproc local workers running this same command; each one sees WORLD_SIZE and so
     // takes the distributed path below.

@@ -1,5 +1,5 @@
 // `ringlet train` and `ringlet eval`: argument parsing around trainer/train.h.
-//   ringlet train [--config FILE.json] [--key value ...]   (keys: see TrainConfig)
+//   ringlet train [--recipe NAME | --config FILE.json] [--key value ...]   (keys: TrainConfig)
 //   ringlet eval --checkpoint FILE [--data-dir DIR]
 #pragma once
 
@@ -10,7 +10,7 @@
 namespace ringlet::trainer::cli {
 
 inline constexpr const char* kTrainSummary =
-    "train [--config F] [--nproc N] [--epochs N --lr X ...]  train a model (N local ranks)";
+    "train [--recipe R | --config F] [--nproc N] [--epochs N ...]  train a model (N local ranks)";
 inline constexpr const char* kEvalSummary =
     "eval --checkpoint F [--data-dir D]          evaluate a checkpoint on the test set";
 

@@ -15,6 +15,7 @@ const std::vector<DatasetInfo>& dataset_catalog() {
        .classes = 10,
        .mean = {0.2860},
        .std = {0.3530},
+       .crop_padding = 2,
        .needs_data_dir = false,
        .files = "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]"},
       {.name = "mnist",
@@ -24,6 +25,7 @@ const std::vector<DatasetInfo>& dataset_catalog() {
        .classes = 10,
        .mean = {0.1307},  // torchvision's MNIST statistics
        .std = {0.3081},
+       .crop_padding = 2,
        .needs_data_dir = true,  // the default data_dir holds Fashion-MNIST's files
        .files = "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]"},
       {.name = "cifar10",
@@ -33,6 +35,7 @@ const std::vector<DatasetInfo>& dataset_catalog() {
        .classes = CifarDataset::kClasses,
        .mean = {0.4914, 0.4822, 0.4465},
        .std = {0.2470, 0.2435, 0.2616},
+       .crop_padding = 4,  // torchvision's CIFAR recipe: RandomCrop(32, padding=4)
        .needs_data_dir = true,
        .files = "data_batch_1..5.bin, test_batch.bin (the binary version)"},
   };

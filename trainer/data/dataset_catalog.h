@@ -1,7 +1,8 @@
 // The datasets `ringlet train --dataset NAME` knows: for each, the shape of its images, its
-// classes, the per-channel normalization a run uses unless --mean/--std say otherwise, and
-// whether it needs --data_dir (no Debian package puts it in a default place). One table, so
-// config validation, the --help text and the training loop cannot disagree.
+// classes, the per-channel normalization a run uses unless --mean/--std say otherwise, the
+// padding of --augment crop, and whether it needs --data_dir (no Debian package puts it in a
+// default place). One table, so config validation, the --help text and the training loop
+// cannot disagree.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct DatasetInfo {
   std::int64_t side;      // images are side x side pixels
   std::int64_t classes;
   std::vector<double> mean, std;  // per channel, of pixels scaled to [0, 1]
+  std::int64_t crop_padding;      // pixels; what --augment crop pads by unless --crop_padding
   bool needs_data_dir;            // true: kDefaultDataDir cannot hold it
   std::string files;              // what the data directory holds, for messages
 };

@@ -1,0 +1,117 @@
+// The data side of a run: dataset prefixes, the test split's shards, the transforms a config
+// names and the loaders built from them (see input_pipeline.h).
+#include "trainer/input_pipeline.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "trainer/data/distributed_sampler.h"
+
+namespace ringlet::trainer {
+namespace {
+
+// The first `limit` examples of another dataset (limit_train / limit_test).
+class Prefix : public Dataset {
+ public:
+  Prefix(std::shared_ptr<const Dataset> inner, std::int64_t limit)
+      : inner_(std::move(inner)),
+        size_(limit > 0 ? std::min(limit, inner_->size()) : inner_->size()) {}
+  std::int64_t size() const override { return size_; }
+  Example get(std::int64_t index) const override { return inner_->get(index); }
+
+ private:
+  std::shared_ptr<const Dataset> inner_;
+  std::int64_t size_;
+};
+
+// Rank r of n evaluates examples r, r + n, ... (no padding: every example counts once).
+class ShardSampler : public Sampler {
+ public:
+  ShardSampler(std::int64_t n, int rank, int world) : n_(n), rank_(rank), world_(world) {}
+  std::vector<std::int64_t> indices() const override {
+    std::vector<std::int64_t> out;
+    for (std::int64_t i = rank_; i < n_; i += world_) out.push_back(i);
+    return out;
+  }
+  std::int64_t size() const override { return n_ > rank_ ? (n_ - rank_ + world_ - 1) / world_ : 0; }
+
+ private:
+  std::int64_t n_;
+  int rank_, world_;
+};
+
+// One value per channel; a single configured value (or the dataset's) applies to every one.
+std::vector<float> per_channel(const std::vector<double>& configured,
+                               const std::vector<double>& dataset_values, std::int64_t channels,
+                               const char* key) {
+  const std::vector<double>& values = configured.empty() ? dataset_values : configured;
+  RINGLET_CHECK(values.size() == 1 || static_cast<std::int64_t>(values.size()) == channels,
+                ValueError, key, ": ", values.size(), " values for ", channels, " channels");
+  std::vector<float> out;
+  for (std::int64_t ch = 0; ch < channels; ++ch) {
+    out.push_back(static_cast<float>(values[values.size() == 1 ? 0 : ch]));
+  }
+  return out;
+}
+
+DataLoaderOptions loader_options(const TrainConfig& c, std::int64_t batch_size) {
+  DataLoaderOptions options;
+  options.batch_size = batch_size;
+  options.num_workers = c.workers;
+  options.seed = c.seed;
+  return options;
+}
+
+}  // namespace
+
+const DatasetInfo& dataset_of(const TrainConfig& c) {
+  const DatasetInfo* info = find_dataset(c.dataset);
+  RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", c.dataset,
+                "' (valid: ", dataset_names(), ")");
+  return *info;
+}
+
+std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split) {
+  auto data = open_dataset(dataset_of(c), c.data_dir, split);
+  return std::make_shared<Prefix>(data, split == Split::train ? c.limit_train : c.limit_test);
+}
+
+std::shared_ptr<const Transform> input_transform(const TrainConfig& c, Split split) {
+  const DatasetInfo& data = dataset_of(c);
+  std::vector<std::shared_ptr<const Transform>> steps;
+  if (split == Split::train) {
+    // On the raw pixels, so the padding is black (0) before normalization: torchvision pads
+    // the PIL image before ToTensor and Normalize. Crop before flip, torchvision's CIFAR order.
+    const Augmentations augment = parse_augment(c.augment);
+    if (augment.crop) {
+      const std::int64_t padding = c.crop_padding.value_or(static_cast<int>(data.crop_padding));
+      steps.push_back(std::make_shared<RandomCrop>(data.side, padding));
+    }
+    if (augment.flip) steps.push_back(std::make_shared<RandomHorizontalFlip>(0.5));
+  }
+  steps.push_back(std::make_shared<ToFloat>());
+  steps.push_back(std::make_shared<Normalize>(per_channel(c.mean, data.mean, data.channels, "mean"),
+                                              per_channel(c.std, data.std, data.channels, "std")));
+  return std::make_shared<Compose>(std::move(steps));
+}
+
+std::unique_ptr<DataLoader> make_train_loader(const TrainConfig& c, int rank, int world) {
+  auto data = open_split(c, Split::train);
+  std::shared_ptr<Sampler> sampler;
+  if (world > 1) {
+    sampler = std::make_shared<DistributedSampler>(data->size(), world, rank, true, c.seed);
+  } else {
+    sampler = std::make_shared<RandomSampler>(data->size(), c.seed);
+  }
+  return std::make_unique<DataLoader>(data, loader_options(c, c.batch_size),
+                                      input_transform(c, Split::train), sampler);
+}
+
+std::unique_ptr<DataLoader> make_test_loader(const TrainConfig& c, int rank, int world) {
+  auto data = open_split(c, Split::test);
+  return std::make_unique<DataLoader>(data, loader_options(c, 1000),
+                                      input_transform(c, Split::test),
+                                      std::make_shared<ShardSampler>(data->size(), rank, world));
+}
+
+}  // namespace ringlet::trainer
