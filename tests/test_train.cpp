@@ -261,6 +261,7 @@ TEST_CASE("fmnist_best starts its 2 local ranks, which read the recipe too") {
   const auto config = read_json(out.path / "config.json");
   CHECK(config.at("nproc") == 2);
   CHECK(config.at("seed") == 2);
-  CHECK(config.at("augment") == "crop");
-  CHECK(config.at("crop_padding") == 2);
+  CHECK(config.at("augment") == "flip");
+  CHECK(config.at("label_smoothing") == 0.1);
+  CHECK(config.at("crop_padding") == 2);  // the dataset's, recorded though unused without crop
 }
