@@ -171,7 +171,8 @@ TEST_CASE("augment and crop_padding: names, the dataset's padding, ranges, types
   bad.augment = "crop,rotate";
   CHECK_THROWS_WITH_AS(
       bad.validate(),
-      doctest::Contains("augment: unknown augmentation 'rotate'; valid: crop, flip"), UsageError);
+      doctest::Contains("augment: unknown augmentation 'rotate'; valid: crop, flip, erase"),
+      UsageError);
   bad.augment = "crpo";
   CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("(did you mean 'crop'?)"), UsageError);
   bad.augment = "flip,crop,flip";

@@ -209,6 +209,46 @@ TEST_CASE("transforms: to-float, normalize, crop with padding, flip") {
   CHECK_THROWS_AS(RandomCrop(9, 1).apply(img, rng), core::ShapeError);
 }
 
+TEST_CASE("random erasing: one rectangle of 2-33% of the image set to the value, per draw") {
+  Tensor img = Tensor::empty({2, 10, 12}, core::DType::f32);
+  for (std::int64_t k = 0; k < img.numel(); ++k) img.data<float>()[k] = 1.0f + k;
+  int erased = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    SampleRng a(seed, 1, 2), b(seed, 1, 2);
+    const Tensor out = RandomErasing().apply(img, a);
+    CHECK(same_bytes(out, RandomErasing().apply(img, b)));  // the same for the same draw
+    CHECK(a.next_u64() == b.next_u64());                    // and it consumed as many values
+    const auto v = out.to_vector<float>();
+    // Where the value (0) appears it forms one rectangle, the same in both channels.
+    std::int64_t y0 = 10, y1 = -1, x0 = 12, x1 = -1, zeros = 0;
+    for (std::int64_t y = 0; y < 10; ++y)
+      for (std::int64_t x = 0; x < 12; ++x) {
+        const bool z0 = v[static_cast<std::size_t>(y * 12 + x)] == 0.0f;
+        const bool z1 = v[static_cast<std::size_t>(120 + y * 12 + x)] == 0.0f;
+        CHECK(z0 == z1);
+        if (!z0) {
+          CHECK(v[static_cast<std::size_t>(y * 12 + x)] == 1.0f + y * 12 + x);  // untouched
+          continue;
+        }
+        ++zeros;
+        y0 = std::min(y0, y), y1 = std::max(y1, y), x0 = std::min(x0, x), x1 = std::max(x1, x);
+      }
+    if (zeros == 0) continue;
+    ++erased;
+    CHECK(zeros == (y1 - y0 + 1) * (x1 - x0 + 1));
+    CHECK(zeros >= 1);
+    CHECK(zeros <= 0.33 * 120 * 1.35);  // rounding of the sides allows a little more
+  }
+  CHECK(erased > 60);  // p = 0.5 (a draw that fits nothing in 10 tries erases nothing)
+  CHECK(erased < 140);
+  SampleRng rng(1, 2, 3);
+  CHECK(same_bytes(RandomErasing({.p = 0.0}).apply(img, rng), img));
+  CHECK_THROWS_AS(RandomErasing({.p = 1.5}), core::ValueError);
+  CHECK_THROWS_AS(RandomErasing({.min_area = 0.5, .max_area = 0.2}), core::ValueError);
+  CHECK_THROWS_AS(RandomErasing().apply(Tensor::empty({1, 4, 4}, core::DType::u8), rng),
+                  core::DTypeError);
+}
+
 TEST_CASE("destroying an iterator mid-epoch stops its workers promptly") {
   auto data = std::make_shared<FakeDataset>(4000);
   data->delay = std::chrono::milliseconds(2);
@@ -285,7 +325,7 @@ struct CifarConfig {
     config.dataset = "cifar10";
     config.data_dir = dir.path.string();
     config.model = "resnet20";
-    config.augment = "crop,flip";
+    config.augment = "crop,flip,erase";
     config.seed = 5;
     config.batch_size = 8;
     config.workers = 0;

@@ -231,7 +231,7 @@ void check_data(const TrainConfig& c) {
 }  // namespace
 
 Augmentations parse_augment(const std::string& augment) {
-  static const std::vector<std::string> kNames = {"crop", "flip"};
+  static const std::vector<std::string> kNames = {"crop", "flip", "erase"};
   Augmentations out;
   const auto trimmed = [](const std::string& text) {
     const auto first = text.find_first_not_of(' ');
@@ -243,7 +243,10 @@ Augmentations parse_augment(const std::string& augment) {
   while (true) {
     const std::size_t comma = augment.find(',', start);
     const std::string name = trimmed(augment.substr(start, comma - start));
-    bool* slot = name == "crop" ? &out.crop : name == "flip" ? &out.flip : nullptr;
+    bool* slot = name == "crop"    ? &out.crop
+                 : name == "flip"  ? &out.flip
+                 : name == "erase" ? &out.erase
+                                   : nullptr;
     if (slot == nullptr)
       cli::throw_unknown("invalid config: augment", "augmentation", name, kNames);
     check(!*slot, "augment names '" + name + "' twice, in '" + augment + "'");

@@ -80,8 +80,9 @@ struct TrainConfig {
 struct Augmentations {
   bool crop = false;
   bool flip = false;
+  bool erase = false;
 };
-// Parses "crop,flip" (spaces around names allowed; "" or "none" is no augmentation); an
+// Parses "crop,flip,erase" (spaces around names allowed; "" or "none" is no augmentation); an
 // unknown or repeated name is a UsageError naming it and the valid ones.
 Augmentations parse_augment(const std::string& augment);
 

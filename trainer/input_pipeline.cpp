@@ -78,20 +78,21 @@ std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split) {
 
 std::shared_ptr<const Transform> input_transform(const TrainConfig& c, Split split) {
   const DatasetInfo& data = dataset_of(c);
+  Augmentations augment;  // none on the test split
+  if (split == Split::train) augment = parse_augment(c.augment);
   std::vector<std::shared_ptr<const Transform>> steps;
-  if (split == Split::train) {
-    // On the raw pixels, so the padding is black (0) before normalization: torchvision pads
-    // the PIL image before ToTensor and Normalize. Crop before flip, torchvision's CIFAR order.
-    const Augmentations augment = parse_augment(c.augment);
-    if (augment.crop) {
-      const std::int64_t padding = c.crop_padding.value_or(static_cast<int>(data.crop_padding));
-      steps.push_back(std::make_shared<RandomCrop>(data.side, padding));
-    }
-    if (augment.flip) steps.push_back(std::make_shared<RandomHorizontalFlip>(0.5));
+  // On the raw pixels, so the padding is black (0) before normalization: torchvision pads the
+  // PIL image before ToTensor and Normalize. Crop before flip, torchvision's CIFAR order.
+  if (augment.crop) {
+    const std::int64_t padding = c.crop_padding.value_or(static_cast<int>(data.crop_padding));
+    steps.push_back(std::make_shared<RandomCrop>(data.side, padding));
   }
+  if (augment.flip) steps.push_back(std::make_shared<RandomHorizontalFlip>(0.5));
   steps.push_back(std::make_shared<ToFloat>());
   steps.push_back(std::make_shared<Normalize>(per_channel(c.mean, data.mean, data.channels, "mean"),
                                               per_channel(c.std, data.std, data.channels, "std")));
+  // After Normalize, as torchvision's RandomErasing: the erased patch takes the mean (0).
+  if (augment.erase) steps.push_back(std::make_shared<RandomErasing>());
   return std::make_shared<Compose>(std::move(steps));
 }
 

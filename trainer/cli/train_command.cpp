@@ -80,7 +80,8 @@ void print_train_help(std::ostream& out) {
     } else if (defaults[key].is_null()) {
       out << "(the dataset's, below)\n";
     } else {
-      out << defaults[key] << (key == "augment" ? " (none; crop, flip or crop,flip)" : "") << "\n";
+      out << defaults[key]
+          << (key == "augment" ? " (none; any of crop, flip, erase, comma-separated)" : "") << "\n";
     }
   }
   print_recipes(out);

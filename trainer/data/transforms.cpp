@@ -4,6 +4,8 @@
 // consumes the same stream for every example.
 #include "trainer/data/transforms.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -140,6 +142,50 @@ Tensor RandomHorizontalFlip::apply(const Tensor& image, SampleRng& rng) const {
       std::memcpy(o + (r * w + x) * es, in + (r * w + (w - 1 - x)) * es, es);
     }
   }
+  return out;
+}
+
+RandomErasing::RandomErasing(RandomErasingOptions options) : o_(options) {
+  RINGLET_CHECK(o_.p >= 0.0 && o_.p <= 1.0, ValueError, "RandomErasing: p must be in [0, 1], got ",
+                o_.p);
+  RINGLET_CHECK(0.0 < o_.min_area && o_.min_area <= o_.max_area && o_.max_area <= 1.0, ValueError,
+                "RandomErasing: need 0 < min_area <= max_area <= 1, got [", o_.min_area, ", ",
+                o_.max_area, "]");
+  RINGLET_CHECK(0.0 < o_.min_ratio && o_.min_ratio <= o_.max_ratio, ValueError,
+                "RandomErasing: need 0 < min_ratio <= max_ratio, got [", o_.min_ratio, ", ",
+                o_.max_ratio, "]");
+}
+
+Tensor RandomErasing::apply(const Tensor& image, SampleRng& rng) const {
+  check_chw(image, "RandomErasing");
+  RINGLET_CHECK(image.dtype() == core::DType::f32, DTypeError,
+                "RandomErasing: expected an f32 image (it runs after Normalize), got ",
+                image.dtype());
+  constexpr int kTries = 10;
+  const std::int64_t channels = image.size(0), h = image.size(1), w = image.size(2);
+  // Always 1 + 4 * kTries draws, whatever is erased, so the stream stays aligned.
+  const bool erase = rng.uniform() < o_.p;
+  std::int64_t top = 0, left = 0, eh = 0, ew = 0;
+  for (int t = 0; t < kTries; ++t) {
+    const double area =
+        static_cast<double>(h * w) * (o_.min_area + (o_.max_area - o_.min_area) * rng.uniform());
+    const double log_lo = std::log(o_.min_ratio), log_hi = std::log(o_.max_ratio);
+    const double ratio = std::exp(log_lo + (log_hi - log_lo) * rng.uniform());
+    const auto th = static_cast<std::int64_t>(std::lround(std::sqrt(area * ratio)));
+    const auto tw = static_cast<std::int64_t>(std::lround(std::sqrt(area / ratio)));
+    const double u_top = rng.uniform(), u_left = rng.uniform();
+    if (eh > 0 || th < 1 || tw < 1 || th >= h || tw >= w) continue;  // keep the first fit
+    eh = th;
+    ew = tw;
+    top = static_cast<std::int64_t>(u_top * static_cast<double>(h - th + 1));
+    left = static_cast<std::int64_t>(u_left * static_cast<double>(w - tw + 1));
+  }
+  if (!erase || eh == 0) return image;
+  Tensor out = image.contiguous().clone();
+  float* o = out.data<float>();
+  for (std::int64_t c = 0; c < channels; ++c)
+    for (std::int64_t y = top; y < top + eh; ++y)
+      std::fill_n(o + (c * h + y) * w + left, ew, o_.value);
   return out;
 }
 

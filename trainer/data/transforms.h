@@ -1,8 +1,8 @@
 // Per-example transforms: to-float (/255), normalize (per-channel mean/std), random crop with
-// zero padding, random horizontal flip, and Compose. Randomness comes from a SampleRng seeded
-// by hashing (seed, epoch, dataset index), so an example's augmentation depends only on those
-// three numbers: the same on any worker thread, with any number of workers, on any rank.
-// Transforms never write into their input (it may view the dataset's memory): they return a
+// zero padding, random horizontal flip, random erasing, and Compose. Randomness comes from a
+// SampleRng seeded by hashing (seed, epoch, dataset index), so an example's augmentation depends
+// only on those three numbers: the same on any worker thread, with any number of workers, on any
+// rank. Transforms never write into their input (it may view the dataset's memory): they return a
 // new tensor, or the input itself when nothing changes. They are const and thread-safe.
 #pragma once
 
@@ -70,6 +70,27 @@ class RandomHorizontalFlip : public Transform {
 
  private:
   double p_;
+};
+
+// With probability p, sets a random rectangle of every channel to `value` (torchvision's
+// RandomErasing, Zhong et al. 2017): its area a uniform fraction in [min_area, max_area] of the
+// image, its aspect ratio log-uniform in [min_ratio, max_ratio]; up to 10 tries for a rectangle
+// that fits, else the image is left as it is. Runs after Normalize, so the default value 0 is
+// the dataset's mean. f32 images.
+struct RandomErasingOptions {
+  double p = 0.5;
+  double min_area = 0.02, max_area = 0.33;
+  double min_ratio = 0.3, max_ratio = 3.3;
+  float value = 0.0f;
+};
+
+class RandomErasing : public Transform {
+ public:
+  explicit RandomErasing(RandomErasingOptions options = {});
+  tensor::Tensor apply(const tensor::Tensor& image, SampleRng& rng) const override;
+
+ private:
+  RandomErasingOptions o_;
 };
 
 // Applies transforms in order, all drawing from the same SampleRng.
