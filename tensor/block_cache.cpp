@@ -26,12 +26,12 @@ std::size_t BlockCache::size_class(std::size_t bytes) const {
   return round_up(bytes, step);
 }
 
-void* BlockCache::allocate(std::size_t bytes) {
+void* BlockCache::allocate(std::size_t bytes, std::uintptr_t tag) {
   if (bytes == 0) return nullptr;
   const std::size_t block = size_class(bytes);
   std::lock_guard lock(mutex_);
   void* ptr = nullptr;
-  auto it = block >= min_cached_ ? free_.find(block) : free_.end();
+  auto it = block >= min_cached_ ? free_.find({block, tag}) : free_.end();
   if (it != free_.end() && !it->second.empty()) {
     const Entry entry = it->second.back();  // the most recently freed: warmest in cache
     it->second.pop_back();
@@ -41,35 +41,35 @@ void* BlockCache::allocate(std::size_t bytes) {
     ++stats_.hits;
   } else {
     if (block >= min_cached_) ++stats_.misses;
-    ptr = from_backend(block);
+    ptr = from_backend(block, bytes);
   }
   stats_.allocated_bytes += block;
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
   return ptr;
 }
 
-void* BlockCache::from_backend(std::size_t block) {
+void* BlockCache::from_backend(std::size_t block, std::size_t asked) {
   void* ptr = backend_.allocate(block);
   if (ptr == nullptr && stats_.cached_bytes > 0) {
     release_until(0);  // give the cached blocks back and try once more
     ptr = backend_.allocate(block);
   }
   if (ptr == nullptr) {
-    RINGLET_THROW(OutOfMemoryError, backend_.name, ": out of memory allocating ", block, " bytes (",
-                  stats_.allocated_bytes, " bytes allocated in tensors, ", stats_.cached_bytes,
-                  " cached)");
+    RINGLET_THROW(OutOfMemoryError, backend_.name, ": out of memory allocating ", asked,
+                  " bytes (a block of ", block, "; ", stats_.allocated_bytes,
+                  " bytes allocated in tensors, ", stats_.cached_bytes, " cached)");
   }
   return ptr;
 }
 
-void BlockCache::deallocate(void* ptr, std::size_t bytes) {
+void BlockCache::deallocate(void* ptr, std::size_t bytes, std::uintptr_t tag) {
   if (ptr == nullptr) return;
   const std::size_t block = size_class(bytes);
   std::lock_guard lock(mutex_);
   stats_.allocated_bytes -= block;
   if (block >= min_cached_ && block <= limit_) {
-    lru_.push_back({block, ptr});
-    free_[block].push_back(std::prev(lru_.end()));
+    lru_.push_back({block, ptr, tag});
+    free_[{block, tag}].push_back(std::prev(lru_.end()));
     stats_.cached_bytes += block;
     release_until(limit_);  // the least recently freed blocks make room
     return;
@@ -82,7 +82,7 @@ void BlockCache::deallocate(void* ptr, std::size_t bytes) {
 void BlockCache::release_until(std::size_t target) {
   while (stats_.cached_bytes > target) {
     const Block oldest = lru_.front();
-    free_[oldest.size].pop_front();  // its oldest entry is this block
+    free_[{oldest.size, oldest.tag}].pop_front();  // its oldest entry is this block
     lru_.pop_front();
     backend_.release(oldest.ptr);
     stats_.cached_bytes -= oldest.size;

@@ -17,9 +17,11 @@
 // - Stats: allocated (in live blocks, by class size), its peak, cached, reserved (both: what
 //   the backend has handed out), hits and misses.
 // One mutex guards everything: a block is taken per tensor, not per element.
-// Device blocks are reused in stream order: a block freed while a kernel on the compute stream
-// may still read it is safe to hand to the next tensor because that tensor's kernels queue on
-// the same stream after it.
+// Device blocks are reused in stream order: every block carries the tag of the stream it was
+// allocated on, and a freed block serves only allocations with the same tag. A block freed
+// while a kernel on that stream may still read it is then safe to hand out again, because the
+// new tensor's kernels queue after it on the same stream. (Blocks used on other streams too
+// come back only once those streams are past them: tensor/device/allocator.h.)
 #pragma once
 
 #include <cstddef>
@@ -59,8 +61,9 @@ class BlockCache {
   // The block size an allocation of `bytes` really gets.
   std::size_t size_class(std::size_t bytes) const;
 
-  void* allocate(std::size_t bytes);  // nullptr for 0 bytes
-  void deallocate(void* ptr, std::size_t bytes);
+  // `tag` names the stream (0 on the host): a freed block returns only to its own tag.
+  void* allocate(std::size_t bytes, std::uintptr_t tag = 0);  // nullptr for 0 bytes
+  void deallocate(void* ptr, std::size_t bytes, std::uintptr_t tag = 0);
 
   BlockCacheStats stats() const;
   void reset_peak();
@@ -71,17 +74,28 @@ class BlockCache {
   struct Block {
     std::size_t size;
     void* ptr;
+    std::uintptr_t tag;
   };
   using Entry = std::list<Block>::iterator;
+  struct ClassKey {
+    std::size_t size;
+    std::uintptr_t tag;
+    bool operator==(const ClassKey&) const = default;
+  };
+  struct ClassKeyHash {
+    std::size_t operator()(const ClassKey& k) const {
+      return std::hash<std::size_t>()(k.size) ^ (std::hash<std::uintptr_t>()(k.tag) * 31);
+    }
+  };
 
-  void* from_backend(std::size_t bytes);   // called with the mutex held
-  void release_until(std::size_t target);  // called with the mutex held
+  void* from_backend(std::size_t block, std::size_t asked);  // called with the mutex held
+  void release_until(std::size_t target);                    // called with the mutex held
 
   Backend backend_;
   std::size_t granule_, min_cached_, limit_;
   mutable std::mutex mutex_;
   std::list<Block> lru_;  // cached blocks, least recently freed first
-  std::unordered_map<std::size_t, std::deque<Entry>> free_;  // by size class, oldest first
+  std::unordered_map<ClassKey, std::deque<Entry>, ClassKeyHash> free_;  // oldest first
   BlockCacheStats stats_;
 };
 

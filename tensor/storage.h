@@ -1,7 +1,8 @@
 // Storage: one allocation of raw bytes on one device, shared by every view of it.
 // An Allocator owns the policy: a BlockCache (block_cache.h) per device; for the host that of
-// host_cache.h (64-byte aligned, blocks of 128 KiB and up cached), for a CUDA device one that
-// caches every size.
+// host_cache.h (64-byte aligned, blocks of 128 KiB and up cached), for a device (cuda, emu)
+// the stream-ordered one of tensor/device/allocator.h, which caches every size; pinned host
+// memory has its own.
 // Storage is never resized; views keep it alive through shared_ptr.
 #pragma once
 
@@ -21,10 +22,15 @@ class Allocator {
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* ptr, std::size_t bytes) = 0;
   virtual Device device() const = 0;
+  // Page-locked host memory (device copies from it run asynchronously).
+  virtual bool pinned() const { return false; }
+  // The block is used on `stream` (a device stream handle) as well as the one it was
+  // allocated on: freed, it waits until that stream is past it (tensor/device/allocator.h).
+  virtual void record_stream(void* /*ptr*/, void* /*stream*/) {}
 };
 
 Allocator& cpu_allocator();
-Allocator& allocator_for(Device device);  // throws DeviceError / NotBuiltError when unavailable
+Allocator& allocator_for(Device device);  // throws DeviceError when the device does not exist
 
 // The statistics of a device's caching allocator (allocated, peak, cached, reserved), and
 // empty_device_cache() to give its cached blocks back (torch.cuda.empty_cache()).
@@ -41,6 +47,8 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const { return allocator_->device(); }
+  bool pinned() const { return allocator_->pinned(); }
+  void record_stream(void* stream) { allocator_->record_stream(data_, stream); }
 
  private:
   void* data_;

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "tensor/cpu/dispatch.h"
-#include "tensor/cuda/runtime.h"
+#include "tensor/device/transfer.h"
 #include "tensor/ops/movement.h"
 
 namespace ringlet::tensor {
@@ -117,21 +117,10 @@ Tensor Tensor::transpose(std::int64_t a, std::int64_t b) const {
 }
 Tensor Tensor::permute(const Shape& dims) const { return tensor::permute(*this, dims); }
 
-Tensor Tensor::to(Device target) const {
-  if (target == device()) return *this;
-  const Tensor src = contiguous();
-  Tensor out = empty(shape(), dtype(), target);
-  const std::size_t bytes = nbytes();
-  if (bytes == 0) return out;
-  if (target.is_cuda() && src.device().is_cpu()) {
-    cuda::copy_host_to_device(out.raw_data(), src.raw_data(), bytes, target.index);
-  } else if (target.is_cpu()) {
-    cuda::copy_device_to_host(out.raw_data(), src.raw_data(), bytes, src.device().index);
-  } else {
-    RINGLET_THROW(DeviceError, "to(", target, "): copies between two CUDA devices (from ",
-                  src.device(), ") are not supported yet");
-  }
-  return out;
+Tensor Tensor::to(Device target, bool non_blocking) const {
+  return device::transfer(*this, target, non_blocking);
 }
+
+Tensor Tensor::pin_memory() const { return device::pin_memory(*this); }
 
 }  // namespace ringlet::tensor

@@ -71,11 +71,15 @@ class Tensor {
     return static_cast<std::size_t>(numel()) * core::dtype_size(dtype());
   }
 
-  // Pointer to the first element (storage + offset). T must match dtype (checked).
+  // Pointer to the first element (storage + offset) of a host tensor, for CPU kernels. T must
+  // match dtype; a device tensor is a DeviceError (its memory is the device's; raw_data()
+  // gives its address for device kernels and copies).
   template <class T>
   T* data() const {
     RINGLET_CHECK(core::dtype_of<T>() == dtype(), DTypeError, "data<", core::dtype_of<T>(),
                   ">() on a tensor of dtype ", dtype());
+    RINGLET_CHECK(device().is_cpu(), DeviceError, "data<", core::dtype_of<T>(),
+                  ">(): the tensor is on ", device(), "; copy it to the host with .cpu()");
     return static_cast<T*>(raw_data());
   }
   void* raw_data() const;
@@ -90,8 +94,12 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
-  Tensor to(Device device) const;
+  // Stream-ordered copy to another device (tensor/device/transfer.h): non_blocking returns
+  // before a device -> host copy has run (into pinned memory; synchronize before reading).
+  Tensor to(Device device, bool non_blocking = false) const;
   Tensor cpu() const { return to(Device::cpu()); }
+  bool is_pinned() const { return storage()->pinned(); }
+  Tensor pin_memory() const;
   Tensor reshape(const Shape& shape) const;
   Tensor view(const Shape& shape) const;
   Tensor transpose(std::int64_t a, std::int64_t b) const;

@@ -141,3 +141,17 @@ TEST_CASE("the limit and min_cached decide what is kept") {
   CHECK(cache.stats().cached_bytes == 0);
   CHECK(dev.used == 0);
 }
+
+TEST_CASE("a freed block returns only to allocations with its stream tag") {
+  FakeDevice dev{1 << 30};
+  BlockCache cache(dev.backend(), 512, 0, SIZE_MAX);
+  void* a = cache.allocate(kMiB, /*tag=*/1);
+  cache.deallocate(a, kMiB, 1);
+  void* b = cache.allocate(kMiB, 2);  // another stream: a fresh block
+  CHECK(b != a);
+  void* c = cache.allocate(kMiB, 1);  // its own stream: the cached one
+  CHECK(c == a);
+  cache.deallocate(b, kMiB, 2);
+  cache.deallocate(c, kMiB, 1);
+  CHECK(cache.stats().cached_bytes == 2 * kMiB);
+}

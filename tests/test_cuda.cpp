@@ -1,4 +1,5 @@
-// CUDA tests: device tensors and kernels (tensor and collectives) against the CPU. Without a
+// CUDA tests: device tensors and kernels (tensor and collectives) against the CPU, including
+// the device op suite the emulated device runs in every build (device_op_suite.h). Without a
 // GPU (or in a build without CUDA) the executable prints why and exits 77, which meson reports
 // as SKIP — never as a pass.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -11,12 +12,17 @@
 #include "collectives/cuda/reduce.h"
 #include "collectives/reduce_kernels.h"
 #include "core/dtype.h"
+#include "device_op_suite.h"
 #include "tensor/cuda/runtime.h"
 #include "tensor/ops.h"
 #include "tensor/storage.h"
 
 using namespace ringlet;
 using namespace ringlet::tensor;
+
+core::Device suite::suite_device() { return core::Device::cuda(0); }
+// CUDA's exp, log, tanh and pow are within a few ulp of glibc's, not bit for bit.
+double suite::suite_tolerance() { return 1e-5; }
 
 TEST_CASE("tensor round-trips through device memory") {
   Generator gen(7);

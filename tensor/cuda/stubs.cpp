@@ -1,7 +1,9 @@
 // Linked instead of the CUDA library when ringlet is built without CUDA: every entry point
 // throws NotBuiltError, so callers need no #ifdef.
 #include "core/error.h"
+#include "tensor/cuda/device_runtime.h"
 #include "tensor/cuda/runtime.h"
+#include "tensor/kernels/device_kernels.h"
 
 namespace ringlet::tensor::cuda {
 namespace {
@@ -19,5 +21,15 @@ void copy_device_to_host(void*, const void*, std::size_t, int) { not_built("cuda
 void copy_device_to_device(void*, const void*, std::size_t, int) { not_built("cuda::copy"); }
 void synchronize(int) { not_built("cuda::synchronize"); }
 void add_f32(float*, const float*, const float*, std::size_t, int) { not_built("cuda::add_f32"); }
+device::Runtime& device_runtime(int) { not_built("cuda::device_runtime"); }
 
 }  // namespace ringlet::tensor::cuda
+
+namespace ringlet::tensor::kernels {
+
+DeviceKernels& cuda_kernels() {
+  RINGLET_THROW(NotBuiltError,
+                "cuda kernels: ringlet was built without CUDA (meson -Dcuda=enabled)");
+}
+
+}  // namespace ringlet::tensor::kernels

@@ -1,7 +1,8 @@
 // Elementwise ops: one strided kernel for binary ops (NumPy broadcasting through stride-0
 // views), one for unary ops and one for unary backward (the derivative is computed in the
 // same pass as the product with the incoming gradient). Contiguous operands take a flat,
-// vectorizable loop split over core::parallel_for.
+// vectorizable loop split over core::parallel_for. The per-element bodies live in
+// tensor/kernels/elementwise.h, shared with the device kernels that device tensors dispatch to.
 #include "tensor/ops/elementwise.h"
 
 #include <algorithm>
@@ -12,8 +13,10 @@
 #include "tensor/cpu/copy.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
+#include "tensor/kernels/elementwise.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/movement.h"
 
 namespace ringlet::tensor {
@@ -80,53 +83,17 @@ void map_kernel(const Tensor& out, const std::array<Tensor, K>& in, F f) {
                               });
 }
 
-enum class Binary { add, sub, mul, div, pow, maximum, minimum };
-
-const char* binary_name(Binary op) {
-  switch (op) {
-    case Binary::add: return "add";
-    case Binary::sub: return "sub";
-    case Binary::mul: return "mul";
-    case Binary::div: return "div";
-    case Binary::pow: return "pow";
-    case Binary::maximum: return "maximum";
-    case Binary::minimum: return "minimum";
-  }
-  return "?";
-}
-
-// Calls body(std::integral_constant<Enum, kind>) for the runtime kind: kernels are instantiated
-// per kind, so the switch leaves the inner loop and the loop can vectorize.
-template <class Enum, Enum... Kinds, class Body>
-void with_kind(Enum kind, Body&& body) {
-  ((kind == Kinds ? (body(std::integral_constant<Enum, Kinds>{}), true) : false) || ...);
-}
-
-template <class Body>
-void with_binary(Binary op, Body&& body) {
-  with_kind<Binary, Binary::add, Binary::sub, Binary::mul, Binary::div, Binary::pow,
-            Binary::maximum, Binary::minimum>(op, body);
-}
+using Binary = kernels::BinaryOp;
+using kernels::binary_name;
+using kernels::with_binary;
 
 template <class T, Binary Op>
 auto binary_fn() {
-  return [](T x, T y) -> T {
-    switch (Op) {
-      case Binary::add: return x + y;
-      case Binary::sub: return x - y;
-      case Binary::mul: return x * y;
-      case Binary::div: return x / y;
-      case Binary::pow: return static_cast<T>(std::pow(x, y));
-      case Binary::maximum: return x > y ? x : y;
-      case Binary::minimum: return x < y ? x : y;
-    }
-    return x;
-  };
+  return kernels::BinaryFn<T, Op>{};
 }
 
 void check_binary(const Tensor& a, const Tensor& b, const char* op) {
-  require_cpu(a, op);
-  require_cpu(b, op);
+  same_device({&a, &b}, op);
   RINGLET_CHECK(a.dtype() == b.dtype(), DTypeError, op, ": dtypes differ: ", a.dtype(), " ",
                 shape_str(a.shape()), " and ", b.dtype(), " ", shape_str(b.shape()),
                 " (convert one with .to())");
@@ -134,7 +101,13 @@ void check_binary(const Tensor& a, const Tensor& b, const char* op) {
 
 // Writes op(a, b) into out (out's shape is the broadcast shape; out may alias a).
 void binary_into(Binary op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  const bool integer_ok = op != Binary::div && op != Binary::pow;
+  if (!out.device().is_cpu()) {
+    kernels_for(out.device())
+        .binary(op, kernel_view(out), kernel_view(a, out.shape()), kernel_view(b, out.shape()),
+                stream_for(out.device()));
+    return;
+  }
+  const bool integer_ok = kernels::integer_friendly(op);
   auto run = [&]<class T>() {
     with_binary(op, [&](auto kind) { map_kernel<T, T, 2>(out, {a, b}, binary_fn<T, kind()>()); });
   };
@@ -149,7 +122,7 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
   check_binary(a, b, name);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  Tensor out = Tensor::empty(shape, a.dtype());
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   binary_into(op, out, a, b);
   const Shape sa = a.shape(), sb = b.shape();
   // Backward rules in terms of differentiable-free tensor ops (grad mode is off in backward).
@@ -204,139 +177,76 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   return record(name, out, {a, b}, rule);
 }
 
-enum class Unary { neg, exp, log, sqrt, abs, relu, sigmoid, tanh, clamp, pow_scalar };
-
-struct UnaryOp {
-  Unary kind;
-  double p0 = 0.0, p1 = 0.0;  // clamp bounds or the exponent
-};
-
-const char* unary_name(Unary op) {
-  switch (op) {
-    case Unary::neg: return "neg";
-    case Unary::exp: return "exp";
-    case Unary::log: return "log";
-    case Unary::sqrt: return "sqrt";
-    case Unary::abs: return "abs";
-    case Unary::relu: return "relu";
-    case Unary::sigmoid: return "sigmoid";
-    case Unary::tanh: return "tanh";
-    case Unary::clamp: return "clamp";
-    case Unary::pow_scalar: return "pow";
-  }
-  return "?";
-}
-
-template <class Body>
-void with_unary(Unary kind, Body&& body) {
-  with_kind<Unary, Unary::neg, Unary::exp, Unary::log, Unary::sqrt, Unary::abs, Unary::relu,
-            Unary::sigmoid, Unary::tanh, Unary::clamp, Unary::pow_scalar>(kind, body);
-}
-
-template <class T, Unary Kind>
-auto unary_fn(UnaryOp op) {
-  return [op](T x) -> T {
-    switch (Kind) {
-      case Unary::neg: return static_cast<T>(-x);
-      case Unary::exp: return static_cast<T>(std::exp(x));
-      case Unary::log: return static_cast<T>(std::log(x));
-      case Unary::sqrt: return static_cast<T>(std::sqrt(x));
-      case Unary::abs: return x < T(0) ? static_cast<T>(-x) : x;
-      case Unary::relu: return x > T(0) ? x : T(0);
-      case Unary::sigmoid: return static_cast<T>(1 / (1 + std::exp(-static_cast<double>(x))));
-      case Unary::tanh: return static_cast<T>(std::tanh(x));
-      case Unary::clamp:
-        return x < static_cast<T>(op.p0)   ? static_cast<T>(op.p0)
-               : x > static_cast<T>(op.p1) ? static_cast<T>(op.p1)
-                                           : x;
-      case Unary::pow_scalar: return static_cast<T>(std::pow(x, static_cast<T>(op.p0)));
-    }
-    return x;
-  };
-}
-
-// The gradient g * d out / d x at x (with y = out(x)), for the backward kernel. Piecewise
-// rules select g (or 0) instead of multiplying by a 0/1 derivative: a select of plain values
-// can run unconditionally, so the loop vectorizes (a multiply in one arm of a branch cannot,
-// as it might raise a floating-point exception the branch would have skipped), and a masked
-// position gets 0 even where g is inf or nan, as in PyTorch.
-template <class T, Unary Kind>
-auto gradient_fn(UnaryOp op) {
-  return [op](T g, T x, T y) -> T {
-    switch (Kind) {
-      case Unary::neg: return static_cast<T>(-g);
-      case Unary::exp: return g * y;
-      case Unary::log: return g / x;
-      case Unary::sqrt: return g * (T(0.5) / y);
-      case Unary::abs: return x > T(0) ? g : x < T(0) ? static_cast<T>(-g) : T(0);
-      case Unary::relu: return x > T(0) ? g : T(0);
-      case Unary::sigmoid: return g * (y * (T(1) - y));
-      case Unary::tanh: return g * (T(1) - y * y);
-      case Unary::clamp: return x >= static_cast<T>(op.p0) && x <= static_cast<T>(op.p1) ? g : T(0);
-      case Unary::pow_scalar:
-        return op.p0 == 0.0 ? T(0)
-                            : g * (static_cast<T>(op.p0) *
-                                   static_cast<T>(std::pow(x, static_cast<T>(op.p0 - 1.0))));
-    }
-    return T(0);
-  };
-}
-
-bool integer_friendly(Unary kind) {
-  return kind == Unary::neg || kind == Unary::abs || kind == Unary::relu || kind == Unary::clamp;
-}
+using Unary = kernels::UnaryOp;
+using UnaryOp = kernels::UnaryParams;
+using kernels::unary_name;
+using kernels::with_unary;
 
 void unary_into(UnaryOp op, const Tensor& out, const Tensor& a) {
+  if (!out.device().is_cpu()) {
+    kernels_for(out.device()).unary(op, kernel_view(out), kernel_view(a), stream_for(out.device()));
+    return;
+  }
   auto run = [&]<class T>() {
-    with_unary(op.kind, [&](auto kind) { map_kernel<T, T, 1>(out, {a}, unary_fn<T, kind()>(op)); });
+    with_unary(op.kind, [&](auto kind) {
+      map_kernel<T, T, 1>(out, {a}, kernels::UnaryFn<T, kind()>{op.p0, op.p1});
+    });
   };
-  if (integer_friendly(op.kind)) {
+  if (kernels::integer_friendly(op.kind)) {
     cpu::dispatch_numeric(a.dtype(), unary_name(op.kind), run);
   } else {
     cpu::dispatch_floating(a.dtype(), unary_name(op.kind), run);
   }
 }
 
+// grad * d op(a) / da, with o = op(a).
+Tensor unary_gradient(UnaryOp op, const Tensor& g, const Tensor& a, const Tensor& o) {
+  Tensor grad = Tensor::empty(a.shape(), g.dtype(), g.device());
+  if (!g.device().is_cpu()) {
+    kernels_for(g.device())
+        .unary_backward(op, kernel_view(grad), kernel_view(g, a.shape()), kernel_view(a),
+                        kernel_view(o), stream_for(g.device()));
+    return grad;
+  }
+  cpu::dispatch_floating(g.dtype(), unary_name(op.kind), [&]<class T>() {
+    with_unary(op.kind, [&](auto kind) {
+      map_kernel<T, T, 3>(grad, {g, a, o}, kernels::UnaryGradFn<T, kind()>{op.p0, op.p1});
+    });
+  });
+  return grad;
+}
+
 Tensor unary(UnaryOp op, const Tensor& a) {
   const char* name = unary_name(op.kind);
-  require_cpu(a, name);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
   unary_into(op, out, a);
   return record(name, out, {a},
                 [op, a = a.detach(), o = out.detach()](const Tensor& g, const std::vector<bool>&) {
-                  Tensor grad = Tensor::empty(a.shape(), g.dtype());
-                  cpu::dispatch_floating(g.dtype(), unary_name(op.kind), [&]<class T>() {
-                    with_unary(op.kind, [&](auto kind) {
-                      map_kernel<T, T, 3>(grad, {g, a, o}, gradient_fn<T, kind()>(op));
-                    });
-                  });
-                  return std::vector<Tensor>{grad};
+                  return std::vector<Tensor>{unary_gradient(op, g, a, o)};
                 });
 }
 
-enum class Compare { eq, ne, lt, le, gt, ge };
+using Compare = kernels::CompareOp;
 
 Tensor compare(Compare op, const Tensor& a, const Tensor& b, const char* name) {
   check_binary(a, b, name);
-  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name), DType::u8);
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), name), DType::u8, a.device());
+  if (!out.device().is_cpu()) {
+    kernels_for(out.device())
+        .compare(op, kernel_view(out), kernel_view(a, out.shape()), kernel_view(b, out.shape()),
+                 stream_for(out.device()));
+    return out;
+  }
   cpu::dispatch_numeric(a.dtype(), name, [&]<class T>() {
-    auto cmp = [op](T x, T y) -> std::uint8_t {
-      switch (op) {
-        case Compare::eq: return x == y;
-        case Compare::ne: return x != y;
-        case Compare::lt: return x < y;
-        case Compare::le: return x <= y;
-        case Compare::gt: return x > y;
-        case Compare::ge: return x >= y;
-      }
-      return 0;
-    };
-    map_kernel<std::uint8_t, T, 2>(out, {a, b}, cmp);
+    kernels::with_compare(op, [&](auto kind) {
+      map_kernel<std::uint8_t, T, 2>(out, {a, b}, kernels::CompareFn<T, kind()>{});
+    });
   });
   return out;
 }
 
-Tensor scalar_like(const Tensor& a, double value) { return scalar_tensor(value, a.dtype()); }
+// A 0-d tensor of a's dtype on a's device.
+Tensor scalar_like(const Tensor& a, double value) { return full({}, value, a.dtype(), a.device()); }
 
 // In-place binary op: b broadcasts to a's shape.
 Tensor& binary_inplace(Binary op, Tensor& a, const Tensor& b) {
@@ -352,7 +262,6 @@ Tensor& binary_inplace(Binary op, Tensor& a, const Tensor& b) {
 
 Tensor& unary_inplace(UnaryOp op, Tensor& a) {
   check_inplace(a, unary_name(op.kind));
-  require_cpu(a, unary_name(op.kind));
   unary_into(op, a, a);
   return a;
 }
@@ -393,14 +302,9 @@ Tensor clamp(const Tensor& a, double min, double max) {
   return unary({Unary::clamp, min, max}, a);
 }
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  require_cpu(cond, "where");
-  check_binary(a, b, "where");
-  RINGLET_CHECK(cond.dtype() == DType::u8, DTypeError, "where: condition must be u8, got ",
-                cond.dtype(), " ", shape_str(cond.shape()));
-  const Shape shape =
-      broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
-  Tensor out = Tensor::empty(shape, a.dtype());
+// out = cond ? a : b on the host, every operand broadcast to out's shape.
+void where_cpu(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const Shape& shape = out.shape();
   cpu::dispatch_numeric(a.dtype(), "where", [&]<class T>() {
     // Views share a, b and cond's storage and offset, so their raw pointers are the same.
     const Tensor va = broadcast_view(a, shape), vb = broadcast_view(b, shape),
@@ -414,10 +318,27 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                               o[off[0]] = pc[off[1]] ? pa[off[2]] : pb[off[3]];
                             });
   });
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  same_device({&cond, &a, &b}, "where");
+  check_binary(a, b, "where");
+  RINGLET_CHECK(cond.dtype() == DType::u8, DTypeError, "where: condition must be u8, got ",
+                cond.dtype(), " ", shape_str(cond.shape()));
+  const Shape shape =
+      broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+  if (!out.device().is_cpu()) {
+    kernels_for(out.device())
+        .where(kernel_view(out), kernel_view(cond, shape), kernel_view(a, shape),
+               kernel_view(b, shape), stream_for(out.device()));
+  } else {
+    where_cpu(out, cond, a, b);
+  }
   return record(
       "where", out, {a, b},
       [cond, sa = a.shape(), sb = b.shape()](const Tensor& g, const std::vector<bool>& n) {
-        const Tensor zero = zeros({}, g.dtype());
+        const Tensor zero = zeros({}, g.dtype(), g.device());
         return std::vector<Tensor>{n[0] ? sum_to(where(cond, g, zero), sa) : Tensor(),
                                    n[1] ? sum_to(where(cond, zero, g), sb) : Tensor()};
       });
@@ -445,7 +366,10 @@ Tensor& clamp_(Tensor& a, double min, double max) {
 
 Tensor& fill_(Tensor& a, double value) {
   check_inplace(a, "fill");
-  require_cpu(a, "fill");
+  if (!a.device().is_cpu()) {
+    kernels_for(a.device()).fill(kernel_view(a), value, stream_for(a.device()));
+    return a;
+  }
   cpu::dispatch_all(a.dtype(), [&]<class T>() {
     const T v = cpu::convert<T>(value);
     map_kernel<T, T, 0>(a, {}, [v]() { return v; });
@@ -457,11 +381,19 @@ Tensor& zero_(Tensor& a) { return fill_(a, 0.0); }
 
 Tensor& copy_(Tensor& dst, const Tensor& src) {
   check_inplace(dst, "copy");
-  require_cpu(dst, "copy");
-  require_cpu(src, "copy");
   const Shape shape = broadcast_shapes(dst.shape(), src.shape(), "copy_");
   RINGLET_CHECK(shape == dst.shape(), ShapeError, "copy_: source of shape ", shape_str(src.shape()),
                 " does not broadcast to the destination's shape ", shape_str(dst.shape()));
+  if (dst.device() != src.device()) {
+    // Across devices: move the source over first (a staged, stream-ordered transfer).
+    const Tensor moved = src.to(dst.device());
+    return copy_(dst, moved);
+  }
+  if (!dst.device().is_cpu()) {
+    kernels_for(dst.device())
+        .copy(kernel_view(dst), kernel_view(src, shape), stream_for(dst.device()));
+    return dst;
+  }
   cpu::copy(dst, broadcast_view(src, shape));
   return dst;
 }
@@ -472,9 +404,14 @@ Tensor& add_scaled_(Tensor& a, const Tensor& b, double alpha) {
   RINGLET_CHECK(broadcast_shapes(a.shape(), b.shape(), "add_scaled_") == a.shape(), ShapeError,
                 "add_scaled_: operand of shape ", shape_str(b.shape()),
                 " does not broadcast to the target's shape ", shape_str(a.shape()));
+  if (!a.device().is_cpu()) {
+    kernels_for(a.device())
+        .add_scaled(kernel_view(a), kernel_view(a), kernel_view(b, a.shape()), alpha,
+                    stream_for(a.device()));
+    return a;
+  }
   cpu::dispatch_floating(a.dtype(), "add_scaled_", [&]<class T>() {
-    const T s = static_cast<T>(alpha);
-    map_kernel<T, T, 2>(a, {a, b}, [s](T x, T y) { return x + s * y; });
+    map_kernel<T, T, 2>(a, {a, b}, kernels::AddScaledFn<T>{static_cast<T>(alpha)});
   });
   return a;
 }

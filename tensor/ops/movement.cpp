@@ -13,6 +13,7 @@
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ringlet::tensor {
@@ -247,10 +248,18 @@ Tensor unsqueeze(const Tensor& t, std::int64_t dim) {
   return view(t, shape);
 }
 
+// dst = src (same shape, same device; any two dtypes), by the device's copy kernel.
+static void copy_same_device(const Tensor& dst, const Tensor& src) {
+  if (dst.device().is_cpu()) {
+    cpu::copy(dst, src);
+  } else {
+    kernels_for(dst.device()).copy(kernel_view(dst), kernel_view(src), stream_for(dst.device()));
+  }
+}
+
 Tensor clone(const Tensor& t) {
-  require_cpu(t, "clone");
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  cpu::copy(out, t);
+  copy_same_device(out, t);
   return record("CloneBackward", out, {t},
                 [](const Tensor& g, const std::vector<bool>&) { return std::vector<Tensor>{g}; });
 }
@@ -259,9 +268,8 @@ Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
 Tensor Tensor::to(DType target) const {
   if (target == dtype()) return *this;
-  require_cpu(*this, "to(dtype)");
   Tensor out = Tensor::empty(shape(), target, device());
-  cpu::copy(out, *this);
+  copy_same_device(out, *this);
   if (!core::is_floating(target)) return out;  // integer results carry no gradient
   const DType source = dtype();
   return record("ToDTypeBackward", out, {*this},
@@ -277,7 +285,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
   Shape shape = first.shape();
   shape[d] = 0;
   for (const auto& t : tensors) {
-    require_cpu(t, "cat");
+    same_device({&first, &t}, "cat");
     RINGLET_CHECK(t.dim() == first.dim() && t.dtype() == first.dtype(), ShapeError,
                   "cat: tensor of shape ", shape_str(t.shape()), " (", t.dtype(),
                   ") does not match ", shape_str(first.shape()), " (", first.dtype(), ")");
@@ -288,12 +296,12 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     }
     shape[d] += t.size(d);
   }
-  Tensor out = Tensor::empty(shape, first.dtype());
+  Tensor out = Tensor::empty(shape, first.dtype(), first.device());
   std::vector<std::int64_t> sizes;
   std::int64_t at = 0;
   for (const auto& t : tensors) {
     Tensor window = narrow(out, d, at, t.size(d));
-    cpu::copy(window, t);
+    copy_same_device(window, t);
     sizes.push_back(t.size(d));
     at += t.size(d);
   }
@@ -309,13 +317,23 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
                 });
 }
 
+// out += grad over the axes where `strides` (out's, for grad's shape) are 0.
+static void sum_to_cpu(const Tensor& out, const Tensor& grad, const Shape& strides) {
+  cpu::dispatch_numeric(grad.dtype(), "sum_to", [&]<class T>() {
+    T* dst = out.data<T>();
+    const T* src = grad.data<T>();
+    cpu::for_each_offset<2>(
+        grad.shape(), {&strides, &grad.strides()},
+        [&](const std::array<std::int64_t, 2>& off) { dst[off[0]] += src[off[1]]; });
+  });
+}
+
 Tensor sum_to(const Tensor& grad, const Shape& shape) {
   if (grad.shape() == shape) return grad;
-  require_cpu(grad, "sum_to");
   RINGLET_CHECK(shape.size() <= grad.shape().size(), ShapeError, "sum_to: cannot reduce ",
                 shape_str(grad.shape()), " to ", shape_str(shape));
   // View the zero-filled result with stride 0 on broadcast axes, then accumulate through it.
-  Tensor out = zeros(shape, grad.dtype());
+  Tensor out = zeros(shape, grad.dtype(), grad.device());
   const std::size_t lead = grad.shape().size() - shape.size();
   Shape strides(grad.shape().size(), 0);
   for (std::size_t i = lead; i < grad.shape().size(); ++i) {
@@ -324,13 +342,15 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
                   shape_str(grad.shape()), " to ", shape_str(shape));
     strides[i] = extent == 1 ? 0 : out.strides()[i - lead];
   }
-  cpu::dispatch_numeric(grad.dtype(), "sum_to", [&]<class T>() {
-    T* dst = out.data<T>();
-    const T* src = grad.data<T>();
-    cpu::for_each_offset<2>(
-        grad.shape(), {&strides, &grad.strides()},
-        [&](const std::array<std::int64_t, 2>& off) { dst[off[0]] += src[off[1]]; });
-  });
+  if (!grad.device().is_cpu()) {
+    // The sum kernel over grad's shape into a keepdim view of out (size 1 where it reduces).
+    Shape keep(grad.shape().size(), 1);
+    for (std::size_t i = lead; i < keep.size(); ++i) keep[i] = shape[i - lead];
+    kernels_for(grad.device())
+        .sum(kernel_view(out.view(keep)), kernel_view(grad), 1.0, stream_for(grad.device()));
+  } else {
+    sum_to_cpu(out, grad, strides);
+  }
   return record("SumToBackward", out, {grad},
                 [in_shape = grad.shape()](const Tensor& g, const std::vector<bool>&) {
                   return std::vector<Tensor>{contiguous(expand(g, in_shape))};

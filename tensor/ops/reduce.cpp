@@ -17,6 +17,7 @@
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/movement.h"
 
@@ -232,14 +233,8 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& t, std::int64_t dim, const c
   return {values, indices};
 }
 
-}  // namespace
-
-Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
-  const auto mask = reduced_mask(t, dims, "sum");
-  require_cpu(t, "sum");
-  const Shape keep_shape = reduced_shape(t.shape(), mask, true);
-  const DType out_dtype = core::is_floating(t.dtype()) ? t.dtype() : DType::i64;
-  Tensor out = Tensor::empty(keep_shape, out_dtype);
+// out (keepdim shape, contiguous) = the sum of t over the masked dims, on the host.
+void sum_cpu(const Tensor& out, const Tensor& t, const std::vector<bool>& mask) {
   cpu::dispatch_numeric(t.dtype(), "sum", [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
       const auto acc = accumulate<T, double>(t, mask);
@@ -250,6 +245,20 @@ Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
       std::copy(acc.begin(), acc.end(), out.data<std::int64_t>());
     }
   });
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
+  const auto mask = reduced_mask(t, dims, "sum");
+  const Shape keep_shape = reduced_shape(t.shape(), mask, true);
+  const DType out_dtype = core::is_floating(t.dtype()) ? t.dtype() : DType::i64;
+  Tensor out = Tensor::empty(keep_shape, out_dtype, t.device());
+  if (!t.device().is_cpu()) {
+    kernels_for(t.device()).sum(kernel_view(out), kernel_view(t), 1.0, stream_for(t.device()));
+  } else {
+    sum_cpu(out, t, mask);
+  }
   out = as_shape(out, reduced_shape(t.shape(), mask, keepdim));
   return record("SumBackward", out, {t},
                 [in_shape = t.shape(), mask](const Tensor& g, const std::vector<bool>&) {
@@ -260,15 +269,18 @@ Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
 Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
   const auto mask = reduced_mask(t, dims, "mean");
   require_floating(t, "mean");
-  require_cpu(t, "mean");
   // An empty reduction divides 0 by 0: NaN, as in PyTorch.
   const auto count = static_cast<double>(reduced_count(t.shape(), mask));
-  Tensor out = Tensor::empty(reduced_shape(t.shape(), mask, true), t.dtype());
-  cpu::dispatch_floating(t.dtype(), "mean", [&]<class T>() {
-    const auto acc = accumulate<T, double>(t, mask);
-    T* dst = out.data<T>();
-    for (std::size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i] / count);
-  });
+  Tensor out = Tensor::empty(reduced_shape(t.shape(), mask, true), t.dtype(), t.device());
+  if (!t.device().is_cpu()) {
+    kernels_for(t.device()).sum(kernel_view(out), kernel_view(t), count, stream_for(t.device()));
+  } else {
+    cpu::dispatch_floating(t.dtype(), "mean", [&]<class T>() {
+      const auto acc = accumulate<T, double>(t, mask);
+      T* dst = out.data<T>();
+      for (std::size_t i = 0; i < acc.size(); ++i) dst[i] = static_cast<T>(acc[i] / count);
+    });
+  }
   out = as_shape(out, reduced_shape(t.shape(), mask, keepdim));
   return record("MeanBackward", out, {t},
                 [in_shape = t.shape(), mask, count](const Tensor& g, const std::vector<bool>&) {

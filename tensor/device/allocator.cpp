@@ -1,0 +1,154 @@
+// DeviceAllocator: BlockCache tags are stream handles; blocks used on other streams wait in
+// pending_ until an event per such stream has completed.
+#include "tensor/device/allocator.h"
+
+#include <array>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "tensor/device/stream.h"
+
+namespace ringlet::tensor::device {
+namespace {
+
+constexpr std::size_t kDeviceGranule = 512;  // PyTorch's: every size cached, 512-byte classes
+
+std::uintptr_t tag(StreamHandle stream) { return reinterpret_cast<std::uintptr_t>(stream); }
+
+}  // namespace
+
+DeviceAllocator::DeviceAllocator(Device device)
+    : device_(device),
+      runtime_(runtime(device)),
+      cache_(
+          {.allocate = [this](std::size_t bytes) { return runtime_.malloc(bytes); },
+           .release = [this](void* ptr) { runtime_.free(ptr); },
+           .name = core::str(device, " (capacity ", runtime(device).memory_capacity(), " bytes)")},
+          kDeviceGranule, 0, SIZE_MAX) {}
+
+void* DeviceAllocator::allocate(std::size_t bytes) {
+  const StreamHandle stream = current_stream(device_).handle();
+  std::lock_guard lock(mutex_);
+  collect_pending(false);
+  void* ptr = nullptr;
+  try {
+    ptr = cache_.allocate(bytes, tag(stream));
+  } catch (const core::OutOfMemoryError&) {
+    if (pending_.empty()) throw;
+    collect_pending(true);  // blocks other streams still read: wait for them, then retry
+    ptr = cache_.allocate(bytes, tag(stream));
+  }
+  if (ptr != nullptr) live_[ptr] = Live{stream, {}};
+  return ptr;
+}
+
+void DeviceAllocator::deallocate(void* ptr, std::size_t bytes) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  const auto it = live_.find(ptr);
+  RINGLET_CHECK(it != live_.end(), DeviceError, device_, ": free of a block (", ptr,
+                ") this allocator does not hold");
+  Live live = std::move(it->second);
+  live_.erase(it);
+  if (live.used_on.empty()) {
+    cache_.deallocate(ptr, bytes, tag(live.stream));
+    return;
+  }
+  Pending p{ptr, bytes, live.stream, {}};
+  for (StreamHandle s : live.used_on) {
+    p.events.push_back(runtime_.create_event());
+    runtime_.record(p.events.back(), s);
+  }
+  pending_.push_back(std::move(p));
+}
+
+void DeviceAllocator::record_stream(void* ptr, StreamHandle stream) {
+  std::lock_guard lock(mutex_);
+  const auto it = live_.find(ptr);
+  if (it == live_.end() || it->second.stream == stream) return;
+  for (StreamHandle s : it->second.used_on)
+    if (s == stream) return;
+  it->second.used_on.push_back(stream);
+}
+
+void DeviceAllocator::collect_pending(bool wait) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    bool done = true;
+    for (EventHandle e : it->events) {
+      if (wait) runtime_.synchronize_event(e);
+      done = done && runtime_.query(e);
+    }
+    if (!done) {
+      ++it;
+      continue;
+    }
+    for (EventHandle e : it->events) runtime_.destroy_event(e);
+    cache_.deallocate(it->ptr, it->bytes, tag(it->stream));
+    it = pending_.erase(it);
+  }
+}
+
+BlockCacheStats DeviceAllocator::stats() const { return cache_.stats(); }
+
+void DeviceAllocator::empty() {
+  std::lock_guard lock(mutex_);
+  collect_pending(false);
+  cache_.empty();
+}
+
+DeviceAllocator& device_allocator(Device device) {
+  check_device(device);
+  RINGLET_CHECK(!device.is_cpu(), DeviceError, "device_allocator: cpu is not a device");
+  constexpr int kMax = 16;
+  static std::array<std::once_flag, 2 * kMax> once;
+  static std::array<DeviceAllocator*, 2 * kMax> allocators{};
+  const auto slot = static_cast<std::size_t>((device.is_cuda() ? 0 : kMax) + device.index);
+  // Never destroyed: device memory must not be freed after the runtime has shut down.
+  std::call_once(once[slot], [&] { allocators[slot] = new DeviceAllocator(device); });
+  return *allocators[slot];
+}
+
+namespace {
+
+class PinnedAllocator final : public Allocator {
+ public:
+  PinnedAllocator()
+      : cache_({.allocate = [](std::size_t bytes) { return pinned_backend().allocate(bytes); },
+                .release = [](void* ptr) { pinned_backend().release(ptr); },
+                .name = "pinned host memory"},
+               64, 0, SIZE_MAX) {}
+  void* allocate(std::size_t bytes) override { return cache_.allocate(bytes); }
+  void deallocate(void* ptr, std::size_t bytes) override { cache_.deallocate(ptr, bytes); }
+  Device device() const override { return Device::cpu(); }
+  bool pinned() const override { return true; }
+
+ private:
+  struct Backend {
+    Runtime* gpu = nullptr;  // the first GPU's runtime when there is one
+    void* allocate(std::size_t bytes) const {
+      return gpu ? gpu->host_alloc_pinned(bytes) : std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    }
+    void release(void* ptr) const { gpu ? gpu->host_free_pinned(ptr) : std::free(ptr); }
+  };
+  static const Backend& pinned_backend() {
+    static const Backend backend = [] {
+      Backend b;
+      try {
+        if (device_count(Device::Kind::cuda) > 0) b.gpu = &runtime(Device::cuda(0));
+      } catch (const core::NotBuiltError&) {
+      }
+      return b;
+    }();
+    return backend;
+  }
+  BlockCache cache_;
+};
+
+}  // namespace
+
+Allocator& pinned_allocator() {
+  static auto* allocator = new PinnedAllocator;  // never destroyed, as the device allocators
+  return *allocator;
+}
+
+}  // namespace ringlet::tensor::device

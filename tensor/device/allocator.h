@@ -1,0 +1,64 @@
+// The caching allocator of a device (cuda or emu), stream-ordered as PyTorch's:
+// - A block is allocated on the current stream of the allocating thread and, freed, serves
+//   later allocations on that same stream at once (their kernels queue behind every use).
+// - A tensor used on another stream too is marked with record_stream(); when it is freed its
+//   block waits (an event recorded on each such stream) until those streams are past it, and
+//   only then returns to the cache. Without the mark, a block could be handed to a new tensor
+//   while a kernel on the other stream still reads it (the stream tests show that corruption).
+// - Out of memory: blocks still waiting for their events are waited for, the cache gives back
+//   what it holds, and the allocation is tried once more; then an OutOfMemoryError says what
+//   was asked, what tensors hold and what is cached, and the device's capacity.
+// Plus the pinned host allocator: host memory the device copies asynchronously (cudaHostAlloc
+// on a machine with a GPU; aligned host memory otherwise, where the emulated device needs no
+// pinning), cached like the host's.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor/block_cache.h"
+#include "tensor/device/runtime.h"
+#include "tensor/storage.h"
+
+namespace ringlet::tensor::device {
+
+class DeviceAllocator final : public Allocator {
+ public:
+  explicit DeviceAllocator(Device device);
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) override;
+  void record_stream(void* ptr, StreamHandle stream) override;
+  Device device() const override { return device_; }
+  BlockCacheStats stats() const;
+  void empty();
+
+ private:
+  struct Live {
+    StreamHandle stream;                // allocated on
+    std::vector<StreamHandle> used_on;  // record_stream()'s other streams
+  };
+  struct Pending {
+    void* ptr;
+    std::size_t bytes;
+    StreamHandle stream;
+    std::vector<EventHandle> events;  // one per stream in used_on, recorded at free
+  };
+  void collect_pending(bool wait);  // called with mutex_ held
+
+  Device device_;
+  Runtime& runtime_;
+  BlockCache cache_;
+  std::mutex mutex_;
+  std::unordered_map<void*, Live> live_;
+  std::deque<Pending> pending_;
+};
+
+// The allocator of a device (created on first use, never destroyed) after checking it exists.
+DeviceAllocator& device_allocator(Device device);
+// Page-locked host memory for asynchronous copies (Tensor::pin_memory()).
+Allocator& pinned_allocator();
+
+}  // namespace ringlet::tensor::device

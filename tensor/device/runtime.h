@@ -1,0 +1,76 @@
+// The device runtime both executors implement: a CUDA GPU (tensor/cuda/device_runtime.cu) and
+// the emulated GPU (tensor/emu/). Memory, streams, events and asynchronous copies, with CUDA's
+// semantics: work on one stream runs in the order it was queued; streams run concurrently
+// with each other and with the host; an event marks a point in a stream that another stream
+// or the host can wait for. Handles are opaque (a cudaStream_t / cudaEvent_t, or the
+// emulator's objects); Stream and Event in stream.h wrap them for the tensor layer.
+// Every wait of the host on a device has a deadline (RINGLET_DEVICE_TIMEOUT seconds, default
+// 300): a device that never finishes is a TimeoutError naming the device, not a hang.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+
+#include "core/device.h"
+
+namespace ringlet::tensor::device {
+
+using core::Device;
+using StreamHandle = void*;
+using EventHandle = void*;
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual Device device() const = 0;
+  virtual std::size_t memory_capacity() const = 0;
+
+  // Device memory; nullptr when the device is out of memory (the caching allocator then gives
+  // back what it holds and tries once more).
+  virtual void* malloc(std::size_t bytes) = 0;
+  virtual void free(void* ptr) = 0;
+
+  // The compute stream every op of this device queues on unless a StreamGuard says otherwise.
+  virtual StreamHandle compute_stream() = 0;
+  virtual StreamHandle create_stream() = 0;
+  virtual void destroy_stream(StreamHandle stream) = 0;
+
+  // Queues a copy between any two of host memory and this device's memory. Host memory must
+  // stay valid and unchanged until the copy has run: callers stage pageable memory (see
+  // tensor/device/transfer.h).
+  virtual void copy_async(void* dst, const void* src, std::size_t bytes, StreamHandle stream) = 0;
+  // Queues fn to run on a host thread once everything queued before it on `stream` has run
+  // (cudaLaunchHostFunc). fn must not queue device work.
+  virtual void host_func(StreamHandle stream, std::function<void()> fn) = 0;
+  // Blocks the host until everything queued on `stream` has run; rethrows a kernel's failure.
+  virtual void synchronize(StreamHandle stream) = 0;
+
+  virtual EventHandle create_event() = 0;
+  virtual void destroy_event(EventHandle event) = 0;
+  // Marks the current end of `stream`'s queue.
+  virtual void record(EventHandle event, StreamHandle stream) = 0;
+  // Work queued on `stream` after this call waits until the event's last record has run; the
+  // host does not wait. An event never recorded is complete.
+  virtual void wait(StreamHandle stream, EventHandle event) = 0;
+  virtual bool query(EventHandle event) = 0;
+  virtual void synchronize_event(EventHandle event) = 0;
+
+  // Host memory the device copies from and into asynchronously (cudaHostAlloc).
+  virtual void* host_alloc_pinned(std::size_t bytes) = 0;
+  virtual void host_free_pinned(void* ptr) = 0;
+};
+
+// Number of devices of a kind: CUDA GPUs visible (0 without a GPU; NotBuiltError in a build
+// without CUDA), emulated devices (RINGLET_EMU_DEVICES, default 2). 1 for cpu.
+int device_count(Device::Kind kind);
+// The runtime of one device; a DeviceError names the devices that exist when it does not.
+Runtime& runtime(Device device);
+// Checks that `device` exists (any kind), with the same error as runtime().
+void check_device(Device device);
+
+// The host's deadline for waits on a device (RINGLET_DEVICE_TIMEOUT seconds; tests set it).
+std::chrono::milliseconds wait_timeout();
+void set_wait_timeout(std::chrono::milliseconds timeout);
+
+}  // namespace ringlet::tensor::device

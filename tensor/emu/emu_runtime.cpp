@@ -1,0 +1,169 @@
+// The emulated GPU's memory (anonymous mappings), streams (StreamQueue) and events (a record
+// count and a completed count under a mutex: record queues "completed = n", wait queues
+// "block until completed >= n", both on the stream's own thread).
+#include "tensor/emu/emu_runtime.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/env.h"
+#include "core/error.h"
+
+namespace ringlet::tensor::emu {
+namespace {
+
+struct EmuEvent {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::uint64_t recorded = 0;   // records queued
+  std::uint64_t completed = 0;  // the last record that has run
+};
+
+// A handle owns one reference; queued records and waits hold their own, so destroying an
+// event with work still queued on it is safe (as cudaEventDestroy).
+using EventRef = std::shared_ptr<EmuEvent>;
+const EventRef& event_of(device::EventHandle event) { return *static_cast<EventRef*>(event); }
+
+// Blocks until the event's record number `target` has run, within the device deadline.
+void wait_for_record(EmuEvent& e, std::uint64_t target, const char* who) {
+  std::unique_lock lock(e.mutex);
+  const auto timeout = device::wait_timeout();
+  if (!e.changed.wait_for(lock, timeout, [&] { return e.completed >= target; })) {
+    RINGLET_THROW(TimeoutError, who, ": an event was not reached within ", timeout.count(),
+                  " ms (RINGLET_DEVICE_TIMEOUT sets the deadline)");
+  }
+}
+
+}  // namespace
+
+EmuRuntime::EmuRuntime(int index)
+    : index_(index),
+      capacity_(static_cast<std::size_t>(
+                    core::env_int("RINGLET_EMU_MEMORY_MB", 4096, 1, std::int64_t{1} << 24))
+                << 20),
+      compute_(std::make_unique<StreamQueue>(core::str("emu:", index, " compute stream"),
+                                             static_cast<std::uint64_t>(index) << 32)) {}
+
+EmuRuntime::~EmuRuntime() = default;
+
+void* EmuRuntime::malloc(std::size_t bytes) {
+  if (bytes == 0) bytes = 1;
+  {
+    std::lock_guard lock(memory_mutex_);
+    if (bytes > capacity_ - std::min(mapped_, capacity_)) return nullptr;
+    mapped_ += bytes;
+  }
+  void* ptr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ptr == MAP_FAILED) {
+    std::lock_guard lock(memory_mutex_);
+    mapped_ -= bytes;
+    return nullptr;
+  }
+  std::memset(ptr, 0xff, bytes);  // never-written memory reads as NaN
+  std::lock_guard lock(memory_mutex_);
+  mappings_[ptr] = bytes;
+  return ptr;
+}
+
+void EmuRuntime::free(void* ptr) {
+  if (ptr == nullptr) return;
+  std::size_t bytes = 0;
+  {
+    std::lock_guard lock(memory_mutex_);
+    const auto it = mappings_.find(ptr);
+    RINGLET_CHECK(it != mappings_.end(), DeviceError, device(), ": free of ", ptr,
+                  ", which this device did not allocate");
+    bytes = it->second;
+    mappings_.erase(it);
+    mapped_ -= bytes;
+  }
+  ::munmap(ptr, bytes);
+}
+
+device::StreamHandle EmuRuntime::create_stream() {
+  const std::uint64_t id = ++next_stream_;
+  return new StreamQueue(core::str("emu:", index_, " stream ", id),
+                         (static_cast<std::uint64_t>(index_) << 32) | id);
+}
+
+void EmuRuntime::destroy_stream(device::StreamHandle stream) {
+  RINGLET_CHECK(stream != compute_.get(), DeviceError, device(),
+                ": the compute stream cannot be destroyed");
+  delete &queue(stream);
+}
+
+void EmuRuntime::copy_async(void* dst, const void* src, std::size_t bytes,
+                            device::StreamHandle stream) {
+  if (bytes == 0) return;
+  queue(stream).enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
+}
+
+void EmuRuntime::host_func(device::StreamHandle stream, std::function<void()> fn) {
+  queue(stream).enqueue(std::move(fn));
+}
+
+void EmuRuntime::synchronize(device::StreamHandle stream) { queue(stream).synchronize(); }
+
+device::EventHandle EmuRuntime::create_event() {
+  return new EventRef(std::make_shared<EmuEvent>());
+}
+void EmuRuntime::destroy_event(device::EventHandle event) { delete static_cast<EventRef*>(event); }
+
+void EmuRuntime::record(device::EventHandle event, device::StreamHandle stream) {
+  EventRef e = event_of(event);
+  std::uint64_t number = 0;
+  {
+    std::lock_guard lock(e->mutex);
+    number = ++e->recorded;
+  }
+  queue(stream).enqueue([e, number] {
+    {
+      std::lock_guard lock(e->mutex);
+      e->completed = std::max(e->completed, number);
+    }
+    e->changed.notify_all();
+  });
+}
+
+void EmuRuntime::wait(device::StreamHandle stream, device::EventHandle event) {
+  EventRef e = event_of(event);
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(e->mutex);
+    target = e->recorded;
+  }
+  if (target == 0) return;
+  StreamQueue& q = queue(stream);
+  q.enqueue([e, target, name = q.name()] { wait_for_record(*e, target, name.c_str()); });
+}
+
+bool EmuRuntime::query(device::EventHandle event) {
+  EmuEvent& e = *event_of(event);
+  std::lock_guard lock(e.mutex);
+  return e.completed >= e.recorded;
+}
+
+void EmuRuntime::synchronize_event(device::EventHandle event) {
+  EmuEvent& e = *event_of(event);
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(e.mutex);
+    target = e.recorded;
+  }
+  wait_for_record(e, target, "event synchronize");
+}
+
+void* EmuRuntime::host_alloc_pinned(std::size_t bytes) {
+  void* ptr = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+  RINGLET_CHECK(ptr != nullptr, OutOfMemoryError, "pinned host memory: ", bytes,
+                " bytes could not be allocated");
+  return ptr;
+}
+
+void EmuRuntime::host_free_pinned(void* ptr) { std::free(ptr); }
+
+}  // namespace ringlet::tensor::emu

@@ -1,0 +1,61 @@
+// The emulated GPU: device::Runtime run by host threads (see stream_queue.h). Its memory is
+// its own mappings, filled with 0xff bytes (NaN as floats) when first handed out, so a kernel
+// that reads what nobody wrote sees NaN; ops never give it to CPU kernels (tensor/ops check
+// the device before dispatching). Capacity: RINGLET_EMU_MEMORY_MB (default 4096) per device;
+// beyond it malloc returns nullptr and the caching allocator reports out of memory.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "tensor/device/runtime.h"
+#include "tensor/emu/stream_queue.h"
+
+namespace ringlet::tensor::emu {
+
+class EmuRuntime final : public device::Runtime {
+ public:
+  explicit EmuRuntime(int index);
+  ~EmuRuntime() override;
+
+  core::Device device() const override { return core::Device::emu(index_); }
+  std::size_t memory_capacity() const override { return capacity_; }
+  void* malloc(std::size_t bytes) override;
+  void free(void* ptr) override;
+
+  device::StreamHandle compute_stream() override { return compute_.get(); }
+  device::StreamHandle create_stream() override;
+  void destroy_stream(device::StreamHandle stream) override;
+  void copy_async(void* dst, const void* src, std::size_t bytes,
+                  device::StreamHandle stream) override;
+  void host_func(device::StreamHandle stream, std::function<void()> fn) override;
+  void synchronize(device::StreamHandle stream) override;
+
+  device::EventHandle create_event() override;
+  void destroy_event(device::EventHandle event) override;
+  void record(device::EventHandle event, device::StreamHandle stream) override;
+  void wait(device::StreamHandle stream, device::EventHandle event) override;
+  bool query(device::EventHandle event) override;
+  void synchronize_event(device::EventHandle event) override;
+
+  void* host_alloc_pinned(std::size_t bytes) override;
+  void host_free_pinned(void* ptr) override;
+
+ private:
+  int index_;
+  std::size_t capacity_;
+  std::mutex memory_mutex_;
+  std::size_t mapped_ = 0;
+  std::unordered_map<void*, std::size_t> mappings_;
+  std::atomic<std::uint64_t> next_stream_{0};
+  std::unique_ptr<StreamQueue> compute_;
+};
+
+// The stream behind an emulated device's handle (kernels queue on it).
+inline StreamQueue& queue(device::StreamHandle stream) {
+  return *static_cast<StreamQueue*>(stream);
+}
+
+}  // namespace ringlet::tensor::emu

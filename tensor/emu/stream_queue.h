@@ -1,0 +1,57 @@
+// One stream of the emulated GPU: a queue of tasks (kernels, copies, event records and waits)
+// run in order by the stream's own host thread, concurrently with the host and with every
+// other stream, as a CUDA stream runs on its device. Nothing here is synchronous with the
+// caller: enqueue() returns at once, so a missing event wait or a host read before a
+// synchronize reads what is there at that moment.
+// Jitter (set_jitter, RINGLET_EMU_JITTER_US) sleeps a random 0..max microseconds before each
+// task, drawn per stream: it reorders work across streams the way a loaded GPU would, which
+// is what the stream tests need to expose a missing wait.
+// A task that throws marks the stream failed (CUDA's sticky error): later tasks are skipped
+// and synchronize() rethrows the first failure, naming the stream.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace ringlet::tensor::emu {
+
+class StreamQueue {
+ public:
+  StreamQueue(std::string name, std::uint64_t seed);
+  ~StreamQueue();  // runs what is queued, then stops the thread
+  StreamQueue(const StreamQueue&) = delete;
+  StreamQueue& operator=(const StreamQueue&) = delete;
+
+  const std::string& name() const { return name_; }
+  void enqueue(std::function<void()> task);
+  // Blocks until every task queued before the call has run (TimeoutError at the device
+  // deadline); rethrows the stream's failure.
+  void synchronize();
+  // True while this thread is the stream's own (a task that tries to wait on its stream).
+  bool on_stream_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+
+  static void set_jitter(int max_us);  // 0 turns it off
+  static int jitter();
+
+ private:
+  void run();
+  void sleep_jitter();
+
+  std::string name_;
+  std::uint64_t rng_state_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<std::function<void()>> tasks_;
+  std::uint64_t queued_ = 0, finished_ = 0;
+  std::exception_ptr failure_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ringlet::tensor::emu

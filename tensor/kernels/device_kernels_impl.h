@@ -1,0 +1,240 @@
+// The device kernels, once, over an executor Exec with
+//   template <class F> static void launch(Stream stream, std::int64_t n, const F& f);
+// which runs f(i) for every i in [0, n) on the device, queued on `stream`: a grid-stride CUDA
+// kernel (tensor/cuda/device_kernels.cu) or a task on the emulated stream's thread
+// (tensor/emu/kernels.cpp). Included by exactly those two files.
+#pragma once
+
+#include <initializer_list>
+#include <utility>
+
+#include "core/error.h"
+#include "tensor/kernels/device_kernels.h"
+
+namespace ringlet::tensor::kernels {
+
+// out[i] = f(in_0[i], ..., in_{K-1}[i]) over one iteration shape.
+template <class TOut, class TIn, int K, class F>
+struct MapKernel {
+  TOut* out;
+  const TIn* in[K > 0 ? K : 1];
+  Indexer<K + 1> index;
+  F f;
+
+  RINGLET_HD void operator()(std::int64_t i) const {
+    std::int64_t off[K + 1];
+    index.offsets(i, off);
+    apply(off, std::make_integer_sequence<int, K>());
+  }
+  template <int... I>
+  RINGLET_HD void apply(const std::int64_t (&off)[K + 1], std::integer_sequence<int, I...>) const {
+    out[off[0]] = f(in[I][off[I + 1]]...);
+  }
+};
+
+template <class TOut, class TIn>
+struct ConvertFn {
+  RINGLET_HD TOut operator()(TIn x) const { return convert<TOut>(x); }
+};
+template <class T>
+struct ConstantFn {
+  T value;
+  RINGLET_HD T operator()() const { return value; }
+};
+template <class T>
+struct WhereKernel {
+  T* out;
+  const std::uint8_t* cond;
+  const T* a;
+  const T* b;
+  Indexer<4> index;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    std::int64_t off[4];
+    index.offsets(i, off);
+    out[off[0]] = cond[off[1]] ? a[off[2]] : b[off[3]];
+  }
+};
+
+// One output element per index: walks the reduced sub-space of `in` in row-major order.
+template <class TOut, class TIn, class Acc>
+struct SumKernel {
+  TOut* out;
+  const TIn* in;
+  int ndim;
+  std::int64_t out_sizes[kMaxDims], out_strides[kMaxDims];
+  std::int64_t in_sizes[kMaxDims], in_strides[kMaxDims];
+  std::int64_t reduced_count;
+  double divisor;
+
+  RINGLET_HD void operator()(std::int64_t j) const {
+    std::int64_t base = 0, out_off = 0, rest = j;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const std::int64_t i = rest % out_sizes[d];
+      rest /= out_sizes[d];
+      base += i * in_strides[d];
+      out_off += i * out_strides[d];
+    }
+    Acc acc = 0;
+    for (std::int64_t r = 0; r < reduced_count; ++r) {
+      std::int64_t off = base, left = r;
+      for (int d = ndim - 1; d >= 0; --d) {
+        if (out_sizes[d] != 1 || in_sizes[d] == 1) continue;
+        off += (left % in_sizes[d]) * in_strides[d];
+        left /= in_sizes[d];
+      }
+      acc += static_cast<Acc>(in[off]);
+    }
+    if (divisor != 1.0) {
+      out[out_off] = static_cast<TOut>(static_cast<double>(acc) / divisor);
+    } else {
+      out[out_off] = static_cast<TOut>(acc);
+    }
+  }
+};
+
+template <class Exec>
+class KernelsImpl final : public DeviceKernels {
+ public:
+  void fill(const View& out, double value, Stream stream) override {
+    dispatch_all(out.dtype, "fill", [&]<class T>() {
+      map<T, T, 0>(out, {}, ConstantFn<T>{convert<T>(value)}, stream);
+    });
+  }
+
+  void copy(const View& out, const View& in, Stream stream) override {
+    dispatch_all(out.dtype, "copy", [&]<class TOut>() {
+      dispatch_all(in.dtype, "copy", [&]<class TIn>() {
+        map<TOut, TIn, 1>(out, {&in}, ConvertFn<TOut, TIn>{}, stream);
+      });
+    });
+  }
+
+  void binary(BinaryOp op, const View& out, const View& a, const View& b, Stream stream) override {
+    dispatch_arith(a.dtype, integer_friendly(op), binary_name(op), [&]<class T>() {
+      with_binary(op, [&](auto kind) {
+        map<T, T, 2>(out, {&a, &b}, BinaryFn<T, kind()>{}, stream);
+      });
+    });
+  }
+
+  void unary(const UnaryParams& op, const View& out, const View& in, Stream stream) override {
+    dispatch_arith(in.dtype, integer_friendly(op.kind), unary_name(op.kind), [&]<class T>() {
+      with_unary(op.kind, [&](auto kind) {
+        map<T, T, 1>(out, {&in}, UnaryFn<T, kind()>{op.p0, op.p1}, stream);
+      });
+    });
+  }
+
+  void unary_backward(const UnaryParams& op, const View& grad_in, const View& g, const View& x,
+                      const View& y, Stream stream) override {
+    dispatch_arith(g.dtype, false, unary_name(op.kind), [&]<class T>() {
+      with_unary(op.kind, [&](auto kind) {
+        map<T, T, 3>(grad_in, {&g, &x, &y}, UnaryGradFn<T, kind()>{op.p0, op.p1}, stream);
+      });
+    });
+  }
+
+  void compare(CompareOp op, const View& out, const View& a, const View& b,
+               Stream stream) override {
+    dispatch_arith(a.dtype, true, compare_name(op), [&]<class T>() {
+      with_compare(op, [&](auto kind) {
+        map<std::uint8_t, T, 2>(out, {&a, &b}, CompareFn<T, kind()>{}, stream);
+      });
+    });
+  }
+
+  void where(const View& out, const View& cond, const View& a, const View& b,
+             Stream stream) override {
+    dispatch_arith(a.dtype, true, "where", [&]<class T>() {
+      const View* views[4] = {&out, &cond, &a, &b};
+      Exec::launch(stream, out.numel(),
+                   WhereKernel<T>{out.as<T>(), cond.as<const std::uint8_t>(), a.as<const T>(),
+                                  b.as<const T>(), Indexer<4>::make(views)});
+    });
+  }
+
+  void add_scaled(const View& out, const View& a, const View& b, double alpha,
+                  Stream stream) override {
+    dispatch_arith(a.dtype, false, "add_scaled", [&]<class T>() {
+      map<T, T, 2>(out, {&a, &b}, AddScaledFn<T>{static_cast<T>(alpha)}, stream);
+    });
+  }
+
+  void sum(const View& out, const View& in, double divisor, Stream stream) override {
+    dispatch_arith(in.dtype, true, "sum", [&]<class T>() {
+      constexpr bool floating = std::is_floating_point_v<T>;
+      using TOut = std::conditional_t<floating, T, std::int64_t>;
+      using Acc = std::conditional_t<floating, double, std::int64_t>;
+      SumKernel<TOut, T, Acc> k{};
+      k.out = out.as<TOut>();
+      k.in = in.as<const T>();
+      k.ndim = in.ndim;
+      k.reduced_count = 1;
+      for (int d = 0; d < in.ndim; ++d) {
+        k.out_sizes[d] = out.sizes[d];
+        k.out_strides[d] = out.strides[d];
+        k.in_sizes[d] = in.sizes[d];
+        k.in_strides[d] = in.strides[d];
+        if (out.sizes[d] == 1) k.reduced_count *= in.sizes[d];
+      }
+      k.divisor = divisor;
+      if (out.numel() > 0) Exec::launch(stream, out.numel(), k);
+    });
+  }
+
+ private:
+  template <class TOut, class TIn, int K, class F>
+  static void map(const View& out, std::initializer_list<const View*> in, F f, Stream stream) {
+    MapKernel<TOut, TIn, K, F> kernel{};
+    kernel.out = out.as<TOut>();
+    const View* views[K + 1];
+    views[0] = &out;
+    int k = 0;
+    for (const View* v : in) {
+      kernel.in[k] = v->as<const TIn>();
+      views[++k] = v;
+    }
+    kernel.index = Indexer<K + 1>::make(views);
+    kernel.f = f;
+    const std::int64_t n = out.numel();
+    if (n > 0) Exec::launch(stream, n, kernel);
+  }
+
+  // Every dtype (copies, fills).
+  template <class Fn>
+  static void dispatch_all(DType dtype, const char* op, Fn&& fn) {
+    switch (dtype) {
+      case DType::f32: return fn.template operator()<float>();
+      case DType::f64: return fn.template operator()<double>();
+      case DType::f16: return fn.template operator()<Half>();
+      case DType::bf16: return fn.template operator()<BFloat16>();
+      case DType::i64: return fn.template operator()<std::int64_t>();
+      case DType::i32: return fn.template operator()<std::int32_t>();
+      case DType::u8: return fn.template operator()<std::uint8_t>();
+    }
+    RINGLET_THROW(DTypeError, op, ": unknown dtype code ", static_cast<int>(dtype));
+  }
+
+  // f32/f64, plus i64/i32/u8 where the op is defined on integers.
+  template <class Fn>
+  static void dispatch_arith(DType dtype, bool integers, const char* op, Fn&& fn) {
+    switch (dtype) {
+      case DType::f32: return fn.template operator()<float>();
+      case DType::f64: return fn.template operator()<double>();
+      case DType::i64:
+        if (integers) return fn.template operator()<std::int64_t>();
+        break;
+      case DType::i32:
+        if (integers) return fn.template operator()<std::int32_t>();
+        break;
+      case DType::u8:
+        if (integers) return fn.template operator()<std::uint8_t>();
+        break;
+      default: break;
+    }
+    RINGLET_THROW(DTypeError, op, ": dtype ", dtype, " is not supported on the device (",
+                  integers ? "f32, f64, i64, i32 and u8 are" : "f32 and f64 are", ")");
+  }
+};
+
+}  // namespace ringlet::tensor::kernels
