@@ -135,6 +135,8 @@ void Adam::step() {
     const Tensor g = gradient_of(i);
     if (!g.defined()) continue;
     const Tensor& p = params_[i];
+    RINGLET_CHECK(p.device().is_cpu(), DeviceError, name(), ": parameter ", i, " is on ",
+                  p.device(), "; Adam's update has no device kernel yet (SGD has)");
     ParamState& st = state_for(i);
     st.step += 1;
     // Python floats: beta ** step and the divisions below are double, as in PyTorch.

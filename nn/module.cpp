@@ -146,6 +146,20 @@ void Module::zero_grad() {
   for (const auto& p : parameters()) p.set_grad(Tensor());
 }
 
+void Module::to(core::Device device) {
+  std::vector<std::pair<std::string, Tensor>> all;
+  collect("", true, true, all);
+  for (auto& [name, t] : all) {
+    if (t.device() == device) continue;
+    const Tensor moved = t.detach().to(device);
+    tensor::TensorImpl& impl = t.impl();
+    impl.storage = moved.storage();
+    impl.strides = moved.strides();
+    impl.offset = moved.offset();
+    impl.grad = nullptr;
+  }
+}
+
 // --- state ---
 
 StateDict Module::state_dict() const {

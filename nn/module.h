@@ -114,6 +114,10 @@ class Module {
   // Drops every parameter's gradient (PyTorch's zero_grad(set_to_none=True)): the next
   // backward writes fresh gradients instead of accumulating.
   void zero_grad();
+  // Moves every parameter and buffer to `device` in place (torch's module.to(device)): each
+  // tensor keeps its identity, so optimizers and layers holding it see the move; gradients
+  // are dropped.
+  void to(core::Device device);
 
   // One line per module (pre-order, indented by depth): name, type(extra_repr), the number
   // of parameters it and its descendants hold; then the total.

@@ -78,8 +78,6 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
                   " is not a leaf tensor (it has a grad_fn); optimize the leaf instead");
     RINGLET_CHECK(p.dtype() == core::DType::f32 || p.dtype() == core::DType::f64, DTypeError, name_,
                   ": parameter ", i, " has dtype ", p.dtype(), "; expected f32 or f64");
-    RINGLET_CHECK(p.device().is_cpu(), DeviceError, name_, ": parameter ", i, " is on ", p.device(),
-                  "; updates run on the host");
     RINGLET_CHECK(p.is_contiguous(), ValueError, name_, ": parameter ", i, " of shape ",
                   tensor::shape_str(p.shape()), " is not contiguous");
     // A parameter listed twice would be updated twice per step.
@@ -123,8 +121,8 @@ Tensor Optimizer::gradient_of(std::size_t index) const {
                 tensor::shape_str(g.shape()));
   RINGLET_CHECK(g.dtype() == p.dtype(), DTypeError, name_, ": parameter ", index, " has dtype ",
                 p.dtype(), " but its gradient has dtype ", g.dtype());
-  RINGLET_CHECK(g.device().is_cpu(), DeviceError, name_, ": the gradient of parameter ", index,
-                " is on ", g.device(), "; updates run on the host");
+  RINGLET_CHECK(g.device() == p.device(), DeviceError, name_, ": parameter ", index, " is on ",
+                p.device(), " but its gradient on ", g.device());
   return g.is_contiguous() ? g : g.contiguous();
 }
 
@@ -134,7 +132,7 @@ Optimizer::ParamState& Optimizer::state_for(std::size_t index) {
     const Tensor& p = params_[index];
     s.buffers.clear();
     for (std::size_t b = 0; b < buffer_names().size(); ++b) {
-      s.buffers.push_back(tensor::zeros(p.shape(), p.dtype()));
+      s.buffers.push_back(tensor::zeros(p.shape(), p.dtype(), p.device()));
     }
     s.step = 0;
     s.initialized = true;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tensor/ops.h"
+#include "tensor/ops/device_dispatch.h"
 
 namespace ringlet::nn {
 
@@ -106,9 +107,21 @@ void SGD::step() {
     Tensor buf;
     if (with_momentum) {
       first = !state_[i].initialized;
-      buf = state_for(i).buffers[0];
+      Tensor& stored = state_for(i).buffers[0];
+      if (stored.device() != p.device()) stored = stored.to(p.device());  // loaded on the host
+      buf = stored;
     }
     const std::int64_t n = p.numel();
+    if (!p.device().is_cpu()) {
+      // The same update as one device kernel, queued on the device's current stream.
+      const tensor::kernels::SgdParams o{
+          lr(), options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov,
+          first};
+      tensor::kernels_for(p.device())
+          .sgd(p.dtype(), n, p.raw_data(), g.raw_data(), with_momentum ? buf.raw_data() : nullptr,
+               o, tensor::stream_for(p.device()));
+      continue;
+    }
     if (p.dtype() == core::DType::f32) {
       sgd_update(p.data<float>(), g.data<float>(), with_momentum ? buf.data<float>() : nullptr, n,
                  options_, lr(), first);

@@ -1,13 +1,16 @@
 // The op suite every device runs against the CPU kernels on the same inputs: included by
 // test_device_ops.cpp (the emulated device, in every `make test`) and by test_cuda.cpp (a
 // real GPU, skipped without one). The including file defines suite_device().
-// Tolerances: on the emulated device the arithmetic is the CPU's, so results are compared
-// bit for bit; on a GPU, math functions (exp, log, tanh, pow) may differ in the last bits
-// (CUDA's libdevice is accurate to a few ulp), so they get suite_tolerance().
+// Tolerances: on the emulated device the arithmetic is the CPU's, so most results are compared
+// bit for bit; where the CPU kernel sums in another order (four partial sums in sum/mean,
+// blocked GEMMs in conv2d, the fused batch norm) each case states its tolerance. On a GPU,
+// math functions (exp, log, tanh, pow) may differ in the last bits (CUDA's libdevice is
+// accurate to a few ulp), so they get suite_tolerance().
 #pragma once
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -168,5 +171,125 @@ TEST_CASE("ops refuse operands on two devices, naming both") {
     const std::string what = e.what();
     CHECK(what.find("cpu") != std::string::npos);
     CHECK(what.find(suite_device().str()) != std::string::npos);
+  }
+}
+
+namespace suite {
+
+// Runs fn on CPU copies and on device copies of `inputs` (all requiring grad), backpropagates
+// sum(out * weights) through both, and compares the outputs and every gradient.
+template <class Fn>
+void check_op(const std::string& what, const std::vector<Tensor>& inputs, Fn fn, double tol) {
+  std::vector<Tensor> host, dev;
+  for (const Tensor& t : inputs) {
+    host.push_back(t.detach().clone().requires_grad_());
+    dev.push_back(on_device(t).requires_grad_());
+  }
+  const Tensor host_out = fn(host), dev_out = fn(dev);
+  check_same(dev_out, host_out, tol, what + " forward");
+  Generator gen(99);
+  const Tensor weights = rand(host_out.shape(), gen, host_out.dtype());
+  sum(mul(host_out, weights)).backward();
+  sum(mul(dev_out, on_device(weights))).backward();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    check_same(dev[i].grad(), host[i].grad(), tol,
+               what + " gradient of input " + std::to_string(i));
+  }
+}
+
+}  // namespace suite
+
+TEST_CASE("device matmul and linear match the CPU (GEMM: OpenBLAS on emu, cuBLAS on a GPU)") {
+  using namespace suite;
+  Generator gen(21);
+  const double tol = suite_tolerance() == 0 ? 0 : 1e-4;  // GPUs sum in another order
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    const Tensor a = randn({5, 7}, gen, dtype), b = randn({7, 3}, gen, dtype);
+    const Tensor batched = randn({2, 5, 7}, gen, dtype), bt = randn({3, 7}, gen, dtype);
+    check_op(
+        "matmul", {a, b}, [](auto& v) { return matmul(v[0], v[1]); }, tol);
+    check_op(
+        "matmul batch x matrix", {batched, b}, [](auto& v) { return matmul(v[0], v[1]); }, tol);
+    check_op(
+        "matmul with a transposed view", {a, bt},
+        [](auto& v) { return matmul(v[0], v[1].transpose(0, 1)); }, tol);
+    const Tensor w = randn({4, 7}, gen, dtype), bias = randn({4}, gen, dtype);
+    check_op(
+        "linear", {a, w, bias}, [](auto& v) { return linear(v[0], v[1], v[2]); }, tol);
+  }
+}
+
+TEST_CASE("device conv2d and max_pool2d match the CPU, forward and backward") {
+  using namespace suite;
+  Generator gen(22);
+  const double tol = suite_tolerance() == 0 ? 1e-5 : 1e-4;  // the CPU sums in another order
+  const Tensor x = randn({2, 3, 9, 8}, gen, DType::f64);
+  const Tensor w = randn({4, 3, 3, 3}, gen, DType::f64), b = randn({4}, gen, DType::f64);
+  check_op(
+      "conv2d", {x, w, b}, [](auto& v) { return conv2d(v[0], v[1], v[2]); }, tol);
+  check_op(
+      "conv2d stride 2, padding 1, dilation 2", {x, w},
+      [](auto& v) {
+        return conv2d(v[0], v[1], {},
+                      Conv2dOptions{.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}});
+      },
+      tol);
+  check_op(
+      "max_pool2d 2x2", {x}, [](auto& v) { return max_pool2d(v[0], Pool2dOptions{}); }, 0);
+  check_op(
+      "max_pool2d 3x3 stride 2 padding 1", {x},
+      [](auto& v) {
+        return max_pool2d(v[0],
+                          Pool2dOptions{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}});
+      },
+      0);
+}
+
+TEST_CASE("device softmax, log_softmax, cross_entropy and argmax match the CPU") {
+  using namespace suite;
+  Generator gen(23);
+  const double tol = suite_tolerance();
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    const Tensor x = randn({6, 5}, gen, dtype);
+    check_op(
+        "softmax dim 1", {x}, [](auto& v) { return softmax(v[0], 1); }, tol);
+    check_op(
+        "log_softmax dim 0", {x}, [](auto& v) { return log_softmax(v[0], 0); }, tol);
+    const Tensor labels = from_vector({0, 4, 2, 2, 1, 3}, {6}, DType::i64);
+    for (const Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+      // Summing the per-sample losses: the CPU adds with four partial sums, the device in
+      // order, so the reduced losses may differ in the last bit.
+      check_op(
+          "cross_entropy", {x},
+          [&](auto& v) { return cross_entropy(v[0], labels.to(v[0].device()), r, 0.1); },
+          r == Reduction::none ? tol : std::max(tol, 1e-6));
+    }
+    check_same(argmax(on_device(x), 1), argmax(x, 1), 0, "argmax");
+    check_same(max(on_device(x), 0).first, max(x, 0).first, 0, "max values");
+  }
+  const Tensor x = randn({2, 3}, gen);
+  const Tensor bad = from_vector({0, 3}, {2}, DType::i64);
+  CHECK_THROWS_AS(cross_entropy(on_device(x), on_device(bad)), ValueError);
+}
+
+TEST_CASE("device batch_norm matches the CPU in training and evaluation") {
+  using namespace suite;
+  Generator gen(24);
+  const Tensor x = randn({4, 3, 5, 5}, gen, DType::f64);
+  const Tensor w = rand({3}, gen, DType::f64), b = randn({3}, gen, DType::f64);
+  for (const bool training : {true, false}) {
+    CAPTURE(training);
+    Tensor host_mean = zeros({3}, DType::f64), host_var = ones({3}, DType::f64);
+    Tensor dev_mean = on_device(host_mean), dev_var = on_device(host_var);
+    check_op(
+        "batch_norm", {x, w, b},
+        [&](auto& v) {
+          const bool on_host = v[0].device().is_cpu();
+          return batch_norm(v[0], on_host ? host_mean : dev_mean, on_host ? host_var : dev_var,
+                            v[1], v[2], training, 0.1, 1e-5);
+        },
+        1e-9);
+    check_same(dev_mean, host_mean, 1e-9, "running mean");  // twice: both runs updated them
+    check_same(dev_var, host_var, 1e-9, "running var");
   }
 }

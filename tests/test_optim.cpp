@@ -496,3 +496,25 @@ TEST_CASE("zero_grad drops or zeroes gradients; step skips parameters without on
   CHECK(a.to_vector<double>() == std::vector<double>{0, 0});  // 1 - 0.5*2, 2 - 0.5*4
   CHECK(b.to_vector<double>() == std::vector<double>{3, 4});
 }
+
+TEST_CASE("SGD on the emulated GPU updates exactly as on the host (momentum, nesterov, decay)") {
+  using tensor::Tensor;
+  tensor::Generator gen(31);
+  const Tensor start = tensor::randn({257}, gen);
+  const std::vector<Tensor> grads = {tensor::randn({257}, gen), tensor::randn({257}, gen),
+                                     tensor::randn({257}, gen)};
+  for (const bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    const SGDOptions o{.lr = 0.1, .momentum = 0.9, .weight_decay = 5e-4, .nesterov = nesterov};
+    Tensor host = start.clone().requires_grad_();
+    Tensor dev = start.to(core::Device::emu(0)).requires_grad_();
+    SGD on_host({host}, o), on_dev({dev}, o);
+    for (const Tensor& g : grads) {
+      host.set_grad(g.clone());
+      dev.set_grad(g.to(core::Device::emu(0)));
+      on_host.step();
+      on_dev.step();
+    }
+    CHECK(dev.cpu().to_vector<float>() == host.to_vector<float>());
+  }
+}

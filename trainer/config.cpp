@@ -6,8 +6,10 @@
 #include <fstream>
 #include <functional>
 
+#include "core/device.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "tensor/device/runtime.h"
 #include "trainer/cli/usage.h"
 #include "trainer/data/dataset_catalog.h"
 
@@ -126,6 +128,7 @@ const std::vector<Field>& fields() {
       field("label_smoothing", &TrainConfig::label_smoothing),
       field("clip_grad_norm", &TrainConfig::clip_grad_norm),
       field("precision", &TrainConfig::precision),
+      field("device", &TrainConfig::device),
       field("seed", &TrainConfig::seed),
       field("workers", &TrainConfig::workers),
       field("threads", &TrainConfig::threads),
@@ -226,6 +229,29 @@ void check_data(const TrainConfig& c) {
   check_channel_count(c.mean, "mean", *data);
   check_channel_count(c.std, "std", *data);
   for (const double v : c.std) check(v > 0, core::str("std must be > 0, got ", v));
+}
+
+// A known device name; what a device run cannot do yet is refused here, not mid-run.
+void check_device(const TrainConfig& c) {
+  core::Device device;
+  try {
+    device = core::parse_device(c.device);
+  } catch (const core::ValueError& e) {
+    check(false, e.what());
+  }
+  if (device.is_cpu()) return;
+  try {
+    tensor::device::check_device(device);
+  } catch (const core::Error& e) {
+    check(false, e.what());
+  }
+  const std::string on = " on " + c.device + " is not available yet";
+  check(c.nproc == 1,
+        "nproc " + std::to_string(c.nproc) + ": data parallel training" + on + " (use --nproc 1)");
+  check(c.optimizer == "sgd", "optimizer " + c.optimizer + on + " (use --optimizer sgd)");
+  check(c.precision == "f32", "precision " + c.precision + on + " (use --precision f32)");
+  check(c.clip_grad_norm == 0, "clip_grad_norm" + on);
+  check(!c.sync_bn, "sync_bn" + on);
 }
 
 }  // namespace
@@ -342,6 +368,7 @@ void TrainConfig::validate() const {
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check_device(*this);
   check_data(*this);
 }
 

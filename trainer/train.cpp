@@ -147,6 +147,7 @@ struct Run {
   std::unique_ptr<DistributedDataParallel> ddp;  // null on a single rank
   int start_epoch = 0;
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
+  core::Device device;    // where the model computes (batches are moved there)
 };
 
 // Several local ranks share the cores unless --threads says otherwise.
@@ -192,6 +193,15 @@ void resume(Run& run) {
   run.out << "resumed from " << latest.string() << " after epoch " << run.start_epoch << std::endl;
 }
 
+// After the resume (checkpoints load into host tensors): parameters and buffers move to the
+// device in place, so the optimizer keeps them; its state follows on the first step.
+void place_on_device(Run& run) {
+  run.device = core::parse_device(run.c.device);
+  if (run.device.is_cpu()) return;
+  run.model->to(run.device);
+  run.out << "device: " << run.device << std::endl;
+}
+
 // After the resume, so that every rank starts from the loaded (equal) parameters.
 void distribute(Run& run) {
   if (run.c.sync_bn) {
@@ -212,9 +222,10 @@ std::optional<double> train_step(Run& run, const Batch& batch) {
   tensor::Tensor logits;
   {
     nn::Autocast amp(run.precision);
-    logits = run.ddp ? run.ddp->forward(batch.images) : run.model->forward(batch.images);
+    const tensor::Tensor images = batch.images.to(run.device);
+    logits = run.ddp ? run.ddp->forward(images) : run.model->forward(images);
   }
-  tensor::Tensor loss = run.criterion.forward(logits, batch.labels);
+  tensor::Tensor loss = run.criterion.forward(logits, batch.labels.to(run.device));
   run.scaler.scale(loss).backward();
   if (run.ddp) run.ddp->finish_gradient_sync();
   if (run.c.clip_grad_norm > 0) {
@@ -340,12 +351,15 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communic
   EvalResult result;
   double loss_sum = 0;
   std::int64_t correct = 0;
+  const auto params = model.parameters();
+  const core::Device device = params.empty() ? core::Device::cpu() : params.front().device();
   auto it = loader.begin_epoch(0);
   while (auto batch = it.next()) {
-    const tensor::Tensor logits = model.forward(batch->images);
-    loss_sum += tensor::cross_entropy(logits, batch->labels, tensor::Reduction::sum).item();
+    const tensor::Tensor logits = model.forward(batch->images.to(device));
+    const tensor::Tensor labels = batch->labels.to(device);
+    loss_sum += tensor::cross_entropy(logits, labels, tensor::Reduction::sum).item();
     correct += static_cast<std::int64_t>(
-        tensor::sum(tensor::eq(tensor::argmax(logits, 1), batch->labels)).item());
+        tensor::sum(tensor::eq(tensor::argmax(logits, 1), labels)).item());
     result.examples += batch->labels.numel();
   }
   model.train(was_training);
@@ -374,6 +388,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   make_loaders(run);
   set_up_model(run);
   if (run.c.resume) resume(run);
+  place_on_device(run);
   if (run.world > 1) distribute(run);
   return train_epochs(run);
 }

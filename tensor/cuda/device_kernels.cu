@@ -1,8 +1,11 @@
 // The device kernels on a CUDA GPU: KernelsImpl over an executor that launches a grid-stride
-// kernel running f(i) for every index, on the given stream.
+// kernel running f(i) for every index, on the given stream, and GEMM through cuBLAS (one
+// handle per device, pointed at the stream of each call).
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "tensor/kernels/device_kernels_impl.h"
 
@@ -18,7 +21,51 @@ __global__ void grid_stride(F f, std::int64_t n) {
   }
 }
 
+cublasHandle_t cublas_handle() {
+  int device = 0;
+  cudaGetDevice(&device);
+  static std::mutex mutex;
+  static cublasHandle_t handles[16] = {};
+  std::lock_guard lock(mutex);
+  if (handles[device] == nullptr) {
+    const cublasStatus_t status = cublasCreate(&handles[device]);
+    if (status != CUBLAS_STATUS_SUCCESS)
+      RINGLET_THROW(DeviceError, "cublasCreate failed on cuda:", device, " (status ",
+                    static_cast<int>(status), ")");
+  }
+  return handles[device];
+}
+
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    RINGLET_THROW(DeviceError, what, " failed (cuBLAS status ", static_cast<int>(status), ")");
+}
+
 struct CudaExec {
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+  template <class T>
+  static void gemm(Stream stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
+                   T beta, T* c, std::int64_t ldc) {
+    cublasHandle_t handle = cublas_handle();
+    check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+    const T alpha = 1;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+    if constexpr (std::is_same_v<T, float>) {
+      check_cublas(cublasSgemm(handle, op_b, op_a, N, M, K, &alpha, b, static_cast<int>(ldb), a,
+                               static_cast<int>(lda), &beta, c, static_cast<int>(ldc)),
+                   "cublasSgemm");
+    } else if constexpr (std::is_same_v<T, double>) {
+      check_cublas(cublasDgemm(handle, op_b, op_a, N, M, K, &alpha, b, static_cast<int>(ldb), a,
+                               static_cast<int>(lda), &beta, c, static_cast<int>(ldc)),
+                   "cublasDgemm");
+    } else {
+      RINGLET_THROW(DTypeError, "matmul on a GPU takes f32 or f64");
+    }
+  }
+
   template <class F>
   static void launch(Stream stream, std::int64_t n, const F& f) {
     constexpr unsigned kThreads = 256;

@@ -1,7 +1,8 @@
 // The device kernels on the emulated GPU: KernelsImpl over an executor that queues each launch
 // as one task on the stream's thread, which runs f(i) for every index (split over the
-// kernel threads, core::parallel_for, when there are many).
+// kernel threads, core::parallel_for, when there are many), and GEMM as OpenBLAS there.
 #include "core/threads.h"
+#include "tensor/cpu/blas.h"
 #include "tensor/emu/emu_runtime.h"
 #include "tensor/kernels/device_kernels_impl.h"
 
@@ -16,6 +17,15 @@ struct EmuExec {
         for (std::int64_t i = begin; i < end; ++i) f(i);
       });
     });
+  }
+
+  // OpenBLAS on the stream's thread, reading and writing the device's memory.
+  template <class T>
+  static void gemm(Stream stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
+                   T beta, T* c, std::int64_t ldc) {
+    emu::queue(stream).enqueue(
+        [=] { cpu::gemm(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc); });
   }
 };
 

@@ -8,11 +8,17 @@
 
 #include "core/device.h"
 #include "tensor/kernels/elementwise.h"
+#include "tensor/kernels/nn.h"
 #include "tensor/kernels/strided.h"
 
 namespace ringlet::tensor::kernels {
 
 using Stream = void*;  // the device's stream handle
+
+struct SgdParams {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, first;  // first: the momentum buffer starts from the gradient
+};
 
 class DeviceKernels {
  public:
@@ -37,6 +43,43 @@ class DeviceKernels {
   // (floating) or i64 (integers, whose out is i64), in the input's row-major order, one thread per
   // output element.
   virtual void sum(const View& out, const View& in, double divisor, Stream stream) = 0;
+
+  // c[m, n] = op(a)[m, k] op(b)[k, n] + beta c, row-major with row strides lda/ldb/ldc (op is
+  // a transpose where asked); f32/f64. cuBLAS on a GPU, OpenBLAS on the emulated device.
+  virtual void gemm(DType dtype, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                    std::int64_t k, const void* a, std::int64_t lda, const void* b,
+                    std::int64_t ldb, double beta, void* c, std::int64_t ldc, Stream stream) = 0;
+  // Convolution's column matrix [rows, batch * L] of contiguous NCHW images, and its adjoint.
+  virtual void im2col(DType dtype, const ConvShape& g, std::int64_t batch, const void* image,
+                      void* col, Stream stream) = 0;
+  virtual void col2im(DType dtype, const ConvShape& g, std::int64_t batch, const void* col,
+                      void* image, Stream stream) = 0;
+  virtual void max_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in,
+                          void* out, std::int64_t* where, Stream stream) = 0;
+  virtual void max_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,
+                                   const void* grad_out, const std::int64_t* where, void* grad_in,
+                                   Stream stream) = 0;
+  // Along lanes of contiguous tensors (nn.h's Lanes).
+  virtual void softmax(DType dtype, bool log, const Lanes& lanes, const void* in, void* out,
+                       Stream stream) = 0;
+  virtual void softmax_backward(DType dtype, bool log, const Lanes& lanes, const void* g,
+                                const void* y, void* out, Stream stream) = 0;
+  virtual void extreme(DType dtype, bool max, const Lanes& lanes, const void* in, void* values,
+                       std::int64_t* indices, Stream stream) = 0;
+  // Cross-entropy rows of contiguous logits [rows, classes] with i64 labels; lse is f64 [rows].
+  virtual void cross_entropy(DType dtype, std::int64_t rows, std::int64_t classes, double eps,
+                             const void* logits, const std::int64_t* labels, void* loss,
+                             double* lse, Stream stream) = 0;
+  virtual void cross_entropy_backward(DType dtype, std::int64_t rows, std::int64_t classes,
+                                      double eps, int reduction, const void* logits,
+                                      const std::int64_t* labels, const double* lse, const void* g,
+                                      void* grad, Stream stream) = 0;
+  // bad[i] = 1 where labels[i] is outside [0, classes).
+  virtual void check_labels(std::int64_t n, std::int64_t classes, const std::int64_t* labels,
+                            std::uint8_t* bad, Stream stream) = 0;
+  // One SGD step on n contiguous elements (buf nullptr without momentum).
+  virtual void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,
+                   const SgdParams& o, Stream stream) = 0;
 };
 
 // The kernels of a device kind (DeviceError for cpu; NotBuiltError for cuda without CUDA).

@@ -2,7 +2,10 @@
 //   template <class F> static void launch(Stream stream, std::int64_t n, const F& f);
 // which runs f(i) for every i in [0, n) on the device, queued on `stream`: a grid-stride CUDA
 // kernel (tensor/cuda/device_kernels.cu) or a task on the emulated stream's thread
-// (tensor/emu/kernels.cpp). Included by exactly those two files.
+// (tensor/emu/kernels.cpp); and
+//   template <class T> static void gemm(Stream, bool ta, bool tb, m, n, k, const T* a, lda,
+//                                       const T* b, ldb, T beta, T* c, ldc);
+// (cuBLAS, or OpenBLAS on the stream's thread). Included by exactly those two files.
 #pragma once
 
 #include <initializer_list>
@@ -55,14 +58,16 @@ struct WhereKernel {
   }
 };
 
-// One output element per index: walks the reduced sub-space of `in` in row-major order.
+// One output element per index: walks the reduced sub-space of `in` in row-major order, the
+// innermost reduced dim as a plain loop.
 template <class TOut, class TIn, class Acc>
 struct SumKernel {
   TOut* out;
   const TIn* in;
-  int ndim;
-  std::int64_t out_sizes[kMaxDims], out_strides[kMaxDims];
-  std::int64_t in_sizes[kMaxDims], in_strides[kMaxDims];
+  int ndim;     // of the output's index space
+  int reduced;  // reduced dims, outermost first
+  std::int64_t out_sizes[kMaxDims], out_strides[kMaxDims], in_strides[kMaxDims];
+  std::int64_t red_sizes[kMaxDims], red_strides[kMaxDims];
   std::int64_t reduced_count;
   double divisor;
 
@@ -75,14 +80,15 @@ struct SumKernel {
       out_off += i * out_strides[d];
     }
     Acc acc = 0;
-    for (std::int64_t r = 0; r < reduced_count; ++r) {
-      std::int64_t off = base, left = r;
-      for (int d = ndim - 1; d >= 0; --d) {
-        if (out_sizes[d] != 1 || in_sizes[d] == 1) continue;
-        off += (left % in_sizes[d]) * in_strides[d];
-        left /= in_sizes[d];
+    const std::int64_t inner = reduced > 0 ? red_sizes[reduced - 1] : 1;
+    const std::int64_t step = reduced > 0 ? red_strides[reduced - 1] : 0;
+    for (std::int64_t r = 0; r < reduced_count; r += inner) {
+      std::int64_t off = base, left = r / inner;
+      for (int d = reduced - 2; d >= 0; --d) {
+        off += (left % red_sizes[d]) * red_strides[d];
+        left /= red_sizes[d];
       }
-      acc += static_cast<Acc>(in[off]);
+      for (std::int64_t i = 0; i < inner; ++i) acc += static_cast<Acc>(in[off + i * step]);
     }
     if (divisor != 1.0) {
       out[out_off] = static_cast<TOut>(static_cast<double>(acc) / divisor);
@@ -168,21 +174,162 @@ class KernelsImpl final : public DeviceKernels {
       SumKernel<TOut, T, Acc> k{};
       k.out = out.as<TOut>();
       k.in = in.as<const T>();
-      k.ndim = in.ndim;
       k.reduced_count = 1;
       for (int d = 0; d < in.ndim; ++d) {
-        k.out_sizes[d] = out.sizes[d];
-        k.out_strides[d] = out.strides[d];
-        k.in_sizes[d] = in.sizes[d];
-        k.in_strides[d] = in.strides[d];
-        if (out.sizes[d] == 1) k.reduced_count *= in.sizes[d];
+        if (out.sizes[d] == 1 && in.sizes[d] != 1) {
+          k.red_sizes[k.reduced] = in.sizes[d];
+          k.red_strides[k.reduced] = in.strides[d];
+          ++k.reduced;
+          k.reduced_count *= in.sizes[d];
+        } else if (out.sizes[d] != 1) {
+          k.out_sizes[k.ndim] = out.sizes[d];
+          k.out_strides[k.ndim] = out.strides[d];
+          k.in_strides[k.ndim] = in.strides[d];
+          ++k.ndim;
+        }
       }
       k.divisor = divisor;
       if (out.numel() > 0) Exec::launch(stream, out.numel(), k);
     });
   }
 
+  void gemm(DType dtype, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            const void* a, std::int64_t lda, const void* b, std::int64_t ldb, double beta, void* c,
+            std::int64_t ldc, Stream stream) override {
+    dispatch_arith(dtype, false, "matmul", [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {  // integers never get here
+        Exec::template gemm<T>(stream, trans_a, trans_b, m, n, k, static_cast<const T*>(a), lda,
+                               static_cast<const T*>(b), ldb, static_cast<T>(beta),
+                               static_cast<T*>(c), ldc);
+      }
+    });
+  }
+
+  void im2col(DType dtype, const ConvShape& g, std::int64_t batch, const void* image, void* col,
+              Stream stream) override {
+    dispatch_arith(dtype, false, "conv2d", [&]<class T>() {
+      launch(stream, g.rows() * batch * g.cols(),
+             Im2colFn<T>{g, batch, static_cast<const T*>(image), static_cast<T*>(col)});
+    });
+  }
+
+  void col2im(DType dtype, const ConvShape& g, std::int64_t batch, const void* col, void* image,
+              Stream stream) override {
+    dispatch_arith(dtype, false, "conv2d backward", [&]<class T>() {
+      launch(stream, batch * g.channels * g.height * g.width,
+             Col2imFn<T>{g, batch, static_cast<const T*>(col), static_cast<T*>(image)});
+    });
+  }
+
+  void max_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in, void* out,
+                  std::int64_t* where, Stream stream) override {
+    dispatch_arith(dtype, false, "max_pool2d", [&]<class T>() {
+      launch(stream, planes * g.out_h * g.out_w,
+             MaxPoolFn<T>{g, static_cast<const T*>(in), static_cast<T*>(out), where});
+    });
+  }
+
+  void max_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,
+                           const void* grad_out, const std::int64_t* where, void* grad_in,
+                           Stream stream) override {
+    dispatch_arith(dtype, false, "max_pool2d backward", [&]<class T>() {
+      launch(stream, planes * g.height * g.width,
+             MaxPoolBackwardFn<T>{g, static_cast<const T*>(grad_out), where,
+                                  static_cast<T*>(grad_in)});
+    });
+  }
+
+  void softmax(DType dtype, bool log, const Lanes& lanes, const void* in, void* out,
+               Stream stream) override {
+    dispatch_arith(dtype, false, log ? "log_softmax" : "softmax", [&]<class T>() {
+      const auto* x = static_cast<const T*>(in);
+      auto* y = static_cast<T*>(out);
+      if (log) {
+        launch(stream, lanes.count(), SoftmaxLaneFn<T, true>{lanes, x, y});
+      } else {
+        launch(stream, lanes.count(), SoftmaxLaneFn<T, false>{lanes, x, y});
+      }
+    });
+  }
+
+  void softmax_backward(DType dtype, bool log, const Lanes& lanes, const void* g, const void* y,
+                        void* out, Stream stream) override {
+    dispatch_arith(dtype, false, "softmax backward", [&]<class T>() {
+      const auto* gp = static_cast<const T*>(g);
+      const auto* yp = static_cast<const T*>(y);
+      auto* o = static_cast<T*>(out);
+      if (log) {
+        launch(stream, lanes.count(), SoftmaxBackwardLaneFn<T, true>{lanes, gp, yp, o});
+      } else {
+        launch(stream, lanes.count(), SoftmaxBackwardLaneFn<T, false>{lanes, gp, yp, o});
+      }
+    });
+  }
+
+  void extreme(DType dtype, bool max, const Lanes& lanes, const void* in, void* values,
+               std::int64_t* indices, Stream stream) override {
+    dispatch_arith(dtype, true, max ? "max" : "min", [&]<class T>() {
+      const auto* x = static_cast<const T*>(in);
+      auto* v = static_cast<T*>(values);
+      if (max) {
+        launch(stream, lanes.count(), ExtremeLaneFn<T, true>{lanes, x, v, indices});
+      } else {
+        launch(stream, lanes.count(), ExtremeLaneFn<T, false>{lanes, x, v, indices});
+      }
+    });
+  }
+
+  void cross_entropy(DType dtype, std::int64_t rows, std::int64_t classes, double eps,
+                     const void* logits, const std::int64_t* labels, void* loss, double* lse,
+                     Stream stream) override {
+    dispatch_arith(dtype, false, "cross_entropy", [&]<class T>() {
+      launch(stream, rows,
+             CrossEntropyRowFn<T>{classes, eps, static_cast<const T*>(logits), labels,
+                                  static_cast<T*>(loss), lse});
+    });
+  }
+
+  void cross_entropy_backward(DType dtype, std::int64_t rows, std::int64_t classes, double eps,
+                              int reduction, const void* logits, const std::int64_t* labels,
+                              const double* lse, const void* g, void* grad,
+                              Stream stream) override {
+    dispatch_arith(dtype, false, "cross_entropy backward", [&]<class T>() {
+      launch(stream, rows * classes,
+             CrossEntropyGradFn<T>{rows, classes, eps, reduction, static_cast<const T*>(logits),
+                                   labels, lse, static_cast<const T*>(g), static_cast<T*>(grad)});
+    });
+  }
+
+  void check_labels(std::int64_t n, std::int64_t classes, const std::int64_t* labels,
+                    std::uint8_t* bad, Stream stream) override {
+    launch(stream, n, LabelCheckFn{classes, labels, bad});
+  }
+
+  void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,
+           const SgdParams& o, Stream stream) override {
+    dispatch_arith(dtype, false, "SGD", [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {  // integers never get here
+        SgdFn<T> f{static_cast<T*>(param),
+                   static_cast<const T*>(grad),
+                   static_cast<T*>(buf),
+                   static_cast<T>(o.weight_decay),
+                   static_cast<T>(o.momentum),
+                   static_cast<T>(1 - o.dampening),
+                   static_cast<T>(-o.lr),
+                   o.weight_decay != 0,
+                   o.nesterov,
+                   o.first};
+        launch(stream, n, f);
+      }
+    });
+  }
+
  private:
+  template <class F>
+  static void launch(Stream stream, std::int64_t n, const F& f) {
+    if (n > 0) Exec::launch(stream, n, f);
+  }
+
   template <class TOut, class TIn, int K, class F>
   static void map(const View& out, std::initializer_list<const View*> in, F f, Stream stream) {
     MapKernel<TOut, TIn, K, F> kernel{};

@@ -93,4 +93,17 @@ RINGLET_HD T hd_pow(T x, T y) {
   return std::pow(x, y);
 }
 
+template <class T>
+RINGLET_HD T hd_fma(T a, T b, T c) {
+  return std::fma(a, b, c);
+}
+template <class T>
+RINGLET_HD T hd_max(T a, T b) {
+  return a < b ? b : a;  // std::max's rule: a unless b is larger
+}
+template <class T>
+RINGLET_HD T hd_infinity() {
+  return static_cast<T>(HUGE_VAL);
+}
+
 }  // namespace ringlet::tensor::kernels

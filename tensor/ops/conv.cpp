@@ -15,6 +15,10 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/im2col.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_dispatch.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/movement.h"
+#include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
 namespace {
@@ -25,18 +29,13 @@ constexpr std::int64_t kPlaneGrain = 4;
 // Below this GEMM depth (C*kH*kW) one GEMM per image beats a batched GEMM plus transposes.
 constexpr std::int64_t kBatchedMinRows = 64;
 
-void check_cpu(const Tensor& t) {
-  if (t.defined() && !t.device().is_cpu()) {
-    RINGLET_THROW(DeviceError, "'", kOp, "' has no CUDA kernel yet (got a tensor on ", t.device(),
-                  ")");
-  }
-}
-
 cpu::ConvGeometry validate(const Tensor& input, const Tensor& weight, const Tensor& bias,
                            const Conv2dOptions& o) {
-  check_cpu(input);
-  check_cpu(weight);
-  check_cpu(bias);
+  if (bias.defined()) {
+    same_device({&input, &weight, &bias}, kOp);
+  } else {
+    same_device({&input, &weight}, kOp);
+  }
   const auto shapes = [&] {
     return core::str(" (input ", shape_str(input.shape()), ", weight ", shape_str(weight.shape()),
                      bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string(), ")");
@@ -243,11 +242,100 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   return grads;
 }
 
+// --- on a device: im2col of the batch, one GEMM, a permute to NCHW; the backward in the same
+// pieces (GEMMs, col2im), all queued on the device's current stream.
+
+kernels::ConvShape device_shape(const cpu::ConvGeometry& g) {
+  return {g.channels, g.height, g.width,      g.kernel_h,   g.kernel_w, g.stride_h, g.stride_w,
+          g.pad_h,    g.pad_w,  g.dilation_h, g.dilation_w, g.out_h,    g.out_w};
+}
+
+// c [m, n] = op(a) op(b) for contiguous device matrices.
+Tensor device_gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, std::int64_t m,
+                   std::int64_t n, std::int64_t k) {
+  Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());
+  kernels_for(a.device())
+      .gemm(a.dtype(), ta, tb, m, n, k, a.raw_data(), ta ? m : k, b.raw_data(), tb ? k : n, 0.0,
+            c.raw_data(), n, stream_for(a.device()));
+  return c;
+}
+
+struct DeviceSaved {
+  cpu::ConvGeometry geometry;
+  Shape input_shape;
+  Tensor weight, col;  // contiguous, detached
+};
+
+Tensor device_forward(const cpu::ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
+                      Tensor& col) {
+  const std::int64_t batch = x.size(0), out_ch = w.size(0), ld = batch * g.col_cols();
+  col = Tensor::empty({g.col_rows(), ld}, x.dtype(), x.device());
+  kernels_for(x.device())
+      .im2col(x.dtype(), device_shape(g), batch, x.raw_data(), col.raw_data(),
+              stream_for(x.device()));
+  const Tensor product = device_gemm(false, false, w, col, out_ch, ld, g.col_rows());
+  Tensor out = product.view({out_ch, batch, g.out_h, g.out_w}).permute({1, 0, 2, 3}).contiguous();
+  if (b.defined()) add_(out, b.view({1, out_ch, 1, 1}));
+  return out;
+}
+
+std::vector<Tensor> device_backward(const DeviceSaved& s, const Tensor& grad_output,
+                                    const std::vector<bool>& needs) {
+  const cpu::ConvGeometry& g = s.geometry;
+  const std::int64_t batch = s.input_shape[0], out_ch = s.weight.size(0);
+  const std::int64_t ld = batch * g.col_cols(), rows = g.col_rows();
+  std::vector<Tensor> grads(3);
+  const Tensor gy = grad_output.contiguous();
+  if (needs[2]) grads[2] = sum(gy, {0, 2, 3});
+  if (!needs[0] && !needs[1]) return grads;
+  const Tensor dy_t = gy.permute({1, 0, 2, 3}).contiguous();  // [O, N*L]
+  if (needs[1]) {
+    RINGLET_CHECK(s.col.defined(), AutogradError, kOp,
+                  ": the weight started requiring grad after the forward pass; run it again");
+    grads[1] = device_gemm(false, true, dy_t, s.col, out_ch, rows, ld).view(s.weight.shape());
+  }
+  if (needs[0]) {
+    const Tensor gcol = device_gemm(true, false, s.weight, dy_t, rows, ld, out_ch);
+    grads[0] = Tensor::empty(s.input_shape, gy.dtype(), gy.device());
+    kernels_for(gy.device())
+        .col2im(gy.dtype(), device_shape(g), batch, gcol.raw_data(), grads[0].raw_data(),
+                stream_for(gy.device()));
+  }
+  return grads;
+}
+
+Tensor conv2d_device(const cpu::ConvGeometry& g, const Tensor& input, const Tensor& weight,
+                     const Tensor& bias) {
+  RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
+                ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
+  const Tensor x = input.detach().contiguous();
+  const Tensor w = weight.detach().contiguous();
+  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+  Tensor col, out;
+  {
+    NoGradGuard no_grad;
+    if (x.size(0) == 0) {
+      out = Tensor::empty({0, w.size(0), g.out_h, g.out_w}, x.dtype(), x.device());
+    } else {
+      out = device_forward(g, x, w, b, col);
+    }
+  }
+  if (!any_requires_grad({input, weight, bias})) return out;
+  const bool weight_grad = grad_enabled() && weight.requires_grad();
+  auto saved =
+      std::make_shared<DeviceSaved>(DeviceSaved{g, x.shape(), w, weight_grad ? col : Tensor()});
+  return record(kOp, out, {input, weight, bias},
+                [saved](const Tensor& grad_output, const std::vector<bool>& needs) {
+                  return device_backward(*saved, grad_output, needs);
+                });
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
   const cpu::ConvGeometry g = validate(input, weight, bias, options);
+  if (!input.device().is_cpu()) return conv2d_device(g, input, weight, bias);
   const Tensor x = input.detach().contiguous();
   const Tensor w = weight.detach().contiguous();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();

@@ -1,5 +1,6 @@
-// The one device check every CPU-only op makes before dispatching: CUDA kernels arrive through
-// the same dispatch later, until then a device tensor is a DeviceError naming the op.
+// The one device check every op without a device kernel makes before dispatching: a tensor on
+// cuda or emu is a DeviceError naming the op (device kernels arrive through the same dispatch
+// as the other ops', tensor/ops/device_dispatch.h).
 #pragma once
 
 #include "tensor/tensor.h"
@@ -7,7 +8,7 @@
 namespace ringlet::tensor {
 
 inline void require_cpu(const Tensor& t, const char* op) {
-  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no CUDA kernel yet (tensor on ",
+  RINGLET_CHECK(t.device().is_cpu(), DeviceError, "'", op, "' has no device kernel yet (tensor on ",
                 t.device(), ")");
 }
 

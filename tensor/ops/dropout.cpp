@@ -30,7 +30,7 @@ Tensor masked(const Tensor& values, const Tensor& mask) {
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator& gen) {
   if (!input.device().is_cpu()) {
-    RINGLET_THROW(DeviceError, "'", kOp, "' has no CUDA kernel yet (input is on ", input.device(),
+    RINGLET_THROW(DeviceError, "'", kOp, "' has no device kernel yet (input is on ", input.device(),
                   ")");
   }
   RINGLET_CHECK(p >= 0.0 && p <= 1.0, ValueError, kOp,

@@ -13,6 +13,7 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
 
@@ -69,6 +70,51 @@ std::vector<double> per_sample_scale(const Tensor& g, Reduction reduction, std::
   return std::vector<double>(static_cast<std::size_t>(n), scale);
 }
 
+// Labels on a device, checked there: one host read of how many are out of range (a failing
+// batch is then read back to name the first).
+Tensor device_labels(const char* op, const Tensor& target, std::int64_t classes) {
+  const Tensor labels = target.to(DType::i64).contiguous();
+  const std::int64_t n = labels.numel();
+  Tensor bad = Tensor::empty({n}, DType::u8, labels.device());
+  kernels_for(labels.device())
+      .check_labels(n, classes, static_cast<const std::int64_t*>(labels.raw_data()),
+                    static_cast<std::uint8_t*>(bad.raw_data()), stream_for(labels.device()));
+  if (n > 0 && sum(bad).item() > 0) class_indices(op, labels.cpu(), classes);  // throws
+  return labels;
+}
+
+Tensor cross_entropy_device(const Tensor& logits, const Tensor& target, Reduction reduction,
+                            double eps) {
+  require_floating(logits, "cross_entropy");
+  const std::int64_t n = logits.size(0), classes = logits.size(1);
+  const Tensor labels = device_labels("cross_entropy", target, classes);
+  const Tensor x = logits.detach().contiguous();
+  Tensor per_sample = Tensor::empty({n}, x.dtype(), x.device());
+  Tensor lse = Tensor::empty({n}, DType::f64, x.device());
+  kernels_for(x.device())
+      .cross_entropy(x.dtype(), n, classes, eps, x.raw_data(),
+                     static_cast<const std::int64_t*>(labels.raw_data()), per_sample.raw_data(),
+                     static_cast<double*>(lse.raw_data()), stream_for(x.device()));
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = reduce_losses(per_sample, reduction);
+  }
+  const int mode = reduction == Reduction::none ? 0 : reduction == Reduction::sum ? 1 : 2;
+  return record("CrossEntropyBackward", out, {logits},
+                [x, labels, lse, mode, eps](const Tensor& g, const std::vector<bool>&) {
+                  const Tensor gc = g.contiguous();
+                  Tensor grad = Tensor::empty(x.shape(), x.dtype(), x.device());
+                  kernels_for(x.device())
+                      .cross_entropy_backward(
+                          x.dtype(), x.size(0), x.size(1), eps, mode, x.raw_data(),
+                          static_cast<const std::int64_t*>(labels.raw_data()),
+                          static_cast<const double*>(lse.raw_data()), gc.raw_data(),
+                          grad.raw_data(), stream_for(x.device()));
+                  return std::vector<Tensor>{grad};
+                });
+}
+
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction,
@@ -76,7 +122,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
   check_class_inputs("cross_entropy", logits, target);
   RINGLET_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
                 "cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing);
-  require_cpu(logits, "cross_entropy");
+  if (!logits.device().is_cpu())
+    return cross_entropy_device(logits, target, reduction, label_smoothing);
   const std::int64_t n = logits.size(0), classes = logits.size(1);
   const auto labels = class_indices("cross_entropy", target, classes);
   const std::int64_t s0 = logits.stride(0), s1 = logits.stride(1);

@@ -12,7 +12,10 @@
 #include "tensor/cpu/blas.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
+#include "tensor/ops/creation.h"
 #include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
+#include "tensor/ops/elementwise.h"
 #include "tensor/ops/movement.h"
 #include "tensor/ops/reduce.h"
 
@@ -111,11 +114,27 @@ Tensor product(Tensor x, Tensor y) {
     ly = gemm_layout(y);
   }
   const Shape batch = *broadcast_batch(x, y);
-  Tensor out = Tensor::empty(with_matrix(batch, m, n), x.dtype());
+  Tensor out = Tensor::empty(with_matrix(batch, m, n), x.dtype(), x.device());
   if (out.numel() == 0) return out;
   const Shape x_strides = batch_strides(x, batch);
   const Shape y_strides = batch_strides(y, batch);
   const Shape out_strides = batch_strides(out, batch);
+  if (!out.device().is_cpu()) {
+    if (k == 0) return fill_(out, 0.0);
+    // One GEMM per matrix of the batch, each queued on the device's current stream.
+    auto& kernels = kernels_for(out.device());
+    const auto es = static_cast<std::int64_t>(core::dtype_size(x.dtype()));
+    const auto* px = static_cast<const char*>(x.raw_data());
+    const auto* py = static_cast<const char*>(y.raw_data());
+    auto* pout = static_cast<char*>(out.raw_data());
+    cpu::for_each_offset<3>(batch, {&x_strides, &y_strides, &out_strides},
+                            [&](const std::array<std::int64_t, 3>& off) {
+                              kernels.gemm(x.dtype(), lx->transposed, ly->transposed, m, n, k,
+                                           px + off[0] * es, lx->ld, py + off[1] * es, ly->ld, 0.0,
+                                           pout + off[2] * es, n, stream_for(out.device()));
+                            });
+    return out;
+  }
   cpu::dispatch_floating(x.dtype(), "matmul", [&]<class T>() {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
@@ -153,7 +172,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   RINGLET_CHECK(batch.has_value(), ShapeError, "matmul: the batch dims of shapes ",
                 shape_str(a.shape()), " and ", shape_str(b.shape()),
                 " cannot be broadcast together");
-  require_cpu(a, "matmul");
   // The dims that 1-D promotion added are removed again.
   Shape out_shape = *batch;
   if (a.dim() > 1) out_shape.push_back(a2.size(-2));
@@ -196,12 +214,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   out_features, "])");
   }
   check_operands("linear", x, weight, bias);
-  require_cpu(x, "linear");
   const std::int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
   const Tensor x_rows = x.detach().reshape({rows, in});
   const Tensor w = weight.detach();
   Tensor out = product(x_rows, transposed(w));
-  if (bias.defined()) {
+  if (bias.defined() && !out.device().is_cpu()) {
+    NoGradGuard no_grad;
+    add_(out, bias.detach());  // broadcast over the rows, on the device
+  } else if (bias.defined()) {
     const Tensor b = bias.detach().contiguous();
     cpu::dispatch_floating(out.dtype(), "linear", [&]<class T>() {
       T* dst = out.data<T>();

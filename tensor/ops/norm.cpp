@@ -4,6 +4,7 @@
 // + momentum * stat, with the unbiased variance). Statistics accumulate in f64, in two passes.
 // The training backward goes through the batch statistics:
 //   dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+// On a device (cuda, emu) it is composed of device ops instead (batch_norm_device).
 #include "tensor/ops/norm.h"
 
 #include <cmath>
@@ -13,6 +14,8 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
 namespace {
@@ -33,10 +36,8 @@ struct Layout {
 
 void check_parameter(const Tensor& t, const char* what, const Tensor& input) {
   if (!t.defined()) return;
-  if (!t.device().is_cpu()) {
-    RINGLET_THROW(DeviceError, "'", kOp, "' has no CUDA kernel yet (", what, " is on ", t.device(),
-                  ")");
-  }
+  RINGLET_CHECK(t.device() == input.device(), DeviceError, kOp, ": ", what, " is on ", t.device(),
+                " but the input on ", input.device());
   RINGLET_CHECK(t.dim() == 1 && t.size(0) == input.size(1), ShapeError, kOp, ": ", what,
                 " must have shape [", input.size(1), "] (the channels of input ",
                 shape_str(input.shape()), "), got ", shape_str(t.shape()));
@@ -46,10 +47,6 @@ void check_parameter(const Tensor& t, const char* what, const Tensor& input) {
 
 Layout validate(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                 const Tensor& weight, const Tensor& bias, bool training) {
-  if (!input.device().is_cpu()) {
-    RINGLET_THROW(DeviceError, "'", kOp, "' has no CUDA kernel yet (input is on ", input.device(),
-                  ")");
-  }
   RINGLET_CHECK(input.dim() >= 2, ShapeError, kOp,
                 ": input must be [N, C] or [N, C, H, W] (rank >= 2), got shape ",
                 shape_str(input.shape()));
@@ -253,12 +250,57 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   return grads;
 }
 
+// On a device, batch norm is composed of device ops (mean, elementwise), so autograd derives
+// its backward; the statistics accumulate in f64 per channel as on the CPU, but the result
+// may differ from the CPU's fused kernel in the last bits.
+Tensor batch_norm_device(const Layout& l, const Tensor& input, Tensor running_mean,
+                         Tensor running_var, const Tensor& weight, const Tensor& bias,
+                         bool training, double momentum, double eps, const StatsReducer& reducer) {
+  RINGLET_CHECK(!(training && reducer), DeviceError, kOp,
+                ": synchronized statistics (SyncBatchNorm) are not available on ", input.device(),
+                " yet");
+  RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
+                ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
+  Shape dims = {0};
+  for (std::int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  Shape per_channel(static_cast<std::size_t>(input.dim()), 1);
+  per_channel[1] = l.channels;
+  Tensor y;
+  if (training) {
+    const auto count = static_cast<double>(l.count());
+    RINGLET_CHECK(count > 1, ValueError, kOp,
+                  ": expected more than 1 value per channel when training, got input shape ",
+                  shape_str(input.shape()));
+    const Tensor mu = mean(input, dims, true);
+    const Tensor centered = sub(input, mu);
+    const Tensor var = mean(mul(centered, centered), dims, true);
+    y = mul(centered, pow(add(var, eps), -0.5));
+    if (running_mean.defined()) {
+      NoGradGuard no_grad;
+      mul_(running_mean, 1.0 - momentum);
+      add_scaled_(running_mean, mu.detach().view({l.channels}), momentum);
+      mul_(running_var, 1.0 - momentum);
+      add_scaled_(running_var, var.detach().view({l.channels}), momentum * count / (count - 1));
+    }
+  } else {
+    y = mul(sub(input, running_mean.view(per_channel)),
+            pow(add(running_var.view(per_channel), eps), -0.5));
+  }
+  if (weight.defined()) y = mul(y, weight.view(per_channel));
+  if (bias.defined()) y = add(y, bias.view(per_channel));
+  return y;
+}
+
 }  // namespace
 
 Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps, const StatsReducer& reducer) {
   const Layout l = validate(input, running_mean, running_var, weight, bias, training);
+  if (!input.device().is_cpu()) {
+    return batch_norm_device(l, input, running_mean, running_var, weight, bias, training, momentum,
+                             eps, reducer);
+  }
   const Tensor x = input.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach() : Tensor();
   const StatsReducer sync = training ? reducer : StatsReducer();

@@ -14,6 +14,8 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
 
 namespace ringlet::tensor {
 namespace {
@@ -41,10 +43,6 @@ struct PoolGeometry {
 };
 
 PoolGeometry validate(const Tensor& input, const Pool2dOptions& o, const char* op) {
-  if (!input.device().is_cpu()) {
-    RINGLET_THROW(DeviceError, "'", op, "' has no CUDA kernel yet (got a tensor on ",
-                  input.device(), ")");
-  }
   const Shape& shape = input.shape();
   RINGLET_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError, op,
                 ": input must be 3-D [C, H, W] or 4-D [N, C, H, W], got shape ", shape_str(shape));
@@ -224,11 +222,43 @@ Tensor avg_backward(const PoolGeometry& g, const Shape& input_shape, const Tenso
   return grad;
 }
 
+kernels::PoolShape device_shape(const PoolGeometry& g) {
+  return {g.height,   g.width, g.kernel_h, g.kernel_w, g.stride_h,
+          g.stride_w, g.pad_h, g.pad_w,    g.out_h,    g.out_w};
+}
+
+// max_pool2d on a device: one thread per output, and per input pixel in the backward.
+std::pair<Tensor, Tensor> max_pool2d_device(const PoolGeometry& g, const Tensor& input) {
+  RINGLET_CHECK(core::is_floating(input.dtype()) && input.dtype() != DType::f16 &&
+                    input.dtype() != DType::bf16,
+                DTypeError, kMaxOp, ": dtype ", input.dtype(),
+                " is not supported (f32 and f64 are)");
+  const Tensor x = input.detach().contiguous();
+  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device());
+  Tensor indices = Tensor::empty(g.out_shape, DType::i64, x.device());
+  kernels_for(x.device())
+      .max_pool2d(x.dtype(), device_shape(g), g.planes, x.raw_data(), out.raw_data(),
+                  static_cast<std::int64_t*>(indices.raw_data()), stream_for(x.device()));
+  out =
+      record(kMaxOp, out, {input},
+             [g, shape = x.shape(), indices](const Tensor& grad_output, const std::vector<bool>&) {
+               const Tensor go = grad_output.contiguous();
+               Tensor grad = Tensor::empty(shape, go.dtype(), go.device());
+               kernels_for(go.device())
+                   .max_pool2d_backward(go.dtype(), device_shape(g), g.planes, go.raw_data(),
+                                        static_cast<std::int64_t*>(indices.raw_data()),
+                                        grad.raw_data(), stream_for(go.device()));
+               return std::vector<Tensor>{grad};
+             });
+  return {out, indices};
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
                                                   const Pool2dOptions& options) {
   const PoolGeometry g = validate(input, options, kMaxOp);
+  if (!input.device().is_cpu()) return max_pool2d_device(g, input);
   const Tensor x = input.detach().contiguous();
   Tensor out = Tensor::empty(g.out_shape, x.dtype());
   Tensor indices = Tensor::empty(g.out_shape, DType::i64);
@@ -248,6 +278,7 @@ Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) {
 }
 
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) {
+  require_cpu(input, kAvgOp);
   const PoolGeometry g = validate(input, options, kAvgOp);
   const Tensor x = input.detach().contiguous();
   Tensor out = Tensor::empty(g.out_shape, x.dtype());

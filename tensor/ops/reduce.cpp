@@ -200,15 +200,35 @@ Tensor extreme_all(const Tensor& t, const char* op) {
 }
 
 // Values and i64 indices of the max (kMax) or min along dim, in the keepdim layout.
+// A contiguous tensor of `shape` seen as lanes along d ([outer, length, inner]).
+kernels::Lanes lanes_of(const Shape& shape, std::int64_t d) {
+  kernels::Lanes l{1, 1, 1};
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const auto k = static_cast<std::int64_t>(i);
+    if (k < d) l.outer *= shape[i];
+    if (k == d) l.length = shape[i];
+    if (k > d) l.inner *= shape[i];
+  }
+  return l;
+}
+
 template <bool kMax>
 std::pair<Tensor, Tensor> extreme_dim(const Tensor& t, std::int64_t dim, const char* op) {
   const std::int64_t d = wrap_dim(dim, t.dim(), op);
-  require_cpu(t, op);
   const std::int64_t length = lane_length(t, d);
   RINGLET_CHECK(length > 0, ValueError, op, ": dim ", dim, " of the input of shape ",
                 shape_str(t.shape()), " has size 0; there is no ", op, " to take");
   Shape keep_shape = t.shape();
   if (t.dim() > 0) keep_shape[d] = 1;
+  if (!t.device().is_cpu()) {
+    const Tensor x = t.contiguous();
+    Tensor values = Tensor::empty(keep_shape, t.dtype(), t.device());
+    Tensor indices = Tensor::empty(keep_shape, DType::i64, t.device());
+    kernels_for(t.device())
+        .extreme(t.dtype(), kMax, lanes_of(x.shape(), d), x.raw_data(), values.raw_data(),
+                 static_cast<std::int64_t*>(indices.raw_data()), stream_for(t.device()));
+    return {values, indices};
+  }
   Tensor values = Tensor::empty(keep_shape, t.dtype());
   Tensor indices = Tensor::empty(keep_shape, DType::i64);
   const std::int64_t step = lane_stride(t, d);
@@ -427,11 +447,29 @@ Tensor softmax_backward(const Tensor& g, const Tensor& y, std::int64_t d) {
   return grad;
 }
 
+// Softmax on a device: one thread per lane of the contiguous input, the CPU's steps.
+template <bool kLog>
+Tensor softmax_device(const Tensor& t, std::int64_t d, const char* node) {
+  const Tensor x = t.contiguous();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kernels_for(x.device())
+      .softmax(x.dtype(), kLog, lanes_of(x.shape(), d), x.raw_data(), out.raw_data(),
+               stream_for(x.device()));
+  return record(node, out, {t}, [y = out.detach(), d](const Tensor& g, const std::vector<bool>&) {
+    const Tensor gc = g.contiguous();
+    Tensor grad = Tensor::empty(y.shape(), y.dtype(), y.device());
+    kernels_for(y.device())
+        .softmax_backward(y.dtype(), kLog, lanes_of(y.shape(), d), gc.raw_data(), y.raw_data(),
+                          grad.raw_data(), stream_for(y.device()));
+    return std::vector<Tensor>{grad};
+  });
+}
+
 template <bool kLog>
 Tensor softmax_op(const Tensor& t, std::int64_t dim, const char* op, const char* node) {
   const std::int64_t d = wrap_dim(dim, t.dim(), op);
   require_floating(t, op);
-  require_cpu(t, op);
+  if (!t.device().is_cpu()) return softmax_device<kLog>(t, d, node);
   Tensor out = softmax_forward<kLog>(t, d, op);
   return record(node, out, {t}, [y = out.detach(), d](const Tensor& g, const std::vector<bool>&) {
     return std::vector<Tensor>{softmax_backward<kLog>(g, y, d)};

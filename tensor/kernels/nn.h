@@ -1,0 +1,306 @@
+// Per-element and per-row bodies of the network ops (convolution's im2col/col2im, max
+// pooling, softmax lanes, cross-entropy rows, argmax lanes), written once for the device
+// kernels (device_kernels_impl.h) on CUDA and the emulated GPU. Each body computes in the
+// order the CPU kernel does (the same sums in the same order), so the emulated device matches
+// the CPU bit for bit where the CPU does not reorder for speed.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/kernels/hd.h"
+
+namespace ringlet::tensor::kernels {
+
+struct ConvShape {
+  std::int64_t channels, height, width;
+  std::int64_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  std::int64_t out_h, out_w;
+  RINGLET_HD std::int64_t rows() const { return channels * kernel_h * kernel_w; }
+  RINGLET_HD std::int64_t cols() const { return out_h * out_w; }  // per image
+};
+
+// col [rows, batch * L] from contiguous NCHW images; one thread per column entry.
+template <class T>
+struct Im2colFn {
+  ConvShape g;
+  std::int64_t batch;
+  const T* image;
+  T* col;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t L = g.cols(), ld = batch * L;
+    const std::int64_t r = e / ld, q = e % ld, n = q / L, l = q % L;
+    const std::int64_t oy = l / g.out_w, ox = l % g.out_w;
+    const std::int64_t c = r / (g.kernel_h * g.kernel_w), ij = r % (g.kernel_h * g.kernel_w);
+    const std::int64_t i = ij / g.kernel_w, j = ij % g.kernel_w;
+    const std::int64_t iy = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+    const std::int64_t ix = ox * g.stride_w - g.pad_w + j * g.dilation_w;
+    const bool inside = iy >= 0 && iy < g.height && ix >= 0 && ix < g.width;
+    col[e] = inside ? image[((n * g.channels + c) * g.height + iy) * g.width + ix] : T(0);
+  }
+};
+
+// The adjoint: every input pixel sums the column entries read from it, in kernel-offset
+// order (the CPU col2im's order); one thread per input element.
+template <class T>
+struct Col2imFn {
+  ConvShape g;
+  std::int64_t batch;
+  const T* col;
+  T* image;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t x = e % g.width, y = (e / g.width) % g.height;
+    const std::int64_t c = (e / (g.width * g.height)) % g.channels;
+    const std::int64_t n = e / (g.width * g.height * g.channels);
+    const std::int64_t L = g.cols(), ld = batch * L;
+    T acc = T(0);
+    for (std::int64_t i = 0; i < g.kernel_h; ++i) {
+      const std::int64_t ty = y + g.pad_h - i * g.dilation_h;
+      if (ty < 0 || ty % g.stride_h != 0 || ty / g.stride_h >= g.out_h) continue;
+      for (std::int64_t j = 0; j < g.kernel_w; ++j) {
+        const std::int64_t tx = x + g.pad_w - j * g.dilation_w;
+        if (tx < 0 || tx % g.stride_w != 0 || tx / g.stride_w >= g.out_w) continue;
+        const std::int64_t row = (c * g.kernel_h + i) * g.kernel_w + j;
+        acc += col[row * ld + n * L + (ty / g.stride_h) * g.out_w + tx / g.stride_w];
+      }
+    }
+    image[e] = acc;
+  }
+};
+
+struct PoolShape {
+  std::int64_t height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  std::int64_t out_h, out_w;
+};
+
+// Max over each window (clipped to the input); the first maximum wins, NaN wins. One thread
+// per output element; `where` is the index within the input plane.
+template <class T>
+struct MaxPoolFn {
+  PoolShape g;
+  const T* in;
+  T* out;
+  std::int64_t* where;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t plane = e / (g.out_h * g.out_w), o = e % (g.out_h * g.out_w);
+    const std::int64_t oy = o / g.out_w, ox = o % g.out_w;
+    const std::int64_t ys = oy * g.stride_h - g.pad_h, xs = ox * g.stride_w - g.pad_w;
+    const std::int64_t y0 = ys > 0 ? ys : 0, x0 = xs > 0 ? xs : 0;
+    const std::int64_t y1 = ys + g.kernel_h < g.height ? ys + g.kernel_h : g.height;
+    const std::int64_t x1 = xs + g.kernel_w < g.width ? xs + g.kernel_w : g.width;
+    const T* src = in + plane * g.height * g.width;
+    T best = src[y0 * g.width + x0];
+    std::int64_t at = y0 * g.width + x0;
+    for (std::int64_t y = y0; y < y1; ++y) {
+      for (std::int64_t x = x0; x < x1; ++x) {
+        const T v = src[y * g.width + x];
+        if (v > best || (v != v && best == best)) {
+          best = v;
+          at = y * g.width + x;
+        }
+      }
+    }
+    out[e] = best;
+    where[e] = at;
+  }
+};
+
+// Each input pixel gathers the gradients of the outputs that chose it, in output order.
+template <class T>
+struct MaxPoolBackwardFn {
+  PoolShape g;
+  const T* grad_out;
+  const std::int64_t* where;
+  T* grad_in;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t plane = e / (g.height * g.width), p = e % (g.height * g.width);
+    const std::int64_t y = p / g.width, x = p % g.width;
+    const std::int64_t base = plane * g.out_h * g.out_w;
+    // The windows holding (y, x): oy * stride - pad <= y < oy * stride - pad + kernel.
+    const std::int64_t oy0 = first_window(y + g.pad_h, g.kernel_h, g.stride_h);
+    const std::int64_t ox0 = first_window(x + g.pad_w, g.kernel_w, g.stride_w);
+    const std::int64_t oy1 = last_window(y + g.pad_h, g.stride_h, g.out_h);
+    const std::int64_t ox1 = last_window(x + g.pad_w, g.stride_w, g.out_w);
+    T acc = T(0);
+    for (std::int64_t oy = oy0; oy <= oy1; ++oy) {
+      for (std::int64_t ox = ox0; ox <= ox1; ++ox) {
+        const std::int64_t o = base + oy * g.out_w + ox;
+        if (where[o] == p) acc += grad_out[o];
+      }
+    }
+    grad_in[e] = acc;
+  }
+  // The first output whose window [o * stride, o * stride + kernel) holds padded position q.
+  RINGLET_HD static std::int64_t first_window(std::int64_t q, std::int64_t kernel,
+                                              std::int64_t stride) {
+    const std::int64_t lo = q - kernel + 1;
+    return lo <= 0 ? 0 : (lo + stride - 1) / stride;
+  }
+  // The last one, clipped to the outputs.
+  RINGLET_HD static std::int64_t last_window(std::int64_t q, std::int64_t stride,
+                                             std::int64_t out) {
+    const std::int64_t hi = q / stride;
+    return hi < out - 1 ? hi : out - 1;
+  }
+};
+
+// A lane: `length` elements `inner` apart in a contiguous tensor seen as [outer, length,
+// inner]; lane k starts at (k / inner) * length * inner + k % inner.
+struct Lanes {
+  std::int64_t outer, length, inner;
+  RINGLET_HD std::int64_t start(std::int64_t k) const {
+    return (k / inner) * length * inner + k % inner;
+  }
+  RINGLET_HD std::int64_t count() const { return outer * inner; }
+};
+
+// Softmax (kLog = false) or log-softmax of one lane, the CPU's steps in the CPU's order.
+template <class T, bool kLog>
+struct SoftmaxLaneFn {
+  Lanes lanes;
+  const T* in;
+  T* out;
+  RINGLET_HD void operator()(std::int64_t k) const {
+    const std::int64_t s = lanes.start(k), step = lanes.inner, n = lanes.length;
+    T top = -hd_infinity<T>();
+    for (std::int64_t i = 0; i < n; ++i) top = hd_max(top, in[s + i * step]);
+    double total = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T shifted = in[s + i * step] - top;
+      const T e = hd_exp(shifted);
+      total += e;
+      out[s + i * step] = kLog ? shifted : e;
+    }
+    const T log_total = static_cast<T>(hd_log(total));
+    const T inv_total = static_cast<T>(1.0 / total);
+    for (std::int64_t i = 0; i < n; ++i) {
+      T& y = out[s + i * step];
+      y = kLog ? y - log_total : y * inv_total;
+    }
+  }
+};
+
+// dx = y * (g - <g, y>) (softmax) or g - exp(y) * sum(g) (log-softmax), per lane.
+template <class T, bool kLog>
+struct SoftmaxBackwardLaneFn {
+  Lanes lanes;
+  const T* g;
+  const T* y;
+  T* out;
+  RINGLET_HD void operator()(std::int64_t k) const {
+    const std::int64_t s = lanes.start(k), step = lanes.inner, n = lanes.length;
+    double total = 0.0;
+    for (std::int64_t i = 0; i < n; ++i)
+      total += kLog ? g[s + i * step] : g[s + i * step] * y[s + i * step];
+    const auto sum = static_cast<T>(total);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const T gi = g[s + i * step], yi = y[s + i * step];
+      out[s + i * step] = kLog ? gi - hd_exp(yi) * sum : yi * (gi - sum);
+    }
+  }
+};
+
+// The max (kMax) or min of a lane and its first index; NaN wins (as the CPU's).
+template <class T, bool kMax>
+struct ExtremeLaneFn {
+  Lanes lanes;
+  const T* in;
+  T* values;
+  std::int64_t* indices;
+  RINGLET_HD void operator()(std::int64_t k) const {
+    const std::int64_t s = lanes.start(k), step = lanes.inner;
+    T best = in[s];
+    std::int64_t at = 0;
+    for (std::int64_t i = 1; i < lanes.length; ++i) {
+      const T v = in[s + i * step];
+      if (best != best) break;  // NaN already won
+      if ((kMax ? v > best : v < best) || v != v) {
+        best = v;
+        at = i;
+      }
+    }
+    if (values != nullptr) values[k] = best;
+    indices[k] = at;
+  }
+};
+
+// Cross-entropy of row i with label smoothing eps, against contiguous logits [n, classes]:
+// loss_i = (1 - eps) (lse_i - x[i, t_i]) + eps / C * (C lse_i - sum_j x_ij); lse_i saved.
+template <class T>
+struct CrossEntropyRowFn {
+  std::int64_t classes;
+  double eps;
+  const T* logits;
+  const std::int64_t* labels;
+  T* loss;
+  double* lse;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    const T* row = logits + i * classes;
+    double top = -hd_infinity<double>();
+    for (std::int64_t j = 0; j < classes; ++j) top = hd_max(top, double(row[j]));
+    double total = 0.0, row_sum = 0.0;
+    for (std::int64_t j = 0; j < classes; ++j) {
+      total += hd_exp(double(row[j]) - top);
+      row_sum += double(row[j]);
+    }
+    lse[i] = top + hd_log(total);
+    const double nll = lse[i] - double(row[labels[i]]);
+    const double smooth = double(classes) * lse[i] - row_sum;
+    loss[i] = static_cast<T>((1.0 - eps) * nll + eps / double(classes) * smooth);
+  }
+};
+
+// d loss / d x_ij = scale_i (softmax_ij - (1 - eps) [j == t_i] - eps / C), where scale_i is
+// g[i] (no reduction) or g[0] (sum) or g[0] / n (mean).
+template <class T>
+struct CrossEntropyGradFn {
+  std::int64_t rows, classes;
+  double eps;
+  int reduction;  // 0 none, 1 sum, 2 mean
+  const T* logits;
+  const std::int64_t* labels;
+  const double* lse;
+  const T* g;
+  T* grad;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t i = e / classes, j = e % classes;
+    const double scale = reduction == 0   ? double(g[i])
+                         : reduction == 1 ? double(g[0])
+                                          : double(g[0]) / static_cast<double>(rows);
+    double d = hd_exp(double(logits[e]) - lse[i]) - eps / double(classes);
+    if (j == labels[i]) d -= 1.0 - eps;
+    grad[e] = static_cast<T>(scale * d);
+  }
+};
+
+// Whether every label lies in [0, classes): a device-side count of the bad ones.
+struct LabelCheckFn {
+  std::int64_t classes;
+  const std::int64_t* labels;
+  std::uint8_t* bad;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    bad[i] = labels[i] < 0 || labels[i] >= classes;
+  }
+};
+
+// SGD's update of one element, PyTorch's steps with fused multiply-adds where PyTorch's CPU
+// kernels fuse (nn/sgd.cpp); `first` starts the momentum buffer from the gradient.
+template <class T>
+struct SgdFn {
+  T* p;
+  const T* grad;
+  T* buf;                                  // nullptr without momentum
+  T weight_decay, momentum, keep, neg_lr;  // keep = 1 - dampening
+  bool decay, nesterov, first;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    T g = grad[i];
+    g = decay ? hd_fma(weight_decay, p[i], g) : g;
+    if (buf != nullptr) {
+      const T b = first ? g : hd_fma(keep, g, buf[i] * momentum);
+      buf[i] = b;
+      g = nesterov ? hd_fma(momentum, b, g) : b;
+    }
+    p[i] = hd_fma(neg_lr, g, p[i]);
+  }
+};
+
+}  // namespace ringlet::tensor::kernels
