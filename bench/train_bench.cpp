@@ -9,8 +9,11 @@
 // threads and a DDP-wrapped model; images_per_s is then global (N x batch / slowest rank's
 // median step) and JSON carries nproc. Compare with bench/peers/train_torch.sh 3 ddp.
 //
+// --device emu|cuda[:N] runs the model there (one rank; each phase ends with a device
+// synchronize, so the times are the device's); JSON then carries device.
+//
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
-//                    [--steps 50] [--warmup 10] [--nproc 1]
+//                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +28,7 @@
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
+#include "tensor/device/stream.h"
 #include "tensor/ops.h"
 #include "trainer/ddp.h"
 #include "trainer/distributed.h"
@@ -43,6 +47,7 @@ struct Options {
   int steps = 50;
   int warmup = 10;
   int nproc = 1;
+  core::Device device;
 };
 
 Options parse(int argc, char** argv) {
@@ -63,13 +68,18 @@ Options parse(int argc, char** argv) {
       o.warmup = static_cast<int>(core::parse_int(value, "--warmup"));
     } else if (arg == "--nproc") {
       o.nproc = static_cast<int>(core::parse_int(value, "--nproc"));
+    } else if (arg == "--device") {
+      o.device = core::parse_device(value);
     } else {
       RINGLET_THROW(ValueError, "train_bench: unknown flag '", arg,
-                    "' (flags: --model, --batch, --threads, --steps, --warmup, --nproc)");
+                    "' (flags: --model, --batch, --threads, --steps, --warmup, --nproc, --device)");
     }
   }
   RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1,
                 ValueError, "train_bench: --batch, --threads, --steps and --nproc must be >= 1");
+  RINGLET_CHECK(o.device.is_cpu() || o.nproc == 1, ValueError, "train_bench: --device ", o.device,
+                " runs one rank (DDP on devices is not available yet)");
+  if (!o.device.is_cpu()) tensor::device::check_device(o.device);
   return o;
 }
 
@@ -107,8 +117,11 @@ Timings measure(const Options& o, collectives::Communicator* comm) {
   const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
   auto model = nn::make_model(o.model, gen, 10, channels);
   model->train();
-  const tensor::Tensor x = tensor::randn({o.batch, channels, side, side}, gen);
-  const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen);
+  model->to(o.device);
+  const tensor::Tensor x = tensor::randn({o.batch, channels, side, side}, gen).to(o.device);
+  const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen).to(o.device);
+  // A phase ends when the device has run it, not when its kernels are queued.
+  const auto settle = [&] { tensor::device::synchronize(o.device); };
   nn::CrossEntropyLoss criterion;
   nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
   std::unique_ptr<trainer::DistributedDataParallel> ddp;
@@ -122,8 +135,10 @@ Timings measure(const Options& o, collectives::Communicator* comm) {
     sgd.zero_grad();
     const auto t0 = Clock::now();
     tensor::Tensor loss = criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
+    settle();
     const auto t1 = Clock::now();
     loss.backward();
+    settle();
     const auto t2 = Clock::now();
     if (ddp) ddp->finish_gradient_sync();
     const auto t3 = Clock::now();
@@ -143,6 +158,7 @@ Timings measure(const Options& o, collectives::Communicator* comm) {
     const auto start = Clock::now();
     fwd_bwd();
     sgd.step();
+    settle();
     full.push_back(ms_since(start));
   }
   return Timings{median(fb), median(full), median(phase[0]), median(phase[1]), median(phase[2])};
@@ -159,8 +175,8 @@ Timings slowest(const Timings& t, collectives::Communicator& comm) {
 void report(const Options& o, int world, const Timings& t) {
   const double images_per_s = world * o.batch / t.step_ms * 1e3;
   std::printf("# ranks: %d\n", world);
-  std::printf("# train_bench: %s, batch %d, %d thread(s), median of %d steps\n", o.model.c_str(),
-              o.batch, o.threads, o.steps);
+  std::printf("# train_bench: %s, batch %d, %d thread(s), on %s, median of %d steps\n",
+              o.model.c_str(), o.batch, o.threads, o.device.str().c_str(), o.steps);
   std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
   std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", t.forward_ms,
@@ -175,7 +191,8 @@ void report(const Options& o, int world, const Timings& t) {
                       {"forward_ms", t.forward_ms},
                       {"backward_ms", t.backward_ms},
                       {"sync_ms", t.sync_ms},
-                      {"nproc", world}};
+                      {"nproc", world},
+                      {"device", o.device.str()}};
   std::cout << line.dump() << std::endl;
 }
 

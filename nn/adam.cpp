@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tensor/ops.h"
+#include "tensor/ops/device_dispatch.h"
 
 namespace ringlet::nn {
 
@@ -135,8 +136,6 @@ void Adam::step() {
     const Tensor g = gradient_of(i);
     if (!g.defined()) continue;
     const Tensor& p = params_[i];
-    RINGLET_CHECK(p.device().is_cpu(), DeviceError, name(), ": parameter ", i, " is on ",
-                  p.device(), "; Adam's update has no device kernel yet (SGD has)");
     ParamState& st = state_for(i);
     st.step += 1;
     // Python floats: beta ** step and the divisions below are double, as in PyTorch.
@@ -152,6 +151,20 @@ void Adam::step() {
                         decoupled_,
                         options_.amsgrad};
     const std::int64_t n = p.numel();
+    if (!p.device().is_cpu()) {
+      // The same update as one device kernel (buffers loaded on the host move over first).
+      for (Tensor& b : st.buffers) {
+        if (b.device() != p.device()) b = b.to(p.device());
+      }
+      const tensor::kernels::AdamParams o{s.beta1,        s.beta2,     s.eps,
+                                          s.weight_decay, s.step_size, s.bias_correction2_sqrt,
+                                          s.lr,           s.decoupled};
+      tensor::kernels_for(p.device())
+          .adam(p.dtype(), n, p.raw_data(), g.raw_data(), st.buffers[0].raw_data(),
+                st.buffers[1].raw_data(), options_.amsgrad ? st.buffers[2].raw_data() : nullptr, o,
+                tensor::stream_for(p.device()));
+      continue;
+    }
     if (p.dtype() == core::DType::f32) {
       adam_update(p.data<float>(), g.data<float>(), st.buffers[0].data<float>(),
                   st.buffers[1].data<float>(),

@@ -38,12 +38,25 @@ double norm_of(const T* x, std::int64_t n, double p) {
   return std::pow(acc, 1.0 / p);
 }
 
+// A device gradient's norm in device ops, accumulated in f64 in the same order as norm_of.
+double device_norm(const Tensor& g, double p) {
+  const Tensor x = tensor::abs(g.to(core::DType::f64));
+  if (std::isinf(p))
+    return x.numel() == 0 ? 0.0 : tensor::max(x.reshape({x.numel()}), 0).first.item();
+  if (p == 2) return std::sqrt(tensor::sum(tensor::mul(x, x)).item());
+  if (p == 1) return tensor::sum(x).item();
+  return std::pow(tensor::sum(tensor::pow(x, p)).item(), 1.0 / p);
+}
+
 template <class T>
 double clip(const std::vector<Tensor>& grads, double max_norm, double p, bool error_if_nonfinite) {
   // Each parameter's norm is rounded to T, as PyTorch's per-tensor norms are.
   std::vector<T> norms;
   norms.reserve(grads.size());
-  for (const Tensor& g : grads) norms.push_back(static_cast<T>(norm_of(g.data<T>(), g.numel(), p)));
+  for (const Tensor& g : grads) {
+    norms.push_back(static_cast<T>(g.device().is_cpu() ? norm_of(g.data<T>(), g.numel(), p)
+                                                       : device_norm(g, p)));
+  }
   const T total = static_cast<T>(norm_of(norms.data(), static_cast<std::int64_t>(norms.size()), p));
   RINGLET_CHECK(!error_if_nonfinite || std::isfinite(total), ValueError,
                 "clip_grad_norm_: the total norm of order ", p, " of the gradients is ", total,
@@ -51,6 +64,11 @@ double clip(const std::vector<Tensor>& grads, double max_norm, double p, bool er
   T coef = static_cast<T>(max_norm) / (total + static_cast<T>(1e-6));
   coef = coef < T(1) ? coef : T(1);  // torch.clamp(max=1.0); NaN stays NaN
   for (const Tensor& g : grads) {
+    if (!g.device().is_cpu()) {
+      Tensor target = g;
+      tensor::mul_(target, static_cast<double>(coef));  // the coefficient rounded to T first
+      continue;
+    }
     T* x = g.data<T>();
     for (std::int64_t i = 0, n = g.numel(); i < n; ++i) x[i] = x[i] * coef;
   }
@@ -74,8 +92,6 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     RINGLET_CHECK(grads.empty() || g.dtype() == grads.front().dtype(), DTypeError,
                   "clip_grad_norm_: gradients mix dtypes (", grads.front().dtype(), " and ",
                   g.dtype(), " at parameter ", i, ")");
-    RINGLET_CHECK(g.device().is_cpu(), DeviceError, "clip_grad_norm_: the gradient of parameter ",
-                  i, " is on ", g.device(), "; clipping runs on the host");
     RINGLET_CHECK(g.is_contiguous(), ValueError, "clip_grad_norm_: the gradient of parameter ", i,
                   " is not contiguous");
     grads.push_back(g);

@@ -29,6 +29,17 @@ bool unscale_in_place(const Tensor& g, float inv) {
   return bad;
 }
 
+// The same on a device, in device ops: the count of inf/NaN elements accumulates on the
+// device and is read once by the caller (bad_count.item()).
+void unscale_on_device(const Tensor& g, float inv, Tensor& bad_count) {
+  const Tensor inf = tensor::full({}, INFINITY, g.dtype(), g.device());
+  const Tensor nonfinite =
+      tensor::add(tensor::sum(tensor::ne(g, g)), tensor::sum(tensor::eq(tensor::abs(g), inf)));
+  bad_count = bad_count.defined() ? tensor::add(bad_count, nonfinite) : nonfinite;
+  Tensor target = g;
+  tensor::mul_(target, static_cast<double>(inv));
+}
+
 void check_scale(double scale, const char* what) {
   RINGLET_CHECK(std::isfinite(scale) && scale > 0, ValueError, "GradScaler: ", what,
                 " must be positive and finite, got ", scale);
@@ -62,12 +73,17 @@ void GradScaler::unscale_(Optimizer& optimizer) {
                 "been called on this ", optimizer.name(), " optimizer since the last update()");
   const float inv = static_cast<float>(1.0 / scale_);
   bool bad = false;
+  Tensor device_bad;  // the inf/NaN count of device gradients, read once below
+  tensor::NoGradGuard no_grad;
   for (const Tensor& p : optimizer.parameters()) {
     const Tensor& g = p.grad();
     if (!g.defined()) continue;
-    RINGLET_CHECK(g.device().is_cpu() && g.is_contiguous(), DeviceError,
-                  "GradScaler: gradients must be contiguous host tensors, got one on ", g.device());
-    if (g.dtype() == core::DType::f32) {
+    RINGLET_CHECK(g.is_contiguous(), ValueError, "GradScaler: gradients must be contiguous");
+    RINGLET_CHECK(g.dtype() == core::DType::f32 || g.dtype() == core::DType::f64, DTypeError,
+                  "GradScaler: gradients must be f32 or f64 (master weights), got ", g.dtype());
+    if (!g.device().is_cpu()) {
+      unscale_on_device(g, inv, device_bad);
+    } else if (g.dtype() == core::DType::f32) {
       bad |= unscale_in_place<float>(g, inv);
     } else if (g.dtype() == core::DType::f64) {
       bad |= unscale_in_place<double>(g, inv);
@@ -76,6 +92,7 @@ void GradScaler::unscale_(Optimizer& optimizer) {
                     g.dtype());
     }
   }
+  if (device_bad.defined()) bad |= device_bad.item() > 0;
   unscaled_[&optimizer] = bad;
 }
 

@@ -293,3 +293,50 @@ TEST_CASE("device batch_norm matches the CPU in training and evaluation") {
     check_same(dev_var, host_var, 1e-9, "running var");
   }
 }
+
+TEST_CASE("device avg_pool2d, gather, index_select, nll_loss and mse_loss match the CPU") {
+  using namespace suite;
+  Generator gen(25);
+  const Tensor x = randn({2, 3, 7, 6}, gen, DType::f64);
+  check_op(
+      "avg_pool2d 2x2", {x}, [](auto& v) { return avg_pool2d(v[0], Pool2dOptions{}); }, 0);
+  check_op(
+      "avg_pool2d 3x3 stride 2 padding 1", {x},
+      [](auto& v) {
+        return avg_pool2d(v[0],
+                          Pool2dOptions{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}});
+      },
+      0);
+  const Tensor m = randn({4, 5}, gen, DType::f64);
+  const Tensor index = from_vector({0, 4, 4, 1, 2, 2, 3, 0}, {4, 2}, DType::i64);
+  check_op(
+      "gather dim 1", {m}, [&](auto& v) { return gather(v[0], 1, index.to(v[0].device())); }, 0);
+  const Tensor rows = from_vector({3, 0, 3}, {3}, DType::i64);
+  check_op(
+      "index_select dim 0", {m},
+      [&](auto& v) { return index_select(v[0], 0, rows.to(v[0].device())); }, 0);
+  const Tensor labels = from_vector({1, 4, 0, 2}, {4}, DType::i64);
+  check_op(
+      "nll_loss", {m},
+      [&](auto& v) { return nll_loss(log_softmax(v[0], 1), labels.to(v[0].device())); }, 1e-12);
+  const Tensor target = randn({4, 5}, gen, DType::f64);
+  check_op(
+      "mse_loss", {m, target}, [](auto& v) { return mse_loss(v[0], v[1]); }, 1e-12);
+  const Tensor out_of_range = from_vector({0, 5, 0, 0, 0, 0, 0, 0}, {4, 2}, DType::i64);
+  try {
+    (void)gather(on_device(m), 1, on_device(out_of_range));
+    FAIL("an out-of-range index was accepted");
+  } catch (const ValueError& e) {
+    CHECK(std::string(e.what()).find("index 5 at position [0, 1]") != std::string::npos);
+  }
+}
+
+TEST_CASE("device max/min along a dim route the gradient like the CPU") {
+  using namespace suite;
+  Generator gen(26);
+  const Tensor x = randn({4, 6}, gen, DType::f64);
+  check_op(
+      "max dim 1", {x}, [](auto& v) { return max(v[0], 1).first; }, 0);
+  check_op(
+      "min dim 0 keepdim", {x}, [](auto& v) { return min(v[0], 0, true).first; }, 0);
+}

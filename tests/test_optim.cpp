@@ -20,6 +20,7 @@
 #include "golden_data.h"
 #include "nn/adam.h"
 #include "nn/clip_grad.h"
+#include "nn/grad_scaler.h"
 #include "nn/lr_schedule.h"
 #include "nn/optimizer.h"
 #include "nn/sgd.h"
@@ -516,5 +517,77 @@ TEST_CASE("SGD on the emulated GPU updates exactly as on the host (momentum, nes
       on_dev.step();
     }
     CHECK(dev.cpu().to_vector<float>() == host.to_vector<float>());
+  }
+}
+
+TEST_CASE("Adam and AdamW on the emulated GPU update exactly as on the host") {
+  using tensor::Tensor;
+  tensor::Generator gen(32);
+  const Tensor start = tensor::randn({129}, gen);
+  const std::vector<Tensor> grads = {tensor::randn({129}, gen), tensor::randn({129}, gen)};
+  for (const bool decoupled : {false, true}) {
+    for (const bool amsgrad : {false, true}) {
+      CAPTURE(decoupled);
+      CAPTURE(amsgrad);
+      AdamOptions o;
+      o.lr = 0.01;
+      o.weight_decay = 0.01;
+      o.amsgrad = amsgrad;
+      Tensor host = start.clone().requires_grad_();
+      Tensor dev = start.to(core::Device::emu(0)).requires_grad_();
+      std::unique_ptr<Optimizer> on_host, on_dev;
+      if (decoupled) {
+        AdamWOptions w;
+        static_cast<AdamOptions&>(w) = o;
+        on_host = std::make_unique<AdamW>(std::vector<Tensor>{host}, w);
+        on_dev = std::make_unique<AdamW>(std::vector<Tensor>{dev}, w);
+      } else {
+        on_host = std::make_unique<Adam>(std::vector<Tensor>{host}, o);
+        on_dev = std::make_unique<Adam>(std::vector<Tensor>{dev}, o);
+      }
+      for (const Tensor& g : grads) {
+        host.set_grad(g.clone());
+        dev.set_grad(g.to(core::Device::emu(0)));
+        on_host->step();
+        on_dev->step();
+      }
+      CHECK(dev.cpu().to_vector<float>() == host.to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("clip_grad_norm_ and GradScaler on the emulated GPU act as on the host") {
+  using tensor::Tensor;
+  tensor::Generator gen(33);
+  const Tensor a = tensor::randn({40}, gen), b = tensor::randn({3, 7}, gen);
+  for (const double norm_type : {2.0, 1.0, 3.0, double(INFINITY)}) {
+    CAPTURE(norm_type);
+    Tensor ha = a.clone().requires_grad_(), hb = b.clone().requires_grad_();
+    Tensor da = a.to(core::Device::emu(0)).requires_grad_();
+    Tensor db = b.to(core::Device::emu(0)).requires_grad_();
+    ha.set_grad(mul(a, 3.0));
+    hb.set_grad(b.clone());
+    da.set_grad(mul(a, 3.0).to(core::Device::emu(0)));
+    db.set_grad(b.to(core::Device::emu(0)));
+    const double host_total = clip_grad_norm_({ha, hb}, 1.5, norm_type);
+    const double dev_total = clip_grad_norm_({da, db}, 1.5, norm_type);
+    CHECK(dev_total == doctest::Approx(host_total).epsilon(1e-6));
+    CHECK(da.grad().cpu().to_vector<float>() == ha.grad().to_vector<float>());
+    CHECK(db.grad().cpu().to_vector<float>() == hb.grad().to_vector<float>());
+  }
+  // GradScaler: unscales in place on the device, and an inf there skips the step.
+  for (const bool overflow : {false, true}) {
+    CAPTURE(overflow);
+    Tensor p = a.to(core::Device::emu(0)).requires_grad_();
+    SGD sgd({p}, {.lr = 0.1});
+    GradScaler scaler({.init_scale = 1024.0});
+    std::vector<double> scaled = tensor::mul(a, 1024.0).to_vector<double>();
+    if (overflow) scaled[3] = INFINITY;
+    p.set_grad(tensor::from_vector(scaled, {40}).to(core::Device::emu(0)));
+    scaler.unscale_(sgd);
+    if (!overflow) CHECK(p.grad().cpu().to_vector<float>() == a.to_vector<float>());
+    CHECK(scaler.step(sgd) == !overflow);
+    scaler.update();
+    CHECK((p.cpu().to_vector<float>() == a.to_vector<float>()) == overflow);
   }
 }

@@ -248,9 +248,6 @@ void check_device(const TrainConfig& c) {
   const std::string on = " on " + c.device + " is not available yet";
   check(c.nproc == 1,
         "nproc " + std::to_string(c.nproc) + ": data parallel training" + on + " (use --nproc 1)");
-  check(c.optimizer == "sgd", "optimizer " + c.optimizer + on + " (use --optimizer sgd)");
-  check(c.precision == "f32", "precision " + c.precision + on + " (use --precision f32)");
-  check(c.clip_grad_norm == 0, "clip_grad_norm" + on);
   check(!c.sync_bn, "sync_bn" + on);
 }
 

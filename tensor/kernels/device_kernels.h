@@ -15,6 +15,14 @@ namespace ringlet::tensor::kernels {
 
 using Stream = void*;  // the device's stream handle
 
+struct AdamParams {
+  double beta1, beta2, eps, weight_decay;
+  double step_size;              // lr / (1 - beta1^t)
+  double bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  double lr;
+  bool decoupled;  // AdamW
+};
+
 struct SgdParams {
   double lr, momentum, dampening, weight_decay;
   bool nesterov, first;  // first: the momentum buffer starts from the gradient
@@ -59,6 +67,17 @@ class DeviceKernels {
   virtual void max_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,
                                    const void* grad_out, const std::int64_t* where, void* grad_in,
                                    Stream stream) = 0;
+  virtual void avg_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in,
+                          void* out, Stream stream) = 0;
+  virtual void avg_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,
+                                   const void* grad_out, void* grad_in, Stream stream) = 0;
+  // out = input gathered along `dim` by a contiguous i64 index of `index_shape` (nn.h's
+  // GatherFn; bad[i] = 1 where index[i] is out of range); and its adjoint into a contiguous
+  // grad_in of `in_shape`.
+  virtual void gather(DType dtype, const View& in, int dim, const View& index, void* out,
+                      std::uint8_t* bad, Stream stream) = 0;
+  virtual void gather_backward(DType dtype, const View& grad_in, int dim, const View& index,
+                               const void* g, Stream stream) = 0;
   // Along lanes of contiguous tensors (nn.h's Lanes).
   virtual void softmax(DType dtype, bool log, const Lanes& lanes, const void* in, void* out,
                        Stream stream) = 0;
@@ -80,6 +99,9 @@ class DeviceKernels {
   // One SGD step on n contiguous elements (buf nullptr without momentum).
   virtual void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,
                    const SgdParams& o, Stream stream) = 0;
+  // One Adam/AdamW step (vmax nullptr without amsgrad).
+  virtual void adam(DType dtype, std::int64_t n, void* param, const void* grad, void* m, void* v,
+                    void* vmax, const AdamParams& o, Stream stream) = 0;
 };
 
 // The kernels of a device kind (DeviceError for cpu; NotBuiltError for cuda without CUDA).

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "tensor/cpu/dispatch.h"
 #include "tensor/kernels/device_kernels.h"
 
 namespace ringlet::tensor::kernels {
@@ -239,6 +240,58 @@ class KernelsImpl final : public DeviceKernels {
     });
   }
 
+  void avg_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in, void* out,
+                  Stream stream) override {
+    dispatch_arith(dtype, false, "avg_pool2d", [&]<class T>() {
+      launch(stream, planes * g.out_h * g.out_w,
+             AvgPoolFn<T>{g, static_cast<const T*>(in), static_cast<T*>(out)});
+    });
+  }
+
+  void avg_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,
+                           const void* grad_out, void* grad_in, Stream stream) override {
+    dispatch_arith(dtype, false, "avg_pool2d backward", [&]<class T>() {
+      launch(stream, planes * g.height * g.width,
+             AvgPoolBackwardFn<T>{g, static_cast<const T*>(grad_out), static_cast<T*>(grad_in)});
+    });
+  }
+
+  void gather(DType dtype, const View& in, int dim, const View& index, void* out, std::uint8_t* bad,
+              Stream stream) override {
+    dispatch_arith(dtype, true, "gather", [&]<class T>() {
+      GatherFn<T> f{};
+      f.ndim = index.ndim;
+      f.dim = dim;
+      for (int d = 0; d < index.ndim; ++d) {
+        f.sizes[d] = index.sizes[d];
+        f.in_strides[d] = in.strides[d];
+      }
+      f.size = in.sizes[dim];
+      f.in = in.as<const T>();
+      f.index = index.as<const std::int64_t>();
+      f.out = static_cast<T*>(out);
+      f.bad = bad;
+      launch(stream, index.numel(), f);
+    });
+  }
+
+  void gather_backward(DType dtype, const View& grad_in, int dim, const View& index, const void* g,
+                       Stream stream) override {
+    dispatch_arith(dtype, false, "gather backward", [&]<class T>() {
+      GatherBackwardFn<T> f{};
+      f.ndim = grad_in.ndim;
+      f.dim = dim;
+      for (int d = 0; d < grad_in.ndim; ++d) {
+        f.in_sizes[d] = grad_in.sizes[d];
+        f.index_sizes[d] = index.sizes[d];
+      }
+      f.g = static_cast<const T*>(g);
+      f.index = index.as<const std::int64_t>();
+      f.grad_in = grad_in.as<T>();
+      launch(stream, grad_in.numel(), f);
+    });
+  }
+
   void softmax(DType dtype, bool log, const Lanes& lanes, const void* in, void* out,
                Stream stream) override {
     dispatch_arith(dtype, false, log ? "log_softmax" : "softmax", [&]<class T>() {
@@ -324,6 +377,32 @@ class KernelsImpl final : public DeviceKernels {
     });
   }
 
+  void adam(DType dtype, std::int64_t n, void* param, const void* grad, void* m, void* v,
+            void* vmax, const AdamParams& o, Stream stream) override {
+    dispatch_arith(dtype, false, "Adam", [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {  // integers never get here
+        AdamFn<T> f{};
+        f.p = static_cast<T*>(param);
+        f.grad = static_cast<const T*>(grad);
+        f.m = static_cast<T*>(m);
+        f.v = static_cast<T*>(v);
+        f.vmax = static_cast<T*>(vmax);
+        f.wd = static_cast<T>(o.weight_decay);
+        f.decay = static_cast<T>(1 - o.lr * o.weight_decay);
+        f.beta1 = static_cast<T>(o.beta1);
+        f.beta2 = static_cast<T>(o.beta2);
+        f.one_minus_beta1 = static_cast<T>(1 - o.beta1);
+        f.one_minus_beta2 = static_cast<T>(1 - o.beta2);
+        f.bc2_sqrt = static_cast<T>(o.bias_correction2_sqrt);
+        f.eps = static_cast<T>(o.eps);
+        f.neg_step_size = static_cast<T>(-o.step_size);
+        f.l2 = !o.decoupled && o.weight_decay != 0;
+        f.decoupled = o.decoupled;
+        launch(stream, n, f);
+      }
+    });
+  }
+
  private:
   template <class F>
   static void launch(Stream stream, std::int64_t n, const F& f) {
@@ -347,19 +426,10 @@ class KernelsImpl final : public DeviceKernels {
     if (n > 0) Exec::launch(stream, n, kernel);
   }
 
-  // Every dtype (copies, fills).
+  // Every dtype (copies, fills): the CPU kernels' dispatch.
   template <class Fn>
-  static void dispatch_all(DType dtype, const char* op, Fn&& fn) {
-    switch (dtype) {
-      case DType::f32: return fn.template operator()<float>();
-      case DType::f64: return fn.template operator()<double>();
-      case DType::f16: return fn.template operator()<Half>();
-      case DType::bf16: return fn.template operator()<BFloat16>();
-      case DType::i64: return fn.template operator()<std::int64_t>();
-      case DType::i32: return fn.template operator()<std::int32_t>();
-      case DType::u8: return fn.template operator()<std::uint8_t>();
-    }
-    RINGLET_THROW(DTypeError, op, ": unknown dtype code ", static_cast<int>(dtype));
+  static void dispatch_all(DType dtype, const char* /*op*/, Fn&& fn) {
+    cpu::dispatch_all(dtype, std::forward<Fn>(fn));
   }
 
   // f32/f64, plus i64/i32/u8 where the op is defined on integers.

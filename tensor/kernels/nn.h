@@ -1,13 +1,14 @@
-// Per-element and per-row bodies of the network ops (convolution's im2col/col2im, max
-// pooling, softmax lanes, cross-entropy rows, argmax lanes), written once for the device
-// kernels (device_kernels_impl.h) on CUDA and the emulated GPU. Each body computes in the
-// order the CPU kernel does (the same sums in the same order), so the emulated device matches
-// the CPU bit for bit where the CPU does not reorder for speed.
+// Per-element and per-row bodies of the network ops (convolution's im2col/col2im, max and
+// average pooling, softmax lanes, cross-entropy rows, argmax lanes, gather, SGD and Adam), written
+// once for the device kernels (device_kernels_impl.h) on CUDA and the emulated GPU. Each body
+// computes in the order the CPU kernel does (the same sums in the same order), so the emulated
+// device matches the CPU bit for bit where the CPU does not reorder for speed.
 #pragma once
 
 #include <cstdint>
 
 #include "tensor/kernels/hd.h"
+#include "tensor/kernels/strided.h"
 
 namespace ringlet::tensor::kernels {
 
@@ -104,6 +105,17 @@ struct MaxPoolFn {
   }
 };
 
+// The first pooling window [o * stride, o * stride + kernel) that holds padded position q.
+RINGLET_HD std::int64_t first_window(std::int64_t q, std::int64_t kernel, std::int64_t stride) {
+  const std::int64_t lo = q - kernel + 1;
+  return lo <= 0 ? 0 : (lo + stride - 1) / stride;
+}
+// The last one, clipped to the outputs.
+RINGLET_HD std::int64_t last_window(std::int64_t q, std::int64_t stride, std::int64_t out) {
+  const std::int64_t hi = q / stride;
+  return hi < out - 1 ? hi : out - 1;
+}
+
 // Each input pixel gathers the gradients of the outputs that chose it, in output order.
 template <class T>
 struct MaxPoolBackwardFn {
@@ -128,18 +140,6 @@ struct MaxPoolBackwardFn {
       }
     }
     grad_in[e] = acc;
-  }
-  // The first output whose window [o * stride, o * stride + kernel) holds padded position q.
-  RINGLET_HD static std::int64_t first_window(std::int64_t q, std::int64_t kernel,
-                                              std::int64_t stride) {
-    const std::int64_t lo = q - kernel + 1;
-    return lo <= 0 ? 0 : (lo + stride - 1) / stride;
-  }
-  // The last one, clipped to the outputs.
-  RINGLET_HD static std::int64_t last_window(std::int64_t q, std::int64_t stride,
-                                             std::int64_t out) {
-    const std::int64_t hi = q / stride;
-    return hi < out - 1 ? hi : out - 1;
   }
 };
 
@@ -300,6 +300,141 @@ struct SgdFn {
       g = nesterov ? hd_fma(momentum, b, g) : b;
     }
     p[i] = hd_fma(neg_lr, g, p[i]);
+  }
+};
+
+// Average over each window (count_include_pad: the divisor is always kH*kW), the CPU's sum
+// order; one thread per output.
+template <class T>
+struct AvgPoolFn {
+  PoolShape g;
+  const T* in;
+  T* out;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t plane = e / (g.out_h * g.out_w), o = e % (g.out_h * g.out_w);
+    const std::int64_t oy = o / g.out_w, ox = o % g.out_w;
+    const std::int64_t ys = oy * g.stride_h - g.pad_h, xs = ox * g.stride_w - g.pad_w;
+    const std::int64_t y0 = ys > 0 ? ys : 0, x0 = xs > 0 ? xs : 0;
+    const std::int64_t y1 = ys + g.kernel_h < g.height ? ys + g.kernel_h : g.height;
+    const std::int64_t x1 = xs + g.kernel_w < g.width ? xs + g.kernel_w : g.width;
+    const T* src = in + plane * g.height * g.width;
+    T total = 0;
+    for (std::int64_t y = y0; y < y1; ++y)
+      for (std::int64_t x = x0; x < x1; ++x) total += src[y * g.width + x];
+    out[e] = total * (T(1) / static_cast<T>(g.kernel_h * g.kernel_w));
+  }
+};
+
+// Each input pixel gathers the shares of the windows holding it, in output order.
+template <class T>
+struct AvgPoolBackwardFn {
+  PoolShape g;
+  const T* grad_out;
+  T* grad_in;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t plane = e / (g.height * g.width), p = e % (g.height * g.width);
+    const std::int64_t y = p / g.width, x = p % g.width;
+    const std::int64_t oy0 = first_window(y + g.pad_h, g.kernel_h, g.stride_h);
+    const std::int64_t ox0 = first_window(x + g.pad_w, g.kernel_w, g.stride_w);
+    const std::int64_t oy1 = last_window(y + g.pad_h, g.stride_h, g.out_h);
+    const std::int64_t ox1 = last_window(x + g.pad_w, g.stride_w, g.out_w);
+    const T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);
+    const std::int64_t base = plane * g.out_h * g.out_w;
+    T acc = 0;
+    for (std::int64_t oy = oy0; oy <= oy1; ++oy)
+      for (std::int64_t ox = ox0; ox <= ox1; ++ox)
+        acc += grad_out[base + oy * g.out_w + ox] * scale;
+    grad_in[e] = acc;
+  }
+};
+
+// out[c] = in[c with c_d replaced by index[c]] over the index's shape (contiguous index and
+// out; `in` strided); an index out of [0, size) marks bad[c] and reads element 0 instead.
+template <class T>
+struct GatherFn {
+  int ndim, dim;
+  std::int64_t sizes[kMaxDims];       // the index's shape
+  std::int64_t in_strides[kMaxDims];  // the input's strides
+  std::int64_t size;                  // the input's extent along dim
+  const T* in;
+  const std::int64_t* index;
+  T* out;
+  std::uint8_t* bad;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    std::int64_t rest = e, off = 0;
+    const std::int64_t at = index[e];
+    const bool inside = at >= 0 && at < size;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const std::int64_t c = rest % sizes[d];
+      rest /= sizes[d];
+      off += (d == dim ? (inside ? at : 0) : c) * in_strides[d];
+    }
+    bad[e] = !inside;
+    out[e] = in[off];
+  }
+};
+
+// The gather's adjoint: grad_in[c] = sum over k of g[c with c_d = k] where index[...] == c_d,
+// for c inside the index's extent in the other dims (0 elsewhere). One thread per input
+// element; contiguous grad_in, index and g.
+template <class T>
+struct GatherBackwardFn {
+  int ndim, dim;
+  std::int64_t in_sizes[kMaxDims], index_sizes[kMaxDims];
+  const T* g;
+  const std::int64_t* index;
+  T* grad_in;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    std::int64_t rest = e, base = 0, stride = 1, dim_stride = 1, l = 0;
+    bool covered = true;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const std::int64_t c = rest % in_sizes[d];
+      rest /= in_sizes[d];
+      if (d == dim) {
+        l = c;
+        dim_stride = stride;
+      } else {
+        covered = covered && c < index_sizes[d];
+        base += c * stride;
+      }
+      stride *= index_sizes[d];
+    }
+    T acc = 0;
+    if (covered) {
+      for (std::int64_t k = 0; k < index_sizes[dim]; ++k) {
+        const std::int64_t at = base + k * dim_stride;
+        if (index[at] == l) acc += g[at];
+      }
+    }
+    grad_in[e] = acc;
+  }
+};
+
+// Adam / AdamW for one element: PyTorch's steps, fused where its CPU kernels fuse
+// (nn/adam.cpp's loop).
+template <class T>
+struct AdamFn {
+  T* p;
+  const T* grad;
+  T *m, *v, *vmax;  // vmax: amsgrad only, else nullptr
+  T wd, decay, beta1, beta2, one_minus_beta1, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
+  bool l2, decoupled;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    T pi = p[i];
+    T g = grad[i];
+    pi = decoupled ? pi * decay : pi;
+    g = l2 ? hd_fma(wd, pi, g) : g;
+    const T mi = hd_fma(one_minus_beta1, g, m[i] * beta1);
+    const T vi = hd_fma(one_minus_beta2 * g, g, v[i] * beta2);
+    m[i] = mi;
+    v[i] = vi;
+    T second = vi;
+    if (vmax != nullptr) {
+      second = vmax[i] < vi ? vi : vmax[i];
+      vmax[i] = second;
+    }
+    const T denom = hd_sqrt(second) / bc2_sqrt + eps;
+    p[i] = pi + neg_step_size * mi / denom;
   }
 };
 

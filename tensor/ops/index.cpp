@@ -12,6 +12,9 @@
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_check.h"
+#include "tensor/ops/device_dispatch.h"
+#include "tensor/ops/movement.h"
+#include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
 namespace {
@@ -45,6 +48,38 @@ Shape unravel(std::int64_t linear, const Shape& shape) {
   return position;
 }
 
+// gather on a device: the kernel reads through the input's strides; out-of-range indices are
+// counted there and named from a host copy (one read of the count per call).
+Tensor gather_device(const Tensor& input, std::int64_t d, const Tensor& index) {
+  const Tensor idx = index.contiguous();
+  Tensor out = Tensor::empty(idx.shape(), input.dtype(), input.device());
+  Tensor bad = Tensor::empty({idx.numel()}, DType::u8, input.device());
+  kernels::View in_view = kernel_view(input);
+  kernels_for(input.device())
+      .gather(input.dtype(), in_view, static_cast<int>(d), kernel_view(idx), out.raw_data(),
+              static_cast<std::uint8_t*>(bad.raw_data()), stream_for(input.device()));
+  if (idx.numel() > 0 && sum(bad).item() > 0) {
+    const auto values = idx.to_vector<std::int64_t>();
+    const auto flags = bad.to_vector<std::uint8_t>();
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+      RINGLET_CHECK(!flags[i], ValueError, "gather: index ", values[i], " at position ",
+                    shape_str(unravel(static_cast<std::int64_t>(i), idx.shape())),
+                    " is out of range for dim ", d, " of size ", input.size(d), " (input shape ",
+                    shape_str(input.shape()), ")");
+    }
+  }
+  return record(
+      "GatherBackward", out, {input},
+      [idx = idx.detach(), in_shape = input.shape(), d](const Tensor& g, const std::vector<bool>&) {
+        const Tensor gc = g.contiguous();
+        Tensor grad = Tensor::empty(in_shape, gc.dtype(), gc.device());
+        kernels_for(gc.device())
+            .gather_backward(gc.dtype(), kernel_view(grad), static_cast<int>(d), kernel_view(idx),
+                             gc.raw_data(), stream_for(gc.device()));
+        return std::vector<Tensor>{grad};
+      });
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index) {
@@ -58,7 +93,7 @@ Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index) {
                   shape_str(index.shape()), " is larger than the input of shape ",
                   shape_str(input.shape()), " in dim ", i, " (only dim ", d, " may differ)");
   }
-  require_cpu(input, "gather");
+  if (!input.device().is_cpu()) return gather_device(input, d, index);
   Tensor out = Tensor::empty(index.shape(), input.dtype());
   const Shape in_strides = strides_without(input, d);
   const std::int64_t size = extent(input, d), in_step = step(input, d);
@@ -100,7 +135,14 @@ Tensor index_select(const Tensor& input, std::int64_t dim, const Tensor& index) 
   check_index_tensor("index_select", input, index);
   RINGLET_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 1-D, got shape ",
                 shape_str(index.shape()));
-  require_cpu(input, "index_select");
+  if (!input.device().is_cpu()) {
+    // A gather with the index broadcast over the other dims (its checks name the bad index).
+    Shape along(static_cast<std::size_t>(input.dim()), 1);
+    along[d] = index.numel();
+    Shape out_shape = input.shape();
+    out_shape[d] = index.numel();
+    return gather(input, d, expand(index.reshape(along), out_shape).contiguous());
+  }
   const std::vector<std::int64_t> picks = index.to_vector<std::int64_t>();
   for (std::size_t i = 0; i < picks.size(); ++i) {
     RINGLET_CHECK(picks[i] >= 0 && picks[i] < input.size(d), ValueError, "index_select: index[", i,

@@ -15,6 +15,7 @@
 #include "tensor/ops/device_check.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/index.h"
 #include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
@@ -180,7 +181,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction) {
   check_class_inputs("nll_loss", log_probs, target);
-  require_cpu(log_probs, "nll_loss");
+  if (!log_probs.device().is_cpu()) {
+    // -log_probs[i, target_i], by a gather (whose backward scatters the gradient back).
+    require_floating(log_probs, "nll_loss");
+    const Tensor labels = device_labels("nll_loss", target, log_probs.size(1));
+    const Tensor picked = gather(log_probs, 1, labels.view({labels.numel(), 1}));
+    return reduce_losses(neg(picked.view({labels.numel()})), reduction);
+  }
   const std::int64_t n = log_probs.size(0), classes = log_probs.size(1);
   const auto labels = class_indices("nll_loss", target, classes);
   const std::int64_t s0 = log_probs.stride(0), s1 = log_probs.stride(1);
@@ -219,8 +226,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   require_floating(input, "mse_loss");
   RINGLET_CHECK(input.device() == target.device(), DeviceError, "mse_loss: input on ",
                 input.device(), " but target on ", target.device());
-  require_cpu(input, "mse_loss");
-  Tensor diff, out;
+  Tensor diff, out;  // elementwise ops and a reduction: the same on every device
   {
     NoGradGuard no_grad;
     diff = sub(input.detach(), target.detach());

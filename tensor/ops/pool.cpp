@@ -227,7 +227,7 @@ kernels::PoolShape device_shape(const PoolGeometry& g) {
           g.stride_w, g.pad_h, g.pad_w,    g.out_h,    g.out_w};
 }
 
-// max_pool2d on a device: one thread per output, and per input pixel in the backward.
+// Pooling on a device: one thread per output, and per input pixel in the backward.
 std::pair<Tensor, Tensor> max_pool2d_device(const PoolGeometry& g, const Tensor& input) {
   RINGLET_CHECK(core::is_floating(input.dtype()) && input.dtype() != DType::f16 &&
                     input.dtype() != DType::bf16,
@@ -251,6 +251,25 @@ std::pair<Tensor, Tensor> max_pool2d_device(const PoolGeometry& g, const Tensor&
                return std::vector<Tensor>{grad};
              });
   return {out, indices};
+}
+
+Tensor avg_pool2d_device(const PoolGeometry& g, const Tensor& input) {
+  RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kAvgOp,
+                ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
+  const Tensor x = input.detach().contiguous();
+  Tensor out = Tensor::empty(g.out_shape, x.dtype(), x.device());
+  kernels_for(x.device())
+      .avg_pool2d(x.dtype(), device_shape(g), g.planes, x.raw_data(), out.raw_data(),
+                  stream_for(x.device()));
+  return record(kAvgOp, out, {input},
+                [g, shape = x.shape()](const Tensor& grad_output, const std::vector<bool>&) {
+                  const Tensor go = grad_output.contiguous();
+                  Tensor grad = Tensor::empty(shape, go.dtype(), go.device());
+                  kernels_for(go.device())
+                      .avg_pool2d_backward(go.dtype(), device_shape(g), g.planes, go.raw_data(),
+                                           grad.raw_data(), stream_for(go.device()));
+                  return std::vector<Tensor>{grad};
+                });
 }
 
 }  // namespace
@@ -278,8 +297,8 @@ Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) {
 }
 
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) {
-  require_cpu(input, kAvgOp);
   const PoolGeometry g = validate(input, options, kAvgOp);
+  if (!input.device().is_cpu()) return avg_pool2d_device(g, input);
   const Tensor x = input.detach().contiguous();
   Tensor out = Tensor::empty(g.out_shape, x.dtype());
   cpu::dispatch_floating(x.dtype(), kAvgOp, [&]<class T>() { avg_forward<T>(g, x, out); });

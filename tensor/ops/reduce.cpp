@@ -347,22 +347,31 @@ std::pair<Tensor, Tensor> finish_extreme(const Tensor& t, std::int64_t dim, bool
   const Tensor keep_indices = indices;
   values = as_shape(values, out_shape);
   indices = as_shape(indices, out_shape);
-  values =
-      record(name, values, {t},
-             [in_shape = t.shape(), d, keep_indices](const Tensor& g, const std::vector<bool>&) {
-               Tensor grad = zeros(in_shape, g.dtype());
-               const Tensor g_keep = g.reshape(keep_indices.shape());
-               const std::int64_t step = lane_stride(grad, d);
-               cpu::dispatch_floating(g.dtype(), "max/min backward", [&]<class T>() {
-                 T* dst = grad.data<T>();
-                 const T* src = g_keep.data<T>();
-                 const std::int64_t* at = keep_indices.data<std::int64_t>();
-                 for_each_lane<3>(
-                     in_shape, d, {&grad.strides(), &g_keep.strides(), &keep_indices.strides()},
-                     [&](const Offsets3& off) { dst[off[0] + at[off[2]] * step] = src[off[1]]; });
-               });
-               return std::vector<Tensor>{grad};
-             });
+  values = record(
+      name, values, {t},
+      [in_shape = t.shape(), d, keep_indices](const Tensor& g, const std::vector<bool>&) {
+        if (!g.device().is_cpu()) {
+          // Each lane's gradient goes to its selected element: a gather's adjoint.
+          const Tensor gk = g.reshape(keep_indices.shape()).contiguous();
+          Tensor grad = Tensor::empty(in_shape, gk.dtype(), gk.device());
+          kernels_for(gk.device())
+              .gather_backward(gk.dtype(), kernel_view(grad), static_cast<int>(d),
+                               kernel_view(keep_indices), gk.raw_data(), stream_for(gk.device()));
+          return std::vector<Tensor>{grad};
+        }
+        Tensor grad = zeros(in_shape, g.dtype());
+        const Tensor g_keep = g.reshape(keep_indices.shape());
+        const std::int64_t step = lane_stride(grad, d);
+        cpu::dispatch_floating(g.dtype(), "max/min backward", [&]<class T>() {
+          T* dst = grad.data<T>();
+          const T* src = g_keep.data<T>();
+          const std::int64_t* at = keep_indices.data<std::int64_t>();
+          for_each_lane<3>(
+              in_shape, d, {&grad.strides(), &g_keep.strides(), &keep_indices.strides()},
+              [&](const Offsets3& off) { dst[off[0] + at[off[2]] * step] = src[off[1]]; });
+        });
+        return std::vector<Tensor>{grad};
+      });
   return {values, indices};
 }
 
