@@ -74,12 +74,11 @@ TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU la
   CHECK(emu_log.str().find("device: emu:0") != std::string::npos);
   CHECK(on_emu.last_eval.examples == 1000);
   CHECK(on_emu.last_eval.accuracy > 0.5);
-  // Not bit for bit: convolution and batch norm sum in another order on the device, and one
-  // epoch on 2,000 images amplifies last-bit differences (measured: 0.583 on emu, 0.558 on
-  // the CPU, test losses 1.519 and 1.525), so the bound is loose; the op suite
-  // (test_device_ops) checks each op closely.
-  CHECK(std::abs(on_emu.last_eval.accuracy - on_cpu.last_eval.accuracy) <= 0.05);
-  CHECK(on_emu.last_eval.loss == doctest::Approx(on_cpu.last_eval.loss).epsilon(0.05));
+  // Close, not bit for bit: the device runs convolution as one GEMM over the batch and sums
+  // the mean loss in order, where the CPU uses per-image GEMMs and partial sums (measured:
+  // accuracy 0.558 on both, train losses 1.1678581 and 1.1678576).
+  CHECK(std::abs(on_emu.last_eval.accuracy - on_cpu.last_eval.accuracy) <= 0.01);
+  CHECK(on_emu.last_eval.loss == doctest::Approx(on_cpu.last_eval.loss).epsilon(0.001));
   // The checkpoint holds host tensors: evaluating it on the CPU gives the same accuracy.
   std::ostringstream eval_log;
   const auto again =

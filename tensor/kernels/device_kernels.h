@@ -78,6 +78,32 @@ class DeviceKernels {
                       std::uint8_t* bad, Stream stream) = 0;
   virtual void gather_backward(DType dtype, const View& grad_in, int dim, const View& index,
                                const void* g, Stream stream) = 0;
+  // Batch norm over a contiguous [batch, channels, spatial] input, the CPU kernel's arithmetic
+  // (nn.h): statistics (f64 per channel), running-stat update, normalization, and the
+  // backward's per-channel sums and input gradient. Parameters may be strided (stride_*).
+  virtual void batch_norm_stats(DType dtype, const BnShape& l, double eps, const void* x,
+                                double* mean, double* var, double* invstd, Stream stream) = 0;
+  virtual void batch_norm_eval_stats(DType dtype, std::int64_t channels, double eps,
+                                     const void* running_mean, std::int64_t stride_mean,
+                                     const void* running_var, std::int64_t stride_var, double* mean,
+                                     double* invstd, Stream stream) = 0;
+  virtual void batch_norm_update_running(DType dtype, std::int64_t channels, double momentum,
+                                         double count, const double* mean, const double* var,
+                                         void* running_mean, std::int64_t stride_mean,
+                                         void* running_var, std::int64_t stride_var,
+                                         Stream stream) = 0;
+  virtual void batch_norm_normalize(DType dtype, const BnShape& l, const void* x,
+                                    const double* mean, const double* invstd, const void* w,
+                                    std::int64_t stride_w, const void* b, std::int64_t stride_b,
+                                    void* y, Stream stream) = 0;
+  virtual void batch_norm_backward_sums(DType dtype, const BnShape& l, const void* x,
+                                        const void* dy, const double* mean, const double* invstd,
+                                        double* sum_dy, double* sum_dy_xhat, Stream stream) = 0;
+  virtual void batch_norm_backward_input(DType dtype, const BnShape& l, const void* x,
+                                         const void* dy, const double* mean, const double* invstd,
+                                         const void* w, std::int64_t stride_w, const double* sum_dy,
+                                         const double* sum_dy_xhat, double count, bool training,
+                                         void* dx, Stream stream) = 0;
   // Along lanes of contiguous tensors (nn.h's Lanes).
   virtual void softmax(DType dtype, bool log, const Lanes& lanes, const void* in, void* out,
                        Stream stream) = 0;

@@ -292,6 +292,69 @@ class KernelsImpl final : public DeviceKernels {
     });
   }
 
+  void batch_norm_stats(DType dtype, const BnShape& l, double eps, const void* x, double* mean,
+                        double* var, double* invstd, Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
+      launch(stream, l.channels, BnStatsFn<T>{l, eps, static_cast<const T*>(x), mean, var, invstd});
+    });
+  }
+
+  void batch_norm_eval_stats(DType dtype, std::int64_t channels, double eps,
+                             const void* running_mean, std::int64_t stride_mean,
+                             const void* running_var, std::int64_t stride_var, double* mean,
+                             double* invstd, Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
+      launch(stream, channels,
+             BnEvalStatsFn<T>{eps, static_cast<const T*>(running_mean),
+                              static_cast<const T*>(running_var), stride_mean, stride_var, mean,
+                              invstd});
+    });
+  }
+
+  void batch_norm_update_running(DType dtype, std::int64_t channels, double momentum, double count,
+                                 const double* mean, const double* var, void* running_mean,
+                                 std::int64_t stride_mean, void* running_var,
+                                 std::int64_t stride_var, Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
+      launch(stream, channels,
+             BnRunningFn<T>{momentum, count / (count - 1), mean, var, static_cast<T*>(running_mean),
+                            static_cast<T*>(running_var), stride_mean, stride_var});
+    });
+  }
+
+  void batch_norm_normalize(DType dtype, const BnShape& l, const void* x, const double* mean,
+                            const double* invstd, const void* w, std::int64_t stride_w,
+                            const void* b, std::int64_t stride_b, void* y, Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
+      launch(stream, l.batch * l.channels * l.spatial,
+             BnNormalizeFn<T>{l, static_cast<const T*>(x), mean, invstd, static_cast<const T*>(w),
+                              static_cast<const T*>(b), stride_w, stride_b, static_cast<T*>(y)});
+    });
+  }
+
+  void batch_norm_backward_sums(DType dtype, const BnShape& l, const void* x, const void* dy,
+                                const double* mean, const double* invstd, double* sum_dy,
+                                double* sum_dy_xhat, Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm backward", [&]<class T>() {
+      launch(stream, l.channels,
+             BnBackwardSumsFn<T>{l, static_cast<const T*>(x), static_cast<const T*>(dy), mean,
+                                 invstd, sum_dy, sum_dy_xhat});
+    });
+  }
+
+  void batch_norm_backward_input(DType dtype, const BnShape& l, const void* x, const void* dy,
+                                 const double* mean, const double* invstd, const void* w,
+                                 std::int64_t stride_w, const double* sum_dy,
+                                 const double* sum_dy_xhat, double count, bool training, void* dx,
+                                 Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm backward", [&]<class T>() {
+      launch(stream, l.batch * l.channels * l.spatial,
+             BnBackwardInputFn<T>{l, static_cast<const T*>(x), static_cast<const T*>(dy), mean,
+                                  invstd, static_cast<const T*>(w), stride_w, sum_dy, sum_dy_xhat,
+                                  count, training, static_cast<T*>(dx)});
+    });
+  }
+
   void softmax(DType dtype, bool log, const Lanes& lanes, const void* in, void* out,
                Stream stream) override {
     dispatch_arith(dtype, false, log ? "log_softmax" : "softmax", [&]<class T>() {

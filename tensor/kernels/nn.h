@@ -438,4 +438,152 @@ struct AdamFn {
   }
 };
 
+// --- batch norm, per channel and per element, in the CPU kernel's arithmetic (tensor/ops/
+// norm.cpp): per-channel sums in f64 with eight lanes per run, two passes for the variance,
+// y = x * a + k with a, k folded per channel.
+
+struct BnShape {
+  std::int64_t batch, channels, spatial;
+};
+
+// Sums fn(i) for i in [0, n) with eight f64 lanes, then the tail, then the lanes (norm.cpp's
+// lane_sum).
+template <class F>
+RINGLET_HD double lane_sum(std::int64_t n, const F& fn) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += fn(i + k);
+  }
+  double total = 0;
+  for (; i < n; ++i) total += fn(i);
+  for (int k = 0; k < 8; ++k) total += lanes[k];
+  return total;
+}
+
+// Mean, biased variance and 1/sqrt(var + eps) of channel c over batch and spatial dims.
+template <class T>
+struct BnStatsFn {
+  BnShape l;
+  double eps;
+  const T* x;
+  double *mean, *var, *invstd;
+  RINGLET_HD void operator()(std::int64_t c) const {
+    const double count = static_cast<double>(l.batch * l.spatial);
+    double sum = 0;
+    for (std::int64_t n = 0; n < l.batch; ++n) {
+      const T* run = x + (n * l.channels + c) * l.spatial;
+      sum += lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
+    }
+    const double m = count > 0 ? sum / count : 0.0;
+    double sq = 0;
+    for (std::int64_t n = 0; n < l.batch; ++n) {
+      const T* run = x + (n * l.channels + c) * l.spatial;
+      sq += lane_sum(l.spatial, [&](std::int64_t i) {
+        const double d = run[i] - m;
+        return d * d;
+      });
+    }
+    mean[c] = m;
+    var[c] = count > 0 ? sq / count : 0.0;
+    invstd[c] = 1.0 / hd_sqrt(var[c] + eps);
+  }
+};
+
+// Evaluation: the running statistics as mean and invstd.
+template <class T>
+struct BnEvalStatsFn {
+  double eps;
+  const T *running_mean, *running_var;
+  std::int64_t stride_mean, stride_var;
+  double *mean, *invstd;
+  RINGLET_HD void operator()(std::int64_t c) const {
+    mean[c] = running_mean[c * stride_mean];
+    invstd[c] = 1.0 / hd_sqrt(static_cast<double>(running_var[c * stride_var]) + eps);
+  }
+};
+
+template <class T>
+struct BnRunningFn {
+  double momentum, bessel;  // bessel = count / (count - 1)
+  const double *mean, *var;
+  T *running_mean, *running_var;
+  std::int64_t stride_mean, stride_var;
+  RINGLET_HD void operator()(std::int64_t c) const {
+    T& rm = running_mean[c * stride_mean];
+    T& rv = running_var[c * stride_var];
+    rm = static_cast<T>((1 - momentum) * rm + momentum * mean[c]);
+    rv = static_cast<T>((1 - momentum) * rv + momentum * var[c] * bessel);
+  }
+};
+
+// y = x * a + k per element, a = invstd * w and k = b - mean * a of its channel.
+template <class T>
+struct BnNormalizeFn {
+  BnShape l;
+  const T* x;
+  const double *mean, *invstd;
+  const T* w;  // nullptr: 1
+  const T* b;  // nullptr: 0
+  std::int64_t stride_w, stride_b;
+  T* y;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t c = (e / l.spatial) % l.channels;
+    const double scale = invstd[c] * (w ? static_cast<double>(w[c * stride_w]) : 1.0);
+    const double shift = (b ? static_cast<double>(b[c * stride_b]) : 0.0) - mean[c] * scale;
+    y[e] = x[e] * static_cast<T>(scale) + static_cast<T>(shift);
+  }
+};
+
+// Per channel: sum(dy) and sum(dy * (x - mean)) * invstd.
+template <class T>
+struct BnBackwardSumsFn {
+  BnShape l;
+  const T *x, *dy;
+  const double *mean, *invstd;
+  double *sum_dy, *sum_dy_xhat;
+  RINGLET_HD void operator()(std::int64_t c) const {
+    double total_dy = 0, total = 0;
+    for (std::int64_t n = 0; n < l.batch; ++n) {
+      const T* run = dy + (n * l.channels + c) * l.spatial;
+      total_dy += lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
+    }
+    const double m = mean[c];
+    for (std::int64_t n = 0; n < l.batch; ++n) {
+      const std::int64_t at = (n * l.channels + c) * l.spatial;
+      total += lane_sum(l.spatial, [&](std::int64_t i) {
+        return static_cast<double>(dy[at + i]) * (x[at + i] - m);
+      });
+    }
+    sum_dy[c] = total_dy;
+    sum_dy_xhat[c] = total * invstd[c];
+  }
+};
+
+// dx = a * dy + b * (x - mean) + k, with a, b, k folded per channel (training: through the
+// batch statistics; evaluation: dx = a * dy).
+template <class T>
+struct BnBackwardInputFn {
+  BnShape l;
+  const T *x, *dy;
+  const double *mean, *invstd;
+  const T* w;
+  std::int64_t stride_w;
+  const double *sum_dy, *sum_dy_xhat;  // unused in evaluation
+  double count;
+  bool training;
+  T* dx;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t c = (e / l.spatial) % l.channels;
+    const double scale = invstd[c] * (w ? static_cast<double>(w[c * stride_w]) : 1.0);
+    const double dy_shift = training ? sum_dy[c] / count : 0.0;
+    const double xhat_coef = training ? sum_dy_xhat[c] / count : 0.0;
+    const T a = static_cast<T>(scale);
+    const T b = static_cast<T>(-scale * invstd[c] * xhat_coef);
+    const T k = static_cast<T>(-scale * dy_shift);
+    const T m = static_cast<T>(mean[c]);
+    dx[e] = a * dy[e] + b * (x[e] - m) + k;
+  }
+};
+
 }  // namespace ringlet::tensor::kernels

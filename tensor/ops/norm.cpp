@@ -4,7 +4,7 @@
 // + momentum * stat, with the unbiased variance). Statistics accumulate in f64, in two passes.
 // The training backward goes through the batch statistics:
 //   dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-// On a device (cuda, emu) it is composed of device ops instead (batch_norm_device).
+// On a device (cuda, emu) the same arithmetic runs as device kernels (batch_norm_device).
 #include "tensor/ops/norm.h"
 
 #include <cmath>
@@ -14,8 +14,8 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
+#include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
-#include "tensor/ops/reduce.h"
 
 namespace ringlet::tensor {
 namespace {
@@ -250,10 +250,45 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   return grads;
 }
 
-// On a device, batch norm is composed of device ops (mean, elementwise), so autograd derives
-// its backward; the statistics accumulate in f64 per channel as on the CPU, but the result
-// may differ from the CPU's fused kernel in the last bits.
-Tensor batch_norm_device(const Layout& l, const Tensor& input, Tensor running_mean,
+// On a device (cuda, emu): the same arithmetic as above in device kernels (tensor/kernels/
+// nn.h), so the emulated device matches the CPU bit for bit; the statistics stay on the
+// device as f64 [C] tensors.
+const void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
+std::int64_t stride_or_zero(const Tensor& t) { return t.defined() ? t.stride(0) : 0; }
+
+std::vector<Tensor> batch_norm_device_backward(const kernels::BnShape& l, const Tensor& x,
+                                               const Tensor& w, const Tensor& mean,
+                                               const Tensor& invstd, bool training, double count,
+                                               const Tensor& grad_output,
+                                               const std::vector<bool>& needs) {
+  const Tensor go = grad_output.contiguous();
+  const Device dev = go.device();
+  auto& k = kernels_for(dev);
+  std::vector<Tensor> grads(3);
+  Tensor sum_dy, sum_dy_xhat;
+  if (needs[1] || needs[2] || (needs[0] && training)) {
+    sum_dy = Tensor::empty({l.channels}, DType::f64, dev);
+    sum_dy_xhat = Tensor::empty({l.channels}, DType::f64, dev);
+    k.batch_norm_backward_sums(
+        go.dtype(), l, x.raw_data(), go.raw_data(), static_cast<const double*>(mean.raw_data()),
+        static_cast<const double*>(invstd.raw_data()), static_cast<double*>(sum_dy.raw_data()),
+        static_cast<double*>(sum_dy_xhat.raw_data()), stream_for(dev));
+  }
+  if (needs[1]) grads[1] = sum_dy_xhat.to(go.dtype());
+  if (needs[2]) grads[2] = sum_dy.to(go.dtype());
+  if (needs[0]) {
+    grads[0] = Tensor::empty(x.shape(), go.dtype(), dev);
+    k.batch_norm_backward_input(
+        go.dtype(), l, x.raw_data(), go.raw_data(), static_cast<const double*>(mean.raw_data()),
+        static_cast<const double*>(invstd.raw_data()), data_or_null(w), stride_or_zero(w),
+        training ? static_cast<const double*>(sum_dy.raw_data()) : nullptr,
+        training ? static_cast<const double*>(sum_dy_xhat.raw_data()) : nullptr, count, training,
+        grads[0].raw_data(), stream_for(dev));
+  }
+  return grads;
+}
+
+Tensor batch_norm_device(const Layout& layout, const Tensor& input, Tensor running_mean,
                          Tensor running_var, const Tensor& weight, const Tensor& bias,
                          bool training, double momentum, double eps, const StatsReducer& reducer) {
   RINGLET_CHECK(!(training && reducer), DeviceError, kOp,
@@ -261,34 +296,50 @@ Tensor batch_norm_device(const Layout& l, const Tensor& input, Tensor running_me
                 " yet");
   RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
                 ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
-  Shape dims = {0};
-  for (std::int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
-  Shape per_channel(static_cast<std::size_t>(input.dim()), 1);
-  per_channel[1] = l.channels;
-  Tensor y;
-  if (training) {
-    const auto count = static_cast<double>(l.count());
+  const kernels::BnShape l{layout.batch, layout.channels, layout.spatial};
+  const Tensor x = input.detach().contiguous();
+  const Device dev = x.device();
+  auto& k = kernels_for(dev);
+  Tensor mean = Tensor::empty({l.channels}, DType::f64, dev);
+  Tensor invstd = Tensor::empty({l.channels}, DType::f64, dev);
+  const auto count = static_cast<double>(layout.count());
+  if (training && layout.count() == 0) {  // no statistics: an empty output, running stats kept
+    fill_(mean, 0.0);
+    fill_(invstd, 1.0);
+  } else if (training) {
     RINGLET_CHECK(count > 1, ValueError, kOp,
                   ": expected more than 1 value per channel when training, got input shape ",
                   shape_str(input.shape()));
-    const Tensor mu = mean(input, dims, true);
-    const Tensor centered = sub(input, mu);
-    const Tensor var = mean(mul(centered, centered), dims, true);
-    y = mul(centered, pow(add(var, eps), -0.5));
+    Tensor var = Tensor::empty({l.channels}, DType::f64, dev);
+    k.batch_norm_stats(x.dtype(), l, eps, x.raw_data(), static_cast<double*>(mean.raw_data()),
+                       static_cast<double*>(var.raw_data()),
+                       static_cast<double*>(invstd.raw_data()), stream_for(dev));
     if (running_mean.defined()) {
-      NoGradGuard no_grad;
-      mul_(running_mean, 1.0 - momentum);
-      add_scaled_(running_mean, mu.detach().view({l.channels}), momentum);
-      mul_(running_var, 1.0 - momentum);
-      add_scaled_(running_var, var.detach().view({l.channels}), momentum * count / (count - 1));
+      k.batch_norm_update_running(
+          x.dtype(), l.channels, momentum, count, static_cast<const double*>(mean.raw_data()),
+          static_cast<const double*>(var.raw_data()), running_mean.raw_data(),
+          running_mean.stride(0), running_var.raw_data(), running_var.stride(0), stream_for(dev));
     }
   } else {
-    y = mul(sub(input, running_mean.view(per_channel)),
-            pow(add(running_var.view(per_channel), eps), -0.5));
+    k.batch_norm_eval_stats(x.dtype(), l.channels, eps, running_mean.raw_data(),
+                            running_mean.stride(0), running_var.raw_data(), running_var.stride(0),
+                            static_cast<double*>(mean.raw_data()),
+                            static_cast<double*>(invstd.raw_data()), stream_for(dev));
   }
-  if (weight.defined()) y = mul(y, weight.view(per_channel));
-  if (bias.defined()) y = add(y, bias.view(per_channel));
-  return y;
+  const Tensor w = weight.defined() ? weight.detach() : Tensor();
+  const Tensor b = bias.defined() ? bias.detach() : Tensor();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  k.batch_norm_normalize(x.dtype(), l, x.raw_data(), static_cast<const double*>(mean.raw_data()),
+                         static_cast<const double*>(invstd.raw_data()), data_or_null(w),
+                         stride_or_zero(w), data_or_null(b), stride_or_zero(b), out.raw_data(),
+                         stream_for(dev));
+  if (!any_requires_grad({input, weight, bias})) return out;
+  return record(kOp, out, {input, weight, bias},
+                [l, x, w, mean, invstd, training, count](const Tensor& grad_output,
+                                                         const std::vector<bool>& needs) {
+                  return batch_norm_device_backward(l, x, w, mean, invstd, training, count,
+                                                    grad_output, needs);
+                });
 }
 
 }  // namespace
