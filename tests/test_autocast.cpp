@@ -242,3 +242,24 @@ TEST_CASE("autocast guards nest, are per thread, and refuse other precisions") {
   CHECK_THROWS_AS(nn::autocast(tensor::zeros({2}, DType::f64)), core::DTypeError);
   CHECK_FALSE(nn::autocast(Tensor()).defined());
 }
+
+TEST_CASE("autocast on the emulated GPU rounds exactly as on the host") {
+  for (const DType precision : {DType::bf16, DType::f16}) {
+    CAPTURE(precision);
+    tensor::Generator gen(41), gen2(41);
+    nn::Linear host(6, 4, gen), dev(6, 4, gen2);
+    dev.to(core::Device::emu(0));
+    const Tensor x = tensor::randn({3, 6}, gen);
+    const Tensor hx = x.clone().requires_grad_(), dx = x.to(core::Device::emu(0)).requires_grad_();
+    Tensor hy, dy;
+    {
+      nn::Autocast amp(precision);
+      hy = host.forward(hx);
+      dy = dev.forward(dx);
+    }
+    CHECK(dy.cpu().to_vector<float>() == hy.to_vector<float>());
+    tensor::sum(tensor::mul(hy, hy)).backward();
+    tensor::sum(tensor::mul(dy, dy)).backward();
+    CHECK(dx.grad().cpu().to_vector<float>() == hx.grad().to_vector<float>());
+  }
+}

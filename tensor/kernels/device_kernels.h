@@ -62,6 +62,9 @@ class DeviceKernels {
                       void* col, Stream stream) = 0;
   virtual void col2im(DType dtype, const ConvShape& g, std::int64_t batch, const void* col,
                       void* image, Stream stream) = 0;
+  // grad[o] = the sum of dy's channel o over batch and plane (nn.h's ConvBiasGradFn).
+  virtual void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels,
+                              std::int64_t plane, const void* dy, void* grad, Stream stream) = 0;
   virtual void max_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in,
                           void* out, std::int64_t* where, Stream stream) = 0;
   virtual void max_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,

@@ -222,6 +222,15 @@ class KernelsImpl final : public DeviceKernels {
     });
   }
 
+  void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels, std::int64_t plane,
+                      const void* dy, void* grad, Stream stream) override {
+    dispatch_arith(dtype, false, "conv2d backward", [&]<class T>() {
+      launch(stream, channels,
+             ConvBiasGradFn<T>{batch, channels, plane, static_cast<const T*>(dy),
+                               static_cast<T*>(grad)});
+    });
+  }
+
   void max_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in, void* out,
                   std::int64_t* where, Stream stream) override {
     dispatch_arith(dtype, false, "max_pool2d", [&]<class T>() {

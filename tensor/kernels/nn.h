@@ -586,4 +586,29 @@ struct BnBackwardInputFn {
   }
 };
 
+// The bias gradient of a convolution, per output channel: the CPU's sum_run per image (eight
+// lanes in T, the tail and the lanes added in f64), summed over the images in f64.
+template <class T>
+struct ConvBiasGradFn {
+  std::int64_t batch, channels, plane;  // plane = oH * oW
+  const T* dy;                          // contiguous [batch, channels, plane]
+  T* grad;
+  RINGLET_HD void operator()(std::int64_t o) const {
+    double total = 0;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      const T* p = dy + (n * channels + o) * plane;
+      T lanes[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
+      std::int64_t i = 0;
+      for (; i + 8 <= plane; i += 8) {
+        for (int k = 0; k < 8; ++k) lanes[k] += p[i + k];
+      }
+      double run = 0;
+      for (; i < plane; ++i) run += p[i];
+      for (int k = 0; k < 8; ++k) run += lanes[k];
+      total += run;
+    }
+    grad[o] = static_cast<T>(total);
+  }
+};
+
 }  // namespace ringlet::tensor::kernels

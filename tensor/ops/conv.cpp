@@ -242,23 +242,29 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   return grads;
 }
 
-// --- on a device: im2col of the batch, one GEMM, a permute to NCHW; the backward in the same
-// pieces (GEMMs, col2im), all queued on the device's current stream.
+// --- on a device: the CPU's decomposition (im2col of the batch, then one batched GEMM or one
+// GEMM per image by the same rule, the same per-image input gradient and col2im), as device
+// kernels queued on the current stream, so the emulated device computes what the CPU does.
 
 kernels::ConvShape device_shape(const cpu::ConvGeometry& g) {
   return {g.channels, g.height, g.width,      g.kernel_h,   g.kernel_w, g.stride_h, g.stride_w,
           g.pad_h,    g.pad_w,  g.dilation_h, g.dilation_w, g.out_h,    g.out_w};
 }
 
-// c [m, n] = op(a) op(b) for contiguous device matrices.
-Tensor device_gemm(bool ta, bool tb, const Tensor& a, const Tensor& b, std::int64_t m,
-                   std::int64_t n, std::int64_t k) {
-  Tensor c = Tensor::empty({m, n}, a.dtype(), a.device());
-  kernels_for(a.device())
-      .gemm(a.dtype(), ta, tb, m, n, k, a.raw_data(), ta ? m : k, b.raw_data(), tb ? k : n, 0.0,
-            c.raw_data(), n, stream_for(a.device()));
-  return c;
-}
+// c = op(a) op(b) + beta c on device memory at element offsets; row strides as stored.
+struct DeviceGemm {
+  const Tensor& like;  // dtype and device
+  void operator()(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                  std::int64_t a_at, std::int64_t lda, const Tensor& b, std::int64_t b_at,
+                  std::int64_t ldb, double beta, const Tensor& c, std::int64_t c_at,
+                  std::int64_t ldc) const {
+    const auto es = static_cast<std::int64_t>(core::dtype_size(like.dtype()));
+    kernels_for(like.device())
+        .gemm(like.dtype(), ta, tb, m, n, k, static_cast<const char*>(a.raw_data()) + a_at * es,
+              lda, static_cast<const char*>(b.raw_data()) + b_at * es, ldb, beta,
+              static_cast<char*>(c.raw_data()) + c_at * es, ldc, stream_for(like.device()));
+  }
+};
 
 struct DeviceSaved {
   cpu::ConvGeometry geometry;
@@ -268,12 +274,29 @@ struct DeviceSaved {
 
 Tensor device_forward(const cpu::ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
                       Tensor& col) {
-  const std::int64_t batch = x.size(0), out_ch = w.size(0), ld = batch * g.col_cols();
-  col = Tensor::empty({g.col_rows(), ld}, x.dtype(), x.device());
+  const std::int64_t batch = x.size(0), out_ch = w.size(0), cols = g.col_cols();
+  const std::int64_t ld = batch * cols, rows = g.col_rows();
+  col = Tensor::empty({rows, ld}, x.dtype(), x.device());
   kernels_for(x.device())
       .im2col(x.dtype(), device_shape(g), batch, x.raw_data(), col.raw_data(),
               stream_for(x.device()));
-  const Tensor product = device_gemm(false, false, w, col, out_ch, ld, g.col_rows());
+  const DeviceGemm gemm{x};
+  if (!batched_gemm(g, batch)) {
+    // Start from the bias and let each image's GEMM add to it (beta = 1), as the CPU does.
+    Tensor out = Tensor::empty({batch, out_ch, g.out_h, g.out_w}, x.dtype(), x.device());
+    if (b.defined()) {
+      copy_(out, b.view({1, out_ch, 1, 1}));
+    } else {
+      fill_(out, 0.0);
+    }
+    for (std::int64_t n = 0; n < batch; ++n) {
+      gemm(false, false, out_ch, cols, rows, w, 0, rows, col, n * cols, ld, 1.0, out,
+           n * out_ch * cols, cols);
+    }
+    return out;
+  }
+  Tensor product = Tensor::empty({out_ch, ld}, x.dtype(), x.device());
+  gemm(false, false, out_ch, ld, rows, w, 0, rows, col, 0, ld, 0.0, product, 0, ld);
   Tensor out = product.view({out_ch, batch, g.out_h, g.out_w}).permute({1, 0, 2, 3}).contiguous();
   if (b.defined()) add_(out, b.view({1, out_ch, 1, 1}));
   return out;
@@ -283,23 +306,51 @@ std::vector<Tensor> device_backward(const DeviceSaved& s, const Tensor& grad_out
                                     const std::vector<bool>& needs) {
   const cpu::ConvGeometry& g = s.geometry;
   const std::int64_t batch = s.input_shape[0], out_ch = s.weight.size(0);
-  const std::int64_t ld = batch * g.col_cols(), rows = g.col_rows();
+  const std::int64_t cols = g.col_cols(), ld = batch * cols, rows = g.col_rows();
   std::vector<Tensor> grads(3);
-  const Tensor gy = grad_output.contiguous();
-  if (needs[2]) grads[2] = sum(gy, {0, 2, 3});
+  const Tensor dy = grad_output.contiguous();
+  const Device dev = dy.device();
+  if (ld == 0) {  // empty batch
+    if (needs[0]) grads[0] = zeros(s.input_shape, dy.dtype(), dev);
+    if (needs[1]) grads[1] = zeros(s.weight.shape(), dy.dtype(), dev);
+    if (needs[2]) grads[2] = zeros({out_ch}, dy.dtype(), dev);
+    return grads;
+  }
+  if (needs[2]) {
+    grads[2] = Tensor::empty({out_ch}, dy.dtype(), dev);
+    kernels_for(dev).conv_bias_grad(dy.dtype(), batch, out_ch, cols, dy.raw_data(),
+                                    grads[2].raw_data(), stream_for(dev));
+  }
   if (!needs[0] && !needs[1]) return grads;
-  const Tensor dy_t = gy.permute({1, 0, 2, 3}).contiguous();  // [O, N*L]
+  const DeviceGemm gemm{dy};
+  const bool batched = batched_gemm(g, batch);
   if (needs[1]) {
     RINGLET_CHECK(s.col.defined(), AutogradError, kOp,
                   ": the weight started requiring grad after the forward pass; run it again");
-    grads[1] = device_gemm(false, true, dy_t, s.col, out_ch, rows, ld).view(s.weight.shape());
+    grads[1] = Tensor::empty(s.weight.shape(), dy.dtype(), dev);
+    if (batched) {
+      const Tensor dy_t = dy.view({batch, out_ch, cols}).permute({1, 0, 2}).contiguous();
+      gemm(false, true, out_ch, rows, ld, dy_t, 0, ld, s.col, 0, ld, 0.0, grads[1], 0, rows);
+    } else {
+      for (std::int64_t n = 0; n < batch; ++n) {
+        gemm(false, true, out_ch, rows, cols, dy, n * out_ch * cols, cols, s.col, n * cols, ld,
+             n == 0 ? 0.0 : 1.0, grads[1], 0, rows);
+      }
+    }
   }
   if (needs[0]) {
-    const Tensor gcol = device_gemm(true, false, s.weight, dy_t, rows, ld, out_ch);
-    grads[0] = Tensor::empty(s.input_shape, gy.dtype(), gy.device());
-    kernels_for(gy.device())
-        .col2im(gy.dtype(), device_shape(g), batch, gcol.raw_data(), grads[0].raw_data(),
-                stream_for(gy.device()));
+    // One image at a time, as the CPU: its column gradient, then col2im into its planes.
+    Tensor scratch = Tensor::empty({rows, cols}, dy.dtype(), dev);
+    grads[0] = Tensor::empty(s.input_shape, dy.dtype(), dev);
+    const std::int64_t image_size = g.channels * g.height * g.width;
+    const auto es = static_cast<std::int64_t>(core::dtype_size(dy.dtype()));
+    for (std::int64_t n = 0; n < batch; ++n) {
+      gemm(true, false, rows, cols, out_ch, s.weight, 0, rows, dy, n * out_ch * cols, cols, 0.0,
+           scratch, 0, cols);
+      kernels_for(dev).col2im(dy.dtype(), device_shape(g), 1, scratch.raw_data(),
+                              static_cast<char*>(grads[0].raw_data()) + n * image_size * es,
+                              stream_for(dev));
+    }
   }
   return grads;
 }
