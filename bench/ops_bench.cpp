@@ -3,7 +3,9 @@
 // this run), then conv2d forward and backward for the Fashion-MNIST CNN's two conv layers at
 // batch 64, against the raw cblas time of the GEMMs inside them (the rest is im2col, col2im
 // and layout transposes). Every result is verified; a wrong one makes the exit status 1.
-// usage: ops_bench [--reps N] [--threads N] [--filter TEXT]
+// --device emu|cuda[:N] runs our side there (operands copied over once; each timed run ends
+// with a device synchronize); the peak column stays the host's cblas_sgemm, for scale.
+// usage: ops_bench [--reps N] [--threads N] [--filter TEXT] [--device cpu]
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "core/threads.h"
+#include "tensor/device/runtime.h"
+#include "tensor/device/stream.h"
 #include "tensor/ops.h"
 
 namespace {
@@ -26,7 +30,8 @@ using namespace ringlet::tensor;
 struct Config {
   int reps = 40;
   int threads = core::num_threads();
-  std::string filter;  // run only the benches whose name contains it
+  std::string filter;   // run only the benches whose name contains it
+  core::Device device;  // where our side runs
 };
 
 struct Result {
@@ -78,12 +83,17 @@ struct GemmShape {
 Result bench_gemm(const GemmShape& s, const Config& cfg, Generator& gen) {
   const Tensor a_store = uniform(s.trans_a ? Shape{s.k, s.m} : Shape{s.m, s.k}, -1, 1, gen);
   const Tensor b_store = uniform(s.trans_b ? Shape{s.n, s.k} : Shape{s.k, s.n}, -1, 1, gen);
-  const Tensor a = s.trans_a ? a_store.transpose(0, 1) : a_store;
-  const Tensor b = s.trans_b ? b_store.transpose(0, 1) : b_store;
+  const Tensor a_dev = a_store.to(cfg.device), b_dev = b_store.to(cfg.device);
+  const Tensor a = s.trans_a ? a_dev.transpose(0, 1) : a_dev;
+  const Tensor b = s.trans_b ? b_dev.transpose(0, 1) : b_dev;
   std::vector<float> raw(static_cast<std::size_t>(s.m * s.n));
   Tensor ours;
   const Timing t = paired_median_ms(
-      cfg.reps, [] {}, [&] { ours = matmul(a, b); },
+      cfg.reps, [] {},
+      [&] {
+        ours = matmul(a, b);
+        device::synchronize(cfg.device);
+      },
       [&] {
         cblas_sgemm(CblasRowMajor, s.trans_a ? CblasTrans : CblasNoTrans,
                     s.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
@@ -147,16 +157,16 @@ bool close(double got, double want, double scale) {
 }
 
 std::vector<Result> bench_conv(const ConvLayer& layer, const Config& cfg, Generator& gen) {
-  Tensor x = uniform(layer.input, -1, 1, gen);
-  const Tensor w = uniform(layer.weight, -0.3, 0.3, gen).requires_grad_();
-  const Tensor b = uniform({layer.weight[0]}, -0.3, 0.3, gen).requires_grad_();
+  Tensor x = uniform(layer.input, -1, 1, gen).to(cfg.device);
+  const Tensor w = uniform(layer.weight, -0.3, 0.3, gen).to(cfg.device).requires_grad_();
+  const Tensor b = uniform({layer.weight[0]}, -0.3, 0.3, gen).to(cfg.device).requires_grad_();
   if (layer.input_grad) x.requires_grad_();
   Conv2dOptions opt;
   opt.padding = {1, 1};
   const std::int64_t n = layer.input[0], c = layer.input[1], h = layer.input[2],
                      wd = layer.input[3], o = layer.weight[0];
   const std::int64_t rows = c * layer.weight[2] * layer.weight[3], cols = n * h * wd;
-  const Tensor grad_out = uniform({n, o, h, wd}, -1, 1, gen);
+  const Tensor grad_out = uniform({n, o, h, wd}, -1, 1, gen).to(cfg.device);
 
   // The GEMMs inside, through cblas directly on buffers of the same sizes: forward
   // [O, rows] x [rows, cols]; backward grad_w = dy [O, cols] x col^T and, for a layer whose
@@ -169,7 +179,11 @@ std::vector<Result> bench_conv(const ConvLayer& layer, const Config& cfg, Genera
 
   Tensor out;
   const Timing fwd = paired_median_ms(
-      cfg.reps, [] {}, [&] { out = conv2d(x, w, b, opt); },
+      cfg.reps, [] {},
+      [&] {
+        out = conv2d(x, w, b, opt);
+        device::synchronize(cfg.device);
+      },
       [&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, O, L, R, 1.0f, wa.data(), R,
                     col.data(), L, 0.0f, wide.data(), L);
@@ -179,7 +193,11 @@ std::vector<Result> bench_conv(const ConvLayer& layer, const Config& cfg, Genera
     out = conv2d(x, w, b, opt);
   };
   const Timing bwd = paired_median_ms(
-      cfg.reps, fresh_graph, [&] { out.backward(grad_out); },
+      cfg.reps, fresh_graph,
+      [&] {
+        out.backward(grad_out);
+        device::synchronize(cfg.device);
+      },
       [&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, O, R, L, 1.0f, wide.data(), L,
                     col.data(), L, 0.0f, gw.data(), R);
@@ -231,9 +249,13 @@ Config parse(int argc, char** argv) {
       (arg == "--reps" ? cfg.reps : cfg.threads) = value;
     } else if (arg == "--filter" && i + 1 < argc) {
       cfg.filter = argv[++i];
+    } else if (arg == "--device" && i + 1 < argc) {
+      cfg.device = core::parse_device(argv[++i]);
+      if (!cfg.device.is_cpu()) device::check_device(cfg.device);
     } else {
-      throw core::ValueError("unknown argument '" + arg +
-                             "' (usage: ops_bench [--reps N] [--threads N] [--filter TEXT])");
+      throw core::ValueError(
+          "unknown argument '" + arg +
+          "' (usage: ops_bench [--reps N] [--threads N] [--filter TEXT] [--device cpu])");
     }
   }
   return cfg;
@@ -273,9 +295,9 @@ int run(const Config& cfg) {
   }
 
   std::printf(
-      "# ops_bench: f32, %d thread(s), median of %d runs; peak = cblas_sgemm on the "
-      "same GEMM shape(s)\n",
-      cfg.threads, cfg.reps);
+      "# ops_bench: f32 on %s, %d thread(s), median of %d runs; peak = the host's cblas_sgemm "
+      "on the same GEMM shape(s)\n",
+      cfg.device.str().c_str(), cfg.threads, cfg.reps);
   std::printf("%-20s %-34s %10s %9s %11s %7s %6s\n", "bench", "shape", "median_ms", "GFLOP/s",
               "peak GF/s", "ratio", "check");
   int wrong = 0;
@@ -288,9 +310,10 @@ int run(const Config& cfg) {
   for (const auto& r : results) {
     std::printf(
         "{\"bench\": \"%s\", \"shape\": \"%s\", \"median_ms\": %.4f, \"gflops\": %.2f, "
-        "\"peak_gflops\": %.2f, \"ratio\": %.3f, \"threads\": %d, \"ok\": %s}\n",
+        "\"peak_gflops\": %.2f, \"ratio\": %.3f, \"threads\": %d, \"device\": \"%s\", "
+        "\"ok\": %s}\n",
         r.bench.c_str(), r.shape.c_str(), r.median_ms, r.gflops, r.peak_gflops,
-        r.gflops / r.peak_gflops, cfg.threads, r.ok ? "true" : "false");
+        r.gflops / r.peak_gflops, cfg.threads, cfg.device.str().c_str(), r.ok ? "true" : "false");
   }
   if (wrong > 0) {
     std::fprintf(stderr, "ops_bench: %d result(s) failed verification\n", wrong);

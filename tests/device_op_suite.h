@@ -348,15 +348,35 @@ TEST_CASE("device max/min along a dim route the gradient like the CPU") {
       "min dim 0 keepdim", {x}, [](auto& v) { return min(v[0], 0, true).first; }, 0);
 }
 
-TEST_CASE("device dropout drops what the CPU drops for the same seed") {
+TEST_CASE("device dropout: a counter-based mask, the same for a seed on every device") {
   using namespace suite;
   Generator gen(27);
-  const Tensor x = randn({5, 7}, gen);
-  Generator host_gen(5), dev_gen(5);
-  check_op(
-      "dropout p 0.3", {x},
-      [&](auto& v) {
-        return dropout(v[0], 0.3, true, v[0].device().is_cpu() ? host_gen : dev_gen);
-      },
-      0);
+  const Tensor x = add(rand({64, 50}, gen), 0.5);  // no zeros, so a zero output means dropped
+  const auto run = [&](core::Device device, std::uint64_t seed) {
+    Generator g(seed);
+    const Tensor in = x.to(device).requires_grad_();
+    const Tensor out = dropout(in, 0.3, true, g);
+    sum(mul(out, 2.0)).backward();
+    return std::pair{out.cpu(), in.grad().cpu()};
+  };
+  const auto [out, grad] = run(suite_device(), 5);
+  const auto v = out.to_vector<float>(), xv = x.to_vector<float>(), gv = grad.to_vector<float>();
+  std::size_t kept = 0;
+  bool scaled = true;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == 0.0f) {
+      scaled = scaled && gv[i] == 0.0f;
+      continue;
+    }
+    ++kept;
+    scaled = scaled && v[i] == xv[i] * static_cast<float>(1.0 / 0.7) &&
+             gv[i] == 2.0f * static_cast<float>(1.0 / 0.7);
+  }
+  CHECK(scaled);
+  CHECK(kept > 0.65 * 3200);  // keep 0.7 of 3,200
+  CHECK(kept < 0.75 * 3200);
+  CHECK(run(suite_device(), 5).first.to_vector<float>() == v);  // the seed decides
+  CHECK(run(suite_device(), 6).first.to_vector<float>() != v);
+  // Every device draws the same mask: a GPU's equals the emulated one's.
+  CHECK(run(core::Device::emu(0), 5).first.to_vector<float>() == v);
 }

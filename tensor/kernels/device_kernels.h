@@ -62,6 +62,9 @@ class DeviceKernels {
                       void* col, Stream stream) = 0;
   virtual void col2im(DType dtype, const ConvShape& g, std::int64_t batch, const void* col,
                       void* image, Stream stream) = 0;
+  // out = in * mask with mask[i] = scale where counter_uniform(seed, i) < keep, else 0.
+  virtual void dropout(DType dtype, std::int64_t n, std::uint64_t seed, double keep, double scale,
+                       const void* in, void* out, void* mask, Stream stream) = 0;
   // grad[o] = the sum of dy's channel o over batch and plane (nn.h's ConvBiasGradFn).
   virtual void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels,
                               std::int64_t plane, const void* dy, void* grad, Stream stream) = 0;

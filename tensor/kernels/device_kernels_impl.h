@@ -222,6 +222,15 @@ class KernelsImpl final : public DeviceKernels {
     });
   }
 
+  void dropout(DType dtype, std::int64_t n, std::uint64_t seed, double keep, double scale,
+               const void* in, void* out, void* mask, Stream stream) override {
+    dispatch_arith(dtype, false, "dropout", [&]<class T>() {
+      launch(stream, n,
+             DropoutFn<T>{seed, keep, static_cast<T>(scale), static_cast<const T*>(in),
+                          static_cast<T*>(out), static_cast<T*>(mask)});
+    });
+  }
+
   void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels, std::int64_t plane,
                       const void* dy, void* grad, Stream stream) override {
     dispatch_arith(dtype, false, "conv2d backward", [&]<class T>() {

@@ -1,6 +1,6 @@
-// Inverted dropout. The mask is drawn from the caller's Generator on the host, one uniform per
-// element in row-major order, so equal seeds give equal masks on every machine and device (a
-// device gets the host's mask; a generator on the device would save that copy). The kept
+// Inverted dropout. On the host the mask is drawn from the caller's Generator, one uniform per
+// element in row-major order (PyTorch's CPU numbers), so equal seeds give equal masks on every
+// machine; on a device it comes from a counter-based generator (see dropout_device). The kept
 // elements are scaled by 1 / (1 - p) so the expected output equals the input; the mask is
 // saved (already scaled) for the backward pass, which multiplies by it again.
 #include "tensor/ops/dropout.h"
@@ -9,6 +9,7 @@
 
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
+#include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ringlet::tensor {
@@ -43,15 +44,22 @@ Tensor draw_mask(const Shape& shape, DType dtype, double p, Generator& gen) {
   return mask;
 }
 
-// On a device the mask is the host's, copied over, so a seed drops the same elements on the
-// CPU, emu and cuda alike; the products are device multiplies.
+// On a device the mask comes from a counter-based generator keyed by one 64-bit draw of the
+// caller's generator: it depends on (that draw, element index) alone, so a seed gives the same
+// mask on every device (cuda, emu), drawn on the device with no copy. (The host keeps its
+// PyTorch-compatible stream of uniforms, so a device's mask is not the CPU's.)
 Tensor dropout_device(const Tensor& input, double p, Generator& gen) {
-  const Tensor mask = draw_mask(input.shape(), input.dtype(), p, gen).to(input.device());
-  Tensor out;
-  {
-    NoGradGuard no_grad;
-    out = mul(input.detach(), mask);
-  }
+  RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
+                ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
+  const Tensor x = input.detach().contiguous();
+  const std::uint64_t seed = gen.random64();
+  const double keep = 1.0 - p;
+  const double scale = p == 1.0 ? 0.0 : 1.0 / keep;
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mask = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kernels_for(x.device())
+      .dropout(x.dtype(), x.numel(), seed, keep, scale, x.raw_data(), out.raw_data(),
+               mask.raw_data(), stream_for(x.device()));
   return record(kOp, out, {input}, [mask](const Tensor& grad_output, const std::vector<bool>&) {
     return std::vector<Tensor>{mul(grad_output, mask)};
   });
