@@ -21,12 +21,17 @@ __global__ void grid_stride(F f, std::int64_t n) {
   }
 }
 
-cublasHandle_t cublas_handle() {
+// One handle per device; callers hold cublas_mutex() from cublasSetStream to the GEMM, since a
+// handle's stream is shared state.
+std::mutex& cublas_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+cublasHandle_t cublas_handle() {  // with cublas_mutex() held
   int device = 0;
   cudaGetDevice(&device);
-  static std::mutex mutex;
   static cublasHandle_t handles[16] = {};
-  std::lock_guard lock(mutex);
   if (handles[device] == nullptr) {
     const cublasStatus_t status = cublasCreate(&handles[device]);
     if (status != CUBLAS_STATUS_SUCCESS)
@@ -47,6 +52,7 @@ struct CudaExec {
   static void gemm(Stream stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                    std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
                    T beta, T* c, std::int64_t ldc) {
+    std::lock_guard lock(cublas_mutex());
     cublasHandle_t handle = cublas_handle();
     check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(stream)), "cublasSetStream");
     const T alpha = 1;

@@ -55,6 +55,7 @@ class CudaRuntime final : public device::Runtime {
   }
 
   core::Device device() const override { return core::Device::cuda(index_); }
+  void make_current() override { select(); }
   std::size_t memory_capacity() const override { return capacity_; }
 
   void* malloc(std::size_t bytes) override {

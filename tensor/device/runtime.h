@@ -25,6 +25,9 @@ class Runtime {
   virtual ~Runtime() = default;
   virtual Device device() const = 0;
   virtual std::size_t memory_capacity() const = 0;
+  // Makes this device the calling thread's current one (cudaSetDevice), so that kernels and
+  // library calls that follow run on it. Nothing to do on the emulated device.
+  virtual void make_current() {}
 
   // Device memory; nullptr when the device is out of memory (the caching allocator then gives
   // back what it holds and tries once more).

@@ -3,7 +3,7 @@
 
 #include <map>
 #include <mutex>
-#include <set>
+#include <vector>
 
 #include "core/error.h"
 
@@ -21,7 +21,7 @@ std::map<DeviceKey, std::shared_ptr<Stream>>& current_streams() {
 // Every live stream per device, for synchronize(device).
 struct StreamRegistry {
   std::mutex mutex;
-  std::map<DeviceKey, std::set<StreamHandle>> live;
+  std::map<DeviceKey, std::map<StreamHandle, std::weak_ptr<void>>> live;
 };
 StreamRegistry& registry() {
   static auto* r = new StreamRegistry;  // never destroyed: streams may outlive statics
@@ -52,10 +52,6 @@ Stream new_stream(Device device) {
   require_runtime(device, "new_stream");
   Runtime& rt = runtime(device);
   StreamHandle handle = rt.create_stream();
-  {
-    std::lock_guard lock(registry().mutex);
-    registry().live[key(device)].insert(handle);
-  }
   std::shared_ptr<void> owner(handle, [&rt, device](void* h) {
     {
       std::lock_guard lock(registry().mutex);
@@ -63,19 +59,26 @@ Stream new_stream(Device device) {
     }
     rt.destroy_stream(h);
   });
+  {
+    std::lock_guard lock(registry().mutex);
+    registry().live[key(device)][handle] = owner;
+  }
   return Stream(device, handle, std::move(owner));
 }
 
 void synchronize(Device device) {
   if (device.is_cpu()) return;
   Runtime& rt = runtime(device);
-  std::set<StreamHandle> streams;
+  // Owners taken under the lock keep each stream alive while it is synchronized.
+  std::vector<std::shared_ptr<void>> streams;
   {
     std::lock_guard lock(registry().mutex);
-    streams = registry().live[key(device)];
+    for (const auto& [handle, weak] : registry().live[key(device)]) {
+      if (auto owner = weak.lock()) streams.push_back(std::move(owner));
+    }
   }
-  streams.insert(rt.compute_stream());
-  for (StreamHandle s : streams) rt.synchronize(s);
+  rt.synchronize(rt.compute_stream());
+  for (const auto& owner : streams) rt.synchronize(owner.get());
 }
 
 StreamGuard::StreamGuard(const Stream& stream) : device_(stream.device()) {

@@ -69,8 +69,15 @@ void* EmuRuntime::malloc(std::size_t bytes) {
   return ptr;
 }
 
+void EmuRuntime::drain_streams() {
+  std::lock_guard lock(streams_mutex_);
+  compute_->wait_idle();
+  for (StreamQueue* q : streams_) q->wait_idle();
+}
+
 void EmuRuntime::free(void* ptr) {
   if (ptr == nullptr) return;
+  drain_streams();
   std::size_t bytes = 0;
   {
     std::lock_guard lock(memory_mutex_);
@@ -86,14 +93,21 @@ void EmuRuntime::free(void* ptr) {
 
 device::StreamHandle EmuRuntime::create_stream() {
   const std::uint64_t id = ++next_stream_;
-  return new StreamQueue(core::str("emu:", index_, " stream ", id),
-                         (static_cast<std::uint64_t>(index_) << 32) | id);
+  auto* q = new StreamQueue(core::str("emu:", index_, " stream ", id),
+                            (static_cast<std::uint64_t>(index_) << 32) | id);
+  std::lock_guard lock(streams_mutex_);
+  streams_.insert(q);
+  return q;
 }
 
 void EmuRuntime::destroy_stream(device::StreamHandle stream) {
   RINGLET_CHECK(stream != compute_.get(), DeviceError, device(),
                 ": the compute stream cannot be destroyed");
-  delete &queue(stream);
+  {
+    std::lock_guard lock(streams_mutex_);
+    streams_.erase(&queue(stream));
+  }
+  delete &queue(stream);  // runs what is queued first
 }
 
 void EmuRuntime::copy_async(void* dst, const void* src, std::size_t bytes,

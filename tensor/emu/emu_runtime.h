@@ -2,12 +2,15 @@
 // its own mappings, filled with 0xff bytes (NaN as floats) when first handed out, so a kernel
 // that reads what nobody wrote sees NaN; ops never give it to CPU kernels (tensor/ops check
 // the device before dispatching). Capacity: RINGLET_EMU_MEMORY_MB (default 4096) per device;
-// beyond it malloc returns nullptr and the caching allocator reports out of memory.
+// beyond it malloc returns nullptr and the caching allocator reports out of memory. free()
+// first waits until every stream has run what it queued (as cudaFree waits for the device),
+// so a block the cache gives back is never unmapped under a queued kernel.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "tensor/device/runtime.h"
@@ -51,6 +54,9 @@ class EmuRuntime final : public device::Runtime {
   std::unordered_map<void*, std::size_t> mappings_;
   std::atomic<std::uint64_t> next_stream_{0};
   std::unique_ptr<StreamQueue> compute_;
+  std::mutex streams_mutex_;
+  std::set<StreamQueue*> streams_;  // those create_stream made and destroy_stream has not
+  void drain_streams();             // every queued task has run (free's precondition)
 };
 
 // The stream behind an emulated device's handle (kernels queue on it).

@@ -63,6 +63,13 @@ void StreamQueue::synchronize() {
   }
 }
 
+bool StreamQueue::wait_idle() {
+  if (on_stream_thread()) return false;
+  std::unique_lock lock(mutex_);
+  const std::uint64_t target = queued_;
+  return done_.wait_for(lock, device::wait_timeout(), [&] { return finished_ >= target; });
+}
+
 void StreamQueue::sleep_jitter() {
   const int max_us = jitter();
   if (max_us <= 0) return;

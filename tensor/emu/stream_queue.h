@@ -33,6 +33,10 @@ class StreamQueue {
   // Blocks until every task queued before the call has run (TimeoutError at the device
   // deadline); rethrows the stream's failure.
   void synchronize();
+  // Waits (up to the device deadline) until everything queued so far has run, without
+  // reporting the stream's failure: for freeing memory the queue may still use. False on
+  // timeout.
+  bool wait_idle();
   // True while this thread is the stream's own (a task that tries to wait on its stream).
   bool on_stream_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 

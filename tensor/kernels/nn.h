@@ -73,7 +73,8 @@ struct PoolShape {
   std::int64_t out_h, out_w;
 };
 
-// Max over each window (clipped to the input); the first maximum wins, NaN wins. One thread
+// Max over each window (clipped to the input); the first maximum wins, the last NaN wins (the
+// CPU's rule). One thread
 // per output element; `where` is the index within the input plane.
 template <class T>
 struct MaxPoolFn {
@@ -94,7 +95,7 @@ struct MaxPoolFn {
     for (std::int64_t y = y0; y < y1; ++y) {
       for (std::int64_t x = x0; x < x1; ++x) {
         const T v = src[y * g.width + x];
-        if (v > best || (v != v && best == best)) {
+        if (v > best || v != v) {  // the CPU's rule: a later NaN wins too
           best = v;
           at = y * g.width + x;
         }

@@ -1,6 +1,7 @@
 // Tensor -> kernel View, and the device / stream lookups.
 #include "tensor/ops/device_dispatch.h"
 
+#include "tensor/device/runtime.h"
 #include "tensor/device/stream.h"
 
 namespace ringlet::tensor {
@@ -29,7 +30,11 @@ kernels::View kernel_view(const Tensor& t, const Shape& shape) {
   return v;
 }
 
-kernels::DeviceKernels& kernels_for(Device device) { return kernels::device_kernels(device); }
+kernels::DeviceKernels& kernels_for(Device device) {
+  kernels::DeviceKernels& k = kernels::device_kernels(device);
+  device::runtime(device).make_current();  // a GPU's kernels launch on that GPU
+  return k;
+}
 
 kernels::Stream stream_for(Device device) { return device::current_stream(device).handle(); }
 

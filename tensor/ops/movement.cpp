@@ -343,6 +343,8 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     strides[i] = extent == 1 ? 0 : out.strides()[i - lead];
   }
   if (!grad.device().is_cpu()) {
+    RINGLET_CHECK(core::is_floating(grad.dtype()), DTypeError, "sum_to: a ", grad.dtype(),
+                  " tensor on ", grad.device(), " (gradients are floating)");
     // The sum kernel over grad's shape into a keepdim view of out (size 1 where it reduces).
     Shape keep(grad.shape().size(), 1);
     for (std::size_t i = lead; i < keep.size(); ++i) keep[i] = shape[i - lead];

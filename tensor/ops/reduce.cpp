@@ -158,11 +158,29 @@ bool same_value(T a, T b) {
   return a == b;
 }
 
+// The full max/min on a device: one lane over the flattened input; the gradient is shared
+// evenly by the elements equal to it (NaN counting as equal to a NaN result), as on the CPU.
+template <bool kMax>
+Tensor extreme_all_device(const Tensor& t) {
+  const Tensor x = t.detach().contiguous();
+  Tensor out = Tensor::empty({}, x.dtype(), x.device());
+  Tensor index = Tensor::empty({}, DType::i64, x.device());
+  kernels_for(x.device())
+      .extreme(x.dtype(), kMax, kernels::Lanes{1, x.numel(), 1}, x.raw_data(), out.raw_data(),
+               static_cast<std::int64_t*>(index.raw_data()), stream_for(x.device()));
+  return record(kMax ? "MaxBackward" : "MinBackward", out, {t},
+                [x, value = out.detach()](const Tensor& g, const std::vector<bool>&) {
+                  const Tensor chosen = where(ne(value, value), ne(x, x), eq(x, value));
+                  const Tensor mask = chosen.to(g.dtype());
+                  return std::vector<Tensor>{mul(mask, div(g, sum(mask)))};
+                });
+}
+
 template <bool kMax>
 Tensor extreme_all(const Tensor& t, const char* op) {
-  require_cpu(t, op);
   RINGLET_CHECK(t.numel() > 0, ValueError, op, ": the input of shape ", shape_str(t.shape()),
                 " is empty; there is no ", op, " to take");
+  if (!t.device().is_cpu()) return extreme_all_device<kMax>(t);
   Tensor out = Tensor::empty({}, t.dtype());
   cpu::dispatch_numeric(t.dtype(), op, [&]<class T>() {
     const T* in = t.data<T>();
@@ -310,8 +328,7 @@ Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
 
 Tensor var(const Tensor& t, const Shape& dims, bool unbiased, bool keepdim) {
   const auto mask = reduced_mask(t, dims, "var");
-  require_floating(t, "var");
-  require_cpu(t, "var");
+  require_floating(t, "var");  // composed of ops: the same on every device
   // Two passes (mean, then squared deviations) for accuracy. With no degrees of freedom left
   // the divisor is 0 and the result NaN, as in PyTorch.
   const std::int64_t n = reduced_count(t.shape(), mask);
