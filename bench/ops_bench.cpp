@@ -156,6 +156,28 @@ bool close(double got, double want, double scale) {
   return std::abs(got - want) <= 1e-4 * scale + 1e-4 * std::abs(want);
 }
 
+// Spot checks of a backward pass against direct sums: grad_w taps and grad_b.
+bool backward_ok(const ConvLayer& layer, const Tensor& x, const Tensor& w, const Tensor& b,
+                 const std::vector<float>& xv, const std::vector<float>& gov) {
+  const std::int64_t n = layer.input[0], c = layer.input[1], h = layer.input[2],
+                     wd = layer.input[3], o = layer.weight[0];
+  const double scale = std::sqrt(static_cast<double>(n * h * wd));
+  const auto gwv = w.grad().to_vector<float>(), gbv = b.grad().to_vector<float>();
+  bool ok = !layer.input_grad || x.grad().shape() == layer.input;
+  for (std::int64_t k = 0; ok && k < 4; ++k) {
+    const std::int64_t oo = (k * 5) % o, cc = (k * 3) % c, i = k % 3, j = (k + 1) % 3;
+    const double want = direct_grad_weight(xv, gov, layer.input, layer.weight, oo, cc, i, j);
+    ok = close(gwv[((oo * c + cc) * 3 + i) * 3 + j], want, scale);
+  }
+  for (std::int64_t oo = 0; ok && oo < o; ++oo) {
+    double want = 0;
+    for (std::int64_t nn = 0; nn < n; ++nn)
+      for (std::int64_t p = 0; p < h * wd; ++p) want += gov[(nn * o + oo) * h * wd + p];
+    ok = close(gbv[oo], want, scale);
+  }
+  return ok;
+}
+
 std::vector<Result> bench_conv(const ConvLayer& layer, const Config& cfg, Generator& gen) {
   Tensor x = uniform(layer.input, -1, 1, gen).to(cfg.device);
   const Tensor w = uniform(layer.weight, -0.3, 0.3, gen).to(cfg.device).requires_grad_();
@@ -216,19 +238,7 @@ std::vector<Result> bench_conv(const ConvLayer& layer, const Config& cfg, Genera
     const double want = direct_out(xv, wv, bv, layer.input, layer.weight, nn, oo, y, xx);
     fwd_ok = close(ov[((nn * o + oo) * h + y) * wd + xx], want, std::sqrt(rows));
   }
-  const auto gwv = w.grad().to_vector<float>(), gbv = b.grad().to_vector<float>();
-  bool bwd_ok = !layer.input_grad || x.grad().shape() == layer.input;
-  for (std::int64_t k = 0; bwd_ok && k < 4; ++k) {
-    const std::int64_t oo = (k * 5) % o, cc = (k * 3) % c, i = k % 3, j = (k + 1) % 3;
-    const double want = direct_grad_weight(xv, gov, layer.input, layer.weight, oo, cc, i, j);
-    bwd_ok = close(gwv[((oo * c + cc) * 3 + i) * 3 + j], want, std::sqrt(cols));
-  }
-  for (std::int64_t oo = 0; bwd_ok && oo < o; ++oo) {
-    double want = 0;
-    for (std::int64_t nn = 0; nn < n; ++nn)
-      for (std::int64_t p = 0; p < h * wd; ++p) want += gov[(nn * o + oo) * h * wd + p];
-    bwd_ok = close(gbv[oo], want, std::sqrt(cols));
-  }
+  const bool bwd_ok = backward_ok(layer, x, w, b, xv, gov);
 
   const double fwd_flops = 2.0 * o * rows * cols;
   const double bwd_flops = fwd_flops * (layer.input_grad ? 2 : 1);
