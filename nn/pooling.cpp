@@ -4,7 +4,6 @@
 #include "nn/pooling.h"
 
 #include "tensor/ops/pool.h"
-#include "tensor/ops/reduce.h"
 
 namespace ringlet::nn {
 namespace {
@@ -68,8 +67,6 @@ Tensor AdaptiveAvgPool2d::forward(const Tensor& input) {
   RINGLET_CHECK(output_.h > 0 && output_.w > 0 && h % output_.h == 0 && w % output_.w == 0,
                 ValueError, "AdaptiveAvgPool2d: output size ", output_.str(),
                 " must divide the input size (", h, ", ", w, "); other sizes are not implemented");
-  // To one value per plane (the ResNets' head) a mean is the same thing, and runs on devices.
-  if (output_ == Size2(1, 1) && !input.device().is_cpu()) return tensor::mean(input, {2, 3}, true);
   const Size2 kernel(h / output_.h, w / output_.w);
   return tensor::avg_pool2d(input, pool_options(kernel, kernel, 0));
 }

@@ -15,7 +15,6 @@
 #include "tensor/cpu/loops.h"
 #include "tensor/kernels/elementwise.h"
 #include "tensor/ops/creation.h"
-#include "tensor/ops/device_check.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/movement.h"
 

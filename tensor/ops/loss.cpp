@@ -12,7 +12,6 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
-#include "tensor/ops/device_check.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/index.h"

@@ -12,7 +12,6 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/ops/creation.h"
-#include "tensor/ops/device_check.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
 

@@ -14,7 +14,6 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/ops/creation.h"
-#include "tensor/ops/device_check.h"
 #include "tensor/ops/device_dispatch.h"
 
 namespace ringlet::tensor {
