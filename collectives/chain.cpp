@@ -2,6 +2,9 @@
 // each rank forwarding slice k as soon as it arrived. Reduce: root+1 -> ... -> root, each rank
 // adding its contribution to a slice before passing it on. Barrier: in round k every rank
 // signals rank + 2^k and waits for rank - 2^k; after ceil(log2 n) rounds everyone has arrived.
+// Device buffers (ctx.space) travel through pinned staging: slices are copied out before they
+// are sent, received into staging (and forwarded from there), and reduced on the device
+// straight out of the pinned double buffer.
 #include <algorithm>
 #include <chrono>
 
@@ -33,18 +36,30 @@ void chain_broadcast(ChannelContext& ctx, char* data, std::size_t count, DType d
   const int pos = (ctx.rank - root + n) % n;
   const bool forwards = pos < n - 1;
   const Slicing s = slicing(ctx, count, dtype);
+  BufferSpace* space = ctx.space;
+  // Where the slices are received and sent from: the data, or (device) pinned staging.
+  char* wire = space != nullptr ? space->staging(0, count * s.es) : data;
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::RequestPtr> recvs, sends;
   if (pos > 0) {
     for (std::size_t k = 0; k < s.slices(); ++k) {
-      recvs.push_back(ctx.peer(ctx.left()).recv(data + s.offset(k), s.bytes(k)));
+      recvs.push_back(ctx.peer(ctx.left()).recv(wire + s.offset(k), s.bytes(k)));
     }
   }
   for (std::size_t k = 0; k < s.slices(); ++k) {
     if (pos > 0) ctx.wait(recvs[k], ctx.left());
-    if (forwards) sends.push_back(ctx.peer(ctx.right()).send(data + s.offset(k), s.bytes(k)));
+    if (space != nullptr) {
+      if (pos > 0) {
+        space->copy(data + s.offset(k), wire + s.offset(k), s.bytes(k));
+      } else {
+        space->copy(wire + s.offset(k), data + s.offset(k), s.bytes(k));
+        space->fence();
+      }
+    }
+    if (forwards) sends.push_back(ctx.peer(ctx.right()).send(wire + s.offset(k), s.bytes(k)));
   }
   for (auto& q : sends) ctx.wait(q, ctx.right());
+  if (space != nullptr) space->fence();
   ctx.trace(0, "BCAST", -1, forwards ? ctx.right() : ctx.left(), count * s.es, start);
 }
 
@@ -57,7 +72,12 @@ void chain_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtyp
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::RequestPtr> sends;
   const bool receives = pos > 0, forwards = pos < n - 1;
-  char* tmp = receives ? ctx.scratch_bytes(2 * s.slice * s.es) : nullptr;
+  BufferSpace* space = ctx.space;
+  char* tmp = !receives          ? nullptr
+              : space != nullptr ? space->staging(2, 2 * s.slice * s.es)
+                                 : ctx.scratch_bytes(2 * s.slice * s.es);
+  // What is sent: the data, or (device) its slices copied out into pinned staging.
+  char* wire = space != nullptr && forwards ? space->staging(0, count * s.es) : data;
   transport::RequestPtr pending;
   if (receives) pending = ctx.peer(ctx.left()).recv(tmp, s.bytes(0));
   for (std::size_t k = 0; k < s.slices(); ++k) {
@@ -67,10 +87,19 @@ void chain_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtyp
         next = ctx.peer(ctx.left()).recv(tmp + ((k + 1) % 2) * s.slice * s.es, s.bytes(k + 1));
       }
       ctx.wait(pending, ctx.left());
-      reduce_into(data + s.offset(k), tmp + (k % 2) * s.slice * s.es, s.bytes(k) / s.es, dtype, op);
+      char* got = tmp + (k % 2) * s.slice * s.es;
+      if (space != nullptr) {
+        space->reduce_into(data + s.offset(k), got, s.bytes(k) / s.es, dtype, op);
+      } else {
+        reduce_into(data + s.offset(k), got, s.bytes(k) / s.es, dtype, op);
+      }
       pending = std::move(next);
     }
-    if (forwards) sends.push_back(ctx.peer(ctx.right()).send(data + s.offset(k), s.bytes(k)));
+    if (space != nullptr) {
+      if (forwards) space->copy(wire + s.offset(k), data + s.offset(k), s.bytes(k));
+      space->fence();  // the slice is out (and its pinned half free for the next receive)
+    }
+    if (forwards) sends.push_back(ctx.peer(ctx.right()).send(wire + s.offset(k), s.bytes(k)));
   }
   for (auto& q : sends) ctx.wait(q, ctx.right());
   ctx.trace(0, "REDUCE", -1, forwards ? ctx.right() : ctx.left(), count * s.es, start);

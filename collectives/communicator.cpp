@@ -135,6 +135,7 @@ struct Communicator::Impl {
     ctx.bytes_done = 0;
     ctx.op_fingerprint = task.fingerprint;
     ctx.deferred = nullptr;
+    ctx.space = nullptr;  // a device op's body sets it
   }
 
   void post_fingerprint(ChannelContext& ctx, const Task& task) {
@@ -173,7 +174,7 @@ struct Communicator::Impl {
   WorkPtr submit(const char* op_name, bool collective, Fingerprint fp, int channel,
                  std::function<void(ChannelContext&)> run_one,
                  std::function<void(ChannelContext&, int)> run_split = {},
-                 bool self_checked = false) {
+                 bool self_checked = false, BufferSpace* space = nullptr) {
     {
       std::lock_guard lock(mutex);
       fp.seq = collective ? next_seq++ : next_p2p++;
@@ -186,8 +187,11 @@ struct Communicator::Impl {
       return work;
     }
     auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
+    if (space != nullptr) run_one = on_space(space, std::move(run_one));
     Task task{std::move(run_one), work, op_name, fp.seq, collective, self_checked, fp, gate};
-    if (parts == 1 && collective && fits_inline(fp) && scheduler.run_inline(channel, task)) {
+    // Device ops never run on the caller's thread: it would wait for the device.
+    if (parts == 1 && collective && space == nullptr && fits_inline(fp) &&
+        scheduler.run_inline(channel, task)) {
       return work;
     }
     if (parts == 1) {
@@ -202,6 +206,21 @@ struct Communicator::Impl {
     return work;
   }
 
+  // A device op's body, as the progress thread runs it: after the caller's stream's work so
+  // far (the event order_after_caller recorded at issue), with the space, and with its device
+  // work done before the Work completes.
+  static std::function<void(ChannelContext&)> on_space(BufferSpace* space,
+                                                       std::function<void(ChannelContext&)> body) {
+    std::function<void()> after_caller = space->order_after_caller();
+    return [space, after_caller = std::move(after_caller),
+            body = std::move(body)](ChannelContext& ctx) {
+      ctx.space = space;
+      after_caller();
+      body(ctx);
+      space->fence();
+    };
+  }
+
   bool fits_inline(const Fingerprint& fp) const {
     std::size_t volume = fp.count * core::dtype_size(fp.dtype);
     if (fp.op == OpKind::all_gather || fp.op == OpKind::reduce_scatter) volume *= size;
@@ -211,15 +230,22 @@ struct Communicator::Impl {
   // send/recv: posted in issue order by channel 0's progress thread (so they interleave with
   // collectives identically on both sides) but not waited there: the Work completes when the
   // transport request does, so a recv posted before a send cannot block the send.
+  // `then` (device buffers) runs once the request succeeded, before the Work completes.
   WorkPtr submit_p2p(const char* op_name, int peer, std::size_t bytes,
-                     std::function<transport::RequestPtr(transport::Connection&)> post) {
-    return submit(op_name, false, {}, 0, [this, op_name, peer, bytes, post](ChannelContext& ctx) {
-      transport::RequestPtr request = post(ctx.peer(peer));
-      ctx.deferred = request;
-      ctx.deferred_check = [this, request, peer, bytes, op_name, seq = ctx.seq] {
-        return p2p_error(request, op_name, seq, peer, bytes);
-      };
-    });
+                     std::function<transport::RequestPtr(transport::Connection&)> post,
+                     BufferSpace* space = nullptr, std::function<void()> then = {}) {
+    return submit(
+        op_name, false, {}, 0,
+        [this, op_name, peer, bytes, post, then](ChannelContext& ctx) {
+          transport::RequestPtr request = post(ctx.peer(peer));
+          ctx.deferred = request;
+          ctx.deferred_check = [this, request, peer, bytes, op_name, seq = ctx.seq, then] {
+            auto error = p2p_error(request, op_name, seq, peer, bytes);
+            if (!error && then) then();
+            return error;
+          };
+        },
+        {}, false, space);
   }
 
   // The error of a finished send/recv (it fails the communicator), or null.
@@ -279,6 +305,16 @@ std::chrono::milliseconds Communicator::timeout() const { return impl_->options.
 
 namespace {
 
+// avg is a sum divided once at the end, by the host's kernel or the device's.
+void divide_for_avg(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op) {
+  if (op != ReduceOp::avg) return;
+  if (ctx.space != nullptr) {
+    ctx.space->divide_by(data, count, dtype, ctx.size);
+  } else {
+    divide_by(data, count, dtype, ctx.size);
+  }
+}
+
 // One channel's all-reduce of data[0, count) by `algorithm`; `send` is the input (== data in
 // place).
 void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const char* send, char* data,
@@ -292,22 +328,33 @@ void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const char* send, 
     case Algorithm::direct: direct_all_reduce(ctx, data, count, dtype, op, send); break;
     case Algorithm::ring: ring_all_reduce(ctx, data, count, dtype, op, send); break;
   }
-  if (op == ReduceOp::avg) divide_by(data, count, dtype, ctx.size);
+  divide_for_avg(ctx, data, count, dtype, op);
 }
 
 }  // namespace
 
 WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count, DType dtype,
-                                 ReduceOp op) {
+                                 ReduceOp op, BufferSpace* space) {
   impl_->check_dtype(dtype, "all_reduce");
   impl_->check_buffer(send, count, "send buffer", "all_reduce");
   impl_->check_buffer(recv, count, "recv buffer", "all_reduce");
   const std::size_t es = core::dtype_size(dtype);
-  const Algorithm algorithm = choose_all_reduce(impl_->options.algo, impl_->options.thresholds,
-                                                impl_->access, impl_->size, count * es);
   Fingerprint fp{OpKind::all_reduce, dtype, op, 0, -1, count, 0};
   const auto* in = static_cast<const char*>(send);
   auto* out = static_cast<char*>(recv);
+  if (space != nullptr) {
+    // Device buffers: the device windows over IPC, or the ring staged through the host.
+    const Algorithm algorithm =
+        impl_->size > 1 && !space->windows().empty() && impl_->options.algo != AlgoRequest::ring
+            ? Algorithm::window
+            : Algorithm::ring;
+    return impl_->submit(
+        "all_reduce", true, fp, 0,
+        [=](ChannelContext& ctx) { run_all_reduce(ctx, algorithm, in, out, count, dtype, op); }, {},
+        algorithm == Algorithm::window, space);
+  }
+  const Algorithm algorithm = choose_all_reduce(impl_->options.algo, impl_->options.thresholds,
+                                                impl_->access, impl_->size, count * es);
   const int channels = impl_->scheduler.channels();
   if (algorithm != Algorithm::ring || channels == 1) {
     // The ring checks the fingerprint through its own exchange; the others carry it.
@@ -325,71 +372,85 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
 }
 
 WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
-                                     DType dtype, ReduceOp op) {
+                                     DType dtype, ReduceOp op, BufferSpace* space) {
   impl_->check_dtype(dtype, "reduce_scatter");
   impl_->check_buffer(send, recv_count, "send buffer", "reduce_scatter");
   impl_->check_buffer(recv, recv_count, "recv buffer", "reduce_scatter");
   const std::size_t es = core::dtype_size(dtype);
   const int n = impl_->size, r = impl_->rank;
   Fingerprint fp{OpKind::reduce_scatter, dtype, op, 0, -1, recv_count, 0};
-  return impl_->submit("reduce_scatter", true, fp, 0, [=](ChannelContext& ctx) {
-    std::vector<char> work(recv_count * n * es);
-    if (!work.empty()) std::memcpy(work.data(), send, work.size());
-    ring_reduce_scatter_blocks(ctx, work.data(), recv_count, dtype, op);
-    char* mine = work.data() + r * recv_count * es;
-    if (op == ReduceOp::avg) divide_by(mine, recv_count, dtype, n);
-    if (recv_count > 0) std::memcpy(recv, mine, recv_count * es);
-  });
+  return impl_->submit(
+      "reduce_scatter", true, fp, 0,
+      [=](ChannelContext& ctx) {
+        // A working copy of the input (host memory, or the device space's scratch).
+        const std::size_t bytes = recv_count * n * es;
+        std::vector<char> host;
+        if (space == nullptr) host.resize(bytes);
+        char* work = space != nullptr ? space->scratch(bytes) : host.data();
+        copy_within(ctx, work, send, bytes);
+        ring_reduce_scatter_blocks(ctx, work, recv_count, dtype, op);
+        char* mine = work + r * recv_count * es;
+        divide_for_avg(ctx, mine, recv_count, dtype, op);
+        copy_within(ctx, recv, mine, recv_count * es);
+      },
+      {}, false, space);
 }
 
-WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_count,
-                                 DType dtype) {
+WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_count, DType dtype,
+                                 BufferSpace* space) {
   impl_->check_dtype(dtype, "all_gather");
   impl_->check_buffer(send, send_count, "send buffer", "all_gather");
   impl_->check_buffer(recv, send_count, "recv buffer", "all_gather");
   const std::size_t es = core::dtype_size(dtype);
   const int r = impl_->rank;
   Fingerprint fp{OpKind::all_gather, dtype, ReduceOp::sum, 0, -1, send_count, 0};
-  return impl_->submit("all_gather", true, fp, 0, [=](ChannelContext& ctx) {
-    char* mine = static_cast<char*>(recv) + r * send_count * es;
-    if (send != mine && send_count > 0) std::memcpy(mine, send, send_count * es);
-    ring_all_gather_blocks(ctx, static_cast<char*>(recv), send_count, dtype);
-  });
+  return impl_->submit(
+      "all_gather", true, fp, 0,
+      [=](ChannelContext& ctx) {
+        char* mine = static_cast<char*>(recv) + r * send_count * es;
+        copy_within(ctx, mine, send, send_count * es);
+        ring_all_gather_blocks(ctx, static_cast<char*>(recv), send_count, dtype);
+      },
+      {}, false, space);
 }
 
-WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int root) {
+WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int root,
+                                BufferSpace* space) {
   impl_->check_dtype(dtype, "broadcast");
   impl_->check_rank(root, "root", "broadcast");
   impl_->check_buffer(data, count, "buffer", "broadcast");
   Fingerprint fp{OpKind::broadcast, dtype, ReduceOp::sum, 0, root, count, 0};
-  return impl_->submit("broadcast", true, fp, 0, [=](ChannelContext& ctx) {
-    chain_broadcast(ctx, static_cast<char*>(data), count, dtype, root);
-  });
+  return impl_->submit(
+      "broadcast", true, fp, 0,
+      [=](ChannelContext& ctx) {
+        chain_broadcast(ctx, static_cast<char*>(data), count, dtype, root);
+      },
+      {}, false, space);
 }
 
 WorkPtr Communicator::reduce(const void* send, void* recv, std::size_t count, DType dtype,
-                             ReduceOp op, int root) {
+                             ReduceOp op, int root, BufferSpace* space) {
   impl_->check_dtype(dtype, "reduce");
   impl_->check_rank(root, "root", "reduce");
   impl_->check_buffer(send, count, "send buffer", "reduce");
   if (impl_->rank == root) impl_->check_buffer(recv, count, "recv buffer on the root", "reduce");
   const std::size_t es = core::dtype_size(dtype);
-  const int n = impl_->size;
   const bool is_root = impl_->rank == root;
   Fingerprint fp{OpKind::reduce, dtype, op, 0, root, count, 0};
-  return impl_->submit("reduce", true, fp, 0, [=](ChannelContext& ctx) {
-    std::vector<char> own;
-    char* data;
-    if (is_root) {
-      data = static_cast<char*>(recv);
-      if (send != recv && count > 0) std::memcpy(data, send, count * es);
-    } else {
-      own.assign(static_cast<const char*>(send), static_cast<const char*>(send) + count * es);
-      data = own.data();
-    }
-    chain_reduce(ctx, data, count, dtype, op, root);
-    if (is_root && op == ReduceOp::avg) divide_by(data, count, dtype, n);
-  });
+  return impl_->submit(
+      "reduce", true, fp, 0,
+      [=](ChannelContext& ctx) {
+        // The root reduces into recv; the others into a working copy of their input.
+        std::vector<char> host;
+        if (!is_root && space == nullptr) host.resize(count * es);
+        char* data = is_root            ? static_cast<char*>(recv)
+                     : space != nullptr ? space->scratch(count * es)
+                                        : host.data();
+        copy_within(ctx, data, send, count * es);
+        chain_reduce(ctx, data, count, dtype, op, root);
+        if (is_root) divide_for_avg(ctx, data, count, dtype, op);
+      },
+      {}, false, space);
 }
 
 WorkPtr Communicator::barrier() {
@@ -398,25 +459,47 @@ WorkPtr Communicator::barrier() {
                        [](ChannelContext& ctx) { dissemination_barrier(ctx); });
 }
 
-WorkPtr Communicator::send(const void* data, std::size_t count, DType dtype, int peer) {
+WorkPtr Communicator::send(const void* data, std::size_t count, DType dtype, int peer,
+                           BufferSpace* space) {
   impl_->check_dtype(dtype, "send");
   impl_->check_rank(peer, "peer", "send");
   RINGLET_CHECK(peer != impl_->rank, ValueError, "send: rank ", peer, " cannot send to itself");
   impl_->check_buffer(data, count, "buffer", "send");
   const std::size_t bytes = count * core::dtype_size(dtype);
-  return impl_->submit_p2p("send", peer, bytes,
-                           [=](transport::Connection& c) { return c.send(data, bytes); });
+  if (space == nullptr) {
+    return impl_->submit_p2p("send", peer, bytes,
+                             [=](transport::Connection& c) { return c.send(data, bytes); });
+  }
+  // Device buffer: copied out into pinned memory of its own (after the caller's stream), sent
+  // from there; the memory lives until the send is done.
+  auto pinned = space->host_buffer(bytes);
+  return impl_->submit_p2p(
+      "send", peer, bytes,
+      [=](transport::Connection& c) {
+        space->copy(pinned.get(), data, bytes);
+        space->fence();
+        return c.send(pinned.get(), bytes);
+      },
+      space, [pinned] {});
 }
 
-WorkPtr Communicator::recv(void* data, std::size_t count, DType dtype, int peer) {
+WorkPtr Communicator::recv(void* data, std::size_t count, DType dtype, int peer,
+                           BufferSpace* space) {
   impl_->check_dtype(dtype, "recv");
   impl_->check_rank(peer, "peer", "recv");
   RINGLET_CHECK(peer != impl_->rank, ValueError, "recv: rank ", peer,
                 " cannot receive from itself");
   impl_->check_buffer(data, count, "buffer", "recv");
   const std::size_t bytes = count * core::dtype_size(dtype);
-  return impl_->submit_p2p("recv", peer, bytes,
-                           [=](transport::Connection& c) { return c.recv(data, bytes); });
+  if (space == nullptr) {
+    return impl_->submit_p2p("recv", peer, bytes,
+                             [=](transport::Connection& c) { return c.recv(data, bytes); });
+  }
+  // Device buffer: received into pinned memory, copied into place once complete.
+  auto pinned = space->host_buffer(bytes);
+  return impl_->submit_p2p(
+      "recv", peer, bytes, [=](transport::Connection& c) { return c.recv(pinned.get(), bytes); },
+      space, [=] { space->copy_now(data, pinned.get(), bytes); });
 }
 
 void Communicator::abort(const std::string& reason) {

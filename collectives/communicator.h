@@ -7,6 +7,12 @@
 //   the calling thread instead, saving two thread hand-offs; its Work is done on return.
 // - Buffers are (pointer, count, dtype) on the host; they must stay valid until the Work is
 //   done. send == recv means in place.
+// - Device buffers come with their BufferSpace (buffer_space.h; trainer/device_space.h makes
+//   one for a device): the op is ordered after the caller's current stream at issue, runs on
+//   the space's communication stream (device windows over IPC when every rank has them, else
+//   staged through pinned host memory over the connections) with the reductions on the device,
+//   and its Work completes once the device work is done. Same fingerprints, deadlines and
+//   failure handling as host buffers; device ops run on channel 0 and never inline.
 // - Each collective carries its Fingerprint (fingerprint.h); a rank whose peer disagrees
 //   fails, and so does every other rank, with both fingerprints in the message.
 // - Every wait is bounded by the op's deadline (RINGLET_TIMEOUT ms, default 10 minutes). A dead
@@ -27,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/buffer_space.h"
 #include "collectives/options.h"
 #include "collectives/types.h"
 #include "collectives/work.h"
@@ -53,19 +60,23 @@ class Communicator {
   int size() const;
   std::chrono::milliseconds timeout() const;
 
-  WorkPtr all_reduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op);
+  WorkPtr all_reduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
+                     BufferSpace* space = nullptr);
   // send holds size() * recv_count elements; rank r receives the reduced block r.
   WorkPtr reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType dtype,
-                         ReduceOp op);
+                         ReduceOp op, BufferSpace* space = nullptr);
   // recv holds size() * send_count elements; block r comes from rank r.
-  WorkPtr all_gather(const void* send, void* recv, std::size_t send_count, DType dtype);
-  WorkPtr broadcast(void* data, std::size_t count, DType dtype, int root);
+  WorkPtr all_gather(const void* send, void* recv, std::size_t send_count, DType dtype,
+                     BufferSpace* space = nullptr);
+  WorkPtr broadcast(void* data, std::size_t count, DType dtype, int root,
+                    BufferSpace* space = nullptr);
   // recv is written on root only (may be null elsewhere).
   WorkPtr reduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
-                 int root);
+                 int root, BufferSpace* space = nullptr);
   WorkPtr barrier();
-  WorkPtr send(const void* data, std::size_t count, DType dtype, int peer);
-  WorkPtr recv(void* data, std::size_t count, DType dtype, int peer);
+  WorkPtr send(const void* data, std::size_t count, DType dtype, int peer,
+               BufferSpace* space = nullptr);
+  WorkPtr recv(void* data, std::size_t count, DType dtype, int peer, BufferSpace* space = nullptr);
 
   // Fails every queued and later op with `reason`.
   void abort(const std::string& reason);

@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <vector>
 
+#include "collectives/buffer_space.h"
 #include "collectives/fingerprint.h"
 #include "collectives/trace.h"
 #include "collectives/types.h"
@@ -37,6 +39,7 @@ struct ChannelContext {
   std::uint64_t window_rounds = 0;
   // per op
   const char* op_name = "";
+  BufferSpace* space = nullptr;  // device buffers: how to reach them; null for host buffers
   std::uint64_t seq = 0;
   core::Deadline deadline = core::Deadline::never();
   int waiting_on = -1;           // the peer of the last wait (for error messages)
@@ -95,6 +98,17 @@ struct ChannelContext {
                               std::chrono::steady_clock::now()});
   }
 };
+
+// Copies between two buffers of the op (host or device, as ctx.space says); done on return.
+inline void copy_within(ChannelContext& ctx, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (ctx.space == nullptr) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  ctx.space->copy(dst, src, bytes);
+  ctx.space->fence();
+}
 
 // Balanced split of `count` elements into `parts`: part i is [offset(i), offset(i + 1)).
 inline std::size_t split_offset(std::size_t count, int parts, int i) {

@@ -12,6 +12,13 @@
 // A send stays in flight through the next primitive's receive, so sending chunk k overlaps
 // receiving chunk k + 1 (a "step"). Each chunk moves as slices (one message each) sized as its
 // link prefers; received slices land in a double buffer and are reduced while the next arrives.
+//
+// Device buffers (ctx.space set) are staged: the link carries host memory, so primitive t's
+// chunk passes through pinned staging buffer t % 2 (what it receives, and what it sends on; the
+// send of t stays in flight while t + 1 receives into the other buffer). A sent chunk is copied
+// out of the device slice by slice, each slice's send overlapping the next slice's copy; received
+// slices are reduced by the device's kernels straight out of the pinned double buffer, or copied
+// into place, while the next slice arrives.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -45,12 +52,20 @@ class RingPass {
         offsets_(std::move(offsets)),
         dtype_(dtype),
         op_(op),
-        es_(core::dtype_size(dtype)) {}
+        es_(core::dtype_size(dtype)),
+        space_(ctx.space) {
+    for (int c = 0; c + 1 < static_cast<int>(offsets_.size()); ++c) {
+      chunk_bytes_ = std::max(chunk_bytes_, count(c) * es_);
+    }
+  }
 
   // The modular index: chunk i of the ring, for any integer i.
   int chunk(int i) const { return ((i % ctx_.size) + ctx_.size) % ctx_.size; }
 
-  void send(int c) { post_send(c, input_ != nullptr ? input_ : data_); }
+  void send(int c) {
+    next_primitive();
+    post_send(c, input_ != nullptr ? input_ : data_);
+  }
   void recv_reduce_send(int c) {
     recv_reduce(c);
     post_send(c, data_);
@@ -59,15 +74,18 @@ class RingPass {
   // (data is the output, so keeping it needs no copy.)
   void recv_reduce_copy_send(int c) { recv_reduce_send(c); }
   void recv_copy_send(int c) {
+    next_primitive();
     recv_copy(c);
-    post_send(c, data_);
+    post_send(c, data_, space_ != nullptr);  // staged: forward the received copy as it is
   }
   void recv(int c) {
+    next_primitive();
     recv_copy(c);
     finish_send();
   }
   // Reduce-scatter's last primitive: the complete chunk stays here.
   void recv_reduce(int c) {
+    next_primitive();
     receive_reduced(c);
     finish_send();
   }
@@ -80,9 +98,16 @@ class RingPass {
   char* at(char* base, int c) const { return base + offsets_[c] * es_; }
   const char* at(const char* base, int c) const { return base + offsets_[c] * es_; }
 
+  // Device buffers: the pinned buffer of the current primitive.
+  void next_primitive() {
+    ++primitive_;
+    if (space_ != nullptr) stage_ = space_->staging(primitive_ % 2, chunk_bytes_);
+  }
+
   // Starts a step: chunk c of `base` goes right, slice by slice, as the link to the right
-  // prefers.
-  void post_send(int c, const char* base) {
+  // prefers. Device buffers go through the primitive's pinned buffer: copied out slice by
+  // slice, or, when `staged`, already there.
+  void post_send(int c, const char* base, bool staged = false) {
     transport::Connection& to = ctx_.peer(ctx_.right());
     const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(to) / es_);
     const std::size_t n = count(c);
@@ -90,7 +115,16 @@ class RingPass {
     sending_ = c;
     sending_bytes_ = n * es_;
     for (std::size_t k = 0; k < slice_count(n, per); ++k) {
-      sends_.push_back(to.send(at(base, c) + k * per * es_, slice_length(n, per, k) * es_));
+      const std::size_t off = k * per * es_, bytes = slice_length(n, per, k) * es_;
+      const char* from = at(base, c) + off;
+      if (space_ != nullptr) {
+        if (!staged) {
+          space_->copy(stage_ + off, from, bytes);
+          space_->fence();
+        }
+        from = stage_ + off;
+      }
+      sends_.push_back(to.send(from, bytes));
     }
   }
   // Ends the step: waits for the chunk in flight and records the step.
@@ -103,16 +137,25 @@ class RingPass {
     sending_ = -1;
   }
 
-  // Chunk c from the left straight into place.
+  // Chunk c from the left straight into place (device buffers: into the primitive's pinned
+  // buffer, each slice copied to the device as it arrives).
   void recv_copy(int c) {
     transport::Connection& from = ctx_.peer(ctx_.left());
     const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(from) / es_);
     const std::size_t n = count(c);
+    char* into = space_ != nullptr ? stage_ : at(data_, c);
     std::vector<transport::RequestPtr> recvs;
     for (std::size_t k = 0; k < slice_count(n, per); ++k) {
-      recvs.push_back(from.recv(at(data_, c) + k * per * es_, slice_length(n, per, k) * es_));
+      recvs.push_back(from.recv(into + k * per * es_, slice_length(n, per, k) * es_));
     }
-    for (auto& r : recvs) ctx_.wait(r, ctx_.left());
+    for (std::size_t k = 0; k < recvs.size(); ++k) {
+      ctx_.wait(recvs[k], ctx_.left());
+      if (space_ != nullptr) {
+        space_->copy(at(data_, c) + k * per * es_, into + k * per * es_,
+                     slice_length(n, per, k) * es_);
+      }
+    }
+    if (space_ != nullptr) space_->fence();
     finish_send();
   }
   // Chunk c from the left combined with ours: data[c] = own[c] op received, slice by slice
@@ -121,7 +164,8 @@ class RingPass {
     transport::Connection& from = ctx_.peer(ctx_.left());
     const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(from) / es_);
     const std::size_t n = count(c), slices = slice_count(n, per);
-    char* tmp = ctx_.scratch_bytes(2 * per * es_);
+    char* tmp =
+        space_ != nullptr ? space_->staging(2, 2 * per * es_) : ctx_.scratch_bytes(2 * per * es_);
     const char* own = at(input_ != nullptr ? input_ : data_, c);
     transport::RequestPtr pending = from.recv(tmp, slice_length(n, per, 0) * es_);
     for (std::size_t k = 0; k < slices; ++k) {
@@ -130,8 +174,15 @@ class RingPass {
         next = from.recv(tmp + ((k + 1) % 2) * per * es_, slice_length(n, per, k + 1) * es_);
       }
       ctx_.wait(pending, ctx_.left());
-      reduce_pair(at(data_, c) + k * per * es_, own + k * per * es_, tmp + (k % 2) * per * es_,
-                  slice_length(n, per, k), dtype_, op_);
+      char* dst = at(data_, c) + k * per * es_;
+      const char *mine = own + k * per * es_, *got = tmp + (k % 2) * per * es_;
+      if (space_ != nullptr) {
+        // On the device, out of the pinned slice; done before that slice receives again.
+        collectives::reduce_pair(*space_, dst, mine, got, slice_length(n, per, k), dtype_, op_);
+        space_->fence();
+      } else {
+        reduce_pair(dst, mine, got, slice_length(n, per, k), dtype_, op_);
+      }
       pending = std::move(next);
     }
   }
@@ -143,6 +194,10 @@ class RingPass {
   DType dtype_;
   ReduceOp op_;
   std::size_t es_;
+  BufferSpace* space_;           // null for host buffers
+  std::size_t chunk_bytes_ = 0;  // the largest chunk
+  int primitive_ = -1;
+  char* stage_ = nullptr;  // device buffers: the current primitive's pinned buffer
   const char* phase_ = "RS";
   std::vector<transport::RequestPtr> sends_;  // the slices of the chunk in flight
   int sending_ = -1;                          // its index, -1 when none
@@ -170,7 +225,8 @@ void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType d
   if (input == data) input = nullptr;
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) {
-    if (input != nullptr && count > 0) std::memcpy(data, input, count * core::dtype_size(dtype));
+    if (input != nullptr && count > 0)
+      copy_within(ctx, data, input, count * core::dtype_size(dtype));
     return;
   }
   RingPass ring(ctx, data, balanced(count, n), dtype, op, input);

@@ -14,6 +14,11 @@
 // the caller's buffers, so the op is over for a rank when its own gather is. The first round
 // of an op carries its fingerprint. Chunk r is reduced by rank r alone, so every rank ends
 // with identical bits.
+//
+// Device buffers (ctx.space with windows) run the same protocol over device windows that every
+// rank opened over IPC: the copies and reductions are the device's (the reduction reads the
+// peers' windows in place), and a fence precedes each round's message, so a peer is told only
+// about memory the device has finished writing.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -40,6 +45,28 @@ std::uint64_t token(std::uint64_t round, int phase) { return round * 2 + phase; 
 // The bytes of one piece: half a window, rounded down to 64 bytes.
 std::size_t piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
 
+// The window's memory operations: plain loads and the host kernels, or the device's.
+struct WindowMemory {
+  BufferSpace* space;
+  void copy(void* dst, const void* src, std::size_t bytes) const {
+    if (space != nullptr) {
+      space->copy(dst, src, bytes);
+    } else {
+      core::copy_bytes(dst, src, bytes);
+    }
+  }
+  void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) const {
+    if (space != nullptr) {
+      space->reduce_into(dst, src, count, dtype, op);
+    } else {
+      reduce_into(dst, src, count, dtype, op);
+    }
+  }
+  void fence() const {
+    if (space != nullptr) space->fence();
+  }
+};
+
 }  // namespace
 
 void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
@@ -48,12 +75,15 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
   const std::size_t es = core::dtype_size(dtype);
   if (input == nullptr) input = data;
   if (n == 1) {
-    if (input != data && count > 0) std::memcpy(data, input, count * es);
+    copy_within(ctx, data, input, count * es);
     return;
   }
-  const std::size_t half_bytes = piece_bytes(ctx.window_bytes);
+  const WindowMemory mem{ctx.space};
+  const std::vector<std::byte*>& windows = ctx.space ? ctx.space->windows() : ctx.windows;
+  const std::size_t half_bytes =
+      piece_bytes(ctx.space ? ctx.space->window_bytes() : ctx.window_bytes);
   const std::size_t piece = half_bytes / es;
-  RINGLET_CHECK(!ctx.windows.empty() && piece > 0, Error, "rank ", r,
+  RINGLET_CHECK(!windows.empty() && piece > 0, Error, "rank ", r,
                 ": window all-reduce without shared windows");
   const std::size_t slice = std::max<std::size_t>(1, kReduceSliceBytes / es);
   std::size_t begin = 0;
@@ -61,16 +91,18 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
   do {
     const std::size_t m = std::min(piece, count - begin);
     const std::uint64_t round = ctx.window_rounds++;
-    const auto window = [&](int p) { return ctx.windows[p] + (round % 2) * half_bytes; };
+    const auto window = [&](int p) {
+      return reinterpret_cast<char*>(windows[p]) + (round % 2) * half_bytes;
+    };
     const auto offset = [&](int q) { return split_offset(m, n, q); };
     const auto length = [&](int q) { return split_offset(m, n, q + 1) - split_offset(m, n, q); };
 
     auto start = std::chrono::steady_clock::now();
     for (int k = 1; k < n; ++k) {
       const int q = (r + k) % n;
-      core::copy_bytes(window(r) + offset(q) * es, input + (begin + offset(q)) * es,
-                       length(q) * es);
+      mem.copy(window(r) + offset(q) * es, input + (begin + offset(q)) * es, length(q) * es);
     }
+    mem.fence();
     if (begin == 0) {
       const Staged mine{ctx.op_fingerprint, token(round, 0)};
       std::vector<Staged> theirs(static_cast<std::size_t>(n));
@@ -84,15 +116,16 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
 
     char* own = data + (begin + offset(r)) * es;
     const std::size_t len = length(r);
-    if (input != data && len > 0) core::copy_bytes(own, input + (begin + offset(r)) * es, len * es);
+    if (input != data && len > 0) mem.copy(own, input + (begin + offset(r)) * es, len * es);
     for (std::size_t off = 0; off < len; off += slice) {
       const std::size_t s = std::min(slice, len - off);
       for (int k = 1; k < n; ++k) {
         const int p = (r + k) % n;
-        reduce_into(own + off * es, window(p) + (offset(r) + off) * es, s, dtype, op);
+        mem.reduce(own + off * es, window(p) + (offset(r) + off) * es, s, dtype, op);
       }
     }
-    if (len > 0) core::copy_bytes(window(r) + offset(r) * es, own, len * es);
+    if (len > 0) mem.copy(window(r) + offset(r) * es, own, len * es);
+    mem.fence();
     ctx.bytes_done += len * es * static_cast<std::size_t>(n - 1);
     for (int k = 1; k < n; ++k) ctx.trace(step++, "RS", r, (r + k) % n, len * es, start);
     notify_all(ctx, token(round, 1));
@@ -101,10 +134,11 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
       const int q = (r + k) % n;
       start = std::chrono::steady_clock::now();
       ctx.waiting_on = q;
-      core::copy_bytes(data + (begin + offset(q)) * es, window(q) + offset(q) * es, length(q) * es);
+      mem.copy(data + (begin + offset(q)) * es, window(q) + offset(q) * es, length(q) * es);
       ctx.bytes_done += length(q) * es;
       ctx.trace(step++, "AG", q, q, length(q) * es, start);
     }
+    mem.fence();
     begin += m;
   } while (begin < count);
 }

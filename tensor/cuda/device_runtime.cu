@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/error.h"
@@ -39,10 +41,47 @@ void poll_until_done(Query query, const char* what, int device) {
   }
 }
 
+// A host function and the runtime's slot for its failure: CUDA cannot fail a stream from a
+// host function, so the first exception is kept and thrown by the next synchronize.
+struct HostFunc {
+  std::function<void()> fn;
+  std::mutex* mutex;
+  std::exception_ptr* failure;
+};
+
 void CUDART_CB run_host_func(void* arg) {
-  auto* fn = static_cast<std::function<void()>*>(arg);
-  (*fn)();
-  delete fn;
+  auto* call = static_cast<HostFunc*>(arg);
+  try {
+    call->fn();
+  } catch (...) {
+    std::lock_guard lock(*call->mutex);
+    if (!*call->failure) *call->failure = std::current_exception();
+  }
+  delete call;
+}
+
+std::string to_hex(const void* data, std::size_t bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const auto b = static_cast<const unsigned char*>(data)[i];
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+bool from_hex(const std::string& text, void* data, std::size_t bytes) {
+  if (text.size() != 2 * bytes) return false;
+  const auto nibble = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return true;
 }
 
 class CudaRuntime final : public device::Runtime {
@@ -91,7 +130,7 @@ class CudaRuntime final : public device::Runtime {
     RINGLET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)));
   }
   void host_func(device::StreamHandle stream, std::function<void()> fn) override {
-    auto* boxed = new std::function<void()>(std::move(fn));
+    auto* boxed = new HostFunc{std::move(fn), &failure_mutex_, &failure_};
     const cudaError_t status = cudaLaunchHostFunc(as_stream(stream), run_host_func, boxed);
     if (status != cudaSuccess) delete boxed;
     RINGLET_CUDA_CHECK(status);
@@ -99,6 +138,8 @@ class CudaRuntime final : public device::Runtime {
   void synchronize(device::StreamHandle stream) override {
     poll_until_done([s = as_stream(stream)] { return cudaStreamQuery(s); }, "stream synchronize",
                     index_);
+    std::lock_guard lock(failure_mutex_);
+    if (failure_) std::rethrow_exception(failure_);
   }
 
   device::EventHandle create_event() override {
@@ -129,10 +170,31 @@ class CudaRuntime final : public device::Runtime {
 
   void* host_alloc_pinned(std::size_t bytes) override {
     void* ptr = nullptr;
-    RINGLET_CUDA_CHECK(cudaHostAlloc(&ptr, bytes == 0 ? 1 : bytes, cudaHostAllocPortable));
+    RINGLET_CUDA_CHECK(
+        cudaHostAlloc(&ptr, bytes == 0 ? 1 : bytes, cudaHostAllocPortable | cudaHostAllocMapped));
     return ptr;
   }
   void host_free_pinned(void* ptr) override { RINGLET_CUDA_CHECK(cudaFreeHost(ptr)); }
+
+  std::string ipc_export(void* ptr) override {
+    select();
+    cudaIpcMemHandle_t handle;
+    RINGLET_CUDA_CHECK(cudaIpcGetMemHandle(&handle, ptr));
+    return to_hex(&handle, sizeof handle);
+  }
+  void* ipc_open(const std::string& text) override {
+    cudaIpcMemHandle_t handle;
+    RINGLET_CHECK(from_hex(text, &handle, sizeof handle), DeviceError, "cuda:", index_,
+                  ": not a CUDA IPC handle");
+    select();
+    void* ptr = nullptr;
+    RINGLET_CUDA_CHECK(cudaIpcOpenMemHandle(&ptr, handle, cudaIpcMemLazyEnablePeerAccess));
+    return ptr;
+  }
+  void ipc_close(void* ptr) override {
+    select();
+    RINGLET_CUDA_CHECK(cudaIpcCloseMemHandle(ptr));
+  }
 
  private:
   static cudaStream_t as_stream(device::StreamHandle s) { return static_cast<cudaStream_t>(s); }
@@ -142,6 +204,8 @@ class CudaRuntime final : public device::Runtime {
   int index_;
   std::size_t capacity_ = 0;
   cudaStream_t compute_ = nullptr;
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;  // a host function's, sticky as a kernel's failure
 };
 
 }  // namespace

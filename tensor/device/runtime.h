@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <string>
 
 #include "core/device.h"
 
@@ -59,9 +60,19 @@ class Runtime {
   virtual bool query(EventHandle event) = 0;
   virtual void synchronize_event(EventHandle event) = 0;
 
-  // Host memory the device copies from and into asynchronously (cudaHostAlloc).
+  // Host memory the device copies from and into asynchronously (cudaHostAlloc); kernels of
+  // this device may read and write it at the same address (mapped pinned memory).
   virtual void* host_alloc_pinned(std::size_t bytes) = 0;
   virtual void host_free_pinned(void* ptr) = 0;
+
+  // Inter-process memory, as cudaIpcGetMemHandle / cudaIpcOpenMemHandle: ipc_export names
+  // memory that malloc() returned (the whole allocation) by a string another process of this
+  // host passes to ipc_open, which maps it there (on any device's runtime: kernels of one
+  // device may read another's memory, as CUDA's peer access) until ipc_close. Opening a handle
+  // exported by the same process is refused, as CUDA refuses it.
+  virtual std::string ipc_export(void* ptr) = 0;
+  virtual void* ipc_open(const std::string& handle) = 0;
+  virtual void ipc_close(void* ptr) = 0;
 };
 
 // Number of devices of a kind: CUDA GPUs visible (0 without a GPU; NotBuiltError in a build

@@ -1,12 +1,17 @@
-// The emulated GPU's memory (anonymous mappings), streams (StreamQueue) and events (a record
+// The emulated GPU's memory (shared mappings of memfd files, so that another process can map an
+// allocation: the emulator's IPC), streams (StreamQueue) and events (a record
 // count and a completed count under a mutex: record queues "completed = n", wait queues
 // "block until completed >= n", both on the stream's own thread).
 #include "tensor/emu/emu_runtime.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -57,15 +62,26 @@ void* EmuRuntime::malloc(std::size_t bytes) {
     if (bytes > capacity_ - std::min(mapped_, capacity_)) return nullptr;
     mapped_ += bytes;
   }
-  void* ptr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ptr == MAP_FAILED) {
+  const auto give_back = [&] {
     std::lock_guard lock(memory_mutex_);
     mapped_ -= bytes;
+  };
+  // A memfd per allocation: what ipc_export names (cudaMalloc memory is always exportable).
+  const int fd = ::memfd_create("ringlet-emu", MFD_CLOEXEC);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    if (fd >= 0) ::close(fd);
+    give_back();
+    return nullptr;
+  }
+  void* ptr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (ptr == MAP_FAILED) {
+    ::close(fd);
+    give_back();
     return nullptr;
   }
   std::memset(ptr, 0xff, bytes);  // never-written memory reads as NaN
   std::lock_guard lock(memory_mutex_);
-  mappings_[ptr] = bytes;
+  mappings_[ptr] = Mapping{bytes, fd};
   return ptr;
 }
 
@@ -84,10 +100,56 @@ void EmuRuntime::free(void* ptr) {
     const auto it = mappings_.find(ptr);
     RINGLET_CHECK(it != mappings_.end(), DeviceError, device(), ": free of ", ptr,
                   ", which this device did not allocate");
-    bytes = it->second;
+    bytes = it->second.bytes;
+    ::close(it->second.fd);
     mappings_.erase(it);
     mapped_ -= bytes;
   }
+  ::munmap(ptr, bytes);
+}
+
+// The handle: "pid fd bytes". The peer opens the memfd through /proc/<pid>/fd/<fd> (same user;
+// the descriptor stays open while the allocation lives).
+std::string EmuRuntime::ipc_export(void* ptr) {
+  std::lock_guard lock(memory_mutex_);
+  const auto it = mappings_.find(ptr);
+  RINGLET_CHECK(it != mappings_.end(), DeviceError, device(), ": ipc_export of ", ptr,
+                ", which is not an allocation of this device");
+  return core::str(::getpid(), " ", it->second.fd, " ", it->second.bytes);
+}
+
+void* EmuRuntime::ipc_open(const std::string& handle) {
+  long pid = 0, fd = -1;
+  unsigned long long bytes = 0;
+  RINGLET_CHECK(std::sscanf(handle.c_str(), "%ld %ld %llu", &pid, &fd, &bytes) == 3 && bytes > 0,
+                DeviceError, device(), ": \"", handle,
+                "\" is not an IPC handle of the emulated device");
+  RINGLET_CHECK(pid != ::getpid(), DeviceError, device(),
+                ": an IPC handle cannot be opened in the process that exported it");
+  const std::string path = core::str("/proc/", pid, "/fd/", fd);
+  const int file = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  RINGLET_CHECK(file >= 0, DeviceError, device(), ": cannot open the IPC handle of process ", pid,
+                " (", path, "): ", std::strerror(errno), " (has it exited?)");
+  void* ptr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+  ::close(file);
+  RINGLET_CHECK(ptr != MAP_FAILED, DeviceError, device(), ": cannot map the IPC handle of process ",
+                pid, ": ", std::strerror(errno));
+  std::lock_guard lock(memory_mutex_);
+  opened_[ptr] = static_cast<std::size_t>(bytes);
+  return ptr;
+}
+
+void EmuRuntime::ipc_close(void* ptr) {
+  std::size_t bytes = 0;
+  {
+    std::lock_guard lock(memory_mutex_);
+    const auto it = opened_.find(ptr);
+    RINGLET_CHECK(it != opened_.end(), DeviceError, device(), ": ipc_close of ", ptr,
+                  ", which ipc_open did not map");
+    bytes = it->second;
+    opened_.erase(it);
+  }
+  drain_streams();  // no queued kernel still reads the peer's memory
   ::munmap(ptr, bytes);
 }
 

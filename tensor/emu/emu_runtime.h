@@ -1,10 +1,11 @@
 // The emulated GPU: device::Runtime run by host threads (see stream_queue.h). Its memory is
-// its own mappings, filled with 0xff bytes (NaN as floats) when first handed out, so a kernel
-// that reads what nobody wrote sees NaN; ops never give it to CPU kernels (tensor/ops check
-// the device before dispatching). Capacity: RINGLET_EMU_MEMORY_MB (default 4096) per device;
-// beyond it malloc returns nullptr and the caching allocator reports out of memory. free()
-// first waits until every stream has run what it queued (as cudaFree waits for the device),
-// so a block the cache gives back is never unmapped under a queued kernel.
+// its own mappings (shared mappings of memfd files, which other processes open for IPC), filled
+// with 0xff bytes (NaN as floats) when first handed out, so a kernel that reads what nobody wrote
+// sees NaN; ops never give it to CPU kernels (tensor/ops check the device before dispatching).
+// Capacity: RINGLET_EMU_MEMORY_MB (default 4096) per device; beyond it malloc returns nullptr and
+// the caching allocator reports out of memory. free() first waits until every stream has run what
+// it queued (as cudaFree waits for the device), so a block the cache gives back is never unmapped
+// under a queued kernel.
 #pragma once
 
 #include <atomic>
@@ -46,12 +47,21 @@ class EmuRuntime final : public device::Runtime {
   void* host_alloc_pinned(std::size_t bytes) override;
   void host_free_pinned(void* ptr) override;
 
+  std::string ipc_export(void* ptr) override;
+  void* ipc_open(const std::string& handle) override;
+  void ipc_close(void* ptr) override;
+
  private:
   int index_;
   std::size_t capacity_;
   std::mutex memory_mutex_;
   std::size_t mapped_ = 0;
-  std::unordered_map<void*, std::size_t> mappings_;
+  struct Mapping {
+    std::size_t bytes;
+    int fd;  // the memfd behind it, kept open for ipc_open in other processes
+  };
+  std::unordered_map<void*, Mapping> mappings_;
+  std::unordered_map<void*, std::size_t> opened_;  // peers' memory ipc_open mapped
   std::atomic<std::uint64_t> next_stream_{0};
   std::unique_ptr<StreamQueue> compute_;
   std::mutex streams_mutex_;

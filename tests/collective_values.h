@@ -1,0 +1,47 @@
+// The test data of the collectives matrices: small integers, so that every result is exact in
+// every dtype (f16/bf16 included), and the expected reduction of `world` ranks' values.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "comm_ranks.h"
+
+namespace ringlet::testing {
+
+using collectives::ReduceOp;
+using core::DType;
+
+inline const std::vector<DType> kDTypes{DType::f32,  DType::f64, DType::f16,
+                                        DType::bf16, DType::i32, DType::i64};
+inline const std::vector<ReduceOp> kOps{ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                                        ReduceOp::avg};
+// Rank r's element i: prod stays within 2^8 (exact in every dtype), sums within 256.
+inline double value(int rank, std::size_t i, ReduceOp op) {
+  if (op == ReduceOp::prod) return (rank + i) % 3 == 0 ? 2.0 : 1.0;
+  return static_cast<double>((rank * 3 + i * 7) % 29);
+}
+
+inline double expected(int world, std::size_t i, ReduceOp op, DType dtype) {
+  double acc = value(0, i, op);
+  for (int r = 1; r < world; ++r) {
+    const double v = value(r, i, op);
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::avg: acc += v; break;
+      case ReduceOp::prod: acc *= v; break;
+      case ReduceOp::min: acc = std::min(acc, v); break;
+      case ReduceOp::max: acc = std::max(acc, v); break;
+    }
+  }
+  if (op == ReduceOp::avg) {
+    if (dtype == DType::i32 || dtype == DType::i64) return std::trunc(acc / world);
+    TypedBuffer round(dtype, 1);  // divide in the dtype's own precision, as the kernel does
+    round.set(0, static_cast<float>(acc) / static_cast<float>(world));
+    return dtype == DType::f64 ? acc / world : round.get(0);
+  }
+  return acc;
+}
+
+}  // namespace ringlet::testing

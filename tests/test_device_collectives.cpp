@@ -1,0 +1,292 @@
+// Collectives on device buffers of the emulated GPU, ranks as separate processes (forked before
+// any device thread exists; the parent only hosts the store): world sizes 1-4; counts 0, 1,
+// below the world size, awkward and spanning many window pieces and slices; every dtype x op;
+// in place and out of place; over the ipc link (device windows opened across the processes)
+// and staged over tcp and shm; with the emulated streams' jitter on. Each op's input is queued
+// on the compute stream without waiting (the op must order itself after it), and half of the
+// results are read after wait_on_stream (the stream waits, not the host). Then the other
+// collectives, and a rank killed with SIGKILL during a device all-reduce.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "collective_values.h"
+#include "comm_ranks.h"
+#include "temp_dir.h"
+#include "tensor/device/stream.h"
+#include "trainer/device_space.h"
+
+using namespace ringlet;
+using namespace ringlet::testing;
+namespace device = ringlet::tensor::device;
+
+namespace {
+
+const auto kWait = 60s;
+
+struct Rank {
+  int rank, size;
+  Communicator& comm;
+  trainer::DeviceSpace& space;
+  device::Runtime& rt;
+  device::Stream stream;  // the compute stream: where inputs are queued and results read
+};
+
+// Device memory holding a copy of a host buffer, queued on the compute stream (not waited).
+struct DeviceBuffer {
+  device::Runtime& rt;
+  void* ptr;
+  DeviceBuffer(Rank& r, const TypedBuffer& host) : rt(r.rt), ptr(rt.malloc(host.bytes.size() + 1)) {
+    REQUIRE(ptr != nullptr);
+    rt.copy_async(ptr, host.bytes.data(), host.bytes.size(), r.stream.handle());
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { rt.free(ptr); }
+};
+
+// The device buffer's contents, read once `work` is done: through the stream (wait_on_stream)
+// or by the host (work->wait), alternately.
+TypedBuffer read_back(Rank& r, const collectives::WorkPtr& work, const DeviceBuffer& buf,
+                      DType dtype, std::size_t count) {
+  static int turn = 0;
+  if (++turn % 2 == 0) {
+    trainer::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+  } else {
+    work->wait(core::Deadline::after(kWait));
+  }
+  TypedBuffer out(dtype, count);
+  r.rt.copy_async(out.bytes.data(), buf.ptr, out.bytes.size(), r.stream.handle());
+  r.rt.synchronize(r.stream.handle());
+  return out;
+}
+
+int all_reduce_matrix(Rank& r) {
+  int wrong = 0;
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(r.size - 1),
+                            std::size_t{1031}, std::size_t{20011}}) {
+    for (DType dtype : kDTypes) {
+      for (ReduceOp op : kOps) {
+        for (bool in_place : {false, true}) {
+          TypedBuffer send(dtype, count), none(dtype, count);
+          for (std::size_t i = 0; i < count; ++i) send.set(i, value(r.rank, i, op));
+          DeviceBuffer in(r, send), out(r, none);
+          void* dst = in_place ? in.ptr : out.ptr;
+          auto work = r.comm.all_reduce(in.ptr, dst, count, dtype, op, &r.space);
+          const TypedBuffer got = read_back(r, work, in_place ? in : out, dtype, count);
+          for (std::size_t i = 0; i < count; ++i) {
+            if (got.get(i) != expected(r.size, i, op, dtype) && ++wrong <= 3) {
+              std::fprintf(stderr, "rank %d n=%d count=%zu %s %s %s: [%zu] = %g, expected %g\n",
+                           r.rank, r.size, count, std::string(core::dtype_name(dtype)).c_str(),
+                           collectives::reduce_op_name(op), in_place ? "in place" : "out of place",
+                           i, got.get(i), expected(r.size, i, op, dtype));
+            }
+          }
+        }
+      }
+    }
+  }
+  return wrong;
+}
+
+int others(Rank& r) {
+  const int n = r.size, rank = r.rank;
+  int wrong = 0;
+  const auto expect = [&](bool ok, const char* what) {
+    if (!ok && ++wrong <= 3) std::fprintf(stderr, "rank %d n=%d: %s wrong\n", rank, n, what);
+  };
+  for (std::size_t block : {std::size_t{1}, std::size_t{777}}) {
+    for (DType dtype : {DType::f32, DType::bf16, DType::i64}) {
+      TypedBuffer send(dtype, block * n), none(dtype, block);
+      for (std::size_t i = 0; i < block * n; ++i) send.set(i, value(rank, i, ReduceOp::sum));
+      DeviceBuffer din(r, send), dout(r, none);
+      auto rs = r.comm.reduce_scatter(din.ptr, dout.ptr, block, dtype, ReduceOp::sum, &r.space);
+      TypedBuffer got = read_back(r, rs, dout, dtype, block);
+      for (std::size_t i = 0; i < block; ++i)
+        expect(got.get(i) == expected(n, rank * block + i, ReduceOp::sum, dtype), "reduce_scatter");
+
+      TypedBuffer mine(dtype, block), all(dtype, block * n);
+      for (std::size_t i = 0; i < block; ++i) mine.set(i, value(rank, i, ReduceOp::max));
+      DeviceBuffer dmine(r, mine), dall(r, all);
+      auto ag = r.comm.all_gather(dmine.ptr, dall.ptr, block, dtype, &r.space);
+      got = read_back(r, ag, dall, dtype, block * n);
+      for (std::size_t i = 0; i < block * n; ++i)
+        expect(got.get(i) == value(static_cast<int>(i / block), i % block, ReduceOp::max),
+               "all_gather");
+
+      const int root = n - 1;
+      TypedBuffer b(dtype, block);
+      for (std::size_t i = 0; i < block; ++i)
+        b.set(i, rank == root ? value(root, i, ReduceOp::max) : -1);
+      DeviceBuffer db(r, b);
+      got = read_back(r, r.comm.broadcast(db.ptr, block, dtype, root, &r.space), db, dtype, block);
+      for (std::size_t i = 0; i < block; ++i)
+        expect(got.get(i) == value(root, i, ReduceOp::max), "broadcast");
+
+      for (ReduceOp op : {ReduceOp::max, ReduceOp::avg}) {
+        TypedBuffer contrib(dtype, block);
+        for (std::size_t i = 0; i < block; ++i) contrib.set(i, value(rank, i, op));
+        DeviceBuffer dc(r, contrib), dres(r, none);
+        auto red = r.comm.reduce(dc.ptr, dres.ptr, block, dtype, op, 0, &r.space);
+        got = read_back(r, red, dres, dtype, block);
+        for (std::size_t i = 0; rank == 0 && i < block; ++i)
+          expect(got.get(i) == expected(n, i, op, dtype), "reduce");
+      }
+    }
+  }
+  r.comm.barrier()->wait(core::Deadline::after(kWait));
+  if (n > 1) {  // a ring of sends and receives, the receive posted first
+    TypedBuffer out(DType::i64, 1000), in(DType::i64, 1000);
+    for (std::size_t i = 0; i < 1000; ++i) out.set(i, rank * 1000 + static_cast<double>(i));
+    DeviceBuffer dout(r, out), din(r, in);
+    auto rv = r.comm.recv(din.ptr, 1000, DType::i64, (rank + n - 1) % n, &r.space);
+    auto sd = r.comm.send(dout.ptr, 1000, DType::i64, (rank + 1) % n, &r.space);
+    sd->wait(core::Deadline::after(kWait));
+    const TypedBuffer got = read_back(r, rv, din, DType::i64, 1000);
+    for (std::size_t i = 0; i < 1000; ++i)
+      expect(got.get(i) == ((rank + n - 1) % n) * 1000 + static_cast<double>(i), "send/recv");
+  }
+  return wrong;
+}
+
+// A rank loops over large device all-reduces until killed; the survivors report the error.
+int until_failure(Rank& r) {
+  TypedBuffer data(DType::f32, 1 << 20);
+  DeviceBuffer d(r, data);
+  for (int i = 0; i < 100000; ++i) {
+    auto work = r.comm.all_reduce(d.ptr, d.ptr, 1 << 20, DType::f32, ReduceOp::sum, &r.space);
+    trainer::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+    r.rt.synchronize(r.stream.handle());
+  }
+  return 0;
+}
+
+struct Job {
+  int n;
+  std::string link;  // ipc, tcp, shm
+  std::string mode;  // matrix, fault
+};
+
+// One rank, in a forked child: store, communicator, device space, then the job.
+int run_rank(const Job& job, int rank, int port) {
+  ::setenv("RINGLET_EMU_JITTER_US", "30", 1);
+  transport::TcpStore store("127.0.0.1", port, core::Deadline::after(30s));
+  CommOptions options;
+  options.name = "dev";
+  options.slice_bytes = 4096;  // many staged slices per chunk
+  if (job.mode == "fault") options.timeout = 20s;
+  // The space first: the communicator's progress thread uses it until the communicator goes.
+  trainer::DeviceSpaceOptions so;
+  so.link = trainer::parse_device_link(job.link);
+  so.window_bytes = 64 * 1024;  // pieces of 32 KiB: many window rounds
+  const core::Device dev = core::Device::emu(rank % 2);
+  auto space =
+      trainer::DeviceSpace::create(store, "dev", rank, job.n, dev, so, core::Deadline::after(30s));
+  const std::string transport = job.link == "tcp" ? "tcp" : "shm";
+  auto comm = Communicator::create(store, mesh_options(rank, job.n, transport, "m"), options,
+                                   core::Deadline::after(30s));
+  if (job.link == "ipc" && job.n > 1 && !space->ipc()) return 5;
+  Rank r{rank, job.n, *comm, *space, device::runtime(dev), device::compute_stream(dev)};
+  // A failure ends the process at once: unwinding would free device buffers that the
+  // communicator's progress thread may still be using.
+  int wrong = 0;
+  try {
+    if (job.mode == "fault") return until_failure(r);
+    wrong = all_reduce_matrix(r) + others(r);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+    ::_exit(2);
+  }
+  transport::store_barrier(store, "dev/end", job.n, core::Deadline::after(60s));
+  return wrong == 0 ? 0 : 1;
+}
+
+// Forks the ranks (stderr of rank r into DIR/rank<r>.log) and hosts the store.
+struct Ranks {
+  std::vector<pid_t> pids;
+  TempDir dir;
+  std::unique_ptr<transport::TcpStoreServer> server;
+
+  explicit Ranks(const Job& job) {
+    std::vector<std::array<int, 2>> pipes(static_cast<std::size_t>(job.n));
+    for (int r = 0; r < job.n; ++r) {
+      REQUIRE(::pipe(pipes[r].data()) == 0);
+      const std::string log = dir.path.string() + "/rank" + std::to_string(r) + ".log";
+      const pid_t pid = ::fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        int status = 3, port = 0;
+        std::freopen(log.c_str(), "w", stderr);
+        std::setvbuf(stderr, nullptr, _IONBF, 0);
+        if (::read(pipes[r][0], &port, sizeof port) == static_cast<ssize_t>(sizeof port)) {
+          try {
+            status = run_rank(job, r, port);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "rank %d: %s\n", r, e.what());
+            status = 2;
+          }
+        }
+        std::fflush(stderr);
+        ::_exit(status);
+      }
+      pids.push_back(pid);
+      ::close(pipes[r][0]);
+    }
+    server = std::make_unique<transport::TcpStoreServer>("127.0.0.1", 0);
+    const int port = server->port();
+    for (int r = 0; r < job.n; ++r) {
+      REQUIRE(::write(pipes[r][1], &port, sizeof port) == static_cast<ssize_t>(sizeof port));
+      ::close(pipes[r][1]);
+    }
+  }
+  std::string log(int r) const {
+    std::ifstream in(dir.path.string() + "/rank" + std::to_string(r) + ".log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+void run_matrix(int n, const std::string& link) {
+  INFO("n=", n, " link ", link);
+  Ranks ranks({n, link, "matrix"});
+  for (int r = 0; r < n; ++r) {
+    const int status = wait_child(ranks.pids[r], 240s);
+    INFO("rank ", r, " log:\n", ranks.log(r));
+    CHECK(status == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("device collectives over ipc (device windows across processes)") {
+  for (int n = 1; n <= 4; ++n) run_matrix(n, "ipc");
+}
+TEST_CASE("device collectives staged over tcp") {
+  for (int n = 2; n <= 4; ++n) run_matrix(n, "tcp");
+}
+TEST_CASE("device collectives staged over shm") {
+  for (int n = 2; n <= 4; ++n) run_matrix(n, "shm");
+}
+
+TEST_CASE("a rank killed during device all-reduces: every survivor fails, naming the op") {
+  for (const std::string link : {"ipc", "tcp"}) {
+    INFO("link ", link);
+    Ranks ranks({3, link, "fault"});
+    std::this_thread::sleep_for(1500ms);  // the ranks are in their all-reduce loop
+    const auto start = std::chrono::steady_clock::now();
+    ::kill(ranks.pids[1], SIGKILL);
+    for (int r : {0, 2}) {
+      const int status = wait_child(ranks.pids[r], 60s);
+      const std::string log = ranks.log(r);
+      INFO("rank ", r, " log:\n", log);
+      CHECK(status == 2);
+      CHECK(log.find("all_reduce") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - start < 20s);  // well within the op's deadline
+    wait_child(ranks.pids[1], 5s);
+  }
+}

@@ -1,0 +1,89 @@
+// DeviceSpace: the collectives' BufferSpace (collectives/buffer_space.h) for one device, emu
+// or cuda: the bridge that lets a Communicator move and reduce device buffers.
+// - Copies and reductions queue on the space's communication stream; the reductions are the
+//   device's (collectives/cuda's kernels on a GPU; on the emulated device the host reduction
+//   kernels, run as tasks on that stream's thread, bit for bit what the CUDA kernels compute).
+// - Each op is ordered after the caller's current stream by an event recorded at issue.
+// - Same host: every rank allocates a device window and exports it (ipc_export); the ranks
+//   swap the handles through the store and open each other's, so all-reduce runs through the
+//   windows (reducing straight out of the peers' device memory), as the host's window
+//   algorithm does through shared memory. Several ranks may share one device: each is its own
+//   process with its own window. Otherwise (other hosts, link staged, or a window that cannot
+//   be opened) every op is staged through pinned host memory over the connections.
+// - wait_on_stream() makes a stream wait for a Work without blocking the host (NCCL's
+//   semantics); a failed Work fails that stream, whose next synchronize throws the collective's
+//   error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/buffer_space.h"
+#include "collectives/work.h"
+#include "core/deadline.h"
+#include "tensor/device/stream.h"
+#include "transport/store.h"
+
+namespace ringlet::trainer {
+
+enum class DeviceLink { automatic, ipc, staged };
+// "auto", "ipc", "staged" (also "tcp" and "shm", the staged links' names in the benches).
+DeviceLink parse_device_link(const std::string& text);
+
+struct DeviceSpaceOptions {
+  DeviceLink link = DeviceLink::automatic;
+  // Each rank's device window (RINGLET_DEVICE_WINDOW_BYTES, default 16 MiB): two halves, a
+  // piece of the buffer per half.
+  std::size_t window_bytes = 0;  // 0: from the environment
+};
+
+class DeviceSpace final : public collectives::BufferSpace {
+ public:
+  // Collective over the store: every rank of the group calls it, with its own device. `key`
+  // names the group in the store (as the communicator's name does).
+  static std::unique_ptr<DeviceSpace> create(transport::Store& store, const std::string& key,
+                                             int rank, int size, core::Device device,
+                                             DeviceSpaceOptions options, core::Deadline deadline);
+  ~DeviceSpace() override;
+
+  core::Device device() const { return device_; }
+  bool ipc() const { return !windows_.empty(); }
+
+  std::string name() const override;
+  std::function<void()> order_after_caller() override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void reduce_into(void* dst, const void* src, std::size_t count, collectives::DType dtype,
+                   collectives::ReduceOp op) override;
+  void divide_by(void* data, std::size_t count, collectives::DType dtype, int divisor) override;
+  void fence() override;
+  char* staging(int slot, std::size_t bytes) override;
+  char* scratch(std::size_t bytes) override;
+  std::shared_ptr<char> host_buffer(std::size_t bytes) override;
+  void copy_now(void* dst, const void* src, std::size_t bytes) override;
+  const std::vector<std::byte*>& windows() const override { return windows_; }
+  std::size_t window_bytes() const override { return window_bytes_; }
+
+ private:
+  explicit DeviceSpace(core::Device device);
+  void open_windows(transport::Store& store, const std::string& key, int rank, int size,
+                    DeviceSpaceOptions options, core::Deadline deadline);
+
+  core::Device device_;
+  tensor::device::Runtime& runtime_;
+  tensor::device::Stream comm_;                         // the ops' copies and reductions
+  tensor::device::Stream p2p_;                          // copy_now
+  std::vector<std::pair<char*, std::size_t>> staging_;  // pinned, per slot
+  std::pair<char*, std::size_t> scratch_{nullptr, 0};   // device memory
+  std::vector<char*> retired_pinned_, retired_device_;  // outgrown, freed with the space
+  std::byte* own_window_ = nullptr;
+  std::vector<std::byte*> windows_;  // [rank] is own_window_; empty without IPC
+  std::size_t window_bytes_ = 0;
+};
+
+// Work queued on `stream` after this call waits until `work` is done; the host does not wait.
+// A failed (or late: `deadline`) work fails the stream with the collective's error.
+void wait_on_stream(const collectives::WorkPtr& work, const tensor::device::Stream& stream,
+                    core::Deadline deadline);
+
+}  // namespace ringlet::trainer
