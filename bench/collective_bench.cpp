@@ -19,6 +19,10 @@
 #include "bench/bench_version.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "tensor/device/runtime.h"
+#include "tensor/device/stream.h"
+#include "trainer/device_space.h"
+#include "trainer/distributed.h"
 #include "transport/rendezvous.h"
 
 namespace ringlet::bench {
@@ -107,12 +111,42 @@ struct Result {
   long iters = 0;
 };
 
+// Device buffers: a device's memory mirroring the host buffers the harness fills and checks
+// (filled, then copied up; run on the device; copied down, then checked), and its space.
+struct DeviceBuffers {
+  trainer::DeviceSpace* space;
+  tensor::device::Runtime& rt;
+  char* send;
+  char* recv;
+  std::size_t bytes;
+  DeviceBuffers(trainer::DeviceSpace* s, std::size_t b)
+      : space(s),
+        rt(tensor::device::runtime(s->device())),
+        send(static_cast<char*>(rt.malloc(b))),
+        recv(static_cast<char*>(rt.malloc(b))),
+        bytes(b) {
+    RINGLET_CHECK(send != nullptr && recv != nullptr, OutOfMemoryError, s->device(), ": ", b,
+                  " bytes twice for the benchmark's buffers are not free");
+  }
+  ~DeviceBuffers() {
+    rt.free(send);
+    rt.free(recv);
+  }
+  void blocking_copy(void* dst, const void* src, std::size_t n) {
+    const auto stream = tensor::device::current_stream(space->device());
+    rt.copy_async(dst, src, n, stream.handle());
+    rt.synchronize(stream.handle());
+  }
+};
+
 class Runner {
  public:
-  Runner(Collective coll, const BenchOptions& o, Communicator& comm)
+  Runner(Collective coll, const BenchOptions& o, Communicator& comm,
+         trainer::DeviceSpace* space = nullptr)
       : coll_(coll), o_(o), comm_(comm), rank_(comm.rank()), n_(comm.size()) {
     send_.assign(o.max_bytes + 64, 0);
     recv_.assign(o.max_bytes + 64, 0);
+    if (space != nullptr) dev_ = std::make_unique<DeviceBuffers>(space, o.max_bytes + 64);
   }
 
   std::int64_t local_errors() const { return local_errors_; }
@@ -121,6 +155,7 @@ class Runner {
     t_ = t;
     op_ = op;
     fill(g, in_place);
+    upload();
     wait(start(g, in_place));  // nccl-tests' "sync" op
     wait(comm_.barrier());
     Result r;
@@ -138,7 +173,9 @@ class Runner {
     r.busbw = r.algbw * g.bus_factor;
     for (int c = 0; c < o_.check; ++c) {
       fill(g, in_place);
+      upload();
       wait(start(g, in_place));
+      download();
       if (o_.corrupt && rank_ == n_ - 1) spoil(g, in_place);
       const std::int64_t local = check(g, in_place);
       if (local > 0) ++local_errors_;
@@ -184,22 +221,49 @@ class Runner {
     return recv_.data() + (ip ? g.recv_ip_offset * rank_ * w() : 0);
   }
 
+  // The device's address of a host buffer position (its mirror), or the host's.
+  char* on_device(char* host) {
+    if (!dev_) return host;
+    if (host >= recv_.data() && host < recv_.data() + recv_.size()) {
+      return dev_->recv + (host - recv_.data());
+    }
+    return dev_->send + (host - send_.data());
+  }
+
   WorkPtr start(const Geometry& g, bool ip) {
-    char* send = send_at(g, ip);
-    char* recv = recv_at(g, ip);
+    char* send = on_device(send_at(g, ip));
+    char* recv = on_device(recv_at(g, ip));
+    collectives::BufferSpace* space = dev_ ? dev_->space : nullptr;
     switch (coll_) {
-      case Collective::all_reduce: return comm_.all_reduce(send, recv, g.param_count, t_, op_);
-      case Collective::all_gather: return comm_.all_gather(send, recv, g.param_count, t_);
+      case Collective::all_reduce:
+        return comm_.all_reduce(send, recv, g.param_count, t_, op_, space);
+      case Collective::all_gather: return comm_.all_gather(send, recv, g.param_count, t_, space);
       case Collective::reduce_scatter:
-        return comm_.reduce_scatter(send, recv, g.param_count, t_, op_);
+        return comm_.reduce_scatter(send, recv, g.param_count, t_, op_, space);
       case Collective::broadcast: break;
     }
-    if (ip || rank_ != o_.root) return comm_.broadcast(recv, g.param_count, t_, o_.root);
+    if (ip || rank_ != o_.root) return comm_.broadcast(recv, g.param_count, t_, o_.root, space);
     // Out of place on the root: the chain only reads the send buffer, and the root's own copy
     // into recv (as ncclBroadcast makes) runs while the op progresses.
-    WorkPtr work = comm_.broadcast(send, g.param_count, t_, o_.root);
-    if (g.param_count > 0) std::memcpy(recv, send, g.param_count * w());
+    WorkPtr work = comm_.broadcast(send, g.param_count, t_, o_.root, space);
+    if (g.param_count > 0) {
+      if (dev_) {
+        dev_->blocking_copy(recv, send, g.param_count * w());
+      } else {
+        std::memcpy(recv, send, g.param_count * w());
+      }
+    }
     return work;
+  }
+
+  // Device buffers: the host's filled buffers go up before an op, its results come down after.
+  void upload() {
+    if (!dev_) return;
+    dev_->blocking_copy(dev_->send, send_.data(), dev_->bytes);
+    dev_->blocking_copy(dev_->recv, recv_.data(), dev_->bytes);
+  }
+  void download() {
+    if (dev_) dev_->blocking_copy(recv_.data(), dev_->recv, dev_->bytes);
   }
 
   double timed(const Geometry& g, bool ip, long iters) {
@@ -262,6 +326,7 @@ class Runner {
   Communicator& comm_;
   int rank_, n_;
   std::vector<char> send_, recv_;
+  std::unique_ptr<DeviceBuffers> dev_;  // device buffers, when the benchmark uses them
   DType t_ = DType::f32;
   ReduceOp op_ = ReduceOp::sum;
   std::int64_t local_errors_ = 0;
@@ -292,12 +357,12 @@ std::string time_str(double us) {  // nccl-tests' widths: 2, 1 or 0 decimals
 }
 
 void print_header(const BenchOptions& o, transport::Store& store, int rank, int n,
-                  const std::string& transport) {
+                  const std::string& transport, const std::string& device) {
   const auto deadline = core::Deadline::after(60s);
   char line[512];
-  std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device cpu [%s] %s\n",
-                rank, 0, static_cast<int>(::getpid()), host_name().c_str(), transport.c_str(),
-                cpu_model().c_str());
+  std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %s [%s] %s\n",
+                rank, 0, static_cast<int>(::getpid()), host_name().c_str(), device.c_str(),
+                transport.c_str(), cpu_model().c_str());
   store.set("bench/rank_line/" + std::to_string(rank), line);
   if (rank != 0) return;
   std::printf(
@@ -344,6 +409,31 @@ nlohmann::json result_json(const char* prefix, const Result& r) {
   return j;
 }
 
+// The device space of -g 1 / --device (null for host buffers): device local rank % count, cuda
+// when -g 1 alone and a GPU is there, else the emulated device.
+std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
+                                                   transport::Store& store) {
+  std::string kind = o.device;
+  if (kind == "cpu" && o.gpu_flag) {
+    int gpus = 0;
+    try {
+      gpus = tensor::device::device_count(core::Device::Kind::cuda);
+    } catch (const core::Error&) {
+    }
+    kind = gpus > 0 ? "cuda" : "emu";
+  }
+  RINGLET_CHECK(kind != "cpu" || o.link != "ipc", ValueError,
+                "-t ipc moves device buffers: add -g 1 or --device emu|cuda");
+  if (kind == "cpu") return nullptr;
+  transport::InitInfo info;
+  info.local_rank = comm.rank();
+  const core::Device device = trainer::rank_device(kind, info);
+  trainer::DeviceSpaceOptions so;
+  so.link = trainer::parse_device_link(o.link);
+  return trainer::DeviceSpace::create(store, "bench/device", comm.rank(), comm.size(), device, so,
+                                      core::Deadline::after(120s));
+}
+
 // Runs every (type, op, size) on this rank; returns the exit status.
 int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transport::Store& store) {
   const int rank = comm.rank();
@@ -354,8 +444,11 @@ int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transpor
                 " ranks");
   const std::string transport =
       o.transport.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : o.transport;
-  print_header(o, store, rank, n, transport);
-  Runner runner(coll, o, comm);
+  std::unique_ptr<trainer::DeviceSpace> space = device_space(o, comm, store);
+  print_header(o, store, rank, n,
+               space ? core::str(transport, ", ", space->ipc() ? "ipc" : "staged") : transport,
+               space ? core::str(space->device()) : "cpu");
+  Runner runner(coll, o, comm, space.get());
   std::vector<std::string> json_lines;
   double busbw_sum = 0;
   int busbw_count = 0;

@@ -46,8 +46,13 @@ struct BenchOptions {
   std::vector<collectives::ReduceOp> ops{collectives::ReduceOp::sum};
   int root = 0;
   std::string transport;  // "tcp", "shm", "auto"; empty = RINGLET_TRANSPORT or auto
-  int np = 0;             // -np: ranks to spawn (0 = not given)
-  int child_rank = -1;    // set on ranks spawned by -np
+  // Device buffers (-g 1 or --device): "cpu" = host buffers; "emu" / "cuda" (device local
+  // rank % count). link: how device ops travel: "auto", "ipc" (-t ipc), "staged" (-t tcp/shm).
+  std::string device = "cpu";
+  bool gpu_flag = false;
+  std::string link = "auto";
+  int np = 0;           // -np: ranks to spawn (0 = not given)
+  int child_rank = -1;  // set on ranks spawned by -np
   int store_port = 0;
   std::vector<std::string> args;  // argv[1..], forwarded to spawned ranks
 };

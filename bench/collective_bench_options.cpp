@@ -87,7 +87,8 @@ const std::map<std::string, std::string> kLongNames{{"minbytes", "b"},
                                                     {"min-time", "min-time"},
                                                     {"child-rank", "child-rank"},
                                                     {"store-port", "store-port"},
-                                                    {"corrupt", "corrupt"}};
+                                                    {"corrupt", "corrupt"},
+                                                    {"device", "device"}};
 
 const std::map<std::string, std::string> kUnsupported{
     {"m", "agg_iters"}, {"p", "parallel_init"},  {"y", "stream_null"},
@@ -105,7 +106,10 @@ std::string usage(const std::string& program) {
       "       [--min-time seconds] [--corrupt]\n"
       "  -np N        spawn N local ranks (processes); without it, a launcher's RANK/WORLD_SIZE/\n"
       "               MASTER_ADDR/MASTER_PORT make this process one rank (else 1 rank)\n"
-      "  -t           transport between ranks (default: RINGLET_TRANSPORT or auto)\n"
+      "  -t           transport between ranks: tcp, shm, ipc (device buffers: device windows\n"
+      "               shared over IPC), auto (default: RINGLET_TRANSPORT or auto)\n"
+      "  -g 1         device buffers (on cuda when a GPU is there, else the emulated device)\n"
+      "  --device D   cpu (host buffers), emu or cuda: where the buffers live\n"
       "  -a           time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 3)\n"
       "  --min-time   grow iters per size until the timed loop lasts at least this long\n"
       "  --corrupt    negative control: spoil one result element on the last rank per check\n"
@@ -159,8 +163,13 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
   } else if (flag == "g") {
     o.ngpus = parse_count(name, v, 1);
     RINGLET_CHECK(o.ngpus == 1, ValueError, "-g ", v,
-                  ": device (GPU) buffers are not supported yet; each process runs one rank "
-                  "on host memory, so only -g 1 is accepted (use -np N for more ranks)");
+                  ": each process runs one rank on one device, so only -g 1 is accepted (use -np "
+                  "N for more ranks; several may share a device)");
+    o.gpu_flag = true;
+  } else if (flag == "device") {
+    RINGLET_CHECK(v == "cpu" || v == "emu" || v == "cuda", ValueError, "--device '", v,
+                  "' is not cpu, emu or cuda");
+    o.device = v;
   } else if (flag == "n") {
     o.iters = parse_count(name, v, 1);
   } else if (flag == "w") {
@@ -181,10 +190,12 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
   } else if (flag == "r") {
     o.root = parse_count(name, v, 0);
   } else if (flag == "t") {
-    RINGLET_CHECK(v == "tcp" || v == "shm" || v == "auto", ValueError, "-t '", v,
-                  "' is not a transport (tcp, shm, auto); note that -t selects the transport "
+    RINGLET_CHECK(v == "tcp" || v == "shm" || v == "auto" || v == "ipc", ValueError, "-t '", v,
+                  "' is not a transport (tcp, shm, ipc, auto); note that -t selects the transport "
                   "here, not nccl-tests' thread count");
-    o.transport = v;
+    // ipc: device windows shared between the processes, small messages over shm.
+    o.transport = v == "ipc" ? "shm" : v;
+    o.link = v == "ipc" ? "ipc" : v == "auto" ? "auto" : "staged";
   } else if (flag == "np") {
     o.np = parse_count(name, v, 1);
   } else if (flag == "min-time") {

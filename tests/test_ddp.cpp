@@ -3,7 +3,8 @@
 // error naming them unless find_unused_parameters; no_sync accumulates; parameters start
 // from rank 0's values. DistributedSampler shards are disjoint, cover, equal and reshuffle.
 // SyncBatchNorm: 2 ranks x 32 with synchronized statistics match 1 rank x 64, buffers included
-// (and plain BatchNorm, as a control, does not).
+// (and plain BatchNorm, as a control, does not). On the emulated device, DDP's buckets
+// all-reduced on the communication stream give the same parameters as the host's reference.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "tensor/ops.h"
 #include "trainer/data/distributed_sampler.h"
 #include "trainer/ddp.h"
+#include "trainer/device_space.h"
 #include "trainer/sync_batch_norm.h"
 
 using namespace ringlet;
@@ -162,6 +164,70 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
       }
     }
     CHECK(got[0] == got[1]);  // ranks agree bitwise
+  }
+}
+
+TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (stream-ordered)") {
+  constexpr int kSteps = 10;
+  auto single = mlp(1);
+  nn::SGD ref_opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+  train_reference(*single, ref_opt, batch, kSteps);
+  const auto expected = params_of(*single);
+  for (const bool view : {false, true}) {
+    CAPTURE(view);
+    std::vector<std::vector<std::vector<float>>> got(2);
+    MemoryStore store;
+    std::vector<std::exception_ptr> errors(2);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 2; ++rank) {
+      threads.emplace_back([&, rank] {
+        try {
+          const core::Device dev = core::Device::emu(rank);
+          const auto deadline = core::Deadline::after(60s);
+          // Ranks are threads here, so the space stages through the host (no IPC in one
+          // process); it outlives the communicator.
+          auto space =
+              trainer::DeviceSpace::create(store, view ? "dv" : "d", rank, 2, dev, {}, deadline);
+          CommOptions options;
+          options.name = view ? "ddp-dev-view" : "ddp-dev";
+          auto comm = Communicator::create(store, mesh_options(rank, 2, "shm", options.name),
+                                           options, deadline);
+          auto model = mlp(rank == 0 ? 1 : 99);
+          model->to(dev);
+          trainer::DistributedDataParallel ddp(
+              model, *comm, {.device_space = space.get(), .gradient_as_bucket_view = view});
+          nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+          nn::CrossEntropyLoss local_loss;
+          for (int s = 0; s < kSteps; ++s) {
+            const Data d = batch(s);
+            const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32).to(dev);
+            const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous().to(dev);
+            opt.zero_grad();
+            local_loss.forward(ddp.forward(x), y).backward();
+            ddp.finish_gradient_sync();
+            opt.step();
+          }
+          for (auto& p : model->parameters()) {
+            got[rank].push_back(p.to(core::Device::cpu()).to_vector<float>());
+          }
+        } catch (...) {
+          errors[rank] = std::current_exception();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    for (int r = 0; r < 2; ++r) {
+      REQUIRE(got[r].size() == expected.size());
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        for (std::size_t j = 0; j < expected[i].size(); ++j) {
+          REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
+        }
+      }
+    }
+    CHECK(got[0] == got[1]);
   }
 }
 

@@ -245,10 +245,7 @@ void check_device(const TrainConfig& c) {
   } catch (const core::Error& e) {
     check(false, e.what());
   }
-  const std::string on = " on " + c.device + " is not available yet";
-  check(c.nproc == 1,
-        "nproc " + std::to_string(c.nproc) + ": data parallel training" + on + " (use --nproc 1)");
-  check(!c.sync_bn, "sync_bn" + on);
+  check(!c.sync_bn, "sync_bn on " + c.device + " is not available yet");
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "tensor/ops.h"
+#include "trainer/device_space.h"
 
 namespace ringlet::trainer {
 
@@ -28,6 +29,8 @@ struct DistributedDataParallel::State {
   };
 
   collectives::Communicator* comm = nullptr;
+  collectives::BufferSpace* space = nullptr;  // the device's, or null on the host
+  core::Device device;                        // where parameters and buckets live
   std::vector<std::string> names;
   std::vector<tensor::Tensor> params;
   std::vector<std::pair<std::size_t, std::size_t>> where;  // param -> (bucket, slot)
@@ -56,15 +59,23 @@ struct DistributedDataParallel::State {
   void launch_ready_buckets() {
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
       Bucket& b = buckets[next_launch++];
-      float* data = b.flat.data<float>();
+      void* data = b.flat.raw_data();
       b.work = comm->all_reduce(data, data, static_cast<std::size_t>(b.flat.numel()),
-                                core::DType::f32, collectives::ReduceOp::sum);
+                                core::DType::f32, collectives::ReduceOp::sum, space);
     }
   }
 
   // Rank 0's buffers to every rank, one broadcast per dtype (BatchNorm's running statistics
   // are f32, its batch counters i64) rather than one per buffer.
   void broadcast_buffers_from_rank0(core::Deadline deadline) {
+    if (space != nullptr) {  // on the device: one broadcast per buffer, the stream waits
+      for (auto& b : buffers) {
+        auto work =
+            comm->broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0, space);
+        wait_on_stream(work, tensor::device::current_stream(device), deadline);
+      }
+      return;
+    }
     std::vector<core::DType> dtypes;
     for (const auto& b : buffers) {
       if (std::find(dtypes.begin(), dtypes.end(), b.dtype()) == dtypes.end()) {
@@ -106,9 +117,13 @@ struct DistributedDataParallel::State {
                                  : grad.to(core::DType::f32).contiguous();
     // Into the bucket already divided by the world size, as PyTorch's reducer does (the sum of
     // the scaled gradients is then the average, with no pass of its own).
-    float* to = b.flat.data<float>() + s.offset;
-    const float* from = g.data<float>();
-    for (std::size_t i = 0; i < s.numel; ++i) to[i] = from[i] * scale;
+    if (space != nullptr) {
+      tensor::copy_(views[index], tensor::mul(g, static_cast<double>(scale)));
+    } else {
+      float* to = b.flat.data<float>() + s.offset;
+      const float* from = g.data<float>();
+      for (std::size_t i = 0; i < s.numel; ++i) to[i] = from[i] * scale;
+    }
     if (grad_as_view) params[index].set_grad(views[index]);
     ready[index] = true;
     --b.pending;
@@ -122,6 +137,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     : module_(std::move(module)), comm_(comm), state_(std::make_shared<State>()) {
   State& st = *state_;
   st.comm = &comm;
+  st.space = options.device_space;
   st.find_unused = options.find_unused_parameters;
   st.broadcast_buffers = options.broadcast_buffers;
   st.grad_as_view = options.gradient_as_bucket_view;
@@ -130,12 +146,19 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   for (const auto& [name, p] : module_->named_parameters()) {
     RINGLET_CHECK(p.dtype() == core::DType::f32 && p.is_contiguous(), DTypeError, "DDP: parameter ",
                   name, " must be a contiguous f32 tensor");
+    if (st.names.empty()) st.device = p.device();
+    RINGLET_CHECK(p.device() == st.device, DeviceError, "DDP: parameter ", name, " is on ",
+                  p.device(), ", the first on ", st.device, ": one device per rank");
+    RINGLET_CHECK(st.device.is_cpu() == (st.space == nullptr), DeviceError, "DDP: parameters on ",
+                  st.device,
+                  st.space == nullptr ? " need the device's space (DDPOptions::device_space)"
+                                      : " are on the host, but a device space was given");
     st.names.push_back(name);
     st.params.push_back(p);
   }
   // Same parameters everywhere: start from rank 0's values.
   for (auto& p : st.params) {
-    comm.broadcast(p.raw_data(), static_cast<std::size_t>(p.numel()), p.dtype(), 0)
+    comm.broadcast(p.raw_data(), static_cast<std::size_t>(p.numel()), p.dtype(), 0, st.space)
         ->wait(deadline());
   }
   for (const auto& [name, b] : module_->named_buffers()) {
@@ -165,7 +188,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   }
   st.views.resize(st.params.size());
   for (auto& b : st.buckets) {
-    b.flat = tensor::Tensor::empty({static_cast<std::int64_t>(b.size)}, core::DType::f32);
+    b.flat =
+        tensor::Tensor::empty({static_cast<std::int64_t>(b.size)}, core::DType::f32, st.device);
     for (const auto& s : b.slots) {
       const tensor::Shape& shape = st.params[s.param].shape();
       st.views[s.param] =
@@ -215,7 +239,11 @@ void DistributedDataParallel::finish_gradient_sync() {
       if (st.ready[k]) continue;
       const auto [bi, si] = st.where[k];
       auto& b = st.buckets[bi];
-      std::fill_n(b.flat.data<float>() + b.slots[si].offset, b.slots[si].numel, 0.0f);
+      if (st.space != nullptr) {
+        tensor::copy_(st.views[k], tensor::zeros({1}, core::DType::f32, st.device));
+      } else {
+        std::fill_n(b.flat.data<float>() + b.slots[si].offset, b.slots[si].numel, 0.0f);
+      }
       if (st.grad_as_view) st.params[k].set_grad(st.views[k]);
       st.ready[k] = true;
       --b.pending;
@@ -224,16 +252,24 @@ void DistributedDataParallel::finish_gradient_sync() {
   }
   const auto deadline = core::Deadline::after(comm_.timeout());
   for (auto& b : st.buckets) {
-    b.work->wait(deadline);
+    if (st.space != nullptr) {  // the stream waits; the host goes on
+      wait_on_stream(b.work, tensor::device::current_stream(st.device), deadline);
+    } else {
+      b.work->wait(deadline);
+    }
     if (st.grad_as_view) continue;  // every .grad is already a view of its slot
     for (const auto& s : b.slots) {
       tensor::Tensor& p = st.params[s.param];
       tensor::Tensor grad = p.grad();
       if (!grad.defined()) {
-        grad = tensor::Tensor::empty(p.shape(), core::DType::f32);
+        grad = tensor::Tensor::empty(p.shape(), core::DType::f32, st.device);
         p.set_grad(grad);
       }
-      std::memcpy(grad.data<float>(), b.flat.data<float>() + s.offset, s.numel * sizeof(float));
+      if (st.space != nullptr) {
+        tensor::copy_(grad, st.views[s.param]);
+      } else {
+        std::memcpy(grad.data<float>(), b.flat.data<float>() + s.offset, s.numel * sizeof(float));
+      }
     }
   }
   st.reset();

@@ -13,6 +13,12 @@
 //   .grad is overwritten by the next backward; keep a clone to hold on to it.
 // - A parameter that got no gradient is an error naming it, unless find_unused_parameters
 //   (then it contributes zeros). no_sync() skips the all-reduce for gradient accumulation.
+// - On a device (options.device_space): parameters, buckets and buffers stay on the device.
+//   A gradient enters its bucket by a device op on the current stream; a complete bucket's
+//   all-reduce is issued at once (ordered after that stream by an event) and runs on the
+//   space's communication stream; finish_gradient_sync() makes the current stream wait for
+//   every bucket (wait_on_stream), so the optimizer's kernels queue behind the all-reduces and
+//   the host never waits. Buffers are broadcast the same way.
 // - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
 //   does by default (broadcast_buffers), coalesced into one broadcast per dtype.
 #pragma once
@@ -25,6 +31,10 @@
 namespace ringlet::trainer {
 
 struct DDPOptions {
+  // The device's space (trainer/device_space.h) when the module is on a device: buckets live
+  // there, all-reduces run on its communication stream, and the caller's stream waits for them
+  // (no host synchronization). Null for a module on the host.
+  collectives::BufferSpace* device_space = nullptr;
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   bool find_unused_parameters = false;

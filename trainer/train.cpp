@@ -114,9 +114,11 @@ core::DType precision_of(const TrainConfig& c) {
 
 // Everything one rank's run holds between its steps.
 struct Run {
-  Run(TrainConfig config, std::ostream& all_out, collectives::Communicator* communicator)
+  Run(TrainConfig config, std::ostream& all_out, collectives::Communicator* communicator,
+      collectives::BufferSpace* device_space)
       : c(std::move(config)),
         comm(communicator),
+        space(device_space),
         rank(comm != nullptr ? comm->rank() : 0),
         world(comm != nullptr ? comm->size() : 1),
         null_out(&null_buffer),
@@ -128,6 +130,7 @@ struct Run {
 
   TrainConfig c;
   collectives::Communicator* comm;
+  collectives::BufferSpace* space;  // the device's, for DDP on a device
   int rank, world;
   NullBuffer null_buffer;
   std::ostream null_out;
@@ -211,8 +214,12 @@ void distribute(Run& run) {
   }
   // The loop never keeps a .grad past the optimizer step, so the gradients may live in DDP's
   // buckets (no copy back after each all-reduce).
-  run.ddp = std::make_unique<DistributedDataParallel>(run.model, *run.comm,
-                                                      DDPOptions{.gradient_as_bucket_view = true});
+  RINGLET_CHECK(run.device.is_cpu() || run.space != nullptr, DeviceError, "training on ",
+                run.device, " with several ranks needs the device's space");
+  run.ddp = std::make_unique<DistributedDataParallel>(
+      run.model, *run.comm,
+      DDPOptions{.device_space = run.device.is_cpu() ? nullptr : run.space,
+                 .gradient_as_bucket_view = true});
 }
 
 // One optimizer step on one batch: its loss, or nullopt when the f16 gradients overflowed and
@@ -378,10 +385,11 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communic
   return result;
 }
 
-TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm) {
+TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm,
+                  collectives::BufferSpace* space) {
   config.validate();
   config.fill_dataset_defaults();
-  Run run(std::move(config), out, comm);
+  Run run(std::move(config), out, comm, space);
   share_cores(run);
   run.dir = prepare_run_dir(run.c, run.rank);
   run.out << "config: " << run.c.to_json().dump() << std::endl;

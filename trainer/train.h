@@ -35,7 +35,9 @@ EvalResult evaluate(nn::Module& model, DataLoader& loader,
                     collectives::Communicator* comm = nullptr);
 // With a communicator of several ranks: DistributedSampler shards, DDP gradient averaging,
 // rank 0 alone prints, writes metrics and checkpoints; every rank loads a checkpoint to resume.
-TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm = nullptr);
+// With comm (several ranks) on a device, `space` is that device's space (DistributedContext).
+TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm = nullptr,
+                  collectives::BufferSpace* space = nullptr);
 // `ringlet eval --checkpoint F`: rebuilds the model the checkpoint's config names, loads it and
 // evaluates on the test split.
 EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_dir,

@@ -48,7 +48,12 @@ int train_worker(TrainConfig config, std::ostream& out) {
                           : "no checkpoint yet, starting over")
         << std::endl;
   }
-  const TrainResult result = train(config, out, job.comm.get());
+  const core::Device device = rank_device(config.device, job.info);
+  if (!device.is_cpu() && job.info.world_size > 1) {
+    config.device = core::str(device);
+    attach_device(job, "train", device, core::Deadline::after(rdzv));
+  }
+  const TrainResult result = train(config, out, job.comm.get(), job.space.get());
   if (job.info.rank == 0) {
     out << "done: " << result.epochs_done << " epoch(s) on " << job.info.world_size
         << " ranks, test accuracy " << std::fixed << std::setprecision(4)
