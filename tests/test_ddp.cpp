@@ -99,6 +99,37 @@ std::vector<std::vector<float>> state_of(nn::Module& m) {
   return out;
 }
 
+// `steps` DDP steps of rank `rank`'s half (32) of batch(0), batch(1), ..., on `device`.
+void ddp_steps(trainer::DistributedDataParallel& ddp, nn::SGD& opt, int rank, int steps,
+               core::Device device) {
+  nn::CrossEntropyLoss local_loss;
+  for (int s = 0; s < steps; ++s) {
+    const Data d = batch(s);
+    const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32).to(device);
+    const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous().to(device);
+    opt.zero_grad();
+    local_loss.forward(ddp.forward(x), y).backward();
+    ddp.finish_gradient_sync();
+    opt.step();
+  }
+}
+
+// Both ranks end with the reference's parameters, and with the same bits as each other.
+// Tolerance: the mean over 64 is computed as the average of two means over 32 — equal in exact
+// arithmetic, a few ulps apart in f32 — and 10 momentum steps carry that forward.
+void match_reference(const std::vector<std::vector<std::vector<float>>>& got,
+                     const std::vector<std::vector<float>>& expected) {
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(got[r].size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      for (std::size_t j = 0; j < expected[i].size(); ++j) {
+        REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
+      }
+    }
+  }
+  CHECK(got[0] == got[1]);  // ranks agree bitwise
+}
+
 // A module with a layer its forward never uses.
 class TwoHeads : public nn::Module {
  public:
@@ -134,16 +165,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
       auto model = mlp(rank == 0 ? 1 : 99);  // rank 1 starts elsewhere: DDP must broadcast
       trainer::DistributedDataParallel ddp(model, comm, {.gradient_as_bucket_view = view});
       nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-      nn::CrossEntropyLoss local_loss;
-      for (int s = 0; s < kSteps; ++s) {
-        const Data d = batch(s);
-        const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
-        const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
-        opt.zero_grad();
-        local_loss.forward(ddp.forward(x), y).backward();
-        ddp.finish_gradient_sync();
-        opt.step();
-      }
+      ddp_steps(ddp, opt, rank, kSteps, core::Device::cpu());
       // The MLP's 4 parameters fit one bucket: as views, their .grads share its storage.
       const auto params = model->parameters();
       for (const auto& p : params) {
@@ -153,17 +175,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
     });
     CHECK(grads_in_bucket[0] == (view ? 4 : 1));
     CHECK(grads_in_bucket[1] == (view ? 4 : 1));
-    // Tolerance: the mean over 64 is computed as the average of two means over 32 — equal in
-    // exact arithmetic, a few ulps apart in f32 — and 10 momentum steps carry that forward.
-    for (int r = 0; r < 2; ++r) {
-      REQUIRE(got[r].size() == expected.size());
-      for (std::size_t i = 0; i < expected.size(); ++i) {
-        for (std::size_t j = 0; j < expected[i].size(); ++j) {
-          REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
-        }
-      }
-    }
-    CHECK(got[0] == got[1]);  // ranks agree bitwise
+    match_reference(got, expected);
   }
 }
 
@@ -197,16 +209,7 @@ TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (s
           trainer::DistributedDataParallel ddp(
               model, *comm, {.device_space = space.get(), .gradient_as_bucket_view = view});
           nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-          nn::CrossEntropyLoss local_loss;
-          for (int s = 0; s < kSteps; ++s) {
-            const Data d = batch(s);
-            const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32).to(dev);
-            const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous().to(dev);
-            opt.zero_grad();
-            local_loss.forward(ddp.forward(x), y).backward();
-            ddp.finish_gradient_sync();
-            opt.step();
-          }
+          ddp_steps(ddp, opt, rank, kSteps, dev);
           for (auto& p : model->parameters()) {
             got[rank].push_back(p.to(core::Device::cpu()).to_vector<float>());
           }
@@ -219,15 +222,7 @@ TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (s
     for (auto& e : errors) {
       if (e) std::rethrow_exception(e);
     }
-    for (int r = 0; r < 2; ++r) {
-      REQUIRE(got[r].size() == expected.size());
-      for (std::size_t i = 0; i < expected.size(); ++i) {
-        for (std::size_t j = 0; j < expected[i].size(); ++j) {
-          REQUIRE(got[r][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-4).scale(1e-3));
-        }
-      }
-    }
-    CHECK(got[0] == got[1]);
+    match_reference(got, expected);
   }
 }
 
