@@ -90,6 +90,8 @@ struct UnaryFn {
       return static_cast<T>(hd_log(x));
     else if constexpr (Op == UnaryOp::sqrt)
       return static_cast<T>(hd_sqrt(x));
+    else if constexpr (Op == UnaryOp::abs && std::is_unsigned_v<T>)
+      return x;
     else if constexpr (Op == UnaryOp::abs)
       return x < T(0) ? static_cast<T>(-x) : x;
     else if constexpr (Op == UnaryOp::relu)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "core/dtype.h"
@@ -102,8 +103,12 @@ RINGLET_HD T hd_max(T a, T b) {
   return a < b ? b : a;  // std::max's rule: a unless b is larger
 }
 template <class T>
-RINGLET_HD T hd_infinity() {
-  return static_cast<T>(HUGE_VAL);
+RINGLET_HD T hd_infinity() {  // an integer type's largest value
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(HUGE_VAL);
+  } else {
+    return std::numeric_limits<T>::max();
+  }
 }
 
 }  // namespace ringlet::tensor::kernels
