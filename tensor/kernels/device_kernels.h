@@ -65,9 +65,11 @@ class DeviceKernels {
   // out = in * mask with mask[i] = scale where counter_uniform(seed, i) < keep, else 0.
   virtual void dropout(DType dtype, std::int64_t n, std::uint64_t seed, double keep, double scale,
                        const void* in, void* out, void* mask, Stream stream) = 0;
-  // grad[o] = the sum of dy's channel o over batch and plane (nn.h's ConvBiasGradFn).
+  // grad[o] = the sum of dy's channel o over batch and plane (nn.h's ConvBiasRunFn and
+  // ConvBiasTotalFn); `partial` is device scratch of batch * channels f64.
   virtual void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels,
-                              std::int64_t plane, const void* dy, void* grad, Stream stream) = 0;
+                              std::int64_t plane, const void* dy, void* grad, double* partial,
+                              Stream stream) = 0;
   virtual void max_pool2d(DType dtype, const PoolShape& g, std::int64_t planes, const void* in,
                           void* out, std::int64_t* where, Stream stream) = 0;
   virtual void max_pool2d_backward(DType dtype, const PoolShape& g, std::int64_t planes,
@@ -87,8 +89,11 @@ class DeviceKernels {
   // Batch norm over a contiguous [batch, channels, spatial] input, the CPU kernel's arithmetic
   // (nn.h): statistics (f64 per channel), running-stat update, normalization, and the
   // backward's per-channel sums and input gradient. Parameters may be strided (stride_*).
+  // The sums take device scratch `partial`: batch * channels f64 for the statistics, twice
+  // that for the backward's sums.
   virtual void batch_norm_stats(DType dtype, const BnShape& l, double eps, const void* x,
-                                double* mean, double* var, double* invstd, Stream stream) = 0;
+                                double* mean, double* var, double* invstd, double* partial,
+                                Stream stream) = 0;
   virtual void batch_norm_eval_stats(DType dtype, std::int64_t channels, double eps,
                                      const void* running_mean, std::int64_t stride_mean,
                                      const void* running_var, std::int64_t stride_var, double* mean,
@@ -104,7 +109,8 @@ class DeviceKernels {
                                     void* y, Stream stream) = 0;
   virtual void batch_norm_backward_sums(DType dtype, const BnShape& l, const void* x,
                                         const void* dy, const double* mean, const double* invstd,
-                                        double* sum_dy, double* sum_dy_xhat, Stream stream) = 0;
+                                        double* sum_dy, double* sum_dy_xhat, double* partial,
+                                        Stream stream) = 0;
   virtual void batch_norm_backward_input(DType dtype, const BnShape& l, const void* x,
                                          const void* dy, const double* mean, const double* invstd,
                                          const void* w, std::int64_t stride_w, const double* sum_dy,

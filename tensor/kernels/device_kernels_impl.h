@@ -232,11 +232,10 @@ class KernelsImpl final : public DeviceKernels {
   }
 
   void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels, std::int64_t plane,
-                      const void* dy, void* grad, Stream stream) override {
+                      const void* dy, void* grad, double* partial, Stream stream) override {
     dispatch_arith(dtype, false, "conv2d backward", [&]<class T>() {
-      launch(stream, channels,
-             ConvBiasGradFn<T>{batch, channels, plane, static_cast<const T*>(dy),
-                               static_cast<T*>(grad)});
+      launch(stream, batch * channels, ConvBiasRunFn<T>{plane, static_cast<const T*>(dy), partial});
+      launch(stream, channels, ConvBiasTotalFn<T>{batch, channels, partial, static_cast<T*>(grad)});
     });
   }
 
@@ -311,9 +310,14 @@ class KernelsImpl final : public DeviceKernels {
   }
 
   void batch_norm_stats(DType dtype, const BnShape& l, double eps, const void* x, double* mean,
-                        double* var, double* invstd, Stream stream) override {
+                        double* var, double* invstd, double* partial, Stream stream) override {
     dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
-      launch(stream, l.channels, BnStatsFn<T>{l, eps, static_cast<const T*>(x), mean, var, invstd});
+      const auto* px = static_cast<const T*>(x);
+      const std::int64_t runs = l.batch * l.channels;
+      launch(stream, runs, BnRunSumFn<T, BnRun::x>{l, px, nullptr, nullptr, partial});
+      launch(stream, l.channels, BnMeanFn{l, partial, mean});
+      launch(stream, runs, BnRunSumFn<T, BnRun::centered_square>{l, px, nullptr, mean, partial});
+      launch(stream, l.channels, BnVarFn{l, eps, partial, var, invstd});
     });
   }
 
@@ -352,11 +356,16 @@ class KernelsImpl final : public DeviceKernels {
 
   void batch_norm_backward_sums(DType dtype, const BnShape& l, const void* x, const void* dy,
                                 const double* mean, const double* invstd, double* sum_dy,
-                                double* sum_dy_xhat, Stream stream) override {
+                                double* sum_dy_xhat, double* partial, Stream stream) override {
     dispatch_arith(dtype, false, "batch_norm backward", [&]<class T>() {
+      const auto* px = static_cast<const T*>(x);
+      const auto* pdy = static_cast<const T*>(dy);
+      const std::int64_t runs = l.batch * l.channels;
+      double* centered = partial + runs;
+      launch(stream, runs, BnRunSumFn<T, BnRun::dy>{l, px, pdy, nullptr, partial});
+      launch(stream, runs, BnRunSumFn<T, BnRun::dy_centered>{l, px, pdy, mean, centered});
       launch(stream, l.channels,
-             BnBackwardSumsFn<T>{l, static_cast<const T*>(x), static_cast<const T*>(dy), mean,
-                                 invstd, sum_dy, sum_dy_xhat});
+             BnBackwardTotalsFn{l, partial, centered, invstd, sum_dy, sum_dy_xhat});
     });
   }
 

@@ -468,31 +468,67 @@ RINGLET_HD double lane_sum(std::int64_t n, const F& fn) {
   return total;
 }
 
-// Mean, biased variance and 1/sqrt(var + eps) of channel c over batch and spatial dims.
-template <class T>
-struct BnStatsFn {
+// The per-channel sums take two launches so that a GPU has a thread for every run (image n,
+// channel c; e = n * channels + c) rather than one per channel: BnRunSumFn sums each run's
+// spatial elements into partial[e] (lane_sum), then one thread per channel adds its runs'
+// partials in image order. That is the CPU kernel's order of operations exactly (norm.cpp sums
+// a lane_sum per run, image after image), so the results match it bit for bit.
+enum class BnRun { x, centered_square, dy, dy_centered };
+
+template <class T, BnRun What>
+struct BnRunSumFn {
   BnShape l;
-  double eps;
-  const T* x;
-  double *mean, *var, *invstd;
+  const T *x, *dy;     // dy only for BnRun::dy / dy_centered
+  const double* mean;  // only for the centered sums
+  double* partial;     // [batch * channels]
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const std::int64_t at = e * l.spatial;
+    double m = 0;
+    if constexpr (What == BnRun::centered_square || What == BnRun::dy_centered) {
+      m = mean[e % l.channels];
+    }
+    partial[e] = lane_sum(l.spatial, [&](std::int64_t i) -> double {
+      if constexpr (What == BnRun::x) {
+        return static_cast<double>(x[at + i]);
+      } else if constexpr (What == BnRun::centered_square) {
+        const double d = x[at + i] - m;
+        return d * d;
+      } else if constexpr (What == BnRun::dy) {
+        return static_cast<double>(dy[at + i]);
+      } else {
+        return static_cast<double>(dy[at + i]) * (x[at + i] - m);
+      }
+    });
+  }
+};
+
+// Channel c's total over the images of a BnRunSumFn's partials, in image order.
+RINGLET_HD double channel_total(const BnShape& l, const double* partial, std::int64_t c) {
+  double total = 0;
+  for (std::int64_t n = 0; n < l.batch; ++n) total += partial[n * l.channels + c];
+  return total;
+}
+
+// Mean of channel c over batch and spatial dims, from the runs' sums.
+struct BnMeanFn {
+  BnShape l;
+  const double* partial;
+  double* mean;
   RINGLET_HD void operator()(std::int64_t c) const {
     const double count = static_cast<double>(l.batch * l.spatial);
-    double sum = 0;
-    for (std::int64_t n = 0; n < l.batch; ++n) {
-      const T* run = x + (n * l.channels + c) * l.spatial;
-      sum += lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
-    }
-    const double m = count > 0 ? sum / count : 0.0;
-    double sq = 0;
-    for (std::int64_t n = 0; n < l.batch; ++n) {
-      const T* run = x + (n * l.channels + c) * l.spatial;
-      sq += lane_sum(l.spatial, [&](std::int64_t i) {
-        const double d = run[i] - m;
-        return d * d;
-      });
-    }
-    mean[c] = m;
-    var[c] = count > 0 ? sq / count : 0.0;
+    mean[c] = count > 0 ? channel_total(l, partial, c) / count : 0.0;
+  }
+};
+
+// Biased variance and 1/sqrt(var + eps) of channel c, from the runs' centered square sums.
+struct BnVarFn {
+  BnShape l;
+  double eps;
+  const double* partial;
+  double *var, *invstd;
+  RINGLET_HD void operator()(std::int64_t c) const {
+    const double count = static_cast<double>(l.batch * l.spatial);
+    var[c] = count > 0 ? channel_total(l, partial, c) / count : 0.0;
     invstd[c] = 1.0 / hd_sqrt(var[c] + eps);
   }
 };
@@ -542,28 +578,15 @@ struct BnNormalizeFn {
   }
 };
 
-// Per channel: sum(dy) and sum(dy * (x - mean)) * invstd.
-template <class T>
-struct BnBackwardSumsFn {
+// Per channel: sum(dy) and sum(dy * (x - mean)) * invstd, from the runs' sums (BnRunSumFn
+// with BnRun::dy and BnRun::dy_centered).
+struct BnBackwardTotalsFn {
   BnShape l;
-  const T *x, *dy;
-  const double *mean, *invstd;
+  const double *partial_dy, *partial_dy_centered, *invstd;
   double *sum_dy, *sum_dy_xhat;
   RINGLET_HD void operator()(std::int64_t c) const {
-    double total_dy = 0, total = 0;
-    for (std::int64_t n = 0; n < l.batch; ++n) {
-      const T* run = dy + (n * l.channels + c) * l.spatial;
-      total_dy += lane_sum(l.spatial, [&](std::int64_t i) { return static_cast<double>(run[i]); });
-    }
-    const double m = mean[c];
-    for (std::int64_t n = 0; n < l.batch; ++n) {
-      const std::int64_t at = (n * l.channels + c) * l.spatial;
-      total += lane_sum(l.spatial, [&](std::int64_t i) {
-        return static_cast<double>(dy[at + i]) * (x[at + i] - m);
-      });
-    }
-    sum_dy[c] = total_dy;
-    sum_dy_xhat[c] = total * invstd[c];
+    sum_dy[c] = channel_total(l, partial_dy, c);
+    sum_dy_xhat[c] = channel_total(l, partial_dy_centered, c) * invstd[c];
   }
 };
 
@@ -593,27 +616,36 @@ struct BnBackwardInputFn {
   }
 };
 
-// The bias gradient of a convolution, per output channel: the CPU's sum_run per image (eight
-// lanes in T, the tail and the lanes added in f64), summed over the images in f64.
+// The bias gradient of a convolution, in two launches as the batch-norm sums: per run (image
+// n, output channel o; e = n * channels + o) the CPU's sum_run (eight lanes in T, the tail and
+// the lanes added in f64) into partial[e], then per channel the runs in image order, in f64.
 template <class T>
-struct ConvBiasGradFn {
-  std::int64_t batch, channels, plane;  // plane = oH * oW
-  const T* dy;                          // contiguous [batch, channels, plane]
+struct ConvBiasRunFn {
+  std::int64_t plane;  // oH * oW
+  const T* dy;         // contiguous [batch, channels, plane]
+  double* partial;     // [batch * channels]
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const T* p = dy + e * plane;
+    T lanes[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
+    std::int64_t i = 0;
+    for (; i + 8 <= plane; i += 8) {
+      for (int k = 0; k < 8; ++k) lanes[k] += p[i + k];
+    }
+    double run = 0;
+    for (; i < plane; ++i) run += p[i];
+    for (int k = 0; k < 8; ++k) run += lanes[k];
+    partial[e] = run;
+  }
+};
+
+template <class T>
+struct ConvBiasTotalFn {
+  std::int64_t batch, channels;
+  const double* partial;
   T* grad;
   RINGLET_HD void operator()(std::int64_t o) const {
     double total = 0;
-    for (std::int64_t n = 0; n < batch; ++n) {
-      const T* p = dy + (n * channels + o) * plane;
-      T lanes[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
-      std::int64_t i = 0;
-      for (; i + 8 <= plane; i += 8) {
-        for (int k = 0; k < 8; ++k) lanes[k] += p[i + k];
-      }
-      double run = 0;
-      for (; i < plane; ++i) run += p[i];
-      for (int k = 0; k < 8; ++k) run += lanes[k];
-      total += run;
-    }
+    for (std::int64_t n = 0; n < batch; ++n) total += partial[n * channels + o];
     grad[o] = static_cast<T>(total);
   }
 };

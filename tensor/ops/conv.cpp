@@ -318,8 +318,10 @@ std::vector<Tensor> device_backward(const DeviceSaved& s, const Tensor& grad_out
   }
   if (needs[2]) {
     grads[2] = Tensor::empty({out_ch}, dy.dtype(), dev);
+    Tensor partial = Tensor::empty({batch * out_ch}, DType::f64, dev);
     kernels_for(dev).conv_bias_grad(dy.dtype(), batch, out_ch, cols, dy.raw_data(),
-                                    grads[2].raw_data(), stream_for(dev));
+                                    grads[2].raw_data(), static_cast<double*>(partial.raw_data()),
+                                    stream_for(dev));
   }
   if (!needs[0] && !needs[1]) return grads;
   const DeviceGemm gemm{dy};

@@ -269,10 +269,12 @@ std::vector<Tensor> batch_norm_device_backward(const kernels::BnShape& l, const 
   if (needs[1] || needs[2] || (needs[0] && training)) {
     sum_dy = Tensor::empty({l.channels}, DType::f64, dev);
     sum_dy_xhat = Tensor::empty({l.channels}, DType::f64, dev);
+    Tensor partial = Tensor::empty({2 * l.batch * l.channels}, DType::f64, dev);
     k.batch_norm_backward_sums(
         go.dtype(), l, x.raw_data(), go.raw_data(), static_cast<const double*>(mean.raw_data()),
         static_cast<const double*>(invstd.raw_data()), static_cast<double*>(sum_dy.raw_data()),
-        static_cast<double*>(sum_dy_xhat.raw_data()), stream_for(dev));
+        static_cast<double*>(sum_dy_xhat.raw_data()), static_cast<double*>(partial.raw_data()),
+        stream_for(dev));
   }
   if (needs[1]) grads[1] = sum_dy_xhat.to(go.dtype());
   if (needs[2]) grads[2] = sum_dy.to(go.dtype());
@@ -311,9 +313,11 @@ Tensor batch_norm_device(const Layout& layout, const Tensor& input, Tensor runni
                   ": expected more than 1 value per channel when training, got input shape ",
                   shape_str(input.shape()));
     Tensor var = Tensor::empty({l.channels}, DType::f64, dev);
+    Tensor partial = Tensor::empty({l.batch * l.channels}, DType::f64, dev);
     k.batch_norm_stats(x.dtype(), l, eps, x.raw_data(), static_cast<double*>(mean.raw_data()),
                        static_cast<double*>(var.raw_data()),
-                       static_cast<double*>(invstd.raw_data()), stream_for(dev));
+                       static_cast<double*>(invstd.raw_data()),
+                       static_cast<double*>(partial.raw_data()), stream_for(dev));
     if (running_mean.defined()) {
       k.batch_norm_update_running(
           x.dtype(), l.channels, momentum, count, static_cast<const double*>(mean.raw_data()),
