@@ -210,6 +210,12 @@ void DeviceSpace::copy_now(void* dst, const void* src, std::size_t bytes) {
 
 void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stream,
                     core::Deadline deadline) {
+  if (stream.device().is_cuda()) {
+    // A blocking host function would hold the driver's callback thread while the op's own
+    // stream work (and its fences on the progress thread) need the driver: it hangs on a GPU.
+    work->wait(deadline);
+    return;
+  }
   device::runtime(stream.device()).host_func(stream.handle(), [work, deadline] {
     work->wait(deadline);
   });

@@ -11,8 +11,10 @@
 //   process with its own window. Otherwise (other hosts, link staged, or a window that cannot
 //   be opened) every op is staged through pinned host memory over the connections.
 // - wait_on_stream() makes a stream wait for a Work without blocking the host (NCCL's
-//   semantics); a failed Work fails that stream, whose next synchronize throws the collective's
-//   error.
+//   semantics) on the emulated device; a failed Work fails that stream, whose next synchronize
+//   throws the collective's error. On CUDA the host waits (as PyTorch's gloo backend does for
+//   CUDA tensors): a CUDA host function must not wait for other CUDA work, and the op's last
+//   fence has finished its device work, so the stream needs nothing more.
 #pragma once
 
 #include <memory>
@@ -81,8 +83,9 @@ class DeviceSpace final : public collectives::BufferSpace {
   std::size_t window_bytes_ = 0;
 };
 
-// Work queued on `stream` after this call waits until `work` is done; the host does not wait.
-// A failed (or late: `deadline`) work fails the stream with the collective's error.
+// Work queued on `stream` after this call waits until `work` is done; on the emulated device the
+// host does not wait, and a failed (or late: `deadline`) work fails the stream with the
+// collective's error; on CUDA the host waits, and the error is thrown here.
 void wait_on_stream(const collectives::WorkPtr& work, const tensor::device::Stream& stream,
                     core::Deadline deadline);
 
