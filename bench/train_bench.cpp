@@ -9,8 +9,11 @@
 // threads and a DDP-wrapped model; images_per_s is then global (N x batch / slowest rank's
 // median step) and JSON carries nproc. Compare with bench/peers/train_torch.sh 3 ddp.
 //
-// --device emu|cuda[:N] runs the model there (one rank; each phase ends with a device
-// synchronize, so the times are the device's); JSON then carries device.
+// --device emu|cuda[:N] runs the model there (each phase ends with a device synchronize, so the
+// times are the device's); with --nproc, rank r takes device local_rank % count as `ringlet
+// train` does (several ranks per device when there are fewer devices), and DDP all-reduces the
+// device buckets through a DeviceSpace (ipc between the ranks). JSON then carries device (rank
+// 0's).
 //
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
@@ -47,6 +50,7 @@ struct Options {
   int steps = 50;
   int warmup = 10;
   int nproc = 1;
+  std::string device_text = "cpu";  // as given: each rank places itself (rank_device)
   core::Device device;
 };
 
@@ -70,6 +74,7 @@ Options parse(int argc, char** argv) {
       o.nproc = static_cast<int>(core::parse_int(value, "--nproc"));
     } else if (arg == "--device") {
       o.device = core::parse_device(value);
+      o.device_text = value;
     } else {
       RINGLET_THROW(ValueError, "train_bench: unknown flag '", arg,
                     "' (flags: --model, --batch, --threads, --steps, --warmup, --nproc, --device)");
@@ -77,8 +82,6 @@ Options parse(int argc, char** argv) {
   }
   RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1,
                 ValueError, "train_bench: --batch, --threads, --steps and --nproc must be >= 1");
-  RINGLET_CHECK(o.device.is_cpu() || o.nproc == 1, ValueError, "train_bench: --device ", o.device,
-                " runs one rank (DDP on devices is not available yet)");
   if (!o.device.is_cpu()) tensor::device::check_device(o.device);
   return o;
 }
@@ -111,7 +114,8 @@ int launch_ranks(const Options& o, int argc, char** argv) {
 // The model on one synthetic batch, stepped as the trainer steps it (DDP with the gradients
 // in its buckets when there are several ranks): o.warmup forward+backward runs, then o.steps
 // timed forward+backward runs, then o.steps timed full steps.
-Timings measure(const Options& o, collectives::Communicator* comm) {
+Timings measure(const Options& o, collectives::Communicator* comm,
+                collectives::BufferSpace* space) {
   tensor::Generator gen(0);
   const bool mnist = o.model == "fmnist_cnn";
   const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
@@ -127,7 +131,7 @@ Timings measure(const Options& o, collectives::Communicator* comm) {
   std::unique_ptr<trainer::DistributedDataParallel> ddp;
   if (comm != nullptr && comm->size() > 1) {
     ddp = std::make_unique<trainer::DistributedDataParallel>(
-        model, *comm, trainer::DDPOptions{.gradient_as_bucket_view = true});
+        model, *comm, trainer::DDPOptions{.device_space = space, .gradient_as_bucket_view = true});
   }
 
   std::vector<double> phase[3];  // forward, backward, gradient sync wait
@@ -200,15 +204,21 @@ void report(const Options& o, int world, const Timings& t) {
 
 int main(int argc, char** argv) {
   try {
-    const Options o = parse(argc, argv);
+    Options o = parse(argc, argv);
     const bool worker = transport::launched_as_rank();
     if (o.nproc > 1 && !worker) return launch_ranks(o, argc, argv);
     core::set_num_threads(o.threads);
     trainer::DistributedContext job;
-    if (worker)
-      job = trainer::join_from_environment("bench", core::Deadline::after(std::chrono::minutes(5)));
+    if (worker) {
+      const auto deadline = core::Deadline::after(std::chrono::minutes(5));
+      job = trainer::join_from_environment("bench", deadline);
+      if (!o.device.is_cpu()) {
+        o.device = trainer::rank_device(o.device_text, job.info);
+        trainer::attach_device(job, "bench", o.device, deadline);
+      }
+    }
     collectives::Communicator* comm = job.comm.get();
-    Timings timings = measure(o, comm);
+    Timings timings = measure(o, comm, job.space.get());
     if (comm != nullptr) timings = slowest(timings, *comm);
     if (comm != nullptr && comm->rank() != 0) return 0;
     report(o, comm != nullptr ? comm->size() : 1, timings);

@@ -85,7 +85,9 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
   const std::size_t piece = half_bytes / es;
   RINGLET_CHECK(!windows.empty() && piece > 0, Error, "rank ", r,
                 ": window all-reduce without shared windows");
-  const std::size_t slice = std::max<std::size_t>(1, kReduceSliceBytes / es);
+  // On the host the reduction goes in cache-sized slices; a device reduces a chunk in one
+  // kernel per peer (slices would only multiply the launches).
+  const std::size_t slice = ctx.space ? piece : std::max<std::size_t>(1, kReduceSliceBytes / es);
   std::size_t begin = 0;
   int step = 0;
   do {
