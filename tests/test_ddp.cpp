@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "collectives/trace.h"
 #include "comm_ranks.h"
+#include "cuda_probe.h"
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
 #include "nn/conv2d.h"
@@ -179,7 +181,8 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
   }
 }
 
-TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (stream-ordered)") {
+// DDP on devices (rank r on device_of(r)): 2 ranks x batch 32 match 1 rank x batch 64.
+void device_equivalence(const std::function<core::Device(int)>& device_of) {
   constexpr int kSteps = 10;
   auto single = mlp(1);
   nn::SGD ref_opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
@@ -194,7 +197,7 @@ TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (s
     for (int rank = 0; rank < 2; ++rank) {
       threads.emplace_back([&, rank] {
         try {
-          const core::Device dev = core::Device::emu(rank);
+          const core::Device dev = device_of(rank);
           const auto deadline = core::Deadline::after(60s);
           // Ranks are threads here, so the space stages through the host (no IPC in one
           // process); it outlives the communicator.
@@ -224,6 +227,16 @@ TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (s
     }
     match_reference(got, expected);
   }
+}
+
+TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (stream-ordered)") {
+  device_equivalence([](int rank) { return core::Device::emu(rank); });
+}
+
+TEST_CASE("on a CUDA GPU: 2 ranks x batch 32 (both on cuda:0) match 1 rank x batch 64" *
+          doctest::skip(!cuda_gpu_present()) *
+          doctest::description("needs a CUDA GPU (none here, or built without CUDA)")) {
+  device_equivalence([](int) { return core::Device::cuda(0); });
 }
 
 TEST_CASE("forward broadcasts rank 0's buffers unless broadcast_buffers is off") {

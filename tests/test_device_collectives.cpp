@@ -5,7 +5,9 @@
 // and staged over tcp and shm; with the emulated streams' jitter on. Each op's input is queued
 // on the compute stream without waiting (the op must order itself after it), and half of the
 // results are read after wait_on_stream (the stream waits, not the host). Then the other
-// collectives, and a rank killed with SIGKILL during a device all-reduce.
+// collectives, and a rank killed with SIGKILL during a device all-reduce. The same matrix and
+// fault test run on a CUDA GPU where there is one (all ranks on cuda:0, several per GPU), and
+// skip visibly where there is none.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -16,6 +18,7 @@
 
 #include "collective_values.h"
 #include "comm_ranks.h"
+#include "cuda_probe.h"
 #include "temp_dir.h"
 #include "tensor/device/stream.h"
 #include "trainer/device_space.h"
@@ -166,8 +169,9 @@ int until_failure(Rank& r) {
 
 struct Job {
   int n;
-  std::string link;  // ipc, tcp, shm
-  std::string mode;  // matrix, fault
+  std::string link;            // ipc, tcp, shm
+  std::string mode;            // matrix, fault
+  std::string device = "emu";  // emu: rank r on emu:(r % 2); cuda: every rank on cuda:0
 };
 
 // One rank, in a forked child: store, communicator, device space, then the job.
@@ -182,7 +186,8 @@ int run_rank(const Job& job, int rank, int port) {
   trainer::DeviceSpaceOptions so;
   so.link = trainer::parse_device_link(job.link);
   so.window_bytes = 64 * 1024;  // pieces of 32 KiB: many window rounds
-  const core::Device dev = core::Device::emu(rank % 2);
+  const core::Device dev =
+      job.device == "cuda" ? core::Device::cuda(0) : core::Device::emu(rank % 2);
   auto space =
       trainer::DeviceSpace::create(store, "dev", rank, job.n, dev, so, core::Deadline::after(30s));
   const std::string transport = job.link == "tcp" ? "tcp" : "shm";
@@ -250,9 +255,9 @@ struct Ranks {
   }
 };
 
-void run_matrix(int n, const std::string& link) {
-  INFO("n=", n, " link ", link);
-  Ranks ranks({n, link, "matrix"});
+void run_matrix(int n, const std::string& link, const std::string& device = "emu") {
+  INFO("n=", n, " link ", link, " on ", device);
+  Ranks ranks({n, link, "matrix", device});
   for (int r = 0; r < n; ++r) {
     const int status = wait_child(ranks.pids[r], 240s);
     INFO("rank ", r, " log:\n", ranks.log(r));
@@ -272,21 +277,38 @@ TEST_CASE("device collectives staged over shm") {
   for (int n = 2; n <= 4; ++n) run_matrix(n, "shm");
 }
 
-TEST_CASE("a rank killed during device all-reduces: every survivor fails, naming the op") {
-  for (const std::string link : {"ipc", "tcp"}) {
-    INFO("link ", link);
-    Ranks ranks({3, link, "fault"});
-    std::this_thread::sleep_for(1500ms);  // the ranks are in their all-reduce loop
-    const auto start = std::chrono::steady_clock::now();
-    ::kill(ranks.pids[1], SIGKILL);
-    for (int r : {0, 2}) {
-      const int status = wait_child(ranks.pids[r], 60s);
-      const std::string log = ranks.log(r);
-      INFO("rank ", r, " log:\n", log);
-      CHECK(status == 2);
-      CHECK(log.find("all_reduce") != std::string::npos);
-    }
-    CHECK(std::chrono::steady_clock::now() - start < 20s);  // well within the op's deadline
-    wait_child(ranks.pids[1], 5s);
+void run_fault(const std::string& link, const std::string& device) {
+  INFO("link ", link, " on ", device);
+  Ranks ranks({3, link, "fault", device});
+  std::this_thread::sleep_for(1500ms);  // the ranks are in their all-reduce loop
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(ranks.pids[1], SIGKILL);
+  for (int r : {0, 2}) {
+    const int status = wait_child(ranks.pids[r], 60s);
+    const std::string log = ranks.log(r);
+    INFO("rank ", r, " log:\n", log);
+    CHECK(status == 2);
+    CHECK(log.find("all_reduce") != std::string::npos);
   }
+  CHECK(std::chrono::steady_clock::now() - start < 20s);  // well within the op's deadline
+  wait_child(ranks.pids[1], 5s);
+}
+
+TEST_CASE("a rank killed during device all-reduces: every survivor fails, naming the op") {
+  for (const std::string link : {"ipc", "tcp"}) run_fault(link, "emu");
+}
+
+const char* const kNeedsGpu = "needs a CUDA GPU (none here, or built without CUDA)";
+
+TEST_CASE("on a CUDA GPU: device collectives over ipc, several ranks on one GPU" *
+          doctest::skip(!cuda_gpu_present()) * doctest::description(kNeedsGpu)) {
+  for (int n = 1; n <= 4; ++n) run_matrix(n, "ipc", "cuda");
+}
+TEST_CASE("on a CUDA GPU: device collectives staged over tcp and shm" *
+          doctest::skip(!cuda_gpu_present()) * doctest::description(kNeedsGpu)) {
+  for (const std::string link : {"tcp", "shm"}) run_matrix(3, link, "cuda");
+}
+TEST_CASE("on a CUDA GPU: a rank killed during device all-reduces" *
+          doctest::skip(!cuda_gpu_present()) * doctest::description(kNeedsGpu)) {
+  for (const std::string link : {"ipc", "tcp"}) run_fault(link, "cuda");
 }
