@@ -20,6 +20,7 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
+    cudaGetLastError();  // reported here, not again at the next launch check
     throw std::runtime_error(std::string("CUDA error in ") + what + ": " +
                              cudaGetErrorString(status));
   }

@@ -16,9 +16,13 @@
 namespace ringlet::tensor::cuda {
 namespace {
 
+// A failed call also clears the thread's last error (for errors that are not sticky): the error
+// is reported here, once, and not again by the next kernel launch's cudaGetLastError check.
 void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
+  if (status != cudaSuccess) {
+    cudaGetLastError();
     RINGLET_THROW(DeviceError, "CUDA error in ", what, ": ", cudaGetErrorString(status));
+  }
 }
 #define RINGLET_CUDA_CHECK(call) check((call), #call)
 

@@ -13,6 +13,7 @@ namespace {
 
 void check(cudaError_t status, const char* what, const char* file, int line) {
   if (status != cudaSuccess) {
+    cudaGetLastError();  // reported here, not again at the next launch check
     throw std::runtime_error(std::string("CUDA error in ") + what + ": " +
                              cudaGetErrorString(status) + " [" + file + ":" + std::to_string(line) +
                              "]");
