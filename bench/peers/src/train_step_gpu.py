@@ -21,17 +21,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 
-BATCH = 64
-
-
-def make_model():
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(3136, 128), nn.ReLU(),
-        nn.Linear(128, 10),
-    )
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_fmnist import BATCH, make_model  # noqa: E402  the same model as the CPU baseline
 
 
 def measure(rank, world, device, steps):
