@@ -87,10 +87,18 @@ void train_reference(nn::Module& model, nn::SGD& opt, Data (*batch)(int), int st
   }
 }
 
-std::vector<std::vector<float>> params_of(nn::Module& m) {
+std::vector<std::vector<float>> params_of(nn::Module& m) {  // read back from any device
   std::vector<std::vector<float>> out;
-  for (auto& p : m.parameters()) out.push_back(p.to_vector<float>());
+  for (auto& p : m.parameters()) out.push_back(p.to(core::Device::cpu()).to_vector<float>());
   return out;
+}
+
+// The MLP's parameters after `steps` SGD steps of one rank on the whole of each batch.
+std::vector<std::vector<float>> reference_params(int steps) {
+  auto single = mlp(1);
+  nn::SGD opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
+  train_reference(*single, opt, batch, steps);
+  return params_of(*single);
 }
 
 std::vector<std::vector<float>> state_of(nn::Module& m) {
@@ -150,10 +158,7 @@ class TwoHeads : public nn::Module {
 
 TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
   constexpr int kSteps = 10;
-  auto single = mlp(1);
-  nn::SGD ref_opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-  train_reference(*single, ref_opt, batch, kSteps);
-  const auto expected = params_of(*single);
+  const auto expected = reference_params(kSteps);
 
   // Copied back into each .grad, or (gradient_as_bucket_view) left in the bucket, the .grads
   // being views of it.
@@ -181,13 +186,12 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
   }
 }
 
+namespace {
+
 // DDP on devices (rank r on device_of(r)): 2 ranks x batch 32 match 1 rank x batch 64.
 void device_equivalence(const std::function<core::Device(int)>& device_of) {
   constexpr int kSteps = 10;
-  auto single = mlp(1);
-  nn::SGD ref_opt(single->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-  train_reference(*single, ref_opt, batch, kSteps);
-  const auto expected = params_of(*single);
+  const auto expected = reference_params(kSteps);
   for (const bool view : {false, true}) {
     CAPTURE(view);
     std::vector<std::vector<std::vector<float>>> got(2);
@@ -213,9 +217,7 @@ void device_equivalence(const std::function<core::Device(int)>& device_of) {
               model, *comm, {.device_space = space.get(), .gradient_as_bucket_view = view});
           nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
           ddp_steps(ddp, opt, rank, kSteps, dev);
-          for (auto& p : model->parameters()) {
-            got[rank].push_back(p.to(core::Device::cpu()).to_vector<float>());
-          }
+          got[rank] = params_of(*model);
         } catch (...) {
           errors[rank] = std::current_exception();
         }
@@ -228,6 +230,8 @@ void device_equivalence(const std::function<core::Device(int)>& device_of) {
     match_reference(got, expected);
   }
 }
+
+}  // namespace
 
 TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (stream-ordered)") {
   device_equivalence([](int rank) { return core::Device::emu(rank); });

@@ -33,7 +33,8 @@ namespace ringlet::trainer {
 struct DDPOptions {
   // The device's space (trainer/device_space.h) when the module is on a device: buckets live
   // there, all-reduces run on its communication stream, and the caller's stream waits for them
-  // (no host synchronization). Null for a module on the host.
+  // (wait_on_stream: no host synchronization on the emulated device; on CUDA the host waits).
+  // Null for a module on the host.
   collectives::BufferSpace* device_space = nullptr;
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;

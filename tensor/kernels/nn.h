@@ -502,10 +502,12 @@ struct BnRunSumFn {
   }
 };
 
-// Channel c's total over the images of a BnRunSumFn's partials, in image order.
-RINGLET_HD double channel_total(const BnShape& l, const double* partial, std::int64_t c) {
+// Channel c's total over the images of per-run partials ([batch * channels], run n * channels
+// + c), in image order: the second launch of the batch-norm sums and the conv bias gradient.
+RINGLET_HD double channel_total(std::int64_t batch, std::int64_t channels, const double* partial,
+                                std::int64_t c) {
   double total = 0;
-  for (std::int64_t n = 0; n < l.batch; ++n) total += partial[n * l.channels + c];
+  for (std::int64_t n = 0; n < batch; ++n) total += partial[n * channels + c];
   return total;
 }
 
@@ -516,7 +518,7 @@ struct BnMeanFn {
   double* mean;
   RINGLET_HD void operator()(std::int64_t c) const {
     const double count = static_cast<double>(l.batch * l.spatial);
-    mean[c] = count > 0 ? channel_total(l, partial, c) / count : 0.0;
+    mean[c] = count > 0 ? channel_total(l.batch, l.channels, partial, c) / count : 0.0;
   }
 };
 
@@ -528,7 +530,7 @@ struct BnVarFn {
   double *var, *invstd;
   RINGLET_HD void operator()(std::int64_t c) const {
     const double count = static_cast<double>(l.batch * l.spatial);
-    var[c] = count > 0 ? channel_total(l, partial, c) / count : 0.0;
+    var[c] = count > 0 ? channel_total(l.batch, l.channels, partial, c) / count : 0.0;
     invstd[c] = 1.0 / hd_sqrt(var[c] + eps);
   }
 };
@@ -585,8 +587,8 @@ struct BnBackwardTotalsFn {
   const double *partial_dy, *partial_dy_centered, *invstd;
   double *sum_dy, *sum_dy_xhat;
   RINGLET_HD void operator()(std::int64_t c) const {
-    sum_dy[c] = channel_total(l, partial_dy, c);
-    sum_dy_xhat[c] = channel_total(l, partial_dy_centered, c) * invstd[c];
+    sum_dy[c] = channel_total(l.batch, l.channels, partial_dy, c);
+    sum_dy_xhat[c] = channel_total(l.batch, l.channels, partial_dy_centered, c) * invstd[c];
   }
 };
 
@@ -644,9 +646,7 @@ struct ConvBiasTotalFn {
   const double* partial;
   T* grad;
   RINGLET_HD void operator()(std::int64_t o) const {
-    double total = 0;
-    for (std::int64_t n = 0; n < batch; ++n) total += partial[n * channels + o];
-    grad[o] = static_cast<T>(total);
+    grad[o] = static_cast<T>(channel_total(batch, channels, partial, o));
   }
 };
 
