@@ -301,6 +301,49 @@ TEST_CASE("device batch_norm matches the CPU in training and evaluation") {
   }
 }
 
+TEST_CASE(
+    "device batch_norm with a stats reducer (SyncBatchNorm) matches the CPU, empty batch too") {
+  using namespace suite;
+  Generator gen(25);
+  const double tol = suite_tolerance() == 0 ? 0 : 1e-9;  // the CPU's arithmetic on emu
+  // Stands in for the other ranks (a fixed contribution, so that the global statistics differ
+  // from the local ones) and records what this rank's sums were.
+  std::vector<std::vector<double>> calls;
+  const StatsReducer others = [&](std::vector<double>& v) {
+    calls.push_back(v);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 2 * v[i] + 1 + static_cast<double>(i);
+  };
+  // An empty batch still takes part in every reduction, as a rank with no samples must.
+  for (const std::int64_t batch : {4, 0}) {
+    CAPTURE(batch);
+    const Tensor x = randn({batch, 3, 5, 5}, gen, DType::f64);
+    const Tensor w = rand({3}, gen, DType::f64), b = randn({3}, gen, DType::f64);
+    Tensor host_mean = zeros({3}, DType::f64), host_var = ones({3}, DType::f64);
+    Tensor dev_mean = on_device(host_mean), dev_var = on_device(host_var);
+    calls.clear();
+    check_op(
+        "synchronized batch_norm", {x, w, b},
+        [&](auto& v) {
+          const bool on_host = v[0].device().is_cpu();
+          return batch_norm(v[0], on_host ? host_mean : dev_mean, on_host ? host_var : dev_var,
+                            v[1], v[2], true, 0.1, 1e-5, others);
+        },
+        tol);
+    check_same(dev_mean, host_mean, tol, "running mean");
+    check_same(dev_var, host_var, tol, "running var");
+    // The CPU's forward (sums and count, then centered squares), the device's forward, then
+    // both backwards (sum(dy) and sum(dy * xhat)): the same values crossed in the same order.
+    REQUIRE(calls.size() == 6);
+    const std::vector<std::size_t> sizes = {4, 3, 4, 3, 6, 6};
+    for (std::size_t i = 0; i < calls.size(); ++i) CHECK(calls[i].size() == sizes[i]);
+    for (const auto& [cpu, dev] : {std::pair{0, 2}, std::pair{1, 3}, std::pair{4, 5}}) {
+      check_same(on_device(from_vector(calls[dev], {std::int64_t(calls[dev].size())}, DType::f64)),
+                 from_vector(calls[cpu], {std::int64_t(calls[cpu].size())}, DType::f64), tol,
+                 "the sums reduced");
+    }
+  }
+}
+
 TEST_CASE("device avg_pool2d, gather, index_select, nll_loss and mse_loss match the CPU") {
   using namespace suite;
   Generator gen(25);

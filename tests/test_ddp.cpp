@@ -4,7 +4,8 @@
 // from rank 0's values. DistributedSampler shards are disjoint, cover, equal and reshuffle.
 // SyncBatchNorm: 2 ranks x 32 with synchronized statistics match 1 rank x 64, buffers included
 // (and plain BatchNorm, as a control, does not). On the emulated device, DDP's buckets
-// all-reduced on the communication stream give the same parameters as the host's reference.
+// all-reduced on the communication stream give the same parameters as the host's reference,
+// with and without SyncBatchNorm.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -104,14 +105,15 @@ std::vector<std::vector<float>> reference_params(int steps) {
 std::vector<std::vector<float>> state_of(nn::Module& m) {
   std::vector<std::vector<float>> out = params_of(m);
   for (auto& [name, b] : m.named_buffers()) {
-    if (b.dtype() == tensor::DType::f32) out.push_back(b.to_vector<float>());
+    if (b.dtype() == tensor::DType::f32)
+      out.push_back(b.to(core::Device::cpu()).to_vector<float>());
   }
   return out;
 }
 
 // `steps` DDP steps of rank `rank`'s half (32) of batch(0), batch(1), ..., on `device`.
-void ddp_steps(trainer::DistributedDataParallel& ddp, nn::SGD& opt, int rank, int steps,
-               core::Device device) {
+void ddp_steps(trainer::DistributedDataParallel& ddp, nn::SGD& opt, Data (*batch)(int), int rank,
+               int steps, core::Device device) {
   nn::CrossEntropyLoss local_loss;
   for (int s = 0; s < steps; ++s) {
     const Data d = batch(s);
@@ -172,7 +174,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
       auto model = mlp(rank == 0 ? 1 : 99);  // rank 1 starts elsewhere: DDP must broadcast
       trainer::DistributedDataParallel ddp(model, comm, {.gradient_as_bucket_view = view});
       nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-      ddp_steps(ddp, opt, rank, kSteps, core::Device::cpu());
+      ddp_steps(ddp, opt, batch, rank, kSteps, core::Device::cpu());
       // The MLP's 4 parameters fit one bucket: as views, their .grads share its storage.
       const auto params = model->parameters();
       for (const auto& p : params) {
@@ -188,6 +190,40 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
 
 namespace {
 
+using DeviceRankBody = std::function<void(int rank, core::Device dev, Communicator& comm,
+                                          trainer::DeviceSpace& space)>;
+
+// Two ranks as threads, rank r on device_of(r), each with a communicator and a device space
+// named `name`; the first rank's error is rethrown after both joined.
+void run_device_ranks(const std::string& name, const std::function<core::Device(int)>& device_of,
+                      const DeviceRankBody& body) {
+  MemoryStore store;
+  std::vector<std::exception_ptr> errors(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        const core::Device dev = device_of(rank);
+        const auto deadline = core::Deadline::after(60s);
+        // Ranks are threads here, so the space stages through the host (no IPC in one
+        // process); it outlives the communicator.
+        auto space = trainer::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
+        CommOptions options;
+        options.name = name;
+        auto comm = Communicator::create(store, mesh_options(rank, 2, "shm", options.name), options,
+                                         deadline);
+        body(rank, dev, *comm, *space);
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 // DDP on devices (rank r on device_of(r)): 2 ranks x batch 32 match 1 rank x batch 64.
 void device_equivalence(const std::function<core::Device(int)>& device_of) {
   constexpr int kSteps = 10;
@@ -195,39 +231,94 @@ void device_equivalence(const std::function<core::Device(int)>& device_of) {
   for (const bool view : {false, true}) {
     CAPTURE(view);
     std::vector<std::vector<std::vector<float>>> got(2);
-    MemoryStore store;
-    std::vector<std::exception_ptr> errors(2);
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < 2; ++rank) {
-      threads.emplace_back([&, rank] {
-        try {
-          const core::Device dev = device_of(rank);
-          const auto deadline = core::Deadline::after(60s);
-          // Ranks are threads here, so the space stages through the host (no IPC in one
-          // process); it outlives the communicator.
-          auto space =
-              trainer::DeviceSpace::create(store, view ? "dv" : "d", rank, 2, dev, {}, deadline);
-          CommOptions options;
-          options.name = view ? "ddp-dev-view" : "ddp-dev";
-          auto comm = Communicator::create(store, mesh_options(rank, 2, "shm", options.name),
-                                           options, deadline);
+    run_device_ranks(
+        view ? "ddp-dev-view" : "ddp-dev", device_of,
+        [&](int rank, core::Device dev, Communicator& comm, trainer::DeviceSpace& space) {
           auto model = mlp(rank == 0 ? 1 : 99);
           model->to(dev);
           trainer::DistributedDataParallel ddp(
-              model, *comm, {.device_space = space.get(), .gradient_as_bucket_view = view});
+              model, comm, {.device_space = &space, .gradient_as_bucket_view = view});
           nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
-          ddp_steps(ddp, opt, rank, kSteps, dev);
+          ddp_steps(ddp, opt, batch, rank, kSteps, dev);
           got[rank] = params_of(*model);
-        } catch (...) {
-          errors[rank] = std::current_exception();
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
+        });
     match_reference(got, expected);
+  }
+}
+
+// The conv/BatchNorm model's parameters and buffers after `steps` SGD steps of one rank on
+// the whole of each image batch.
+std::vector<std::vector<float>> syncbn_reference(int steps) {
+  auto single = conv_bn(3);
+  nn::SGD opt(single->parameters(), {.lr = 0.05, .momentum = 0.9});
+  train_reference(*single, opt, image_batch, steps);
+  return state_of(*single);
+}
+
+// With synchronized statistics both ranks end at the reference's state, running statistics
+// included, with the same bits; with local statistics (the control) they miss it.
+// Relative 1e-3: sums over 2 x 32 instead of 64, in f64 statistics and f32 tensors, carried
+// through 10 momentum steps. Local statistics miss it by far (the halves differ).
+void match_syncbn_reference(const std::vector<std::vector<std::vector<float>>>& got,
+                            const std::vector<std::vector<float>>& expected, bool sync) {
+  REQUIRE(got[0].size() == expected.size());
+  bool all_close = true;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    for (std::size_t j = 0; j < expected[i].size(); ++j) {
+      const bool close = got[0][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-3).scale(1e-3);
+      if (sync) REQUIRE_MESSAGE(close, "tensor ", i, " element ", j);
+      all_close = all_close && close;
+    }
+  }
+  CHECK(all_close == sync);
+  if (sync) CHECK(got[0] == got[1]);
+}
+
+// Two host ranks' DDP run of the conv/BatchNorm model (synchronized or local statistics): each
+// rank's state; `converted` counts the layers convert_sync_batchnorm turned.
+std::vector<std::vector<std::vector<float>>> host_syncbn_run(bool sync, int steps,
+                                                             std::vector<int>& converted) {
+  std::vector<std::vector<std::vector<float>>> got(2);
+  CommOptions options;
+  options.name = sync ? "syncbn" : "localbn";
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    auto model = conv_bn(3);
+    if (sync) converted[rank] = trainer::convert_sync_batchnorm(*model, comm);
+    trainer::DistributedDataParallel ddp(model, comm);
+    nn::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
+    ddp_steps(ddp, opt, image_batch, rank, steps, core::Device::cpu());
+    got[rank] = state_of(*model);
+  });
+  return got;
+}
+
+// SyncBatchNorm on devices: as the host test below, each rank on device_of(rank). On the
+// emulated device (`as_host`) the run is also the host's, bit for bit: the statistics' sums are
+// the CPU kernel's, in its order, and cross ranks through the same host all-reduce.
+void device_syncbn_equivalence(const std::function<core::Device(int)>& device_of, bool as_host) {
+  constexpr int kSteps = 10;
+  const auto expected = syncbn_reference(kSteps);
+  for (const bool sync : {true, false}) {
+    INFO("sync_bn ", sync);
+    std::vector<std::vector<std::vector<float>>> got(2);
+    std::vector<int> converted(2, 0);
+    run_device_ranks(
+        sync ? "dev-syncbn" : "dev-localbn", device_of,
+        [&](int rank, core::Device dev, Communicator& comm, trainer::DeviceSpace& space) {
+          auto model = conv_bn(3);
+          model->to(dev);
+          if (sync) converted[rank] = trainer::convert_sync_batchnorm(*model, comm);
+          trainer::DistributedDataParallel ddp(model, comm, {.device_space = &space});
+          nn::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
+          ddp_steps(ddp, opt, image_batch, rank, kSteps, dev);
+          got[rank] = state_of(*model);
+        });
+    match_syncbn_reference(got, expected, sync);
+    if (sync) CHECK(converted == std::vector<int>{1, 1});
+    if (as_host) {
+      std::vector<int> host_converted(2, 0);
+      CHECK(got == host_syncbn_run(sync, kSteps, host_converted));
+    }
   }
 }
 
@@ -241,6 +332,18 @@ TEST_CASE("on a CUDA GPU: 2 ranks x batch 32 (both on cuda:0) match 1 rank x bat
           doctest::skip(!cuda_gpu_present()) *
           doctest::description("needs a CUDA GPU (none here, or built without CUDA)")) {
   device_equivalence([](int) { return core::Device::cuda(0); });
+}
+
+TEST_CASE(
+    "on the emulated device: SyncBatchNorm, 2 ranks x batch 32 match 1 rank x batch 64 and the "
+    "host's run") {
+  device_syncbn_equivalence([](int rank) { return core::Device::emu(rank); }, true);
+}
+
+TEST_CASE("on a CUDA GPU: SyncBatchNorm, 2 ranks x batch 32 (both on cuda:0) match 1 rank x 64" *
+          doctest::skip(!cuda_gpu_present()) *
+          doctest::description("needs a CUDA GPU (none here, or built without CUDA)")) {
+  device_syncbn_equivalence([](int) { return core::Device::cuda(0); }, false);
 }
 
 TEST_CASE("forward broadcasts rank 0's buffers unless broadcast_buffers is off") {
@@ -417,51 +520,11 @@ TEST_CASE("DistributedSampler: disjoint, covering, equal, reshuffled, identical 
 
 TEST_CASE("SyncBatchNorm: 2 ranks x batch 32 match 1 rank x batch 64, running stats included") {
   constexpr int kSteps = 10;
-  auto single = conv_bn(3);
-  nn::SGD ref_opt(single->parameters(), {.lr = 0.05, .momentum = 0.9});
-  train_reference(*single, ref_opt, image_batch, kSteps);
-  const auto expected = state_of(*single);
-
+  const auto expected = syncbn_reference(kSteps);
   for (const bool sync : {true, false}) {
     INFO("sync_bn ", sync);
-    std::vector<std::vector<std::vector<float>>> got(2);
     std::vector<int> converted(2, 0);
-    CommOptions options;
-    options.name = sync ? "syncbn" : "localbn";
-    run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
-      auto model = conv_bn(3);
-      if (sync) converted[rank] = trainer::convert_sync_batchnorm(*model, comm);
-      trainer::DistributedDataParallel ddp(model, comm);
-      nn::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
-      nn::CrossEntropyLoss local_loss;
-      for (int s = 0; s < kSteps; ++s) {
-        const Data d = image_batch(s);
-        opt.zero_grad();
-        local_loss
-            .forward(ddp.forward(tensor::narrow(d.x, 0, rank * 32, 32).contiguous()),
-                     tensor::narrow(d.y, 0, rank * 32, 32).contiguous())
-            .backward();
-        ddp.finish_gradient_sync();
-        opt.step();
-      }
-      got[rank] = state_of(*model);
-    });
-    REQUIRE(got[0].size() == expected.size());
-    // Relative 1e-3: sums over 2 x 32 instead of 64, in f64 statistics and f32 tensors,
-    // carried through 10 momentum steps. Local statistics miss it by far (the halves differ).
-    bool all_close = true;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      for (std::size_t j = 0; j < expected[i].size(); ++j) {
-        const bool close =
-            got[0][i][j] == doctest::Approx(expected[i][j]).epsilon(1e-3).scale(1e-3);
-        if (sync) REQUIRE_MESSAGE(close, "tensor ", i, " element ", j);
-        all_close = all_close && close;
-      }
-    }
-    CHECK(all_close == sync);
-    if (sync) {
-      CHECK(converted == std::vector<int>{1, 1});
-      CHECK(got[0] == got[1]);
-    }
+    match_syncbn_reference(host_syncbn_run(sync, kSteps, converted), expected, sync);
+    if (sync) CHECK(converted == std::vector<int>{1, 1});
   }
 }

@@ -93,8 +93,7 @@ TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU, b
   c.nproc = 2;
   CHECK_NOTHROW(c.validate());  // DDP on devices
   c.sync_bn = true;
-  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("sync_bn on emu is not available yet"),
-                       trainer::cli::UsageError);
+  CHECK_NOTHROW(c.validate());  // SyncBatchNorm on devices
 }
 
 TEST_CASE("mixed precision: f16 with loss scaling and bf16 runs learn") {

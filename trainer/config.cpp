@@ -231,7 +231,7 @@ void check_data(const TrainConfig& c) {
   for (const double v : c.std) check(v > 0, core::str("std must be > 0, got ", v));
 }
 
-// A known device name; what a device run cannot do yet is refused here, not mid-run.
+// A known device name that exists here (refused now, not mid-run).
 void check_device(const TrainConfig& c) {
   core::Device device;
   try {
@@ -245,7 +245,6 @@ void check_device(const TrainConfig& c) {
   } catch (const core::Error& e) {
     check(false, e.what());
   }
-  check(!c.sync_bn, "sync_bn on " + c.device + " is not available yet");
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ class DeviceKernels {
   virtual void dropout(DType dtype, std::int64_t n, std::uint64_t seed, double keep, double scale,
                        const void* in, void* out, void* mask, Stream stream) = 0;
   // grad[o] = the sum of dy's channel o over batch and plane (nn.h's ConvBiasRunFn and
-  // ConvBiasTotalFn); `partial` is device scratch of batch * channels f64.
+  // ChannelTotalFn); `partial` is device scratch of batch * channels f64.
   virtual void conv_bias_grad(DType dtype, std::int64_t batch, std::int64_t channels,
                               std::int64_t plane, const void* dy, void* grad, double* partial,
                               Stream stream) = 0;
@@ -94,6 +94,11 @@ class DeviceKernels {
   virtual void batch_norm_stats(DType dtype, const BnShape& l, double eps, const void* x,
                                 double* mean, double* var, double* invstd, double* partial,
                                 Stream stream) = 0;
+  // Synchronized batch norm: the per-channel sums of x (centered: of (x - mean)^2) over batch
+  // and spatial dims, not yet divided, so that they can be summed across ranks first.
+  virtual void batch_norm_channel_sums(DType dtype, const BnShape& l, bool centered, const void* x,
+                                       const double* mean, double* sums, double* partial,
+                                       Stream stream) = 0;
   virtual void batch_norm_eval_stats(DType dtype, std::int64_t channels, double eps,
                                      const void* running_mean, std::int64_t stride_mean,
                                      const void* running_var, std::int64_t stride_var, double* mean,

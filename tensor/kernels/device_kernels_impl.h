@@ -235,7 +235,7 @@ class KernelsImpl final : public DeviceKernels {
                       const void* dy, void* grad, double* partial, Stream stream) override {
     dispatch_arith(dtype, false, "conv2d backward", [&]<class T>() {
       launch(stream, batch * channels, ConvBiasRunFn<T>{plane, static_cast<const T*>(dy), partial});
-      launch(stream, channels, ConvBiasTotalFn<T>{batch, channels, partial, static_cast<T*>(grad)});
+      launch(stream, channels, ChannelTotalFn<T>{batch, channels, partial, static_cast<T*>(grad)});
     });
   }
 
@@ -318,6 +318,21 @@ class KernelsImpl final : public DeviceKernels {
       launch(stream, l.channels, BnMeanFn{l, partial, mean});
       launch(stream, runs, BnRunSumFn<T, BnRun::centered_square>{l, px, nullptr, mean, partial});
       launch(stream, l.channels, BnVarFn{l, eps, partial, var, invstd});
+    });
+  }
+
+  void batch_norm_channel_sums(DType dtype, const BnShape& l, bool centered, const void* x,
+                               const double* mean, double* sums, double* partial,
+                               Stream stream) override {
+    dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
+      const auto* px = static_cast<const T*>(x);
+      const std::int64_t runs = l.batch * l.channels;
+      if (centered) {
+        launch(stream, runs, BnRunSumFn<T, BnRun::centered_square>{l, px, nullptr, mean, partial});
+      } else {
+        launch(stream, runs, BnRunSumFn<T, BnRun::x>{l, px, nullptr, nullptr, partial});
+      }
+      launch(stream, l.channels, ChannelTotalFn<double>{l.batch, l.channels, partial, sums});
     });
   }
 

@@ -620,7 +620,8 @@ struct BnBackwardInputFn {
 
 // The bias gradient of a convolution, in two launches as the batch-norm sums: per run (image
 // n, output channel o; e = n * channels + o) the CPU's sum_run (eight lanes in T, the tail and
-// the lanes added in f64) into partial[e], then per channel the runs in image order, in f64.
+// the lanes added in f64) into partial[e], then per channel the runs in image order, in f64
+// (ChannelTotalFn).
 template <class T>
 struct ConvBiasRunFn {
   std::int64_t plane;  // oH * oW
@@ -640,13 +641,15 @@ struct ConvBiasRunFn {
   }
 };
 
+// Per channel: the total of its runs' partials, in image order, as T (the conv bias gradient;
+// with T = double the synchronized batch norm's sums before they are reduced across ranks).
 template <class T>
-struct ConvBiasTotalFn {
+struct ChannelTotalFn {
   std::int64_t batch, channels;
   const double* partial;
-  T* grad;
-  RINGLET_HD void operator()(std::int64_t o) const {
-    grad[o] = static_cast<T>(channel_total(batch, channels, partial, o));
+  T* total;
+  RINGLET_HD void operator()(std::int64_t c) const {
+    total[c] = static_cast<T>(channel_total(batch, channels, partial, c));
   }
 };
 

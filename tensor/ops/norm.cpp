@@ -4,7 +4,8 @@
 // + momentum * stat, with the unbiased variance). Statistics accumulate in f64, in two passes.
 // The training backward goes through the batch statistics:
 //   dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-// On a device (cuda, emu) the same arithmetic runs as device kernels (batch_norm_device).
+// On a device (cuda, emu) the same arithmetic runs as device kernels (batch_norm_device); a
+// synchronized normalization's sums go through the host to the reducer and back.
 #include "tensor/ops/norm.h"
 
 #include <cmath>
@@ -256,94 +257,178 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
 const void* data_or_null(const Tensor& t) { return t.defined() ? t.raw_data() : nullptr; }
 std::int64_t stride_or_zero(const Tensor& t) { return t.defined() ? t.stride(0) : 0; }
 
+// A synchronized normalization's sums cross ranks through the host: the device's per-channel
+// sums come back (waiting for the stream), the reducer sums them across ranks, and what is
+// computed from them goes back to the device (as the CPU kernel's arithmetic, in f64).
+std::vector<double> reduced_on_host(const std::vector<Tensor>& sums, const StatsReducer& reducer) {
+  std::vector<double> host;
+  for (const Tensor& t : sums) {
+    const std::vector<double> part = t.to_vector<double>();
+    host.insert(host.end(), part.begin(), part.end());
+  }
+  reducer(host);
+  return host;
+}
+
+Tensor upload(const std::vector<double>& values, Device dev) {
+  return from_vector(values, {static_cast<std::int64_t>(values.size())}, DType::f64).to(dev);
+}
+
+// Per-channel statistics on the device: mean, biased variance and 1 / sqrt(var + eps), over
+// `count` values per channel (all ranks' when synchronized).
+struct DeviceStats {
+  Tensor mean, var, invstd;
+  double count;
+};
+
+DeviceStats local_device_stats(const kernels::BnShape& l, const Tensor& x, double eps) {
+  const Device dev = x.device();
+  DeviceStats s{
+      Tensor::empty({l.channels}, DType::f64, dev), Tensor::empty({l.channels}, DType::f64, dev),
+      Tensor::empty({l.channels}, DType::f64, dev), static_cast<double>(l.batch * l.spatial)};
+  Tensor partial = Tensor::empty({l.batch * l.channels}, DType::f64, dev);
+  kernels_for(dev).batch_norm_stats(
+      x.dtype(), l, eps, x.raw_data(), static_cast<double*>(s.mean.raw_data()),
+      static_cast<double*>(s.var.raw_data()), static_cast<double*>(s.invstd.raw_data()),
+      static_cast<double*>(partial.raw_data()), stream_for(dev));
+  return s;
+}
+
+// SyncBatchNorm on a device: the sums of x, then of the squared deviations from the global
+// mean, each reduced across ranks (the count with the first), as batch_stats on the CPU.
+DeviceStats synced_device_stats(const kernels::BnShape& l, const Tensor& x, double eps,
+                                const StatsReducer& reducer) {
+  const Device dev = x.device();
+  auto& k = kernels_for(dev);
+  Tensor partial = Tensor::empty({l.batch * l.channels}, DType::f64, dev);
+  Tensor sums = Tensor::empty({l.channels}, DType::f64, dev);
+  const auto channel_sums = [&](bool centered, const Tensor& mean) {
+    k.batch_norm_channel_sums(x.dtype(), l, centered, x.raw_data(),
+                              centered ? static_cast<const double*>(mean.raw_data()) : nullptr,
+                              static_cast<double*>(sums.raw_data()),
+                              static_cast<double*>(partial.raw_data()), stream_for(dev));
+  };
+  channel_sums(false, Tensor());
+  const Tensor local_count =
+      from_vector({static_cast<double>(l.batch * l.spatial)}, {1}, DType::f64);
+  std::vector<double> total = reduced_on_host({sums, local_count}, reducer);
+  const double count = total.back();
+  std::vector<double> mean(l.channels), var(l.channels), invstd(l.channels);
+  for (std::int64_t c = 0; c < l.channels; ++c) mean[c] = count > 0 ? total[c] / count : 0.0;
+  DeviceStats s{upload(mean, dev), Tensor(), Tensor(), count};
+  channel_sums(true, s.mean);
+  total = reduced_on_host({sums}, reducer);
+  for (std::int64_t c = 0; c < l.channels; ++c) {
+    var[c] = count > 0 ? total[c] / count : 0.0;
+    invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+  }
+  s.var = upload(var, dev);
+  s.invstd = upload(invstd, dev);
+  return s;
+}
+
 std::vector<Tensor> batch_norm_device_backward(const kernels::BnShape& l, const Tensor& x,
-                                               const Tensor& w, const Tensor& mean,
-                                               const Tensor& invstd, bool training, double count,
+                                               const Tensor& w, const DeviceStats& stats,
+                                               bool training, const StatsReducer& reducer,
                                                const Tensor& grad_output,
                                                const std::vector<bool>& needs) {
   const Tensor go = grad_output.contiguous();
   const Device dev = go.device();
   auto& k = kernels_for(dev);
+  const auto* mean = static_cast<const double*>(stats.mean.raw_data());
+  const auto* invstd = static_cast<const double*>(stats.invstd.raw_data());
   std::vector<Tensor> grads(3);
   Tensor sum_dy, sum_dy_xhat;
   if (needs[1] || needs[2] || (needs[0] && training)) {
     sum_dy = Tensor::empty({l.channels}, DType::f64, dev);
     sum_dy_xhat = Tensor::empty({l.channels}, DType::f64, dev);
     Tensor partial = Tensor::empty({2 * l.batch * l.channels}, DType::f64, dev);
-    k.batch_norm_backward_sums(
-        go.dtype(), l, x.raw_data(), go.raw_data(), static_cast<const double*>(mean.raw_data()),
-        static_cast<const double*>(invstd.raw_data()), static_cast<double*>(sum_dy.raw_data()),
-        static_cast<double*>(sum_dy_xhat.raw_data()), static_cast<double*>(partial.raw_data()),
-        stream_for(dev));
+    k.batch_norm_backward_sums(go.dtype(), l, x.raw_data(), go.raw_data(), mean, invstd,
+                               static_cast<double*>(sum_dy.raw_data()),
+                               static_cast<double*>(sum_dy_xhat.raw_data()),
+                               static_cast<double*>(partial.raw_data()), stream_for(dev));
   }
+  // Weight and bias gradients: this rank's sums; the input gradient of a synchronized
+  // normalization goes through the global statistics, so through the global sums.
   if (needs[1]) grads[1] = sum_dy_xhat.to(go.dtype());
   if (needs[2]) grads[2] = sum_dy.to(go.dtype());
-  if (needs[0]) {
-    grads[0] = Tensor::empty(x.shape(), go.dtype(), dev);
-    k.batch_norm_backward_input(
-        go.dtype(), l, x.raw_data(), go.raw_data(), static_cast<const double*>(mean.raw_data()),
-        static_cast<const double*>(invstd.raw_data()), data_or_null(w), stride_or_zero(w),
-        training ? static_cast<const double*>(sum_dy.raw_data()) : nullptr,
-        training ? static_cast<const double*>(sum_dy_xhat.raw_data()) : nullptr, count, training,
-        grads[0].raw_data(), stream_for(dev));
+  if (!needs[0]) return grads;
+  if (training && reducer) {
+    const std::vector<double> both = reduced_on_host({sum_dy, sum_dy_xhat}, reducer);
+    sum_dy = upload({both.begin(), both.begin() + l.channels}, dev);
+    sum_dy_xhat = upload({both.begin() + l.channels, both.end()}, dev);
   }
+  grads[0] = Tensor::empty(x.shape(), go.dtype(), dev);
+  k.batch_norm_backward_input(
+      go.dtype(), l, x.raw_data(), go.raw_data(), mean, invstd, data_or_null(w), stride_or_zero(w),
+      training ? static_cast<const double*>(sum_dy.raw_data()) : nullptr,
+      training ? static_cast<const double*>(sum_dy_xhat.raw_data()) : nullptr, stats.count,
+      training, grads[0].raw_data(), stream_for(dev));
   return grads;
+}
+
+// The statistics the normalization uses: the batch's (local or synchronized) in training,
+// updating the running statistics; the running statistics in evaluation.
+DeviceStats device_stats(const kernels::BnShape& l, const Tensor& x, Tensor& running_mean,
+                         Tensor& running_var, bool training, double momentum, double eps,
+                         const StatsReducer& sync, const Tensor& input) {
+  const Device dev = x.device();
+  auto& k = kernels_for(dev);
+  if (!training) {
+    DeviceStats s{Tensor::empty({l.channels}, DType::f64, dev), Tensor(),
+                  Tensor::empty({l.channels}, DType::f64, dev),
+                  static_cast<double>(l.batch * l.spatial)};
+    k.batch_norm_eval_stats(x.dtype(), l.channels, eps, running_mean.raw_data(),
+                            running_mean.stride(0), running_var.raw_data(), running_var.stride(0),
+                            static_cast<double*>(s.mean.raw_data()),
+                            static_cast<double*>(s.invstd.raw_data()), stream_for(dev));
+    return s;
+  }
+  // An empty batch has no statistics: the output is empty and the running stats stay.
+  // (Synchronized, every rank takes part in the reductions even with an empty batch.)
+  if (l.batch * l.spatial == 0 && !sync) {
+    DeviceStats s{zeros({l.channels}, DType::f64, dev), Tensor(),
+                  ones({l.channels}, DType::f64, dev), 0.0};
+    return s;
+  }
+  DeviceStats s = sync ? synced_device_stats(l, x, eps, sync) : local_device_stats(l, x, eps);
+  RINGLET_CHECK(s.count > 1, ValueError, kOp,
+                ": expected more than 1 value per channel when training, got input shape ",
+                shape_str(input.shape()), sync ? " (over all ranks: " : "",
+                sync ? core::str(s.count, " values)") : "");
+  if (running_mean.defined()) {
+    k.batch_norm_update_running(
+        x.dtype(), l.channels, momentum, s.count, static_cast<const double*>(s.mean.raw_data()),
+        static_cast<const double*>(s.var.raw_data()), running_mean.raw_data(),
+        running_mean.stride(0), running_var.raw_data(), running_var.stride(0), stream_for(dev));
+  }
+  return s;
 }
 
 Tensor batch_norm_device(const Layout& layout, const Tensor& input, Tensor running_mean,
                          Tensor running_var, const Tensor& weight, const Tensor& bias,
                          bool training, double momentum, double eps, const StatsReducer& reducer) {
-  RINGLET_CHECK(!(training && reducer), DeviceError, kOp,
-                ": synchronized statistics (SyncBatchNorm) are not available on ", input.device(),
-                " yet");
   RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
                 ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
   const kernels::BnShape l{layout.batch, layout.channels, layout.spatial};
   const Tensor x = input.detach().contiguous();
   const Device dev = x.device();
-  auto& k = kernels_for(dev);
-  Tensor mean = Tensor::empty({l.channels}, DType::f64, dev);
-  Tensor invstd = Tensor::empty({l.channels}, DType::f64, dev);
-  const auto count = static_cast<double>(layout.count());
-  if (training && layout.count() == 0) {  // no statistics: an empty output, running stats kept
-    fill_(mean, 0.0);
-    fill_(invstd, 1.0);
-  } else if (training) {
-    RINGLET_CHECK(count > 1, ValueError, kOp,
-                  ": expected more than 1 value per channel when training, got input shape ",
-                  shape_str(input.shape()));
-    Tensor var = Tensor::empty({l.channels}, DType::f64, dev);
-    Tensor partial = Tensor::empty({l.batch * l.channels}, DType::f64, dev);
-    k.batch_norm_stats(x.dtype(), l, eps, x.raw_data(), static_cast<double*>(mean.raw_data()),
-                       static_cast<double*>(var.raw_data()),
-                       static_cast<double*>(invstd.raw_data()),
-                       static_cast<double*>(partial.raw_data()), stream_for(dev));
-    if (running_mean.defined()) {
-      k.batch_norm_update_running(
-          x.dtype(), l.channels, momentum, count, static_cast<const double*>(mean.raw_data()),
-          static_cast<const double*>(var.raw_data()), running_mean.raw_data(),
-          running_mean.stride(0), running_var.raw_data(), running_var.stride(0), stream_for(dev));
-    }
-  } else {
-    k.batch_norm_eval_stats(x.dtype(), l.channels, eps, running_mean.raw_data(),
-                            running_mean.stride(0), running_var.raw_data(), running_var.stride(0),
-                            static_cast<double*>(mean.raw_data()),
-                            static_cast<double*>(invstd.raw_data()), stream_for(dev));
-  }
+  const StatsReducer sync = training ? reducer : StatsReducer();
+  const DeviceStats stats =
+      device_stats(l, x, running_mean, running_var, training, momentum, eps, sync, input);
   const Tensor w = weight.defined() ? weight.detach() : Tensor();
   const Tensor b = bias.defined() ? bias.detach() : Tensor();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
-  k.batch_norm_normalize(x.dtype(), l, x.raw_data(), static_cast<const double*>(mean.raw_data()),
-                         static_cast<const double*>(invstd.raw_data()), data_or_null(w),
-                         stride_or_zero(w), data_or_null(b), stride_or_zero(b), out.raw_data(),
-                         stream_for(dev));
+  kernels_for(dev).batch_norm_normalize(
+      x.dtype(), l, x.raw_data(), static_cast<const double*>(stats.mean.raw_data()),
+      static_cast<const double*>(stats.invstd.raw_data()), data_or_null(w), stride_or_zero(w),
+      data_or_null(b), stride_or_zero(b), out.raw_data(), stream_for(dev));
   if (!any_requires_grad({input, weight, bias})) return out;
-  return record(kOp, out, {input, weight, bias},
-                [l, x, w, mean, invstd, training, count](const Tensor& grad_output,
-                                                         const std::vector<bool>& needs) {
-                  return batch_norm_device_backward(l, x, w, mean, invstd, training, count,
-                                                    grad_output, needs);
-                });
+  return record(
+      kOp, out, {input, weight, bias},
+      [l, x, w, stats, training, sync](const Tensor& grad_output, const std::vector<bool>& needs) {
+        return batch_norm_device_backward(l, x, w, stats, training, sync, grad_output, needs);
+      });
 }
 
 }  // namespace

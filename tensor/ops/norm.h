@@ -5,7 +5,8 @@
 // Synchronized (SyncBatchNorm): with a `reducer` that sums a vector elementwise across the
 // ranks of a job, training uses the statistics of the global batch (sums of x, of squared
 // deviations and the count are reduced) and the backward reduces sum(dy) and sum(dy * xhat);
-// the weight and bias gradients stay local sums, as PyTorch's (DDP then averages them).
+// the weight and bias gradients stay local sums, as PyTorch's (DDP then averages them). On a
+// device the sums are taken there and copied to the host for the reducer.
 #pragma once
 
 #include <functional>
