@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_version.h"
+#include "bench/peer_engine.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "tensor/device/runtime.h"
@@ -112,20 +113,20 @@ struct Result {
 };
 
 // Device buffers: a device's memory mirroring the host buffers the harness fills and checks
-// (filled, then copied up; run on the device; copied down, then checked), and its space.
+// (filled, then copied up; run on the device; copied down, then checked).
 struct DeviceBuffers {
-  trainer::DeviceSpace* space;
+  core::Device device;
   tensor::device::Runtime& rt;
   char* send;
   char* recv;
   std::size_t bytes;
-  DeviceBuffers(trainer::DeviceSpace* s, std::size_t b)
-      : space(s),
-        rt(tensor::device::runtime(s->device())),
+  DeviceBuffers(core::Device d, std::size_t b)
+      : device(d),
+        rt(tensor::device::runtime(d)),
         send(static_cast<char*>(rt.malloc(b))),
         recv(static_cast<char*>(rt.malloc(b))),
         bytes(b) {
-    RINGLET_CHECK(send != nullptr && recv != nullptr, OutOfMemoryError, s->device(), ": ", b,
+    RINGLET_CHECK(send != nullptr && recv != nullptr, OutOfMemoryError, d, ": ", b,
                   " bytes twice for the benchmark's buffers are not free");
   }
   ~DeviceBuffers() {
@@ -133,7 +134,7 @@ struct DeviceBuffers {
     rt.free(recv);
   }
   void blocking_copy(void* dst, const void* src, std::size_t n) {
-    const auto stream = tensor::device::current_stream(space->device());
+    const auto stream = tensor::device::current_stream(device);
     rt.copy_async(dst, src, n, stream.handle());
     rt.synchronize(stream.handle());
   }
@@ -141,12 +142,24 @@ struct DeviceBuffers {
 
 class Runner {
  public:
-  Runner(Collective coll, const BenchOptions& o, Communicator& comm,
-         trainer::DeviceSpace* space = nullptr)
-      : coll_(coll), o_(o), comm_(comm), rank_(comm.rank()), n_(comm.size()) {
+  // Ops run on ringlet's communicator (on the space's device buffers, if any) or, with a peer
+  // engine, on the peer's (on buffers of the engine's device).
+  Runner(Collective coll, const BenchOptions& o, Communicator& comm, trainer::DeviceSpace* space,
+         PeerEngine* peer)
+      : coll_(coll),
+        o_(o),
+        comm_(comm),
+        rank_(comm.rank()),
+        n_(comm.size()),
+        space_(space),
+        peer_(peer) {
     send_.assign(o.max_bytes + 64, 0);
     recv_.assign(o.max_bytes + 64, 0);
-    if (space != nullptr) dev_ = std::make_unique<DeviceBuffers>(space, o.max_bytes + 64);
+    if (peer != nullptr && !peer->device().is_cpu()) {
+      dev_ = std::make_unique<DeviceBuffers>(peer->device(), o.max_bytes + 64);
+    } else if (space != nullptr) {
+      dev_ = std::make_unique<DeviceBuffers>(space->device(), o.max_bytes + 64);
+    }
   }
 
   std::int64_t local_errors() const { return local_errors_; }
@@ -156,7 +169,8 @@ class Runner {
     op_ = op;
     fill(g, in_place);
     upload();
-    wait(start(g, in_place));  // nccl-tests' "sync" op
+    issue(g, in_place);  // nccl-tests' "sync" op
+    drain();
     wait(comm_.barrier());
     Result r;
     r.iters = o_.iters;
@@ -174,7 +188,8 @@ class Runner {
     for (int c = 0; c < o_.check; ++c) {
       fill(g, in_place);
       upload();
-      wait(start(g, in_place));
+      issue(g, in_place);
+      drain();
       download();
       if (o_.corrupt && rank_ == n_ - 1) spoil(g, in_place);
       const std::int64_t local = check(g, in_place);
@@ -188,9 +203,8 @@ class Runner {
   void warm_up(const Geometry& g, DType t, ReduceOp op) {
     t_ = t;
     op_ = op;
-    std::deque<WorkPtr> works;
-    for (int i = 0; i < o_.warmup; ++i) works.push_back(start(g, false));
-    for (auto& w : works) wait(w);
+    for (int i = 0; i < o_.warmup; ++i) issue(g, false);
+    drain();
   }
 
   double combine(double v) {
@@ -230,10 +244,36 @@ class Runner {
     return dev_->send + (host - send_.data());
   }
 
+  // Issues one op without waiting for it (-z 1: then waits); drain() waits for all issued.
+  void issue(const Geometry& g, bool ip) {
+    if (peer_ != nullptr) {
+      peer_->issue(CollectiveCall{coll_, on_device(send_at(g, ip)), on_device(recv_at(g, ip)),
+                                  g.param_count, t_, op_, o_.root});
+    } else {
+      pending_.push_back(start(g, ip));
+      if (pending_.size() > kMaxInFlight) {
+        wait(pending_.front());
+        pending_.pop_front();
+      }
+    }
+    if (o_.blocking != 0) drain();
+  }
+
+  void drain() {
+    if (peer_ != nullptr) {
+      peer_->drain(core::Deadline::after(comm_.timeout() + 10s));
+      return;
+    }
+    while (!pending_.empty()) {
+      wait(pending_.front());
+      pending_.pop_front();
+    }
+  }
+
   WorkPtr start(const Geometry& g, bool ip) {
     char* send = on_device(send_at(g, ip));
     char* recv = on_device(recv_at(g, ip));
-    collectives::BufferSpace* space = dev_ ? dev_->space : nullptr;
+    collectives::BufferSpace* space = space_;
     switch (coll_) {
       case Collective::all_reduce:
         return comm_.all_reduce(send, recv, g.param_count, t_, op_, space);
@@ -269,15 +309,8 @@ class Runner {
   double timed(const Geometry& g, bool ip, long iters) {
     wait(comm_.barrier());
     const auto t0 = Clock::now();
-    std::deque<WorkPtr> works;
-    for (long i = 0; i < iters; ++i) {
-      works.push_back(start(g, ip));
-      if (o_.blocking != 0 || works.size() > kMaxInFlight) {
-        wait(works.front());
-        works.pop_front();
-      }
-    }
-    for (auto& w : works) wait(w);
+    for (long i = 0; i < iters; ++i) issue(g, ip);
+    drain();
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
@@ -325,6 +358,9 @@ class Runner {
   const BenchOptions& o_;
   Communicator& comm_;
   int rank_, n_;
+  trainer::DeviceSpace* space_;  // ringlet's ops on device buffers: through this space
+  PeerEngine* peer_;             // a peer program: its ops instead of ringlet's
+  std::deque<WorkPtr> pending_;  // ringlet's ops issued and not yet waited for
   std::vector<char> send_, recv_;
   std::unique_ptr<DeviceBuffers> dev_;  // device buffers, when the benchmark uses them
   DType t_ = DType::f32;
@@ -435,7 +471,8 @@ std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Commun
 }
 
 // Runs every (type, op, size) on this rank; returns the exit status.
-int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transport::Store& store) {
+int run_all(Collective coll, const std::string& program, const BenchOptions& o, Communicator& comm,
+            transport::Store& store, const PeerProgram* peer) {
   const int rank = comm.rank();
   const int n = comm.size();
   const bool rooted = coll == Collective::broadcast;
@@ -444,11 +481,16 @@ int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transpor
                 " ranks");
   const std::string transport =
       o.transport.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : o.transport;
-  std::unique_ptr<trainer::DeviceSpace> space = device_space(o, comm, store);
-  print_header(o, store, rank, n,
-               space ? core::str(transport, ", ", space->ipc() ? "ipc" : "staged") : transport,
-               space ? core::str(space->device()) : "cpu");
-  Runner runner(coll, o, comm, space.get());
+  std::unique_ptr<PeerEngine> engine = peer ? peer->create(o, comm, store) : nullptr;
+  std::unique_ptr<trainer::DeviceSpace> space = engine ? nullptr : device_space(o, comm, store);
+  const std::string label = engine  ? engine->label()
+                            : space ? core::str(transport, ", ", space->ipc() ? "ipc" : "staged")
+                                    : transport;
+  print_header(o, store, rank, n, label,
+               engine  ? core::str(engine->device())
+               : space ? core::str(space->device())
+                       : "cpu");
+  Runner runner(coll, o, comm, space.get(), engine.get());
   std::vector<std::string> json_lines;
   double busbw_sum = 0;
   int busbw_count = 0;
@@ -486,7 +528,7 @@ int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transpor
         }
         busbw_sum += oop.busbw + ip.busbw;
         busbw_count += 2;
-        nlohmann::json j{{"bench", program_name(coll)},
+        nlohmann::json j{{"bench", program},
                          {"op", op_label(coll)},
                          {"size", bytes},
                          {"count", g.param_count},
@@ -494,7 +536,7 @@ int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transpor
                          {"redop", redop},
                          {"root", root},
                          {"nranks", n},
-                         {"transport", transport},
+                         {"transport", label},
                          {"host", host_name()},
                          {"commit", RINGLET_BENCH_COMMIT}};
         j.update(result_json("oop", oop));
@@ -517,8 +559,8 @@ int run_all(Collective coll, const BenchOptions& o, Communicator& comm, transpor
 
 }  // namespace
 
-int collective_bench_main(Collective coll, int argc, char** argv) {
-  const std::string program = program_name(coll);
+int collective_bench_main(Collective coll, int argc, char** argv, const PeerProgram* peer) {
+  const std::string program = (peer ? peer->prefix : std::string()) + program_name(coll);
   int rank = 0;
   try {
     const BenchOptions o = parse_bench_options(program, argc, argv);
@@ -554,7 +596,7 @@ int collective_bench_main(Collective coll, int argc, char** argv) {
       if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
       auto comm = Communicator::create(*setup.store, mesh, options, deadline);
       LiveComm::Publish publish(live, *comm);  // withdrawn before comm is destroyed
-      status = run_all(coll, o, *comm, *setup.store);
+      status = run_all(coll, program, o, *comm, *setup.store, peer);
       comm->barrier()->wait(core::Deadline::after(comm->timeout()));
       // Nobody tears down its connections until every rank is past the last collective.
       transport::store_barrier(*setup.store, "bench/done", setup.world_size,

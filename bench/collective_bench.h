@@ -1,7 +1,8 @@
 // Shared harness of the nccl-tests-style collective benchmarks (all_reduce_perf,
 // all_gather_perf, reduce_scatter_perf, broadcast_perf): nccl-tests' flags and table, ranks as
 // processes (spawned with -np, or one rank under a launcher), timing (mean per op of the slowest
-// rank) and exact checking of every result. Host buffers only; counts are elements, sizes bytes.
+// rank) and exact checking of every result, on host or device buffers; counts are elements,
+// sizes bytes. A peer program (peer_engine.h) runs a peer library's collectives in it.
 #pragma once
 
 #include <sys/types.h>
@@ -22,9 +23,13 @@ namespace ringlet::bench {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast };
 
+struct PeerProgram;  // bench/peer_engine.h
+
 // The whole program: parses argv, sets up the ranks, runs, prints (rank 0), and returns the exit
 // status (non-zero on wrong results, bad flags or any error). Only this function's caller exits.
-int collective_bench_main(Collective coll, int argc, char** argv);
+// With `peer`, the timed collectives are the peer library's (a peer program's main).
+int collective_bench_main(Collective coll, int argc, char** argv,
+                          const PeerProgram* peer = nullptr);
 
 // ---- internals shared by the harness's source files ----
 

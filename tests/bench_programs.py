@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The nccl-tests-style benchmark programs, end to end (a `meson test`).
+
+usage: bench_programs.py BUILD_DIR ringlet|nccl
+
+ringlet: all_reduce_perf and its siblings with -np 2/3 on host and emulated-device buffers
+(ipc and staged over tcp), every dtype x op for all_reduce: each prints nccl-tests' table with
+#wrong 0 in every row and "Out of bounds values : 0 OK"; --corrupt (one spoiled element per
+check) must make the run fail, so the check is shown to catch a wrong result.
+
+nccl: the NCCL peer programs print the same table with #wrong 0 when this machine has a GPU
+per rank; where it has not, they must fail with the sentence that says so, and the test exits
+77 (meson's SKIP) naming why.
+"""
+import re
+import subprocess
+import sys
+
+COLUMNS = ("size count type redop root time algbw busbw #wrong time algbw busbw #wrong").split()
+SKIP = 77
+
+
+def run(build, program, args, timeout=120):
+    cmd = [f"{build}/bench/{program}", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return " ".join(cmd[-len(args) - 1:]), proc
+
+
+def rows(out):
+    """The table's result rows: 13 fields, the first two integers."""
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 13 and fields[0].isdigit() and fields[1].isdigit():
+            found.append(fields)
+    return found
+
+
+def check_table(what, proc, expected_rows):
+    out = proc.stdout
+    problems = []
+    if proc.returncode != 0:
+        problems.append(f"exit status {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    header = [l for l in out.splitlines() if l.startswith("#") and "size" in l and "redop" in l]
+    if not header or header[0].split()[1:] != COLUMNS:
+        problems.append("no nccl-tests column header")
+    table = rows(out)
+    if len(table) != expected_rows:
+        problems.append(f"{len(table)} result rows, expected {expected_rows}")
+    wrong = [r for r in table if r[8] != "0" or r[12] != "0"]
+    if wrong:
+        problems.append(f"rows with wrong results: {wrong[:3]}")
+    if "# Out of bounds values : 0 OK" not in out:
+        problems.append("no 'Out of bounds values : 0 OK' line")
+    return [f"{what}: {p}" for p in problems]
+
+
+def ringlet(build):
+    sizes = ["-b", "1K", "-e", "64K", "-f", "64", "-n", "5", "-w", "2"]  # 2 sizes
+    cases = [
+        ("all_reduce_perf", ["-np", "2", "-g", "1", "-d", "all", "-o", "all"], 2 * 6 * 5),
+        ("all_reduce_perf", ["-np", "3", "-g", "1", "-t", "tcp", "-d", "float", "-o", "all"], 10),
+        ("all_reduce_perf", ["-np", "2", "-d", "all", "-o", "sum"], 2 * 6),
+        ("all_gather_perf", ["-np", "3", "-g", "1", "-d", "all"], 2 * 6),
+        ("reduce_scatter_perf", ["-np", "2", "-g", "1", "-t", "shm", "-o", "all"], 2 * 5),
+        ("broadcast_perf", ["-np", "3", "-g", "1", "-r", "2"], 2),
+    ]
+    problems = []
+    for program, args, expected in cases:
+        what, proc = run(build, program, args + sizes)
+        problems += check_table(what, proc, expected)
+        print(f"{what}: {len(rows(proc.stdout))} rows, status {proc.returncode}")
+    what, proc = run(build, "all_reduce_perf", ["-np", "2", "-g", "1", "--corrupt"] + sizes)
+    if proc.returncode == 0 or "FAILED" not in proc.stdout:
+        problems.append(f"{what}: a spoiled result was not reported (status {proc.returncode})")
+    print(f"{what}: status {proc.returncode} (must fail)")
+    return problems
+
+
+NO_PLACE = re.compile(r"NCCL needs a CUDA GPU and this machine has none|NCCL cannot place \d+ ranks")
+
+
+def nccl(build):
+    sizes = ["-b", "1K", "-e", "32K", "-f", "32"]  # 2 sizes
+    what, proc = run(build, "nccl_all_reduce_perf", ["-np", "2", "-d", "all", "-o", "all"] + sizes)
+    reason = NO_PLACE.search(proc.stderr)
+    if proc.returncode != 0 and reason:
+        line = next(l for l in proc.stderr.splitlines() if NO_PLACE.search(l))
+        print(f"skipped: {what}: {line.split(': ', 1)[-1]}")
+        return None
+    problems = check_table(what, proc, 2 * 6 * 5)
+    for program in ("nccl_all_gather_perf", "nccl_reduce_scatter_perf", "nccl_broadcast_perf"):
+        what, proc = run(build, program, ["-np", "2"] + sizes)
+        problems += check_table(what, proc, 2)
+    return problems
+
+
+def main():
+    build, which = sys.argv[1], sys.argv[2]
+    problems = ringlet(build) if which == "ringlet" else nccl(build)
+    if problems is None:
+        return SKIP
+    for p in problems:
+        print("FAIL", p)
+    print(f"{which} benchmark programs: {'OK' if not problems else 'FAILED'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
