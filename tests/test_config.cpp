@@ -56,7 +56,8 @@ TEST_CASE("unknown flags and keys name the nearest valid one") {
                        doctest::Contains("cfg.json: unknown config key 'learning_rate'"),
                        UsageError);
   CHECK_THROWS_WITH_AS(c.merge_json(nlohmann::json{{"epochs", "many"}}, "cfg.json"),
-                       doctest::Contains("key 'epochs' has the wrong type"), core::ValueError);
+                       doctest::Contains("cfg.json: key 'epochs' takes a whole number"),
+                       core::ValueError);
   TrainConfig bad;
   bad.lr = -1;
   CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("lr must be > 0"), UsageError);
@@ -64,6 +65,72 @@ TEST_CASE("unknown flags and keys name the nearest valid one") {
   bad.optimizer = "rmsprop";
   CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("optimizer must be sgd, adam or adamw"),
                        UsageError);
+}
+
+TEST_CASE("numbers are exact: nothing wraps, coerces, reads hex or is non-finite") {
+  using nlohmann::json;
+  const auto flag_error = [](std::vector<std::string> args) {
+    TrainConfig c;
+    try {
+      c.apply_overrides(args);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const auto key_error = [](const json& in) {
+    TrainConfig c;
+    try {
+      c.merge_json(in, "cfg.json");
+    } catch (const core::ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string int_range = "takes a whole number in [-2147483648, 2147483647]";
+  // 4294967297 would wrap to 1, 10000000000 to 1410065408
+  CHECK(flag_error({"--epochs", "4294967297"}).find(int_range) != std::string::npos);
+  CHECK(flag_error({"--epochs", "10000000000"}).find(int_range) != std::string::npos);
+  CHECK(flag_error({"--batch_size", "64.5"}).find("not a valid whole number") != std::string::npos);
+  CHECK(flag_error({"--seed", "-1"}).find("takes a whole number in [0, 18446744073709551615]") !=
+        std::string::npos);
+  for (const char* bad : {"0x10", "nan", "inf", "-inf", "1e999", "1.5.2", " 0.1", "1e", "."}) {
+    CAPTURE(bad);
+    CHECK(flag_error({"--lr", bad}).find("is not a finite decimal number") != std::string::npos);
+  }
+  CHECK(flag_error({"--mean", "0.5,nan"}).find("is not a finite decimal number") !=
+        std::string::npos);
+  for (const char* good : {"0.1", "1e-4", "+.5", "3", "2.E3"}) {
+    CAPTURE(good);
+    CHECK(flag_error({"--lr", good}) == "accepted");
+  }
+  CHECK(key_error({{"batch_size", true}}).find(int_range + ", got true (boolean)") !=
+        std::string::npos);
+  CHECK(key_error({{"batch_size", 64.5}}).find(int_range + ", got 64.5 (number)") !=
+        std::string::npos);
+  CHECK(key_error({{"epochs", 4294967297LL}}).find(int_range) != std::string::npos);
+  CHECK(key_error({{"seed", -1}}).find("key 'seed' takes a whole number in [0, ") !=
+        std::string::npos);
+  CHECK(key_error({{"limit_train", 1.0}}).find("key 'limit_train' takes a whole number") !=
+        std::string::npos);
+  CHECK(key_error({{"lr", "0.1"}}).find("key 'lr' takes a finite number") != std::string::npos);
+  CHECK(key_error({{"mean", json::array({0.5, "x"})}}).find("key 'mean' takes a finite number") !=
+        std::string::npos);
+  CHECK(key_error({{"crop_padding", 2.5}}).find("key 'crop_padding' takes a whole number") !=
+        std::string::npos);
+  CHECK(key_error({{"sync_bn", 1}}).find("key 'sync_bn' takes true or false") != std::string::npos);
+  CHECK(key_error({{"seed", 18446744073709551615ULL}, {"limit_train", -5}}) == "accepted");
+  TrainConfig bad;
+  bad.clip_grad_norm = -1;
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("clip_grad_norm must be >= 0"),
+                       UsageError);
+  // A config file whose number no double holds names the file.
+  const auto dir = std::filesystem::temp_directory_path() / "ringlet_config_numbers";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "huge.json") << R"({"lr": 1e999})";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir / "huge.json").string()),
+                       doctest::Contains("huge.json is not valid JSON"), core::ValueError);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("config files") {
@@ -137,11 +204,12 @@ TEST_CASE("mean and std: the dataset's unless given, one value or one per channe
   CHECK(cifar.mean == std::vector<double>{0.5});  // one value for every channel
   cifar.merge_json(nlohmann::json{{"mean", nullptr}}, "cfg.json");
   CHECK(cifar.mean.empty());
-  CHECK_THROWS_WITH_AS(cifar.merge_json(nlohmann::json{{"mean", "x"}}, "cfg.json"),
-                       doctest::Contains("expected a number or a list of numbers, got string"),
-                       core::ValueError);
+  CHECK_THROWS_WITH_AS(
+      cifar.merge_json(nlohmann::json{{"mean", "x"}}, "cfg.json"),
+      doctest::Contains("key 'mean' takes a number or a list of numbers, got \"x\""),
+      core::ValueError);
   CHECK_THROWS_WITH_AS(cifar.apply_overrides({"--mean", "0.5,x"}),
-                       doctest::Contains("--mean: 'x' is not a valid number"), UsageError);
+                       doctest::Contains("--mean: 'x' is not a finite decimal number"), UsageError);
   cifar.apply_overrides({"--mean", "0.5,0.5"});
   CHECK_THROWS_WITH_AS(cifar.validate(),
                        doctest::Contains("mean needs 1 or 3 values for cifar10, got 2"),
@@ -191,7 +259,7 @@ TEST_CASE("augment and crop_padding: names, the dataset's padding, ranges, types
                        doctest::Contains("--crop_padding: 'two' is not a whole number"),
                        UsageError);
   CHECK_THROWS_WITH_AS(bad.merge_json(nlohmann::json{{"crop_padding", "2"}}, "cfg.json"),
-                       doctest::Contains("expected an integer or null, got string"),
+                       doctest::Contains("key 'crop_padding' takes a whole number"),
                        core::ValueError);
   bad.merge_json(nlohmann::json{{"crop_padding", nullptr}}, "cfg.json");
   CHECK_FALSE(bad.crop_padding.has_value());

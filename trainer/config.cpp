@@ -2,6 +2,7 @@
 // so to_json, merge_json, the overrides and the "did you mean" hint cannot disagree.
 #include "trainer/config.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "tensor/device/runtime.h"
 #include "trainer/cli/usage.h"
+#include "trainer/config_value.h"
 #include "trainer/data/dataset_catalog.h"
 
 namespace ringlet::trainer {
@@ -32,18 +34,44 @@ struct Field {
 template <class T>
 Field field(const char* key, T TrainConfig::*member) {
   return Field{key, [member](const TrainConfig& c) { return json(c.*member); },
-               [member](TrainConfig& c, const json& v) { c.*member = v.get<T>(); },
+               [member](TrainConfig& c, const json& v) { c.*member = config_value<T>(v); },
                std::is_same_v<T, bool>};
 }
 
-double parse_number(const std::string& text, const std::string& key) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
+// Whether text is a decimal number as JSON and Python write them: an optional sign, digits with
+// an optional fraction, an optional exponent (no hex, no inf or nan, no spaces).
+bool decimal_number(const std::string& text) {
+  std::size_t i = 0;
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  std::size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
   }
-  throw cli::UsageError(core::str("--", key, ": '", text, "' is not a valid number"));
+  if (mantissa == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
+double parse_number(const std::string& text, const std::string& key) {
+  if (decimal_number(text)) {
+    try {
+      const double value = std::stod(text);
+      if (std::isfinite(value)) return value;
+    } catch (const std::exception&) {  // out of range: refused below
+    }
+  }
+  throw cli::UsageError(
+      core::str("--", key, ": '", text, "' is not a finite decimal number (such as 0.05 or 1e-4)"));
 }
 
 // mean / std: null (the dataset's), one number, or a list of numbers, one per channel; a
@@ -59,10 +87,16 @@ Field channel_values_field(const char* key, std::vector<double> TrainConfig::*me
           [member](TrainConfig& c, const json& v) {
             if (v.is_null()) {
               (c.*member).clear();
-            } else if (v.is_number()) {
-              c.*member = {v.get<double>()};
+            } else if (!v.is_array()) {
+              if (!v.is_number()) {
+                throw ConfigValueError(core::str("takes a number or a list of numbers, got ",
+                                                 v.dump(), " (", v.type_name(), ")"));
+              }
+              c.*member = {config_value<double>(v)};
             } else {
-              c.*member = v.get<std::vector<double>>();
+              std::vector<double> values;
+              for (const json& x : v) values.push_back(config_value<double>(x));
+              c.*member = values;
             }
           },
           false};
@@ -91,7 +125,7 @@ Field optional_int_field(const char* key, std::optional<int> TrainConfig::*membe
             if (v.is_null()) {
               (c.*member).reset();
             } else {
-              c.*member = v.get<int>();
+              c.*member = config_value<int>(v);
             }
           },
           false};
@@ -169,8 +203,9 @@ json parse_value(const json& current, const std::string& text, const std::string
   } catch (const cli::UsageError&) {
     throw;
   } catch (const std::exception&) {
-    throw cli::UsageError(core::str("--", key, ": '", text, "' is not a valid ",
-                                    current.is_number() ? "number" : "value"));
+    const bool whole = current.is_number_integer() || current.is_number_unsigned();
+    throw cli::UsageError(
+        core::str("--", key, ": '", text, "' is not a valid ", whole ? "whole number" : "value"));
   }
 }
 
@@ -295,6 +330,8 @@ void TrainConfig::merge_json(const json& in, const std::string& source) {
     if (f == nullptr) cli::throw_unknown(source, "config key", key, config_keys());
     try {
       f->set(*this, value);
+    } catch (const ConfigValueError& e) {
+      RINGLET_THROW(ValueError, source, ": key '", key, "' ", e.what());
     } catch (const json::exception&) {
       RINGLET_THROW(ValueError, source, ": key '", key, "' has the wrong type (expected ",
                     f->type_name != nullptr ? f->type_name : f->get(*this).type_name(), ", got ",
@@ -334,7 +371,11 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& args,
         text = args[++i];
       }
     }
-    f->set(*this, f->parse ? f->parse(text, key) : parse_value(f->get(*this), text, key));
+    try {
+      f->set(*this, f->parse ? f->parse(text, key) : parse_value(f->get(*this), text, key));
+    } catch (const ConfigValueError& e) {
+      throw cli::UsageError(core::str("--", key, " ", e.what()));
+    }
   }
 }
 
@@ -361,6 +402,11 @@ void TrainConfig::validate() const {
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check(clip_grad_norm >= 0,
+        core::str("clip_grad_norm must be >= 0 (0 = off), got ", clip_grad_norm));
+  check(step_size >= 1, core::str("step_size must be >= 1, got ", step_size));
+  check(gamma > 0, core::str("gamma must be > 0, got ", gamma));
+  check(threads >= 0 && threads <= 1024, core::str("threads must be in [0, 1024], got ", threads));
   check_device(*this);
   check_data(*this);
 }
@@ -380,7 +426,7 @@ TrainConfig load_config(const std::string& path) {
   json parsed;
   try {
     parsed = json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers no double holds
     RINGLET_THROW(ValueError, "config file ", path, " is not valid JSON: ", e.what());
   }
   TrainConfig config;

@@ -38,8 +38,8 @@ struct TrainConfig {
   // and skips steps whose gradients overflow.
   std::string precision = "f32";
   std::uint64_t seed = 0;
-  // cpu | emu[:N] | cuda[:N]: where the model computes. A device run is one rank for now
-  // (DDP and SyncBatchNorm on devices come later).
+  // cpu | emu[:N] | cuda[:N]: where the model computes; with nproc > 1 each rank takes the
+  // device (local rank % count), DDP and SyncBatchNorm included.
   std::string device = "cpu";
   int workers = 2;  // data loader threads
   int threads = 0;  // compute threads; 0 = RINGLET_NUM_THREADS / all cores
