@@ -173,6 +173,37 @@ TEST_CASE("resume continues exactly where the run stopped (f32; f16 with its los
                        core::ValueError);
 }
 
+TEST_CASE("divergence: a NaN loss stops the run; a checkpoint holding NaN weights is not resumed") {
+  ringlet::testing::TempDir out("ringlet_train_diverge");
+  std::ostringstream log;
+  trainer::TrainConfig c = small_run(out.path);
+  c.epochs = 1;
+  trainer::TrainConfig wild = c;
+  wild.lr = 1e30;
+  CHECK_THROWS_WITH_AS(trainer::train(wild, log), doctest::Contains("diverged"), core::Error);
+  c.reset = true;
+  trainer::train(c, log);
+  // One weight of the finished run's checkpoint becomes NaN.
+  const fs::path ckpt = out.path / "checkpoint.safetensors";
+  auto file = trainer::safetensors::read(ckpt);
+  std::string poisoned;
+  for (auto& [name, t] : file.tensors) {
+    if (name.rfind("model.", 0) == 0 && t.dtype() == tensor::DType::f32) {
+      t.data<float>()[0] = std::nanf("");
+      poisoned = name.substr(6);
+      break;
+    }
+  }
+  REQUIRE_FALSE(poisoned.empty());
+  trainer::safetensors::write(ckpt, file.tensors, file.metadata);
+  c.reset = false;
+  c.resume = true;
+  c.epochs = 2;
+  CHECK_THROWS_WITH_AS(trainer::train(c, log),
+                       doctest::Contains(("holds NaN or infinite values in " + poisoned).c_str()),
+                       core::ValueError);
+}
+
 TEST_CASE("--reset starts over; warmup ramps the learning rate") {
   const fs::path dir = fs::temp_directory_path() / "ringlet_train_reset";
   fs::remove_all(dir);

@@ -29,6 +29,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/ddp.h"
+#include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/run_dir.h"
 #include "trainer/sync_batch_norm.h"
@@ -189,6 +190,9 @@ void set_up_model(Run& run) {
 void resume(Run& run) {
   const fs::path latest = checkpoint_path(run.dir);
   const CheckpointInfo info = load_checkpoint(latest, *run.model, run.optimizer.get());
+  const std::string bad = first_non_finite(*run.model);
+  RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", latest.string(), " holds NaN or infinite ",
+                "values in ", bad, ": it cannot be resumed (the run had diverged)");
   run.start_epoch = static_cast<int>(info.epoch);
   run.step = info.step;
   for (int e = 0; e < run.start_epoch && run.schedule; ++e) run.schedule->step();
@@ -328,6 +332,19 @@ void record_epoch(Run& run, std::ofstream& metrics, int epoch, const EpochStats&
                      run.scaler.is_enabled() ? run.scaler.state_dict() : nn::NamedState{}});
 }
 
+// A NaN or infinite test loss or model state ends the run with an error before the epoch's
+// checkpoint is written, so the last checkpoint on disk is the last good one.
+void stop_if_diverged(const Run& run, int epoch, const EvalResult& eval) {
+  RINGLET_CHECK(std::isfinite(eval.loss), Error, "epoch ", epoch + 1, ": the test loss is ",
+                eval.loss, " (diverged; try a smaller --lr); the checkpoint of epoch ", epoch,
+                " is kept");
+  const std::string bad = first_non_finite(*run.model);
+  RINGLET_CHECK(bad.empty(), Error, "epoch ", epoch + 1, ": ", bad,
+                " holds NaN or infinite values (diverged; try a smaller --lr); the checkpoint of "
+                "epoch ",
+                epoch, " is kept");
+}
+
 TrainResult train_epochs(Run& run) {
   std::ofstream metrics;
   if (run.rank == 0) metrics.open(metrics_path(run.dir), std::ios::app);
@@ -340,6 +357,7 @@ TrainResult train_epochs(Run& run) {
     const double lr = run.optimizer->lr();
     if (run.schedule) run.schedule->step();
     const EvalResult eval = evaluate(*run.model, *run.test_loader, run.comm);
+    stop_if_diverged(run, epoch, eval);
     record_epoch(run, metrics, epoch, stats, lr, eval);
     // Nobody moves on (or exits) before rank 0's checkpoint is on disk.
     if (run.comm != nullptr) run.comm->barrier()->wait(core::Deadline::after(run.comm->timeout()));
