@@ -470,6 +470,30 @@ std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Commun
                                       core::Deadline::after(120s));
 }
 
+// Where the measured ops run: a peer program's engine, ringlet's communicator on a device space
+// (-g 1 / --device), or ringlet's on host buffers; `label` and `device` are the header's
+// transport and device columns.
+struct Backend {
+  std::unique_ptr<PeerEngine> engine;
+  std::unique_ptr<trainer::DeviceSpace> space;
+  std::string label, device;
+};
+
+Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store& store,
+                     const PeerProgram* peer, const std::string& transport) {
+  Backend b;
+  if (peer != nullptr) {
+    b.engine = peer->create(o, comm, store);
+    b.label = b.engine->label();
+    b.device = core::str(b.engine->device());
+    return b;
+  }
+  b.space = device_space(o, comm, store);
+  b.label = b.space ? core::str(transport, ", ", b.space->ipc() ? "ipc" : "staged") : transport;
+  b.device = b.space ? core::str(b.space->device()) : "cpu";
+  return b;
+}
+
 // Runs every (type, op, size) on this rank; returns the exit status.
 int run_all(Collective coll, const std::string& program, const BenchOptions& o, Communicator& comm,
             transport::Store& store, const PeerProgram* peer) {
@@ -481,16 +505,9 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
                 " ranks");
   const std::string transport =
       o.transport.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : o.transport;
-  std::unique_ptr<PeerEngine> engine = peer ? peer->create(o, comm, store) : nullptr;
-  std::unique_ptr<trainer::DeviceSpace> space = engine ? nullptr : device_space(o, comm, store);
-  const std::string label = engine  ? engine->label()
-                            : space ? core::str(transport, ", ", space->ipc() ? "ipc" : "staged")
-                                    : transport;
-  print_header(o, store, rank, n, label,
-               engine  ? core::str(engine->device())
-               : space ? core::str(space->device())
-                       : "cpu");
-  Runner runner(coll, o, comm, space.get(), engine.get());
+  const Backend backend = make_backend(o, comm, store, peer, transport);
+  print_header(o, store, rank, n, backend.label, backend.device);
+  Runner runner(coll, o, comm, backend.space.get(), backend.engine.get());
   std::vector<std::string> json_lines;
   double busbw_sum = 0;
   int busbw_count = 0;
@@ -536,7 +553,7 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
                          {"redop", redop},
                          {"root", root},
                          {"nranks", n},
-                         {"transport", label},
+                         {"transport", backend.label},
                          {"host", host_name()},
                          {"commit", RINGLET_BENCH_COMMIT}};
         j.update(result_json("oop", oop));

@@ -260,12 +260,15 @@ std::int64_t stride_or_zero(const Tensor& t) { return t.defined() ? t.stride(0) 
 // A synchronized normalization's sums cross ranks through the host: the device's per-channel
 // sums come back (waiting for the stream), the reducer sums them across ranks, and what is
 // computed from them goes back to the device (as the CPU kernel's arithmetic, in f64).
-std::vector<double> reduced_on_host(const std::vector<Tensor>& sums, const StatsReducer& reducer) {
+// `extra` host values (the count) travel after the sums in the same reduction.
+std::vector<double> reduced_on_host(const std::vector<Tensor>& sums, const StatsReducer& reducer,
+                                    const std::vector<double>& extra = {}) {
   std::vector<double> host;
   for (const Tensor& t : sums) {
     const std::vector<double> part = t.to_vector<double>();
     host.insert(host.end(), part.begin(), part.end());
   }
+  host.insert(host.end(), extra.begin(), extra.end());
   reducer(host);
   return host;
 }
@@ -309,9 +312,8 @@ DeviceStats synced_device_stats(const kernels::BnShape& l, const Tensor& x, doub
                               static_cast<double*>(partial.raw_data()), stream_for(dev));
   };
   channel_sums(false, Tensor());
-  const Tensor local_count =
-      from_vector({static_cast<double>(l.batch * l.spatial)}, {1}, DType::f64);
-  std::vector<double> total = reduced_on_host({sums, local_count}, reducer);
+  std::vector<double> total =
+      reduced_on_host({sums}, reducer, {static_cast<double>(l.batch * l.spatial)});
   const double count = total.back();
   std::vector<double> mean(l.channels), var(l.channels), invstd(l.channels);
   for (std::int64_t c = 0; c < l.channels; ++c) mean[c] = count > 0 ? total[c] / count : 0.0;
