@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/log.h"
 
 namespace ringlet::collectives {
@@ -60,36 +61,6 @@ void make_directory(const fs::path& dir) {
   RINGLET_CHECK(!ec, Error, "cannot create directory '", dir.string(), "': ", ec.message());
   RINGLET_CHECK(fs::is_directory(dir, ec), Error, "'", dir.string(),
                 "' exists but is not a directory");
-}
-
-// Writes text to path through a temporary file in the same directory and a rename, which
-// replaces the old file atomically. The temporary name carries the pid and thread so that
-// concurrent writers never share one.
-void write_atomically(const fs::path& path, const std::string& text) {
-  const std::size_t thread_hash = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  fs::path tmp = path;
-  tmp += core::str(".tmp.", ::getpid(), ".", thread_hash % 100000);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    RINGLET_CHECK(out.is_open(), Error, "cannot write trace file '", tmp.string(),
-                  "': ", std::strerror(errno));
-    out << text;
-    out.close();
-    if (!out) {
-      const int saved = errno;
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      RINGLET_THROW(Error, "cannot write trace file '", tmp.string(), "': ", std::strerror(saved));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    RINGLET_THROW(Error, "cannot rename '", tmp.string(), "' to '", path.string(),
-                  "': ", ec.message());
-  }
 }
 
 json metadata_event(const char* name, int pid, int tid, json args) {
@@ -190,7 +161,7 @@ void Tracer::flush() {
   }
   const json doc{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
   make_directory(dir_);  // again: it may have been removed since construction
-  write_atomically(fs::path(dir_) / rank_file_name(rank_), doc.dump());
+  core::write_file_atomically(fs::path(dir_) / rank_file_name(rank_), doc.dump());
 }
 
 std::size_t merge_traces(const std::string& dir, const std::string& out) {
@@ -221,7 +192,7 @@ std::size_t merge_traces(const std::string& dir, const std::string& out) {
   const std::size_t count = merged.size();
   const json doc{{"traceEvents", std::move(merged)}, {"displayTimeUnit", "ns"}};
   make_directory(fs::path(out).parent_path());
-  write_atomically(out, doc.dump());
+  core::write_file_atomically(out, doc.dump());
   return count;
 }
 

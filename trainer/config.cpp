@@ -175,6 +175,7 @@ const std::vector<Field>& fields() {
       field("out", &TrainConfig::out),
       field("resume", &TrainConfig::resume),
       field("reset", &TrainConfig::reset),
+      field("resume_from", &TrainConfig::resume_from),
       field("log_every", &TrainConfig::log_every),
   };
   return table;
@@ -399,6 +400,13 @@ void TrainConfig::validate() const {
         "precision must be f32, bf16 or f16, got '" + precision + "'");
   check(limit_train >= 0 && limit_test >= 0, "limit_train and limit_test must be >= 0");
   check(!(resume && reset), "--resume and --reset contradict each other");
+  check(!resume || !out.empty(), "--resume needs --out DIR, the run directory to continue");
+  check(resume_from.empty() || !resume,
+        "--resume_from DIR forks DIR's run into --out; --resume continues --out itself: pass "
+        "one of them");
+  check(resume_from.empty() || (!out.empty() && !same_path(resume_from, out)),
+        "--resume_from " + resume_from + " needs --out naming a new run directory (" +
+            (out.empty() ? "none given" : "it names the source") + "; --resume continues a run)");
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
@@ -420,17 +428,19 @@ void TrainConfig::fill_dataset_defaults() {
   if (!crop_padding.has_value()) crop_padding = static_cast<int>(info->crop_padding);
 }
 
-TrainConfig load_config(const std::string& path) {
+json load_config_json(const std::string& path) {
   std::ifstream in(path);
   RINGLET_CHECK(in.good(), ValueError, "config file ", path, " cannot be opened");
-  json parsed;
   try {
-    parsed = json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+    return json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {  // parse errors, and numbers no double holds
     RINGLET_THROW(ValueError, "config file ", path, " is not valid JSON: ", e.what());
   }
+}
+
+TrainConfig load_config(const std::string& path) {
   TrainConfig config;
-  config.merge_json(parsed, path);
+  config.merge_json(load_config_json(path), path);
   return config;
 }
 

@@ -58,10 +58,12 @@ struct TrainConfig {
   std::optional<int> crop_padding;
   std::int64_t limit_train = 0;  // use only the first N training examples (0 = all)
   std::int64_t limit_test = 0;
-  std::string out;      // run directory; empty = runs/<date-time>
-  bool resume = false;  // continue from out/checkpoint.safetensors
-  bool reset = false;   // delete out's checkpoint and metrics and start over
-  int log_every = 50;   // steps between progress lines when not on a TTY
+  std::string out;  // run directory; empty = runs/<date-time>
+  // continue the run in out from its checkpoint, with its recipe (trainer/run_dir.h)
+  bool resume = false;
+  bool reset = false;       // delete out's checkpoint and metrics and start over
+  std::string resume_from;  // a fork: a new run in out, starting from this run's checkpoint
+  int log_every = 50;       // steps between progress lines when not on a TTY
 
   nlohmann::json to_json() const;
   // Applies the keys of `json` (all optional); unknown keys and wrong types are errors.
@@ -92,6 +94,8 @@ Augmentations parse_augment(const std::string& augment);
 // Loads a JSON config file; // and /* */ comments are allowed (errors name the file and the
 // JSON problem).
 TrainConfig load_config(const std::string& path);
+// The file's keys alone, as JSON (not yet checked against the config's keys).
+nlohmann::json load_config_json(const std::string& path);
 std::vector<std::string> config_keys();
 
 }  // namespace ringlet::trainer

@@ -1,16 +1,145 @@
-// The run directory: its name, its files, and what a new, resumed or reset run does to it.
+// The run directory: its name, its files, and what a new, resumed, reset or forked run does to
+// it; see run_dir.h.
 #include "trainer/run_dir.h"
+
+#include <unistd.h>
 
 #include <ctime>
 #include <fstream>
 #include <iomanip>
+#include <ostream>
 #include <sstream>
 
+#include "core/env.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/cli/usage.h"
 
 namespace ringlet::trainer {
 namespace fs = std::filesystem;
+namespace {
+
+using nlohmann::json;
+
+fs::path history_path(const fs::path& dir) { return dir / "history.jsonl"; }
+
+// Whether a directory holds a run that a new one would mix with or destroy.
+bool holds_a_run(const fs::path& dir) {
+  std::error_code ec;
+  const std::uintmax_t metrics_bytes = fs::file_size(metrics_path(dir), ec);
+  return fs::exists(checkpoint_path(dir)) || (!ec && metrics_bytes > 0);
+}
+
+// A new run (neither --resume nor --reset) needs an unused directory.
+void refuse_used(const fs::path& dir) {
+  if (!holds_a_run(dir)) return;
+  throw cli::UsageError(core::str(
+      "run directory ", dir.string(), " already holds a run (",
+      fs::exists(checkpoint_path(dir)) ? "checkpoint.safetensors, " : "",
+      "metrics.jsonl): pass --resume to continue it, --reset to discard it and start over, or "
+      "another --out"));
+}
+
+// --reset: the old run's checkpoint and metrics go (its history stays, and records the reset).
+void discard_run(const fs::path& dir) {
+  fs::remove(checkpoint_path(dir));
+  fs::remove(metrics_path(dir));
+}
+
+// The metrics records of epochs the checkpoint holds, whole lines only: a record written after
+// the last checkpoint (a kill between the two writes) or a torn last line is dropped.
+void trim_metrics(const fs::path& dir, std::int64_t epochs_done, std::ostream& out) {
+  const fs::path path = metrics_path(dir);
+  const std::string text = core::read_file_text(path);
+  std::string kept;
+  std::size_t dropped = 0, start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end == std::string::npos ? end : end - start);
+    const json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool whole = end != std::string::npos && record.is_object() && record.contains("epoch") &&
+                       record["epoch"].is_number_integer();
+    if (whole && record["epoch"].get<std::int64_t>() <= epochs_done) {
+      kept += line + "\n";
+    } else {
+      ++dropped;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (dropped == 0) return;
+  core::write_file_atomically(path, kept);
+  out << path.string() << ": dropped " << dropped << " line(s) not covered by the checkpoint of "
+      << "epoch " << epochs_done << " (written after it, or torn)" << std::endl;
+}
+
+// A fork starts as a copy of its source's record: metrics and history.
+void copy_record(const fs::path& from, const fs::path& to) {
+  core::write_file_atomically(metrics_path(to), core::read_file_text(metrics_path(from)));
+  core::write_file_atomically(history_path(to), core::read_file_text(history_path(from)));
+}
+
+// This process's command line, as /proc/self/cmdline has it.
+json command_line() {
+  json args = json::array();
+  const std::string text = core::read_file_text("/proc/self/cmdline");
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\0', start);
+    args.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  std::error_code ec;  // the launcher starts its workers as /proc/self/exe: name the binary
+  if (!args.empty() && args[0] == "/proc/self/exe")
+    args[0] = fs::read_symlink(args[0], ec).string();
+  return args;
+}
+
+std::string now_text() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::ostringstream text;
+  text << std::put_time(&local, "%Y-%m-%dT%H:%M:%S%z");
+  return text.str();
+}
+
+// The history record of this command.
+json history_record(const TrainConfig& c, std::int64_t from_epoch,
+                    const std::vector<RecipeChange>& changes) {
+  const char* action = !c.resume_from.empty() ? "fork"
+                       : c.resume             ? "resume"
+                       : c.reset              ? "reset"
+                                              : "new";
+  json record{{"time", now_text()},
+              {"holder", this_process_as_holder()},
+              {"action", action},
+              {"from_epoch", from_epoch},
+              {"command", command_line()}};
+  if (!c.resume_from.empty()) record["source"] = c.resume_from;
+  const auto restart = core::env_int("RINGLET_RESTART_COUNT", 0, 0, 1000);
+  if (restart > 0) record["restart"] = restart;
+  json changed = json::object();
+  for (const RecipeChange& change : changes) changed[change.key] = {change.before, change.after};
+  if (!changed.empty()) record["changes"] = changed;
+  return record;
+}
+
+// Rank 0, holding the lock: the directory's files before the run starts.
+void ready_files(const TrainConfig& c, const fs::path& dir, const RunRecord* run,
+                 const std::vector<RecipeChange>& changes, std::ostream& out) {
+  if (c.reset) discard_run(dir);
+  if (!c.reset && !c.resume) refuse_used(dir);  // a fork's --out too: it must be new
+  if (!c.resume_from.empty() && !c.resume) copy_record(resume_source(c), dir);
+  if (run != nullptr) trim_metrics(dir, run->epoch, out);
+  core::write_file_atomically(dir / "config.json", c.to_json().dump(2) + "\n");
+  core::append_line(history_path(dir),
+                    history_record(c, run != nullptr ? run->epoch : 0, changes).dump());
+}
+
+}  // namespace
 
 std::string default_run_dir() {
   const std::time_t now = std::time(nullptr);
@@ -18,26 +147,48 @@ std::string default_run_dir() {
   localtime_r(&now, &local);
   std::ostringstream name;
   name << "runs/" << std::put_time(&local, "%Y%m%d-%H%M%S");
-  return name.str();
+  std::string dir = name.str();
+  for (int suffix = 2; fs::exists(dir) && suffix < 1000; ++suffix) {
+    dir = core::str(name.str(), "-", suffix);
+  }
+  return dir;
 }
 
 fs::path metrics_path(const fs::path& run_dir) { return run_dir / "metrics.jsonl"; }
 
-fs::path prepare_run_dir(TrainConfig& c, int rank) {
+bool resuming(const TrainConfig& c) { return c.resume || !c.resume_from.empty(); }
+
+fs::path resume_source(const TrainConfig& c) {
+  return c.resume_from.empty() ? fs::path(c.out) : fs::path(c.resume_from);
+}
+
+RunDir prepare_run_dir(TrainConfig& c, int rank, std::ostream& out) {
   if (c.out.empty()) c.out = default_run_dir();
-  const fs::path dir(c.out);
-  const fs::path latest = checkpoint_path(dir);
-  RINGLET_CHECK(!c.resume || fs::exists(latest), ValueError, "--resume: ", latest.string(),
-                " does not exist (train without --resume to start a new run)");
-  if (rank == 0 && c.reset) {  // start over: the old run's checkpoint and metrics go
-    fs::remove(latest);
-    fs::remove(metrics_path(dir));
+  RunDir result;
+  result.path = c.out;
+  std::optional<RunRecord> run;
+  if (resuming(c)) {
+    run = read_run_record(resume_source(c));
+    result.changes = check_resume_changes(*run, c);
+    result.from_checkpoint = run->has_checkpoint;
+    if (!result.changes.empty()) {
+      out << "resume: " << describe(result.changes) << " (the rest of the recipe is the run's)"
+          << std::endl;
+    }
+    if (!run->has_checkpoint) {
+      out << "no checkpoint yet in " << resume_source(c).string()
+          << " (the run stopped in its first epoch): it starts over from epoch 0" << std::endl;
+    }
   }
-  if (rank == 0) {
-    fs::create_directories(dir);
-    std::ofstream(dir / "config.json") << c.to_json().dump(2) << "\n";
+  if (rank != 0) return result;
+  fs::create_directories(result.path);
+  result.lock = std::make_unique<RunLock>(result.path);
+  if (!result.lock->stale_holder().empty()) {
+    out << "run directory " << result.path.string() << ": the job that held it ("
+        << result.lock->stale_holder() << ") is gone; its lock is taken over" << std::endl;
   }
-  return dir;
+  ready_files(c, result.path, run ? &*run : nullptr, result.changes, out);
+  return result;
 }
 
 }  // namespace ringlet::trainer

@@ -1,23 +1,49 @@
-// The run directory of `ringlet train`: config.json (the resolved config), metrics.jsonl (one
-// JSON record per epoch, appended) and checkpoint.safetensors (after the last finished epoch;
-// checkpoint/checkpoint.h). Rank 0 alone writes there; every rank reads the checkpoint to
-// resume.
+// The run directory of `ringlet train`:
+//   config.json             the run's current recipe (replaced atomically)
+//   metrics.jsonl           one JSON record per finished epoch, appended in whole lines
+//   checkpoint.safetensors  after the last finished epoch (checkpoint/checkpoint.h, atomic)
+//   history.jsonl           one record per command that trained the run: when, where, the
+//                           command line, new / reset / resume / fork, and what it changed
+//   lock                    held by the job's rank 0 while it runs (run_lock.h)
+// Rank 0 alone writes there; every rank reads the checkpoint to resume. A kill at any moment
+// leaves a directory that --resume accepts: metrics records written after the last checkpoint
+// (and a torn last line) are dropped when the run resumes.
 #pragma once
 
 #include <filesystem>
+#include <iosfwd>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "trainer/config.h"
+#include "trainer/resume_check.h"
+#include "trainer/run_lock.h"
 
 namespace ringlet::trainer {
 
-// runs/<local date-time>: the run directory when none is given.
+// runs/<local date-time>, with a suffix (-2, -3, ...) when that directory exists already.
 std::string default_run_dir();
 // run_dir/metrics.jsonl
 std::filesystem::path metrics_path(const std::filesystem::path& run_dir);
-// Sets config.out to default_run_dir() when it is empty and returns it, ready for the run:
-// --resume needs its checkpoint (ValueError otherwise); rank 0 removes the old checkpoint and
-// metrics for --reset, creates the directory and writes config.json.
-std::filesystem::path prepare_run_dir(TrainConfig& config, int rank);
+// Where a resume reads its checkpoint: resume_from (a fork) or the run directory itself.
+std::filesystem::path resume_source(const TrainConfig& config);
+// Whether the config continues a run (--resume, or --resume_from for a fork).
+bool resuming(const TrainConfig& config);
+
+struct RunDir {
+  std::filesystem::path path;
+  std::unique_ptr<RunLock> lock;      // rank 0's, held for the run
+  std::vector<RecipeChange> changes;  // what a resume changed in the run's recipe
+  bool from_checkpoint = false;       // a resume with a checkpoint to load
+};
+
+// Sets config.out to default_run_dir() when it is empty and makes the directory ready:
+//  - a resume checks the command against the run's recipe (resume_check.h), on every rank;
+//  - rank 0 locks it, refuses a used directory without --resume or --reset, discards the old
+//    run for --reset, copies the source's record for a fork, drops metrics records newer
+//    than the checkpoint, then writes config.json and the history record.
+// Nothing is written before every check has passed.
+RunDir prepare_run_dir(TrainConfig& config, int rank, std::ostream& out);
 
 }  // namespace ringlet::trainer

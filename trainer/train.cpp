@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/env.h"
+#include "core/file_io.h"
 #include "core/threads.h"
 #include "nn/adam.h"
 #include "nn/autocast.h"
@@ -137,6 +138,7 @@ struct Run {
   std::ostream null_out;
   std::ostream& out;  // rank 0: the caller's stream; other ranks: null_out
   bool tty;           // a progress bar instead of progress lines
+  RunDir run_dir;     // its path, rank 0's lock, what a resume changed
   fs::path dir;
   std::unique_ptr<DataLoader> train_loader, test_loader;
   std::shared_ptr<nn::Module> model;
@@ -186,10 +188,34 @@ void set_up_model(Run& run) {
   }
 }
 
+// Whether a resume changed the epochs of a cosine schedule, whose horizon they are.
+bool cosine_horizon_changed(const Run& run) {
+  if (run.c.schedule != "cosine") return false;
+  for (const RecipeChange& change : run.run_dir.changes) {
+    if (change.key == "epochs") return true;
+  }
+  return false;
+}
+
+// A moved cosine horizon is rescaled: the epochs left follow the curve of the new length at
+// the epoch the run stands (as a run planned with that length would), said here with the lr.
+void tell_schedule_change(const Run& run) {
+  for (const RecipeChange& change : run.run_dir.changes) {
+    if (change.key != "epochs" || !cosine_horizon_changed(run)) continue;
+    run.out << "schedule: the cosine horizon moves from " << change.before << " to " << change.after
+            << " epochs; epochs " << run.start_epoch + 1 << "-" << run.c.epochs << " follow the "
+            << change.after << "-epoch curve, from lr " << run.optimizer->lr() << std::endl;
+  }
+}
+
 // Parameters, optimizer state, position, schedule and loss scale of the last finished epoch.
 void resume(Run& run) {
-  const fs::path latest = checkpoint_path(run.dir);
+  const fs::path latest = checkpoint_path(resume_source(run.c));
+  const double schedule_start_lr = run.optimizer->lr();
   const CheckpointInfo info = load_checkpoint(latest, *run.model, run.optimizer.get());
+  // A new cosine horizon: the schedule replays the new curve from its start, not from the old
+  // curve's lr (chained from 0 it would stay at 0).
+  if (cosine_horizon_changed(run)) run.optimizer->set_lr(schedule_start_lr);
   const std::string bad = first_non_finite(*run.model);
   RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", latest.string(), " holds NaN or infinite ",
                 "values in ", bad, ": it cannot be resumed (the run had diverged)");
@@ -198,6 +224,11 @@ void resume(Run& run) {
   for (int e = 0; e < run.start_epoch && run.schedule; ++e) run.schedule->step();
   if (run.scaler.is_enabled() && !info.scaler.empty()) run.scaler.load_state_dict(info.scaler);
   run.out << "resumed from " << latest.string() << " after epoch " << run.start_epoch << std::endl;
+  tell_schedule_change(run);
+  if (run.start_epoch >= run.c.epochs) {
+    run.out << "the run has finished its " << run.c.epochs
+            << " epochs: nothing to train (pass a larger --epochs to continue it)" << std::endl;
+  }
 }
 
 // After the resume (checkpoints load into host tensors): parameters and buffers move to the
@@ -303,8 +334,7 @@ EpochStats train_epoch(Run& run, int epoch) {
 }
 
 // The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes).
-void record_epoch(Run& run, std::ofstream& metrics, int epoch, const EpochStats& stats, double lr,
-                  const EvalResult& eval) {
+void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const EvalResult& eval) {
   const double images_per_s =
       static_cast<double>(stats.seen) * run.world / std::max(stats.seconds, 1e-9);
   run.out << std::fixed << "epoch " << epoch + 1 << "/" << run.c.epochs << ": train loss "
@@ -325,7 +355,7 @@ void record_epoch(Run& run, std::ofstream& metrics, int epoch, const EpochStats&
     record["loss_scale"] = run.scaler.get_scale();
   }
   if (run.rank != 0) return;
-  metrics << record.dump() << std::endl;
+  core::append_line(metrics_path(run.dir), record.dump());  // before the checkpoint: see run_dir.h
   save_checkpoint(
       checkpoint_path(run.dir), *run.model, run.optimizer.get(),
       CheckpointInfo{epoch + 1, run.step, run.c.to_json().dump(),
@@ -346,8 +376,6 @@ void stop_if_diverged(const Run& run, int epoch, const EvalResult& eval) {
 }
 
 TrainResult train_epochs(Run& run) {
-  std::ofstream metrics;
-  if (run.rank == 0) metrics.open(metrics_path(run.dir), std::ios::app);
   TrainResult result;
   result.out_dir = run.dir.string();
   result.epochs_done = run.start_epoch;
@@ -358,7 +386,7 @@ TrainResult train_epochs(Run& run) {
     if (run.schedule) run.schedule->step();
     const EvalResult eval = evaluate(*run.model, *run.test_loader, run.comm);
     stop_if_diverged(run, epoch, eval);
-    record_epoch(run, metrics, epoch, stats, lr, eval);
+    record_epoch(run, epoch, stats, lr, eval);
     // Nobody moves on (or exits) before rank 0's checkpoint is on disk.
     if (run.comm != nullptr) run.comm->barrier()->wait(core::Deadline::after(run.comm->timeout()));
     result.epochs_done = epoch + 1;
@@ -409,11 +437,12 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   config.fill_dataset_defaults();
   Run run(std::move(config), out, comm, space);
   share_cores(run);
-  run.dir = prepare_run_dir(run.c, run.rank);
+  run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
+  run.dir = run.run_dir.path;
   run.out << "config: " << run.c.to_json().dump() << std::endl;
   make_loaders(run);
   set_up_model(run);
-  if (run.c.resume) resume(run);
+  if (run.run_dir.from_checkpoint) resume(run);
   place_on_device(run);
   if (run.world > 1) distribute(run);
   return train_epochs(run);

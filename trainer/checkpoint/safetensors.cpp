@@ -285,36 +285,60 @@ void write(const fs::path& path, const NamedTensors& tensors, const Metadata& me
     fail(path, "fsync of directory " + dir.string() + " failed: " + errno_text());
 }
 
-File read(const fs::path& path) {
+namespace {
+
+// An open file's validated header: its entries (in header order), metadata and where the data
+// starts.
+struct Header {
   Fd file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0) fail(path, "cannot open checkpoint: " + errno_text());
+  std::uint64_t header_len = 0;
+  std::vector<Entry> entries;
+  Metadata metadata;
+};
+
+void read_header(const fs::path& path, Header& out) {
+  out.file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (out.file.fd < 0) fail(path, "cannot open checkpoint: " + errno_text());
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0) fail(path, "cannot stat: " + errno_text());
+  if (::fstat(out.file.fd, &st) != 0) fail(path, "cannot stat: " + errno_text());
   const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
-  const std::uint64_t header_len = read_header_length(path, file.fd, file_bytes);
-  std::string text(header_len, '\0');
-  read_at(path, file.fd, text.data(), header_len, 8);
-  const std::uint64_t data_bytes = file_bytes - 8 - header_len;
+  out.header_len = read_header_length(path, out.file.fd, file_bytes);
+  std::string text(out.header_len, '\0');
+  read_at(path, out.file.fd, text.data(), out.header_len, 8);
+  const std::uint64_t data_bytes = file_bytes - 8 - out.header_len;
 
   const nlohmann::json header = parse_header(path, text);
-  File result;
-  std::vector<Entry> entries;
   for (const auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
-      result.metadata = parse_metadata(path, info);
+      out.metadata = parse_metadata(path, info);
       continue;
     }
-    entries.push_back(parse_entry(path, name, info, data_bytes));
+    out.entries.push_back(parse_entry(path, name, info, data_bytes));
   }
-  check_coverage(path, entries, data_bytes);
-  for (const Entry& e : entries) {
+  check_coverage(path, out.entries, data_bytes);
+}
+
+}  // namespace
+
+File read(const fs::path& path) {
+  Header header;
+  read_header(path, header);
+  File result;
+  result.metadata = std::move(header.metadata);
+  for (const Entry& e : header.entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
-    if (e.end > e.begin)
-      read_at(path, file.fd, t.raw_data(), e.end - e.begin, 8 + header_len + e.begin);
+    if (e.end > e.begin) {
+      read_at(path, header.file.fd, t.raw_data(), e.end - e.begin, 8 + header.header_len + e.begin);
+    }
     result.tensors.emplace_back(e.name, std::move(t));
   }
   return result;
+}
+
+Metadata read_metadata(const fs::path& path) {
+  Header header;
+  read_header(path, header);
+  return header.metadata;
 }
 
 }  // namespace ringlet::trainer::safetensors

@@ -48,6 +48,8 @@ void write(const std::filesystem::path& path, const NamedTensors& tensors,
 // anything), JSON syntax, duplicate names, dtype names, shapes, offsets against shape x dtype
 // size, and full coverage of the data without gaps or overlaps. Tensors come back on the CPU.
 File read(const std::filesystem::path& path);
+// The metadata alone: the header is read and checked as read() checks it, the tensors are not.
+Metadata read_metadata(const std::filesystem::path& path);
 
 // "F32", "BF16", ... as the format spells ringlet's dtypes.
 const char* dtype_to_name(core::DType dtype);

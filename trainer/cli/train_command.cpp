@@ -16,6 +16,7 @@
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
 #include "trainer/recipes.h"
+#include "trainer/resume_check.h"
 #include "trainer/run_dir.h"
 #include "trainer/train.h"
 #include "transport/discovery.h"
@@ -35,9 +36,11 @@ std::string join(const std::vector<double>& values) {
 // A restarted job (RINGLET_RESTART_COUNT > 0) resumes from the run directory's checkpoint.
 int train_worker(TrainConfig config, std::ostream& out) {
   const auto restart = core::env_int("RINGLET_RESTART_COUNT", 0, 0, 1000);
-  if (restart > 0) {  // the first attempt did any --reset
-    config.reset = false;
-    config.resume = !config.out.empty() && std::filesystem::exists(checkpoint_path(config.out));
+  if (restart > 0) {  // continue the run's own checkpoint, or start over (a fork: copy again)
+    const bool saved = !config.out.empty() && std::filesystem::exists(checkpoint_path(config.out));
+    config.resume = saved;
+    config.reset = !saved;
+    if (saved) config.resume_from.clear();
   }
   // how long to wait for the other ranks: the launcher's --rdzv-timeout
   const auto rdzv = std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400));
@@ -122,9 +125,34 @@ struct TrainArgs {
   std::filesystem::path recipe_file;
 };
 
+// The config the files and overrides make, starting from `base`.
+TrainConfig resolve(TrainConfig base,
+                    const std::vector<std::pair<std::string, nlohmann::json>>& files,
+                    const std::vector<std::string>& overrides) {
+  for (const auto& [path, keys] : files) base.merge_json(keys, path);
+  base.apply_overrides(overrides, {"--config", "--recipe", "--help"});
+  return base;
+}
+
+// A resume starts from the run's recipe, not the defaults: files and overrides change it
+// (what they may change is checked against the run when it starts; resume_check.h).
+TrainConfig resolve_with_run(const std::vector<std::pair<std::string, nlohmann::json>>& files,
+                             const std::vector<std::string>& overrides) {
+  const TrainConfig asked = resolve(TrainConfig(), files, overrides);
+  if (!resuming(asked) || asked.out.empty()) return asked;
+  TrainConfig base;
+  const RunRecord run = read_run_record(resume_source(asked));
+  base.merge_json(run.recipe, "checkpoint " + run.checkpoint.string());
+  base.resume = false;
+  base.reset = false;
+  base.resume_from.clear();
+  return resolve(base, files, overrides);
+}
+
 TrainArgs parse_train_args(const std::vector<std::string>& args) {
   TrainArgs parsed;
   std::vector<std::string> overrides;
+  std::vector<std::pair<std::string, nlohmann::json>> files;  // --config files, the recipe
   bool any_config = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
@@ -132,7 +160,7 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
       return parsed;
     }
     if (auto path = flag_value(args, i, "--config")) {
-      parsed.config.merge_json(load_config(*path).to_json(), *path);
+      files.emplace_back(*path, load_config_json(*path));
       any_config = true;
     } else if (auto name = flag_value(args, i, "--recipe")) {
       if (!parsed.recipe.empty()) {
@@ -150,9 +178,9 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
           "keys with --key value, or copy it and pass --config)");
     }
     parsed.recipe_file = find_recipe(parsed.recipe);
-    parsed.config = load_config(parsed.recipe_file.string());
+    files.emplace_back(parsed.recipe_file.string(), load_config_json(parsed.recipe_file.string()));
   }
-  parsed.config.apply_overrides(overrides, {"--config", "--recipe", "--help"});
+  parsed.config = resolve_with_run(files, overrides);
   return parsed;
 }
 
