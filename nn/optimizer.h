@@ -78,6 +78,11 @@ class Optimizer {
   // range or a hyperparameter out of range, and ShapeError naming the key on a buffer whose
   // shape is not its parameter's; on error nothing changes.
   void load_state_dict(const NamedState& state);
+  // Whether parameter `index` has per-parameter state yet (it does after its first update,
+  // when the configuration keeps any).
+  bool has_state(std::size_t index) const {
+    return index < state_.size() && state_[index].initialized;
+  }
 
  protected:
   struct ParamState {

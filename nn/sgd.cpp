@@ -83,7 +83,8 @@ void SGD::validate() const {
   const SGDOptions& o = options_;
   RINGLET_CHECK(std::isfinite(o.momentum) && o.momentum >= 0, ValueError, "SGD: invalid momentum ",
                 o.momentum, " (must be >= 0)");
-  RINGLET_CHECK(std::isfinite(o.dampening), ValueError, "SGD: invalid dampening ", o.dampening);
+  RINGLET_CHECK(std::isfinite(o.dampening) && o.dampening >= 0 && o.dampening <= 1, ValueError,
+                "SGD: invalid dampening ", o.dampening, " (must be in [0, 1])");
   RINGLET_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0, ValueError,
                 "SGD: invalid weight_decay ", o.weight_decay, " (must be >= 0)");
   RINGLET_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), ValueError,

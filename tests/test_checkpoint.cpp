@@ -2,6 +2,9 @@
 // included) with metadata, the atomic write (no temporary file left, a failed write keeps the
 // old file), every corruption as a CheckpointError naming the file, and PyTorch reading a
 // written file through tests/golden/read_safetensors.py when /usr/bin/python3 has torch.
+// trainer/checkpoint/checkpoint: a training checkpoint whose metadata or tensors were tampered
+// with (numbers out of range or not numbers, another dtype, a missing optimizer state, a
+// negative dampening) is refused naming the file and what is wrong.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -12,8 +15,12 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "nn/linear.h"
+#include "nn/sgd.h"
 #include "temp_dir.h"
+#include "tensor/ops.h"
 #include "tensor/ops/creation.h"
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
 
 using namespace ringlet;
@@ -258,4 +265,80 @@ TEST_CASE(
   CHECK(got["tensors"]["half"]["dtype"] == "torch.float16");
   CHECK(got["tensors"]["bfloat"]["dtype"] == "torch.bfloat16");
   CHECK(got["tensors"]["pixels"]["dtype"] == "torch.uint8");
+}
+
+namespace {
+
+// A Linear layer and its SGD (momentum 0.9) after one step, saved as a training checkpoint.
+struct SavedRun {
+  tensor::Generator gen{3};
+  nn::Linear model{4, 2, gen};
+  nn::SGD optimizer{model.parameters(), {.lr = 0.1, .momentum = 0.9}};
+  explicit SavedRun(const fs::path& file) {
+    tensor::sum(model.forward(tensor::ones({3, 4}))).backward();
+    optimizer.step();
+    save_checkpoint(file, model, &optimizer, CheckpointInfo{2, 7, R"({"model": "x"})", {}});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a tampered training checkpoint is refused, naming the file and what is wrong") {
+  TempDir dir;
+  const fs::path file = dir.path / "checkpoint.safetensors";
+  SavedRun saved(file);
+  const st::File original = st::read(file);
+  {
+    SavedRun fresh(dir.path / "other.safetensors");
+    const CheckpointInfo info = load_checkpoint(file, fresh.model, &fresh.optimizer);
+    CHECK(info.epoch == 2);
+    CHECK(info.step == 7);
+  }
+  struct Case {
+    std::string what;
+    std::function<void(st::File&)> tamper;
+    std::string message;
+  };
+  const auto set_meta = [](const std::string& key, const std::string& value) {
+    return [=](st::File& f) { f.metadata[key] = value; };
+  };
+  const std::vector<Case> cases = {
+      {"a negative epoch", set_meta("epoch", "-1"), "metadata 'epoch' is -1, out of range"},
+      {"an epoch past 2^31", set_meta("epoch", "4294967296"), "out of range [0, 2147483647]"},
+      {"an epoch that is no number", set_meta("epoch", "3 "), "'3 ', not a whole number"},
+      {"a negative step", set_meta("step", "-5"), "metadata 'step' is -5, out of range"},
+      {"a momentum that is no number", set_meta("optim.param_groups.0.momentum", "0.9x"),
+       "metadata 'optim.param_groups.0.momentum' is '0.9x', not a finite number"},
+      {"a nan lr", set_meta("optim.param_groups.0.lr", "nan"), "not a finite number"},
+      {"a negative dampening", set_meta("optim.param_groups.0.dampening", "-0.5"),
+       "invalid dampening -0.5 (must be in [0, 1])"},
+      {"a weight of another dtype",
+       [](st::File& f) {
+         for (auto& [name, t] : f.tensors) {
+           if (name == "model.weight") t = t.to(core::DType::f64);
+         }
+       },
+       "tensor 'model.weight' is F64 but the model's is F32"},
+      {"a missing optimizer state",
+       [](st::File& f) {
+         std::erase_if(f.tensors,
+                       [](const auto& e) { return e.first.rfind("optim.state.1.", 0) == 0; });
+       },
+       "SGD state for 1 of 2 parameters: parameter 1's is missing"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    st::File tampered = original;
+    c.tamper(tampered);
+    st::write(file, tampered.tensors, tampered.metadata);
+    SavedRun fresh(dir.path / "other.safetensors");
+    try {
+      load_checkpoint(file, fresh.model, &fresh.optimizer);
+      FAIL("loaded a checkpoint with ", c.what);
+    } catch (const core::ValueError& e) {
+      const std::string what = e.what();
+      CHECK_MESSAGE(what.find(c.message) != std::string::npos, what);
+      CHECK_MESSAGE(what.find(file.string()) != std::string::npos, what);
+    }
+  }
 }

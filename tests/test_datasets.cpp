@@ -119,7 +119,7 @@ TEST_CASE("IDX raw and gzip files parse to the same examples") {
   }
 }
 
-TEST_CASE("IDX splits by file prefix, .gz preferred, zero examples allowed") {
+TEST_CASE("IDX splits by file prefix, .gz preferred; a split of zero examples is refused") {
   TempDir dir;
   write_file(dir.path / "train-images-idx3-ubyte.gz", gzip(idx_images(6, 2, 2)));
   write_file(dir.path / "train-labels-idx1-ubyte.gz", gzip(idx_labels(6)));
@@ -128,7 +128,9 @@ TEST_CASE("IDX splits by file prefix, .gz preferred, zero examples allowed") {
   write_file(dir.path / "t10k-images-idx3-ubyte", idx_images(0, 2, 2));
   write_file(dir.path / "t10k-labels-idx1-ubyte", idx_labels(0));
   CHECK(IdxDataset::open(dir.path, Split::train).size() == 6);
-  CHECK(IdxDataset::open(dir.path, Split::test).size() == 0);
+  expect_error([&] { IdxDataset::open(dir.path, Split::test); },
+               {(dir.path / "t10k-images-idx3-ubyte").string(),
+                "dimension 0 is 0, expected > 0 (the file holds no examples)"});
 }
 
 TEST_CASE("IDX corruptions are DataErrors naming the file and what was expected") {
@@ -196,6 +198,17 @@ TEST_CASE("IDX corruptions are DataErrors naming the file and what was expected"
   z.push_back(0x42);
   write_file(gz, z);
   expect_error(load(gz, good_lbl), {gz.string(), "trailing bytes"});
+
+  // A stream that inflates past what its header announces is stopped there: 4 images of 3x3
+  // (52 bytes) followed by 64 MiB of zeros. With a bad header it stops at the header.
+  Bytes bomb = idx_images(4, 3, 3);
+  bomb.resize(bomb.size() + (64u << 20), 0);
+  write_file(gz, gzip(bomb));
+  expect_error(load(gz, good_lbl),
+               {gz.string(), "inflates past 52 bytes, the size its header announces"});
+  bomb[3] = 0x01;
+  write_file(gz, gzip(bomb));
+  expect_error(load(gz, good_lbl), {gz.string(), "bad magic 0x00000801"});
 }
 
 TEST_CASE("CIFAR-10 batches: splits, layout and corruptions") {

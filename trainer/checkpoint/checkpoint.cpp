@@ -1,6 +1,10 @@
 // Checkpoint layout on top of safetensors; see checkpoint.h.
 #include "trainer/checkpoint/checkpoint.h"
 
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <sstream>
 
 #include "core/env.h"
@@ -17,6 +21,89 @@ std::string exact(double value) {
   out.precision(17);
   out << value;
   return out.str();
+}
+
+// The checkpoint's metadata, read strictly: a missing key, a number that is not one or one out
+// of range is a ValueError naming the file and the key.
+struct Metadata {
+  const std::filesystem::path& path;
+  const safetensors::Metadata& values;
+
+  const std::string& text(const std::string& key) const {
+    auto it = values.find(key);
+    RINGLET_CHECK(it != values.end(), ValueError, "checkpoint ", path.string(),
+                  ": metadata has no '", key, "' (not a ringlet checkpoint?)");
+    return it->second;
+  }
+  double real(const std::string& key) const {
+    const std::string& t = text(key);
+    double value = 0;
+    const auto [end, error] = std::from_chars(t.data(), t.data() + t.size(), value);
+    RINGLET_CHECK(error == std::errc() && end == t.data() + t.size() && std::isfinite(value),
+                  ValueError, "checkpoint ", path.string(), ": metadata '", key, "' is '", t,
+                  "', not a finite number");
+    return value;
+  }
+  std::int64_t integer(const std::string& key, std::int64_t least, std::int64_t most) const {
+    const std::string& t = text(key);
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(t.data(), t.data() + t.size(), value);
+    RINGLET_CHECK(error == std::errc() && end == t.data() + t.size(), ValueError, "checkpoint ",
+                  path.string(), ": metadata '", key, "' is '", t, "', not a whole number");
+    RINGLET_CHECK(value >= least && value <= most, ValueError, "checkpoint ", path.string(),
+                  ": metadata '", key, "' is ", value, ", out of range [", least, ", ", most, "]");
+    return value;
+  }
+};
+
+// The file's tensors as the model's state (each with the dtype and, through load_state_dict,
+// the shape of the model's tensor of that name) and the optimizer's.
+void split_tensors(const std::filesystem::path& path, const safetensors::File& file,
+                   const nn::Module& model, nn::StateDict& model_state,
+                   nn::NamedState& optim_state) {
+  std::map<std::string, core::DType> dtypes;
+  for (const auto& [name, value] : model.state_dict()) dtypes.emplace(name, value.dtype());
+  for (const auto& [name, value] : file.tensors) {
+    if (name.rfind("model.", 0) == 0) {
+      const auto it = dtypes.find(name.substr(6));
+      RINGLET_CHECK(it == dtypes.end() || it->second == value.dtype(), ValueError, "checkpoint ",
+                    path.string(), ": tensor '", name, "' is ",
+                    safetensors::dtype_to_name(value.dtype()), " but the model's is ",
+                    safetensors::dtype_to_name(it->second));
+      model_state.insert(name.substr(6), value);
+    } else if (name.rfind("optim.", 0) == 0) {
+      optim_state.set(name.substr(6), value);
+    } else {
+      RINGLET_THROW(ValueError, "checkpoint ", path.string(), ": unexpected tensor '", name, "'");
+    }
+  }
+}
+
+// The optimizer's hyperparameters (metadata) and per-parameter state (tensors). Every step
+// updates every parameter of the models trained here, so state for some parameters but not
+// all is a damaged checkpoint. (None at all is a run whose steps were all skipped on f16
+// overflow, or one that took none.)
+void load_optimizer(const Metadata& meta, nn::NamedState& state, nn::Optimizer& optimizer) {
+  RINGLET_CHECK(meta.text("optimizer") == optimizer.name(), ValueError, "checkpoint ",
+                meta.path.string(), ": saved with optimizer ", meta.text("optimizer"),
+                ", this run uses ", optimizer.name());
+  for (const auto& [key, value] : meta.values) {
+    if (key.rfind("optim.", 0) == 0) state.set(key.substr(6), meta.real(key));
+  }
+  try {
+    optimizer.load_state_dict(state);
+  } catch (const core::Error& e) {  // a hyperparameter out of range, a buffer of another shape
+    RINGLET_THROW(ValueError, "checkpoint ", meta.path.string(), ": ", e.what());
+  }
+  const std::size_t count = optimizer.parameters().size();
+  std::size_t with_state = 0;
+  for (std::size_t i = 0; i < count; ++i) with_state += optimizer.has_state(i) ? 1 : 0;
+  if (with_state == 0) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    RINGLET_CHECK(optimizer.has_state(i), ValueError, "checkpoint ", meta.path.string(), ": ",
+                  optimizer.name(), " state for ", with_state, " of ", count,
+                  " parameters: parameter ", i, "'s is missing");
+  }
 }
 
 }  // namespace
@@ -54,41 +141,20 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
 CheckpointInfo load_checkpoint(const std::filesystem::path& path, nn::Module& model,
                                nn::Optimizer* optimizer) {
   const safetensors::File file = safetensors::read(path);
-  const auto meta = [&](const std::string& key) -> const std::string& {
-    auto it = file.metadata.find(key);
-    RINGLET_CHECK(it != file.metadata.end(), ValueError, "checkpoint ", path.string(),
-                  ": metadata has no '", key, "' (not a ringlet checkpoint?)");
-    return it->second;
-  };
-  RINGLET_CHECK(meta("format") == kFormat, ValueError, "checkpoint ", path.string(), ": format '",
-                meta("format"), "', expected '", kFormat, "'");
+  const Metadata meta{path, file.metadata};
+  RINGLET_CHECK(meta.text("format") == kFormat, ValueError, "checkpoint ", path.string(),
+                ": format '", meta.text("format"), "', expected '", kFormat, "'");
+  CheckpointInfo info;
+  info.epoch = meta.integer("epoch", 0, std::numeric_limits<std::int32_t>::max());
+  info.step = meta.integer("step", 0, std::int64_t{1} << 53);
+  info.config = meta.text("config");
   nn::StateDict model_state;
   nn::NamedState optim_state;
-  for (const auto& [name, value] : file.tensors) {
-    if (name.rfind("model.", 0) == 0) {
-      model_state.insert(name.substr(6), value);
-    } else if (name.rfind("optim.", 0) == 0) {
-      optim_state.set(name.substr(6), value);
-    } else {
-      RINGLET_THROW(ValueError, "checkpoint ", path.string(), ": unexpected tensor '", name, "'");
-    }
-  }
+  split_tensors(path, file, model, model_state, optim_state);
   model.load_state_dict(model_state, /*strict=*/true);
-  if (optimizer != nullptr) {
-    RINGLET_CHECK(meta("optimizer") == optimizer->name(), ValueError, "checkpoint ", path.string(),
-                  ": saved with optimizer ", meta("optimizer"), ", this run uses ",
-                  optimizer->name());
-    for (const auto& [key, value] : file.metadata) {
-      if (key.rfind("optim.", 0) == 0) optim_state.set(key.substr(6), std::stod(value));
-    }
-    optimizer->load_state_dict(optim_state);
-  }
-  CheckpointInfo info;
-  info.epoch = core::parse_int(meta("epoch"), "checkpoint epoch");
-  info.step = core::parse_int(meta("step"), "checkpoint step");
-  info.config = meta("config");
+  if (optimizer != nullptr) load_optimizer(meta, optim_state, *optimizer);
   for (const auto& [key, value] : file.metadata) {
-    if (key.rfind("scaler.", 0) == 0) info.scaler.set(key.substr(7), std::stod(value));
+    if (key.rfind("scaler.", 0) == 0) info.scaler.set(key.substr(7), meta.real(key));
   }
   return info;
 }

@@ -27,7 +27,10 @@ CifarDataset::CifarDataset(const std::vector<fs::path>& files) {
   std::vector<std::vector<std::uint8_t>> contents;
   contents.reserve(files.size());
   for (const auto& file : files) {
-    std::vector<std::uint8_t> bytes = read_data_file(file);
+    // The 60,000 images of CIFAR-10 at most (a batch file holds 10,000).
+    SizeLimit limit;
+    limit.most = 60000 * static_cast<std::uint64_t>(kRecordBytes);
+    std::vector<std::uint8_t> bytes = read_data_file(file, limit);
     const auto n = static_cast<std::int64_t>(bytes.size());
     if (n == 0 || n % kRecordBytes != 0) {
       throw DataError(file.string() + ": " + std::to_string(n) +

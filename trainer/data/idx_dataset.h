@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,20 @@ inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnis
 
 enum class Split { train, test };
 
+// How many bytes a data file may hold once decompressed: what its header announces, once its
+// first `head_bytes` are known (`announced`, which may throw a DataError on a bad header), and
+// never more than `most`. A gzip stream is stopped as soon as it inflates past the limit.
+struct SizeLimit {
+  std::uint64_t most = std::uint64_t{1} << 30;
+  std::size_t head_bytes = 0;
+  std::function<std::uint64_t(const std::uint8_t* head)> announced;  // null: `most` alone
+};
+
 // The whole content of a data file, gunzipped when it starts with the gzip magic.
-// DataError names the file when it is missing, unreadable or not a valid gzip stream.
-std::vector<std::uint8_t> read_data_file(const std::filesystem::path& path);
+// DataError names the file when it is missing, unreadable, larger than `limit` or not a valid
+// gzip stream.
+std::vector<std::uint8_t> read_data_file(const std::filesystem::path& path,
+                                         const SizeLimit& limit = {});
 
 class IdxDataset : public Dataset {
  public:
