@@ -5,6 +5,7 @@
 #   make test     build, run every test, end with `N passed, N failed`
 #   make train    build, train fmnist_cnn on Fashion-MNIST with NPROC=2 local ranks (DDP)
 #   make bench    build, run bench/ops_bench and bench/p2p_perf
+#   make sanitize ASan+UBSan over every test, TSan over the threaded layers (scripts/sanitize.sh)
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
 #
 # Variables: BUILD (build dir, default build), MESON_OPTS (e.g. -Dcuda=disabled; applied with
@@ -20,10 +21,10 @@ PYTHON ?= python3
 CLANG_FORMAT ?= clang-format
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build test train bench format format-check clean
+.PHONY: help deps build test sanitize train bench format format-check clean
 
 help:
-	@sed -n '5,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '5,12p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- setup -----------------------------------------------------------------------------------
 
@@ -84,6 +85,12 @@ test:
 	@echo "--- summary ($(BUILD)/meson-logs/testlog.json)"
 	@$(PYTHON) scripts/test_summary.py $(BUILD)
 
+# ASan + UBSan (build-asan) over every test, TSan (build-tsan) over the threaded layers' tests;
+# SANITIZE=asan or tsan runs one of them.
+SANITIZE ?= all
+sanitize: deps
+	@bash scripts/sanitize.sh $(SANITIZE)
+
 format-check:
 	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || \
 	  { echo "format-check: $(CLANG_FORMAT) not found (apt-get install clang-format)"; exit 1; }
@@ -113,4 +120,4 @@ bench: build
 	$(BUILD)/bench/p2p_perf
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda
+	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda build-asan build-tsan

@@ -17,6 +17,7 @@
 
 #include "nn/linear.h"
 #include "nn/sgd.h"
+#include "same_bytes.h"
 #include "temp_dir.h"
 #include "tensor/ops.h"
 #include "tensor/ops/creation.h"
@@ -74,7 +75,7 @@ st::NamedTensors sample_tensors() {
 bool same(const Tensor& a, const Tensor& b) {
   const Tensor ca = a.contiguous(), cb = b.contiguous();
   return ca.shape() == cb.shape() && ca.dtype() == cb.dtype() &&
-         std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()) == 0;
+         ringlet::testing::same_bytes(ca.raw_data(), cb.raw_data(), ca.nbytes());
 }
 
 std::string read_bytes(const fs::path& p) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mesh_ranks.h"
+#include "same_bytes.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -38,7 +39,7 @@ void all_pairs(int rank, transport::Mesh& mesh, const std::vector<std::size_t>& 
   for (std::size_t k = 0; k < expect.size(); ++k) {
     const auto [p, n, slot] = expect[k];
     REQUIRE(recvs[k]->bytes() == n);
-    REQUIRE(std::memcmp(in[slot].data(), payload(n, p, rank).data(), n) == 0);
+    REQUIRE(testing::same_bytes(in[slot].data(), payload(n, p, rank).data(), n));
   }
 }
 

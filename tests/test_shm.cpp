@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "memory_store.h"
+#include "same_bytes.h"
 #include "transport/errors.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/window.h"
@@ -78,8 +79,8 @@ void exchange(ShmPair& p, std::size_t bytes, unsigned seed) {
   CHECK(ra->bytes() == bytes);
   CHECK(rb->bytes() == bytes);
   CHECK(sa->bytes() == bytes);
-  CHECK(std::memcmp(in_a.data(), out_b.data(), bytes) == 0);
-  CHECK(std::memcmp(in_b.data(), out_a.data(), bytes) == 0);
+  CHECK(testing::same_bytes(in_a.data(), out_b.data(), bytes));
+  CHECK(testing::same_bytes(in_b.data(), out_a.data(), bytes));
 }
 
 // Waits on a request expected to fail with PeerError; returns the message.
@@ -199,7 +200,7 @@ TEST_CASE("shm: 200 messages posted before their receives, both directions") {
   transport::wait_all(requests, core::Deadline::after(kWait));
   for (int i = 0; i < kCount; ++i) {
     CHECK(in_a[i] == out_b[i]);
-    CHECK(std::memcmp(in_b[i].data(), out_a[i].data(), out_a[i].size()) == 0);
+    CHECK(testing::same_bytes(in_b[i].data(), out_a[i].data(), out_a[i].size()));
     CHECK(requests[2 * kCount + 2 * i + 1]->bytes() == out_a[i].size());
   }
 }

@@ -13,6 +13,7 @@
 
 #include "ipv6.h"
 #include "raw_socket.h"
+#include "same_bytes.h"
 #include "tcp_pair.h"
 #include "transport/errors.h"
 #include "transport/tcp/interfaces.h"
@@ -39,8 +40,8 @@ void exchange(TcpPair& p, std::size_t bytes, unsigned seed) {
   transport::wait_all({sa, sb, ra, rb}, deadline);
   CHECK(ra->bytes() == bytes);
   CHECK(rb->bytes() == bytes);
-  CHECK(std::memcmp(in_a.data(), out_b.data(), bytes) == 0);
-  CHECK(std::memcmp(in_b.data(), out_a.data(), bytes) == 0);
+  CHECK(testing::same_bytes(in_a.data(), out_b.data(), bytes));
+  CHECK(testing::same_bytes(in_b.data(), out_a.data(), bytes));
 }
 
 }  // namespace
@@ -77,7 +78,7 @@ TEST_CASE("many messages in flight keep their order") {
   transport::wait_all(recvs, core::Deadline::after(kWait));
   for (int i = 0; i < kCount; ++i) {
     REQUIRE(recvs[i]->bytes() == out[i].size());
-    REQUIRE(std::memcmp(in[i].data(), out[i].data(), out[i].size()) == 0);
+    REQUIRE(testing::same_bytes(in[i].data(), out[i].data(), out[i].size()));
   }
 }
 

@@ -27,7 +27,7 @@ Tensor host_to_device(const Tensor& host, Device target) {
   Tensor src = host.contiguous();
   if (!src.storage()->pinned()) {
     Tensor staged = empty_pinned(src.shape(), src.dtype());
-    std::memcpy(staged.raw_data(), src.raw_data(), src.nbytes());
+    if (src.nbytes() > 0) std::memcpy(staged.raw_data(), src.raw_data(), src.nbytes());
     src = staged;
   }
   Tensor out = Tensor::empty(src.shape(), src.dtype(), target);
@@ -66,7 +66,7 @@ Tensor pin_memory(const Tensor& host) {
                 ", not on the host");
   const Tensor src = host.contiguous();
   Tensor out = empty_pinned(src.shape(), src.dtype());
-  std::memcpy(out.raw_data(), src.raw_data(), src.nbytes());
+  if (src.nbytes() > 0) std::memcpy(out.raw_data(), src.raw_data(), src.nbytes());
   return out;
 }
 
