@@ -51,6 +51,7 @@ run() {
   local targets=()
   local t
   for t in "$@"; do
+    [[ $t == --* ]] && continue
     targets+=("tests/$t")
     case "$binary_tests" in *" $t "*) targets+=(trainer/ringlet) ;; esac
   done
@@ -76,7 +77,9 @@ tsan() {
   echo "=== sanitize: not run under TSan (they fork after starting threads): ${tsan_excluded[*]}"
   # GCC's -Wtsan rejects Asio's atomic_thread_fence, which TSan does not model: a warning here.
   configure build-tsan -Db_sanitize=thread -Dcpp_args=-Wno-error=tsan || return 1
-  run build-tsan "TSan" "$@"
+  echo "=== sanitize: not run under TSan (a 3-epoch training run, ~10x slower under TSan, passes"
+  echo "    its 120 s limit): test_launch's \"kill -9 of a worker mid-epoch restarts and resumes\""
+  run build-tsan "TSan" "$@" "--test-args=-tce=*restarts?and?resumes*"
 }
 
 without_excluded() {
