@@ -5,18 +5,14 @@
 // Files are written to a temporary name and renamed, so a reader never sees half a file.
 #include "collectives/trace.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "core/error.h"

@@ -4,10 +4,8 @@
 #include <algorithm>
 #include <array>
 
-#include "core/env.h"
 #include "core/error.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/checkpoint/safetensors.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
 
@@ -27,14 +25,6 @@ bool resumable(const std::string& key) {
 // The keys that say what to do with the run directory rather than how to train.
 bool directory_key(const std::string& key) {
   return key == "out" || key == "resume" || key == "reset" || key == "resume_from";
-}
-
-std::string metadata_value(const RunRecord& run, const safetensors::Metadata& meta,
-                           const std::string& key) {
-  const auto it = meta.find(key);
-  RINGLET_CHECK(it != meta.end(), ValueError, "checkpoint ", run.checkpoint.string(),
-                ": metadata has no '", key, "' (not a ringlet checkpoint?)");
-  return it->second;
 }
 
 // A run that stopped before its first checkpoint: the recipe it started with, epoch 0.
@@ -66,19 +56,16 @@ RunRecord read_run_record(const std::filesystem::path& run_dir) {
     return unfinished_first_epoch(run_dir);
   }
   run.has_checkpoint = true;
-  const safetensors::Metadata meta = safetensors::read_metadata(run.checkpoint);
+  const CheckpointInfo info = read_checkpoint_info(run.checkpoint);
+  run.epoch = info.epoch;
   try {
-    run.recipe = json::parse(metadata_value(run, meta, "config"));
+    run.recipe = json::parse(info.config);
   } catch (const json::exception& e) {
     RINGLET_THROW(ValueError, "checkpoint ", run.checkpoint.string(),
                   ": its config is not valid JSON: ", e.what());
   }
   RINGLET_CHECK(run.recipe.is_object(), ValueError, "checkpoint ", run.checkpoint.string(),
                 ": its config is not a JSON object");
-  run.epoch = core::parse_int(metadata_value(run, meta, "epoch"),
-                              "checkpoint " + run.checkpoint.string() + " epoch");
-  RINGLET_CHECK(run.epoch >= 0 && run.epoch <= (1 << 24), ValueError, "checkpoint ",
-                run.checkpoint.string(), ": epoch ", run.epoch, " is out of range [0, 2^24]");
   return run;
 }
 

@@ -2,13 +2,7 @@
 // it; see run_dir.h.
 #include "trainer/run_dir.h"
 
-#include <unistd.h>
-
-#include <ctime>
-#include <fstream>
-#include <iomanip>
 #include <ostream>
-#include <sstream>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -97,15 +91,6 @@ json command_line() {
   return args;
 }
 
-std::string now_text() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  std::ostringstream text;
-  text << std::put_time(&local, "%Y-%m-%dT%H:%M:%S%z");
-  return text.str();
-}
-
 // The history record of this command.
 json history_record(const TrainConfig& c, std::int64_t from_epoch,
                     const std::vector<RecipeChange>& changes) {
@@ -113,7 +98,7 @@ json history_record(const TrainConfig& c, std::int64_t from_epoch,
                        : c.resume             ? "resume"
                        : c.reset              ? "reset"
                                               : "new";
-  json record{{"time", now_text()},
+  json record{{"time", local_time_now("%Y-%m-%dT%H:%M:%S%z")},
               {"holder", this_process_as_holder()},
               {"action", action},
               {"from_epoch", from_epoch},
@@ -142,15 +127,10 @@ void ready_files(const TrainConfig& c, const fs::path& dir, const RunRecord* run
 }  // namespace
 
 std::string default_run_dir() {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  std::ostringstream name;
-  name << "runs/" << std::put_time(&local, "%Y%m%d-%H%M%S");
-  std::string dir = name.str();
-  for (int suffix = 2; fs::exists(dir) && suffix < 1000; ++suffix) {
-    dir = core::str(name.str(), "-", suffix);
-  }
+  const std::string name = "runs/" + local_time_now("%Y%m%d-%H%M%S");
+  std::string dir = name;
+  for (int suffix = 2; fs::exists(dir) && suffix < 1000; ++suffix)
+    dir = core::str(name, "-", suffix);
   return dir;
 }
 

@@ -45,14 +45,18 @@ void write_holder(const std::filesystem::path& path, int fd, const std::string& 
 
 }  // namespace
 
-std::string this_process_as_holder() {
+std::string local_time_now(const char* format) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
   std::ostringstream text;
-  text << "pid " << ::getpid() << " on host " << host_name() << " since "
-       << std::put_time(&local, "%Y-%m-%d %H:%M:%S");
+  text << std::put_time(&local, format);
   return text.str();
+}
+
+std::string this_process_as_holder() {
+  return core::str("pid ", ::getpid(), " on host ", host_name(), " since ",
+                   local_time_now("%Y-%m-%d %H:%M:%S"));
 }
 
 RunLock::RunLock(const std::filesystem::path& dir) : path_(dir / "lock") {

@@ -38,5 +38,7 @@ class RunLock {
 
 // "pid 4242 on host n1 since 2026-11-24 10:31:07": this process, as a lock file names it.
 std::string this_process_as_holder();
+// The local time now, in std::put_time's `format` ("%Y-%m-%d %H:%M:%S").
+std::string local_time_now(const char* format);
 
 }  // namespace ringlet::trainer

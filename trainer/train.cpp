@@ -139,7 +139,6 @@ struct Run {
   std::ostream& out;  // rank 0: the caller's stream; other ranks: null_out
   bool tty;           // a progress bar instead of progress lines
   RunDir run_dir;     // its path, rank 0's lock, what a resume changed
-  fs::path dir;
   std::unique_ptr<DataLoader> train_loader, test_loader;
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<nn::Optimizer> optimizer;
@@ -188,24 +187,24 @@ void set_up_model(Run& run) {
   }
 }
 
-// Whether a resume changed the epochs of a cosine schedule, whose horizon they are.
-bool cosine_horizon_changed(const Run& run) {
-  if (run.c.schedule != "cosine") return false;
+// The resume's change of epochs when the schedule is cosine, whose horizon they are; null
+// when the horizon stays.
+const RecipeChange* cosine_horizon_change(const Run& run) {
+  if (run.c.schedule != "cosine") return nullptr;
   for (const RecipeChange& change : run.run_dir.changes) {
-    if (change.key == "epochs") return true;
+    if (change.key == "epochs") return &change;
   }
-  return false;
+  return nullptr;
 }
 
 // A moved cosine horizon is rescaled: the epochs left follow the curve of the new length at
 // the epoch the run stands (as a run planned with that length would), said here with the lr.
 void tell_schedule_change(const Run& run) {
-  for (const RecipeChange& change : run.run_dir.changes) {
-    if (change.key != "epochs" || !cosine_horizon_changed(run)) continue;
-    run.out << "schedule: the cosine horizon moves from " << change.before << " to " << change.after
-            << " epochs; epochs " << run.start_epoch + 1 << "-" << run.c.epochs << " follow the "
-            << change.after << "-epoch curve, from lr " << run.optimizer->lr() << std::endl;
-  }
+  const RecipeChange* change = cosine_horizon_change(run);
+  if (change == nullptr) return;
+  run.out << "schedule: the cosine horizon moves from " << change->before << " to " << change->after
+          << " epochs; epochs " << run.start_epoch + 1 << "-" << run.c.epochs << " follow the "
+          << change->after << "-epoch curve, from lr " << run.optimizer->lr() << std::endl;
 }
 
 // Parameters, optimizer state, position, schedule and loss scale of the last finished epoch.
@@ -215,7 +214,7 @@ void resume(Run& run) {
   const CheckpointInfo info = load_checkpoint(latest, *run.model, run.optimizer.get());
   // A new cosine horizon: the schedule replays the new curve from its start, not from the old
   // curve's lr (chained from 0 it would stay at 0).
-  if (cosine_horizon_changed(run)) run.optimizer->set_lr(schedule_start_lr);
+  if (cosine_horizon_change(run) != nullptr) run.optimizer->set_lr(schedule_start_lr);
   const std::string bad = first_non_finite(*run.model);
   RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", latest.string(), " holds NaN or infinite ",
                 "values in ", bad, ": it cannot be resumed (the run had diverged)");
@@ -355,9 +354,10 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
     record["loss_scale"] = run.scaler.get_scale();
   }
   if (run.rank != 0) return;
-  core::append_line(metrics_path(run.dir), record.dump());  // before the checkpoint: see run_dir.h
+  core::append_line(metrics_path(run.run_dir.path),
+                    record.dump());  // before the checkpoint: see run_dir.h
   save_checkpoint(
-      checkpoint_path(run.dir), *run.model, run.optimizer.get(),
+      checkpoint_path(run.run_dir.path), *run.model, run.optimizer.get(),
       CheckpointInfo{epoch + 1, run.step, run.c.to_json().dump(),
                      run.scaler.is_enabled() ? run.scaler.state_dict() : nn::NamedState{}});
 }
@@ -377,7 +377,7 @@ void stop_if_diverged(const Run& run, int epoch, const EvalResult& eval) {
 
 TrainResult train_epochs(Run& run) {
   TrainResult result;
-  result.out_dir = run.dir.string();
+  result.out_dir = run.run_dir.path.string();
   result.epochs_done = run.start_epoch;
   for (int epoch = run.start_epoch; epoch < run.c.epochs; ++epoch) {
     const EpochStats stats = train_epoch(run, epoch);
@@ -438,7 +438,6 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   Run run(std::move(config), out, comm, space);
   share_cores(run);
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
-  run.dir = run.run_dir.path;
   run.out << "config: " << run.c.to_json().dump() << std::endl;
   make_loaders(run);
   set_up_model(run);

@@ -56,6 +56,20 @@ struct Metadata {
   }
 };
 
+// The format, position, config and loss scaler state the metadata records.
+CheckpointInfo info_from(const Metadata& meta) {
+  RINGLET_CHECK(meta.text("format") == kFormat, ValueError, "checkpoint ", meta.path.string(),
+                ": format '", meta.text("format"), "', expected '", kFormat, "'");
+  CheckpointInfo info;
+  info.epoch = meta.integer("epoch", 0, std::numeric_limits<std::int32_t>::max());
+  info.step = meta.integer("step", 0, std::int64_t{1} << 53);
+  info.config = meta.text("config");
+  for (const auto& [key, value] : meta.values) {
+    if (key.rfind("scaler.", 0) == 0) info.scaler.set(key.substr(7), meta.real(key));
+  }
+  return info;
+}
+
 // The file's tensors as the model's state (each with the dtype and, through load_state_dict,
 // the shape of the model's tensor of that name) and the optimizer's.
 void split_tensors(const std::filesystem::path& path, const safetensors::File& file,
@@ -142,21 +156,18 @@ CheckpointInfo load_checkpoint(const std::filesystem::path& path, nn::Module& mo
                                nn::Optimizer* optimizer) {
   const safetensors::File file = safetensors::read(path);
   const Metadata meta{path, file.metadata};
-  RINGLET_CHECK(meta.text("format") == kFormat, ValueError, "checkpoint ", path.string(),
-                ": format '", meta.text("format"), "', expected '", kFormat, "'");
-  CheckpointInfo info;
-  info.epoch = meta.integer("epoch", 0, std::numeric_limits<std::int32_t>::max());
-  info.step = meta.integer("step", 0, std::int64_t{1} << 53);
-  info.config = meta.text("config");
+  const CheckpointInfo info = info_from(meta);
   nn::StateDict model_state;
   nn::NamedState optim_state;
   split_tensors(path, file, model, model_state, optim_state);
   model.load_state_dict(model_state, /*strict=*/true);
   if (optimizer != nullptr) load_optimizer(meta, optim_state, *optimizer);
-  for (const auto& [key, value] : file.metadata) {
-    if (key.rfind("scaler.", 0) == 0) info.scaler.set(key.substr(7), meta.real(key));
-  }
   return info;
+}
+
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& path) {
+  const safetensors::Metadata values = safetensors::read_metadata(path);
+  return info_from(Metadata{path, values});
 }
 
 }  // namespace ringlet::trainer

@@ -26,6 +26,9 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& run_dir);
 
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                      const nn::Optimizer* optimizer, const CheckpointInfo& info);
+// The position, config and scaler state alone, from the file's header (its tensors are not
+// read), checked as load_checkpoint checks them.
+CheckpointInfo read_checkpoint_info(const std::filesystem::path& path);
 // Loads into `model` (strict: every key and shape must match) and `optimizer` (if given).
 // A missing, corrupt or mismatched file is an error naming it and what did not match.
 CheckpointInfo load_checkpoint(const std::filesystem::path& path, nn::Module& model,
