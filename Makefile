@@ -6,6 +6,7 @@
 #   make train    build, train fmnist_cnn on Fashion-MNIST with NPROC=2 local ranks (DDP)
 #   make bench    build, run bench/ops_bench and bench/p2p_perf
 #   make sanitize ASan+UBSan over every test, TSan over the threaded layers (scripts/sanitize.sh)
+#   make fuzz     the libFuzzer targets of tests/fuzz, FUZZ_TIME seconds each (scripts/fuzz.sh)
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
 #
 # Variables: BUILD (build dir, default build), MESON_OPTS (e.g. -Dcuda=disabled; applied with
@@ -21,10 +22,10 @@ PYTHON ?= python3
 CLANG_FORMAT ?= clang-format
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build test sanitize train bench format format-check clean
+.PHONY: help deps build test sanitize fuzz train bench format format-check clean
 
 help:
-	@sed -n '5,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '5,13p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- setup -----------------------------------------------------------------------------------
 
@@ -90,6 +91,10 @@ test:
 SANITIZE ?= all
 sanitize: deps
 	@bash scripts/sanitize.sh $(SANITIZE)
+
+FUZZ_TIME ?= 20
+fuzz: deps
+	@bash scripts/fuzz.sh --time $(FUZZ_TIME)
 
 format-check:
 	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || \

@@ -26,7 +26,7 @@ struct AdamScalars {
 // The settings are loop-invariant selects (not branches) so that the loop vectorizes; vmax is
 // only touched with amsgrad.
 template <class T, bool kAmsgrad>
-[[gnu::always_inline, gnu::optimize("fp-contract=off")]] inline void adam_loop(
+[[gnu::always_inline, RINGLET_NO_FP_CONTRACT]] inline void adam_loop(
     T* __restrict p, const T* __restrict grad, T* __restrict m, T* __restrict v, T* __restrict vmax,
     std::int64_t n, const AdamScalars& s) {
   const T wd = static_cast<T>(s.weight_decay);
@@ -70,8 +70,10 @@ template <class T, bool kAmsgrad>
 // single-tensor Adam on one core.) fp-contract=off keeps GCC from fusing products that
 // PyTorch rounds separately, such as p * (1 - lr * wd) into the final addition.
 template <class T, bool kAmsgrad>
-[[gnu::target("avx2,fma"), gnu::optimize("fp-contract=off")]] void adam_loop_fma(
-    T* p, const T* grad, T* m, T* v, T* vmax, std::int64_t n, const AdamScalars& s) {
+[[gnu::target("avx2,fma"), RINGLET_NO_FP_CONTRACT]] void adam_loop_fma(T* p, const T* grad, T* m,
+                                                                       T* v, T* vmax,
+                                                                       std::int64_t n,
+                                                                       const AdamScalars& s) {
   adam_loop<T, kAmsgrad>(p, grad, m, v, vmax, n, s);
 }
 #endif

@@ -139,6 +139,14 @@ namespace detail {
 // results never depend on the CPU, only speed does.
 bool cpu_has_fma();
 
+// The attribute of an update loop whose products PyTorch rounds separately: GCC must not fuse
+// them into FMAs. Clang has no optimize attribute; meson.build passes it -ffp-contract=off.
+#if defined(__clang__)
+#define RINGLET_NO_FP_CONTRACT
+#else
+#define RINGLET_NO_FP_CONTRACT gnu::optimize("fp-contract=off")
+#endif
+
 // a * b + c rounded once, and sqrt, as builtins: update loops carry optimize attributes, which
 // keep GCC from inlining std::fma / std::sqrt into them (the loop would then call libm per
 // element); builtins expand in place.

@@ -18,7 +18,7 @@ namespace {
 // One parameter's update; `buf` is unused without momentum, `first` marks a fresh buffer.
 // The flags are loop-invariant selects (not branches) so that the loop vectorizes.
 template <class T, bool kMomentum>
-[[gnu::always_inline, gnu::optimize("fp-contract=off")]] inline void sgd_loop(
+[[gnu::always_inline, RINGLET_NO_FP_CONTRACT]] inline void sgd_loop(
     T* __restrict p, const T* __restrict grad, T* __restrict buf, std::int64_t n,
     const SGDOptions& o, double lr, bool first) {
   const T wd = static_cast<T>(o.weight_decay);
@@ -43,8 +43,10 @@ template <class T, bool kMomentum>
 // The same loop compiled for AVX2+FMA: each fused_mul_add is one instruction and the loop
 // vectorizes. fp-contract=off keeps GCC from fusing products that PyTorch rounds separately.
 template <class T, bool kMomentum>
-[[gnu::target("avx2,fma"), gnu::optimize("fp-contract=off")]] void sgd_loop_fma(
-    T* p, const T* grad, T* buf, std::int64_t n, const SGDOptions& o, double lr, bool first) {
+[[gnu::target("avx2,fma"), RINGLET_NO_FP_CONTRACT]] void sgd_loop_fma(T* p, const T* grad, T* buf,
+                                                                      std::int64_t n,
+                                                                      const SGDOptions& o,
+                                                                      double lr, bool first) {
   sgd_loop<T, kMomentum>(p, grad, buf, n, o, lr, first);
 }
 #endif

@@ -2,9 +2,10 @@
 # Installs the Debian packages ringlet needs to build and test, and only those that are
 # missing, so running it again is cheap and changes nothing. It never installs rdma-core
 # (it pulls in udev and upgrades systemd) and never needs PyTorch: `--golden` adds
-# python3-torch and python3-numpy, which only tests/golden/make_golden.py uses.
+# python3-torch and python3-numpy, which only tests/golden/make_golden.py uses; `--fuzz` adds
+# clang and its libFuzzer runtime, which scripts/fuzz.sh uses.
 #
-# usage: scripts/install-deps.sh [--golden] [--dry-run]
+# usage: scripts/install-deps.sh [--golden] [--fuzz] [--dry-run]
 set -euo pipefail
 
 packages=(
@@ -17,16 +18,18 @@ packages=(
   iproute2     # the multi-host test joins two network namespaces
 )
 golden_packages=(python3-torch python3-numpy)
+fuzz_packages=(clang libclang-rt-14-dev)
 
 dry_run=0
 for arg in "$@"; do
   case "$arg" in
     --golden) packages+=("${golden_packages[@]}") ;;
+    --fuzz) packages+=("${fuzz_packages[@]}") ;;
     --dry-run) dry_run=1 ;;
     -h|--help)
-      sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
       exit 0 ;;
-    *) echo "install-deps: unknown argument '$arg' (expected --golden or --dry-run)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --golden, --fuzz or --dry-run)" >&2; exit 2 ;;
   esac
 done
 

@@ -360,6 +360,13 @@ TEST_CASE("tcp store: strangers sending garbage lose only their own connection")
   std::string bad_op = frame(store_wire::Op::get, {"k"});
   bad_op[6] = 42;
   attacks["unknown op"] = bad_op;
+  std::string reserved = frame(store_wire::Op::get, {"k"});
+  reserved[7] = 1;
+  attacks["reserved byte set"] = reserved;
+  std::string wait_too_big = frame(store_wire::Op::wait, {"k"});
+  patch_u32(wait_too_big, 8, 40000);           // 40000 keys of up to 4 KiB: within the key count,
+  patch_u32(wait_too_big, 12, 40000u * 4100);  // but 164 MB is over any body's 128 MiB limit
+  attacks["wait body over the frame limit"] = wait_too_big;
   std::string huge = frame(store_wire::Op::set, {"k", "v"});
   patch_u32(huge, 12, 0xfffffff0u);  // body_bytes: ~4 GiB
   attacks["huge body length"] = huge;

@@ -3,6 +3,7 @@
 // All integers are little-endian.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -24,7 +25,7 @@ inline constexpr std::size_t kMaxKeyBytes = 4 * 1024;
 inline constexpr std::size_t kMaxValueBytes = 64 * 1024 * 1024;
 inline constexpr std::size_t kMaxWaitKeys = 64 * 1024;
 // Largest body of any frame (a compare_set carrying two maximal values); the per-op bounds the
-// server checks are tighter.
+// server checks are tighter, and no request body is larger.
 inline constexpr std::size_t kMaxBodyBytes = 12 + kMaxKeyBytes + 2 * kMaxValueBytes;
 // timeout_ms value meaning "no deadline".
 inline constexpr std::uint64_t kNoTimeout = ~std::uint64_t{0};
@@ -113,6 +114,7 @@ inline std::string check_request_header(const Header& h) {
   if (h.magic != kMagic) return core::str("bad magic 0x", std::hex, h.magic);
   if (h.version != kVersion) return core::str("unsupported version ", h.version);
   if (h.code < 1 || h.code > 7) return core::str("unknown op ", int{h.code});
+  if (h.reserved != 0) return core::str("reserved byte ", int{h.reserved}, " (must be 0)");
   const auto op = static_cast<Op>(h.code);
   std::size_t lo = 0, hi = 0;
   switch (op) {
@@ -128,8 +130,23 @@ inline std::string check_request_header(const Header& h) {
     return core::str("op ", int{h.code}, " with ", h.count, " args");
   std::size_t max_body = 0;
   for (std::size_t i = 0; i < h.count; ++i) max_body += 4 + arg_limit(op, i);
+  max_body = std::min(max_body, kMaxBodyBytes);  // a wait of many maximal keys is refused too
   if (h.body_bytes > max_body) {
     return core::str("body of ", h.body_bytes, " bytes exceeds the limit of ", max_body);
+  }
+  return "";
+}
+
+// Returns "" if a reply header is acceptable to a client, else why not. A reply's body is at
+// most kMaxBodyBytes, and a reply never carries more strings than a wait has keys.
+inline std::string check_reply_header(const Header& h) {
+  if (h.magic != kMagic) return core::str("bad magic 0x", std::hex, h.magic);
+  if (h.version != kVersion) return core::str("unsupported version ", h.version);
+  if (h.code > 2) return core::str("unknown status ", int{h.code});
+  if (h.reserved != 0) return core::str("reserved byte ", int{h.reserved}, " (must be 0)");
+  if (h.count > kMaxWaitKeys) return core::str(h.count, " strings");
+  if (h.body_bytes > kMaxBodyBytes) {
+    return core::str("body of ", h.body_bytes, " bytes exceeds the limit of ", kMaxBodyBytes);
   }
   return "";
 }

@@ -502,11 +502,10 @@ struct TcpStore::Impl {
     step([&](auto h) { asio::async_read(socket, asio::buffer(hb), h); }, io_deadline,
          what + " (awaiting the reply)");
     const Header h = decode_header(hb.data());
-    if (h.magic != kMagic || h.version != kVersion || h.code > 2 || h.body_bytes > kMaxBodyBytes ||
-        h.count > kMaxWaitKeys) {
+    if (const std::string bad = check_reply_header(h); !bad.empty()) {
       drop();
-      RINGLET_THROW(Error, "store ", endpoint, ": ", what,
-                    ": malformed reply header (is this a ringlet store server?)");
+      RINGLET_THROW(Error, "store ", endpoint, ": ", what, ": malformed reply header (", bad,
+                    "; is this a ringlet store server?)");
     }
     std::vector<unsigned char> body(h.body_bytes);
     step([&](auto handler) { asio::async_read(socket, asio::buffer(body), handler); }, io_deadline,

@@ -170,7 +170,8 @@ struct AddScaledFn {
 // instantiated per kind and the switch stays out of the inner loop.
 template <class Enum, Enum... Kinds, class Body>
 void with_kind(Enum kind, Body&& body) {
-  ((kind == Kinds ? (body(std::integral_constant<Enum, Kinds>{}), true) : false) || ...);
+  static_cast<void>(
+      ((kind == Kinds ? (body(std::integral_constant<Enum, Kinds>{}), true) : false) || ...));
 }
 template <class Body>
 void with_binary(BinaryOp op, Body&& body) {

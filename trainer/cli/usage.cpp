@@ -27,18 +27,24 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string nearest(const std::string& word, const std::vector<std::string>& choices) {
+  // A third of the length (at least 2) separates typos ("--ouptut") from different words. A
+  // choice whose length alone differs by more is skipped unmeasured, so a long word costs
+  // nothing (the distance is quadratic in the lengths).
+  const auto limit = [](const std::string& choice) {
+    return std::max<std::size_t>(2, choice.size() / 3);
+  };
   std::string best;
   std::size_t best_distance = 0;
   for (const std::string& choice : choices) {
+    const std::size_t longer = std::max(word.size(), choice.size());
+    if (longer - std::min(word.size(), choice.size()) > limit(choice)) continue;
     const std::size_t d = edit_distance(word, choice);
     if (best.empty() || d < best_distance) {
       best = choice;
       best_distance = d;
     }
   }
-  // A third of the length (at least 2) separates typos ("--ouptut") from different words.
-  const std::size_t limit = std::max<std::size_t>(2, best.size() / 3);
-  return best_distance <= limit ? best : std::string();
+  return !best.empty() && best_distance <= limit(best) ? best : std::string();
 }
 
 void throw_unknown(const std::string& context, const std::string& what, const std::string& word,
