@@ -16,13 +16,6 @@ constexpr std::int64_t kDefaultWindowChunkBytes = 256 * 1024;
 constexpr std::int64_t kDefaultInlineBytes = 64 * 1024;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 
-std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given) {
-  if (given.count() > 0) return given;
-  const auto fallback = std::chrono::duration_cast<std::chrono::milliseconds>(kDefaultTimeout);
-  return std::chrono::milliseconds(
-      core::env_int("RINGLET_TIMEOUT", fallback.count(), 1, kMaxBytes));
-}
-
 AlgoRequest resolve_algo(const std::string& given) {
   if (!given.empty()) return parse_algo_request(given, "RINGLET_ALGO");
   return parse_algo_request(core::env_string("RINGLET_ALGO").value_or("auto"), "RINGLET_ALGO");
@@ -47,6 +40,13 @@ std::size_t resolve_window_bytes(std::int64_t given, int world_size) {
 }
 
 }  // namespace
+
+std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given) {
+  if (given.count() > 0) return given;
+  const auto fallback = std::chrono::duration_cast<std::chrono::milliseconds>(kDefaultTimeout);
+  return std::chrono::milliseconds(
+      core::env_int("RINGLET_TIMEOUT", fallback.count(), 1, kMaxBytes));
+}
 
 ResolvedOptions resolve_options(const CommOptions& o, int world_size) {
   ResolvedOptions r;

@@ -41,6 +41,10 @@ struct ResolvedOptions {
   std::string name;
 };
 
+// The deadline of one collective: `given` when positive, else RINGLET_TIMEOUT (ms), else 10
+// minutes (a bad RINGLET_TIMEOUT is a ValueError naming it).
+std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given);
+
 // Fills every unset field of `options` from the environment (RINGLET_TIMEOUT, RINGLET_ALGO,
 // RINGLET_CHANNELS, RINGLET_SLICE_BYTES, RINGLET_SHM_WINDOW_BYTES, RINGLET_INLINE_BYTES,
 // RINGLET_TRACE) or the measured defaults; a bad value is a ValueError naming it.

@@ -151,6 +151,26 @@ TEST_CASE("launch: a worker that ignores SIGTERM is killed after the grace perio
   CHECK(contains(r.err, "sending SIGKILL"));
 }
 
+TEST_CASE("launch: a worker still running after another succeeded is hung, within a deadline") {
+  LaunchOptions o = nproc(3);
+  o.exit_timeout = std::chrono::milliseconds(500);
+  o.stop_grace = std::chrono::milliseconds(500);
+  // Rank 2 stops itself (as SIGSTOP or a debugger would) once rank 0 has finished: SIGTERM
+  // stays pending on a stopped process, so only the deadline and SIGKILL end it.
+  Result r = run_sh(o, "if [ \"$RANK\" = 2 ]; then sleep 0.3; kill -STOP $$; fi; exit 0");
+  CHECK(r.status == 1);
+  CHECK(r.seconds < 10.0);
+  CHECK(contains(r.err, "rank 2 (pid "));
+  CHECK(contains(r.err, ") is still running 500 ms after rank "));  // 0 or 1, whichever was first
+  CHECK(contains(r.err, " exited successfully (stopped, or waiting for a peer that is gone)"));
+  CHECK(contains(r.err, "sending SIGKILL"));
+  CHECK(contains(r.err, "error: rank 2 did not exit within 500 ms of rank "));
+  // Ranks that finish apart, within the deadline, are a success.
+  o.exit_timeout = std::chrono::milliseconds(3000);
+  r = run_sh(o, "sleep \"0.$RANK\"; exit 0");
+  CHECK(r.status == 0);
+}
+
 TEST_CASE("launch: quiet_others shows rank 0 only, and a failed quiet rank's last stderr") {
   LaunchOptions o = nproc(3);
   o.quiet_others = true;

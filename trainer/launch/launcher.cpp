@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "collectives/options.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -102,7 +103,7 @@ class SignalPipe {
 struct AttemptResult {
   int status = 0;        // 0, the failing worker's shell status, or 128 + the forwarded signal
   int failed_rank = -1;  // the first worker that failed on its own, -1 if none
-  int wait_status = 0;   // the failing worker's raw waitpid status
+  std::string failure;   // what the failing worker did: "failed with signal 9 (SIGKILL)", ...
   int interrupt = 0;     // the signal the launcher got, 0 if none
 };
 
@@ -141,6 +142,7 @@ class Attempt {
       any_running = any_running || w->running();
       any_open = any_open || w->pipes_open();
     }
+    if (!kill_at_ && any_running && exit_by_ && exit_by_->expired()) stop_stragglers();
     if (kill_at_ && !killed_ && any_running && kill_at_->expired()) {
       err_ << "ringlet launch: worker(s) still running " << o_.stop_grace.count()
            << " ms after the stop signal; sending SIGKILL\n";
@@ -250,20 +252,42 @@ class Attempt {
   }
 
   // The first worker that fails on its own stops the others; exits after a stop are no news.
+  // The first that succeeds starts the others' exit deadline.
   void reap_exits() {
     for (auto& w : workers_) {
       if (!w->poll_exit()) continue;
       const int status = *w->wait_status();
+      if (shell_status(status) == 0 && !exit_by_) {
+        exit_by_ = Deadline::after(o_.exit_timeout);
+        first_done_ = w->rank();
+      }
       if (shell_status(status) == 0 || kill_at_) continue;
       result_.failed_rank = w->rank();
       result_.status = shell_status(status);
-      result_.wait_status = status;
+      result_.failure = "failed with " + describe_status(status);
       err_ << "ringlet launch: rank " << w->rank() << " (pid " << w->pid() << ") failed with "
            << describe_status(status);
       if (n_ > 1) err_ << "; stopping the other " << n_ - 1 << " worker(s)";
       err_ << "\n";
       stop_all(SIGTERM);
     }
+  }
+
+  // Workers still running exit_timeout after one succeeded: the first of them is the failure.
+  void stop_stragglers() {
+    for (auto& w : workers_) {
+      if (!w->running()) continue;
+      if (result_.failed_rank < 0) {
+        result_.failed_rank = w->rank();
+        result_.status = 1;
+        result_.failure = core::str("did not exit within ", o_.exit_timeout.count(), " ms of rank ",
+                                    first_done_, "'s success");
+      }
+      err_ << "ringlet launch: rank " << w->rank() << " (pid " << w->pid() << ") is still running "
+           << o_.exit_timeout.count() << " ms after rank " << first_done_
+           << " exited successfully (stopped, or waiting for a peer that is gone); stopping it\n";
+    }
+    stop_all(SIGTERM);
   }
 
   const LaunchOptions& o_;
@@ -277,6 +301,8 @@ class Attempt {
   std::vector<char> buffer_ = std::vector<char>(64 * 1024);
   AttemptResult result_;
   std::optional<Deadline> kill_at_;  // set once stopping has begun
+  std::optional<Deadline> exit_by_;  // set once a worker has exited 0
+  int first_done_ = -1;              // that worker's rank
   bool killed_ = false;              // SIGKILL sent
   std::optional<Deadline> drain_until_;
 };
@@ -347,9 +373,10 @@ void validate(const LaunchOptions& o, const std::vector<std::string>& command) {
 
 }  // namespace
 
-int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out,
+int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
            std::ostream& err) {
   validate(options, command);
+  options.exit_timeout = collectives::resolve_timeout(options.exit_timeout);
   const std::string program = resolve_program(command[0]);
   const int world_size = options.nnodes * options.nproc_per_node;
   for (int attempt = 0;; ++attempt) {
@@ -383,8 +410,7 @@ int launch(const LaunchOptions& options, const std::vector<std::string>& command
           << attempt + 1 << " of " << options.max_restarts << ")\n";
       continue;
     }
-    err << "ringlet launch: error: rank " << result.failed_rank << " failed with "
-        << describe_status(result.wait_status);
+    err << "ringlet launch: error: rank " << result.failed_rank << " " << result.failure;
     if (options.max_restarts > 0) err << " after " << options.max_restarts << " restart(s)";
     err << "\n";
     err.flush();

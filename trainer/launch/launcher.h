@@ -32,6 +32,10 @@ struct LaunchOptions {
   bool quiet_others = false;  // print rank 0's lines only (a failed rank's last stderr lines too)
   // After the first failure or forwarded signal, workers get this long to exit before SIGKILL.
   std::chrono::milliseconds stop_grace{5000};
+  // Once a worker has exited 0, the others get this long to exit too; one still running then
+  // is hung (stopped, or in a wait without a peer) and fails the attempt like a crash.
+  // 0: the collectives' deadline (RINGLET_TIMEOUT, else 10 minutes).
+  std::chrono::milliseconds exit_timeout{0};
 };
 
 // Runs `command` (program and arguments; the program is looked up in PATH like execvp) as
@@ -42,7 +46,7 @@ struct LaunchOptions {
 // (restored on return), so one launch() may run at a time per process; a second concurrent call
 // throws core::Error. Throws core::ValueError for bad options or a command that is not found,
 // core::TimeoutError when the nodes do not all join within rdzv_timeout.
-int launch(const LaunchOptions& options, const std::vector<std::string>& command, std::ostream& out,
+int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
            std::ostream& err);
 
 }  // namespace ringlet::trainer
