@@ -39,20 +39,43 @@ void sync(const fs::path& path, int fd) {
                 " failed: ", std::strerror(errno));
 }
 
-// A name in the same directory (rename is atomic only within one file system) that no other
-// writer, thread or process, uses at the same time.
-fs::path temporary_name(const fs::path& path) {
-  static std::atomic<unsigned> counter{0};
-  fs::path tmp =
-      path.parent_path() / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) +
-                            "." + std::to_string(counter.fetch_add(1)));
-  return tmp;
+// Whether `name` is DIR/.NAME.tmp.PID.N as temporary_path makes it.
+bool is_temporary_name(const std::string& name) {
+  const auto tag = name.rfind(".tmp.");
+  if (name.empty() || name[0] != '.' || tag == std::string::npos || tag < 2) return false;
+  const std::string rest = name.substr(tag + 5);  // PID.N
+  const auto dot = rest.find('.');
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return dot != std::string::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
 }
 
 }  // namespace
 
+// A name in the same directory (rename is atomic only within one file system) that no other
+// writer, thread or process, uses at the same time.
+fs::path temporary_path(const fs::path& path) {
+  static std::atomic<unsigned> counter{0};
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  return dir / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                std::to_string(counter.fetch_add(1)));
+}
+
+std::vector<std::string> remove_temporaries(const fs::path& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (is_temporary_name(name) && entry.is_regular_file(ec) && fs::remove(entry.path(), ec)) {
+      removed.push_back(name);
+    }
+  }
+  return removed;
+}
+
 void write_file_atomically(const fs::path& path, const std::string& bytes) {
-  const fs::path tmp = temporary_name(path);
+  const fs::path tmp = temporary_path(path);
   {
     FileDescriptor file{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
     RINGLET_CHECK(file.fd >= 0, Error, "cannot create ", tmp.string(), ": ", std::strerror(errno));

@@ -258,3 +258,28 @@ TEST_CASE("a SIGKILL at any moment leaves a run that --resume finishes bit for b
   }
   CHECK(from_checkpoint >= 1);  // some kills fell between two checkpoints
 }
+
+TEST_CASE("the temporary file of a write a kill interrupted is removed by the next run") {
+  ringlet::testing::TempDir dir("ringlet_rundir_temporaries");
+  const std::string out = " --out " + quoted(dir.path);
+  auto [status, output] = ringlet_train(std::string(kSmall) + " --epochs 1" + out);
+  REQUIRE(status == 0);
+  // What a checkpoint writer killed before its rename leaves, and two files that only look
+  // alike (not a temporary's name), which stay.
+  const fs::path torn = dir.path / ".checkpoint.safetensors.tmp.4242.0";
+  core::write_file_atomically(torn, "torn");
+  const fs::path notes = dir.path / ".notes.tmp.mine";
+  const fs::path plain = dir.path / "checkpoint.safetensors.tmp.1.2";
+  core::write_file_atomically(notes, "mine");
+  core::write_file_atomically(plain, "mine");
+  std::tie(status, output) = ringlet_train(std::string(kSmall) + " --resume --epochs 2" + out);
+  INFO(output);
+  CHECK(status == 0);
+  CHECK(contains(output,
+                 "removed 1 temporary file(s) of a write that was interrupted "
+                 "(.checkpoint.safetensors.tmp.4242.0)"));
+  CHECK(!fs::exists(torn));
+  CHECK(fs::exists(notes));
+  CHECK(fs::exists(plain));
+  CHECK(epochs_of(dir.path) == std::vector<int>{1, 2});
+}

@@ -167,6 +167,13 @@ RunDir prepare_run_dir(TrainConfig& c, int rank, std::ostream& out) {
     out << "run directory " << result.path.string() << ": the job that held it ("
         << result.lock->stale_holder() << ") is gone; its lock is taken over" << std::endl;
   }
+  // A writer killed mid-write leaves its temporary file; the lock says none is alive now.
+  const auto leftovers = core::remove_temporaries(result.path);
+  if (!leftovers.empty()) {
+    out << "run directory " << result.path.string() << ": removed " << leftovers.size()
+        << " temporary file(s) of a write that was interrupted (" << leftovers.front()
+        << (leftovers.size() > 1 ? ", ..." : "") << ")" << std::endl;
+  }
   ready_files(c, result.path, run ? &*run : nullptr, result.changes, out);
   return result;
 }

@@ -9,12 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "core/file_io.h"
 
 namespace ringlet::trainer::safetensors {
 
@@ -255,12 +256,8 @@ void write(const fs::path& path, const NamedTensors& tensors, const Metadata& me
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
   const std::uint64_t header_len = text.size();
 
-  // A unique name in the same directory (rename is only atomic within one file system).
-  static std::atomic<std::uint64_t> counter{0};
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  const fs::path tmp =
-      dir / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-             std::to_string(counter.fetch_add(1)));
+  const fs::path tmp = core::temporary_path(path);
   Fd file;
   file.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (file.fd < 0) fail(path, "cannot create temporary file " + tmp.string() + ": " + errno_text());

@@ -31,6 +31,15 @@ std::string join(const std::vector<double>& values) {
   return text.str();
 }
 
+// The end of the done line: the last epoch's test accuracy, or that this command trained none
+// (a resumed run that had finished).
+std::string outcome(const TrainResult& result) {
+  if (result.last_eval.examples == 0) return "no epoch left to train";
+  std::ostringstream text;
+  text << "test accuracy " << std::fixed << std::setprecision(4) << result.last_eval.accuracy;
+  return text.str();
+}
+
 // One rank of a distributed run: discovery from the environment (torchrun, Slurm, Open MPI
 // variables), the store, the job token, a communicator, then the training loop.
 // A restarted job (RINGLET_RESTART_COUNT > 0) resumes from the run directory's checkpoint.
@@ -58,9 +67,8 @@ int train_worker(TrainConfig config, std::ostream& out) {
   }
   const TrainResult result = train(config, out, job.comm.get(), job.space.get());
   if (job.info.rank == 0) {
-    out << "done: " << result.epochs_done << " epoch(s) on " << job.info.world_size
-        << " ranks, test accuracy " << std::fixed << std::setprecision(4)
-        << result.last_eval.accuracy << "; run directory " << result.out_dir << std::endl;
+    out << "done: " << result.epochs_done << " epoch(s) on " << job.info.world_size << " ranks, "
+        << outcome(result) << "; run directory " << result.out_dir << std::endl;
   }
   return 0;
 }
@@ -215,9 +223,8 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (worker) return train_worker(config, out);
   const TrainResult result = train(config, out);
-  out << "done: " << result.epochs_done << " epoch(s), test accuracy " << std::fixed
-      << std::setprecision(4) << result.last_eval.accuracy << "; run directory " << result.out_dir
-      << "\n";
+  out << "done: " << result.epochs_done << " epoch(s), " << outcome(result) << "; run directory "
+      << result.out_dir << "\n";
   return 0;
 }
 
