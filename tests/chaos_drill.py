@@ -179,11 +179,20 @@ def check_final(out, reference):
 def wait_for_moment(rng, proc, out, plan, length):
     """Sleeps until the trial's moment; returns a description of it."""
     if plan["moment"] == "random":
-        at = rng.uniform(0.05, 0.85) * length
-        end = time.monotonic() + at
+        # Anchored on progress, so that a slow machine still sees the moment inside the run:
+        # once `done` epochs are recorded, a random fraction of an epoch later (done = 0: of
+        # the start-up too).
+        done = rng.randint(0, EPOCHS - 1)
+        fraction = rng.uniform(0.0, 0.8)
+        metrics = out / "metrics.jsonl"
+        while proc.poll() is None and done > 0 and (
+                not metrics.exists() or len(metrics.read_text().splitlines()) < done):
+            time.sleep(0.005)
+        end = time.monotonic() + fraction * length / (EPOCHS if done > 0 else 2)
         while time.monotonic() < end and proc.poll() is None:
             time.sleep(0.005)
-        return f"at {at:.2f} s"
+        return f"{fraction:.2f} of an epoch after epoch {done}" if done else \
+            f"{fraction * length / 2:.2f} s after the start"
     # The k-th checkpoint write: its temporary file exists.
     k = rng.randint(1, EPOCHS)
     seen = set()
@@ -286,13 +295,14 @@ def main():
           f"(repeat with --seed {seed})", flush=True)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ringlet_chaos_"))
     work.mkdir(parents=True, exist_ok=True)
-    passed = failed = 0
+    passed = failed = undisturbed = 0
     try:
         references, lengths = reference_runs(args, work)
         for i in range(args.trials):
             try:
                 nproc, steps = trial(args, rng, i, work, references, lengths)
                 passed += 1
+                undisturbed += any("undisturbed" in step for step in steps)
                 print(f"trial {i + 1:3d} ({nproc} ranks): ok: " + "; ".join(steps), flush=True)
             except TrialFailure as e:
                 failed += 1
@@ -308,6 +318,8 @@ def main():
             subprocess.run(["rm", "-rf", str(work)], check=False)
         elif failed:
             print(f"chaos drill: the runs and their logs are in {work}")
+    if undisturbed:
+        print(f"chaos drill: {undisturbed} trial(s) found the run ended before the disturbance")
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
