@@ -36,8 +36,8 @@ EPOCHS = 4
 RUN_ARGS = ["--epochs", str(EPOCHS), "--limit_train", "1024", "--limit_test", "100",
             "--threads", "1", "--workers", "1", "--log_every", "1000", "--max_restarts", "3"]
 ENV = {"RINGLET_TIMEOUT": "3000",  # ms: a stopped rank is noticed within 3 s
-       "RINGLET_RDZV_TIMEOUT": "60"}
-TRIAL_DEADLINE = 60.0  # seconds for each command of a trial
+       "RINGLET_RDZV_TIMEOUT": "10"}  # s: a rank stopped before it joined, within 10 s
+TRIAL_DEADLINE = 90.0  # seconds for each command of a trial (> rendezvous + grace + run)
 
 
 class TrialFailure(Exception):

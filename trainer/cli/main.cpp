@@ -55,10 +55,11 @@ int main(int argc, char** argv) {
   try {
     return run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageError& e) {
-    std::cerr << "ringlet: " << e.what() << "\nRun 'ringlet --help' for usage.\n";
+    // One write each: a launcher stopping this worker right now must not cut a line in two.
+    std::cerr << std::string("ringlet: ") + e.what() + "\nRun 'ringlet --help' for usage.\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "ringlet: error: " << e.what() << "\n";
+    std::cerr << std::string("ringlet: error: ") + e.what() + "\n";
     return 1;
   }
 }
