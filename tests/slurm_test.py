@@ -243,14 +243,17 @@ def main():
         print("1 passed, 0 failed")
         shutil.rmtree(d, ignore_errors=True)
         return 0
-    except (Failure, run_files.Unreadable, subprocess.TimeoutExpired) as e:
-        print(f"FAILED: {e}\n(logs in {d})")
+    except Exception as e:  # Failure, an unreadable file, a timeout, a file that is missing
+        print(f"FAILED: {type(e).__name__}: {e}\n(logs in {d})")
         return 1
     finally:
         cluster.stop()
         for marker in ("srun_run", "batch_run", "cancelled_run"):
             for pid in processes_naming(str(d / marker)):
-                os.kill(pid, 9)
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
 
 
 if __name__ == "__main__":

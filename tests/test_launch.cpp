@@ -155,9 +155,9 @@ TEST_CASE("launch: a worker still running after another succeeded is hung, withi
   LaunchOptions o = nproc(3);
   o.exit_timeout = std::chrono::milliseconds(500);
   o.stop_grace = std::chrono::milliseconds(500);
-  // Rank 2 stops itself (as SIGSTOP or a debugger would) once rank 0 has finished: SIGTERM
-  // stays pending on a stopped process, so only the deadline and SIGKILL end it.
-  Result r = run_sh(o, "if [ \"$RANK\" = 2 ]; then sleep 0.3; kill -STOP $$; fi; exit 0");
+  // Rank 2 stops itself (as SIGSTOP or a debugger would); the deadline starts when rank 0 or 1
+  // exits. SIGTERM stays pending on a stopped process, so only the deadline and SIGKILL end it.
+  Result r = run_sh(o, "if [ \"$RANK\" = 2 ]; then kill -STOP $$; fi; exit 0");
   CHECK(r.status == 1);
   CHECK(r.seconds < 10.0);
   CHECK(contains(r.err, "rank 2 (pid "));

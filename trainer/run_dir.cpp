@@ -167,14 +167,15 @@ RunDir prepare_run_dir(TrainConfig& c, int rank, std::ostream& out) {
     out << "run directory " << result.path.string() << ": the job that held it ("
         << result.lock->stale_holder() << ") is gone; its lock is taken over" << std::endl;
   }
+  ready_files(c, result.path, run ? &*run : nullptr, result.changes, out);
   // A writer killed mid-write leaves its temporary file; the lock says none is alive now.
+  // (After ready_files, which refuses a directory this command may not use.)
   const auto leftovers = core::remove_temporaries(result.path);
   if (!leftovers.empty()) {
     out << "run directory " << result.path.string() << ": removed " << leftovers.size()
         << " temporary file(s) of a write that was interrupted (" << leftovers.front()
         << (leftovers.size() > 1 ? ", ..." : "") << ")" << std::endl;
   }
-  ready_files(c, result.path, run ? &*run : nullptr, result.changes, out);
   return result;
 }
 

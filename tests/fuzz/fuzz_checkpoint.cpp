@@ -35,10 +35,10 @@ void load(const std::string& path) {
     FUZZ_CHECK(info.epoch >= 0 && info.step >= 0);
   } catch (const core::Error&) {
   }
-  // Made once: a load may change values, never shapes.
-  static tensor::Generator gen{3};
-  static nn::Linear model{4, 2, gen};
-  static nn::SGD optimizer{model.parameters(), {.lr = 0.1, .momentum = 0.9}};
+  // Made for each input, so that a finding replays from its file alone.
+  tensor::Generator gen{3};
+  nn::Linear model{4, 2, gen};
+  nn::SGD optimizer{model.parameters(), {.lr = 0.1, .momentum = 0.9}};
   try {
     const trainer::CheckpointInfo info = trainer::load_checkpoint(path, model, &optimizer);
     FUZZ_CHECK(info.epoch >= 0 && info.step >= 0);
