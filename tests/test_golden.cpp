@@ -332,7 +332,7 @@ void run_case(const json& c) {
   const auto op = c.at("op").get<std::string>();
   const auto it = op_table().find(op);
   if (it == op_table().end()) throw std::runtime_error("no ringlet op for kind " + op);
-  // Every op, conv2d and batch_norm included, matches within the f32 tolerance (the
+  // Every op, conv2d and batch_norm included, matches within the golden f32 tolerance (the
   // worst element in this file uses under 5% of it), so no case gets a looser one.
   const Tolerance tol;
 

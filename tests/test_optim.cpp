@@ -56,7 +56,7 @@ struct Tolerance {
   double atol;
   double rtol;
 };
-// The tolerance for f32 (f64 scaled to its precision). The loops also reproduce
+// The project's golden tolerance for f32 (f64 scaled to its precision). The loops also reproduce
 // PyTorch's rounding exactly (same op order; fused multiply-adds where PyTorch's AVX2 kernels
 // use them), so check_close additionally demands bitwise equality where `exact` is set. That
 // holds for golden files written on an x86 CPU with FMA, where this one was made; a file
