@@ -116,6 +116,18 @@ TEST_CASE("launch: every worker gets torchrun's environment and its lines are pr
   for (const auto& line : lines) CHECK(line.rfind("[rank ", 0) == 0);
 }
 
+TEST_CASE("ringlet launch: RINGLET_RDZV_TIMEOUT reaches the workers unless --rdzv-timeout") {
+  auto [status, output] = finish_ringlet(
+      start_ringlet("launch --nproc-per-node 2 -- sh -c 'echo rdzv=$RINGLET_RDZV_TIMEOUT'",
+                    "RINGLET_RDZV_TIMEOUT=7"));
+  CHECK(status == 0);
+  CHECK(contains(output, "[rank 1] rdzv=7\n"));
+  std::tie(status, output) = finish_ringlet(start_ringlet(
+      "launch --nproc-per-node 1 --rdzv-timeout 9 -- sh -c 'echo rdzv=$RINGLET_RDZV_TIMEOUT'",
+      "RINGLET_RDZV_TIMEOUT=7"));
+  CHECK(contains(output, "[rank 0] rdzv=9\n"));
+}
+
 TEST_CASE("launch: a failing worker stops the others and its exit code is returned") {
   const Result r = run_sh(nproc(3),
                           "if [ \"$RANK\" = 1 ]; then echo dying >&2; exit 3; fi; sleep 30; "

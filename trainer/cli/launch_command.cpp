@@ -108,6 +108,7 @@ void set_flag(LaunchOptions& o, const std::string& flag, std::string value) {
 
 int launch_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   LaunchOptions options;
+  options.rdzv_timeout = default_rdzv_timeout();
   HostsOptions hosts;
   bool node_flags = false;  // --nnodes / --node-rank, which a host list replaces
   std::size_t i = 0;

@@ -213,6 +213,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
     LaunchOptions launch_options;
     launch_options.nproc_per_node = config.nproc;
     launch_options.max_restarts = config.max_restarts;
+    launch_options.rdzv_timeout = default_rdzv_timeout();  // the workers get it too
     std::vector<std::string> command{"/proc/self/exe", "train"};
     command.insert(command.end(), args.begin(), args.end());
     if (config.out.empty()) {

@@ -21,6 +21,7 @@
 
 #include "collectives/options.h"
 #include "core/deadline.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "trainer/launch/worker_process.h"
@@ -372,6 +373,10 @@ void validate(const LaunchOptions& o, const std::vector<std::string>& command) {
 }
 
 }  // namespace
+
+std::chrono::seconds default_rdzv_timeout() {
+  return std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400 * 7));
+}
 
 int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
            std::ostream& err) {

@@ -46,6 +46,10 @@ struct LaunchOptions {
 // (restored on return), so one launch() may run at a time per process; a second concurrent call
 // throws core::Error. Throws core::ValueError for bad options or a command that is not found,
 // core::TimeoutError when the nodes do not all join within rdzv_timeout.
+// The rendezvous timeout the commands start from: RINGLET_RDZV_TIMEOUT (seconds), else 600
+// (a flag overrides it; ValueError naming the variable when it is malformed).
+std::chrono::seconds default_rdzv_timeout();
+
 int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
            std::ostream& err);
 
