@@ -73,31 +73,6 @@ def start(ringlet, nproc, out, log, resume=False):
                             start_new_session=True)
 
 
-def processes_of(out):
-    """{pid: rank or None (the launcher)} of every live process whose command names `out`."""
-    found = {}
-    marker = str(out).encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path("/proc", entry, "cmdline").read_bytes()
-            if marker not in cmdline.split(b"\0"):
-                continue
-            state = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state == "Z":
-                continue
-            env = Path("/proc", entry, "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        rank = None
-        for item in env:
-            if item.startswith(b"RANK="):
-                rank = int(item[5:])
-        found[int(entry)] = rank
-    return found
-
-
 def send(pid, sig):
     """Sends `sig` to `pid`; False when the process is already gone."""
     try:
@@ -108,13 +83,13 @@ def send(pid, sig):
 
 
 def kill_everything(out):
-    for pid in processes_of(out):
+    for pid in run_files.processes_of(out):
         send(pid, signal.SIGKILL)
 
 
 def describe_processes(out):
     parts = []
-    for pid, rank in sorted(processes_of(out).items()):
+    for pid, rank in sorted(run_files.processes_of(out).items()):
         try:
             state = Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
@@ -137,7 +112,7 @@ def wait_for(proc, what, out):
 def wait_until_gone(out, seconds):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if not processes_of(out):
+        if not run_files.processes_of(out):
             return True
         time.sleep(0.05)
     return False
@@ -179,7 +154,7 @@ def check_final(out, reference):
     if temp_files(out):
         raise TrialFailure(f"temporary files left: {temp_files(out)}")
     if not wait_until_gone(out, 10):
-        raise TrialFailure(f"processes left running: {processes_of(out)}")
+        raise TrialFailure(f"processes left running: {run_files.processes_of(out)}")
 
 
 # ---- a trial -------------------------------------------------------------------------------
@@ -217,7 +192,7 @@ def wait_for_moment(rng, proc, out, plan, length):
 
 def disturb(rng, proc, out, plan):
     """Sends the signal; returns the victim's description, or None when the run had ended."""
-    live = processes_of(out)
+    live = run_files.processes_of(out)
     if proc.poll() is not None:
         return None
     if plan["victim"] == "launcher":
@@ -268,20 +243,19 @@ def run_trial(args, rng, plan, out, log_path, steps, references, lengths):
                 raise TrialFailure(f"an undisturbed run failed (log {log_path})")
             check_final(out, references[plan["nproc"]])
             return False
-        else:
-            steps.append(f"{signal.Signals(plan['signal']).name} {victim}")
-            if temp_files(out, CHECKPOINT_TEMP):
-                steps.append("a checkpoint was being written")
-            if plan["signal"] == signal.SIGSTOP and plan["victim"] == "launcher":
-                pause = rng.uniform(0.5, 3.0)
-                time.sleep(pause)
-                send(proc.pid, signal.SIGCONT)
-                steps.append(f"SIGCONT after {pause:.1f} s")
+        steps.append(f"{signal.Signals(plan['signal']).name} {victim}")
+        if temp_files(out, CHECKPOINT_TEMP):
+            steps.append("a checkpoint was being written")
+        if plan["signal"] == signal.SIGSTOP and plan["victim"] == "launcher":
+            pause = rng.uniform(0.5, 3.0)
+            time.sleep(pause)
+            send(proc.pid, signal.SIGCONT)
+            steps.append(f"SIGCONT after {pause:.1f} s")
         status = wait_for(proc, "the run", out)
         steps.append(check_readable(out, "after the disturbance"))
-        if victim is not None and plan["victim"] == "launcher" and plan["signal"] == signal.SIGKILL:
+        if plan["victim"] == "launcher" and plan["signal"] == signal.SIGKILL:
             if not wait_until_gone(out, 10):
-                raise TrialFailure(f"workers outlived their launcher: {processes_of(out)}")
+                raise TrialFailure(f"workers outlived their launcher: {run_files.processes_of(out)}")
             recorded = (out / "config.json").exists()
             steps.append("--resume" if recorded else "rerun (nothing recorded yet)")
             proc = start(args.ringlet, plan["nproc"], out, log, resume=recorded)

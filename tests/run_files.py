@@ -1,7 +1,8 @@
-"""What a ringlet run directory holds, read for the tests that drive the binary from Python
+"""What a ringlet run leaves, read for the tests that drive the binary from Python
 (chaos_drill.py, slurm_test.py): a checkpoint's tensors and metadata, the epochs metrics.jsonl
-records, and how two checkpoints differ."""
+records, how two checkpoints differ, and the processes still working on a run directory."""
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -51,3 +52,28 @@ def recorded_epochs(run_dir):
     """The epochs metrics.jsonl records, in order."""
     text = (Path(run_dir) / "metrics.jsonl").read_text()
     return [json.loads(line)["epoch"] for line in text.splitlines()]
+
+
+def processes_of(out):
+    """{pid: rank or None (the launcher)} of every live process whose command names `out`."""
+    found = {}
+    marker = str(out).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path("/proc", entry, "cmdline").read_bytes()
+            if marker not in cmdline.split(b"\0"):
+                continue
+            state = Path("/proc", entry, "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                continue
+            env = Path("/proc", entry, "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        rank = None
+        for item in env:
+            if item.startswith(b"RANK="):
+                rank = int(item[5:])
+        found[int(entry)] = rank
+    return found

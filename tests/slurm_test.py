@@ -149,18 +149,6 @@ def expect(condition, what):
     print(f"  ok: {what}")
 
 
-def processes_naming(marker):
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path("/proc", entry, "cmdline").read_bytes().split(b"\0"):
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
 def job_state(cluster, job):
     r = cluster.run(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
     return r.stdout.strip()
@@ -199,10 +187,10 @@ def cancelled_job(cluster, ringlet, script, d, reference):
     expect((out / "checkpoint.safetensors").exists(), f"job {job} wrote its first checkpoint")
     cluster.run(["scancel", job])
     end = time.monotonic() + 60
-    while time.monotonic() < end and (job_state(cluster, job) or processes_naming(str(out))):
+    while time.monotonic() < end and (job_state(cluster, job) or run_files.processes_of(out)):
         time.sleep(0.2)
     expect(not job_state(cluster, job), f"job {job} left the queue after scancel")
-    expect(not processes_naming(str(out)), "no rank of the cancelled job is left running")
+    expect(not run_files.processes_of(out), "no rank of the cancelled job is left running")
     epochs = run_files.recorded_epochs(out)
     expect(epochs and epochs[-1] < 3, f"the cancelled job stopped mid-run (epochs {epochs})")
     run_files.read_checkpoint(out / "checkpoint.safetensors")
@@ -249,7 +237,7 @@ def main():
     finally:
         cluster.stop()
         for marker in ("srun_run", "batch_run", "cancelled_run"):
-            for pid in processes_naming(str(d / marker)):
+            for pid in run_files.processes_of(d / marker):
                 try:
                     os.kill(pid, 9)
                 except ProcessLookupError:

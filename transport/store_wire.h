@@ -109,12 +109,18 @@ inline std::size_t arg_limit(Op op, std::size_t index) {
   }
 }
 
-// Returns "" if the request header is acceptable, else why not.
-inline std::string check_request_header(const Header& h) {
+// What every frame's header must have: the magic, this version, a zero reserved byte ("" if so).
+inline std::string check_frame_header(const Header& h) {
   if (h.magic != kMagic) return core::str("bad magic 0x", std::hex, h.magic);
   if (h.version != kVersion) return core::str("unsupported version ", h.version);
-  if (h.code < 1 || h.code > 7) return core::str("unknown op ", int{h.code});
   if (h.reserved != 0) return core::str("reserved byte ", int{h.reserved}, " (must be 0)");
+  return "";
+}
+
+// Returns "" if the request header is acceptable, else why not.
+inline std::string check_request_header(const Header& h) {
+  if (std::string bad = check_frame_header(h); !bad.empty()) return bad;
+  if (h.code < 1 || h.code > 7) return core::str("unknown op ", int{h.code});
   const auto op = static_cast<Op>(h.code);
   std::size_t lo = 0, hi = 0;
   switch (op) {
@@ -140,10 +146,8 @@ inline std::string check_request_header(const Header& h) {
 // Returns "" if a reply header is acceptable to a client, else why not. A reply's body is at
 // most kMaxBodyBytes, and a reply never carries more strings than a wait has keys.
 inline std::string check_reply_header(const Header& h) {
-  if (h.magic != kMagic) return core::str("bad magic 0x", std::hex, h.magic);
-  if (h.version != kVersion) return core::str("unsupported version ", h.version);
+  if (std::string bad = check_frame_header(h); !bad.empty()) return bad;
   if (h.code > 2) return core::str("unknown status ", int{h.code});
-  if (h.reserved != 0) return core::str("reserved byte ", int{h.reserved}, " (must be 0)");
   if (h.count > kMaxWaitKeys) return core::str(h.count, " strings");
   if (h.body_bytes > kMaxBodyBytes) {
     return core::str("body of ", h.body_bytes, " bytes exceeds the limit of ", kMaxBodyBytes);
