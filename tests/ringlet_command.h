@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <utility>
 
 namespace ringlet::testing {
 
@@ -37,8 +36,14 @@ inline FILE* start_command(const std::string& command) {
   return pipe;
 }
 
-// Reads a started command's output to its end; its exit status (128 + N for signal N).
-inline std::pair<int, std::string> finish_command(FILE* pipe) {
+// A finished command: its exit status (128 + N for signal N) and its output.
+struct CommandResult {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+// Reads a started command's output to its end.
+inline CommandResult finish_command(FILE* pipe) {
   std::string output;
   char buffer[4096];
   while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);

@@ -236,7 +236,7 @@ TEST_CASE("autocast guards nest, are per thread, and refuse other precisions") {
     CHECK(seen == DType::f32);
   }
   CHECK(nn::autocast_precision() == DType::f32);
-  CHECK_THROWS_WITH_AS(nn::Autocast(DType::f64), doctest::Contains("bf16, f16 or f32"),
+  CHECK_THROWS_WITH_AS(nn::Autocast{DType::f64}, doctest::Contains("bf16, f16 or f32"),
                        core::ValueError);
   nn::Autocast amp(DType::f16);
   CHECK_THROWS_AS(nn::autocast(tensor::zeros({2}, DType::f64)), core::DTypeError);

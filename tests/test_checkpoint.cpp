@@ -255,7 +255,9 @@ TEST_CASE(
   CHECK(got["metadata"]["epoch"] == "4");
   CHECK(got["metadata"]["config"] == R"({"model": "fmnist_cnn"})");
   REQUIRE(got["tensors"].size() == tensors.size());
-  for (const auto& [name, t] : tensors) {
+  for (const auto& entry : tensors) {
+    const auto& name = entry.first;
+    const auto& t = entry.second;
     CAPTURE(name);
     const auto& info = got["tensors"][name];
     CHECK(info["shape"].get<tensor::Shape>() == t.shape());

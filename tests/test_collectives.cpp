@@ -77,7 +77,9 @@ TEST_CASE("all_reduce matrix: direct (cross-memory attach) over shm") { matrix("
 TEST_CASE("all_reduce matrix: shared windows over shm") { matrix("shm", "window"); }
 
 TEST_CASE("window all-reduce needs shared windows: refused over tcp and with no window size") {
-  for (const auto& [transport, bytes] : {std::pair{"tcp", -1}, std::pair{"shm", 0}}) {
+  for (const auto& entry : {std::pair{"tcp", -1}, std::pair{"shm", 0}}) {
+    const auto& transport = entry.first;
+    const auto& bytes = entry.second;
     INFO(transport, " window_bytes ", bytes);
     CommOptions options;
     options.algo = "window";
@@ -235,7 +237,9 @@ TEST_CASE("a traced 4-rank ring all-reduce shows 2(n-1) steps per rank, merged i
     steps[e["pid"].get<int>()].push_back(e["args"]["phase"].get<std::string>());
   }
   REQUIRE(steps.size() == 4);
-  for (const auto& [rank, phases] : steps) {
+  for (const auto& entry : steps) {
+    const auto& rank = entry.first;
+    const auto& phases = entry.second;
     INFO("rank ", rank);
     CHECK(phases.size() == 6);  // 2(n-1)
     CHECK(std::count(phases.begin(), phases.end(), "RS") == 3);

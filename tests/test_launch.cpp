@@ -70,7 +70,7 @@ FILE* start_ringlet(const std::string& args, const std::string& env = "") {
   return start_command("timeout 60 env " + env + " '" + require_ringlet_binary() + "' " + args);
 }
 
-std::pair<int, std::string> finish_ringlet(FILE* pipe) { return finish_command(pipe); }
+CommandResult finish_ringlet(FILE* pipe) { return finish_command(pipe); }
 
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -117,15 +117,15 @@ TEST_CASE("launch: every worker gets torchrun's environment and its lines are pr
 }
 
 TEST_CASE("ringlet launch: RINGLET_RDZV_TIMEOUT reaches the workers unless --rdzv-timeout") {
-  auto [status, output] = finish_ringlet(
+  CommandResult result = finish_ringlet(
       start_ringlet("launch --nproc-per-node 2 -- sh -c 'echo rdzv=$RINGLET_RDZV_TIMEOUT'",
                     "RINGLET_RDZV_TIMEOUT=7"));
-  CHECK(status == 0);
-  CHECK(contains(output, "[rank 1] rdzv=7\n"));
-  std::tie(status, output) = finish_ringlet(start_ringlet(
+  CHECK(result.status == 0);
+  CHECK(contains(result.output, "[rank 1] rdzv=7\n"));
+  result = finish_ringlet(start_ringlet(
       "launch --nproc-per-node 1 --rdzv-timeout 9 -- sh -c 'echo rdzv=$RINGLET_RDZV_TIMEOUT'",
       "RINGLET_RDZV_TIMEOUT=7"));
-  CHECK(contains(output, "[rank 0] rdzv=9\n"));
+  CHECK(contains(result.output, "[rank 0] rdzv=9\n"));
 }
 
 TEST_CASE("launch: a failing worker stops the others and its exit code is returned") {
@@ -261,24 +261,24 @@ TEST_CASE("launch: bad input is a clear error") {
 }
 
 TEST_CASE("ringlet launch: the binary end to end") {
-  auto [status, output] =
+  CommandResult result =
       finish_ringlet(start_ringlet("launch --nproc-per-node 2 -- /bin/sh -c 'echo $RANK'"));
-  CHECK(status == 0);
-  CHECK(contains(output, "[rank 0] 0\n"));
-  CHECK(contains(output, "[rank 1] 1\n"));
+  CHECK(result.status == 0);
+  CHECK(contains(result.output, "[rank 0] 0\n"));
+  CHECK(contains(result.output, "[rank 1] 1\n"));
 
-  std::tie(status, output) = finish_ringlet(
+  result = finish_ringlet(
       start_ringlet("launch --nproc_per_node=2 /bin/sh -c '[ $RANK = 1 ] && exit 7; sleep 30'"));
-  CHECK(status == 7);
-  CHECK(contains(output, "rank 1 failed with exit code 7"));
+  CHECK(result.status == 7);
+  CHECK(contains(result.output, "rank 1 failed with exit code 7"));
 
-  std::tie(status, output) = finish_ringlet(start_ringlet("launch --nproc-per-nod 2 -- true"));
-  CHECK(status == 2);
-  CHECK(contains(output, "did you mean '--nproc-per-node'?"));
+  result = finish_ringlet(start_ringlet("launch --nproc-per-nod 2 -- true"));
+  CHECK(result.status == 2);
+  CHECK(contains(result.output, "did you mean '--nproc-per-node'?"));
 
-  std::tie(status, output) = finish_ringlet(start_ringlet("launch --nproc-per-node 2"));
-  CHECK(status == 2);
-  CHECK(contains(output, "missing the command"));
+  result = finish_ringlet(start_ringlet("launch --nproc-per-node 2"));
+  CHECK(result.status == 2);
+  CHECK(contains(result.output, "missing the command"));
 }
 
 TEST_CASE("ringlet launch: two node launchers on loopback share one store and token") {
@@ -292,13 +292,13 @@ TEST_CASE("ringlet launch: two node launchers on loopback share one store and to
       "node=$GROUP_RANK job=$RINGLET_JOB_TOKEN'";
   FILE* node1 = start_ringlet(common + "--node-rank 1" + script);
   FILE* node0 = start_ringlet(common + "--node-rank 0" + script);
-  const auto [status0, output0] = finish_ringlet(node0);
-  const auto [status1, output1] = finish_ringlet(node1);
-  CHECK_MESSAGE(status0 == 0, output0);
-  CHECK_MESSAGE(status1 == 0, output1);
+  const CommandResult node0_result = finish_ringlet(node0);
+  const CommandResult node1_result = finish_ringlet(node1);
+  CHECK_MESSAGE(node0_result.status == 0, node0_result.output);
+  CHECK_MESSAGE(node1_result.status == 0, node1_result.output);
   std::set<std::string> tokens;
   for (int rank = 0; rank < 4; ++rank) {
-    const std::string& output = rank < 2 ? output0 : output1;
+    const std::string& output = rank < 2 ? node0_result.output : node1_result.output;
     const std::string line = "[rank " + std::to_string(rank) + "] rank=" + std::to_string(rank) +
                              " world=4 node=" + std::to_string(rank / 2) + " job=";
     const auto at = output.find(line);
@@ -308,11 +308,11 @@ TEST_CASE("ringlet launch: two node launchers on loopback share one store and to
   CHECK(tokens.size() == 1);
 
   // A node whose node 0 never comes: a clear timeout, not a hang.
-  const auto [status, output] =
+  const CommandResult result =
       finish_ringlet(start_ringlet("launch --nnodes 2 --node-rank 1 --master-port " +
                                    std::to_string(free_port()) + " --rdzv-timeout 1 -- true"));
-  CHECK(status == 1);
-  CHECK(contains(output, "found no launcher of node 0"));
+  CHECK(result.status == 1);
+  CHECK(contains(result.output, "found no launcher of node 0"));
 }
 
 namespace {
@@ -337,7 +337,7 @@ pid_t find_worker(const std::string& marker, int rank) {
 
 // Starts a 3-epoch, 2-rank `ringlet train` into `dir`, kills rank 1 with SIGKILL during epoch 2
 // (once epoch 1's checkpoint exists), and returns the run's exit status and output.
-std::pair<int, std::string> train_and_kill_rank1(const fs::path& dir, int max_restarts) {
+CommandResult train_and_kill_rank1(const fs::path& dir, int max_restarts) {
   fs::remove_all(dir);
   FILE* run = start_ringlet(
       "train --nproc 2 --epochs 3 --limit-train 4096 --limit-test 500 --threads 1 --workers 1 "
@@ -359,15 +359,15 @@ std::pair<int, std::string> train_and_kill_rank1(const fs::path& dir, int max_re
 TEST_CASE("ringlet train --nproc 2: kill -9 of a worker mid-epoch restarts and resumes") {
   const fs::path dir =
       fs::temp_directory_path() / ("ringlet_restart_" + std::to_string(::getpid()));
-  auto [status, output] = train_and_kill_rank1(dir, 1);
-  INFO(output);
-  CHECK(status == 0);
-  CHECK(contains(output, "rank 1 (pid "));
-  CHECK(contains(output, "failed with signal 9 (SIGKILL)"));
-  CHECK(contains(output, "restarting all 2 workers (restart 1 of 1)"));
-  CHECK(contains(output, "restart 1: resuming from the last checkpoint"));
-  CHECK(contains(output, "resumed from " + (dir / "checkpoint.safetensors").string()));
-  CHECK(contains(output, "done: 3 epoch(s) on 2 ranks"));
+  CommandResult result = train_and_kill_rank1(dir, 1);
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(contains(result.output, "rank 1 (pid "));
+  CHECK(contains(result.output, "failed with signal 9 (SIGKILL)"));
+  CHECK(contains(result.output, "restarting all 2 workers (restart 1 of 1)"));
+  CHECK(contains(result.output, "restart 1: resuming from the last checkpoint"));
+  CHECK(contains(result.output, "resumed from " + (dir / "checkpoint.safetensors").string()));
+  CHECK(contains(result.output, "done: 3 epoch(s) on 2 ranks"));
   std::ifstream metrics(dir / "metrics.jsonl");
   std::vector<std::string> epochs;
   for (std::string line; std::getline(metrics, line);) {
@@ -376,10 +376,10 @@ TEST_CASE("ringlet train --nproc 2: kill -9 of a worker mid-epoch restarts and r
   CHECK(epochs == std::vector<std::string>{"\"epoch\":1", "\"epoch\":2", "\"epoch\":3"});
 
   // No restarts left: the launcher's error names the rank and the signal.
-  std::tie(status, output) = train_and_kill_rank1(dir, 0);
-  CHECK(status != 0);
-  CHECK(contains(output, "error: rank 1 failed with signal 9 (SIGKILL)"));
-  CHECK(!contains(output, "done: 3 epoch(s)"));
+  result = train_and_kill_rank1(dir, 0);
+  CHECK(result.status != 0);
+  CHECK(contains(result.output, "error: rank 1 failed with signal 9 (SIGKILL)"));
+  CHECK(!contains(result.output, "done: 3 epoch(s)"));
   fs::remove_all(dir);
 }
 
@@ -390,12 +390,12 @@ TEST_CASE("bad input: WORLD_SIZE mismatch, a port in use, a rank that never arri
       "train --epochs 1 --limit-train 64 --limit-test 10 --workers 1 --out '" + dir.string() + "'";
   // Rank 1 is started with another WORLD_SIZE: both ranks stop at once, naming the mismatch.
   auto start = Clock::now();
-  auto [status, output] = finish_ringlet(start_ringlet(
+  CommandResult result = finish_ringlet(start_ringlet(
       "launch --nproc-per-node 2 -- /bin/sh -c '[ \"$RANK\" = 1 ] && export WORLD_SIZE=3; exec \"" +
       ringlet_binary() + "\" " + train + "'"));
-  CHECK(status == 1);
-  CHECK(contains(output, "but another rank registered world size"));
-  CHECK(contains(output, "every rank must get the same WORLD_SIZE"));
+  CHECK(result.status == 1);
+  CHECK(contains(result.output, "but another rank registered world size"));
+  CHECK(contains(result.output, "every rank must get the same WORLD_SIZE"));
   CHECK(Clock::now() - start < std::chrono::seconds(20));
 
   // The store's port is taken by someone else.
@@ -408,21 +408,21 @@ TEST_CASE("bad input: WORLD_SIZE mismatch, a port in use, a rank that never arri
   socklen_t len = sizeof addr;
   REQUIRE(::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   const std::string port = std::to_string(ntohs(addr.sin_port));
-  std::tie(status, output) =
+  result =
       finish_ringlet(start_ringlet("launch --nproc-per-node 2 --master-port " + port + " -- true"));
-  CHECK(status != 0);
-  CHECK(contains(output, "cannot listen on 127.0.0.1:" + port + ": Address already in use"));
+  CHECK(result.status != 0);
+  CHECK(contains(result.output, "cannot listen on 127.0.0.1:" + port + ": Address already in use"));
   ::close(taken);
 
   // A worker of a 2-rank job whose rank 1 never comes: a clear timeout naming rank 1.
   start = Clock::now();
-  std::tie(status, output) = finish_ringlet(
+  result = finish_ringlet(
       start_ringlet(train,
                     "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 RINGLET_RDZV_TIMEOUT=2 "
                     "MASTER_PORT=" +
                         std::to_string(free_port())));
-  CHECK(status == 1);
-  CHECK(contains(output, "rank(s) 1 of a world of 2 never arrived"));
+  CHECK(result.status == 1);
+  CHECK(contains(result.output, "rank(s) 1 of a world of 2 never arrived"));
   CHECK(Clock::now() - start < std::chrono::seconds(15));
   fs::remove_all(dir);
 }
@@ -437,28 +437,28 @@ TEST_CASE("workers started by Open MPI's mpirun train as one job") {
       std::to_string(free_port()) + " '" + ringlet_binary() +
       "' train --epochs 1 --limit-train 256 --limit-test 100 --workers 1 --out '" + dir.string() +
       "'";
-  const auto [status, output] = finish_command(start_command(command));
-  INFO(output);
-  CHECK(status == 0);
-  CHECK(contains(output, "data parallel over 2 ranks"));
-  CHECK(contains(output, "done: 1 epoch(s) on 2 ranks"));
+  const CommandResult result = finish_command(start_command(command));
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(contains(result.output, "data parallel over 2 ranks"));
+  CHECK(contains(result.output, "done: 1 epoch(s) on 2 ranks"));
   CHECK(fs::exists(dir / "checkpoint.safetensors"));
   fs::remove_all(dir);
 }
 
 TEST_CASE("ringlet train --nproc 4: four local ranks train one job") {
   const fs::path dir = fs::temp_directory_path() / ("ringlet_four_" + std::to_string(::getpid()));
-  auto [status, output] = finish_ringlet(
+  const CommandResult result = finish_ringlet(
       start_ringlet("train --nproc 4 --epochs 1 --limit-train 1024 --limit-test 200 --workers 1 "
                     "--out '" +
                     dir.string() + "'"));
-  INFO(output);
-  CHECK(status == 0);
-  CHECK(contains(output, "[rank 0] data parallel over 4 ranks"));
-  CHECK(contains(output, "[rank 0] done: 1 epoch(s) on 4 ranks"));
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(contains(result.output, "[rank 0] data parallel over 4 ranks"));
+  CHECK(contains(result.output, "[rank 0] done: 1 epoch(s) on 4 ranks"));
   for (int rank = 1; rank < 4; ++rank) {
-    CHECK(contains(output, "[rank " + std::to_string(rank) + "] [ringlet info] rank " +
-                               std::to_string(rank) + ": listening on"));
+    CHECK(contains(result.output, "[rank " + std::to_string(rank) + "] [ringlet info] rank " +
+                                      std::to_string(rank) + ": listening on"));
   }
   fs::remove_all(dir);
 }

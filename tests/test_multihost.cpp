@@ -75,15 +75,15 @@ TEST_CASE("two node launchers, one per network namespace, train one job over tcp
                              "--master-port 29400 --rdzv-timeout 60 ";
   FILE* node1 = start_in(1, common + "--node-rank 1 -- " + train_args(out));
   FILE* node0 = start_in(0, common + "--node-rank 0 -- " + train_args(out));
-  const auto [status0, output0] = finish_command(node0);
-  const auto [status1, output1] = finish_command(node1);
-  INFO("node 0:\n", output0, "\nnode 1:\n", output1);
-  CHECK(status0 == 0);
-  CHECK(status1 == 0);
-  CHECK(contains(output0, "[rank 0] done: 1 epoch(s) on 2 ranks"));
-  CHECK(contains(output0, "listening on 10.77.0.1:"));
-  CHECK(contains(output1, "listening on 10.77.0.2:"));
-  CHECK(contains(output0, "peers: 1:tcp"));
+  const CommandResult node0_result = finish_command(node0);
+  const CommandResult node1_result = finish_command(node1);
+  INFO("node 0:\n", node0_result.output, "\nnode 1:\n", node1_result.output);
+  CHECK(node0_result.status == 0);
+  CHECK(node1_result.status == 0);
+  CHECK(contains(node0_result.output, "[rank 0] done: 1 epoch(s) on 2 ranks"));
+  CHECK(contains(node0_result.output, "listening on 10.77.0.1:"));
+  CHECK(contains(node1_result.output, "listening on 10.77.0.2:"));
+  CHECK(contains(node0_result.output, "peers: 1:tcp"));
   fs::remove_all(out);
 }
 
@@ -92,22 +92,22 @@ TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace
   const std::string ssh = std::string(RINGLET_SOURCE_ROOT) + "/tests/netns_ssh.sh";
   const std::string env =
       "RINGLET_SSH='" + ssh + "' RINGLET_TEST_NETNS='" + kAddr[1] + "=" + g_ns[1] + "' ";
-  auto [status, output] = finish_command(
+  CommandResult result = finish_command(
       start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] + "," + kAddr[1] +
                       " --nproc-per-node 1 --rdzv-timeout 60 -- " + train_args(out)));
-  INFO(output);
-  CHECK(status == 0);
-  CHECK(contains(output, "node 1 on 10.77.0.2 via " + ssh));
-  CHECK(contains(output, "[rank 0] done: 1 epoch(s) on 2 ranks"));
-  CHECK(contains(output, "rank 1: listening on 10.77.0.2:"));
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(contains(result.output, "node 1 on 10.77.0.2 via " + ssh));
+  CHECK(contains(result.output, "[rank 0] done: 1 epoch(s) on 2 ranks"));
+  CHECK(contains(result.output, "rank 1: listening on 10.77.0.2:"));
 
   // A host the stand-in cannot reach: ssh's failure is reported with the node and host.
-  std::tie(status, output) =
+  result =
       finish_command(start_in(0, env + "'" + ringlet_binary() + "' launch --hosts " + kAddr[0] +
                                      ",10.77.0.9 --nproc-per-node 1 --rdzv-timeout 3 -- true"));
-  CHECK(status != 0);
-  CHECK(contains(output, "netns_ssh: no network namespace for host '10.77.0.9'"));
-  CHECK(contains(output, "node 1 (10.77.0.9) failed with exit code 255"));
+  CHECK(result.status != 0);
+  CHECK(contains(result.output, "netns_ssh: no network namespace for host '10.77.0.9'"));
+  CHECK(contains(result.output, "node 1 (10.77.0.9) failed with exit code 255"));
   fs::remove_all(out);
 }
 

@@ -37,7 +37,9 @@ TEST_CASE("models: fmnist_cnn is train_fmnist.py's model with PyTorch's keys") {
   const Tensor target = from_vector({1, 7}, {2}, DType::i64);
   const Tensor loss = nn::CrossEntropyLoss()(model->forward(x), target);
   loss.backward();
-  for (const auto& [name, p] : model->named_parameters()) {
+  for (const auto& entry : model->named_parameters()) {
+    const auto& name = entry.first;
+    const auto& p = entry.second;
     CAPTURE(name);
     REQUIRE(p.grad().defined());
     CHECK(p.grad().shape() == p.shape());
@@ -55,7 +57,9 @@ TEST_CASE("models: the same seed builds the same model") {
   const auto a = nn::fmnist_cnn(g1)->state_dict();
   const auto b = nn::fmnist_cnn(g2)->state_dict();
   const auto c = nn::fmnist_cnn(g3)->state_dict();
-  for (const auto& [name, value] : a) {
+  for (const auto& entry : a) {
+    const auto& name = entry.first;
+    const auto& value = entry.second;
     CAPTURE(name);
     CHECK(value.to_vector<double>() == b.at(name).to_vector<double>());
   }
@@ -102,7 +106,9 @@ TEST_CASE("models: resnet20 has 272,474 parameters (option-B projections) and tr
   const Tensor y = model->forward(x);
   CHECK(y.shape() == Shape{2, 10});
   sum(y).backward();
-  for (const auto& [name, p] : model->named_parameters()) {
+  for (const auto& entry : model->named_parameters()) {
+    const auto& name = entry.first;
+    const auto& p = entry.second;
     CAPTURE(name);
     CHECK(p.grad().defined());
   }

@@ -206,7 +206,9 @@ TEST_CASE("modules: state_dict round trip copies in place and keeps parameter ha
   const auto result = b.load_state_dict(a.state_dict());
   CHECK(result.missing_keys.empty());
   CHECK(result.unexpected_keys.empty());
-  for (const auto& [name, value] : a.state_dict()) {
+  for (const auto& entry : a.state_dict()) {
+    const auto& name = entry.first;
+    const auto& value = entry.second;
     CAPTURE(name);
     CHECK(equal_values(value, b.state_dict().at(name)));
   }

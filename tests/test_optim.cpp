@@ -77,7 +77,8 @@ std::map<std::string, json> cases_of(const char* section, const std::vector<std:
     CHECK_MESSAGE(out.count(n) == 1, section << ": golden case '" << n << "' is missing");
   }
   const std::set<std::string> known(names.begin(), names.end());
-  for (const auto& [n, c] : out) {
+  for (const auto& entry : out) {
+    const std::string& n = entry.first;
     CHECK_MESSAGE(known.count(n) == 1,
                   section << ": golden case '" << n << "' is not checked by this test");
   }
@@ -187,7 +188,9 @@ void check_equal(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 }  // namespace
 
 TEST_CASE("optimizers match PyTorch over three steps") {
-  for (const auto& [name, c] : cases_of("optimizers", kOptimizerCases)) {
+  for (const auto& entry : cases_of("optimizers", kOptimizerCases)) {
+    const auto& name = entry.first;
+    const auto& c = entry.second;
     SUBCASE(name.c_str()) {
       const auto params = make_params(c);
       auto opt = make_optimizer(c, params);
@@ -205,7 +208,9 @@ TEST_CASE("optimizers match PyTorch over three steps") {
 }
 
 TEST_CASE("LR schedules match PyTorch") {
-  for (const auto& [name, c] : cases_of("schedules", kScheduleCases)) {
+  for (const auto& entry : cases_of("schedules", kScheduleCases)) {
+    const auto& name = entry.first;
+    const auto& c = entry.second;
     SUBCASE(name.c_str()) {
       Tensor w = tensor::zeros({1}).requires_grad_();
       SGD opt({w}, {.lr = c.at("lr").get<double>()});
@@ -250,7 +255,9 @@ TEST_CASE("LR schedules match PyTorch") {
 }
 
 TEST_CASE("clip_grad_norm_ matches PyTorch") {
-  for (const auto& [name, c] : cases_of("clip", kClipCases)) {
+  for (const auto& entry : cases_of("clip", kClipCases)) {
+    const auto& name = entry.first;
+    const auto& c = entry.second;
     SUBCASE(name.c_str()) {
       std::vector<Tensor> params;
       for (const json& g : c.at("grads")) {

@@ -22,6 +22,7 @@
 #include "trainer/checkpoint/safetensors.h"
 
 using namespace ringlet;
+using ringlet::testing::CommandResult;
 using ringlet::testing::contains;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -33,7 +34,7 @@ const char* const kSmall =
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
-std::pair<int, std::string> ringlet_train(const std::string& args) {
+CommandResult ringlet_train(const std::string& args) {
   return ringlet::testing::finish_command(ringlet::testing::start_command(
       "timeout 120 '" + ringlet::testing::require_ringlet_binary() + "' train " + args));
 }
@@ -71,14 +72,14 @@ void check_same_checkpoint(const fs::path& a, const fs::path& b) {
 TEST_CASE("--resume takes the run's recipe, says what it changed and keeps every invocation") {
   ringlet::testing::TempDir dir("ringlet_rundir_resume");
   const std::string out = " --out " + quoted(dir.path);
-  auto [status, output] =
+  CommandResult result =
       ringlet_train(std::string(kSmall) + " --optimizer adam --lr 0.001 --epochs 1" + out);
-  REQUIRE(status == 0);
+  REQUIRE(result.status == 0);
   // No recipe keys on the command line: the run's (adam, lr 0.001, its limits) continue.
-  std::tie(status, output) = ringlet_train("--resume --epochs 2" + out);
-  INFO(output);
-  REQUIRE(status == 0);
-  CHECK(contains(output, "resume: epochs 1 -> 2 (the rest of the recipe is the run's)"));
+  result = ringlet_train("--resume --epochs 2" + out);
+  INFO(result.output);
+  REQUIRE(result.status == 0);
+  CHECK(contains(result.output, "resume: epochs 1 -> 2 (the rest of the recipe is the run's)"));
   auto config = read_json(dir.path / "config.json");
   CHECK(config["optimizer"] == "adam");
   CHECK(config["lr"] == 0.001);
@@ -89,12 +90,13 @@ TEST_CASE("--resume takes the run's recipe, says what it changed and keeps every
   // A recipe change is refused, naming each key, and the run's record is left as it was.
   const std::string config_before = core::read_file_text(dir.path / "config.json");
   const std::string history_before = core::read_file_text(dir.path / "history.jsonl");
-  std::tie(status, output) = ringlet_train("--resume --epochs 3 --optimizer sgd --lr 0.1" + out);
-  CHECK(status == 2);
-  CHECK(contains(output, "this command changes lr 0.001 -> 0.1, optimizer \"adam\" -> \"sgd\""));
-  std::tie(status, output) = ringlet_train("--resume --epochs 1" + out);
-  CHECK(status == 2);
-  CHECK(contains(output, "the run has finished 2 epochs; --epochs 1 would end before them"));
+  result = ringlet_train("--resume --epochs 3 --optimizer sgd --lr 0.1" + out);
+  CHECK(result.status == 2);
+  CHECK(contains(result.output,
+                 "this command changes lr 0.001 -> 0.1, optimizer \"adam\" -> \"sgd\""));
+  result = ringlet_train("--resume --epochs 1" + out);
+  CHECK(result.status == 2);
+  CHECK(contains(result.output, "the run has finished 2 epochs; --epochs 1 would end before them"));
   CHECK(core::read_file_text(dir.path / "config.json") == config_before);
   CHECK(core::read_file_text(dir.path / "history.jsonl") == history_before);
 
@@ -112,16 +114,16 @@ TEST_CASE("--resume takes the run's recipe, says what it changed and keeps every
 TEST_CASE("a used run directory needs --resume or --reset; --reset keeps the history") {
   ringlet::testing::TempDir dir("ringlet_rundir_used");
   const std::string run = std::string(kSmall) + " --epochs 1 --out " + quoted(dir.path);
-  REQUIRE(ringlet_train(run).first == 0);
+  REQUIRE(ringlet_train(run).status == 0);
   const std::string metrics = core::read_file_text(dir.path / "metrics.jsonl");
-  auto [status, output] = ringlet_train(run);
-  CHECK(status == 2);
-  CHECK(contains(output,
+  CommandResult result = ringlet_train(run);
+  CHECK(result.status == 2);
+  CHECK(contains(result.output,
                  "already holds a run (checkpoint.safetensors, metrics.jsonl): pass "
                  "--resume to continue it, --reset to discard it"));
   CHECK(core::read_file_text(dir.path / "metrics.jsonl") == metrics);
-  std::tie(status, output) = ringlet_train(run + " --reset");
-  CHECK(status == 0);
+  result = ringlet_train(run + " --reset");
+  CHECK(result.status == 0);
   CHECK(epochs_of(dir.path) == std::vector<int>{1});
   const auto history = read_lines(dir.path / "history.jsonl");
   REQUIRE(history.size() == 2);
@@ -148,36 +150,37 @@ TEST_CASE(
   REQUIRE(!holder.empty());
   holder.pop_back();  // its newline
   const auto start = Clock::now();
-  auto [status, output] = ringlet_train(run);
-  INFO(output);
-  CHECK(status == 1);
+  CommandResult result = ringlet_train(run);
+  INFO(result.output);
+  CHECK(result.status == 1);
   CHECK(Clock::now() - start < std::chrono::seconds(5));
-  CHECK(contains(output, "is in use by another job (" + holder + "; " + lock.string() + ")"));
-  const auto [first_status, first_output] = ringlet::testing::finish_command(first);
-  INFO(first_output);
-  CHECK(first_status == 0);
+  CHECK(
+      contains(result.output, "is in use by another job (" + holder + "; " + lock.string() + ")"));
+  const CommandResult first_run = ringlet::testing::finish_command(first);
+  INFO(first_run.output);
+  CHECK(first_run.status == 0);
   CHECK(epochs_of(dir.path) == std::vector<int>{1, 2});  // the first job's alone
   CHECK(core::read_file_text(lock).empty());             // released at its end
 
   // A lock file naming a job that is gone: taken over, and said.
   const std::string dead = "pid 999999 on host elsewhere since 2026-01-01 00:00:00";
   core::write_file_atomically(lock, dead + "\n");
-  std::tie(status, output) = ringlet_train("--resume --epochs 3 --out " + quoted(dir.path));
-  CHECK(status == 0);
-  CHECK(contains(output, "the job that held it (" + dead + ") is gone; its lock is taken over"));
+  result = ringlet_train("--resume --epochs 3 --out " + quoted(dir.path));
+  CHECK(result.status == 0);
+  CHECK(contains(result.output,
+                 "the job that held it (" + dead + ") is gone; its lock is taken over"));
   CHECK(epochs_of(dir.path) == std::vector<int>{1, 2, 3});
 }
 
 TEST_CASE("a cosine run resumed with more epochs follows the new horizon, as if planned so") {
   ringlet::testing::TempDir short_run("ringlet_rundir_cos1"), planned("ringlet_rundir_cos3");
   const std::string recipe = std::string(kSmall) + " --schedule cosine";
-  REQUIRE(ringlet_train(recipe + " --epochs 1 --out " + quoted(short_run.path)).first == 0);
-  REQUIRE(ringlet_train(recipe + " --epochs 3 --out " + quoted(planned.path)).first == 0);
-  const auto [status, output] =
-      ringlet_train("--resume --epochs 3 --out " + quoted(short_run.path));
-  INFO(output);
-  REQUIRE(status == 0);
-  CHECK(contains(output,
+  REQUIRE(ringlet_train(recipe + " --epochs 1 --out " + quoted(short_run.path)).status == 0);
+  REQUIRE(ringlet_train(recipe + " --epochs 3 --out " + quoted(planned.path)).status == 0);
+  const CommandResult result = ringlet_train("--resume --epochs 3 --out " + quoted(short_run.path));
+  INFO(result.output);
+  REQUIRE(result.status == 0);
+  CHECK(contains(result.output,
                  "schedule: the cosine horizon moves from 1 to 3 epochs; epochs 2-3 "
                  "follow the 3-epoch curve, from lr 0.0375"));
   const auto resumed = read_lines(short_run.path / "metrics.jsonl");
@@ -192,16 +195,16 @@ TEST_CASE("a cosine run resumed with more epochs follows the new horizon, as if 
 TEST_CASE("a fork (--resume_from) continues a run in a new directory and leaves the source alone") {
   ringlet::testing::TempDir source("ringlet_rundir_src"), fork("ringlet_rundir_fork"),
       whole("ringlet_rundir_whole");
-  REQUIRE(ringlet_train(std::string(kSmall) + " --epochs 1 --out " + quoted(source.path)).first ==
+  REQUIRE(ringlet_train(std::string(kSmall) + " --epochs 1 --out " + quoted(source.path)).status ==
           0);
-  REQUIRE(ringlet_train(std::string(kSmall) + " --epochs 2 --out " + quoted(whole.path)).first ==
+  REQUIRE(ringlet_train(std::string(kSmall) + " --epochs 2 --out " + quoted(whole.path)).status ==
           0);
   const std::string source_checkpoint =
       core::read_file_text(source.path / "checkpoint.safetensors");
-  auto [status, output] = ringlet_train("--resume_from " + quoted(source.path) +
-                                        " --epochs 2 --out " + quoted(fork.path));
-  INFO(output);
-  REQUIRE(status == 0);
+  CommandResult result = ringlet_train("--resume_from " + quoted(source.path) +
+                                       " --epochs 2 --out " + quoted(fork.path));
+  INFO(result.output);
+  REQUIRE(result.status == 0);
   CHECK(core::read_file_text(source.path / "checkpoint.safetensors") == source_checkpoint);
   CHECK(epochs_of(source.path) == std::vector<int>{1});
   CHECK(epochs_of(fork.path) == std::vector<int>{1, 2});
@@ -211,21 +214,21 @@ TEST_CASE("a fork (--resume_from) continues a run in a new directory and leaves 
   CHECK(history[1]["source"] == source.path.string());
   check_same_checkpoint(fork.path, whole.path);
   // A fork needs a new directory.
-  std::tie(status, output) = ringlet_train("--resume_from " + quoted(source.path) +
-                                           " --epochs 3 --out " + quoted(source.path));
-  CHECK(status == 2);
-  CHECK(contains(output, "needs --out naming a new run directory"));
-  std::tie(status, output) = ringlet_train("--resume_from " + quoted(source.path) +
-                                           " --epochs 3 --out " + quoted(fork.path));
-  CHECK(status == 2);
-  CHECK(contains(output, "already holds a run"));
+  result = ringlet_train("--resume_from " + quoted(source.path) + " --epochs 3 --out " +
+                         quoted(source.path));
+  CHECK(result.status == 2);
+  CHECK(contains(result.output, "needs --out naming a new run directory"));
+  result = ringlet_train("--resume_from " + quoted(source.path) + " --epochs 3 --out " +
+                         quoted(fork.path));
+  CHECK(result.status == 2);
+  CHECK(contains(result.output, "already holds a run"));
 }
 
 TEST_CASE("a SIGKILL at any moment leaves a run that --resume finishes bit for bit") {
   ringlet::testing::TempDir whole("ringlet_rundir_undisturbed");
   const std::string recipe = std::string(kSmall) + " --limit_train 1024 --epochs 3";
   const auto start = Clock::now();
-  REQUIRE(ringlet_train(recipe + " --out " + quoted(whole.path)).first == 0);
+  REQUIRE(ringlet_train(recipe + " --out " + quoted(whole.path)).status == 0);
   const double run_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   // Kill times spread over an undisturbed run's length: before the first write, before the
   // first checkpoint, between a metrics line and its checkpoint, during a checkpoint write,
@@ -235,20 +238,20 @@ TEST_CASE("a SIGKILL at any moment leaves a run that --resume finishes bit for b
     const int ms = static_cast<int>(fraction * run_ms);
     CAPTURE(ms);
     ringlet::testing::TempDir dir("ringlet_rundir_kill");
-    const auto [status, output] = ringlet::testing::finish_command(
+    const CommandResult result = ringlet::testing::finish_command(
         ringlet::testing::start_command("timeout -s KILL " + std::to_string(ms / 1000.0) + " '" +
                                         ringlet::testing::require_ringlet_binary() + "' train " +
                                         recipe + " --out " + quoted(dir.path)));
-    INFO(output);
+    INFO(result.output);
     // Killed, or finished before the kill: --resume completes the run, once it has a record
     // (killed before its first write, there is none, and a new run starts there).
     const bool started = fs::exists(dir.path / "history.jsonl");
     CAPTURE(started);
-    const auto [resumed, resume_output] =
+    const CommandResult resumed_run =
         ringlet_train((started ? "--resume --out " : recipe + " --out ") + quoted(dir.path));
-    INFO(resume_output);
-    REQUIRE(resumed == 0);
-    from_checkpoint += contains(resume_output, "resumed from ") ? 1 : 0;
+    INFO(resumed_run.output);
+    REQUIRE(resumed_run.status == 0);
+    from_checkpoint += contains(resumed_run.output, "resumed from ") ? 1 : 0;
     CHECK(epochs_of(dir.path) == std::vector<int>{1, 2, 3});
     check_same_checkpoint(dir.path, whole.path);
   }
@@ -258,8 +261,8 @@ TEST_CASE("a SIGKILL at any moment leaves a run that --resume finishes bit for b
 TEST_CASE("the temporary file of a write a kill interrupted is removed by the next run") {
   ringlet::testing::TempDir dir("ringlet_rundir_temporaries");
   const std::string out = " --out " + quoted(dir.path);
-  auto [status, output] = ringlet_train(std::string(kSmall) + " --epochs 1" + out);
-  REQUIRE(status == 0);
+  CommandResult result = ringlet_train(std::string(kSmall) + " --epochs 1" + out);
+  REQUIRE(result.status == 0);
   // What a checkpoint writer killed before its rename leaves, and two files that only look
   // alike (not a temporary's name), which stay.
   const fs::path torn = dir.path / ".checkpoint.safetensors.tmp.4242.0";
@@ -268,10 +271,10 @@ TEST_CASE("the temporary file of a write a kill interrupted is removed by the ne
   const fs::path plain = dir.path / "checkpoint.safetensors.tmp.1.2";
   core::write_file_atomically(notes, "mine");
   core::write_file_atomically(plain, "mine");
-  std::tie(status, output) = ringlet_train(std::string(kSmall) + " --resume --epochs 2" + out);
-  INFO(output);
-  CHECK(status == 0);
-  CHECK(contains(output,
+  result = ringlet_train(std::string(kSmall) + " --resume --epochs 2" + out);
+  INFO(result.output);
+  CHECK(result.status == 0);
+  CHECK(contains(result.output,
                  "removed 1 temporary file(s) of a write that was interrupted "
                  "(.checkpoint.safetensors.tmp.4242.0)"));
   CHECK(!fs::exists(torn));

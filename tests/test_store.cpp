@@ -380,7 +380,9 @@ TEST_CASE("tcp store: strangers sending garbage lose only their own connection")
   patch_u32(lying, store_wire::kHeaderBytes, 1000);  // key length runs past the body
   attacks["inconsistent body"] = lying;
 
-  for (const auto& [name, bytes] : attacks) {
+  for (const auto& entry : attacks) {
+    const auto& name = entry.first;
+    const auto& bytes = entry.second;
     CAPTURE(name);
     RawClient raw(server.port());
     raw.send(bytes);

@@ -102,7 +102,8 @@ TEST_CASE("fmnist_cnn from Generator(0) has PyTorch's initial weights for seed 0
   REQUIRE(params.size() == expected.size());
   for (std::size_t k = 0; k < params.size(); ++k) {
     const auto& e = expected[k];
-    const auto& [name, p] = params[k];
+    const auto& name = params[k].first;
+    const auto& p = params[k].second;
     CAPTURE(name);
     CHECK(name == e.at("name").get<std::string>());
     CHECK(p.shape() == e.at("shape").get<tensor::Shape>());

@@ -70,14 +70,8 @@ std::size_t count_phase(const json& events, const std::string& ph) {
   return n;
 }
 
-struct Run {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-Run run_ringlet(const std::string& args) {
-  const auto [status, output] = finish_command(start_command("'" + ringlet_binary() + "' " + args));
-  return {status, output};
+CommandResult run_ringlet(const std::string& args) {
+  return finish_command(start_command("'" + ringlet_binary() + "' " + args));
 }
 
 }  // namespace
@@ -211,32 +205,32 @@ TEST_CASE("ringlet trace merge, end to end") {
   }
   const std::string out = (tmp.path / "merged.json").string();
 
-  Run help = run_ringlet("--help");
+  const CommandResult help = run_ringlet("--help");
   CHECK(help.status == 0);
   CHECK(contains(help.output, "trace merge"));
 
-  Run merge = run_ringlet("trace merge '" + dir + "' -o '" + out + "'");
+  const CommandResult merge = run_ringlet("trace merge '" + dir + "' -o '" + out + "'");
   CHECK(merge.status == 0);
   CHECK(contains(merge.output, out));
   CHECK(count_phase(read_json(out).at("traceEvents"), "X") == 4);
 
-  Run equals_form = run_ringlet("trace merge --output='" + out + "' '" + dir + "'");
+  const CommandResult equals_form = run_ringlet("trace merge --output='" + out + "' '" + dir + "'");
   CHECK(equals_form.status == 0);
 
-  Run typo = run_ringlet("trace merge '" + dir + "' --ouput x.json");
+  const CommandResult typo = run_ringlet("trace merge '" + dir + "' --ouput x.json");
   CHECK(typo.status == 2);
   CHECK(contains(typo.output, "'--ouput'"));
   CHECK(contains(typo.output, "did you mean '--output'"));
 
-  Run command = run_ringlet("trce merge");
+  const CommandResult command = run_ringlet("trce merge");
   CHECK(command.status == 2);
   CHECK(contains(command.output, "did you mean 'trace'"));
 
-  Run no_output = run_ringlet("trace merge '" + dir + "'");
+  const CommandResult no_output = run_ringlet("trace merge '" + dir + "'");
   CHECK(no_output.status == 2);
   CHECK(contains(no_output.output, "-o"));
 
-  Run missing = run_ringlet("trace merge '" + dir + "/nope' -o '" + out + "'");
+  const CommandResult missing = run_ringlet("trace merge '" + dir + "/nope' -o '" + out + "'");
   CHECK(missing.status == 1);
   CHECK(contains(missing.output, dir + "/nope"));
 }

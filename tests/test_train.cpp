@@ -20,6 +20,7 @@
 #include "trainer/train.h"
 
 using namespace ringlet;
+using ringlet::testing::CommandResult;
 namespace fs = std::filesystem;
 
 namespace {
@@ -260,7 +261,7 @@ TEST_CASE("cifar10: a short resnet20 run on generated CIFAR-10 batches") {
 namespace {
 
 // `ringlet train ARGS` run to its end (a hang fails the test): exit status and output.
-std::pair<int, std::string> ringlet_train(const std::string& args) {
+CommandResult ringlet_train(const std::string& args) {
   return ringlet::testing::finish_command(ringlet::testing::start_command(
       "timeout 120 '" + ringlet::testing::require_ringlet_binary() + "' train " + args));
 }
@@ -285,13 +286,13 @@ TEST_CASE("the CIFAR-10 recipes train on generated CIFAR-10 files, overrides on 
         Case{"cifar10_resnet18", "resnet18", "--limit_train 32 --limit_test 16", 5e-4, 2}}) {
     CAPTURE(run.recipe);
     ringlet::testing::TempDir out("ringlet_recipe_run");
-    const auto [status, output] = ringlet_train(
+    const CommandResult result = ringlet_train(
         "--recipe " + run.recipe + " --data_dir '" + data.path.string() + "' --epochs 1 " +
         run.limits + " --batch_size 16 --nproc 1 --threads 1 --workers 1 --log_every 1000 --out '" +
         out.path.string() + "'");
-    INFO(output);
-    REQUIRE(status == 0);
-    CHECK(ringlet::testing::contains(output, "recipe " + run.recipe + ": "));
+    INFO(result.output);
+    REQUIRE(result.status == 0);
+    CHECK(ringlet::testing::contains(result.output, "recipe " + run.recipe + ": "));
     const auto record = read_json(out.path / "metrics.jsonl");
     CHECK(record.at("step") == run.steps);
     CHECK(std::isfinite(record.at("loss").get<double>()));
@@ -309,20 +310,20 @@ TEST_CASE("the CIFAR-10 recipes train on generated CIFAR-10 files, overrides on 
     CHECK(config.at("batch_size") == 16);
   }
   // Without --data_dir the recipe cannot run, and says what it needs.
-  const auto [status, output] = ringlet_train("--recipe cifar10_resnet20");
-  CHECK(status == 2);
-  CHECK(ringlet::testing::contains(output, "dataset cifar10 needs --data_dir DIR"));
+  const CommandResult result = ringlet_train("--recipe cifar10_resnet20");
+  CHECK(result.status == 2);
+  CHECK(ringlet::testing::contains(result.output, "dataset cifar10 needs --data_dir DIR"));
 }
 
 TEST_CASE("fmnist_best starts its 2 local ranks, which read the recipe too") {
   ringlet::testing::TempDir out("ringlet_recipe_fmnist");
-  const auto [status, output] = ringlet_train(
+  const CommandResult result = ringlet_train(
       "--recipe fmnist_best --epochs 1 --warmup_epochs 0 --limit_train 256 --limit_test 100 "
       "--workers 1 --seed 2 --out '" +
       out.path.string() + "'");
-  INFO(output);
-  REQUIRE(status == 0);
-  CHECK(ringlet::testing::contains(output, "done: 1 epoch(s) on 2 ranks"));
+  INFO(result.output);
+  REQUIRE(result.status == 0);
+  CHECK(ringlet::testing::contains(result.output, "done: 1 epoch(s) on 2 ranks"));
   const auto config = read_json(out.path / "config.json");
   CHECK(config.at("nproc") == 2);
   CHECK(config.at("seed") == 2);
