@@ -86,7 +86,7 @@ test:
 	@echo "--- summary ($(BUILD)/meson-logs/testlog.json)"
 	@$(PYTHON) scripts/test_summary.py $(BUILD)
 
-# ASan + UBSan (build-asan) over every test, TSan (build-tsan) over the threaded layers' tests;
+# ASan + UBSan (clang, build-fuzz) over every test, TSan (build-tsan) over the threaded layers' tests;
 # SANITIZE=asan or tsan runs one of them.
 SANITIZE ?= all
 sanitize: deps
@@ -125,4 +125,4 @@ bench: build
 	$(BUILD)/bench/p2p_perf
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda build-asan build-tsan
+	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda build-asan build-tsan build-fuzz

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The libFuzzer targets of tests/fuzz (`make fuzz`; .ci/run runs them for a bounded time).
 #   scripts/fuzz.sh [--time SECONDS] [--jobs N] [--seeds] [TARGET...]
-# Builds build-fuzz (clang, ASan + UBSan, every library instrumented for coverage; installs
-# clang and libclang-rt-14-dev when missing), then runs each target (default: all; names as
-# in tests/fuzz/meson.build without `fuzz_`) for --time seconds (default 20), --jobs at once
-# (default 2). Each run starts from the committed seeds (tests/fuzz/corpus/TARGET) plus what
+# Builds build-fuzz (clang, ASan + UBSan, the parsing libraries instrumented for coverage:
+# scripts/clang_asan.sh; installs clang and libclang-rt-14-dev when missing), then runs each
+# target (default: all; names as in tests/fuzz/meson.build without `fuzz_`) for --time seconds
+# (default 20), --jobs at once (default 2). Each run starts from the committed seeds (tests/fuzz/corpus/TARGET) plus what
 # earlier runs here found (build-fuzz/fuzz-corpus/TARGET, never committed); a crash, a
 # sanitizer report, a broken invariant, a leak, a 10 s input or one allocation over 256 MiB
 # fails the target and leaves the input in build-fuzz/fuzz-findings/. Prints a table of
@@ -20,7 +20,9 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
-dir=build-fuzz
+# shellcheck source=scripts/clang_asan.sh
+source scripts/clang_asan.sh
+dir=$clang_asan_dir
 all_targets=(store_wire tcp_handshake shm_segment env checkpoint idx cifar config hosts)
 
 seconds=20 jobs=2 seeds=0 targets=()
@@ -50,24 +52,13 @@ max_len() {
   esac
 }
 
-have_libfuzzer() {
-  command -v clang++ >/dev/null 2>&1 &&
-    compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null
-}
-
 setup() {
-  have_libfuzzer || bash scripts/install-deps.sh --fuzz || true
-  if ! have_libfuzzer; then
+  if ! ensure_clang_asan; then
     echo "skipped: no clang with libFuzzer here (scripts/install-deps.sh --fuzz installs it)"
     echo "0 passed, 0 failed, ${#targets[@]} skipped"
     exit 0
   fi
-  if [ ! -f "$dir/build.ninja" ]; then
-    rm -rf "$dir"
-    CC=clang CXX=clang++ "$MESON" setup "$dir" -Dfuzz=true -Dcuda=disabled \
-      -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null ||
-      return 1
-  fi
+  configure_clang_asan || return 1
   local t names=(tests/fuzz/make_fuzz_seeds)
   for t in "${targets[@]}"; do names+=("tests/fuzz/fuzz_$t"); done
   "$MESON" compile -C "$dir" "${names[@]}"

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# The sanitizer runs (`make sanitize`; .ci/run runs the `ci` stage):
-#   asan  AddressSanitizer + UndefinedBehaviorSanitizer build (CUDA off) in build-asan; every
-#         test runs, and the first report stops its program (halt_on_error=1), failing it.
-#   tsan  ThreadSanitizer build in build-tsan: the tests of the threaded layers (transport,
-#         collectives, data loader, DDP, launcher). Excluded, and said so: the tests that fork
+# The sanitizer runs (`make sanitize`; .ci/run runs `all`):
+#   asan  AddressSanitizer + UndefinedBehaviorSanitizer: every program and every test, in the
+#         clang build the fuzz targets use (build-fuzz, scripts/clang_asan.sh; installs clang
+#         when it is missing). The first report stops its program (halt_on_error=1), failing it.
+#   tsan  ThreadSanitizer (GCC, build-tsan): the tests of the threaded layers (store, transport,
+#         collectives, data loader, DDP, launcher). Left out, and said so: the tests that fork
 #         a process after starting threads, which TSan's runtime cannot follow.
-#   ci    both sanitizers over the core, transport and collectives tests only (the layers that
-#         take bytes from peers and run threads), which build in minutes; see .ci/run.
 #   all   asan, then tsan (default).
 # Each run ends with its `N passed, N failed` line (scripts/test_summary.py); the exit status
 # is non-zero when a build failed or a test failed.
@@ -21,27 +20,16 @@ export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+# shellcheck source=scripts/clang_asan.sh
+source scripts/clang_asan.sh
 
-layer_tests=(test_store test_discovery test_tcp test_shm test_p2p test_faults test_reduce_kernels
-             test_fingerprint test_algorithm_choice test_collectives test_collectives_faults
-             test_collectives_procs)
 # Tests that run the ringlet binary.
 binary_tests=" test_launch test_multihost test_run_dir test_trace test_train "
 # TSan cannot run these: each forks children after its threads started.
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
-tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_collectives
-            test_collectives_procs test_data_loader test_ddp test_launch)
-
-# configure DIR OPTIONS...: sets DIR up once (an interrupted setup is redone).
-configure() {
-  local dir=$1
-  shift
-  if [ ! -f "$dir/build.ninja" ]; then
-    rm -rf "$dir"
-    "$MESON" setup "$dir" -Dcuda=disabled -Db_lundef=false -Dbuildtype=debugoptimized "$@" \
-      >/dev/null || return 1
-  fi
-}
+tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
+            test_algorithm_choice test_collectives test_collectives_procs test_trace
+            test_data_loader test_ddp test_launch)
 
 # run DIR NAME TEST...: builds DIR (only TEST..., and the ringlet binary for those that run it),
 # runs them and prints the summary line. No TEST: every program and every test.
@@ -67,44 +55,40 @@ run() {
 }
 
 asan() {
-  echo "=== sanitize: ASan + UBSan in build-asan (halt on the first report): ${*:-every test}"
-  configure build-asan -Db_sanitize=address,undefined || return 1
-  run build-asan "ASan + UBSan" "$@"
+  echo "=== sanitize: ASan + UBSan in $clang_asan_dir (halt on the first report): ${*:-every test}"
+  if ! ensure_clang_asan; then
+    echo "sanitize: the ASan run needs clang and its runtimes (scripts/install-deps.sh --fuzz)"
+    echo "0 passed, 1 failed"
+    return 1
+  fi
+  configure_clang_asan || return 1
+  run "$clang_asan_dir" "ASan + UBSan" "$@"
 }
 
 tsan() {
   echo "=== sanitize: TSan in build-tsan: $*"
   echo "=== sanitize: not run under TSan (they fork after starting threads): ${tsan_excluded[*]}"
   # GCC's -Wtsan rejects Asio's atomic_thread_fence, which TSan does not model: a warning here.
-  configure build-tsan -Db_sanitize=thread -Dcpp_args=-Wno-error=tsan || return 1
+  if [ ! -f build-tsan/build.ninja ]; then
+    rm -rf build-tsan
+    "$MESON" setup build-tsan -Db_sanitize=thread -Dcpp_args=-Wno-error=tsan -Dcuda=disabled \
+      -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null || return 1
+  fi
   echo "=== sanitize: not run under TSan (a 3-epoch training run, ~10x slower under TSan, passes"
-  echo "    its 120 s limit): test_launch's \"kill -9 of a worker mid-epoch restarts and resumes\""
+  echo "    its 60 s limit): test_launch's \"kill -9 of a worker mid-epoch restarts and resumes\""
   run build-tsan "TSan" "$@" "--test-args=-tce=*restarts?and?resumes*"
-}
-
-without_excluded() {
-  local t x
-  for t in "$@"; do
-    for x in "${tsan_excluded[@]}"; do [ "$t" = "$x" ] && continue 2; done
-    printf '%s\n' "$t"
-  done
 }
 
 status=0
 case "$stage" in
   asan) asan || status=1 ;;
   tsan) tsan "${tsan_tests[@]}" || status=1 ;;
-  ci)
-    asan "${layer_tests[@]}" || status=1
-    mapfile -t tsan_layer < <(without_excluded "${layer_tests[@]}")
-    tsan "${tsan_layer[@]}" || status=1
-    ;;
   all)
     asan || status=1
     tsan "${tsan_tests[@]}" || status=1
     ;;
   *)
-    echo "usage: scripts/sanitize.sh [asan|tsan|ci|all]"
+    echo "usage: scripts/sanitize.sh [asan|tsan|all]"
     exit 2
     ;;
 esac

@@ -115,11 +115,12 @@ Tensor product(Tensor x, Tensor y) {
   const Shape batch = *broadcast_batch(x, y);
   Tensor out = Tensor::empty(with_matrix(batch, m, n), x.dtype(), x.device());
   if (out.numel() == 0) return out;
+  // An empty inner dimension: a sum of no products. The operands may hold no storage at all.
+  if (k == 0) return fill_(out, 0.0);
   const Shape x_strides = batch_strides(x, batch);
   const Shape y_strides = batch_strides(y, batch);
   const Shape out_strides = batch_strides(out, batch);
   if (!out.device().is_cpu()) {
-    if (k == 0) return fill_(out, 0.0);
     // One GEMM per matrix of the batch, each queued on the device's current stream.
     auto& kernels = kernels_for(out.device());
     const auto es = static_cast<std::int64_t>(core::dtype_size(x.dtype()));

@@ -1,0 +1,25 @@
+# Sourced by scripts/fuzz.sh and scripts/sanitize.sh: the one clang build with ASan + UBSan
+# (build-fuzz) that holds both the libFuzzer targets and the whole test suite. -Dfuzz=true gives
+# the parsing libraries libFuzzer's coverage instrumentation (meson.build says which); the
+# tests link without libFuzzer's main. Expects MESON set and the working directory at the root.
+clang_asan_dir=build-fuzz
+
+# Whether clang++ and its sanitizer and libFuzzer runtimes are installed.
+have_clang_asan() {
+  command -v clang++ >/dev/null 2>&1 &&
+    compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null
+}
+
+# Installs clang when it is missing (scripts/install-deps.sh --fuzz); fails when it cannot.
+ensure_clang_asan() {
+  have_clang_asan || bash scripts/install-deps.sh --fuzz || true
+  have_clang_asan
+}
+
+# Sets build-fuzz up once (an interrupted setup is redone).
+configure_clang_asan() {
+  [ -f "$clang_asan_dir/build.ninja" ] && return 0
+  rm -rf "$clang_asan_dir"
+  CC=clang CXX=clang++ "$MESON" setup "$clang_asan_dir" -Dfuzz=true -Dcuda=disabled \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
+}
