@@ -99,14 +99,15 @@ const std::map<std::string, std::string> kUnsupported{
 std::string usage(const std::string& program) {
   return core::str(
       "usage: ", program,
-      " [-np N] [-t tcp|shm|auto] [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes]\n"
+      " [-np N] [-t tcp|shm|rdma|auto] [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes]\n"
       "       [-n iters] [-w warmup_iters] [-c 0|1] [-d "
       "float|double|half|bfloat16|int32|int64|all]\n"
       "       [-o sum|prod|min|max|avg|all] [-r root] [-z 0|1] [-a 0|1|2|3] [-T timeout_s] [-g 1]\n"
       "       [--min-time seconds] [--corrupt]\n"
       "  -np N        spawn N local ranks (processes); without it, a launcher's RANK/WORLD_SIZE/\n"
       "               MASTER_ADDR/MASTER_PORT make this process one rank (else 1 rank)\n"
-      "  -t           transport between ranks: tcp, shm, ipc (device buffers: device windows\n"
+      "  -t           transport between ranks: tcp, shm, rdma (RINGLET_IB_DEVICE picks the\n"
+      "               device; emu0 is the emulated one), ipc (device buffers: device windows\n"
       "               shared over IPC), auto (default: RINGLET_TRANSPORT or auto)\n"
       "  -g 1         device buffers (on cuda when a GPU is there, else the emulated device)\n"
       "  --device D   cpu (host buffers), emu or cuda: where the buffers live\n"
@@ -190,9 +191,10 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
   } else if (flag == "r") {
     o.root = parse_count(name, v, 0);
   } else if (flag == "t") {
-    RINGLET_CHECK(v == "tcp" || v == "shm" || v == "auto" || v == "ipc", ValueError, "-t '", v,
-                  "' is not a transport (tcp, shm, ipc, auto); note that -t selects the transport "
-                  "here, not nccl-tests' thread count");
+    RINGLET_CHECK(
+        v == "tcp" || v == "shm" || v == "rdma" || v == "auto" || v == "ipc", ValueError, "-t '", v,
+        "' is not a transport (tcp, shm, rdma, ipc, auto); note that -t selects the transport "
+        "here, not nccl-tests' thread count");
     // ipc: device windows shared between the processes, small messages over shm.
     o.transport = v == "ipc" ? "shm" : v;
     o.link = v == "ipc" ? "ipc" : v == "auto" ? "auto" : "staged";

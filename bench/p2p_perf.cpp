@@ -4,7 +4,7 @@
 // transfer is checked (the receiver verifies a pattern). Reported: the median of --reps runs.
 // One JSON line per result: transport, test, bytes, us, gbps (GB/s = 1e9 B/s), nsocks.
 //
-// usage: p2p_perf [--transports tcp,shm] [--nsocks 1,2,4] [--reps 5] [--no-iperf]
+// usage: p2p_perf [--transports tcp,shm,rdma] [--nsocks 1,2,4] [--reps 5] [--no-iperf]
 // The program spawns rank 1 itself (the same binary with --rank 1 --store-port P).
 #include <spawn.h>
 #include <sys/wait.h>
@@ -306,10 +306,10 @@ int main(int argc, char** argv) {
     for (const auto& t : o.transports) {
       if (t == "tcp") {
         for (int n : o.nsocks) configs.push_back({"tcp", n});
-      } else if (t == "shm") {
-        configs.push_back({"shm", 1});
+      } else if (t == "shm" || t == "rdma") {
+        configs.push_back({t, 1});
       } else {
-        RINGLET_THROW(ValueError, "p2p_perf: unknown transport '", t, "' (tcp, shm)");
+        RINGLET_THROW(ValueError, "p2p_perf: unknown transport '", t, "' (tcp, shm, rdma)");
       }
     }
     return run(o, configs);

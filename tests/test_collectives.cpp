@@ -16,6 +16,7 @@
 #include "collectives/reduce_kernels.h"
 #include "collectives/trace.h"
 #include "comm_ranks.h"
+#include "emulated_rdma.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -71,6 +72,14 @@ void matrix(const std::string& transport, const std::string& algo) {
 
 TEST_CASE("all_reduce matrix: ring over shm") { matrix("shm", "ring"); }
 TEST_CASE("all_reduce matrix: ring over tcp") { matrix("tcp", "ring"); }
+TEST_CASE("all_reduce matrix: ring over rdma (emulated device)") {
+  EmulatedRdma device;
+  matrix("rdma", "ring");
+}
+TEST_CASE("all_reduce matrix: recursive doubling over rdma (emulated device)") {
+  EmulatedRdma device;
+  matrix("rdma", "rd");
+}
 TEST_CASE("all_reduce matrix: recursive doubling over shm") { matrix("shm", "rd"); }
 TEST_CASE("all_reduce matrix: recursive doubling over tcp") { matrix("tcp", "rd"); }
 TEST_CASE("all_reduce matrix: direct (cross-memory attach) over shm") { matrix("shm", "direct"); }

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "comm_ranks.h"
+#include "emulated_rdma.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -105,6 +106,11 @@ void run_processes(int n, const std::string& transport) {
 }  // namespace
 
 TEST_CASE("2 processes over tcp") { run_processes(2, "tcp"); }
+TEST_CASE("2 and 4 processes over rdma (emulated device)") {
+  testing::EmulatedRdma device;
+  run_processes(2, "rdma");
+  run_processes(4, "rdma");
+}
 TEST_CASE("2 processes over shm") { run_processes(2, "shm"); }
 TEST_CASE("4 processes over tcp") { run_processes(4, "tcp"); }
 TEST_CASE("4 processes over shm") { run_processes(4, "shm"); }

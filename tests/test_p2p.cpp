@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "emulated_rdma.h"
 #include "mesh_ranks.h"
 #include "same_bytes.h"
 
@@ -45,8 +46,9 @@ void all_pairs(int rank, transport::Mesh& mesh, const std::vector<std::size_t>& 
 
 }  // namespace
 
-TEST_CASE("4 ranks as threads, every pair, over tcp, shm and auto") {
-  for (const char* transport : {"tcp", "shm", "auto"}) {
+TEST_CASE("4 ranks as threads, every pair, over tcp, shm, auto and rdma (emulated)") {
+  EmulatedRdma device;
+  for (const char* transport : {"tcp", "shm", "auto", "rdma"}) {
     INFO("transport ", transport);
     run_ranks(4, transport, std::string("p2p-threads-") + transport,
               [](int rank, transport::Mesh& mesh) {
@@ -67,9 +69,10 @@ TEST_CASE("the transport of a same-host pair follows RINGLET_TRANSPORT") {
                        doctest::Contains("RINGLET_TRANSPORT='udp'"), core::ValueError);
 }
 
-TEST_CASE("2 ranks as separate processes, tcp and shm, up to 64 MiB") {
+TEST_CASE("2 ranks as separate processes, tcp, shm and rdma (emulated), up to 64 MiB") {
+  EmulatedRdma device;
   const std::vector<std::size_t> sizes{0, 1, 4096, 12345, std::size_t{64} << 20};
-  for (const char* transport : {"tcp", "shm"}) {
+  for (const char* transport : {"tcp", "shm", "rdma"}) {
     INFO("transport ", transport);
     const std::string prefix = std::string("p2p-proc-") + transport;
     ForkedPeer peer = fork_peer([&](int port) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -313,6 +314,26 @@ TEST_CASE("the CIFAR-10 recipes train on generated CIFAR-10 files, overrides on 
   const CommandResult result = ringlet_train("--recipe cifar10_resnet20");
   CHECK(result.status == 2);
   CHECK(ringlet::testing::contains(result.output, "dataset cifar10 needs --data_dir DIR"));
+}
+
+TEST_CASE("2 ranks over rdma (emulated device) end with tcp's parameters, bit for bit") {
+  std::map<std::string, ringlet::testing::TempDir> runs;
+  for (const std::string transport : {"tcp", "rdma"}) {
+    CAPTURE(transport);
+    const auto& dir = runs.try_emplace(transport, "ringlet_transport_" + transport).first->second;
+    const CommandResult result = ringlet::testing::finish_command(ringlet::testing::start_command(
+        "timeout 120 env RINGLET_TRANSPORT=" + transport + " RINGLET_IB_DEVICE=emu0 '" +
+        ringlet::testing::require_ringlet_binary() +
+        "' train --nproc 2 --epochs 1 --limit_train 512 --limit_test 100 --threads 1 "
+        "--workers 1 --log_every 1000 --seed 3 --out '" +
+        dir.path.string() + "'"));
+    INFO(result.output);
+    REQUIRE(result.status == 0);
+    CHECK(ringlet::testing::contains(result.output, "peers: 1:" + transport));
+  }
+  ringlet::testing::check_same_tensors(
+      trainer::safetensors::read(runs.at("tcp").path / "checkpoint.safetensors"),
+      trainer::safetensors::read(runs.at("rdma").path / "checkpoint.safetensors"));
 }
 
 TEST_CASE("fmnist_best starts its 2 local ranks, which read the recipe too") {

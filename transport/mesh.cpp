@@ -7,6 +7,8 @@
 
 #include "core/env.h"
 #include "core/log.h"
+#include "transport/rdma/connection.h"
+#include "transport/rdma/device.h"
 #include "transport/shm/connection.h"
 #include "transport/tcp/interfaces.h"
 #include "transport/tcp/listener.h"
@@ -32,8 +34,8 @@ PeerInfo parse_peer(const std::string& value, int rank) {
 
 std::string resolve_transport(const std::string& given) {
   std::string t = given.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : given;
-  RINGLET_CHECK(t == "auto" || t == "tcp" || t == "shm", ValueError, "RINGLET_TRANSPORT='", t,
-                "' is not one of auto, tcp, shm");
+  RINGLET_CHECK(t == "auto" || t == "tcp" || t == "shm" || t == "rdma", ValueError,
+                "RINGLET_TRANSPORT='", t, "' is not one of auto, tcp, shm, rdma");
   return t;
 }
 
@@ -88,6 +90,14 @@ void wait_for_ranks(Store& store, const MeshOptions& o, const std::vector<std::s
   }
 }
 
+// RINGLET_TRANSPORT=auto between hosts: rdma when this rank and `peer` both found a device.
+bool both_have_rdma(Store& store, const MeshOptions& o, int peer, core::Deadline deadline) {
+  const auto device = [&](int rank) {
+    return store.get(core::str(o.prefix, "/rdma_device/", rank), deadline);
+  };
+  return device(o.rank) != "-" && device(peer) != "-";
+}
+
 }  // namespace
 
 std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline deadline) {
@@ -113,6 +123,10 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
   mesh->listener_ =
       std::make_unique<tcp::Listener>(iface.address, o.port, o.job_token, o.rank, o.world_size);
   const std::string identity = host_identity();
+  if (transport == "auto") {  // before the address, so a peer that sees one sees both
+    const std::string device = rdma::hardware_rdma_device();
+    store.set(core::str(o.prefix, "/rdma_device/", o.rank), device.empty() ? "-" : device);
+  }
   store.set(core::str(o.prefix, "/addr/", o.rank),
             core::str(iface.address, " ", mesh->listener_->port(), " ", identity));
 
@@ -127,9 +141,17 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
     const bool same_host = info.identity == identity;
     RINGLET_CHECK(transport != "shm" || same_host, ValueError, "RINGLET_TRANSPORT=shm but rank ", p,
                   " is on another host (", info.host, ")");
-    if (same_host && transport != "tcp") {
+    if (same_host && transport != "tcp" && transport != "rdma") {
       mesh->peers_[p] = connect_shm(o.rank, p, store, o.prefix, deadline);
       summary << " " << p << ":shm";
+      continue;
+    }
+    if (transport == "rdma" || (transport == "auto" && both_have_rdma(store, o, p, deadline))) {
+      if (!mesh->rdma_) mesh->rdma_ = rdma::open_rdma_device();
+      mesh->peers_[p] =
+          rdma::connect_rdma(*mesh->rdma_->context, *mesh->rdma_->registrations,
+                             mesh->rdma_->gid_index, o.rank, p, store, o.prefix, deadline);
+      summary << " " << p << ":rdma";
       continue;
     }
     std::vector<int> fds;
@@ -151,7 +173,8 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
   }
   core::log(core::LogLevel::info, "rank ", o.rank, ": listening on ",
             tcp::endpoint_str(iface.address, mesh->listener_->port()), " (", iface.name, "), ",
-            nsocks, " socket(s) per tcp peer; peers:", summary.str());
+            nsocks, " socket(s) per tcp peer; peers:", summary.str(),
+            mesh->rdma_ ? "; rdma device " + mesh->rdma_->describe() : "");
   return mesh;
 }
 

@@ -1,7 +1,9 @@
 // Mesh: one Connection from this rank to every other rank of a group, built through a Store.
 // Each rank listens (tcp) and publishes "address port host-identity" under the mesh prefix;
 // a pair on the same host (same hostname + boot id) uses shm unless RINGLET_TRANSPORT=tcp,
-// otherwise tcp with RINGLET_NSOCKS sockets (the higher rank dials the lower one). Pairs are
+// otherwise rdma when both ranks have an RDMA device (libibverbs), else tcp with
+// RINGLET_NSOCKS sockets (the higher rank dials the lower one). RINGLET_TRANSPORT=rdma uses
+// rdma for every pair (RINGLET_IB_DEVICE=emu0: the emulated device, one host). Pairs are
 // set up in one global order, so no two ranks wait on each other in a cycle. The choice is
 // logged once per rank. The listener stays up to refuse strangers for the mesh's lifetime.
 #pragma once
@@ -21,13 +23,16 @@ namespace ringlet::transport {
 namespace tcp {
 class Listener;
 }
+namespace rdma {
+struct RdmaDevice;
+}
 
 struct MeshOptions {
   int rank = 0;
   int world_size = 1;
   std::string prefix = "mesh";  // store key namespace, unique per mesh in a job
   std::uint64_t job_token = 0;
-  std::string transport;   // "auto" (default), "tcp" or "shm"; empty = RINGLET_TRANSPORT
+  std::string transport;   // "auto" (default), "tcp", "shm" or "rdma"; empty = RINGLET_TRANSPORT
   int nsocks = 0;          // sockets per tcp peer; 0 = RINGLET_NSOCKS or the default
   std::string ifname;      // NCCL syntax; empty = RINGLET_SOCKET_IFNAME
   std::string store_host;  // where the store lives: a loopback store means a loopback job
@@ -55,7 +60,8 @@ class Mesh {
   Mesh() = default;
   int rank_ = 0;
   std::unique_ptr<tcp::Listener> listener_;
-  std::vector<std::unique_ptr<Connection>> peers_;  // null at rank_
+  std::unique_ptr<rdma::RdmaDevice> rdma_;          // opened for the first rdma peer
+  std::vector<std::unique_ptr<Connection>> peers_;  // null at rank_ (destroyed before rdma_)
 };
 
 }  // namespace ringlet::transport

@@ -1,0 +1,36 @@
+// RegistrationCache: caller buffers registered with the device, so that sends from them go
+// straight to the wire (zero copy) instead of through a bounce slot. Registration pins memory
+// and costs a system call, so it is explicit (add / remove, e.g. for DDP's bucket memory);
+// a send looks its buffer up here and falls back to copying when it is not registered.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "transport/rdma/verbs.h"
+
+namespace ringlet::transport::rdma {
+
+class RegistrationCache {
+ public:
+  explicit RegistrationCache(Context& context) : context_(context) {}
+
+  // Registers [data, data + bytes) for local reads until remove(data). Registering a range
+  // that overlaps one already registered is a ValueError.
+  void add(const void* data, std::size_t bytes);
+  void remove(const void* data);
+  // The lkey of the registered region holding all of [data, data + bytes), if there is one.
+  std::optional<std::uint32_t> find(const void* data, std::size_t bytes) const;
+  std::size_t size() const;
+
+ private:
+  Context& context_;
+  mutable std::mutex mutex_;
+  std::map<std::uintptr_t, std::unique_ptr<MemoryRegion>> regions_;  // by start address
+};
+
+}  // namespace ringlet::transport::rdma
