@@ -28,7 +28,7 @@ binary_tests=" test_launch test_multihost test_run_dir test_trace test_train "
 # TSan cannot run these: each forks children after its threads started.
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
-            test_algorithm_choice test_collectives test_collectives_procs test_trace
+            test_algorithm_choice test_collectives test_collectives_procs test_trace test_rdma
             test_data_loader test_ddp test_launch)
 
 # run DIR NAME TEST...: builds DIR (only TEST..., and the ringlet binary for those that run it),
@@ -43,7 +43,8 @@ run() {
     targets+=("tests/$t")
     case "$binary_tests" in *" $t "*) targets+=(trainer/ringlet) ;; esac
   done
-  if ! "$MESON" compile -C "$dir" "${targets[@]}"; then
+  # Regenerate first when a meson.build changed: meson compile looks targets up beforehand.
+  if ! ninja -C "$dir" build.ninja >/dev/null || ! "$MESON" compile -C "$dir" "${targets[@]}"; then
     echo "sanitize: the $name build in $dir failed"
     echo "0 passed, 1 failed"
     return 1
