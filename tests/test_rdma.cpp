@@ -407,6 +407,22 @@ TEST_CASE("rdma: abort, a peer QP in error and a closed peer fail what waits, na
   }
 }
 
+TEST_CASE("rdma: a QP moved to error mid-stream (RINGLET_IB_EMU_FAULT) fails both sides") {
+  ::setenv("RINGLET_IB_EMU_FAULT", "qp_error_after=5", 1);
+  RdmaPair p;
+  ::unsetenv("RINGLET_IB_EMU_FAULT");
+  const auto out = pattern(3 << 20, 4);  // 6 fragments: the sixth write meets the fault
+  std::vector<unsigned char> in(out.size());
+  RequestPtr r = p.b->recv(in.data(), in.size());
+  RequestPtr s = p.a->send(out.data(), out.size());
+  const std::string sender = expect_peer_error(s, 10s);
+  INFO(sender);
+  CHECK(contains(sender, "rank 0: rdma connection with peer rank 1 failed: a write failed"));
+  CHECK(contains(sender, "WR_FLUSH_ERR"));
+  const std::string receiver = expect_peer_error(r, 10s);
+  CHECK(contains(receiver, "rank 1: rdma connection with peer rank 0 failed"));
+}
+
 TEST_CASE("rdma: a rank killed mid-transfer fails the survivor within seconds") {
   testing::EmulatedRdma env;
   testing::ForkedPeer peer = testing::fork_peer([](int port) {

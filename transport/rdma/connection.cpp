@@ -17,7 +17,16 @@ constexpr std::uint32_t kLengthMask = kLastBit - 1;
 constexpr std::uint32_t kCreditMask = 0xffff;
 // With requests waiting and nothing heard for this long, an empty write checks the peer.
 constexpr auto kKeepaliveAfter = std::chrono::milliseconds(200);
-constexpr int kPollBatch = 16;
+constexpr std::size_t kPollBatch = 16;
+constexpr std::size_t kMaxQueue = 2 * 1024 + 8;  // 2 * the most slots + control writes
+
+// Ranks the errors of one batch: the cause (a write that failed) before its consequences
+// (what the QP flushed when it went to error), a flushed write before a flushed receive.
+int error_rank(const WorkCompletion& c) {
+  if (c.status == WcStatus::success) return 0;
+  if (c.status != WcStatus::flushed) return 3;
+  return c.opcode == WcOpcode::rdma_write ? 2 : 1;
+}
 
 }  // namespace
 
@@ -182,20 +191,33 @@ void RdmaConnection::keep_alive() {
   last_activity_ = now;
 }
 
+// Takes every completion there is (at most a queue's worth per call), then handles them in
+// order; when some failed, the connection fails first with the worst of them.
 bool RdmaConnection::poll_once() {
-  WorkCompletion completions[kPollBatch];
-  const int n = cq_->poll(completions, kPollBatch);
-  for (int i = 0; i < n; ++i) handle(completions[i]);
+  std::vector<WorkCompletion>& completions = polled_;  // kept between calls: no allocation
+  if (completions.size() < kPollBatch) completions.resize(kPollBatch);
+  std::size_t n = 0;
+  while (true) {
+    const int got = cq_->poll(completions.data() + n, static_cast<int>(completions.size() - n));
+    n += static_cast<std::size_t>(got);
+    if (n < completions.size() || completions.size() >= 4 * kMaxQueue) break;
+    completions.resize(2 * completions.size());
+  }
+  const WorkCompletion* worst = nullptr;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (error_rank(completions[i]) > (worst ? error_rank(*worst) : 0)) worst = &completions[i];
+  }
+  if (worst != nullptr && !failed_) {
+    fail_all(core::str(worst->opcode == WcOpcode::rdma_write ? "a write" : "a receive",
+                       " failed: ", wc_status_name(worst->status),
+                       worst->detail.empty() ? "" : " (" + worst->detail + ")"));
+  }
+  for (std::size_t i = 0; i < n; ++i) handle(completions[i]);
   return n > 0 && !failed_;
 }
 
 void RdmaConnection::handle(const WorkCompletion& c) {
-  if (failed_) return;  // what a failed QP flushes afterwards
-  if (c.status != WcStatus::success) {
-    return fail_all(core::str(c.opcode == WcOpcode::rdma_write ? "a write" : "a receive",
-                              " failed: ", wc_status_name(c.status),
-                              c.detail.empty() ? "" : " (" + c.detail + ")"));
-  }
+  if (failed_) return;  // poll_once failed the connection on the batch's worst error
   last_activity_ = std::chrono::steady_clock::now();
   if (c.opcode == WcOpcode::rdma_write) return on_send_completion(c);
   qp_->post_recv(0);  // the receive this write used, posted again

@@ -166,6 +166,7 @@ class RdmaConnection : public Connection {
   std::deque<RecvOp> recvs_;
   std::deque<Fragment> arrived_;
   std::deque<InFlight> in_flight_;
+  std::vector<WorkCompletion> polled_;  // poll_once's buffer
   int credits_ = 0;
   int credits_to_return_ = 0;
   int bounce_free_ = 0;
