@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "connection_checks.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/listener.h"
 
@@ -56,13 +57,6 @@ inline TcpPair make_tcp_pair(int nsocks, const std::string& host = "127.0.0.1",
   pair.a = std::make_unique<transport::tcp::TcpConnection>(0, 1, accepted, options);
   pair.b = std::make_unique<transport::tcp::TcpConnection>(1, 0, dial.get(), options);
   return pair;
-}
-
-// Deterministic bytes that differ per (seed, index).
-inline std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 7) % 251);
-  return v;
 }
 
 }  // namespace ringlet::testing

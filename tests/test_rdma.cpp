@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "connection_checks.h"
 #include "emulated_rdma.h"
 #include "memory_store.h"
 #include "mesh_ranks.h"
-#include "same_bytes.h"
 #include "transport/errors.h"
 #include "transport/rdma/connection.h"
 #include "transport/rdma/device.h"
@@ -32,18 +32,14 @@
 using namespace ringlet;
 using namespace ringlet::transport::rdma;
 using namespace std::chrono_literals;
+using testing::expect_peer_error;
+using testing::pattern;
 using transport::Connection;
 using transport::RequestPtr;
 
 namespace {
 
 const auto kWait = 20s;
-
-std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 7) % 251);
-  return v;
-}
 
 // Two emulated QPs of two contexts (as two processes would have), connected to each other.
 struct VerbsPair {
@@ -117,31 +113,6 @@ struct RdmaPair {
     b.reset();
   }
 };
-
-void exchange(RdmaPair& p, std::size_t bytes, unsigned seed) {
-  const auto out_a = pattern(bytes, seed), out_b = pattern(bytes, seed + 1);
-  std::vector<unsigned char> in_a(bytes + 1, 0), in_b(bytes + 1, 0);
-  RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
-  RequestPtr rb = p.b->recv(in_b.data(), in_b.size());
-  RequestPtr sa = p.a->send(out_a.data(), out_a.size());
-  RequestPtr sb = p.b->send(out_b.data(), out_b.size());
-  transport::wait_all({sa, sb, ra, rb}, core::Deadline::after(kWait));
-  CHECK(ra->bytes() == bytes);
-  CHECK(rb->bytes() == bytes);
-  CHECK(sa->bytes() == bytes);
-  CHECK(testing::same_bytes(in_a.data(), out_b.data(), bytes));
-  CHECK(testing::same_bytes(in_b.data(), out_a.data(), bytes));
-}
-
-std::string expect_peer_error(const RequestPtr& request, std::chrono::seconds within) {
-  try {
-    request->wait(core::Deadline::after(within));
-  } catch (const transport::PeerError& e) {
-    return e.what();
-  }
-  FAIL("expected a PeerError");
-  return "";
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -319,7 +290,7 @@ TEST_CASE("rdma: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
   for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{12345},
                             std::size_t{64} << 20}) {
     INFO("bytes=", bytes);
-    exchange(p, bytes, static_cast<unsigned>(bytes % 97));
+    testing::exchange(*p.a, *p.b, bytes, static_cast<unsigned>(bytes % 97), kWait);
   }
   const std::uint64_t total = 1 + 4096 + 12345 + (std::uint64_t{64} << 20);
   CHECK(p.a->bytes_sent() == total);

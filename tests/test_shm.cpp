@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "connection_checks.h"
 #include "memory_store.h"
 #include "same_bytes.h"
 #include "transport/errors.h"
@@ -27,18 +28,15 @@
 
 using namespace ringlet;
 using namespace std::chrono_literals;
+using testing::exchange;
+using testing::expect_peer_error;
+using testing::pattern;
 using transport::Connection;
 using transport::RequestPtr;
 
 namespace {
 
 const auto kWait = 20s;
-
-std::vector<unsigned char> pattern(std::size_t n, unsigned seed) {
-  std::vector<unsigned char> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + seed * 7) % 251);
-  return v;
-}
 
 struct ShmPair {
   testing::MemoryStore store;
@@ -67,33 +65,6 @@ int our_segments() {
   return count;
 }
 
-// Sends a to b and b to a at once; checks both arrive intact and the byte counts.
-void exchange(ShmPair& p, std::size_t bytes, unsigned seed) {
-  const auto out_a = pattern(bytes, seed), out_b = pattern(bytes, seed + 1);
-  std::vector<unsigned char> in_a(bytes + 1, 0), in_b(bytes + 1, 0);
-  RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
-  RequestPtr rb = p.b->recv(in_b.data(), in_b.size());
-  RequestPtr sa = p.a->send(out_a.data(), out_a.size());
-  RequestPtr sb = p.b->send(out_b.data(), out_b.size());
-  transport::wait_all({sa, sb, ra, rb}, core::Deadline::after(kWait));
-  CHECK(ra->bytes() == bytes);
-  CHECK(rb->bytes() == bytes);
-  CHECK(sa->bytes() == bytes);
-  CHECK(testing::same_bytes(in_a.data(), out_b.data(), bytes));
-  CHECK(testing::same_bytes(in_b.data(), out_a.data(), bytes));
-}
-
-// Waits on a request expected to fail with PeerError; returns the message.
-std::string expect_peer_error(const RequestPtr& request, std::chrono::seconds within) {
-  try {
-    request->wait(core::Deadline::after(within));
-  } catch (const transport::PeerError& e) {
-    return e.what();
-  }
-  FAIL("expected a PeerError");
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("shm: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
@@ -102,7 +73,7 @@ TEST_CASE("shm: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
   for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{12345},
                             std::size_t{64} << 20}) {
     INFO("bytes=", bytes);
-    exchange(*p, bytes, static_cast<unsigned>(bytes % 97));
+    exchange(*p->a, *p->b, bytes, static_cast<unsigned>(bytes % 97), kWait);
   }
   const std::uint64_t total = 1 + 4096 + 12345 + (std::uint64_t{64} << 20);
   CHECK(p->a->bytes_sent() == total);
@@ -163,7 +134,7 @@ TEST_CASE("shm: small receives move on the waiting thread, or on the progress th
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {
   auto p = make_pair();
   CHECK(our_segments() == 0);
-  exchange(*p, 100, 3);
+  exchange(*p->a, *p->b, 100, 3, kWait);
   // A lower rank whose peer never shows up: TimeoutError naming the peer, name unlinked.
   testing::MemoryStore store;
   try {
@@ -306,7 +277,7 @@ TEST_CASE("shm: tiny ring (RINGLET_SHM_RING_BYTES=4096) wraps correctly; bad val
   auto p = make_pair("tiny");
   unsetenv("RINGLET_SHM_RING_BYTES");
   for (std::size_t bytes : {std::size_t{4095}, std::size_t{4097}, std::size_t{100003}}) {
-    exchange(*p, bytes, 9);
+    exchange(*p->a, *p->b, bytes, 9, kWait);
   }
   setenv("RINGLET_SHM_RING_BYTES", "5000", 1);
   CHECK_THROWS_AS(transport::ShmSegment::create(0, 1), core::ValueError);
@@ -428,7 +399,7 @@ TEST_CASE("shm: RINGLET_SHM_CMA=0 turns cross-memory reads off on both sides") {
   CHECK_THROWS_WITH_AS(
       p->a->read_peer(copy.data(), reinterpret_cast<std::uintptr_t>(copy.data()), copy.size()),
       doctest::Contains("no cross-memory attach"), core::Error);
-  exchange(*p, 4096, 3);  // messages still flow
+  exchange(*p->a, *p->b, 4096, 3, kWait);  // messages still flow
 }
 
 TEST_CASE("a shared window: a forked peer maps it by its address, both see each other's writes") {

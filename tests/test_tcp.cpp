@@ -28,22 +28,6 @@ using ringlet::testing::raw_connect;
 
 const auto kWait = 20s;
 
-// Sends a to b and b to a at the same time; checks both arrive intact.
-void exchange(TcpPair& p, std::size_t bytes, unsigned seed) {
-  const auto out_a = pattern(bytes, seed), out_b = pattern(bytes, seed + 1);
-  std::vector<unsigned char> in_a(bytes + 1, 0), in_b(bytes + 1, 0);
-  RequestPtr ra = p.a->recv(in_a.data(), in_a.size());
-  RequestPtr rb = p.b->recv(in_b.data(), in_b.size());
-  RequestPtr sa = p.a->send(out_a.data(), out_a.size());
-  RequestPtr sb = p.b->send(out_b.data(), out_b.size());
-  const auto deadline = core::Deadline::after(kWait);
-  transport::wait_all({sa, sb, ra, rb}, deadline);
-  CHECK(ra->bytes() == bytes);
-  CHECK(rb->bytes() == bytes);
-  CHECK(testing::same_bytes(in_a.data(), out_b.data(), bytes));
-  CHECK(testing::same_bytes(in_b.data(), out_a.data(), bytes));
-}
-
 }  // namespace
 
 TEST_CASE("sizes over one and several sockets, both directions at once") {
@@ -54,7 +38,7 @@ TEST_CASE("sizes over one and several sockets, both directions at once") {
     for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{12345},
                               std::size_t{64} << 20}) {
       INFO("nsocks=", nsocks, " bytes=", bytes);
-      exchange(p, bytes, static_cast<unsigned>(bytes % 97));
+      exchange(*p.a, *p.b, bytes, static_cast<unsigned>(bytes % 97), kWait);
     }
     CHECK(p.a->bytes_sent() == p.b->bytes_received());
     CHECK(p.a->bytes_received() == p.b->bytes_sent());
@@ -304,7 +288,7 @@ TEST_CASE("connect retries until the listener appears, and gives up at the deadl
 TEST_CASE("IPv6 loopback" * doctest::skip(!has_ipv6_loopback()) *
           doctest::description("needs an IPv6 loopback address (::1)")) {
   TcpPair p = make_tcp_pair(2, "::1");
-  exchange(p, 100000, 3);
+  exchange(*p.a, *p.b, 100000, 3, kWait);
 }
 
 TEST_CASE("interface selection follows NCCL's syntax") {
