@@ -118,9 +118,13 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A libibverbs device with an active port that this process may open.
 bool has_rdma_hardware() {
-  Provider* verbs = ibverbs_provider();
-  return verbs != nullptr && !verbs->devices().empty();
+  try {
+    return !hardware_rdma_device().empty() && open_rdma_device() != nullptr;
+  } catch (const core::Error&) {
+    return false;
+  }
 }
 
 int our_objects() {
@@ -320,6 +324,32 @@ TEST_CASE("rdma: many messages in flight keep their order; a slow reader is neve
   transport::wait_all(sends, core::Deadline::after(kWait));
 }
 
+TEST_CASE("rdma: with 4 slots of 4 KiB, messages of many fragments stall on credits mid-message") {
+  ::setenv("RINGLET_IB_SLOTS", "4", 1);
+  ::setenv("RINGLET_IB_SLOT_BYTES", "4096", 1);
+  RdmaPair p;
+  ::unsetenv("RINGLET_IB_SLOTS");
+  ::unsetenv("RINGLET_IB_SLOT_BYTES");
+  CHECK(p.a->preferred_slice_bytes() == 4096);
+  std::vector<std::vector<unsigned char>> out;
+  std::vector<RequestPtr> sends;
+  for (int i = 0; i < 10; ++i) {  // 13 fragments each, all sent before the reader comes
+    out.push_back(pattern(50000 + static_cast<std::size_t>(i), static_cast<unsigned>(i)));
+    sends.push_back(p.a->send(out.back().data(), out.back().size()));
+  }
+  std::this_thread::sleep_for(100ms);
+  CHECK(sends.front()->bytes() == 4 * 4096);  // four fragments written, then no credit
+  CHECK(!sends.front()->done());
+  for (int i = 0; i < 10; ++i) {
+    std::vector<unsigned char> in(out[i].size());
+    RequestPtr r = p.b->recv(in.data(), in.size());
+    r->wait(core::Deadline::after(kWait));
+    CHECK(in == out[i]);
+  }
+  transport::wait_all(sends, core::Deadline::after(kWait));
+  CHECK(p.a->bytes_sent() == p.b->bytes_received());
+}
+
 TEST_CASE("rdma: a registered buffer is sent without a copy; others through bounce slots") {
   RdmaPair p;
   std::vector<unsigned char> big = pattern(3 << 20, 9);
@@ -351,6 +381,10 @@ TEST_CASE("rdma: a message longer than the posted receive is a PeerError") {
   const std::string what = expect_peer_error(r, 10s);
   CHECK(contains(what, "rank 1: rdma connection with peer rank 0 failed"));
   CHECK(contains(what, "longer than the 999-byte receive"));
+  // The sender's write had landed; the sender learns at its next wait (the QP is in error).
+  std::vector<unsigned char> reply(10);
+  CHECK(contains(expect_peer_error(p.a->recv(reply.data(), reply.size()), 5s),
+                 "rank 0: rdma connection with peer rank 1 failed"));
 }
 
 TEST_CASE("rdma: abort, a peer QP in error and a closed peer fail what waits, naming both") {

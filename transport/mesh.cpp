@@ -90,12 +90,16 @@ void wait_for_ranks(Store& store, const MeshOptions& o, const std::vector<std::s
   }
 }
 
-// RINGLET_TRANSPORT=auto between hosts: rdma when this rank and `peer` both found a device.
+// RINGLET_TRANSPORT=auto between hosts: rdma when this rank and `peer` both found a device of
+// the same link layer (InfiniBand does not talk to RoCE).
 bool both_have_rdma(Store& store, const MeshOptions& o, int peer, core::Deadline deadline) {
-  const auto device = [&](int rank) {
-    return store.get(core::str(o.prefix, "/rdma_device/", rank), deadline);
+  const auto link = [&](int rank) {
+    const std::string device = store.get(core::str(o.prefix, "/rdma_device/", rank), deadline);
+    const std::size_t space = device.rfind(' ');
+    return space == std::string::npos ? std::string() : device.substr(space + 1);
   };
-  return device(o.rank) != "-" && device(peer) != "-";
+  const std::string mine = link(o.rank);
+  return !mine.empty() && mine == link(peer);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "transport/rdma/connection.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/env.h"
@@ -20,12 +21,17 @@ constexpr auto kKeepaliveAfter = std::chrono::milliseconds(200);
 constexpr std::size_t kPollBatch = 16;
 constexpr std::size_t kMaxQueue = 2 * 1024 + 8;  // 2 * the most slots + control writes
 
+// Receives are posted with this wr_id and writes with 1, 2, ...: an error completion's opcode
+// is undefined in verbs, its wr_id is not.
+constexpr std::uint64_t kReceiveWrId = 0;
+bool is_receive(const WorkCompletion& c) { return c.wr_id == kReceiveWrId; }
+
 // Ranks the errors of one batch: the cause (a write that failed) before its consequences
 // (what the QP flushed when it went to error), a flushed write before a flushed receive.
 int error_rank(const WorkCompletion& c) {
   if (c.status == WcStatus::success) return 0;
   if (c.status != WcStatus::flushed) return 3;
-  return c.opcode == WcOpcode::rdma_write ? 2 : 1;
+  return is_receive(c) ? 1 : 2;
 }
 
 }  // namespace
@@ -55,7 +61,9 @@ RdmaConnection::RdmaConnection(Context& context, RegistrationCache& registration
   qp_ = context.create_qp(*cq_, *cq_, QpCaps{queue, queue, gid_index});
   const std::size_t total = static_cast<std::size_t>(options.slots) * options.slot_bytes;
   slots_ = static_cast<std::byte*>(context.allocate(total));
-  bounce_ = static_cast<std::byte*>(context.allocate(total));
+  // The peer never writes the bounce slots: plain page-aligned memory, registered for reads.
+  bounce_ = static_cast<std::byte*>(std::aligned_alloc(4096, (total + 4095) / 4096 * 4096));
+  RINGLET_CHECK(bounce_ != nullptr, OutOfMemoryError, "rdma: ", total, " bytes of bounce slots");
   slots_mr_ = context.register_memory(slots_, total, true);
   bounce_mr_ = context.register_memory(bounce_, total, false);
   psn_ = static_cast<std::uint32_t>(core::random_u64() & 0xffffff);
@@ -75,7 +83,7 @@ RdmaConnection::~RdmaConnection() {
   slots_mr_.reset();
   bounce_mr_.reset();
   context_.release(slots_);
-  context_.release(bounce_);
+  std::free(bounce_);
 }
 
 RdmaEndpoint RdmaConnection::local_endpoint() const {
@@ -102,7 +110,7 @@ void RdmaConnection::connect(const RdmaEndpoint& remote) {
   remote_ = remote;
   qp_->to_init();
   // One receive per fragment the peer may have in our slots and per credit return it may owe.
-  for (int i = 0; i < 2 * options_.slots; ++i) qp_->post_recv(0);
+  for (int i = 0; i < 2 * options_.slots; ++i) qp_->post_recv(kReceiveWrId);
   qp_->to_rtr(remote.qp);
   qp_->to_rts(psn_);
   credits_ = remote.slots;
@@ -125,7 +133,7 @@ RequestPtr RdmaConnection::send(ConstBuffer buffer) {
   op.request = request;
   op.data = static_cast<const std::byte*>(buffer.data);
   op.bytes = buffer.bytes;
-  if (op.bytes > 0) op.lkey = registrations_.find(op.data, op.bytes);
+  if (op.bytes > 0) op.region = registrations_.find(op.data, op.bytes);
   {
     std::lock_guard lock(mutex_);
     if (failed_) {
@@ -169,7 +177,7 @@ void RdmaConnection::abort(const std::string& reason) {
 // --- progress (mutex_ held) ---------------------------------------------------------------------
 
 void RdmaConnection::progress() {
-  if (failed_) return;
+  if (failed_) return discard_completions();
   while (poll_once()) {
   }
   deliver();
@@ -203,24 +211,34 @@ bool RdmaConnection::poll_once() {
     if (n < completions.size() || completions.size() >= 4 * kMaxQueue) break;
     completions.resize(2 * completions.size());
   }
-  const WorkCompletion* worst = nullptr;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (error_rank(completions[i]) > (worst ? error_rank(*worst) : 0)) worst = &completions[i];
-  }
-  if (worst != nullptr && !failed_) {
-    fail_all(core::str(worst->opcode == WcOpcode::rdma_write ? "a write" : "a receive",
+  // What succeeded before the first error counts; from there the worst error names the failure.
+  std::size_t i = 0;
+  for (; i < n && !failed_ && completions[i].status == WcStatus::success; ++i)
+    handle(completions[i]);
+  if (i < n && !failed_) {
+    const WorkCompletion* worst = &completions[i];
+    for (std::size_t j = i + 1; j < n; ++j) {
+      if (error_rank(completions[j]) > error_rank(*worst)) worst = &completions[j];
+    }
+    fail_all(core::str(is_receive(*worst) ? "a receive" : "a write",
                        " failed: ", wc_status_name(worst->status),
                        worst->detail.empty() ? "" : " (" + worst->detail + ")"));
   }
-  for (std::size_t i = 0; i < n; ++i) handle(completions[i]);
   return n > 0 && !failed_;
 }
 
+// After a failure the QP flushes what was queued; nobody needs those completions, but left in
+// the queue they would keep the progress thread from sleeping.
+void RdmaConnection::discard_completions() {
+  if (polled_.size() < kPollBatch) polled_.resize(kPollBatch);
+  while (cq_->poll(polled_.data(), static_cast<int>(polled_.size())) > 0) {
+  }
+}
+
 void RdmaConnection::handle(const WorkCompletion& c) {
-  if (failed_) return;  // poll_once failed the connection on the batch's worst error
   last_activity_ = std::chrono::steady_clock::now();
-  if (c.opcode == WcOpcode::rdma_write) return on_send_completion(c);
-  qp_->post_recv(0);  // the receive this write used, posted again
+  if (!is_receive(c)) return on_send_completion(c);
+  qp_->post_recv(kReceiveWrId);  // the receive this write used, posted again
   if ((c.imm & kCreditBit) != 0) {
     credits_ += static_cast<int>(c.imm & kCreditMask);
     if (credits_ > remote_.slots)
@@ -310,7 +328,7 @@ void RdmaConnection::pump_sends() {
       ++post_cursor_;
       continue;
     }
-    const bool needs_bounce = !op.lkey && op.bytes > 0;
+    const bool needs_bounce = !op.region && op.bytes > 0;
     if (credits_ == 0 || static_cast<int>(in_flight_.size()) >= max_in_flight ||
         (needs_bounce && bounce_free_ == 0)) {
       return;
@@ -328,9 +346,9 @@ void RdmaConnection::post_fragment(SendOp& op) {
   if (n == 0) {  // an empty message: nothing to read
     write.local = bounce_;
     write.lkey = bounce_mr_->lkey();
-  } else if (op.lkey) {
+  } else if (op.region) {
     write.local = op.data + op.posted;
-    write.lkey = *op.lkey;
+    write.lkey = op.region->lkey();
     zero_copy_bytes_ += n;
   } else {
     flight.bounce = static_cast<int>(next_bounce_++ % options_.slots);

@@ -99,11 +99,11 @@ class RdmaConnection : public Connection {
     RequestPtr request;
     const std::byte* data = nullptr;
     std::size_t bytes = 0;
-    std::size_t posted = 0;             // bytes handed to the QP
-    std::size_t completed = 0;          // bytes whose writes completed
-    bool started = false;               // a fragment was posted (an empty message has one)
-    int in_flight = 0;                  // fragments posted and not yet completed
-    std::optional<std::uint32_t> lkey;  // a registered caller buffer: zero copy
+    std::size_t posted = 0;                      // bytes handed to the QP
+    std::size_t completed = 0;                   // bytes whose writes completed
+    bool started = false;                        // a fragment was posted (an empty message has one)
+    int in_flight = 0;                           // fragments posted and not yet completed
+    std::shared_ptr<const MemoryRegion> region;  // a registered caller buffer: zero copy
   };
   struct RecvOp {
     RequestPtr request;
@@ -127,6 +127,7 @@ class RdmaConnection : public Connection {
   // Everything below runs with mutex_ held.
   void progress();
   bool poll_once();
+  void discard_completions();
   void handle(const WorkCompletion& completion);
   void on_send_completion(const WorkCompletion& completion);
   void on_fragment(std::uint32_t imm);

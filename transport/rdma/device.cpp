@@ -40,6 +40,23 @@ std::string joined(const std::vector<std::string>& names) {
   return out.empty() ? "none" : out;
 }
 
+// The device the spec names (its errors propagate), or the first whose port is active; null
+// when there is none.
+std::unique_ptr<Context> open_hardware(Provider& verbs, const DeviceSpec& spec) {
+  const std::vector<std::string> names = verbs.devices();
+  if (!spec.name.empty()) {
+    if (std::find(names.begin(), names.end(), spec.name) == names.end()) return nullptr;
+    return verbs.open(spec.name, spec.port);
+  }
+  for (const std::string& name : names) {
+    try {
+      return verbs.open(name, spec.port);
+    } catch (const core::DeviceError&) {  // its port is down: the next one
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 RdmaDevice::~RdmaDevice() {
@@ -62,12 +79,14 @@ std::string hardware_rdma_device() {
   const DeviceSpec spec = device_spec();
   Provider* verbs = ibverbs_provider();
   if (spec.name == "emu0" || verbs == nullptr) return "";
-  const std::vector<std::string> names = verbs->devices();
-  if (spec.name.empty()) return names.empty() ? "" : names.front();
-  for (const auto& n : names) {
-    if (n == spec.name) return n;
+  try {
+    const std::unique_ptr<Context> context = open_hardware(*verbs, spec);
+    if (!context) return "";
+    const bool ethernet = context->port_info().link_layer == LinkLayer::ethernet;
+    return context->device_name() + (ethernet ? " roce" : " infiniband");
+  } catch (const core::Error&) {
+    return "";
   }
-  return "";
 }
 
 std::unique_ptr<RdmaDevice> open_rdma_device() {
@@ -80,16 +99,13 @@ std::unique_ptr<RdmaDevice> open_rdma_device() {
     RINGLET_CHECK(verbs != nullptr, NotBuiltError,
                   "rdma: this build has no libibverbs (meson -Drdma=enabled needs libibverbs-dev); "
                   "RINGLET_IB_DEVICE=emu0 runs the emulated device");
-    const std::vector<std::string> names = verbs->devices();
-    const std::string name = spec.name.empty() && !names.empty() ? names.front() : spec.name;
-    RINGLET_CHECK(!name.empty() && std::find(names.begin(), names.end(), name) != names.end(),
-                  DeviceError, "rdma: ",
-                  spec.name.empty() ? std::string("no RDMA device found")
+    device->context = open_hardware(*verbs, spec);
+    RINGLET_CHECK(device->context != nullptr, DeviceError, "rdma: ",
+                  spec.name.empty() ? std::string("no RDMA device with an active port")
                                     : "no RDMA device '" + spec.name + "'",
-                  " (libibverbs lists: ", joined(names),
+                  " (libibverbs lists: ", joined(verbs->devices()),
                   "); RINGLET_IB_DEVICE=emu0 runs the emulated device, RINGLET_TRANSPORT=tcp "
                   "avoids rdma");
-    device->context = verbs->open(name, spec.port);
   }
   const auto gid = core::env_int("RINGLET_IB_GID_INDEX", -1, -1, 255);
   device->gid_index = gid >= 0 ? static_cast<int>(gid) : device->context->default_gid_index();

@@ -1,7 +1,7 @@
 // RdmaDevice: the device a process's rdma connections use, chosen as NCCL chooses its HCA:
 //   RINGLET_IB_DEVICE     "NAME" or "NAME:PORT" (as NCCL_IB_HCA names one); default the first
-//                         libibverbs device with an active port. "emu0" is the emulated
-//                         device (transport/rdma/emulated.cpp): ranks of one host only.
+//                         libibverbs device whose port (1 unless named) is active. "emu0" is the
+//                         emulated device (transport/rdma/emulated.cpp): ranks of one host only.
 //   RINGLET_IB_GID_INDEX  the GID index (as NCCL_IB_GID_INDEX); default: the provider's choice
 //                         (RoCE v2 with an IPv4-mapped address on RoCE, 0 on InfiniBand).
 #pragma once
@@ -28,9 +28,9 @@ struct RdmaDevice {
 // when a libibverbs device is named in a build without libibverbs.
 std::unique_ptr<RdmaDevice> open_rdma_device();
 
-// The name of the hardware device open_rdma_device would take, or "" when there is none (the
-// emulated device does not count: it cannot reach another host). For choosing rdma between
-// hosts under RINGLET_TRANSPORT=auto.
+// "NAME roce" or "NAME infiniband" for the hardware device open_rdma_device would take, or ""
+// when there is none (the emulated device does not count: it cannot reach another host). For
+// choosing rdma between hosts under RINGLET_TRANSPORT=auto: both ends need the same link layer.
 std::string hardware_rdma_device();
 
 }  // namespace ringlet::transport::rdma

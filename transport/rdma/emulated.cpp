@@ -17,6 +17,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "transport/rdma/emulated_layout.h"
 #include "transport/rdma/shared_object.h"
 #include "transport/rdma/verbs.h"
@@ -295,12 +296,11 @@ void EmuCq::wait(std::chrono::microseconds max_wait) {
 
 // --- EmuContext ----------------------------------------------------------------------------------
 
-std::atomic<std::uint32_t> g_contexts{0};
-
 EmuContext::EmuContext(int port)
     : port_(port),
       pid_(static_cast<std::int32_t>(getpid())),
-      number_(g_contexts++),
+      // Random, not counted: a killed job's leftovers under a recycled pid cannot collide.
+      number_(static_cast<std::uint32_t>(core::random_u64())),
       fault_(parse_fault()) {
   RINGLET_CHECK(port == 1, ValueError, "rdma: the emulated device has one port (1), not ", port);
   remove_stale_objects(kObjectPrefix);
@@ -533,24 +533,33 @@ std::byte* EmuQp::remote_target(const WriteRequest& request, std::string& why) {
     why = core::str("rkey ", request.rkey, " is not registered at the peer");
     return nullptr;
   }
-  const std::uint64_t offset = request.remote_addr - entry.addr;
-  if (request.remote_addr < entry.addr || offset > entry.bytes ||
-      request.bytes > entry.bytes - offset) {
+  const std::uint64_t region_addr = entry.addr;
+  const std::uint64_t region_bytes = entry.bytes;
+  const std::uint64_t region_offset = entry.offset;
+  const std::uint32_t allocation = entry.allocation;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (entry.generation.load(std::memory_order_relaxed) != generation) {  // changed meanwhile
+    why = core::str("rkey ", request.rkey, " was deregistered at the peer");
+    return nullptr;
+  }
+  const std::uint64_t offset = request.remote_addr - region_addr;
+  if (request.remote_addr < region_addr || offset > region_bytes ||
+      request.bytes > region_bytes - offset) {
     why = core::str("bytes [", request.remote_addr, ", +", request.bytes,
                     ") are outside the peer's region of rkey ", request.rkey);
     return nullptr;
   }
-  auto it = remote_->allocations.find(entry.allocation);
+  auto it = remote_->allocations.find(allocation);
   if (it == remote_->allocations.end()) {
     SharedObject object = SharedObject::open(
-        object_name(remote_->pid, remote_->context, core::str("buf", entry.allocation)));
-    it = remote_->allocations.emplace(entry.allocation, std::move(object)).first;
+        object_name(remote_->pid, remote_->context, core::str("buf", allocation)));
+    it = remote_->allocations.emplace(allocation, std::move(object)).first;
   }
-  if (entry.offset + offset + request.bytes > it->second.bytes()) {
+  if (region_offset + offset + request.bytes > it->second.bytes()) {
     why = "the peer's region table is inconsistent with its memory";
     return nullptr;
   }
-  return static_cast<std::byte*>(it->second.data()) + entry.offset + offset;
+  return static_cast<std::byte*>(it->second.data()) + region_offset + offset;
 }
 
 std::optional<std::uint64_t> EmuQp::take_remote_receive() {

@@ -65,6 +65,7 @@ class IbvCq : public CompletionQueue {
     ibv_wc wc[16];
     const int n = ibv_poll_cq(cq_, std::min(max, 16), wc);
     RINGLET_CHECK(n >= 0, Error, "rdma: ibv_poll_cq failed");
+    if (n > 0) idle_ = std::chrono::microseconds(0);
     for (int i = 0; i < n; ++i) {
       out[i].wr_id = wc[i].wr_id;
       out[i].status = status_of(wc[i].status);
@@ -80,12 +81,17 @@ class IbvCq : public CompletionQueue {
     return n;
   }
 
+  // Backs off from 10 us to 1 ms while nothing comes (a completion channel would let the thread
+  // sleep in the kernel; polling keeps the latency of a busy connection at the adapter's).
   void wait(std::chrono::microseconds max_wait) override {
-    std::this_thread::sleep_for(std::min(max_wait, std::chrono::microseconds(20)));
+    idle_ = std::min(std::max(idle_ * 2, std::chrono::microseconds(10)),
+                     std::chrono::microseconds(1000));
+    std::this_thread::sleep_for(std::min(max_wait, idle_));
   }
 
  private:
   ibv_cq* cq_;
+  std::chrono::microseconds idle_{0};
 };
 
 class IbvQp : public QueuePair {
@@ -114,7 +120,7 @@ class IbvQp : public QueuePair {
     attr.dest_qp_num = remote.qp_num;
     attr.rq_psn = remote.psn;
     attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 12;
+    attr.min_rnr_timer = 28;  // 164 ms between receiver-not-ready retries
     attr.ah_attr.port_num = static_cast<std::uint8_t>(port_);
     attr.ah_attr.dlid = remote.lid;
     if (remote.lid == 0) {  // RoCE (or routed InfiniBand): address by GID
@@ -135,7 +141,7 @@ class IbvQp : public QueuePair {
     attr.qp_state = IBV_QPS_RTS;
     attr.timeout = 14;  // 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer in ~0.5 s
     attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
+    attr.rnr_retry = 6;  // 7 would retry forever: a peer that stops posting receives fails in ~1 s
     attr.sq_psn = local_psn;
     attr.max_rd_atomic = 1;
     modify(attr,

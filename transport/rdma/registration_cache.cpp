@@ -25,16 +25,17 @@ void RegistrationCache::remove(const void* data) {
   RINGLET_CHECK(erased == 1, ValueError, "rdma: buffer ", data, " is not registered");
 }
 
-std::optional<std::uint32_t> RegistrationCache::find(const void* data, std::size_t bytes) const {
+std::shared_ptr<const MemoryRegion> RegistrationCache::find(const void* data,
+                                                            std::size_t bytes) const {
   const auto start = reinterpret_cast<std::uintptr_t>(data);
   std::lock_guard lock(mutex_);
   auto it = regions_.upper_bound(start);
-  if (it == regions_.begin()) return std::nullopt;
+  if (it == regions_.begin()) return nullptr;
   --it;
   const std::size_t offset = start - it->first;
   const std::size_t size = it->second->bytes();
-  if (offset > size || bytes > size - offset) return std::nullopt;
-  return it->second->lkey();
+  if (offset > size || bytes > size - offset) return nullptr;
+  return it->second;
 }
 
 std::size_t RegistrationCache::size() const {

@@ -9,7 +9,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 
 #include "transport/rdma/verbs.h"
 
@@ -23,14 +22,15 @@ class RegistrationCache {
   // that overlaps one already registered is a ValueError.
   void add(const void* data, std::size_t bytes);
   void remove(const void* data);
-  // The lkey of the registered region holding all of [data, data + bytes), if there is one.
-  std::optional<std::uint32_t> find(const void* data, std::size_t bytes) const;
+  // The registered region holding all of [data, data + bytes), or null. A send holds it until
+  // its writes completed, so remove() cannot deregister memory a write is still reading.
+  std::shared_ptr<const MemoryRegion> find(const void* data, std::size_t bytes) const;
   std::size_t size() const;
 
  private:
   Context& context_;
   mutable std::mutex mutex_;
-  std::map<std::uintptr_t, std::unique_ptr<MemoryRegion>> regions_;  // by start address
+  std::map<std::uintptr_t, std::shared_ptr<const MemoryRegion>> regions_;  // by start address
 };
 
 }  // namespace ringlet::transport::rdma
