@@ -3,9 +3,11 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,17 @@ inline std::string expect_peer_error(const transport::RequestPtr& request,
   }
   FAIL("expected a PeerError");
   return "";
+}
+
+// How many /dev/shm objects named "<kind><this pid>-..." exist (kind "ringlet-shm-" or
+// "ringlet-ibemu-"): what this process's connections left linked.
+inline int shm_objects_of_this_process(const std::string& kind) {
+  const std::string prefix = kind + std::to_string(::getpid()) + "-";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) ++count;
+  }
+  return count;
 }
 
 }  // namespace ringlet::testing

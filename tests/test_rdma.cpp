@@ -127,15 +127,6 @@ bool has_rdma_hardware() {
   }
 }
 
-int our_objects() {
-  const std::string prefix = "ringlet-ibemu-" + std::to_string(getpid()) + "-";
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    if (entry.path().filename().string().rfind(prefix, 0) == 0) ++count;
-  }
-  return count;
-}
-
 }  // namespace
 
 TEST_CASE("emulated verbs: QP states go RESET, INIT, RTR, RTS and refuse skipping one") {
@@ -276,16 +267,16 @@ TEST_CASE("emulated verbs: RINGLET_IB_EMU_FAULT drops the peer or fails the QP a
 }
 
 TEST_CASE("emulated verbs: only allocate()d memory takes remote writes; objects go with it") {
-  const int before = our_objects();
+  const int before = testing::shm_objects_of_this_process("ringlet-ibemu-");
   {
     auto context = emulated_provider().open("emu0", 1);
     std::vector<char> plain(4096);
     CHECK_THROWS_WITH_AS(context->register_memory(plain.data(), plain.size(), true),
                          doctest::Contains("must lie in memory from Context::allocate"),
                          core::ValueError);
-    CHECK(our_objects() > before);
+    CHECK(testing::shm_objects_of_this_process("ringlet-ibemu-") > before);
   }
-  CHECK(our_objects() == before);
+  CHECK(testing::shm_objects_of_this_process("ringlet-ibemu-") == before);
 }
 
 TEST_CASE("rdma: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {

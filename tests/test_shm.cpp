@@ -55,16 +55,6 @@ std::unique_ptr<ShmPair> make_pair(const std::string& prefix = "test") {
   return pair;
 }
 
-// Segments this process created and that are still linked in /dev/shm.
-int our_segments() {
-  const std::string prefix = "ringlet-shm-" + std::to_string(getpid()) + "-";
-  int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-    if (entry.path().filename().string().rfind(prefix, 0) == 0) ++count;
-  }
-  return count;
-}
-
 }  // namespace
 
 TEST_CASE("shm: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
@@ -133,7 +123,7 @@ TEST_CASE("shm: small receives move on the waiting thread, or on the progress th
 
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {
   auto p = make_pair();
-  CHECK(our_segments() == 0);
+  CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);
   exchange(*p->a, *p->b, 100, 3, kWait);
   // A lower rank whose peer never shows up: TimeoutError naming the peer, name unlinked.
   testing::MemoryStore store;
@@ -143,7 +133,7 @@ TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a faile
   } catch (const core::TimeoutError& e) {
     CHECK(std::string(e.what()).find("peer rank 5") != std::string::npos);
   }
-  CHECK(our_segments() == 0);
+  CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);
 }
 
 TEST_CASE("shm: 200 messages posted before their receives, both directions") {
@@ -332,7 +322,7 @@ TEST_CASE("shm between processes: exchange both ways, then SIGKILL mid-transfer"
   if (child == 0) _exit(child_rank(name));  // the child never returns into the test runner
 
   transport::ShmConnection conn(std::move(segment), 0, 1, core::Deadline::after(10s));
-  CHECK(our_segments() == 0);
+  CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);
   const auto hello = pattern(1 << 20, 1);
   conn.send(hello.data(), hello.size())->wait(core::Deadline::after(kWait));
   std::vector<unsigned char> reply(20000);
@@ -364,7 +354,7 @@ TEST_CASE("shm between processes: exchange both ways, then SIGKILL mid-transfer"
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK(WIFSIGNALED(status));
-  CHECK(our_segments() == 0);
+  CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);
 }
 
 TEST_CASE("shm: cross-memory reads of the peer's memory, agreed at connect time") {
