@@ -578,9 +578,15 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
 
 int collective_bench_main(Collective coll, int argc, char** argv, const PeerProgram* peer) {
   const std::string program = (peer ? peer->prefix : std::string()) + program_name(coll);
+  BenchOptions o;
+  try {
+    o = parse_bench_options(program, argc, argv);
+  } catch (const std::exception& e) {  // a usage error: exit 2, as every program does
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 2;
+  }
   int rank = 0;
   try {
-    const BenchOptions o = parse_bench_options(program, argc, argv);
     if (o.np < 0) {
       std::printf("%s", usage(program).c_str());
       return 0;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/program_main.h"
 #include "core/threads.h"
 #include "tensor/device/runtime.h"
 #include "tensor/device/stream.h"
@@ -263,9 +264,7 @@ Config parse(int argc, char** argv) {
       cfg.device = core::parse_device(argv[++i]);
       if (!cfg.device.is_cpu()) device::check_device(cfg.device);
     } else {
-      throw core::ValueError(
-          "unknown argument '" + arg +
-          "' (usage: ops_bench [--reps N] [--threads N] [--filter TEXT] [--device cpu])");
+      throw core::ValueError("unknown argument '" + arg + "', or it needs a value");
     }
   }
   return cfg;
@@ -335,10 +334,7 @@ int run(const Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ops_bench: %s\n", e.what());
-    return 2;
-  }
+  return ringlet::bench::program_main(
+      "ops_bench", "usage: ops_bench [--reps N] [--threads N] [--filter TEXT] [--device cpu]\n",
+      argc, argv, parse, run);
 }

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/program_main.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "transport/mesh.h"
@@ -61,7 +62,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      RINGLET_CHECK(i + 1 < argc, ValueError, "p2p_perf: ", arg, " needs a value");
+      RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
       return argv[++i];
     };
     if (arg == "--transports") {
@@ -79,9 +80,12 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--store-port") {
       o.store_port = static_cast<int>(core::parse_int(value(), "--store-port"));
     } else {
-      RINGLET_THROW(ValueError, "p2p_perf: unknown flag '", arg,
-                    "' (flags: --transports, --nsocks, --reps, --no-iperf)");
+      RINGLET_THROW(ValueError, "unknown flag '", arg, "'");
     }
+  }
+  for (const auto& t : o.transports) {
+    RINGLET_CHECK(t == "tcp" || t == "shm" || t == "rdma", ValueError, "unknown transport '", t,
+                  "' (tcp, shm, rdma)");
   }
   return o;
 }
@@ -300,21 +304,18 @@ int run(const Options& o, const std::vector<Config>& configs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    const Options o = parse(argc, argv);
-    std::vector<Config> configs;
-    for (const auto& t : o.transports) {
-      if (t == "tcp") {
-        for (int n : o.nsocks) configs.push_back({"tcp", n});
-      } else if (t == "shm" || t == "rdma") {
-        configs.push_back({t, 1});
-      } else {
-        RINGLET_THROW(ValueError, "p2p_perf: unknown transport '", t, "' (tcp, shm, rdma)");
-      }
-    }
-    return run(o, configs);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "p2p_perf (rank %s): %s\n", argc > 2 ? "?" : "0", e.what());
-    return 1;
-  }
+  return ringlet::bench::program_main(
+      "p2p_perf",
+      "usage: p2p_perf [--transports tcp,shm,rdma] [--nsocks 1,2,4] [--reps 5] [--no-iperf]\n",
+      argc, argv, parse, [](const Options& o) {
+        std::vector<Config> configs;
+        for (const auto& t : o.transports) {
+          if (t == "tcp") {
+            for (int n : o.nsocks) configs.push_back({"tcp", n});
+          } else {
+            configs.push_back({t, 1});
+          }
+        }
+        return run(o, configs);
+      });
 }

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/program_main.h"
 #include "collectives/cuda/reduce.h"
 #include "collectives/reduce_kernels.h"
 #include "core/dtype.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "tensor/cuda/runtime.h"
 
@@ -73,6 +75,8 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    RINGLET_CHECK(flag == "--sizes" || flag == "--reps" || flag == "--dtype", ValueError,
+                  "unknown flag '", flag, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, flag, " needs a value");
     const std::string value = argv[++i];
     if (flag == "--sizes") {
@@ -83,11 +87,12 @@ Options parse(int argc, char** argv) {
         at = comma + 1;
       }
     } else if (flag == "--reps") {
-      o.reps = std::max(1, std::stoi(value));
+      o.reps = static_cast<int>(core::parse_int(value, "--reps"));
+      RINGLET_CHECK(o.reps >= 1, ValueError, "--reps must be >= 1, not ", o.reps);
     } else if (flag == "--dtype") {
       o.dtype = parse_dtype(value);
     } else {
-      RINGLET_THROW(ValueError, "unknown flag ", flag);
+      RINGLET_THROW(ValueError, "unknown flag '", flag, "'");
     }
   }
   return o;
@@ -140,10 +145,7 @@ void bench_size(std::size_t bytes, core::DType dtype, int reps) {
   tcuda::device_free(copy, 0);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const Options o = parse(argc, argv);
+int run(const Options& o) {
   if (!tcuda::built_with_cuda() || tcuda::device_count() == 0) {
     std::puts(tcuda::built_with_cuda() ? "skipped: no CUDA device"
                                        : "skipped: ringlet was built without CUDA");
@@ -152,7 +154,14 @@ int main(int argc, char** argv) try {
   std::printf("# %12s %10s %12s %12s %8s\n", "bytes", "type", "reduce GB/s", "copy GB/s", "ratio");
   for (const std::size_t bytes : o.sizes) bench_size(bytes, o.dtype, o.reps);
   return 0;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "reduce_kernel_bench: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ringlet::bench::program_main(
+      "reduce_kernel_bench",
+      "usage: reduce_kernel_bench [--sizes 1M,16M,256M] [--reps 20] [--dtype "
+      "float|bfloat16|half]\n",
+      argc, argv, parse, run);
 }

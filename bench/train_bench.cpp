@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/program_main.h"
 #include "core/env.h"
 #include "core/threads.h"
 #include "nn/loss.h"
@@ -58,7 +59,11 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    RINGLET_CHECK(i + 1 < argc, ValueError, "train_bench: ", arg, " needs a value");
+    static const std::vector<std::string> kFlags{"--model",  "--batch", "--threads", "--steps",
+                                                 "--warmup", "--nproc", "--device"};
+    RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
+                  "unknown flag '", arg, "'");
+    RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
     const std::string value = argv[++i];
     if (arg == "--model") {
       o.model = value;
@@ -76,12 +81,11 @@ Options parse(int argc, char** argv) {
       o.device = core::parse_device(value);
       o.device_text = value;
     } else {
-      RINGLET_THROW(ValueError, "train_bench: unknown flag '", arg,
-                    "' (flags: --model, --batch, --threads, --steps, --warmup, --nproc, --device)");
+      RINGLET_THROW(ValueError, "unknown flag '", arg, "'");
     }
   }
   RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1,
-                ValueError, "train_bench: --batch, --threads, --steps and --nproc must be >= 1");
+                ValueError, "--batch, --threads, --steps and --nproc must be >= 1");
   if (!o.device.is_cpu()) tensor::device::check_device(o.device);
   return o;
 }
@@ -200,11 +204,9 @@ void report(const Options& o, int world, const Timings& t) {
   std::cout << line.dump() << std::endl;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  try {
-    Options o = parse(argc, argv);
+// One rank's run (or, with --nproc and not yet a rank, the launch of all of them).
+int run(Options o, int argc, char** argv) {
+  {
     const bool worker = transport::launched_as_rank();
     if (o.nproc > 1 && !worker) return launch_ranks(o, argc, argv);
     core::set_num_threads(o.threads);
@@ -223,8 +225,15 @@ int main(int argc, char** argv) {
     if (comm != nullptr && comm->rank() != 0) return 0;
     report(o, comm != nullptr ? comm->size() : 1, timings);
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_bench: %s\n", e.what());
-    return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ringlet::bench::program_main(
+      "train_bench",
+      "usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]\n"
+      "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n",
+      argc, argv, parse, [&](const Options& o) { return run(o, argc, argv); });
 }

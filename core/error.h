@@ -68,8 +68,15 @@ std::string str(const Args&... args) {
 
 }  // namespace ringlet::core
 
+// " [file:line]" under RINGLET_LOG=debug (for the developer), else nothing: the message alone
+// has to say what went wrong and where, in the user's terms.
+namespace ringlet::core {
+std::string error_location(const char* file, int line);
+}
+
 #define RINGLET_THROW(Type, ...) \
-  throw ::ringlet::core::Type(::ringlet::core::str(__VA_ARGS__, " [", __FILE__, ":", __LINE__, "]"))
+  throw ::ringlet::core::Type(   \
+      ::ringlet::core::str(__VA_ARGS__, ::ringlet::core::error_location(__FILE__, __LINE__)))
 
 #define RINGLET_CHECK(cond, Type, ...)  \
   do {                                  \

@@ -2,6 +2,8 @@
 #include "core/log.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/env.h"
 
@@ -24,6 +26,13 @@ LogLevel configured_level() {
 }  // namespace
 
 bool log_enabled(LogLevel level) { return level >= configured_level(); }
+
+// Reads the variable itself, not configured_level(): that one throws through here.
+std::string error_location(const char* file, int line) {
+  const char* level = std::getenv("RINGLET_LOG");
+  if (level == nullptr || std::string_view(level) != "debug") return "";
+  return str(" [", file, ":", line, "]");
+}
 
 void log_line(LogLevel level, const std::string& message) {
   static constexpr const char* kNames[] = {"debug", "info", "warn", "error"};
