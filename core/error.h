@@ -3,9 +3,11 @@
 // (the op, the shapes, the rank...), and the throwing macro appends file:line.
 #pragma once
 
+#include <cerrno>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace ringlet::core {
 
@@ -57,6 +59,9 @@ class CollectiveError : public Error {  // a collective failed (collectives laye
  public:
   using Error::Error;
 };
+
+// The system's words for an errno value (by default the calling thread's current errno).
+inline std::string errno_text(int error = errno) { return std::generic_category().message(error); }
 
 // Concatenates anything with operator<< into one string: str("shape ", 3, "x", 4).
 template <class... Args>

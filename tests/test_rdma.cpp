@@ -23,6 +23,7 @@
 #include "emulated_rdma.h"
 #include "memory_store.h"
 #include "mesh_ranks.h"
+#include "ringlet_command.h"
 #include "transport/errors.h"
 #include "transport/rdma/connection.h"
 #include "transport/rdma/device.h"
@@ -32,6 +33,7 @@
 using namespace ringlet;
 using namespace ringlet::transport::rdma;
 using namespace std::chrono_literals;
+using testing::contains;
 using testing::expect_peer_error;
 using testing::pattern;
 using transport::Connection;
@@ -100,12 +102,9 @@ struct RdmaPair {
 
   explicit RdmaPair(const std::string& prefix = "t") {
     const auto deadline = core::Deadline::after(10s);
-    auto first = std::async(std::launch::async, [&] {
-      return connect_rdma(*da->context, *da->registrations, da->gid_index, 0, 1, store, prefix,
-                          deadline);
-    });
-    b = connect_rdma(*db->context, *db->registrations, db->gid_index, 1, 0, store, prefix,
-                     deadline);
+    auto first = std::async(std::launch::async,
+                            [&] { return connect_rdma(*da, 0, 1, store, prefix, deadline); });
+    b = connect_rdma(*db, 1, 0, store, prefix, deadline);
     a = first.get();
   }
   ~RdmaPair() {
@@ -113,10 +112,6 @@ struct RdmaPair {
     b.reset();
   }
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A libibverbs device with an active port that this process may open.
 bool has_rdma_hardware() {
@@ -424,15 +419,13 @@ TEST_CASE("rdma: a rank killed mid-transfer fails the survivor within seconds") 
   testing::ForkedPeer peer = testing::fork_peer([](int port) {
     transport::TcpStore store("127.0.0.1", port, core::Deadline::after(10s));
     auto device = open_rdma_device();
-    auto c = connect_rdma(*device->context, *device->registrations, device->gid_index, 1, 0, store,
-                          "kill", core::Deadline::after(10s));
+    auto c = connect_rdma(*device, 1, 0, store, "kill", core::Deadline::after(10s));
     std::this_thread::sleep_for(30s);  // a reader that never comes: the sender waits on credits
     return 0;
   });
   transport::TcpStore store("127.0.0.1", peer.port, core::Deadline::after(10s));
   auto device = open_rdma_device();
-  auto c = connect_rdma(*device->context, *device->registrations, device->gid_index, 0, 1, store,
-                        "kill", core::Deadline::after(10s));
+  auto c = connect_rdma(*device, 0, 1, store, "kill", core::Deadline::after(10s));
   // 64 MiB to a peer that reads nothing: the slots fill, the sender waits for credits, and then
   // the peer is killed.
   std::vector<unsigned char> out(64 << 20, 1);
@@ -440,8 +433,7 @@ TEST_CASE("rdma: a rank killed mid-transfer fails the survivor within seconds") 
   std::this_thread::sleep_for(300ms);
   CHECK(!s->done());
   ::kill(peer.pid, SIGKILL);
-  int status = 0;
-  ::waitpid(peer.pid, &status, 0);
+  ::waitpid(peer.pid, nullptr, 0);
   const auto started = std::chrono::steady_clock::now();
   const std::string what = expect_peer_error(s, 10s);
   CHECK(std::chrono::steady_clock::now() - started < 3s);
@@ -485,12 +477,9 @@ TEST_CASE("rdma on hardware: two connections through the first libibverbs device
   auto da = open_rdma_device();
   auto db = open_rdma_device();
   const auto deadline = core::Deadline::after(10s);
-  auto first = std::async(std::launch::async, [&] {
-    return connect_rdma(*da->context, *da->registrations, da->gid_index, 0, 1, store, "hw",
-                        deadline);
-  });
-  auto b =
-      connect_rdma(*db->context, *db->registrations, db->gid_index, 1, 0, store, "hw", deadline);
+  auto first = std::async(std::launch::async,
+                          [&] { return connect_rdma(*da, 0, 1, store, "hw", deadline); });
+  auto b = connect_rdma(*db, 1, 0, store, "hw", deadline);
   auto a = first.get();
   const auto out = pattern(8 << 20, 5);
   std::vector<unsigned char> in(out.size());

@@ -90,16 +90,18 @@ void wait_for_ranks(Store& store, const MeshOptions& o, const std::vector<std::s
   }
 }
 
-// RINGLET_TRANSPORT=auto between hosts: rdma when this rank and `peer` both found a device of
-// the same link layer (InfiniBand does not talk to RoCE).
-bool both_have_rdma(Store& store, const MeshOptions& o, int peer, core::Deadline deadline) {
-  const auto link = [&](int rank) {
-    const std::string device = store.get(core::str(o.prefix, "/rdma_device/", rank), deadline);
-    const std::size_t space = device.rfind(' ');
-    return space == std::string::npos ? std::string() : device.substr(space + 1);
-  };
-  const std::string mine = link(o.rank);
-  return !mine.empty() && mine == link(peer);
+// The link layer in a published rdma device record ("NAME roce"), or "" for "-" (none).
+std::string link_layer_of(const std::string& device) {
+  const std::size_t space = device.rfind(' ');
+  return space == std::string::npos ? std::string() : device.substr(space + 1);
+}
+
+// RINGLET_TRANSPORT=auto between hosts: rdma when this rank (`my_link`) and `peer` both found a
+// device of the same link layer (InfiniBand does not talk to RoCE).
+bool both_have_rdma(Store& store, const MeshOptions& o, int peer, const std::string& my_link,
+                    core::Deadline deadline) {
+  return !my_link.empty() &&
+         my_link == link_layer_of(store.get(core::str(o.prefix, "/rdma_device/", peer), deadline));
 }
 
 }  // namespace
@@ -127,9 +129,11 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
   mesh->listener_ =
       std::make_unique<tcp::Listener>(iface.address, o.port, o.job_token, o.rank, o.world_size);
   const std::string identity = host_identity();
+  std::string my_link;
   if (transport == "auto") {  // before the address, so a peer that sees one sees both
     const std::string device = rdma::hardware_rdma_device();
     store.set(core::str(o.prefix, "/rdma_device/", o.rank), device.empty() ? "-" : device);
+    my_link = link_layer_of(device);
   }
   store.set(core::str(o.prefix, "/addr/", o.rank),
             core::str(iface.address, " ", mesh->listener_->port(), " ", identity));
@@ -150,11 +154,10 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
       summary << " " << p << ":shm";
       continue;
     }
-    if (transport == "rdma" || (transport == "auto" && both_have_rdma(store, o, p, deadline))) {
+    if (transport == "rdma" ||
+        (transport == "auto" && both_have_rdma(store, o, p, my_link, deadline))) {
       if (!mesh->rdma_) mesh->rdma_ = rdma::open_rdma_device();
-      mesh->peers_[p] =
-          rdma::connect_rdma(*mesh->rdma_->context, *mesh->rdma_->registrations,
-                             mesh->rdma_->gid_index, o.rank, p, store, o.prefix, deadline);
+      mesh->peers_[p] = rdma::connect_rdma(*mesh->rdma_, o.rank, p, store, o.prefix, deadline);
       summary << " " << p << ":rdma";
       continue;
     }

@@ -63,13 +63,14 @@ RdmaEndpoint decode_endpoint(const std::string& text, int peer_rank) {
   return e;
 }
 
-std::unique_ptr<Connection> connect_rdma(Context& context, RegistrationCache& registrations,
-                                         int gid_index, int local_rank, int peer_rank, Store& store,
-                                         const std::string& prefix, core::Deadline deadline) {
+std::unique_ptr<Connection> connect_rdma(RdmaDevice& device, int local_rank, int peer_rank,
+                                         Store& store, const std::string& prefix,
+                                         core::Deadline deadline) {
   RINGLET_CHECK(local_rank >= 0 && peer_rank >= 0 && local_rank != peer_rank, ValueError,
                 "connect_rdma: bad rank pair local ", local_rank, ", peer ", peer_rank);
-  auto connection = std::make_unique<RdmaConnection>(context, registrations, gid_index, local_rank,
-                                                     peer_rank, rdma_options_from_env());
+  auto connection =
+      std::make_unique<RdmaConnection>(*device.context, *device.registrations, device.gid_index,
+                                       local_rank, peer_rank, rdma_options_from_env());
   const auto key = [&](const char* what, int from, int to) {
     return core::str(prefix, "/rdma/", what, "/", from, "-", to);
   };

@@ -118,9 +118,25 @@ void RdmaConnection::connect(const RdmaEndpoint& remote) {
   progress_thread_ = std::thread([this] { progress_loop(); });
 }
 
-RequestPtr RdmaConnection::make_request(const char* what) const {
-  return std::make_shared<Request>(
+RequestPtr RdmaConnection::make_request(const char* what) {
+  auto request = std::make_shared<Request>(
       core::str("rank ", local_rank_, " ", what, " rank ", peer_rank_, " (rdma)"));
+  request->set_driver([this, r = request.get()](const core::Deadline* d) { drive(r, d); });
+  return request;
+}
+
+template <class Enqueue>
+void RdmaConnection::post(const RequestPtr& request, Enqueue enqueue) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failed_) {
+      failed_requests_.push_back(request);
+    } else {
+      enqueue();
+      progress();
+    }
+  }
+  settle();
 }
 
 RequestPtr RdmaConnection::send(ConstBuffer buffer) {
@@ -128,22 +144,12 @@ RequestPtr RdmaConnection::send(ConstBuffer buffer) {
                 " cannot send device memory (", buffer.device.str(),
                 ") yet; stage it in host memory");
   RequestPtr request = make_request("send to");
-  request->set_driver([this, r = request.get()](const core::Deadline* d) { drive(r, d); });
   SendOp op;
   op.request = request;
   op.data = static_cast<const std::byte*>(buffer.data);
   op.bytes = buffer.bytes;
   if (op.bytes > 0) op.region = registrations_.find(op.data, op.bytes);
-  {
-    std::lock_guard lock(mutex_);
-    if (failed_) {
-      failed_requests_.push_back(request);
-    } else {
-      sends_.push_back(std::move(op));
-      progress();
-    }
-  }
-  settle();
+  post(request, [&] { sends_.push_back(std::move(op)); });
   return request;
 }
 
@@ -152,17 +158,9 @@ RequestPtr RdmaConnection::recv(Buffer buffer) {
                 " cannot receive into device memory (", buffer.device.str(),
                 ") yet; stage it in host memory");
   RequestPtr request = make_request("recv from");
-  request->set_driver([this, r = request.get()](const core::Deadline* d) { drive(r, d); });
-  {
-    std::lock_guard lock(mutex_);
-    if (failed_) {
-      failed_requests_.push_back(request);
-    } else {
-      recvs_.push_back(RecvOp{request, static_cast<std::byte*>(buffer.data), buffer.bytes, 0});
-      progress();
-    }
-  }
-  settle();
+  post(request, [&] {
+    recvs_.push_back(RecvOp{request, static_cast<std::byte*>(buffer.data), buffer.bytes, 0});
+  });
   return request;
 }
 

@@ -34,6 +34,7 @@
 
 #include "core/deadline.h"
 #include "transport/connection.h"
+#include "transport/rdma/device.h"
 #include "transport/rdma/registration_cache.h"
 #include "transport/rdma/verbs.h"
 
@@ -123,7 +124,12 @@ class RdmaConnection : public Connection {
     std::uint32_t bytes = 0;
   };
 
-  RequestPtr make_request(const char* what) const;
+  // A request that the waiting thread drives (drive()).
+  RequestPtr make_request(const char* what);
+  // Queues a request's op (enqueue(), under the mutex) and progresses, or fails the request at
+  // once when the connection already failed.
+  template <class Enqueue>
+  void post(const RequestPtr& request, Enqueue enqueue);
   // Everything below runs with mutex_ held.
   void progress();
   bool poll_once();
@@ -192,8 +198,8 @@ class RdmaConnection : public Connection {
 // Rendezvous through the store: both sides create their QP and slots, publish their endpoint
 // under prefix + "/rdma/<from>-<to>", connect to the other's, and wait until the other reached
 // RTR before returning (TimeoutError naming the peer at the deadline).
-std::unique_ptr<Connection> connect_rdma(Context& context, RegistrationCache& registrations,
-                                         int gid_index, int local_rank, int peer_rank, Store& store,
-                                         const std::string& prefix, core::Deadline deadline);
+std::unique_ptr<Connection> connect_rdma(RdmaDevice& device, int local_rank, int peer_rank,
+                                         Store& store, const std::string& prefix,
+                                         core::Deadline deadline);
 
 }  // namespace ringlet::transport::rdma

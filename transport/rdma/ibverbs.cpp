@@ -18,8 +18,6 @@
 namespace ringlet::transport::rdma {
 namespace {
 
-std::string errno_text(int error) { return std::generic_category().message(error); }
-
 ibv_mtu mtu_enum(int bytes) {
   if (bytes >= 4096) return IBV_MTU_4096;
   if (bytes >= 2048) return IBV_MTU_2048;
@@ -175,7 +173,7 @@ class IbvQp : public QueuePair {
     ibv_send_wr* bad = nullptr;
     const int error = ibv_post_send(qp_, &wr, &bad);
     RINGLET_CHECK(error == 0, Error, "rdma: ibv_post_send on ", device_, " QP ", qp_->qp_num, ": ",
-                  errno_text(error));
+                  core::errno_text(error));
   }
 
   void post_recv(std::uint64_t wr_id) override {
@@ -184,7 +182,7 @@ class IbvQp : public QueuePair {
     ibv_recv_wr* bad = nullptr;
     const int error = ibv_post_recv(qp_, &wr, &bad);
     RINGLET_CHECK(error == 0, Error, "rdma: ibv_post_recv on ", device_, " QP ", qp_->qp_num, ": ",
-                  errno_text(error));
+                  core::errno_text(error));
   }
 
   void set_local_mtu(int bytes) { local_mtu_ = bytes; }
@@ -193,7 +191,7 @@ class IbvQp : public QueuePair {
   void modify(ibv_qp_attr& attr, int mask, const char* to) {
     const int error = ibv_modify_qp(qp_, &attr, mask);
     RINGLET_CHECK(error == 0, Error, "rdma: moving ", device_, " QP ", qp_->qp_num, " to ", to,
-                  ": ", errno_text(error));
+                  ": ", core::errno_text(error));
   }
 
   ibv_qp* qp_;
@@ -264,7 +262,7 @@ class IbvContext : public Context {
     void* memory = nullptr;
     const int error = posix_memalign(&memory, 4096, bytes);
     RINGLET_CHECK(error == 0, OutOfMemoryError, "rdma: allocating ", bytes,
-                  " bytes: ", errno_text(error));
+                  " bytes: ", core::errno_text(error));
     return memory;
   }
   void release(void* memory) override { std::free(memory); }
@@ -273,12 +271,13 @@ class IbvContext : public Context {
     const int access = IBV_ACCESS_LOCAL_WRITE | (remote_write ? IBV_ACCESS_REMOTE_WRITE : 0);
     ibv_mr* mr = ibv_reg_mr(pd_, addr, bytes, access);
     RINGLET_CHECK(mr != nullptr, Error, "rdma: registering ", bytes, " bytes with ", name_, ": ",
-                  errno_text(errno), " (is the locked-memory limit, ulimit -l, too low?)");
+                  core::errno_text(errno), " (is the locked-memory limit, ulimit -l, too low?)");
     return std::make_unique<IbvRegion>(mr);
   }
   std::unique_ptr<CompletionQueue> create_cq(int depth) override {
     ibv_cq* cq = ibv_create_cq(context_, depth, nullptr, nullptr, 0);
-    RINGLET_CHECK(cq != nullptr, Error, "rdma: ibv_create_cq on ", name_, ": ", errno_text(errno));
+    RINGLET_CHECK(cq != nullptr, Error, "rdma: ibv_create_cq on ", name_, ": ",
+                  core::errno_text(errno));
     return std::make_unique<IbvCq>(cq);
   }
   std::unique_ptr<QueuePair> create_qp(CompletionQueue& send_cq, CompletionQueue& recv_cq,
@@ -292,7 +291,8 @@ class IbvContext : public Context {
     init.cap.max_send_sge = 1;
     init.cap.max_recv_sge = 1;
     ibv_qp* qp = ibv_create_qp(pd_, &init);
-    RINGLET_CHECK(qp != nullptr, Error, "rdma: ibv_create_qp on ", name_, ": ", errno_text(errno));
+    RINGLET_CHECK(qp != nullptr, Error, "rdma: ibv_create_qp on ", name_, ": ",
+                  core::errno_text(errno));
     auto out = std::make_unique<IbvQp>(qp, port_, caps.gid_index, name_);
     out->set_local_mtu(mtu_bytes(attr_.active_mtu));
     return out;

@@ -38,9 +38,4 @@ std::shared_ptr<const MemoryRegion> RegistrationCache::find(const void* data,
   return it->second;
 }
 
-std::size_t RegistrationCache::size() const {
-  std::lock_guard lock(mutex_);
-  return regions_.size();
-}
-
 }  // namespace ringlet::transport::rdma

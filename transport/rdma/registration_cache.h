@@ -25,7 +25,6 @@ class RegistrationCache {
   // The registered region holding all of [data, data + bytes), or null. A send holds it until
   // its writes completed, so remove() cannot deregister memory a write is still reading.
   std::shared_ptr<const MemoryRegion> find(const void* data, std::size_t bytes) const;
-  std::size_t size() const;
 
  private:
   Context& context_;

@@ -16,11 +16,9 @@
 namespace ringlet::transport::rdma {
 namespace {
 
-std::string errno_text() { return std::generic_category().message(errno); }
-
 void* map(int fd, std::size_t bytes, const std::string& name) {
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const std::string error = data == MAP_FAILED ? errno_text() : "";
+  const std::string error = data == MAP_FAILED ? core::errno_text() : "";
   close(fd);
   RINGLET_CHECK(data != MAP_FAILED, Error, "rdma (emulated): cannot map ", name, ": ", error);
   return data;
@@ -31,14 +29,14 @@ void* map(int fd, std::size_t bytes, const std::string& name) {
 SharedObject SharedObject::create(const std::string& name, std::size_t bytes) {
   RINGLET_CHECK(bytes > 0, ValueError, "rdma (emulated): shared object ", name, " of 0 bytes");
   const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  RINGLET_CHECK(fd >= 0, Error, "rdma (emulated): cannot create ", name, ": ", errno_text());
+  RINGLET_CHECK(fd >= 0, Error, "rdma (emulated): cannot create ", name, ": ", core::errno_text());
   // Reserve now: a sparse object on a full /dev/shm would SIGBUS at the first touch instead.
   const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (err != 0) {
     close(fd);
     shm_unlink(name.c_str());
     RINGLET_THROW(Error, "rdma (emulated): reserving ", bytes, " bytes for ", name,
-                  " in /dev/shm: ", std::generic_category().message(err));
+                  " in /dev/shm: ", core::errno_text(err));
   }
   SharedObject object;
   object.name_ = name;
@@ -55,7 +53,7 @@ SharedObject SharedObject::create(const std::string& name, std::size_t bytes) {
 
 SharedObject SharedObject::open(const std::string& name) {
   const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  RINGLET_CHECK(fd >= 0, Error, "rdma (emulated): cannot open ", name, ": ", errno_text());
+  RINGLET_CHECK(fd >= 0, Error, "rdma (emulated): cannot open ", name, ": ", core::errno_text());
   struct stat info {};
   if (fstat(fd, &info) != 0 || info.st_size <= 0) {
     close(fd);

@@ -97,9 +97,9 @@ void ShmConnection::read_peer(void* dst, std::uintptr_t remote, std::size_t byte
   RINGLET_CHECK(peer_readable_, Error, "rank ", local_rank_, ": the shm connection to rank ",
                 peer_rank_, " has no cross-memory attach (RINGLET_SHM_CMA=0, or not permitted)");
   if (const int error = read_peer_memory(peer_process_.pid(), dst, remote, bytes); error != 0) {
-    throw PeerError(describe_failure(core::str(
-        "reading ", bytes, " bytes of its memory failed: ", std::generic_category().message(error),
-        peer_process_.exited() ? " (the peer process exited)" : "")));
+    throw PeerError(describe_failure(
+        core::str("reading ", bytes, " bytes of its memory failed: ", core::errno_text(error),
+                  peer_process_.exited() ? " (the peer process exited)" : "")));
   }
   bytes_received_ += bytes;
 }
@@ -452,7 +452,7 @@ std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& st
 std::string host_identity() {
   char host[256] = {};
   RINGLET_CHECK(gethostname(host, sizeof host - 1) == 0, Error,
-                "gethostname: ", std::generic_category().message(errno));
+                "gethostname: ", core::errno_text());
   std::ifstream file("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
   std::getline(file, boot_id);

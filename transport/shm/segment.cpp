@@ -43,8 +43,6 @@ static_assert(kControlOffset[1] + sizeof(ShmRingControl) <= kHeaderBytes);
 
 SegmentHeader* header_of(void* base) { return static_cast<SegmentHeader*>(base); }
 
-std::string errno_text() { return std::generic_category().message(errno); }
-
 std::size_t configured_ring_bytes() {
   const auto bytes = core::env_int("RINGLET_SHM_RING_BYTES", 4 << 20, 4096, std::int64_t{1} << 30);
   RINGLET_CHECK((bytes & (bytes - 1)) == 0, ValueError, "environment variable ",
@@ -82,7 +80,7 @@ ShmSegment ShmSegment::create(int local_rank, int peer_rank) {
                      " for peer rank ", peer_rank, ": ");
   };
   const int fd = shm_open(segment.name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  RINGLET_CHECK(fd >= 0, Error, context(), "shm_open: ", errno_text());
+  RINGLET_CHECK(fd >= 0, Error, context(), "shm_open: ", core::errno_text());
   segment.linked_ = true;  // from here on, a failure unlinks the name again (destructor)
   // Reserve the memory now: a sparse file on a full tmpfs would SIGBUS on first touch.
   const int err = posix_fallocate(fd, 0, static_cast<off_t>(segment.mapped_bytes_));
@@ -90,12 +88,12 @@ ShmSegment ShmSegment::create(int local_rank, int peer_rank) {
     close(fd);
     RINGLET_THROW(
         Error, context(), "reserving ", segment.mapped_bytes_,
-        " bytes in /dev/shm: ", std::generic_category().message(err),
+        " bytes in /dev/shm: ", core::errno_text(err),
         " (free space in /dev/shm, lower RINGLET_SHM_RING_BYTES, or RINGLET_TRANSPORT=tcp)");
   }
   void* base = mmap(nullptr, segment.mapped_bytes_, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_POPULATE, fd, 0);
-  const std::string mmap_error = base == MAP_FAILED ? errno_text() : "";
+  const std::string mmap_error = base == MAP_FAILED ? core::errno_text() : "";
   close(fd);
   RINGLET_CHECK(base != MAP_FAILED, Error, context(), "mmap: ", mmap_error);
   segment.base_ = base;
@@ -122,7 +120,7 @@ ShmSegment ShmSegment::open(const std::string& name, int local_rank, int peer_ra
   ShmSegment segment;
   segment.name_ = name;
   const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  RINGLET_CHECK(fd >= 0, Error, context(), "shm_open: ", errno_text());
+  RINGLET_CHECK(fd >= 0, Error, context(), "shm_open: ", core::errno_text());
   struct stat info {};
   if (fstat(fd, &info) != 0 || info.st_size < static_cast<off_t>(kHeaderBytes)) {
     close(fd);
@@ -131,7 +129,7 @@ ShmSegment ShmSegment::open(const std::string& name, int local_rank, int peer_ra
   segment.mapped_bytes_ = static_cast<std::size_t>(info.st_size);
   void* base = mmap(nullptr, segment.mapped_bytes_, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_POPULATE, fd, 0);
-  const std::string mmap_error = base == MAP_FAILED ? errno_text() : "";
+  const std::string mmap_error = base == MAP_FAILED ? core::errno_text() : "";
   close(fd);
   RINGLET_CHECK(base != MAP_FAILED, Error, context(), "mmap: ", mmap_error);
   segment.base_ = base;

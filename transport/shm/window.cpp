@@ -13,22 +13,17 @@
 #include "core/error.h"
 
 namespace ringlet::transport {
-namespace {
-
-std::string errno_text() { return std::generic_category().message(errno); }
-
-}  // namespace
 
 SharedWindow SharedWindow::create(std::size_t bytes) {
   RINGLET_CHECK(bytes > 0, ValueError, "shared window: size 0");
   SharedWindow window;
   window.fd_ = memfd_create("ringlet-window", MFD_CLOEXEC);
-  RINGLET_CHECK(window.fd_ >= 0, Error, "shared window: memfd_create: ", errno_text());
+  RINGLET_CHECK(window.fd_ >= 0, Error, "shared window: memfd_create: ", core::errno_text());
   RINGLET_CHECK(ftruncate(window.fd_, static_cast<off_t>(bytes)) == 0, Error,
-                "shared window: ftruncate to ", bytes, " bytes: ", errno_text());
+                "shared window: ftruncate to ", bytes, " bytes: ", core::errno_text());
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, window.fd_, 0);
   RINGLET_CHECK(base != MAP_FAILED, Error, "shared window: mmap of ", bytes,
-                " bytes: ", errno_text());
+                " bytes: ", core::errno_text());
   window.data_ = static_cast<std::byte*>(base);
   window.bytes_ = bytes;
   return window;
@@ -46,13 +41,14 @@ SharedWindow SharedWindow::open(const std::string& address) {
   SharedWindow window;
   window.fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   RINGLET_CHECK(window.fd_ >= 0, Error, "shared window ", address, ": open ", path, ": ",
-                errno_text());
+                core::errno_text());
   const off_t size = lseek(window.fd_, 0, SEEK_END);
   RINGLET_CHECK(size == bytes, Error, "shared window ", address, ": ", path, " holds ", size,
                 " bytes, not ", bytes, " (not the window published)");
   void* base = mmap(nullptr, static_cast<std::size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
                     window.fd_, 0);
-  RINGLET_CHECK(base != MAP_FAILED, Error, "shared window ", address, ": mmap: ", errno_text());
+  RINGLET_CHECK(base != MAP_FAILED, Error, "shared window ", address,
+                ": mmap: ", core::errno_text());
   window.data_ = static_cast<std::byte*>(base);
   window.bytes_ = static_cast<std::size_t>(bytes);
   window.close_handle();
