@@ -566,8 +566,12 @@ TcpConnection::~TcpConnection() {
                             impl_->peer_rank, " (tcp) was closed locally"))));
   impl_->stopping = true;
   for (auto& c : impl_->sockets) wake(c.get());
+  // Every thread first: one still running may wake (write to) any socket's eventfd, and a
+  // closed descriptor number can be reused by the time it does.
   for (auto& c : impl_->sockets) {
     if (c->thread.joinable()) c->thread.join();
+  }
+  for (auto& c : impl_->sockets) {
     ::close(c->fd);
     ::close(c->wake_fd);
   }
