@@ -29,6 +29,7 @@
 namespace ringlet::bench {
 namespace {
 
+using collectives::BufferSpace;
 using collectives::Communicator;
 using collectives::ReduceOp;
 using collectives::WorkPtr;
@@ -427,6 +428,48 @@ void print_header(const BenchOptions& o, transport::Store& store, int rank, int 
   std::fflush(stdout);
 }
 
+// "8 B", "64 KiB", "128 MiB" (exact multiples only; "1536 B" otherwise stays in bytes).
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return core::str(bytes >> 20, " MiB");
+  if (bytes >= 1024 && bytes % 1024 == 0) return core::str(bytes >> 10, " KiB");
+  return core::str(bytes, " B");
+}
+
+// The algorithm ringlet runs for one op of `bytes` per rank: the all-reduce's depends on the
+// size, the world and the ranks' memory access; the others have one each.
+std::string algorithm_of(Collective coll, const Communicator& comm, const BufferSpace* space,
+                         std::size_t bytes) {
+  switch (coll) {
+    case Collective::all_reduce:
+      return collectives::algorithm_name(comm.all_reduce_algorithm(bytes, space));
+    case Collective::broadcast: return "chain";
+    default: return "ring";
+  }
+}
+
+// "# Algorithm: ring (8 B - 64 KiB), window (128 KiB - 128 MiB)": the algorithms the sweep's
+// sizes run, in runs of sizes, so a reader of the table knows which one each row measured.
+void print_algorithms(Collective coll, const BenchOptions& o, const Communicator& comm,
+                      const BufferSpace* space) {
+  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> runs;
+  const DType t = o.types.front();
+  for (std::size_t size = o.min_bytes; size <= o.max_bytes;
+       size = o.step_factor > 1 ? size * o.step_factor : size + o.step_bytes) {
+    const Geometry g = geometry(coll, size, t, comm.size());
+    const std::string name = algorithm_of(coll, comm, space, g.send_count * core::dtype_size(t));
+    const std::size_t bytes = std::max(g.send_count, g.recv_count) * core::dtype_size(t);
+    if (runs.empty() || runs.back().first != name) runs.push_back({name, {bytes, bytes}});
+    runs.back().second.second = bytes;
+  }
+  std::string line;
+  for (const auto& [name, range] : runs) {
+    line += core::str(line.empty() ? "" : ", ", name, " (", size_text(range.first),
+                      range.second == range.first ? "" : " - " + size_text(range.second), ")");
+  }
+  std::printf("# Algorithm: %s\n#\n", line.c_str());
+  std::fflush(stdout);
+}
+
 void print_result(const Result& r) {
   char wrong[32];
   if (r.wrong < 0) {
@@ -480,7 +523,7 @@ struct Backend {
 };
 
 Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store& store,
-                     const PeerProgram* peer, const std::string& transport) {
+                     const PeerProgram* peer) {
   Backend b;
   if (peer != nullptr) {
     b.engine = peer->create(o, comm, store);
@@ -489,7 +532,9 @@ Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store
     return b;
   }
   b.space = device_space(o, comm, store);
-  b.label = b.space ? core::str(transport, ", ", b.space->ipc() ? "ipc" : "staged") : transport;
+  // The transports this rank's connections actually use (auto resolved), not the request.
+  const std::string transports = comm.transports();
+  b.label = b.space ? core::str(transports, ", ", b.space->ipc() ? "ipc" : "staged") : transports;
   b.device = b.space ? core::str(b.space->device()) : "cpu";
   return b;
 }
@@ -503,10 +548,9 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
   const bool reducing = coll == Collective::all_reduce || coll == Collective::reduce_scatter;
   RINGLET_CHECK(!rooted || o.root < n, ValueError, "-r ", o.root, ": root must be below the ", n,
                 " ranks");
-  const std::string transport =
-      o.transport.empty() ? core::env_string("RINGLET_TRANSPORT").value_or("auto") : o.transport;
-  const Backend backend = make_backend(o, comm, store, peer, transport);
+  const Backend backend = make_backend(o, comm, store, peer);
   print_header(o, store, rank, n, backend.label, backend.device);
+  if (rank == 0 && !backend.engine) print_algorithms(coll, o, comm, backend.space.get());
   Runner runner(coll, o, comm, backend.space.get(), backend.engine.get());
   std::vector<std::string> json_lines;
   double busbw_sum = 0;
@@ -554,6 +598,9 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
                          {"root", root},
                          {"nranks", n},
                          {"transport", backend.label},
+                         {"algo", backend.engine ? backend.engine->label()
+                                                 : algorithm_of(coll, comm, backend.space.get(),
+                                                                g.send_count * w)},
                          {"host", host_name()},
                          {"commit", RINGLET_BENCH_COMMIT}};
         j.update(result_json("oop", oop));

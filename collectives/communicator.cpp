@@ -9,12 +9,14 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <set>
 
 #include "collectives/algorithms.h"
 #include "collectives/failure_policy.h"
 #include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/scheduler.h"
+#include "core/log.h"
 
 namespace ringlet::collectives {
 namespace {
@@ -303,6 +305,27 @@ int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 std::chrono::milliseconds Communicator::timeout() const { return impl_->options.timeout; }
 
+std::string Communicator::transports() const {
+  std::set<std::string> names;
+  for (int p = 0; p < impl_->size; ++p) {
+    if (p != impl_->rank) names.insert(impl_->scheduler.mesh(0).peer(p).transport());
+  }
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : "+") + name;
+  return joined.empty() ? "none" : joined;
+}
+
+Algorithm Communicator::all_reduce_algorithm(std::size_t bytes, const BufferSpace* space) const {
+  if (space != nullptr) {
+    // Device buffers: the device windows over IPC, or the ring staged through the host.
+    return impl_->size > 1 && !space->windows().empty() && impl_->options.algo != AlgoRequest::ring
+               ? Algorithm::window
+               : Algorithm::ring;
+  }
+  return choose_all_reduce(impl_->options.algo, impl_->options.thresholds, impl_->access,
+                           impl_->size, bytes);
+}
+
 namespace {
 
 // avg is a sum divided once at the end, by the host's kernel or the device's.
@@ -342,19 +365,19 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   Fingerprint fp{OpKind::all_reduce, dtype, op, 0, -1, count, 0};
   const auto* in = static_cast<const char*>(send);
   auto* out = static_cast<char*>(recv);
+  const Algorithm algorithm = all_reduce_algorithm(count * es, space);
+  if (core::log_enabled(core::LogLevel::debug)) {
+    core::log(core::LogLevel::debug, "rank ", impl_->rank, ": all_reduce of ", count * es,
+              " bytes (", core::dtype_name(dtype), ", ", reduce_op_name(op), ") runs ",
+              algorithm_name(algorithm), " over ", transports(),
+              space != nullptr ? " on device buffers" : "");
+  }
   if (space != nullptr) {
-    // Device buffers: the device windows over IPC, or the ring staged through the host.
-    const Algorithm algorithm =
-        impl_->size > 1 && !space->windows().empty() && impl_->options.algo != AlgoRequest::ring
-            ? Algorithm::window
-            : Algorithm::ring;
     return impl_->submit(
         "all_reduce", true, fp, 0,
         [=](ChannelContext& ctx) { run_all_reduce(ctx, algorithm, in, out, count, dtype, op); }, {},
         algorithm == Algorithm::window, space);
   }
-  const Algorithm algorithm = choose_all_reduce(impl_->options.algo, impl_->options.thresholds,
-                                                impl_->access, impl_->size, count * es);
   const int channels = impl_->scheduler.channels();
   if (algorithm != Algorithm::ring || channels == 1) {
     // The ring checks the fingerprint through its own exchange; the others carry it.

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithm_choice.h"
 #include "collectives/buffer_space.h"
 #include "collectives/options.h"
 #include "collectives/types.h"
@@ -59,6 +60,12 @@ class Communicator {
   int rank() const;
   int size() const;
   std::chrono::milliseconds timeout() const;
+  // The transports of this rank's connections, sorted and joined by '+' ("shm", "shm+tcp");
+  // "none" for a single rank.
+  std::string transports() const;
+  // The algorithm an all_reduce of `bytes` per rank runs: on host buffers, or on a device
+  // space's (space). RINGLET_LOG=debug logs each all_reduce's choice as it is issued.
+  Algorithm all_reduce_algorithm(std::size_t bytes, const BufferSpace* space = nullptr) const;
 
   WorkPtr all_reduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
                      BufferSpace* space = nullptr);

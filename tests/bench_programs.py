@@ -12,6 +12,8 @@ nccl: the NCCL peer programs print the same table with #wrong 0 when this machin
 per rank; where it has not, they must fail with the sentence that says so, and the test exits
 77 (meson's SKIP) naming why.
 """
+import json
+import os
 import re
 import subprocess
 import sys
@@ -20,9 +22,10 @@ COLUMNS = ("size count type redop root time algbw busbw #wrong time algbw busbw 
 SKIP = 77
 
 
-def run(build, program, args, timeout=120):
+def run(build, program, args, timeout=120, env=None):
     cmd = [f"{build}/bench/{program}", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    full_env = None if env is None else {**os.environ, **env}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env)
     return " ".join(cmd[-len(args) - 1:]), proc
 
 
@@ -74,7 +77,57 @@ def ringlet(build):
     if proc.returncode == 0 or "FAILED" not in proc.stdout:
         problems.append(f"{what}: a spoiled result was not reported (status {proc.returncode})")
     print(f"{what}: status {proc.returncode} (must fail)")
+    return problems + what_ran(build)
+
+
+DEBUG_CHOICE = re.compile(r"rank (\d+): all_reduce of (\d+) bytes \(f32, sum\) runs (\w+) over (\S+)")
+
+
+def what_ran(build):
+    """The header names the transports the ranks' connections use (auto resolved), the
+    "# Algorithm:" line and each JSON row's "algo" name the algorithm each size ran, and
+    RINGLET_LOG=debug logs the same choice for every all_reduce issued."""
+    sizes = ["-b", "1K", "-e", "16M", "-f", "32", "-n", "2", "-w", "1", "-d", "float", "-o", "sum"]
+    problems = []
+    for transport, env in (("shm", {}), ("tcp", {}), ("shm", {"RINGLET_ALGO": "ring"})):
+        args = ["-np", "2"] + (["-t", "tcp"] if transport == "tcp" else []) + sizes
+        what, proc = run(build, "all_reduce_perf", args, env={"RINGLET_LOG": "debug", **env})
+        what = " ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") + what
+        out = proc.stdout
+        ranks = [l for l in out.splitlines() if l.startswith("#  Rank")]
+        if len(ranks) != 2 or not all(f"[{transport}]" in l for l in ranks):
+            problems.append(f"{what}: the rank lines do not name [{transport}]: {ranks}")
+        algos = {}
+        for line in out.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                algos[row["size"]] = row.get("algo")
+        logged = {}
+        for rank, size, algo, over in DEBUG_CHOICE.findall(proc.stderr):
+            logged.setdefault(int(size), set()).add(algo)
+            if over != transport:
+                problems.append(f"{what}: rank {rank} logged its all_reduce over {over}")
+        if len(algos) != 3 or any(logged.get(size) != {algo} for size, algo in algos.items()):
+            problems.append(f"{what}: rows' algorithms {algos}, logged {logged}")
+        expected = {"ring"} if env else ({"rd", "ring"} if transport == "tcp" else None)
+        names = set(algos.values())
+        if (expected is not None and names != expected) or (expected is None and len(names) < 2):
+            problems.append(f"{what}: algorithms {sorted(names)} (expected {expected or 'two'})")
+        summary = next((l for l in out.splitlines() if l.startswith("# Algorithm: ")), "")
+        if not summary or [w for w in re.findall(r"(\w+) \(", summary)] != ordered(algos):
+            problems.append(f"{what}: '# Algorithm:' line {summary!r} for rows {algos}")
+        print(f"{what}: {summary[2:]}; ranks over {transport}; {sum(map(len, logged.values()))} "
+              f"logged choices agree")
     return problems
+
+
+def ordered(algos):
+    """The rows' algorithms by size, consecutive repeats merged."""
+    runs = []
+    for size in sorted(algos):
+        if not runs or runs[-1] != algos[size]:
+            runs.append(algos[size])
+    return runs
 
 
 NO_PLACE = re.compile(r"NCCL needs a CUDA GPU and this machine has none|NCCL cannot place \d+ ranks")
