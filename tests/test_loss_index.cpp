@@ -321,3 +321,21 @@ TEST_CASE("gradcheck: gather and index_select accumulate over repeated indices")
   sum(gather(x, 0, from_vector({1, 1, 1, 2}, {4}, DType::i64))).backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 3, 1});
 }
+
+TEST_CASE("flip reverses one dim, on views and empty dims; its gradient flips back") {
+  const Tensor x = arange(0, 12, 1, DType::f32).reshape({2, 2, 3});
+  CHECK(flip(x, -1).to_vector<float>() == std::vector<float>{2, 1, 0, 5, 4, 3, 8, 7, 6, 11, 10, 9});
+  CHECK(flip(x, 0).to_vector<float>() == std::vector<float>{6, 7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5});
+  CHECK(flip(flip(x, 2), 2).to_vector<float>() == x.to_vector<float>());
+  CHECK(flip(x.transpose(1, 2), 1).to_vector<float>() ==
+        std::vector<float>{2, 5, 1, 4, 0, 3, 8, 11, 7, 10, 6, 9});
+  CHECK(flip(zeros({2, 0}), 1).shape() == Shape{2, 0});
+  CHECK_THROWS_WITH_AS(flip(x, 3), doctest::Contains("flip: dim 3 is out of range"),
+                       core::ValueError);
+  CHECK_THROWS_AS(flip(from_vector({1}, {}, DType::f32), 0), core::ShapeError);
+  gradcheck("flip dim 1", [](const auto& in) { return flip(in[0], 1); }, {make_input({3, 4}, 7)});
+  // A weighted sum: each input element's gradient is the weight its mirror position carries.
+  Tensor v = make_input({3}, 8);
+  sum(mul(flip(v, 0), from_vector({1, 10, 100}, {3}, DType::f64))).backward();
+  CHECK(v.grad().to_vector<double>() == std::vector<double>{100, 10, 1});
+}

@@ -180,4 +180,12 @@ Tensor index_select(const Tensor& input, std::int64_t dim, const Tensor& index) 
       });
 }
 
+Tensor flip(const Tensor& input, std::int64_t dim) {
+  RINGLET_CHECK(input.dim() >= 1, ShapeError, "flip: input must have at least one dim");
+  const std::int64_t d = wrap_dim(dim, input.dim(), "flip");
+  const std::int64_t n = input.size(d);
+  const Tensor reversed = arange(static_cast<double>(n - 1), -1.0, -1.0, DType::i64);
+  return index_select(input, d, reversed.to(input.device()));
+}
+
 }  // namespace ringlet::tensor

@@ -8,5 +8,8 @@ namespace ringlet::tensor {
 
 Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index);
 Tensor index_select(const Tensor& input, std::int64_t dim, const Tensor& index);
+// The elements of dim in reverse order, as torch.flip(input, [dim]) (a copy; its gradient
+// flips back).
+Tensor flip(const Tensor& input, std::int64_t dim);
 
 }  // namespace ringlet::tensor
