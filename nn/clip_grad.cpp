@@ -48,16 +48,21 @@ double device_norm(const Tensor& g, double p) {
   return std::pow(tensor::sum(tensor::pow(x, p)).item(), 1.0 / p);
 }
 
+// Each parameter's norm is rounded to T, as PyTorch's per-tensor norms are, then their norm.
 template <class T>
-double clip(const std::vector<Tensor>& grads, double max_norm, double p, bool error_if_nonfinite) {
-  // Each parameter's norm is rounded to T, as PyTorch's per-tensor norms are.
+T total_norm(const std::vector<Tensor>& grads, double p) {
   std::vector<T> norms;
   norms.reserve(grads.size());
   for (const Tensor& g : grads) {
     norms.push_back(static_cast<T>(g.device().is_cpu() ? norm_of(g.data<T>(), g.numel(), p)
                                                        : device_norm(g, p)));
   }
-  const T total = static_cast<T>(norm_of(norms.data(), static_cast<std::int64_t>(norms.size()), p));
+  return static_cast<T>(norm_of(norms.data(), static_cast<std::int64_t>(norms.size()), p));
+}
+
+template <class T>
+double clip(const std::vector<Tensor>& grads, double max_norm, double p, bool error_if_nonfinite) {
+  const T total = total_norm<T>(grads, p);
   RINGLET_CHECK(!error_if_nonfinite || std::isfinite(total), ValueError,
                 "clip_grad_norm_: the total norm of order ", p, " of the gradients is ", total,
                 "; gradients cannot be clipped");
@@ -75,6 +80,25 @@ double clip(const std::vector<Tensor>& grads, double max_norm, double p, bool er
   return static_cast<double>(total);
 }
 
+// The parameters' gradients (those without one skipped): f32 or f64, one dtype, contiguous.
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& params, const char* op) {
+  std::vector<Tensor> grads;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor g = params[i].grad();
+    if (!g.defined()) continue;
+    RINGLET_CHECK(g.dtype() == core::DType::f32 || g.dtype() == core::DType::f64, DTypeError, op,
+                  ": the gradient of parameter ", i, " has dtype ", g.dtype(),
+                  "; expected f32 or f64");
+    RINGLET_CHECK(grads.empty() || g.dtype() == grads.front().dtype(), DTypeError, op,
+                  ": gradients mix dtypes (", grads.front().dtype(), " and ", g.dtype(),
+                  " at parameter ", i, ")");
+    RINGLET_CHECK(g.is_contiguous(), ValueError, op, ": the gradient of parameter ", i,
+                  " is not contiguous");
+    grads.push_back(g);
+  }
+  return grads;
+}
+
 }  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
@@ -82,26 +106,22 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   RINGLET_CHECK(norm_type > 0, ValueError, "clip_grad_norm_: norm_type must be > 0, got ",
                 norm_type);
   RINGLET_CHECK(!std::isnan(max_norm), ValueError, "clip_grad_norm_: max_norm is NaN");
-  std::vector<Tensor> grads;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor g = params[i].grad();
-    if (!g.defined()) continue;
-    RINGLET_CHECK(g.dtype() == core::DType::f32 || g.dtype() == core::DType::f64, DTypeError,
-                  "clip_grad_norm_: the gradient of parameter ", i, " has dtype ", g.dtype(),
-                  "; expected f32 or f64");
-    RINGLET_CHECK(grads.empty() || g.dtype() == grads.front().dtype(), DTypeError,
-                  "clip_grad_norm_: gradients mix dtypes (", grads.front().dtype(), " and ",
-                  g.dtype(), " at parameter ", i, ")");
-    RINGLET_CHECK(g.is_contiguous(), ValueError, "clip_grad_norm_: the gradient of parameter ", i,
-                  " is not contiguous");
-    grads.push_back(g);
-  }
+  std::vector<Tensor> grads = gradients_of(params, "clip_grad_norm_");
   if (grads.empty()) return 0.0;
   tensor::NoGradGuard no_grad;
   if (grads.front().dtype() == core::DType::f32) {
     return clip<float>(grads, max_norm, norm_type, error_if_nonfinite);
   }
   return clip<double>(grads, max_norm, norm_type, error_if_nonfinite);
+}
+
+double grad_norm(const std::vector<Tensor>& params, double norm_type) {
+  RINGLET_CHECK(norm_type > 0, ValueError, "grad_norm: norm_type must be > 0, got ", norm_type);
+  const std::vector<Tensor> grads = gradients_of(params, "grad_norm");
+  if (grads.empty()) return 0.0;
+  tensor::NoGradGuard no_grad;
+  if (grads.front().dtype() == core::DType::f32) return total_norm<float>(grads, norm_type);
+  return total_norm<double>(grads, norm_type);
 }
 
 }  // namespace ringlet::nn

@@ -17,5 +17,7 @@ namespace ringlet::nn {
 // instead of scaling by it.
 double clip_grad_norm_(const std::vector<tensor::Tensor>& params, double max_norm,
                        double norm_type = 2.0, bool error_if_nonfinite = false);
+// The total norm clip_grad_norm_ returns, computed the same way, the gradients left alone.
+double grad_norm(const std::vector<tensor::Tensor>& params, double norm_type = 2.0);
 
 }  // namespace ringlet::nn

@@ -13,8 +13,9 @@ packages=(
   meson ninja-build pkg-config g++ make
   libibverbs-dev libasio-dev
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
-  nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev
+  nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev libyaml-cpp-dev
   ccache dataset-fashion-mnist python3 iperf3
+  python3-protobuf  # tests read TensorBoard event files with it; ringlet never links it
   openmpi-bin  # tests start ranks with mpirun; ringlet itself never links MPI
   iproute2     # the multi-host test joins two network namespaces
 )

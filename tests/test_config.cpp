@@ -7,12 +7,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ringlet_command.h"
 #include "temp_dir.h"
 #include "trainer/cli/train_command.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
+#include "trainer/config_help.h"
+#include "trainer/data/idx_dataset.h"
 #include "trainer/recipes.h"
 
 using namespace ringlet;
@@ -174,12 +178,54 @@ TEST_CASE("datasets: known names, the files they need, the model that takes them
   c.model = "resnet20";
   CHECK_NOTHROW(c.validate());
 
-  TrainConfig m;  // MNIST is not what the default data_dir holds either
+  TrainConfig m;  // MNIST has its own default directory, never Fashion-MNIST's
   m.dataset = "mnist";
-  CHECK_THROWS_WITH_AS(m.validate(), doctest::Contains("dataset mnist needs --data_dir DIR"),
-                       UsageError);
+  if (!std::filesystem::exists(trainer::kDefaultMnistDir)) {
+    CHECK_THROWS_WITH_AS(m.validate(),
+                         doctest::Contains("dataset mnist reads /usr/share/datasets/mnist unless "
+                                           "--data_dir says otherwise, and that directory does "
+                                           "not exist"),
+                         UsageError);
+  }
+  TrainConfig filled = m;
+  filled.fill_dataset_defaults();
+  CHECK(filled.data_dir == trainer::kDefaultMnistDir);
+  CHECK(filled.mean == std::vector<double>{0.1307});
   m.data_dir = "/data/mnist";
   CHECK_NOTHROW(m.validate());
+  m.fill_dataset_defaults();
+  CHECK(m.data_dir == "/data/mnist");  // given: kept
+}
+
+TEST_CASE("ringlet train --dataset mnist: its own directory, or the one --data_dir names") {
+  testing::TempDir dir("ringlet_mnist");
+  const std::string binary = "timeout 120 '" + testing::require_ringlet_binary() + "' train ";
+  if (!std::filesystem::exists(trainer::kDefaultMnistDir)) {
+    const auto absent = testing::finish_command(testing::start_command(binary + "--dataset mnist"));
+    CHECK(absent.status == 2);
+    CHECK(testing::contains(absent.output, "/usr/share/datasets/mnist"));
+    CHECK(testing::contains(absent.output, "never used for mnist"));
+  }
+  // IDX files in a directory of the user's (these hold Fashion-MNIST's images: the format is
+  // MNIST's, and what the run records is MNIST's normalization and that directory).
+  const std::filesystem::path data = dir.path / "mnist";
+  std::filesystem::create_directories(data);
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    std::filesystem::create_symlink(std::filesystem::path(trainer::kDefaultDataDir) / name,
+                                    data / name);
+  }
+  const auto run = testing::finish_command(testing::start_command(
+      binary + "--dataset mnist --data_dir '" + data.string() +
+      "' --epochs 1 --limit_train 256 --limit_test 64 --threads 1 --workers 1 --out '" +
+      (dir.path / "out").string() + "'"));
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::ifstream saved(dir.path / "out" / "config.json");
+  const auto config = nlohmann::json::parse(saved);
+  CHECK(config.at("dataset") == "mnist");
+  CHECK(config.at("data_dir") == data.string());
+  CHECK(config.at("mean") == 0.1307);
 }
 
 TEST_CASE("mean and std: the dataset's unless given, one value or one per channel") {
@@ -288,6 +334,86 @@ TEST_CASE("config files may carry comments; errors still name the file") {
   std::ofstream(dir.path / "bad.json") << "// header\n{\"epochs\": 4,,}\n";
   CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "bad.json").string()),
                        doctest::Contains("bad.json is not valid JSON"), core::ValueError);
+}
+
+TEST_CASE("every key has a help line, and ringlet train --help prints it with the default") {
+  const std::string command = "timeout 60 '" + testing::require_ringlet_binary() + "' train --help";
+  const testing::CommandResult result = testing::finish_command(testing::start_command(command));
+  REQUIRE(result.status == 0);
+  for (const std::string& key : trainer::config_keys()) {
+    CAPTURE(key);
+    const std::string& help = trainer::config_key_help(key);
+    CHECK(help.size() > 10);
+    // "  --key   default   help" on one line
+    const std::size_t at = result.output.find("  --" + key + " ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = result.output.substr(at, result.output.find('\n', at) - at);
+    CHECK(testing::contains(line, help));
+  }
+  CHECK(testing::contains(result.output, "none | flip"));
+  CHECK(testing::contains(result.output, "  --epochs           3 "));
+}
+
+TEST_CASE("YAML config files: the JSON recipe's keys and types; errors name file and line") {
+  testing::TempDir dir("ringlet_config_yaml");
+  // fmnist_best written as a PyTorch user's DDP config would be: YAML, comments, a list.
+  std::ofstream(dir.path / "best.yaml") << "# fmnist_best, in YAML\n"
+                                           "model: fmnist_cnn\n"
+                                           "nproc: 2\nepochs: 50\nbatch_size: 64\n"
+                                           "optimizer: sgd\nlr: 0.1\nmomentum: 0.9\n"
+                                           "nesterov: false\nweight_decay: 5.0e-4\n"
+                                           "schedule: cosine\nwarmup_epochs: 1\n"
+                                           "label_smoothing: .1\naugment: flip\n"
+                                           "tta: flip\nseed: 0\n";
+  TrainConfig yaml = trainer::load_config((dir.path / "best.yaml").string());
+  TrainConfig json = trainer::load_config(
+      (std::filesystem::path(RINGLET_SOURCE_ROOT) / "recipes" / "fmnist_best.json").string());
+  CHECK(yaml.to_json() == json.to_json());
+  // Flow style, hex, null (the dataset's padding), quoted strings stay strings.
+  std::ofstream(dir.path / "flow.yml") << "{epochs: 0x3, mean: [0.5], crop_padding: ~, "
+                                          "augment: 'crop,flip', out: \"123\"}\n";
+  const TrainConfig flow = trainer::load_config((dir.path / "flow.yml").string());
+  CHECK(flow.epochs == 3);
+  CHECK(flow.mean == std::vector<double>{0.5});
+  CHECK_FALSE(flow.crop_padding.has_value());
+  CHECK(flow.augment == "crop,flip");
+  CHECK(flow.out == "123");
+  // A quoted number is a string, and the key's type says so; so is a word where a number goes.
+  std::ofstream(dir.path / "quoted.yaml") << "lr: \"0.1\"\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "quoted.yaml").string()),
+                       doctest::Contains("key 'lr' takes a finite number, got \"0.1\" (string)"),
+                       core::ValueError);
+  std::ofstream(dir.path / "broken.yaml") << "epochs: 3\nlr: [0.1\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "broken.yaml").string()),
+                       doctest::Contains("broken.yaml is not valid YAML: line 3"),
+                       core::ValueError);
+  std::ofstream(dir.path / "twice.yaml") << "epochs: 3\nepochs: 4\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "twice.yaml").string()),
+                       doctest::Contains("key 'epochs' appears twice"), core::ValueError);
+  std::ofstream(dir.path / "inf.yaml") << "lr: .inf\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "inf.yaml").string()),
+                       doctest::Contains("lr: .inf is not a finite number"), core::ValueError);
+  std::ofstream(dir.path / "typo.yaml") << "epoch: 3\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "typo.yaml").string()),
+                       doctest::Contains("did you mean"), UsageError);
+}
+
+TEST_CASE("ringlet train --config FILE.yaml trains with the file's keys") {
+  testing::TempDir dir("ringlet_config_yaml_run");
+  std::ofstream(dir.path / "run.yaml") << "epochs: 1\nlimit_train: 256\nlimit_test: 64\n"
+                                          "lr: 0.07\naugment: flip\nthreads: 1\nworkers: 1\n";
+  const std::string out = (dir.path / "out").string();
+  const std::string command = "timeout 120 '" + testing::require_ringlet_binary() +
+                              "' train --config '" + (dir.path / "run.yaml").string() +
+                              "' --out '" + out + "'";
+  const testing::CommandResult result = testing::finish_command(testing::start_command(command));
+  INFO(result.output);
+  REQUIRE(result.status == 0);
+  std::ifstream saved(dir.path / "out" / "config.json");
+  const auto config = nlohmann::json::parse(saved);
+  CHECK(config.at("lr") == 0.07);
+  CHECK(config.at("augment") == "flip");
+  CHECK(config.at("limit_train") == 256);
 }
 
 namespace {

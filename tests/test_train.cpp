@@ -10,7 +10,9 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
+#include <vector>
 
 #include "cifar_files.h"
 #include "ringlet_command.h"
@@ -37,6 +39,12 @@ trainer::TrainConfig small_run(const fs::path& out) {
   return c;
 }
 
+// `ringlet eval`'s evaluation of a checkpoint with the config it was trained with.
+trainer::EvalResult evaluate_saved(const fs::path& checkpoint) {
+  return trainer::evaluate_checkpoint(checkpoint.string(),
+                                      trainer::checkpoint_config(checkpoint.string()));
+}
+
 }  // namespace
 
 TEST_CASE("a short run on 2,000 real images learns") {
@@ -54,9 +62,7 @@ TEST_CASE("a short run on 2,000 real images learns") {
   CHECK(result.last_eval.accuracy > 0.5);  // chance is 0.1
   CHECK(fs::exists(dir / "metrics.jsonl"));
   CHECK(fs::exists(dir / "config.json"));
-  std::ostringstream eval_log;
-  const auto again =
-      trainer::evaluate_checkpoint((dir / "checkpoint.safetensors").string(), "", eval_log);
+  const auto again = evaluate_saved(dir / "checkpoint.safetensors");
   CHECK(again.accuracy == result.last_eval.accuracy);
   fs::remove_all(dir);
 }
@@ -84,9 +90,7 @@ TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU, b
   CHECK(on_emu.last_eval.accuracy == on_cpu.last_eval.accuracy);
   CHECK(on_emu.last_eval.loss == on_cpu.last_eval.loss);
   // The checkpoint holds host tensors: evaluating it on the CPU gives the same accuracy.
-  std::ostringstream eval_log;
-  const auto again =
-      trainer::evaluate_checkpoint((dir / "checkpoint.safetensors").string(), "", eval_log);
+  const auto again = evaluate_saved(dir / "checkpoint.safetensors");
   CHECK(again.accuracy == on_emu.last_eval.accuracy);
   fs::remove_all(dir);
   c.device = "emu:7";
@@ -253,9 +257,7 @@ TEST_CASE("cifar10: a short resnet20 run on generated CIFAR-10 batches") {
   const auto saved = nlohmann::json::parse(config);
   CHECK(saved.at("mean") == nlohmann::json({0.4914, 0.4822, 0.4465}));
   CHECK(saved.at("std") == nlohmann::json({0.2470, 0.2435, 0.2616}));
-  std::ostringstream eval_log;
-  const auto again =
-      trainer::evaluate_checkpoint((out.path / "checkpoint.safetensors").string(), "", eval_log);
+  const auto again = evaluate_saved(out.path / "checkpoint.safetensors");
   CHECK(again.accuracy == result.last_eval.accuracy);
 }
 
@@ -351,4 +353,89 @@ TEST_CASE("fmnist_best starts its 2 local ranks, which read the recipe too") {
   CHECK(config.at("augment") == "flip");
   CHECK(config.at("label_smoothing") == 0.1);
   CHECK(config.at("crop_padding") == 2);  // the dataset's, recorded though unused without crop
+  CHECK(config.at("tta") == "flip");
+  CHECK(ringlet::testing::contains(result.output, "(tta flip; "));
+}
+
+namespace {
+
+std::vector<nlohmann::json> read_lines(const fs::path& file) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+// The progress lines of a run's output ("[rank 0] " stripped).
+std::vector<std::string> progress_lines(const std::string& output) {
+  static const std::regex line(
+      R"((?:\[rank 0\] )?(epoch \d+/\d+ step \d+/\d+ loss [0-9.]+ lr [0-9.]+ grad_norm [0-9.]+ \d+ img/s eta \d+:\d\d)\n)");
+  std::vector<std::string> lines;
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    lines.push_back((*it)[1]);
+  }
+  return lines;
+}
+
+// A steps.jsonl record: the fields and their sense.
+void check_step_record(const nlohmann::json& r, int epoch, std::int64_t step) {
+  INFO(r.dump());
+  CHECK(r.at("epoch") == epoch);
+  CHECK(r.at("step") == step);
+  CHECK(r.at("loss").get<double>() > 0);
+  CHECK(r.at("lr").get<double>() > 0);
+  CHECK(r.at("grad_norm").get<double>() > 0);
+  CHECK(r.at("images_per_s").get<double>() > 0);
+  CHECK(r.at("eta_s").get<double>() >= 0);
+}
+
+}  // namespace
+
+TEST_CASE("progress: every log_every steps a line and a steps.jsonl record, on 1 and 2 ranks") {
+  ringlet::testing::TempDir out("ringlet_progress");
+  const std::string common =
+      "--limit_train 640 --limit_test 100 --batch_size 64 --log_every 4 --workers 1 ";
+  SUBCASE("one process: 10 steps an epoch, windows ending at steps 4, 8 and 10") {
+    const std::string run = common + "--threads 1 --out '" + out.path.string() + "'";
+    const CommandResult result = ringlet_train(run + " --epochs 2");
+    INFO(result.output);
+    REQUIRE(result.status == 0);
+    const auto lines = progress_lines(result.output);
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[0].rfind("epoch 1/2 step 4/10 loss ", 0) == 0);
+    CHECK(lines[5].rfind("epoch 2/2 step 10/10 loss ", 0) == 0);
+    auto records = read_lines(out.path / "steps.jsonl");
+    REQUIRE(records.size() == 6);
+    const std::int64_t steps[] = {4, 8, 10, 14, 18, 20};
+    for (std::size_t i = 0; i < 6; ++i) check_step_record(records[i], i < 3 ? 1 : 2, steps[i]);
+    CHECK(records[5].at("eta_s").get<double>() == 0);  // nothing left
+    // A record of an epoch the checkpoint does not hold (a kill mid-epoch) goes on resume.
+    {
+      std::ofstream stale(out.path / "steps.jsonl", std::ios::app);
+      stale << R"({"epoch": 3, "step": 24, "loss": 1.0})"
+            << "\n";
+    }
+    const CommandResult resumed = ringlet_train(run + " --epochs 3 --resume");
+    INFO(resumed.output);
+    REQUIRE(resumed.status == 0);
+    CHECK(ringlet::testing::contains(resumed.output, "steps.jsonl: dropped 1 line(s)"));
+    records = read_lines(out.path / "steps.jsonl");
+    REQUIRE(records.size() == 9);
+    check_step_record(records[6], 3, 24);
+    check_step_record(records[8], 3, 30);
+  }
+  SUBCASE("2 ranks: 5 steps an epoch on each, windows ending at steps 4 and 5; rank 0 writes") {
+    const CommandResult result =
+        ringlet_train(common + "--nproc 2 --epochs 1 --out '" + out.path.string() + "'");
+    INFO(result.output);
+    REQUIRE(result.status == 0);
+    const auto lines = progress_lines(result.output);
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[1].rfind("epoch 1/1 step 5/5 loss ", 0) == 0);
+    const auto records = read_lines(out.path / "steps.jsonl");
+    REQUIRE(records.size() == 2);
+    check_step_record(records[0], 1, 4);
+    check_step_record(records[1], 1, 5);
+  }
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "core/device.h"
 #include "core/env.h"
@@ -14,6 +15,7 @@
 #include "trainer/cli/usage.h"
 #include "trainer/config_value.h"
 #include "trainer/data/dataset_catalog.h"
+#include "trainer/yaml_config.h"
 
 namespace ringlet::trainer {
 namespace {
@@ -170,6 +172,7 @@ const std::vector<Field>& fields() {
       channel_values_field("std", &TrainConfig::std),
       field("augment", &TrainConfig::augment),
       optional_int_field("crop_padding", &TrainConfig::crop_padding),
+      field("tta", &TrainConfig::tta),
       field("limit_train", &TrainConfig::limit_train),
       field("limit_test", &TrainConfig::limit_test),
       field("out", &TrainConfig::out),
@@ -258,10 +261,21 @@ void check_data(const TrainConfig& c) {
   check(!data->needs_data_dir || !default_dir,
         core::str("dataset ", data->name, " needs --data_dir DIR, a directory holding ",
                   data->files, "; the default data_dir holds Fashion-MNIST"));
+  // Another dataset's default directory stands in for the default data_dir: it must be there,
+  // never Fashion-MNIST's files read in its place.
+  const bool own_default = default_dir && data->default_dir != kDefaultDataDir;
+  check(!own_default || std::filesystem::is_directory(data->default_dir),
+        core::str("dataset ", data->name, " reads ", data->default_dir,
+                  " unless --data_dir says otherwise, and that directory does not exist: put ",
+                  data->files, " there or pass --data_dir DIR (no Debian package installs ",
+                  data->name, "; the default data_dir holds Fashion-MNIST, never used for ",
+                  data->name, ")"));
   check(c.model != "fmnist_cnn" || (data->channels == 1 && data->side == 28),
         core::str("model fmnist_cnn takes 28x28 single-channel images, not those of ", data->name,
                   "; use --model resnet20 or resnet18"));
   check_augment(c, *data);
+  check(c.tta.empty() || c.tta == "none" || c.tta == "flip",
+        "tta must be none or flip, got '" + c.tta + "'");
   check_channel_count(c.mean, "mean", *data);
   check_channel_count(c.std, "std", *data);
   for (const double v : c.std) check(v > 0, core::str("std must be > 0, got ", v));
@@ -423,6 +437,9 @@ void TrainConfig::fill_dataset_defaults() {
   const DatasetInfo* info = find_dataset(dataset);
   RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", dataset,
                 "' (valid: ", dataset_names(), ")");
+  if (same_path(data_dir, kDefaultDataDir) && !info->default_dir.empty()) {
+    data_dir = info->default_dir;  // the dataset's own default directory
+  }
   if (mean.empty()) mean = info->mean;
   if (std.empty()) std = info->std;
   if (!crop_padding.has_value()) crop_padding = static_cast<int>(info->crop_padding);
@@ -431,6 +448,11 @@ void TrainConfig::fill_dataset_defaults() {
 json load_config_json(const std::string& path) {
   std::ifstream in(path);
   RINGLET_CHECK(in.good(), ValueError, "config file ", path, " cannot be opened");
+  if (is_yaml_path(path)) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    return yaml_to_json(text.str(), path);
+  }
   try {
     return json::parse(in, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {  // parse errors, and numbers no double holds

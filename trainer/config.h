@@ -56,6 +56,9 @@ struct TrainConfig {
   // Pixels of padding on each side for crop; unset (null) means the dataset's: 2 for the 28x28
   // images of (Fashion-)MNIST, 4 for CIFAR-10 (torchvision's RandomCrop(32, padding=4)).
   std::optional<int> crop_padding;
+  // Test-time augmentation of the evaluation: "" (none) or "flip": each test image's logits are
+  // the mean of the image's and its mirror image's (for models trained with flip).
+  std::string tta;
   std::int64_t limit_train = 0;  // use only the first N training examples (0 = all)
   std::int64_t limit_test = 0;
   std::string out;  // run directory; empty = runs/<date-time>
@@ -75,8 +78,9 @@ struct TrainConfig {
   // Ranges (epochs >= 1, batch_size >= 1, lr > 0, ...), a known dataset with the files it
   // needs, a model that takes its images, mean/std with one value or one per channel.
   void validate() const;
-  // Sets a mean, std or crop_padding left unset to the dataset's (after validate()), so that
-  // the printed and saved config says what the run used.
+  // Sets a mean, std or crop_padding left unset to the dataset's, and the default data_dir to
+  // the dataset's own default directory (MNIST's), after validate(), so that the printed and
+  // saved config says what the run used.
   void fill_dataset_defaults();
 };
 
@@ -91,8 +95,8 @@ struct Augmentations {
 // unknown or repeated name is a UsageError naming it and the valid ones.
 Augmentations parse_augment(const std::string& augment);
 
-// Loads a JSON config file; // and /* */ comments are allowed (errors name the file and the
-// JSON problem).
+// Loads a JSON config file (// and /* */ comments allowed), or a YAML one (.yaml / .yml,
+// trainer/yaml_config.h); errors name the file and the problem.
 TrainConfig load_config(const std::string& path);
 // The file's keys alone, as JSON (not yet checked against the config's keys).
 nlohmann::json load_config_json(const std::string& path);

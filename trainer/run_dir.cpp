@@ -39,12 +39,14 @@ void refuse_used(const fs::path& dir) {
 void discard_run(const fs::path& dir) {
   fs::remove(checkpoint_path(dir));
   fs::remove(metrics_path(dir));
+  fs::remove(steps_path(dir));
 }
 
-// The metrics records of epochs the checkpoint holds, whole lines only: a record written after
-// the last checkpoint (a kill between the two writes) or a torn last line is dropped.
-void trim_metrics(const fs::path& dir, std::int64_t epochs_done, std::ostream& out) {
-  const fs::path path = metrics_path(dir);
+// The records (metrics.jsonl or steps.jsonl) of epochs the checkpoint holds, whole lines only:
+// a record written after the last checkpoint (a kill between the two writes, or steps of the
+// epoch it did not finish) or a torn last line is dropped.
+void trim_records(const fs::path& path, std::int64_t epochs_done, std::ostream& out) {
+  if (!fs::exists(path)) return;
   const std::string text = core::read_file_text(path);
   std::string kept;
   std::size_t dropped = 0, start = 0;
@@ -68,9 +70,12 @@ void trim_metrics(const fs::path& dir, std::int64_t epochs_done, std::ostream& o
       << "epoch " << epochs_done << " (written after it, or torn)" << std::endl;
 }
 
-// A fork starts as a copy of its source's record: metrics and history.
+// A fork starts as a copy of its source's record: metrics, steps and history.
 void copy_record(const fs::path& from, const fs::path& to) {
   core::write_file_atomically(metrics_path(to), core::read_file_text(metrics_path(from)));
+  if (fs::exists(steps_path(from))) {
+    core::write_file_atomically(steps_path(to), core::read_file_text(steps_path(from)));
+  }
   core::write_file_atomically(history_path(to), core::read_file_text(history_path(from)));
 }
 
@@ -118,7 +123,10 @@ void ready_files(const TrainConfig& c, const fs::path& dir, const RunRecord* run
   if (c.reset) discard_run(dir);
   if (!c.reset && !c.resume) refuse_used(dir);  // a fork's --out too: it must be new
   if (!c.resume_from.empty() && !c.resume) copy_record(resume_source(c), dir);
-  if (run != nullptr) trim_metrics(dir, run->epoch, out);
+  if (run != nullptr) {
+    trim_records(metrics_path(dir), run->epoch, out);
+    trim_records(steps_path(dir), run->epoch, out);
+  }
   core::write_file_atomically(dir / "config.json", c.to_json().dump(2) + "\n");
   core::append_line(history_path(dir),
                     history_record(c, run != nullptr ? run->epoch : 0, changes).dump());
@@ -135,6 +143,8 @@ std::string default_run_dir() {
 }
 
 fs::path metrics_path(const fs::path& run_dir) { return run_dir / "metrics.jsonl"; }
+
+fs::path steps_path(const fs::path& run_dir) { return run_dir / "steps.jsonl"; }
 
 bool resuming(const TrainConfig& c) { return c.resume || !c.resume_from.empty(); }
 

@@ -1,13 +1,14 @@
 // The run directory of `ringlet train`:
 //   config.json             the run's current recipe (replaced atomically)
 //   metrics.jsonl           one JSON record per finished epoch, appended in whole lines
+//   steps.jsonl             one record every log_every steps (loss, lr, grad norm, images/s)
 //   checkpoint.safetensors  after the last finished epoch (checkpoint/checkpoint.h, atomic)
 //   history.jsonl           one record per command that trained the run: when, where, the
 //                           command line, new / reset / resume / fork, and what it changed
 //   lock                    held by the job's rank 0 while it runs (run_lock.h)
 // Rank 0 alone writes there; every rank reads the checkpoint to resume. A kill at any moment
-// leaves a directory that --resume accepts: metrics records written after the last checkpoint
-// (and a torn last line) are dropped when the run resumes.
+// leaves a directory that --resume accepts: metrics and steps records written after the last
+// checkpoint (and a torn last line) are dropped when the run resumes.
 #pragma once
 
 #include <filesystem>
@@ -26,6 +27,8 @@ namespace ringlet::trainer {
 std::string default_run_dir();
 // run_dir/metrics.jsonl
 std::filesystem::path metrics_path(const std::filesystem::path& run_dir);
+// run_dir/steps.jsonl
+std::filesystem::path steps_path(const std::filesystem::path& run_dir);
 // Where a resume reads its checkpoint: resume_from (a fork) or the run directory itself.
 std::filesystem::path resume_source(const TrainConfig& config);
 // Whether the config continues a run (--resume, or --resume_from for a fork).
@@ -41,8 +44,8 @@ struct RunDir {
 // Sets config.out to default_run_dir() when it is empty and makes the directory ready:
 //  - a resume checks the command against the run's recipe (resume_check.h), on every rank;
 //  - rank 0 locks it, refuses a used directory without --resume or --reset, discards the old
-//    run for --reset, copies the source's record for a fork, drops metrics records newer
-//    than the checkpoint, then writes config.json and the history record.
+//    run for --reset, copies the source's record for a fork, drops metrics and steps records
+//    newer than the checkpoint, then writes config.json and the history record.
 // Nothing is written before every check has passed.
 RunDir prepare_run_dir(TrainConfig& config, int rank, std::ostream& out);
 

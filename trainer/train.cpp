@@ -32,8 +32,10 @@
 #include "trainer/ddp.h"
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
+#include "trainer/progress.h"
 #include "trainer/run_dir.h"
 #include "trainer/sync_batch_norm.h"
+#include "trainer/tensorboard.h"
 
 namespace ringlet::trainer {
 namespace fs = std::filesystem;
@@ -51,13 +53,6 @@ class NullBuffer : public std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-std::string format_seconds(double s) {
-  const auto total = static_cast<long>(s);
-  std::ostringstream out;
-  out << total / 60 << ":" << std::setw(2) << std::setfill('0') << total % 60;
-  return out.str();
-}
-
 // --- what a run is built from: each a function of the config ---------------------------------
 
 // The model the config names, initialized from its seed (as torch.manual_seed(seed) would),
@@ -66,6 +61,10 @@ std::shared_ptr<nn::Module> build_model(const TrainConfig& c) {
   const DatasetInfo& data = dataset_of(c);
   tensor::Generator gen(c.seed);
   return nn::make_model(c.model, gen, data.classes, data.channels);
+}
+
+EvalOptions eval_options(const TrainConfig& c, collectives::Communicator* comm) {
+  return EvalOptions{.comm = comm, .mirror = c.tta == "flip", .classes = dataset_of(c).classes};
 }
 
 std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& c, nn::Module& model) {
@@ -150,6 +149,8 @@ struct Run {
   nn::GradScaler scaler;
   nn::CrossEntropyLoss criterion;
   std::unique_ptr<DistributedDataParallel> ddp;  // null on a single rank
+  std::unique_ptr<Progress> progress;            // while the epochs train
+  std::unique_ptr<EventWriter> events;           // rank 0: TensorBoard's event file
   int start_epoch = 0;
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
   core::Device device;    // where the model computes (batches are moved there)
@@ -256,9 +257,10 @@ void distribute(Run& run) {
                  .gradient_as_bucket_view = true});
 }
 
-// One optimizer step on one batch: its loss, or nullopt when the f16 gradients overflowed and
-// the step was skipped (the scale shrank, nothing was learned).
-std::optional<double> train_step(Run& run, const Batch& batch) {
+// One optimizer step on one batch, as the progress sees it: its loss, or skipped when the f16
+// gradients overflowed (the scale shrank, nothing was learned); the gradient norm when asked
+// (after DDP's averaging, unscaled) or when clipping measured it.
+StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
   run.optimizer->zero_grad();
   tensor::Tensor logits;
   {
@@ -269,15 +271,23 @@ std::optional<double> train_step(Run& run, const Batch& batch) {
   tensor::Tensor loss = run.criterion.forward(logits, batch.labels.to(run.device));
   run.scaler.scale(loss).backward();
   if (run.ddp) run.ddp->finish_gradient_sync();
-  if (run.c.clip_grad_norm > 0) {
-    run.scaler.unscale_(*run.optimizer);  // the clip sees the true gradients
-    nn::clip_grad_norm_(run.model->parameters(), run.c.clip_grad_norm);
+  StepSample sample;
+  sample.examples = batch.labels.numel();
+  sample.lr = run.optimizer->lr();
+  if (run.c.clip_grad_norm > 0 || measure_norm) {
+    run.scaler.unscale_(*run.optimizer);  // the clip and the norm see the true gradients
   }
-  const bool stepped = run.scaler.step(*run.optimizer);
+  if (run.c.clip_grad_norm > 0) {
+    sample.grad_norm = nn::clip_grad_norm_(run.model->parameters(), run.c.clip_grad_norm);
+  } else if (measure_norm) {
+    sample.grad_norm = nn::grad_norm(run.model->parameters());
+  }
+  if (run.scaler.is_enabled()) sample.loss_scale = run.scaler.get_scale();
+  sample.skipped = !run.scaler.step(*run.optimizer);
   run.scaler.update();
-  ++run.step;
-  if (!stepped) return std::nullopt;
-  return loss.item();
+  sample.step = ++run.step;
+  if (!sample.skipped) sample.loss = loss.item();
+  return sample;
 }
 
 // One epoch's training pass, as its summary line and metrics record need it.
@@ -290,47 +300,88 @@ struct EpochStats {
   double mean_loss() const { return loss_sum / std::max<double>(1, static_cast<double>(seen)); }
 };
 
-// A bar redrawn in place on a TTY; otherwise a line every log_every steps and at the end.
-void report_progress(Run& run, int epoch, const EpochStats& stats, std::int64_t batches,
-                     double secs) {
-  const double rate = static_cast<double>(stats.seen) * run.world / std::max(secs, 1e-9);
-  if (run.tty) {
-    const double eta =
-        secs / static_cast<double>(stats.steps) * static_cast<double>(batches - stats.steps);
-    run.out << "\repoch " << epoch + 1 << "/" << run.c.epochs << " [" << stats.steps << "/"
-            << batches << "] loss " << std::fixed << std::setprecision(4)
-            << stats.loss_sum / static_cast<double>(stats.seen) << " " << std::setprecision(0)
-            << rate << " img/s eta " << format_seconds(eta) << "   " << std::flush;
-  } else if (stats.steps % run.c.log_every == 0 || stats.steps == batches) {
-    run.out << "epoch " << epoch + 1 << " step " << stats.steps << "/" << batches << " loss "
-            << std::fixed << std::setprecision(4)
-            << stats.loss_sum / static_cast<double>(stats.seen) << " " << std::setprecision(0)
-            << rate << " img/s" << std::endl;
-  }
-}
-
 EpochStats train_epoch(Run& run, int epoch) {
   const auto start = Clock::now();
   auto it = run.train_loader->begin_epoch(epoch);
-  const std::int64_t batches = it.num_batches();
+  run.progress->begin_epoch(epoch, it.num_batches());
   EpochStats stats;
   while (auto batch = it.next()) {
-    const std::optional<double> loss = train_step(run, *batch);
+    const StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm());
     ++stats.steps;
-    if (!loss) {
+    if (sample.skipped) {
       ++stats.skipped;
-      continue;
+    } else {
+      RINGLET_CHECK(std::isfinite(sample.loss), Error, "epoch ", epoch + 1, " step ", run.step,
+                    ": the loss is ", sample.loss, " (diverged; try a smaller --lr)");
+      stats.loss_sum += sample.loss * static_cast<double>(sample.examples);
+      stats.seen += sample.examples;
     }
-    RINGLET_CHECK(std::isfinite(*loss), Error, "epoch ", epoch + 1, " step ", run.step,
-                  ": the loss is ", *loss, " (diverged; try a smaller --lr)");
-    stats.loss_sum += *loss * static_cast<double>(batch->labels.numel());
-    stats.seen += batch->labels.numel();
-    report_progress(run, epoch, stats, batches, seconds_since(start));
+    run.progress->step(sample);
   }
-  if (run.tty) run.out << "\n";
+  run.progress->end_epoch();
   stats.seconds = seconds_since(start);
   return stats;
 }
+
+// The sums of an evaluation: loss, examples, correct predictions (with and without test-time
+// augmentation) and per class, in one f64 vector so that ranks all-reduce them at once.
+class EvalTally {
+ public:
+  explicit EvalTally(std::int64_t classes)
+      : classes_(classes), sums_(static_cast<std::size_t>(kPerClass + 2 * classes), 0.0) {}
+
+  // A batch: the logits that decide, the single view's (equal without augmentation), labels.
+  void add(const tensor::Tensor& logits, const tensor::Tensor& single_view,
+           const tensor::Tensor& labels_on_host) {
+    const tensor::Tensor labels = labels_on_host.to(logits.device());
+    sums_[kLoss] += tensor::cross_entropy(logits, labels, tensor::Reduction::sum).item();
+    const auto predicted =
+        tensor::argmax(logits, 1).to(core::Device::cpu()).to_vector<std::int64_t>();
+    const auto single =
+        tensor::argmax(single_view, 1).to(core::Device::cpu()).to_vector<std::int64_t>();
+    const auto truth = labels_on_host.to_vector<std::int64_t>();
+    for (std::size_t i = 0; i < truth.size(); ++i) {
+      RINGLET_CHECK(truth[i] >= 0 && truth[i] < classes_, ValueError, "evaluate: label ", truth[i],
+                    " is outside the dataset's ", classes_, " classes");
+      const std::size_t at = slot(kPerClass + truth[i]);
+      sums_[at] += 1;
+      sums_[kExamples] += 1;
+      sums_[kSingleCorrect] += single[i] == truth[i] ? 1 : 0;
+      if (predicted[i] != truth[i]) continue;
+      sums_[kCorrect] += 1;
+      sums_[at + static_cast<std::size_t>(classes_)] += 1;
+    }
+  }
+
+  void all_reduce(collectives::Communicator& comm) {
+    comm.all_reduce(sums_.data(), sums_.data(), sums_.size(), core::DType::f64,
+                    collectives::ReduceOp::sum)
+        ->wait(core::Deadline::after(comm.timeout()));
+  }
+
+  EvalResult result() const {
+    EvalResult r;
+    r.examples = static_cast<std::int64_t>(sums_[kExamples]);
+    const double n = std::max<double>(1.0, sums_[kExamples]);
+    if (r.examples > 0) {
+      r.loss = sums_[kLoss] / n;
+      r.accuracy = sums_[kCorrect] / n;
+      r.single_view_accuracy = sums_[kSingleCorrect] / n;
+    }
+    for (std::int64_t k = 0; k < classes_; ++k) {
+      r.class_examples.push_back(static_cast<std::int64_t>(sums_[slot(kPerClass + k)]));
+      r.class_correct.push_back(static_cast<std::int64_t>(sums_[slot(kPerClass + classes_ + k)]));
+    }
+    return r;
+  }
+
+ private:
+  static std::size_t slot(std::int64_t i) { return static_cast<std::size_t>(i); }
+  static constexpr std::size_t kLoss = 0, kExamples = 1, kCorrect = 2, kSingleCorrect = 3;
+  static constexpr std::int64_t kPerClass = 4;  // then examples per class, then correct per class
+  std::int64_t classes_;
+  std::vector<double> sums_;
+};
 
 // The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes).
 void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const EvalResult& eval) {
@@ -338,8 +389,10 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
       static_cast<double>(stats.seen) * run.world / std::max(stats.seconds, 1e-9);
   run.out << std::fixed << "epoch " << epoch + 1 << "/" << run.c.epochs << ": train loss "
           << std::setprecision(4) << stats.mean_loss() << ", test loss " << eval.loss
-          << ", test accuracy " << eval.accuracy << ", " << std::setprecision(0) << images_per_s
-          << " img/s, " << std::setprecision(1) << stats.seconds << " s";
+          << ", test accuracy " << eval.accuracy;
+  if (run.c.tta == "flip") run.out << " (tta flip; " << eval.single_view_accuracy << " without)";
+  run.out << ", " << std::setprecision(0) << images_per_s << " img/s, " << std::setprecision(1)
+          << stats.seconds << " s";
   if (run.scaler.is_enabled()) {
     run.out << ", " << stats.skipped << " step(s) skipped on overflow, loss scale "
             << std::setprecision(0) << run.scaler.get_scale();
@@ -349,11 +402,16 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
                         {"loss", stats.mean_loss()},    {"test_loss", eval.loss},
                         {"accuracy", eval.accuracy},    {"lr", lr},
                         {"images_per_s", images_per_s}, {"seconds", stats.seconds}};
+  if (run.c.tta == "flip") record["accuracy_without_tta"] = eval.single_view_accuracy;
   if (run.scaler.is_enabled()) {
     record["skipped_steps"] = stats.skipped;
     record["loss_scale"] = run.scaler.get_scale();
   }
   if (run.rank != 0) return;
+  for (const auto& [key, value] : record.items()) {
+    if (key != "epoch" && key != "step")
+      run.events->scalar("epoch/" + key, value.get<double>(), run.step);
+  }
   core::append_line(metrics_path(run.run_dir.path),
                     record.dump());  // before the checkpoint: see run_dir.h
   save_checkpoint(
@@ -379,12 +437,23 @@ TrainResult train_epochs(Run& run) {
   TrainResult result;
   result.out_dir = run.run_dir.path.string();
   result.epochs_done = run.start_epoch;
+  if (run.rank == 0 && run.start_epoch < run.c.epochs) {
+    run.events = std::make_unique<EventWriter>(run.run_dir.path);
+  }
+  run.progress = std::make_unique<Progress>(
+      run.out, ProgressOptions{.epochs = run.c.epochs,
+                               .world = run.world,
+                               .log_every = run.c.log_every,
+                               .tty = run.tty,
+                               .steps_file = run.rank == 0 ? steps_path(run.run_dir.path)
+                                                           : std::filesystem::path(),
+                               .events = run.events.get()});
   for (int epoch = run.start_epoch; epoch < run.c.epochs; ++epoch) {
     const EpochStats stats = train_epoch(run, epoch);
     result.skipped_steps += stats.skipped;
     const double lr = run.optimizer->lr();
     if (run.schedule) run.schedule->step();
-    const EvalResult eval = evaluate(*run.model, *run.test_loader, run.comm);
+    const EvalResult eval = evaluate(*run.model, *run.test_loader, eval_options(run.c, run.comm));
     stop_if_diverged(run, epoch, eval);
     record_epoch(run, epoch, stats, lr, eval);
     // Nobody moves on (or exits) before rank 0's checkpoint is on disk.
@@ -397,38 +466,27 @@ TrainResult train_epochs(Run& run) {
 
 }  // namespace
 
-EvalResult evaluate(nn::Module& model, DataLoader& loader, collectives::Communicator* comm) {
+EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options) {
   tensor::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  EvalResult result;
-  double loss_sum = 0;
-  std::int64_t correct = 0;
+  EvalTally tally(options.classes);
   const auto params = model.parameters();
   const core::Device device = params.empty() ? core::Device::cpu() : params.front().device();
   auto it = loader.begin_epoch(0);
   while (auto batch = it.next()) {
-    const tensor::Tensor logits = model.forward(batch->images.to(device));
-    const tensor::Tensor labels = batch->labels.to(device);
-    loss_sum += tensor::cross_entropy(logits, labels, tensor::Reduction::sum).item();
-    correct += static_cast<std::int64_t>(
-        tensor::sum(tensor::eq(tensor::argmax(logits, 1), labels)).item());
-    result.examples += batch->labels.numel();
+    const tensor::Tensor images = batch->images.to(device);
+    const tensor::Tensor logits = model.forward(images);
+    if (!options.mirror) {
+      tally.add(logits, logits, batch->labels);
+      continue;
+    }
+    const tensor::Tensor mirrored = model.forward(tensor::flip(images, -1));
+    tally.add(tensor::mul(tensor::add(logits, mirrored), 0.5), logits, batch->labels);
   }
   model.train(was_training);
-  if (comm != nullptr && comm->size() > 1) {
-    double sums[3] = {loss_sum, static_cast<double>(correct), static_cast<double>(result.examples)};
-    comm->all_reduce(sums, sums, 3, core::DType::f64, collectives::ReduceOp::sum)
-        ->wait(core::Deadline::after(comm->timeout()));
-    loss_sum = sums[0];
-    correct = static_cast<std::int64_t>(sums[1]);
-    result.examples = static_cast<std::int64_t>(sums[2]);
-  }
-  if (result.examples > 0) {
-    result.loss = loss_sum / static_cast<double>(result.examples);
-    result.accuracy = static_cast<double>(correct) / static_cast<double>(result.examples);
-  }
-  return result;
+  if (options.comm != nullptr && options.comm->size() > 1) tally.all_reduce(*options.comm);
+  return tally.result();
 }
 
 TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm,
@@ -447,22 +505,25 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   return train_epochs(run);
 }
 
-EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_dir,
-                               std::ostream& out) {
+TrainConfig checkpoint_config(const std::string& path) {
   const safetensors::File probe = safetensors::read(path);
   auto it = probe.metadata.find("config");
   RINGLET_CHECK(it != probe.metadata.end(), ValueError, "checkpoint ", path,
                 " has no config in its metadata");
   TrainConfig c;
   c.merge_json(nlohmann::json::parse(it->second), path);
-  if (!data_dir.empty()) c.data_dir = data_dir;
+  return c;
+}
+
+EvalResult evaluate_checkpoint(const std::string& path, TrainConfig c,
+                               collectives::Communicator* comm) {
   c.fill_dataset_defaults();
+  const int rank = comm != nullptr ? comm->rank() : 0, world = comm != nullptr ? comm->size() : 1;
   auto model = build_model(c);
   load_checkpoint(path, *model, nullptr);
-  const EvalResult r = evaluate(*model, *make_test_loader(c, 0, 1));
-  out << std::fixed << std::setprecision(4) << "test loss " << r.loss << ", test accuracy "
-      << r.accuracy << " (" << r.examples << " examples)\n";
-  return r;
+  const core::Device device = core::parse_device(c.device);
+  if (!device.is_cpu()) model->to(device);
+  return evaluate(*model, *make_test_loader(c, rank, world), eval_options(c, comm));
 }
 
 }  // namespace ringlet::trainer

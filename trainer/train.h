@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "collectives/communicator.h"
 #include "nn/module.h"
@@ -20,6 +21,18 @@ struct EvalResult {
   double loss = 0;      // mean cross-entropy
   double accuracy = 0;  // fraction correct
   std::int64_t examples = 0;
+  // With test-time augmentation, the accuracy of the images alone (else equal to accuracy).
+  double single_view_accuracy = 0;
+  // Per class (by label): examples and how many of them were predicted right.
+  std::vector<std::int64_t> class_examples, class_correct;
+};
+
+struct EvalOptions {
+  // Several ranks: each evaluates its own shard and the sums are all-reduced, so every rank
+  // returns the global result.
+  collectives::Communicator* comm = nullptr;
+  bool mirror = false;        // tta "flip": logits are the mean of the image's and its mirror's
+  std::int64_t classes = 10;  // the dataset's (labels are 0..classes-1)
 };
 
 struct TrainResult {
@@ -29,18 +42,20 @@ struct TrainResult {
   std::int64_t skipped_steps = 0;  // f16: steps skipped because the gradients overflowed
 };
 
-// Evaluates on the loader's examples; with a communicator, every rank evaluates its own shard
-// and the sums are all-reduced, so every rank returns the global result.
-EvalResult evaluate(nn::Module& model, DataLoader& loader,
-                    collectives::Communicator* comm = nullptr);
+// Evaluates the model (in eval mode, without gradients) on the loader's examples.
+EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options = {});
 // With a communicator of several ranks: DistributedSampler shards, DDP gradient averaging,
 // rank 0 alone prints, writes metrics and checkpoints; every rank loads a checkpoint to resume.
 // With comm (several ranks) on a device, `space` is that device's space (DistributedContext).
 TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm = nullptr,
                   collectives::BufferSpace* space = nullptr);
-// `ringlet eval --checkpoint F`: rebuilds the model the checkpoint's config names, loads it and
-// evaluates on the test split.
-EvalResult evaluate_checkpoint(const std::string& path, const std::string& data_dir,
-                               std::ostream& out);
+// The config a checkpoint was trained with (saved in its metadata); a ValueError naming the
+// file when it has none.
+TrainConfig checkpoint_config(const std::string& path);
+// `ringlet eval`: rebuilds the model `c` names (c is checkpoint_config(path), perhaps with a
+// new data_dir, limit_test, device or tta), loads the checkpoint's parameters and evaluates on
+// the test split on c.device; with a communicator of several ranks, each rank its shard.
+EvalResult evaluate_checkpoint(const std::string& path, TrainConfig c,
+                               collectives::Communicator* comm = nullptr);
 
 }  // namespace ringlet::trainer

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "trainer/cli/eval_command.h"
 #include "trainer/cli/launch_command.h"
 #include "trainer/cli/trace_command.h"
 #include "trainer/cli/train_command.h"

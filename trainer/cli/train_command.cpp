@@ -1,5 +1,5 @@
-// `ringlet train` / `ringlet eval`: a recipe or config file first, then overrides; --help lists
-// the keys and the recipes.
+// `ringlet train`: a recipe or config file first, then overrides; --help lists the keys and
+// the recipes.
 #include "trainer/cli/train_command.h"
 
 #include <filesystem>
@@ -12,6 +12,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
+#include "trainer/config_help.h"
 #include "trainer/data/dataset_catalog.h"
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
@@ -87,18 +88,14 @@ void print_recipes(std::ostream& out) {
 // Every key with its default (mean, std and crop_padding default to the dataset's), then the
 // recipes and the datasets.
 void print_train_help(std::ostream& out) {
-  out << "usage: ringlet " << kTrainSummary << "\n\nkeys (--key value, defaults):\n";
+  out << "usage: ringlet " << kTrainSummary
+      << "\n\nkeys (--key value or --key=value; dashes and underscores alike), default, meaning:\n";
   const auto defaults = TrainConfig().to_json();
   for (const auto& key : config_keys()) {
-    out << "  --" << key << " ";
-    if (key == "mean" || key == "std") {
-      out << "(the dataset's, below; one value, or one per channel: 0.5,0.5,0.5)\n";
-    } else if (defaults[key].is_null()) {
-      out << "(the dataset's, below)\n";
-    } else {
-      out << defaults[key]
-          << (key == "augment" ? " (none; any of crop, flip, erase, comma-separated)" : "") << "\n";
-    }
+    std::string value = defaults[key].dump();
+    if (key == "mean" || key == "std" || defaults[key].is_null()) value = "(dataset's)";
+    out << "  --" << std::left << std::setw(16) << key << " " << std::setw(12) << value << " "
+        << config_key_help(key) << "\n";
   }
   print_recipes(out);
   out << "\ndatasets (--dataset NAME; its files in --data_dir):\n";
@@ -106,22 +103,13 @@ void print_train_help(std::ostream& out) {
     out << "  " << std::left << std::setw(15) << d.name << d.channels << "x" << d.side << "x"
         << d.side << ", " << d.classes << " classes, mean " << join(d.mean) << ", std "
         << join(d.std) << ", crop padding " << d.crop_padding << "\n"
-        << std::string(17, ' ') << d.files << (d.needs_data_dir ? "; needs --data_dir" : "")
+        << std::string(17, ' ') << d.files
+        << (d.needs_data_dir ? "; needs --data_dir" : "; default --data_dir " + d.default_dir)
         << "\n";
   }
   out << "The default --data_dir holds Fashion-MNIST (apt-get install dataset-fashion-mnist).\n"
          "fmnist_cnn takes only 28x28 single-channel images: train cifar10 with --model resnet20 "
          "or resnet18.\n";
-}
-
-// "--flag value" or "--flag=value" at args[i]: its value, with i moved past it; nullopt when
-// args[i] is something else.
-std::optional<std::string> flag_value(const std::vector<std::string>& args, std::size_t& i,
-                                      const std::string& flag) {
-  if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
-  if (args[i] != flag) return std::nullopt;
-  if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
-  return args[++i];
 }
 
 // What `ringlet train ARGS` asks for: --help, or a config (a recipe or config files, then the
@@ -226,25 +214,6 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
   const TrainResult result = train(config, out);
   out << "done: " << result.epochs_done << " epoch(s), " << outcome(result) << "; run directory "
       << result.out_dir << "\n";
-  return 0;
-}
-
-int eval_command(const std::vector<std::string>& args, std::ostream& out) {
-  std::string checkpoint, data_dir;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      out << "usage: ringlet " << kEvalSummary << "\n";
-      return 0;
-    }
-    if (a != "--checkpoint" && a != "--data-dir") {
-      throw_unknown("eval", "option", a, {"--checkpoint", "--data-dir", "--help"});
-    }
-    if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-    (a == "--checkpoint" ? checkpoint : data_dir) = args[++i];
-  }
-  if (checkpoint.empty()) throw UsageError("eval: --checkpoint FILE is required");
-  evaluate_checkpoint(checkpoint, data_dir, out);
   return 0;
 }
 

@@ -58,4 +58,12 @@ void throw_unknown(const std::string& context, const std::string& what, const st
   throw UsageError(message);
 }
 
+std::optional<std::string> flag_value(const std::vector<std::string>& args, std::size_t& i,
+                                      const std::string& flag) {
+  if (args[i].rfind(flag + "=", 0) == 0) return args[i].substr(flag.size() + 1);
+  if (args[i] != flag) return std::nullopt;
+  if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+  return args[++i];
+}
+
 }  // namespace ringlet::trainer::cli

@@ -3,6 +3,7 @@
 // tools and argparse do) and any other error into exit status 1.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ std::string nearest(const std::string& word, const std::vector<std::string>& cho
 
 // Throws "<context>: unknown <what> 'word' (did you mean 'x'?); valid: a, b, c" as a
 // UsageError (no "<context>: " when context is empty).
+// "--flag value" or "--flag=value" at args[i]: its value, with i moved past it; nullopt when
+// args[i] is something else. A missing value is a UsageError.
+std::optional<std::string> flag_value(const std::vector<std::string>& args, std::size_t& i,
+                                      const std::string& flag);
+
 [[noreturn]] void throw_unknown(const std::string& context, const std::string& what,
                                 const std::string& word, const std::vector<std::string>& choices);
 

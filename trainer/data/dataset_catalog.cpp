@@ -17,7 +17,10 @@ const std::vector<DatasetInfo>& dataset_catalog() {
        .std = {0.3530},
        .crop_padding = 2,
        .needs_data_dir = false,
-       .files = "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]"},
+       .files = "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
+       .default_dir = kDefaultDataDir,
+       .class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
+                       "Sneaker", "Bag", "Ankle boot"}},
       {.name = "mnist",
        .format = DatasetFormat::idx,
        .channels = 1,
@@ -26,8 +29,10 @@ const std::vector<DatasetInfo>& dataset_catalog() {
        .mean = {0.1307},  // torchvision's MNIST statistics
        .std = {0.3081},
        .crop_padding = 2,
-       .needs_data_dir = true,  // the default data_dir holds Fashion-MNIST's files
-       .files = "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]"},
+       .needs_data_dir = false,
+       .files = "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]",
+       .default_dir = kDefaultMnistDir,  // no Debian package: the user puts the files there
+       .class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
       {.name = "cifar10",
        .format = DatasetFormat::cifar_binary,
        .channels = CifarDataset::kChannels,
@@ -37,7 +42,10 @@ const std::vector<DatasetInfo>& dataset_catalog() {
        .std = {0.2470, 0.2435, 0.2616},
        .crop_padding = 4,  // torchvision's CIFAR recipe: RandomCrop(32, padding=4)
        .needs_data_dir = true,
-       .files = "data_batch_1..5.bin, test_batch.bin (the binary version)"},
+       .files = "data_batch_1..5.bin, test_batch.bin (the binary version)",
+       .default_dir = "",
+       .class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                       "ship", "truck"}},
   };
   return catalog;
 }

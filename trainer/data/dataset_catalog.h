@@ -27,8 +27,12 @@ struct DatasetInfo {
   std::int64_t classes;
   std::vector<double> mean, std;  // per channel, of pixels scaled to [0, 1]
   std::int64_t crop_padding;      // pixels; what --augment crop pads by unless --crop_padding
-  bool needs_data_dir;            // true: kDefaultDataDir cannot hold it
+  bool needs_data_dir;            // true: it has no default directory
   std::string files;              // what the data directory holds, for messages
+  // Where its files are read from when --data_dir is left at its default (Fashion-MNIST's
+  // directory); "" when it needs --data_dir.
+  std::string default_dir;
+  std::vector<std::string> class_names;  // by label
 };
 
 const std::vector<DatasetInfo>& dataset_catalog();

@@ -17,6 +17,8 @@ namespace ringlet::trainer {
 
 // Where Debian's `dataset-fashion-mnist` package puts the Fashion-MNIST files.
 inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+// MNIST's default directory, next to it (no Debian package installs MNIST).
+inline constexpr const char* kDefaultMnistDir = "/usr/share/datasets/mnist";
 
 enum class Split { train, test };
 

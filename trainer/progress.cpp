@@ -1,0 +1,123 @@
+// The progress bar, the progress lines and steps.jsonl (progress.h).
+#include "trainer/progress.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/file_io.h"
+#include "trainer/tensorboard.h"
+
+namespace ringlet::trainer {
+
+namespace {
+
+double seconds_between(std::chrono::steady_clock::time_point from,
+                       std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace
+
+std::string format_seconds(double s) {
+  const auto total = static_cast<long>(std::max(0.0, s));
+  std::ostringstream out;
+  out << total / 60 << ":" << std::setw(2) << std::setfill('0') << total % 60;
+  return out.str();
+}
+
+Progress::Progress(std::ostream& out, ProgressOptions options)
+    : out_(out), options_(std::move(options)) {}
+
+void Progress::begin_epoch(int epoch, std::int64_t batches) {
+  epoch_ = epoch;
+  batches_ = batches;
+  epoch_steps_ = 0;
+  epoch_loss_sum_ = 0;
+  epoch_examples_ = 0;
+  epoch_start_ = window_start_ = Clock::now();
+  window_loss_sum_ = 0;
+  window_examples_ = window_skipped_ = 0;
+}
+
+bool Progress::wants_grad_norm() const {
+  const std::int64_t next = epoch_steps_ + 1;
+  return next % options_.log_every == 0 || next == batches_;
+}
+
+void Progress::step(const StepSample& sample) {
+  ++epoch_steps_;
+  ++steps_done_;
+  if (sample.skipped) {
+    ++window_skipped_;
+  } else {
+    epoch_loss_sum_ += sample.loss * static_cast<double>(sample.examples);
+    window_loss_sum_ += sample.loss * static_cast<double>(sample.examples);
+    epoch_examples_ += sample.examples;
+    window_examples_ += sample.examples;
+  }
+  if (options_.tty) draw_bar();
+  if (epoch_steps_ % options_.log_every != 0 && epoch_steps_ != batches_) return;
+  log_window(sample);
+  window_start_ = Clock::now();
+  window_loss_sum_ = 0;
+  window_examples_ = window_skipped_ = 0;
+}
+
+void Progress::end_epoch() {
+  if (options_.tty) out_ << "\n";
+}
+
+double Progress::eta_seconds() const {
+  const double elapsed = seconds_between(started_, Clock::now());
+  const std::int64_t left = (batches_ - epoch_steps_) +
+                            static_cast<std::int64_t>(options_.epochs - epoch_ - 1) * batches_;
+  return elapsed / static_cast<double>(std::max<std::int64_t>(1, steps_done_)) *
+         static_cast<double>(left);
+}
+
+void Progress::draw_bar() {
+  const double secs = std::max(seconds_between(epoch_start_, Clock::now()), 1e-9);
+  const double rate = static_cast<double>(epoch_examples_) * options_.world / secs;
+  out_ << "\repoch " << epoch_ + 1 << "/" << options_.epochs << " [" << epoch_steps_ << "/"
+       << batches_ << "] loss " << std::fixed << std::setprecision(4)
+       << epoch_loss_sum_ / std::max<double>(1, static_cast<double>(epoch_examples_)) << " "
+       << std::setprecision(0) << rate << " img/s eta " << format_seconds(eta_seconds()) << "   "
+       << std::flush;
+}
+
+void Progress::log_window(const StepSample& last) {
+  const double secs = std::max(seconds_between(window_start_, Clock::now()), 1e-9);
+  const double rate = static_cast<double>(window_examples_) * options_.world / secs;
+  const double loss = window_loss_sum_ / std::max<double>(1, static_cast<double>(window_examples_));
+  const double eta = eta_seconds();
+  if (!options_.tty) {
+    std::ostringstream line;  // one write: ranks' lines never interleave mid-line
+    line << "epoch " << epoch_ + 1 << "/" << options_.epochs << " step " << epoch_steps_ << "/"
+         << batches_ << " loss " << std::fixed << std::setprecision(4) << loss << " lr "
+         << std::setprecision(6) << last.lr;
+    if (last.grad_norm) line << " grad_norm " << std::setprecision(4) << *last.grad_norm;
+    if (last.loss_scale) line << " loss_scale " << std::setprecision(0) << *last.loss_scale;
+    line << " " << std::setprecision(0) << rate << " img/s eta " << format_seconds(eta) << "\n";
+    out_ << line.str() << std::flush;
+  }
+  if (options_.events != nullptr) {
+    options_.events->scalar("train/loss", loss, last.step);
+    options_.events->scalar("train/lr", last.lr, last.step);
+    options_.events->scalar("train/images_per_s", rate, last.step);
+    if (last.grad_norm) options_.events->scalar("train/grad_norm", *last.grad_norm, last.step);
+    if (last.loss_scale) options_.events->scalar("train/loss_scale", *last.loss_scale, last.step);
+  }
+  if (options_.steps_file.empty()) return;
+  nlohmann::json record{{"epoch", epoch_ + 1}, {"step", last.step},    {"loss", loss},
+                        {"lr", last.lr},       {"images_per_s", rate}, {"eta_s", eta}};
+  if (last.grad_norm) record["grad_norm"] = *last.grad_norm;
+  if (last.loss_scale) {
+    record["loss_scale"] = *last.loss_scale;
+    record["skipped"] = window_skipped_;
+  }
+  core::append_line(options_.steps_file, record.dump());
+}
+
+}  // namespace ringlet::trainer
