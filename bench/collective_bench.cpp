@@ -428,6 +428,16 @@ void print_header(const BenchOptions& o, transport::Store& store, int rank, int 
   std::fflush(stdout);
 }
 
+// The sizes -b, -e and -f / -i sweep, smallest first.
+std::vector<std::size_t> sweep_sizes(const BenchOptions& o) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t size = o.min_bytes; size <= o.max_bytes;
+       size = o.step_factor > 1 ? size * o.step_factor : size + o.step_bytes) {
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
 // "8 B", "64 KiB", "128 MiB" (exact multiples only; "1536 B" otherwise stays in bytes).
 std::string size_text(std::size_t bytes) {
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return core::str(bytes >> 20, " MiB");
@@ -453,8 +463,7 @@ void print_algorithms(Collective coll, const BenchOptions& o, const Communicator
                       const BufferSpace* space) {
   std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> runs;
   const DType t = o.types.front();
-  for (std::size_t size = o.min_bytes; size <= o.max_bytes;
-       size = o.step_factor > 1 ? size * o.step_factor : size + o.step_bytes) {
+  for (const std::size_t size : sweep_sizes(o)) {
     const Geometry g = geometry(coll, size, t, comm.size());
     const std::string name = algorithm_of(coll, comm, space, g.send_count * core::dtype_size(t));
     const std::size_t bytes = std::max(g.send_count, g.recv_count) * core::dtype_size(t);
@@ -560,8 +569,7 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
     for (ReduceOp op : ops) {
       runner.warm_up(geometry(coll, o.max_bytes, t, n), t, op);
       runner.warm_up(geometry(coll, o.min_bytes, t, n), t, op);
-      for (std::size_t size = o.min_bytes; size <= o.max_bytes;
-           size = o.step_factor > 1 ? size * o.step_factor : size + o.step_bytes) {
+      for (const std::size_t size : sweep_sizes(o)) {
         const Geometry g = geometry(coll, size, t, n);
         const std::size_t w = core::dtype_size(t);
         const std::size_t bytes = std::max(g.send_count, g.recv_count) * w;

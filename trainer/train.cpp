@@ -335,10 +335,8 @@ class EvalTally {
            const tensor::Tensor& labels_on_host) {
     const tensor::Tensor labels = labels_on_host.to(logits.device());
     sums_[kLoss] += tensor::cross_entropy(logits, labels, tensor::Reduction::sum).item();
-    const auto predicted =
-        tensor::argmax(logits, 1).to(core::Device::cpu()).to_vector<std::int64_t>();
-    const auto single =
-        tensor::argmax(single_view, 1).to(core::Device::cpu()).to_vector<std::int64_t>();
+    const auto predicted = predictions(logits);
+    const auto single = single_view.same(logits) ? predicted : predictions(single_view);
     const auto truth = labels_on_host.to_vector<std::int64_t>();
     for (std::size_t i = 0; i < truth.size(); ++i) {
       RINGLET_CHECK(truth[i] >= 0 && truth[i] < classes_, ValueError, "evaluate: label ", truth[i],
@@ -376,6 +374,9 @@ class EvalTally {
   }
 
  private:
+  static std::vector<std::int64_t> predictions(const tensor::Tensor& logits) {
+    return tensor::argmax(logits, 1).to(core::Device::cpu()).to_vector<std::int64_t>();
+  }
   static std::size_t slot(std::int64_t i) { return static_cast<std::size_t>(i); }
   static constexpr std::size_t kLoss = 0, kExamples = 1, kCorrect = 2, kSingleCorrect = 3;
   static constexpr std::int64_t kPerClass = 4;  // then examples per class, then correct per class
@@ -506,9 +507,9 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
 }
 
 TrainConfig checkpoint_config(const std::string& path) {
-  const safetensors::File probe = safetensors::read(path);
-  auto it = probe.metadata.find("config");
-  RINGLET_CHECK(it != probe.metadata.end(), ValueError, "checkpoint ", path,
+  const safetensors::Metadata metadata = safetensors::read_metadata(path);
+  auto it = metadata.find("config");
+  RINGLET_CHECK(it != metadata.end(), ValueError, "checkpoint ", path,
                 " has no config in its metadata");
   TrainConfig c;
   c.merge_json(nlohmann::json::parse(it->second), path);
