@@ -35,9 +35,6 @@ TEST_CASE("kill -9 of a peer mid-transfer fails the survivor within the deadline
       }
       return 0;
     });
-    // Before the mesh, so it outlives the connection's threads: after a failed recv a second
-    // tcp socket may still be reading into it until the mesh joins its threads (found by ASan;
-    // the transport should not report the failure before every socket has let go).
     std::vector<unsigned char> buf(kChunk);
     transport::TcpStore store("127.0.0.1", peer.port, core::Deadline::after(30s));
     auto mesh = transport::Mesh::connect(store, mesh_options(0, 2, transport, prefix),

@@ -4,12 +4,15 @@
 // handshake's refusals (stranger, wrong job, wrong rank, port in use).
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "ipv6.h"
 #include "raw_socket.h"
@@ -189,6 +192,80 @@ TEST_CASE("a socket that ends without a goodbye fails the connection while anoth
                        core::PeerError);
   CHECK(std::chrono::steady_clock::now() - start < 2s);
   ::close(raw[0]);
+}
+
+TEST_CASE("a failed receive has let go of its buffer: nothing is written into it afterwards") {
+  // The peer streams message 0's second stripe on socket 1 as fast as it can while socket 0 ends
+  // without a goodbye. The receive is read by the sockets' threads (a continuation, nobody
+  // waits), so socket 1's thread is reading into the buffer when socket 0's thread finds the
+  // failure. Once the request has failed (its continuation runs, its wait throws) the buffer is
+  // the caller's again: not one more byte may land in it. The continuation looks at once, on
+  // the failing thread, before anything else happens there: the stripe is read in order, so
+  // its filled prefix (found by bisection, in microseconds) must not grow afterwards.
+  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  const auto deadline = core::Deadline::after(kWait);
+  auto dial = std::async(std::launch::async, [&] {
+    std::vector<int> fds;
+    for (int i = 0; i < 2; ++i) {
+      fds.push_back(transport::tcp::connect_socket("127.0.0.1", listener.port(),
+                                                   hello_from(1, 0, i, 2), deadline));
+    }
+    return fds;
+  });
+  std::vector<int> accepted;
+  for (int i = 0; i < 2; ++i) accepted.push_back(listener.take(1, i, deadline));
+  transport::tcp::TcpConnection conn(0, 1, accepted);
+  const std::vector<int> raw = dial.get();
+  constexpr std::uint64_t kHalf = std::uint64_t{256} << 20;
+  std::vector<unsigned char> buf(2 * kHalf, 0);
+  RequestPtr r = conn.recv(buf.data(), buf.size());
+  const auto filled = [&] {  // bytes of the stripe in buf: 0xab up to there, zeros after
+    std::uint64_t lo = 0, hi = kHalf;
+    while (lo < hi) {
+      const std::uint64_t mid = (lo + hi) / 2;
+      if (buf[kHalf + mid] != 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo;
+  };
+  std::promise<std::pair<std::uint64_t, std::uint64_t>> prefix;  // at the failure, 100 ms later
+  r->then([&] {
+    const std::uint64_t at_failure = filled();
+    std::this_thread::sleep_for(100ms);  // the writer goes on meanwhile
+    prefix.set_value({at_failure, filled()});
+  });
+  const transport::tcp::FrameHeader stripe{
+      transport::tcp::kFrameMagic, 0, 0, kHalf, kHalf, 2 * kHalf};
+  REQUIRE(::write(raw[1], &stripe, sizeof stripe) == static_cast<ssize_t>(sizeof stripe));
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> sent{0};
+  ::fcntl(raw[1], F_SETFL, ::fcntl(raw[1], F_GETFL) & ~O_NONBLOCK);
+  std::thread writer([&] {
+    const std::vector<unsigned char> chunk(1 << 20, 0xab);
+    while (sent.load() < kHalf && !stop.load()) {
+      const ssize_t n = ::send(raw[1], chunk.data(), chunk.size(), MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<std::uint64_t>(n);
+    }
+  });
+  // Far more than the socket buffers hold: socket 1's thread is streaming into buf.
+  constexpr std::uint64_t kStreaming = std::uint64_t{32} << 20;
+  for (int i = 0; i < 2000 && sent.load() < kStreaming; ++i) std::this_thread::sleep_for(5ms);
+  const bool streaming = sent.load() >= kStreaming;
+  ::close(raw[0]);
+  CHECK_THROWS_AS(r->wait(core::Deadline::after(kWait)), core::PeerError);
+  auto looked = prefix.get_future();
+  REQUIRE(looked.wait_for(kWait) == std::future_status::ready);
+  stop = true;
+  ::shutdown(raw[1], SHUT_RDWR);
+  writer.join();
+  ::close(raw[1]);
+  CHECK(streaming);
+  const auto [at_failure, later] = looked.get();
+  CHECK(at_failure > 0);
+  CHECK(later == at_failure);
 }
 
 TEST_CASE("a silent peer is a timeout naming the operation") {

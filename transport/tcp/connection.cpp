@@ -18,6 +18,10 @@
 // Reading a socket (its frame in progress, `Socket::reader`) is done under the socket's
 // read_mutex by whoever reads; shared state (posted receives, sequence numbers, sends, the
 // failure) is guarded by Impl::mutex, always taken after read_mutex.
+// A failure fails its requests only once no thread reads into or writes from their buffers:
+// readers and writers stop at the `failed` flag, and fail_all takes every socket's read and
+// write mutex (the one this thread already reads, named by ReadingSocket, excepted) before it
+// fails anything. So a caller may free a buffer as soon as its request has failed.
 #include "transport/tcp/connection.h"
 
 #include <fcntl.h>
@@ -145,6 +149,23 @@ void wake(Socket* c) {
   [[maybe_unused]] const ssize_t n = ::write(c->wake_fd, &one, sizeof one);
 }
 
+// The socket whose read_mutex this thread holds, so that a failure found while reading it does
+// not wait for itself.
+thread_local const Socket* t_reading = nullptr;
+
+// Holds a socket's read_mutex and names it in t_reading for as long as it lives.
+class ReadingSocket {
+ public:
+  explicit ReadingSocket(Socket* c) : lock_(c->read_mutex), previous_(t_reading) { t_reading = c; }
+  ~ReadingSocket() { t_reading = previous_; }
+  ReadingSocket(const ReadingSocket&) = delete;
+  ReadingSocket& operator=(const ReadingSocket&) = delete;
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+  const Socket* previous_;
+};
+
 int poll_ms(Clock::duration d) {
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
   return static_cast<int>(std::clamp<std::int64_t>(ms, 0, 1000));
@@ -162,6 +183,7 @@ struct TcpConnection::Impl {
   std::map<std::uint64_t, SendState> sends;
   std::size_t background_recvs = 0;  // posted receives the sockets' threads read
   std::exception_ptr failure;
+  std::atomic<bool> failed{false};  // set with `failure`; readers and writers stop at it
   std::atomic<std::uint64_t> sent{0}, received{0};
   std::atomic<bool> closing{false}, stopping{false};
   std::size_t goodbyes_received = 0, goodbyes_sent = 0;  // guarded by mutex
@@ -178,13 +200,15 @@ struct TcpConnection::Impl {
   }
 
   // Fails everything pending and every later request with `error`; shuts the sockets down (they
-  // are closed once the threads are joined).
+  // are closed once the threads are joined). The requests fail only after every socket has let
+  // go of their buffers.
   void fail_all(std::exception_ptr error) {
     std::vector<RequestPtr> victims;
     {
       std::lock_guard lock(mutex);
       if (failure) return;
       failure = error;
+      failed.store(true);
       for (auto& [seq, slot] : recvs) victims.push_back(slot.request);
       for (auto& [seq, state] : sends) victims.push_back(state.request);
       recvs.clear();
@@ -193,11 +217,21 @@ struct TcpConnection::Impl {
       for (auto& c : sockets) c->read_done = true;
     }
     goodbye_sent.notify_all();
-    for (auto& r : victims) r->fail(error);
     for (auto& c : sockets) {
       ::shutdown(c->fd, SHUT_RDWR);
       wake(c.get());
     }
+    for (auto& c : sockets) let_go(c.get());
+    for (auto& r : victims) r->fail(error);
+  }
+
+  // Waits until nobody reads into or writes from a buffer through socket `c` (each stops at
+  // `failed`), and drops its unwritten frames. Called after `failed` is set.
+  void let_go(Socket* c) {
+    std::unique_lock read(c->read_mutex, std::defer_lock);
+    if (t_reading != c) read.lock();
+    std::lock_guard write(c->write_mutex);
+    c->queue.clear();
   }
 
   void on_io_error(int error, const char* during) {
@@ -318,7 +352,7 @@ struct TcpConnection::Impl {
   // Called with c->read_mutex held.
   void pump(Socket* c, const Request* until) {
     Reader& r = c->reader;
-    while (true) {
+    while (!failed.load()) {
       if (r.in_payload) {
         // The rest of the payload and the next header in one call.
         iovec parts[2] = {{r.dst, static_cast<std::size_t>(r.left)},
@@ -401,7 +435,7 @@ struct TcpConnection::Impl {
       }
       if (deadline->expired() || readable.empty()) return;
       for (Socket* c : readable) {
-        std::lock_guard read(c->read_mutex);
+        ReadingSocket read(c);
         pump(c, request);
         if (request->done()) return;
       }
@@ -418,6 +452,7 @@ struct TcpConnection::Impl {
     int error = 0;
     {
       std::lock_guard lock(c->write_mutex);
+      if (failed.load()) return;  // its request has failed (or is about to)
       if (c->queue.empty()) {
         error = write_some(c->fd, frame);
         if (error == EAGAIN) {
@@ -440,7 +475,7 @@ struct TcpConnection::Impl {
     int error = 0;
     {
       std::lock_guard lock(c->write_mutex);
-      while (!c->queue.empty()) {
+      while (!c->queue.empty() && !failed.load()) {
         error = write_some(c->fd, c->queue.front());
         if (error != 0) break;
         done.push_back(c->queue.front());
@@ -496,7 +531,7 @@ struct TcpConnection::Impl {
         posted = !recvs.empty();
       }
       if (resumed) {  // a resumed socket may hold a whole frame already
-        std::lock_guard read(c->read_mutex);
+        ReadingSocket read(c);
         pump(c, nullptr);
       }
       bool want_out;
@@ -521,7 +556,7 @@ struct TcpConnection::Impl {
       const short got = p[0].revents;
       if ((got & (POLLOUT | POLLERR | POLLHUP)) && want_out) flush(c);
       if (got & (POLLIN | POLLRDHUP | POLLERR | POLLHUP)) {
-        std::lock_guard read(c->read_mutex);
+        ReadingSocket read(c);
         pump(c, nullptr);
       }
     }
