@@ -99,7 +99,8 @@ def check(out):
     expected = {}
     for r in steps:
         for key in ("loss", "lr", "grad_norm", "images_per_s"):
-            expected[(f"train/{key}", r["step"])] = r[key]
+            if r.get(key) is not None:  # a window of skipped steps has no loss
+                expected[(f"train/{key}", r["step"])] = r[key]
     for r in epochs:
         for key in ("loss", "test_loss", "accuracy", "lr", "images_per_s", "seconds"):
             expected[(f"epoch/{key}", r["step"])] = r[key]

@@ -393,6 +393,14 @@ TEST_CASE("YAML config files: the JSON recipe's keys and types; errors name file
   std::ofstream(dir.path / "inf.yaml") << "lr: .inf\n";
   CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "inf.yaml").string()),
                        doctest::Contains("lr: .inf is not a finite number"), core::ValueError);
+  std::ofstream(dir.path / "empty.yaml") << "# nothing yet\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "empty.yaml").string()),
+                       doctest::Contains("empty.yaml is empty: write one \"key: value\" line"),
+                       core::ValueError);
+  std::ofstream(dir.path / "list.yaml") << "- epochs: 3\n";
+  CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "list.yaml").string()),
+                       doctest::Contains("must be a YAML mapping of keys to values"),
+                       core::ValueError);
   std::ofstream(dir.path / "typo.yaml") << "epoch: 3\n";
   CHECK_THROWS_WITH_AS(trainer::load_config((dir.path / "typo.yaml").string()),
                        doctest::Contains("did you mean"), UsageError);

@@ -15,6 +15,7 @@
 
 #include "ringlet_command.h"
 #include "temp_dir.h"
+#include "trainer/checkpoint/safetensors.h"
 #include "trainer/train.h"
 
 using namespace ringlet;
@@ -84,7 +85,7 @@ fs::path train_checkpoint(const fs::path& out) {
 TEST_CASE("ringlet eval: loss, accuracy and per class; tta; ranks, devices and data options") {
   ringlet::testing::TempDir dir("ringlet_eval");
   const fs::path checkpoint = train_checkpoint(dir.path / "run");
-  const std::string ckpt = "--checkpoint '" + checkpoint.string() + "'";
+  const std::string ckpt = "--checkpoint '" + checkpoint.string() + "' --limit_test 300";
 
   const CommandResult plain = ringlet_eval(ckpt + " --tta none");
   INFO(plain.output);
@@ -124,9 +125,27 @@ TEST_CASE("ringlet eval: loss, accuracy and per class; tta; ranks, devices and d
       CHECK(r.classes == single.classes);
     }
   }
+  SUBCASE("one CPU rank over the whole test split by default, however the run trained") {
+    // The same checkpoint, as if a 2-rank run on cuda with limit_test 300 had written it.
+    trainer::safetensors::File file = trainer::safetensors::read(checkpoint);
+    auto config = nlohmann::json::parse(file.metadata.at("config"));
+    config["nproc"] = 2;
+    config["device"] = "cuda";
+    config["limit_test"] = 300;
+    file.metadata["config"] = config.dump();
+    const fs::path cuda_run = dir.path / "cuda.safetensors";
+    trainer::safetensors::write(cuda_run, file.tensors, file.metadata);
+    const CommandResult whole = ringlet_eval("--checkpoint '" + cuda_run.string() + "' --tta none");
+    INFO(whole.output);
+    REQUIRE(whole.status == 0);
+    CHECK(contains(whole.output, "on 1 rank(s), device cpu, all fashion-mnist test examples"));
+    CHECK_FALSE(contains(whole.output, "[rank "));
+    CHECK(parse_report(whole.output).examples == 10000);
+  }
   SUBCASE("--limit_test, and --data-dir spelled either way") {
-    const CommandResult fewer = ringlet_eval(
-        ckpt + " --limit_test 50 --data-dir /usr/share/datasets/fashion-mnist --tta none");
+    const CommandResult fewer =
+        ringlet_eval("--checkpoint '" + checkpoint.string() +
+                     "' --limit_test 50 --data-dir /usr/share/datasets/fashion-mnist --tta none");
     INFO(fewer.output);
     REQUIRE(fewer.status == 0);
     CHECK(parse_report(fewer.output).examples == 50);

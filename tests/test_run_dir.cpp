@@ -118,9 +118,9 @@ TEST_CASE("a used run directory needs --resume or --reset; --reset keeps the his
   const std::string metrics = core::read_file_text(dir.path / "metrics.jsonl");
   CommandResult result = ringlet_train(run);
   CHECK(result.status == 2);
-  CHECK(contains(result.output,
-                 "already holds a run (checkpoint.safetensors, metrics.jsonl): pass "
-                 "--resume to continue it, --reset to discard it"));
+  CHECK(contains(result.output, "already holds a run (checkpoint.safetensors, metrics.jsonl"));
+  CHECK(contains(result.output, "events.out.tfevents."));
+  CHECK(contains(result.output, "): pass --resume to continue it, --reset to discard it"));
   CHECK(core::read_file_text(dir.path / "metrics.jsonl") == metrics);
   result = ringlet_train(run + " --reset");
   CHECK(result.status == 0);
@@ -128,6 +128,20 @@ TEST_CASE("a used run directory needs --resume or --reset; --reset keeps the his
   const auto history = read_lines(dir.path / "history.jsonl");
   REQUIRE(history.size() == 2);
   CHECK(history[1]["action"] == "reset");
+  // The old run's TensorBoard file went with it: one run, one curve.
+  int event_files = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path))
+    event_files += entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  CHECK(event_files == 1);
+
+  SUBCASE("a run killed in its first epoch left only steps and events: still a run") {
+    fs::remove(dir.path / "checkpoint.safetensors");
+    fs::remove(dir.path / "metrics.jsonl");
+    result = ringlet_train(run);
+    CHECK(result.status == 2);
+    CHECK(contains(result.output, "already holds a run ("));
+    CHECK(contains(result.output, "events.out.tfevents."));
+  }
 }
 
 TEST_CASE(

@@ -15,15 +15,21 @@
 #include <vector>
 
 #include "cifar_files.h"
+#include "nn/flatten.h"
+#include "nn/linear.h"
+#include "nn/sequential.h"
 #include "ringlet_command.h"
 #include "same_checkpoint.h"
 #include "temp_dir.h"
 #include "trainer/checkpoint/safetensors.h"
 #include "trainer/cli/usage.h"
+#include "trainer/data/data_loader.h"
+#include "trainer/progress.h"
 #include "trainer/train.h"
 
 using namespace ringlet;
 using ringlet::testing::CommandResult;
+using ringlet::testing::contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -46,6 +52,86 @@ trainer::EvalResult evaluate_saved(const fs::path& checkpoint) {
 }
 
 }  // namespace
+
+namespace {
+
+// Three 1x1x2 images (a, b) with labels; with weights [[1, 0], [0, 2]] an image's logits are
+// (a, 2b) and its mirror's (b, 2a).
+class PairDataset : public trainer::Dataset {
+ public:
+  std::int64_t size() const override { return 3; }
+  trainer::Example get(std::int64_t index) const override {
+    static const float pixels[3][2] = {{3, 1}, {-1, 0}, {0, 2}};
+    static const std::int64_t labels[3] = {1, 0, 1};
+    tensor::Tensor image = tensor::Tensor::empty({1, 1, 2}, core::DType::f32);
+    image.data<float>()[0] = pixels[index][0];
+    image.data<float>()[1] = pixels[index][1];
+    return {image, labels[index]};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tta flip by hand: the mean of an image's and its mirror's logits decides") {
+  tensor::Generator gen(0);
+  auto linear = std::make_shared<nn::Linear>(2, 2, gen, false);
+  const float weight[4] = {1, 0, 0, 2};
+  std::copy(weight, weight + 4, linear->weight().data<float>());
+  nn::Sequential model({std::make_shared<nn::Flatten>(), linear});
+  trainer::DataLoaderOptions options;
+  options.batch_size = 2;  // two batches: the tally adds up across them
+  trainer::DataLoader loader(std::make_shared<PairDataset>(), options);
+  // Image logits (3, 2), (-1, 0), (0, 4): only the third is right. Means with the mirror:
+  // (2, 4), (-0.5, -1), (1, 2): all three right.
+  const trainer::EvalResult single = trainer::evaluate(model, loader, {.classes = 2});
+  CHECK(single.accuracy == doctest::Approx(1.0 / 3));
+  CHECK(single.single_view_accuracy == single.accuracy);
+  CHECK(single.loss == doctest::Approx(0.8815577676514185));
+  const trainer::EvalResult tta = trainer::evaluate(model, loader, {.mirror = true, .classes = 2});
+  CHECK(tta.accuracy == 1.0);
+  CHECK(tta.single_view_accuracy == doctest::Approx(1.0 / 3));
+  CHECK(tta.loss == doctest::Approx(0.30475556091376715));  // cross-entropy of the means
+  CHECK(tta.class_examples == std::vector<std::int64_t>{1, 2});
+  CHECK(tta.class_correct == std::vector<std::int64_t>{1, 2});
+  CHECK(single.class_correct == std::vector<std::int64_t>{0, 1});
+  CHECK_THROWS_WITH_AS(trainer::evaluate(model, loader, {}),
+                       doctest::Contains("EvalOptions::classes must be"), core::ValueError);
+}
+
+TEST_CASE("progress: a window of skipped steps has no loss, and its images still count") {
+  ringlet::testing::TempDir dir("ringlet_progress_skipped");
+  std::ostringstream out;
+  trainer::Progress progress(out, {.epochs = 1,
+                                   .world = 1,
+                                   .log_every = 2,
+                                   .tty = false,
+                                   .steps_file = dir.path / "steps.jsonl",
+                                   .events = nullptr});
+  progress.begin_epoch(0, 4);
+  for (int step = 1; step <= 4; ++step) {
+    const bool skipped = step <= 2;  // the first window overflowed twice (f16)
+    progress.step({.step = step,
+                   .skipped = skipped,
+                   .loss = skipped ? 0.0 : 1.5,
+                   .examples = 8,
+                   .lr = 0.1,
+                   .grad_norm = std::nullopt,
+                   .loss_scale = 1024.0});
+  }
+  INFO(out.str());
+  CHECK(contains(out.str(), "step 2/4 loss - (every step skipped) lr 0.100000"));
+  CHECK(contains(out.str(), "step 4/4 loss 1.5000 lr"));
+  std::ifstream records(dir.path / "steps.jsonl");
+  std::string line;
+  std::vector<nlohmann::json> windows;
+  while (std::getline(records, line)) windows.push_back(nlohmann::json::parse(line));
+  REQUIRE(windows.size() == 2);
+  CHECK(windows[0]["loss"].is_null());
+  CHECK(windows[0]["skipped"] == 2);
+  CHECK(windows[0]["images_per_s"].get<double>() > 0);  // 16 images went through
+  CHECK(windows[1]["loss"] == 1.5);
+  CHECK(windows[1]["skipped"] == 0);
+}
 
 TEST_CASE("a short run on 2,000 real images learns") {
   const fs::path dir = fs::temp_directory_path() / "ringlet_train_learns";

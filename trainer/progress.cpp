@@ -38,7 +38,7 @@ void Progress::begin_epoch(int epoch, std::int64_t batches) {
   epoch_examples_ = 0;
   epoch_start_ = window_start_ = Clock::now();
   window_loss_sum_ = 0;
-  window_examples_ = window_skipped_ = 0;
+  window_examples_ = window_images_ = window_skipped_ = 0;
 }
 
 bool Progress::wants_grad_norm() const {
@@ -49,6 +49,7 @@ bool Progress::wants_grad_norm() const {
 void Progress::step(const StepSample& sample) {
   ++epoch_steps_;
   ++steps_done_;
+  window_images_ += sample.examples;
   if (sample.skipped) {
     ++window_skipped_;
   } else {
@@ -62,7 +63,7 @@ void Progress::step(const StepSample& sample) {
   log_window(sample);
   window_start_ = Clock::now();
   window_loss_sum_ = 0;
-  window_examples_ = window_skipped_ = 0;
+  window_examples_ = window_images_ = window_skipped_ = 0;
 }
 
 void Progress::end_epoch() {
@@ -89,29 +90,39 @@ void Progress::draw_bar() {
 
 void Progress::log_window(const StepSample& last) {
   const double secs = std::max(seconds_between(window_start_, Clock::now()), 1e-9);
-  const double rate = static_cast<double>(window_examples_) * options_.world / secs;
-  const double loss = window_loss_sum_ / std::max<double>(1, static_cast<double>(window_examples_));
+  const double rate = static_cast<double>(window_images_) * options_.world / secs;
+  // A window whose every step was skipped (f16 overflow) has no loss to report.
+  const bool has_loss = window_examples_ > 0;
+  const double loss = has_loss ? window_loss_sum_ / static_cast<double>(window_examples_) : 0.0;
   const double eta = eta_seconds();
   if (!options_.tty) {
     std::ostringstream line;  // one write: ranks' lines never interleave mid-line
     line << "epoch " << epoch_ + 1 << "/" << options_.epochs << " step " << epoch_steps_ << "/"
-         << batches_ << " loss " << std::fixed << std::setprecision(4) << loss << " lr "
-         << std::setprecision(6) << last.lr;
+         << batches_ << std::fixed << std::setprecision(4);
+    if (has_loss) {
+      line << " loss " << loss;
+    } else {
+      line << " loss - (every step skipped)";
+    }
+    line << " lr " << std::setprecision(6) << last.lr;
     if (last.grad_norm) line << " grad_norm " << std::setprecision(4) << *last.grad_norm;
     if (last.loss_scale) line << " loss_scale " << std::setprecision(0) << *last.loss_scale;
     line << " " << std::setprecision(0) << rate << " img/s eta " << format_seconds(eta) << "\n";
     out_ << line.str() << std::flush;
   }
   if (options_.events != nullptr) {
-    options_.events->scalar("train/loss", loss, last.step);
+    if (has_loss) options_.events->scalar("train/loss", loss, last.step);
     options_.events->scalar("train/lr", last.lr, last.step);
     options_.events->scalar("train/images_per_s", rate, last.step);
     if (last.grad_norm) options_.events->scalar("train/grad_norm", *last.grad_norm, last.step);
     if (last.loss_scale) options_.events->scalar("train/loss_scale", *last.loss_scale, last.step);
   }
   if (options_.steps_file.empty()) return;
-  nlohmann::json record{{"epoch", epoch_ + 1}, {"step", last.step},    {"loss", loss},
-                        {"lr", last.lr},       {"images_per_s", rate}, {"eta_s", eta}};
+  nlohmann::json record{{"epoch", epoch_ + 1}, {"step", last.step}};
+  record["loss"] = has_loss ? nlohmann::json(loss) : nlohmann::json(nullptr);
+  record["lr"] = last.lr;
+  record["images_per_s"] = rate;
+  record["eta_s"] = eta;
   if (last.grad_norm) record["grad_norm"] = *last.grad_norm;
   if (last.loss_scale) {
     record["loss_scale"] = *last.loss_scale;

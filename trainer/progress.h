@@ -71,7 +71,8 @@ class Progress {
   Clock::time_point epoch_start_;
   // the window since the last line or record
   double window_loss_sum_ = 0;
-  std::int64_t window_examples_ = 0, window_skipped_ = 0;
+  // Examples of the window's steps that counted (not skipped), and of all its steps.
+  std::int64_t window_examples_ = 0, window_images_ = 0, window_skipped_ = 0;
   Clock::time_point window_start_;
 };
 

@@ -18,28 +18,41 @@ using nlohmann::json;
 
 fs::path history_path(const fs::path& dir) { return dir / "history.jsonl"; }
 
-// Whether a directory holds a run that a new one would mix with or destroy.
-bool holds_a_run(const fs::path& dir) {
+bool is_event_file(const fs::path& file) {
+  return file.filename().string().rfind("events.out.tfevents.", 0) == 0;
+}
+
+// The files of a run that a new one would mix with or destroy: its checkpoint, its records
+// (even a run killed in its first epoch has steps), its TensorBoard event files.
+std::vector<fs::path> run_files(const fs::path& dir) {
+  std::vector<fs::path> found;
   std::error_code ec;
-  const std::uintmax_t metrics_bytes = fs::file_size(metrics_path(dir), ec);
-  return fs::exists(checkpoint_path(dir)) || (!ec && metrics_bytes > 0);
+  if (fs::exists(checkpoint_path(dir), ec)) found.push_back(checkpoint_path(dir));
+  for (const fs::path& records : {metrics_path(dir), steps_path(dir)}) {
+    const std::uintmax_t bytes = fs::file_size(records, ec);
+    if (!ec && bytes > 0) found.push_back(records);
+  }
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (is_event_file(it->path())) found.push_back(it->path());
+  }
+  return found;
 }
 
 // A new run (neither --resume nor --reset) needs an unused directory.
 void refuse_used(const fs::path& dir) {
-  if (!holds_a_run(dir)) return;
+  const std::vector<fs::path> found = run_files(dir);
+  if (found.empty()) return;
+  std::string names;
+  for (const fs::path& f : found) names += (names.empty() ? "" : ", ") + f.filename().string();
   throw cli::UsageError(core::str(
-      "run directory ", dir.string(), " already holds a run (",
-      fs::exists(checkpoint_path(dir)) ? "checkpoint.safetensors, " : "",
-      "metrics.jsonl): pass --resume to continue it, --reset to discard it and start over, or "
-      "another --out"));
+      "run directory ", dir.string(), " already holds a run (", names,
+      "): pass --resume to continue it, --reset to discard it and start over, or another --out"));
 }
 
-// --reset: the old run's checkpoint and metrics go (its history stays, and records the reset).
+// --reset: the old run's checkpoint, records and event files go (its history stays, and
+// records the reset).
 void discard_run(const fs::path& dir) {
-  fs::remove(checkpoint_path(dir));
-  fs::remove(metrics_path(dir));
-  fs::remove(steps_path(dir));
+  for (const fs::path& f : run_files(dir)) fs::remove(f);
 }
 
 // The records (metrics.jsonl or steps.jsonl) of epochs the checkpoint holds, whole lines only:

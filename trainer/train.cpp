@@ -468,6 +468,9 @@ TrainResult train_epochs(Run& run) {
 }  // namespace
 
 EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options) {
+  RINGLET_CHECK(options.classes > 0, ValueError,
+                "evaluate: EvalOptions::classes must be the dataset's number of classes, got ",
+                options.classes);
   tensor::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();

@@ -31,8 +31,8 @@ struct EvalOptions {
   // Several ranks: each evaluates its own shard and the sums are all-reduced, so every rank
   // returns the global result.
   collectives::Communicator* comm = nullptr;
-  bool mirror = false;        // tta "flip": logits are the mean of the image's and its mirror's
-  std::int64_t classes = 10;  // the dataset's (labels are 0..classes-1)
+  bool mirror = false;       // tta "flip": logits are the mean of the image's and its mirror's
+  std::int64_t classes = 0;  // the dataset's (labels are 0..classes-1); required
 };
 
 struct TrainResult {
@@ -43,7 +43,8 @@ struct TrainResult {
 };
 
 // Evaluates the model (in eval mode, without gradients) on the loader's examples.
-EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options = {});
+// ValueError when options.classes is not given (> 0) or a label is outside it.
+EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options);
 // With a communicator of several ranks: DistributedSampler shards, DDP gradient averaging,
 // rank 0 alone prints, writes metrics and checkpoints; every rank loads a checkpoint to resume.
 // With comm (several ranks) on a device, `space` is that device's space (DistributedContext).

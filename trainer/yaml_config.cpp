@@ -89,6 +89,12 @@ json yaml_to_json(const std::string& text, const std::string& source) {
     RINGLET_THROW(ValueError, "config file ", source, " is not valid YAML: line ", e.mark.line + 1,
                   ", column ", e.mark.column + 1, ": ", e.msg);
   }
+  RINGLET_CHECK(!root.IsNull(), ValueError, "config file ", source,
+                " is empty: write one \"key: value\" line per setting (ringlet train --help "
+                "lists the keys)");
+  RINGLET_CHECK(root.IsMap(), ValueError, "config file ", source,
+                " must be a YAML mapping of keys to values (\"lr: 0.1\"), not a ",
+                root.IsSequence() ? "list" : "single value");
   try {
     return convert(root, "");
   } catch (const core::ValueError& e) {

@@ -33,9 +33,11 @@ void print_eval_help(std::ostream& out) {
       << "\n\n"
          "  --checkpoint F     the checkpoint (a run directory's checkpoint.safetensors)\n"
          "  --data_dir D       the dataset's files (default: the directory the run trained on)\n"
-         "  --limit_test N     only the first N test examples (0 = all)\n"
-         "  --nproc N          local ranks, each evaluating its shard of the test set (1-64)\n"
-         "  --device D         cpu, emu[:N] or cuda[:N] (several ranks spread over the devices)\n"
+         "  --limit_test N     only the first N test examples (default 0: all)\n"
+         "  --nproc N          local ranks, each evaluating its shard of the test set (1-256;\n"
+         "                     default 1, whatever the run trained with)\n"
+         "  --device D         cpu, emu[:N] or cuda[:N] (several ranks spread over the devices;\n"
+         "                     default cpu)\n"
          "  --tta none|flip    flip: each image's logits are the mean of its own and its\n"
          "                     mirror image's (default: the run's tta)\n"
          "  --workers N        data loader threads\n"
@@ -86,10 +88,26 @@ EvalArgs parse_eval_args(const std::vector<std::string>& args) {
   check_eval_keys(overrides);
   if (parsed.checkpoint.empty()) throw UsageError("eval: --checkpoint FILE is required");
   parsed.config = checkpoint_config(parsed.checkpoint);
+  // How the run trained is not how to evaluate: one process on the CPU over the whole test
+  // split unless the command line says otherwise (a cuda run's checkpoint works anywhere).
+  const TrainConfig defaults;
+  parsed.config.nproc = defaults.nproc;
+  parsed.config.device = defaults.device;
+  parsed.config.limit_test = defaults.limit_test;
   parsed.config.apply_overrides(overrides, {"--checkpoint", "--help"});
   parsed.config.validate();
   parsed.config.fill_dataset_defaults();
   return parsed;
+}
+
+// What is about to run, so that a default taken is never a surprise.
+void print_plan(const EvalArgs& parsed, std::ostream& out) {
+  const TrainConfig& c = parsed.config;
+  out << "evaluating " << parsed.checkpoint << " on " << c.nproc << " rank(s), device " << c.device
+      << ", "
+      << (c.limit_test > 0 ? core::str("the first ", c.limit_test, " ") : std::string("all "))
+      << c.dataset << " test examples, tta " << (c.tta.empty() ? "none" : c.tta) << "\n"
+      << std::flush;
 }
 
 void print_eval(const EvalResult& r, const TrainConfig& c, std::ostream& out) {
@@ -110,8 +128,8 @@ void print_eval(const EvalResult& r, const TrainConfig& c, std::ostream& out) {
 
 // One rank of `ringlet eval --nproc N`: its shard, the sums all-reduced, rank 0 reports.
 int eval_worker(EvalArgs parsed, std::ostream& out) {
-  const auto rdzv = std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400));
-  DistributedContext job = join_from_environment("eval", core::Deadline::after(rdzv));
+  DistributedContext job =
+      join_from_environment("eval", core::Deadline::after(default_rdzv_timeout()));
   parsed.config.device = core::str(rank_device(parsed.config.device, job.info));
   const EvalResult r = evaluate_checkpoint(parsed.checkpoint, parsed.config, job.comm.get());
   if (job.info.rank == 0) print_eval(r, parsed.config, out);
@@ -127,6 +145,7 @@ int eval_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   const bool worker = transport::launched_as_rank();
+  if (!worker) print_plan(parsed, out);
   if (parsed.config.nproc > 1 && !worker) {
     LaunchOptions launch_options;
     launch_options.nproc_per_node = parsed.config.nproc;

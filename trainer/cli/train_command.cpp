@@ -53,7 +53,7 @@ int train_worker(TrainConfig config, std::ostream& out) {
     if (saved) config.resume_from.clear();
   }
   // how long to wait for the other ranks: the launcher's --rdzv-timeout
-  const auto rdzv = std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400));
+  const auto rdzv = default_rdzv_timeout();
   DistributedContext job = join_from_environment("train", core::Deadline::after(rdzv));
   if (restart > 0 && job.info.rank == 0) {
     out << "restart " << restart << ": "

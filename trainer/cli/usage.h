@@ -20,13 +20,13 @@ class UsageError : public core::Error {
 // plausible typo.
 std::string nearest(const std::string& word, const std::vector<std::string>& choices);
 
-// Throws "<context>: unknown <what> 'word' (did you mean 'x'?); valid: a, b, c" as a
-// UsageError (no "<context>: " when context is empty).
 // "--flag value" or "--flag=value" at args[i]: its value, with i moved past it; nullopt when
 // args[i] is something else. A missing value is a UsageError.
 std::optional<std::string> flag_value(const std::vector<std::string>& args, std::size_t& i,
                                       const std::string& flag);
 
+// Throws "<context>: unknown <what> 'word' (did you mean 'x'?); valid: a, b, c" as a
+// UsageError (no "<context>: " when context is empty).
 [[noreturn]] void throw_unknown(const std::string& context, const std::string& what,
                                 const std::string& word, const std::vector<std::string>& choices);
 
