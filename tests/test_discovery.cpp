@@ -84,6 +84,17 @@ TEST_CASE("discovery: torchrun variables, with env:// or no init method") {
   CHECK(from({{"MASTER_ADDR", "[::1]"}, {"MASTER_PORT", "1"}}, o).master_addr == "::1");
 }
 
+TEST_CASE("discovery: under ringlet launch the store is at RINGLET_STORE_ADDR:PORT, not MASTER_*") {
+  const auto info =
+      from(with(kTorchrun, {{"RINGLET_STORE_ADDR", "127.0.0.1"}, {"RINGLET_STORE_PORT", "40001"}}));
+  CHECK(info.master_addr == "127.0.0.1");
+  CHECK(info.master_port == 40001);  // MASTER_PORT (29500) is the job's
+  check_error(with(kTorchrun, {{"RINGLET_STORE_PORT", "40001"}}),
+              {"missing environment variable RINGLET_STORE_ADDR"});
+  check_error(with(kTorchrun, {{"RINGLET_STORE_ADDR", "h"}, {"RINGLET_STORE_PORT", "0"}}),
+              {"RINGLET_STORE_PORT='0' is out of range"});
+}
+
 TEST_CASE("discovery: bad torchrun values name the variable and the value") {
   check_error(with(kTorchrun, {}, {"MASTER_PORT"}), {"MASTER_PORT", "missing"});
   check_error(with(kTorchrun, {}, {"MASTER_ADDR"}), {"MASTER_ADDR", "missing"});

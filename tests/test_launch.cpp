@@ -25,7 +25,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "ringlet_command.h"
+#include "temp_dir.h"
 #include "trainer/launch/launcher.h"
 
 namespace fs = std::filesystem;
@@ -279,6 +281,110 @@ TEST_CASE("ringlet launch: the binary end to end") {
   result = finish_ringlet(start_ringlet("launch --nproc-per-node 2"));
   CHECK(result.status == 2);
   CHECK(contains(result.output, "missing the command"));
+}
+
+TEST_CASE("ringlet launch as torchrun: its environment, python for .py, rendezvous flags, logs") {
+  ringlet::testing::TempDir dir("ringlet_launch_torchrun");
+  // A python worker that prints torchrun's variables and checks that MASTER_PORT is free for the
+  // job (rank 0 of a torch.distributed script binds it) while ringlet's store is elsewhere.
+  const fs::path script = dir.path / "show_env.py";
+  std::ofstream(script)
+      << "import os, socket, sys\n"
+         "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'LOCAL_WORLD_SIZE', 'GROUP_RANK',\n"
+         "        'GROUP_WORLD_SIZE', 'ROLE_NAME', 'ROLE_RANK', 'ROLE_WORLD_SIZE',\n"
+         "        'TORCHELASTIC_RESTART_COUNT', 'TORCHELASTIC_MAX_RESTARTS',\n"
+         "        'TORCHELASTIC_RUN_ID', 'TORCHELASTIC_USE_AGENT_STORE', 'OMP_NUM_THREADS']\n"
+         "print(' '.join(k + '=' + os.environ.get(k, '?') for k in keys))\n"
+         "assert os.environ['MASTER_PORT'] != os.environ['RINGLET_STORE_PORT']\n"
+         "if os.environ['RANK'] == '0':\n"
+         "    s = socket.socket(); s.bind(('127.0.0.1', int(os.environ['MASTER_PORT']))); "
+         "s.close()\n"
+         "    print('master port free')\n"
+         "print('argv', sys.argv[1:], file=sys.stderr)\n";
+  const std::string py = "'" + script.string() + "'";
+  CommandResult r = finish_ringlet(start_ringlet(
+      "launch --nproc-per-node 2 --rdzv-id job7 " + py + " a b", "-u OMP_NUM_THREADS"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(contains(r.output,
+                 "[rank 1] RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 "
+                 "GROUP_WORLD_SIZE=1 ROLE_NAME=default ROLE_RANK=1 ROLE_WORLD_SIZE=2 "
+                 "TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=0 "
+                 "TORCHELASTIC_RUN_ID=job7 TORCHELASTIC_USE_AGENT_STORE=False OMP_NUM_THREADS=1"));
+  CHECK(contains(r.output, "[rank 0] master port free"));
+  CHECK(contains(r.output, "[rank 0] argv ['a', 'b']"));
+  CHECK(
+      contains(r.output, "Setting OMP_NUM_THREADS environment variable for each process to be 1"));
+
+  SUBCASE("a set OMP_NUM_THREADS is left alone, without the notice") {
+    r = finish_ringlet(start_ringlet("launch --nproc-per-node 2 " + py, "OMP_NUM_THREADS=3"));
+    CHECK(contains(r.output, "OMP_NUM_THREADS=3"));
+    CHECK_FALSE(contains(r.output, "Setting OMP_NUM_THREADS"));
+  }
+  SUBCASE("--standalone, and c10d at an endpoint") {
+    r = finish_ringlet(start_ringlet("launch --standalone --nproc_per_node=2 " + py));
+    CHECK(r.status == 0);
+    CHECK(contains(r.output, "[rank 0] master port free"));
+    const int port = free_port();
+    r = finish_ringlet(start_ringlet(
+        "launch --rdzv-backend=c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+        " --nproc-per-node 2 -- /bin/sh -c "
+        "'echo store=$RINGLET_STORE_PORT'"));
+    CHECK(r.status == 0);
+    CHECK(contains(r.output, "[rank 1] store=" + std::to_string(port) + "\n"));
+  }
+  SUBCASE("-m module and --no-python") {
+    r = finish_ringlet(start_ringlet("launch -m --nproc-per-node cpu show_env x",
+                                     "PYTHONPATH='" + dir.path.string() + "'"));
+    CHECK(r.status == 0);
+    CHECK(contains(r.output, "[rank 0] argv ['x']"));
+    const fs::path exe = dir.path / "direct.py";
+    std::ofstream(exe) << "#!/bin/sh\necho direct $RANK\n";
+    fs::permissions(exe, fs::perms::owner_all);
+    r = finish_ringlet(start_ringlet("launch --no-python '" + exe.string() + "'"));
+    CHECK(r.status == 0);
+    CHECK(contains(r.output, "[rank 0] direct 0\n"));
+  }
+  SUBCASE("--log-dir with --redirects: per-rank files, not the console") {
+    const fs::path logs = dir.path / "logs";
+    r = finish_ringlet(start_ringlet("launch --nproc-per-node 2 --rdzv-id j --log-dir '" +
+                                     logs.string() +
+                                     "' -r 1 -- /bin/sh -c "
+                                     "'echo out $RANK; echo err $RANK >&2'"));
+    CHECK(r.status == 0);
+    CHECK_FALSE(contains(r.output, "out 1"));
+    CHECK(contains(r.output, "[rank 1] err 1"));  // stderr is not redirected
+    std::vector<fs::path> roots;
+    for (const auto& entry : fs::directory_iterator(logs)) roots.push_back(entry.path());
+    REQUIRE(roots.size() == 1);
+    CHECK(roots[0].filename().string().rfind("j_", 0) == 0);
+    CHECK(contains(r.output, "worker logs in " + roots[0].string()));
+    for (int rank = 0; rank < 2; ++rank) {
+      const fs::path attempt = roots[0] / "attempt_0" / std::to_string(rank);
+      CHECK(ringlet::core::read_file_text(attempt / "stdout.log") ==
+            "out " + std::to_string(rank) + "\n");
+      CHECK_FALSE(fs::exists(attempt / "stderr.log"));
+    }
+  }
+  SUBCASE("flags torchrun users may mistype or this launcher does not take") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"launch --rdzv-backend etcd true", "--rdzv-backend etcd is not supported"},
+        {"launch --rdzv-backend c10d true", "needs --rdzv-endpoint host[:port]"},
+        {"launch --tee 1 true", "give --log-dir DIR"},
+        {"launch --tee 0:1,1:2 --log-dir /tmp true", "a value per local rank is not supported"},
+        {"launch --redirects 5 --log-dir /tmp true", "expects 0 (none), 1 (stdout)"},
+        {"launch --nproc-per-node gpu true", "this machine has no usable GPU"},
+        {"launch --nproc-per-node 257 true", "--nproc-per-node must be in [1, 256]"},
+        {"launch --no-python -m x", "--no-python and -m cannot go together"},
+        {"launch --standalone --nnodes 2 true", "--standalone runs one node"},
+    };
+    for (const auto& [args, message] : cases) {
+      r = finish_ringlet(start_ringlet(args));
+      INFO(args, "\n", r.output);
+      CHECK(r.status == 2);
+      CHECK(contains(r.output, message));
+    }
+  }
 }
 
 TEST_CASE("ringlet launch: two node launchers on loopback share one store and token") {

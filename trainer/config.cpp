@@ -15,6 +15,7 @@
 #include "trainer/cli/usage.h"
 #include "trainer/config_value.h"
 #include "trainer/data/dataset_catalog.h"
+#include "trainer/launch/launcher.h"
 #include "trainer/yaml_config.h"
 
 namespace ringlet::trainer {
@@ -396,7 +397,8 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& args,
 
 void TrainConfig::validate() const {
   check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
-  check(nproc >= 1 && nproc <= 64, core::str("nproc must be in [1, 64], got ", nproc));
+  check(nproc >= 1 && nproc <= kMaxWorkersPerNode,
+        core::str("nproc must be in [1, ", kMaxWorkersPerNode, "], got ", nproc));
   check(max_restarts >= 0 && max_restarts <= 100,
         core::str("max_restarts must be in [0, 100], got ", max_restarts));
   check(batch_size >= 1, core::str("batch_size must be >= 1, got ", batch_size));

@@ -11,7 +11,7 @@ const std::string& config_key_help(const std::string& key) {
       {"dataset", "fashion-mnist | mnist | cifar10 (below)"},
       {"data_dir", "the directory holding the dataset's files"},
       {"epochs", "passes over the training split, >= 1"},
-      {"nproc", "local ranks this command starts (DDP), 1-64"},
+      {"nproc", "local ranks this command starts (DDP), 1-256"},
       {"max_restarts", "with nproc > 1: restart every rank after a failure, resuming, 0-100"},
       {"sync_bn", "true | false: BatchNorm over the global batch (SyncBatchNorm)"},
       {"batch_size", "examples per rank per step, >= 1 (global batch: nproc x batch_size)"},

@@ -126,6 +126,14 @@ InitInfo from_torchrun(const InitOptions& o, const Env& env) {
   const auto world = o.world_size ? from_option(o.world_size, "InitOptions::world_size")
                                   : env.required_integer("WORLD_SIZE", why);
   fill_ranks(info, rank, world, env.integer("LOCAL_RANK"), env.integer("LOCAL_WORLD_SIZE"));
+  // `ringlet launch` hosts ringlet's store on its own port and leaves MASTER_PORT to the job.
+  if (env.has("RINGLET_STORE_PORT")) {
+    const std::string launch = "ringlet launch sets RINGLET_STORE_ADDR with RINGLET_STORE_PORT";
+    info.master_addr =
+        parse_host("RINGLET_STORE_ADDR", env.required_text("RINGLET_STORE_ADDR", launch));
+    info.master_port = parse_port("RINGLET_STORE_PORT", *env.text("RINGLET_STORE_PORT"));
+    return info;
+  }
   master_from_env(info, env, why);
   return info;
 }

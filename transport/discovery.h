@@ -1,6 +1,7 @@
 // Discovery: who am I, how many are we, and where is the store. Sources in order: explicit
 // arguments (init_method tcp://host:port or file:///path plus rank and world size), torchrun
-// variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), Slurm
+// variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE; the store
+// at RINGLET_STORE_ADDR:RINGLET_STORE_PORT instead when `ringlet launch` set them), Slurm
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODELIST: first host is the master unless
 // MASTER_ADDR is set), Open MPI (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE). When
 // both Open MPI and Slurm variables are present, Open MPI's win: mpirun inside an sbatch job

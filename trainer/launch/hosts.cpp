@@ -33,19 +33,6 @@ std::vector<std::string> split_words(const std::string& text) {
   return words;
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  RINGLET_CHECK(fd >= 0, Error, "launch --hosts: socket(): ", std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  socklen_t len = sizeof addr;
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  RINGLET_CHECK(ok, Error, "launch --hosts: cannot find a free port for the store");
-  return ntohs(addr.sin_port);
-}
-
 pid_t spawn(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -114,7 +101,13 @@ std::string remote_launch_command(const LaunchOptions& o, const HostsOptions& ho
     << shell_quote(hosts.ringlet) << " launch --nnodes " << hosts.hosts.size() << " --node-rank "
     << node_rank << " --nproc-per-node " << o.nproc_per_node << " --master-addr "
     << shell_quote(o.master_addr) << " --master-port " << o.master_port << " --rdzv-timeout "
-    << o.rdzv_timeout.count() << (o.quiet_others ? " --quiet-others" : "") << " --";
+    << o.rdzv_timeout.count() << " --rdzv-id " << shell_quote(o.run_id)
+    << (o.quiet_others ? " --quiet-others" : "");
+  if (!o.log_dir.empty()) {
+    s << " --log-dir " << shell_quote(o.log_dir) << " --tee " << o.tee << " --redirects "
+      << o.redirects;
+  }
+  s << " --";
   for (const auto& word : command) s << " " << shell_quote(word);
   return s.str();
 }

@@ -4,8 +4,11 @@
 // signal) stops everyone: SIGTERM to each worker's process group, SIGKILL after stop_grace.
 #include "trainer/launch/launcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -13,8 +16,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -24,6 +29,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "trainer/launch/worker_logs.h"
 #include "trainer/launch/worker_process.h"
 #include "transport/rendezvous.h"
 #include "transport/tcp_store.h"
@@ -43,6 +49,7 @@ constexpr auto kDrain = std::chrono::seconds(2);  // output still arriving after
 constexpr auto kStoreLinger = std::chrono::seconds(30);
 constexpr char kTokenKey[] = "ringlet/launch/token";
 constexpr char kJoinedKey[] = "ringlet/launch/joined";
+constexpr char kJobPortKey[] = "ringlet/launch/master_port";
 
 // The write end of the self-pipe: the one piece of process-wide state, because a signal
 // handler can reach nothing else.
@@ -117,8 +124,8 @@ std::string signal_name(int sig) {
 // line with a rank prefix, the first failure or a forwarded signal stopping everyone.
 class Attempt {
  public:
-  Attempt(const LaunchOptions& o, std::ostream& out, std::ostream& err)
-      : o_(o), n_(o.nproc_per_node), out_(out), err_(err), lines_(n_), tails_(n_) {}
+  Attempt(const LaunchOptions& o, WorkerLogs& logs, std::ostream& out, std::ostream& err)
+      : o_(o), n_(o.nproc_per_node), out_(out), err_(err), logs_(logs), lines_(n_), tails_(n_) {}
 
   // Started ones are killed and reaped by their destructors if a later start throws.
   void start(const std::string& program, const std::vector<std::string>& command,
@@ -127,6 +134,7 @@ class Attempt {
       const int rank = o_.node_rank * n_ + local;
       Env env = common;
       env.emplace_back("RANK", std::to_string(rank));
+      env.emplace_back("ROLE_RANK", std::to_string(rank));
       env.emplace_back("LOCAL_RANK", std::to_string(local));
       workers_.push_back(
           std::make_unique<WorkerProcess>(rank, program, command, merged_environment(env)));
@@ -184,6 +192,8 @@ class Attempt {
   // (stderr). Quiet ranks' stderr lines are kept (the last kTailLines) for their failure.
   void emit(int local, int stream, const std::string& line) {
     const int rank = workers_[local]->rank();
+    logs_.write(local, stream, line);
+    if (!logs_.shown(stream)) return;
     if (o_.quiet_others && rank != 0) {
       if (stream == 1) {
         tails_[local].push_back(line);
@@ -224,6 +234,7 @@ class Attempt {
     }
     out_.flush();
     err_.flush();
+    logs_.flush();
   }
 
   // The first signal goes to the workers; a second one means the user does not want to wait.
@@ -295,6 +306,7 @@ class Attempt {
   const int n_;  // workers on this node
   std::ostream& out_;
   std::ostream& err_;
+  WorkerLogs& logs_;
   SignalPipe signals_;  // before the workers, which are destroyed (killed, reaped) first
   std::vector<std::unique_ptr<WorkerProcess>> workers_;
   std::vector<std::array<LineBuffer, 2>> lines_;  // per worker: stdout, stderr
@@ -308,10 +320,10 @@ class Attempt {
   std::optional<Deadline> drain_until_;
 };
 
-AttemptResult run_attempt(const LaunchOptions& o, const std::string& program,
+AttemptResult run_attempt(const LaunchOptions& o, WorkerLogs& logs, const std::string& program,
                           const std::vector<std::string>& command, const Env& common,
                           std::ostream& out, std::ostream& err) {
-  Attempt attempt(o, out, err);
+  Attempt attempt(o, logs, out, err);
   attempt.start(program, command, common);
   while (attempt.step()) {
   }
@@ -325,26 +337,54 @@ std::string draw_token() {
   return text;
 }
 
-// Node 0 publishes the token and waits until every other node's launcher has read it; the others
-// read it. Single node: just a fresh token.
-std::string agree_on_token(const LaunchOptions& o, int port) {
-  if (o.nnodes == 1) return draw_token();
+}  // namespace
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  RINGLET_CHECK(fd >= 0, Error, "launch: socket failed: ", std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int error = errno;
+  ::close(fd);
+  RINGLET_CHECK(ok, Error, "launch: cannot find a free port: ", std::strerror(error));
+  return ntohs(addr.sin_port);
+}
+
+namespace {
+
+// What every node's workers share: ringlet's job token and the job's MASTER_PORT.
+struct JobAgreement {
+  std::string token;
+  int master_port = 0;
+};
+
+// Node 0 draws the token and a free MASTER_PORT, publishes them and waits until every other
+// node's launcher has read them; the others read them. Single node: no store round trips.
+JobAgreement agree_on_job(const LaunchOptions& o, int port) {
+  if (o.nnodes == 1) return {draw_token(), free_port()};
   const Deadline deadline = Deadline::after(o.rdzv_timeout);
   const std::string where = core::str(o.master_addr, ":", port);
   if (o.node_rank != 0) {
     try {
       transport::TcpStore store(o.master_addr, port, deadline);
-      std::string token = store.get(kTokenKey, deadline);
+      JobAgreement job{store.get(kTokenKey, deadline), 0};
+      job.master_port = static_cast<int>(
+          core::parse_int(store.get(kJobPortKey, deadline), "the job's MASTER_PORT"));
       store.add(kJoinedKey, 1);
-      return token;
+      return job;
     } catch (const core::TimeoutError& e) {
       RINGLET_THROW(TimeoutError, "launch: node ", o.node_rank, " found no launcher of node 0 at ",
                     where, " within ", o.rdzv_timeout.count(), " s: ", e.what());
     }
   }
   transport::TcpStore store(o.master_addr, port, deadline);
-  const std::string token = draw_token();
-  store.set(kTokenKey, token);
+  const JobAgreement job{draw_token(), free_port()};
+  store.set(kJobPortKey, std::to_string(job.master_port));
+  store.set(kTokenKey, job.token);
   std::int64_t joined = 0;
   while ((joined = store.add(kJoinedKey, 0)) < o.nnodes - 1) {
     RINGLET_CHECK(!deadline.expired(), TimeoutError, "launch: only ", joined, " of the ",
@@ -352,7 +392,46 @@ std::string agree_on_token(const LaunchOptions& o, int port) {
                   o.rdzv_timeout.count(), " s");
     std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
   }
-  return token;
+  return job;
+}
+
+// torchrun's notice, word for word, when it sets OMP_NUM_THREADS for the workers.
+void set_omp_threads(const LaunchOptions& o, std::ostream& err) {
+  if (!o.omp_one_thread || o.nproc_per_node <= 1 || std::getenv("OMP_NUM_THREADS") != nullptr)
+    return;
+  ::setenv("OMP_NUM_THREADS", "1", 1);
+  err << "*****************************************\n"
+         "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
+         "avoid your system being overloaded, please further tune the variable for optimal "
+         "performance in your application as needed. \n"
+         "*****************************************\n";
+}
+
+// The variables every worker of one attempt shares (each adds its RANK, LOCAL_RANK, ROLE_RANK).
+Env job_environment(const LaunchOptions& o, int attempt, int store_port, const JobAgreement& job) {
+  const std::string world = std::to_string(o.nnodes * o.nproc_per_node);
+  return {
+      {"WORLD_SIZE", world},
+      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node)},
+      {"GROUP_RANK", std::to_string(o.node_rank)},
+      {"GROUP_WORLD_SIZE", std::to_string(o.nnodes)},
+      {"ROLE_NAME", "default"},
+      {"ROLE_WORLD_SIZE", world},
+      {"MASTER_ADDR", o.master_addr},
+      {"MASTER_PORT", std::to_string(job.master_port)},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)},
+      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts)},
+      {"TORCHELASTIC_RUN_ID", o.run_id},
+      // The workers' own rank 0 hosts torch's store at MASTER_PORT; ringlet's is not torch's.
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"RINGLET_STORE_ADDR", o.master_addr},
+      {"RINGLET_STORE_PORT", std::to_string(store_port)},
+      {"RINGLET_JOB_TOKEN", job.token},
+      {"RINGLET_STORE_HOSTED", "1"},
+      {"RINGLET_RESTART_COUNT", std::to_string(attempt)},
+      {"RINGLET_MAX_RESTARTS", std::to_string(o.max_restarts)},
+      {"RINGLET_RDZV_TIMEOUT", std::to_string(o.rdzv_timeout.count())},
+  };
 }
 
 void validate(const LaunchOptions& o, const std::vector<std::string>& command) {
@@ -375,7 +454,8 @@ void validate(const LaunchOptions& o, const std::vector<std::string>& command) {
 }  // namespace
 
 std::chrono::seconds default_rdzv_timeout() {
-  return std::chrono::seconds(core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, 86400 * 7));
+  return std::chrono::seconds(
+      core::env_int("RINGLET_RDZV_TIMEOUT", 600, 1, kMaxRdzvTimeoutSeconds));
 }
 
 int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
@@ -383,7 +463,12 @@ int launch(LaunchOptions options, const std::vector<std::string>& command, std::
   validate(options, command);
   options.exit_timeout = collectives::resolve_timeout(options.exit_timeout);
   const std::string program = resolve_program(command[0]);
-  const int world_size = options.nnodes * options.nproc_per_node;
+  set_omp_threads(options, err);
+  std::filesystem::path log_root;
+  if (!options.log_dir.empty() && (options.tee | options.redirects) != 0) {
+    log_root = make_log_root(options.log_dir, options.run_id);
+    err << "ringlet launch: worker logs in " << log_root.string() << "\n";
+  }
   for (int attempt = 0;; ++attempt) {
     // A fresh store per attempt: no keys left over from the failed one, and with master_port 0
     // a new port, so a straggler of the old attempt cannot reach the new one.
@@ -391,19 +476,10 @@ int launch(LaunchOptions options, const std::vector<std::string>& command, std::
     if (options.node_rank == 0)
       server = transport::host_tcp_store(options.master_addr, options.master_port);
     const int port = server ? server->port() : options.master_port;
-    const Env common = {
-        {"WORLD_SIZE", std::to_string(world_size)},
-        {"LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node)},
-        {"GROUP_RANK", std::to_string(options.node_rank)},
-        {"MASTER_ADDR", options.master_addr},
-        {"MASTER_PORT", std::to_string(port)},
-        {"RINGLET_JOB_TOKEN", agree_on_token(options, port)},
-        {"RINGLET_STORE_HOSTED", "1"},
-        {"RINGLET_RESTART_COUNT", std::to_string(attempt)},
-        {"RINGLET_MAX_RESTARTS", std::to_string(options.max_restarts)},
-        {"RINGLET_RDZV_TIMEOUT", std::to_string(options.rdzv_timeout.count())},
-    };
-    const AttemptResult result = run_attempt(options, program, command, common, out, err);
+    const Env common = job_environment(options, attempt, port, agree_on_job(options, port));
+    WorkerLogs logs(log_root, attempt, options.nproc_per_node, log_root.empty() ? 0 : options.tee,
+                    log_root.empty() ? 0 : options.redirects);
+    const AttemptResult result = run_attempt(options, logs, program, command, common, out, err);
     if (server && !server->wait_until_idle(Deadline::after(kStoreLinger))) {
       err << "ringlet launch: store clients still connected " << kStoreLinger.count()
           << " s after the workers exited; closing the store\n";

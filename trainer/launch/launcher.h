@@ -1,8 +1,14 @@
 // `ringlet launch`: torchrun for ringlet. Starts nproc_per_node workers of any command with
-// torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT) plus RINGLET_JOB_TOKEN and RINGLET_STORE_HOSTED=1, hosts their TCP store on node 0,
-// prefixes their output with "[rank R] ", forwards SIGINT/SIGTERM, and stops everyone when one
-// worker fails.
+// torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK,
+// GROUP_WORLD_SIZE, ROLE_*, TORCHELASTIC_*, MASTER_ADDR, MASTER_PORT) plus ringlet's own
+// (RINGLET_STORE_ADDR/PORT, RINGLET_JOB_TOKEN, RINGLET_STORE_HOSTED=1), hosts ringlet's TCP store
+// on node 0, prefixes the workers' output with "[rank R] " (and writes per-rank log files when
+// asked), forwards SIGINT/SIGTERM, and stops everyone when one worker fails.
+//
+// Two stores, two ports: ringlet's store listens on RINGLET_STORE_PORT (master_port when given);
+// MASTER_PORT is a port free when the job starts, left to the job, so that a torch.distributed
+// script's rank 0 can host its own store there as it does under torchrun. ringlet's workers
+// read RINGLET_STORE_ADDR/PORT before MASTER_ADDR/PORT.
 #pragma once
 
 #include <chrono>
@@ -11,6 +17,11 @@
 #include <vector>
 
 namespace ringlet::trainer {
+
+// The most workers one node runs, for `ringlet launch` and `ringlet train/eval --nproc` alike.
+inline constexpr int kMaxWorkersPerNode = 256;
+// The longest rendezvous timeout (--rdzv-timeout, RINGLET_RDZV_TIMEOUT), in seconds: 7 days.
+inline constexpr int kMaxRdzvTimeoutSeconds = 7 * 86400;
 
 struct LaunchOptions {
   int nproc_per_node = 1;
@@ -30,6 +41,16 @@ struct LaunchOptions {
   // How long node 0 waits for the other nodes' launchers to join, and they for node 0.
   std::chrono::seconds rdzv_timeout{600};
   bool quiet_others = false;  // print rank 0's lines only (a failed rank's last stderr lines too)
+  // TORCHELASTIC_RUN_ID (torchrun's --rdzv-id).
+  std::string run_id = "none";
+  // torchrun's OMP_NUM_THREADS=1 for every worker (with its notice) when the variable is unset
+  // and several workers share the node. Off for ringlet's own commands, which size their
+  // thread pools themselves.
+  bool omp_one_thread = false;
+  // Per-rank log files (see worker_logs.h): stream bits 1 stdout, 2 stderr; log_dir empty: none.
+  std::string log_dir;
+  int tee = 0;
+  int redirects = 0;
   // After the first failure or forwarded signal, workers get this long to exit before SIGKILL.
   std::chrono::milliseconds stop_grace{5000};
   // Once a worker has exited 0, the others get this long to exit too; one still running then
@@ -49,6 +70,10 @@ struct LaunchOptions {
 // The rendezvous timeout the commands start from: RINGLET_RDZV_TIMEOUT (seconds), else 600
 // (a flag overrides it; ValueError naming the variable when it is malformed).
 std::chrono::seconds default_rdzv_timeout();
+
+// A TCP port nobody listens on now (bound to port 0, read back, closed), as torchrun picks
+// MASTER_PORT; core::Error when none can be bound.
+int free_port();
 
 int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
            std::ostream& err);
