@@ -9,6 +9,7 @@
 #include "bench/collective_bench.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace ringlet::bench {
 namespace {
@@ -200,6 +201,8 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
     o.link = v == "ipc" ? "ipc" : v == "auto" ? "auto" : "staged";
   } else if (flag == "np") {
     o.np = parse_count(name, v, 1);
+    RINGLET_CHECK(o.np <= core::kMaxLocalRanks, ValueError, "-np ", v, " is more ranks than the ",
+                  core::kMaxLocalRanks, " one host may run");
   } else if (flag == "min-time") {
     char* end = nullptr;
     o.min_time_s = std::strtod(v.c_str(), &end);

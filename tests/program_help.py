@@ -49,6 +49,17 @@ def main():
     debug = run([f"{build}/bench/p2p_perf", "--reps", "x"], {**os.environ, "RINGLET_LOG": "debug"})
     if ".cpp:" not in debug.stderr:
         problems.append(f"RINGLET_LOG=debug: no source location: {debug.stderr[:200]!r}")
+    # One bound on ranks per host, checked before anything starts (nothing left in /dev/shm).
+    too_many = [
+        ([f"{build}/bench/all_reduce_perf", "-np", "1000"], "more ranks than the 256"),
+        ([f"{build}/trainer/ringlet", "launch", "--nproc-per-node", "1000", "true"],
+         "must be in [1, 256]"),
+        ([f"{build}/trainer/ringlet", "train", "--nproc", "1000"], "nproc must be in [1, 256]"),
+    ]
+    for cmd, message in too_many:
+        r = run(cmd)
+        if r.returncode != 2 or message not in r.stderr:
+            problems.append(f"{' '.join(cmd)}: exit {r.returncode}, {r.stderr[:200]!r}")
     for p in problems:
         print("FAIL:", p)
     print(f"{len(programs)} programs checked, {len(problems)} problem(s)")

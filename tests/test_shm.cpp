@@ -136,6 +136,31 @@ TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a faile
   CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);
 }
 
+TEST_CASE(
+    "shm: a segment whose creator died before its peer attached is removed at the next start") {
+  const auto of_pid = [](pid_t pid) {
+    int n = 0;
+    const std::string prefix = "ringlet-shm-" + std::to_string(pid) + "-";
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm"))
+      n += entry.path().filename().string().rfind(prefix, 0) == 0;
+    return n;
+  };
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // made, never attached, and the maker is gone without cleaning up
+    auto left = transport::ShmSegment::create(0, 1);
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(of_pid(child) == 1);
+  // A live process's unattached segment is not stale.
+  auto mine = transport::ShmSegment::create(0, 1);
+  CHECK(transport::ShmSegment::remove_stale() >= 1);
+  CHECK(of_pid(child) == 0);
+  CHECK(of_pid(::getpid()) == 1);
+}
+
 TEST_CASE("shm: 200 messages posted before their receives, both directions") {
   auto p = make_pair();
   constexpr int kCount = 200;

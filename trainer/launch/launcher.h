@@ -16,10 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.h"
+
 namespace ringlet::trainer {
 
 // The most workers one node runs, for `ringlet launch` and `ringlet train/eval --nproc` alike.
-inline constexpr int kMaxWorkersPerNode = 256;
+inline constexpr int kMaxWorkersPerNode = core::kMaxLocalRanks;
 // The longest rendezvous timeout (--rdzv-timeout, RINGLET_RDZV_TIMEOUT), in seconds: 7 days.
 inline constexpr int kMaxRdzvTimeoutSeconds = 7 * 86400;
 

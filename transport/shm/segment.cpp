@@ -7,13 +7,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <utility>
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/random.h"
 #include "transport/shm/futex.h"
 
@@ -64,9 +68,51 @@ std::string random_nonce() {
   return text;
 }
 
+constexpr char kNamePrefix[] = "ringlet-shm-";
+
+// Whether the segment file at `path` was made by a dead process of this pid namespace and
+// never attached: its header, read through a private read-only mapping, says so.
+bool is_stale(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info {};
+  void* base = MAP_FAILED;
+  if (fstat(fd, &info) == 0 && info.st_size >= static_cast<off_t>(kHeaderBytes)) {
+    base = mmap(nullptr, kHeaderBytes, PROT_READ, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (base == MAP_FAILED) return false;
+  const auto* header = header_of(base);
+  const pid_t pid = header->pids[0].load(std::memory_order_acquire);
+  const bool stale = header->magic.load(std::memory_order_acquire) == kMagic &&
+                     header->version == kVersion && header->pid_namespaces[0] != 0 &&
+                     header->pid_namespaces[0] == pid_namespace() &&
+                     header->attached.load(std::memory_order_acquire) == 0 && pid > 0 &&
+                     ::kill(pid, 0) != 0 && errno == ESRCH;
+  munmap(base, kHeaderBytes);
+  return stale;
+}
+
 }  // namespace
 
+int ShmSegment::remove_stale(const std::string& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kNamePrefix, 0) != 0 || !is_stale(it->path())) continue;
+    if (std::filesystem::remove(it->path(), ec)) {
+      ++removed;
+      core::log(core::LogLevel::info, "shm: removed ", name, ", left by a job that died before ",
+                "its peer attached");
+    }
+  }
+  return removed;
+}
+
 ShmSegment ShmSegment::create(int local_rank, int peer_rank) {
+  static std::once_flag swept;
+  std::call_once(swept, [] { remove_stale(); });
   ShmSegment segment;
   segment.creator_ = true;
   segment.ring_bytes_ = configured_ring_bytes();
@@ -74,7 +120,7 @@ ShmSegment ShmSegment::create(int local_rank, int peer_rank) {
   // The pid lets a test (or an operator) tell whose segment a leftover is; the nonce makes the
   // name unguessable and unique across jobs and reconnects.
   segment.name_ =
-      core::str("/ringlet-shm-", getpid(), "-", random_nonce(), "-", local_rank, "-", peer_rank);
+      core::str("/", kNamePrefix, getpid(), "-", random_nonce(), "-", local_rank, "-", peer_rank);
   const auto context = [&] {
     return core::str("rank ", local_rank, ": cannot create shm segment ", segment.name_,
                      " for peer rank ", peer_rank, ": ");

@@ -1,6 +1,7 @@
 // ShmSegment: the /dev/shm mapping a pair of ranks on one host shares: a header (ranks, pids,
 // attach and closed flags) and the pair's two rings. Its name is unlinked as soon as both sides
-// mapped it, so a crash leaves nothing behind once the job has connected.
+// mapped it, so a crash leaves nothing behind once the job has connected; a creator killed
+// before its peer attached leaves its segment, which the next create() on the host removes.
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,10 @@ class ShmSegment {
   // Maps an existing one (higher rank), checks it was made for this pair, records this process
   // as attached and unlinks the name.
   static ShmSegment open(const std::string& name, int local_rank, int peer_rank);
+  // Unlinks the segments in `dir` (/dev/shm) that nobody will attach: made by a process of this
+  // pid namespace that is gone, never attached. Returns how many. create() calls it once per
+  // process, so a job killed in its connect phase leaves nothing past the next job's start.
+  static int remove_stale(const std::string& dir = "/dev/shm");
 
   ShmSegment(ShmSegment&& other) noexcept;
   ShmSegment& operator=(ShmSegment&&) = delete;
