@@ -59,4 +59,29 @@ inline TcpPair make_tcp_pair(int nsocks, const std::string& host = "127.0.0.1",
   return pair;
 }
 
+// Rank 0's TcpConnection of nsocks sockets whose peer is played by hand: `raw` are rank 1's
+// sockets (handshake done), for tests that forge frames or end a socket abruptly.
+struct RawPeerConnection {
+  std::unique_ptr<transport::tcp::TcpConnection> conn;
+  std::vector<int> raw;
+};
+
+inline RawPeerConnection make_raw_peer_connection(int nsocks, core::Deadline deadline) {
+  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  auto dial = std::async(std::launch::async, [&] {
+    std::vector<int> fds;
+    for (int i = 0; i < nsocks; ++i) {
+      fds.push_back(transport::tcp::connect_socket("127.0.0.1", listener.port(),
+                                                   hello_from(1, 0, i, nsocks), deadline));
+    }
+    return fds;
+  });
+  std::vector<int> accepted;
+  for (int i = 0; i < nsocks; ++i) accepted.push_back(listener.take(1, i, deadline));
+  RawPeerConnection peer;
+  peer.conn = std::make_unique<transport::tcp::TcpConnection>(0, 1, accepted);
+  peer.raw = dial.get();
+  return peer;
+}
+
 }  // namespace ringlet::testing

@@ -161,20 +161,9 @@ TEST_CASE("a socket that ends without a goodbye fails the connection while anoth
   // A peer with two sockets dies after sending half of message 0 on socket 0 and the header
   // of message 1 there too (socket 0 parks: no receive is posted for message 1 yet), and
   // nothing on socket 1. Its end must fail the pending receive at once, not at the deadline.
-  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
-  const auto deadline = core::Deadline::after(kWait);
-  auto dial = std::async(std::launch::async, [&] {
-    std::vector<int> fds;
-    for (int i = 0; i < 2; ++i) {
-      fds.push_back(transport::tcp::connect_socket("127.0.0.1", listener.port(),
-                                                   hello_from(1, 0, i, 2), deadline));
-    }
-    return fds;
-  });
-  std::vector<int> accepted;
-  for (int i = 0; i < 2; ++i) accepted.push_back(listener.take(1, i, deadline));
-  transport::tcp::TcpConnection conn(0, 1, accepted);
-  const std::vector<int> raw = dial.get();
+  RawPeerConnection peer = make_raw_peer_connection(2, core::Deadline::after(kWait));
+  transport::tcp::TcpConnection& conn = *peer.conn;
+  const std::vector<int>& raw = peer.raw;
   std::vector<unsigned char> buf(1024);
   RequestPtr r = conn.recv(buf.data(), buf.size());
   const std::vector<unsigned char> half(512, 7);
@@ -202,20 +191,9 @@ TEST_CASE("a failed receive has let go of its buffer: nothing is written into it
   // the caller's again: not one more byte may land in it. The continuation looks at once, on
   // the failing thread, before anything else happens there: the stripe is read in order, so
   // its filled prefix (found by bisection, in microseconds) must not grow afterwards.
-  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
-  const auto deadline = core::Deadline::after(kWait);
-  auto dial = std::async(std::launch::async, [&] {
-    std::vector<int> fds;
-    for (int i = 0; i < 2; ++i) {
-      fds.push_back(transport::tcp::connect_socket("127.0.0.1", listener.port(),
-                                                   hello_from(1, 0, i, 2), deadline));
-    }
-    return fds;
-  });
-  std::vector<int> accepted;
-  for (int i = 0; i < 2; ++i) accepted.push_back(listener.take(1, i, deadline));
-  transport::tcp::TcpConnection conn(0, 1, accepted);
-  const std::vector<int> raw = dial.get();
+  RawPeerConnection peer = make_raw_peer_connection(2, core::Deadline::after(kWait));
+  transport::tcp::TcpConnection& conn = *peer.conn;
+  const std::vector<int>& raw = peer.raw;
   constexpr std::uint64_t kHalf = std::uint64_t{256} << 20;
   std::vector<unsigned char> buf(2 * kHalf, 0);
   RequestPtr r = conn.recv(buf.data(), buf.size());
