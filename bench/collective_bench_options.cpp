@@ -9,7 +9,7 @@
 #include "bench/collective_bench.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "core/limits.h"
+#include "core/rank_limits.h"
 
 namespace ringlet::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/limits.h"
+#include "core/rank_limits.h"
 
 namespace ringlet::trainer {
 
