@@ -378,7 +378,9 @@ TEST_CASE("ringlet launch as torchrun: its environment, python for .py, rendezvo
         {"launch --no-python -m x", "--no-python and -m cannot go together"},
         {"launch --standalone --nnodes 2 true", "--standalone runs one node"},
     };
-    for (const auto& [args, message] : cases) {
+    for (const auto& c : cases) {
+      const char* args = c.first;
+      const char* message = c.second;
       r = finish_ringlet(start_ringlet(args));
       INFO(args, "\n", r.output);
       CHECK(r.status == 2);
