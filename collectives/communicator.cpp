@@ -532,4 +532,6 @@ void Communicator::abort(const std::string& reason) {
 
 bool Communicator::aborted() const { return impl_->failures.current() != nullptr; }
 
+Tracer& Communicator::tracer() { return impl_->tracer; }
+
 }  // namespace ringlet::collectives

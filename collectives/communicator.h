@@ -36,6 +36,7 @@
 #include "collectives/algorithm_choice.h"
 #include "collectives/buffer_space.h"
 #include "collectives/options.h"
+#include "collectives/trace.h"
 #include "collectives/types.h"
 #include "collectives/work.h"
 #include "core/error.h"
@@ -84,6 +85,10 @@ class Communicator {
   WorkPtr send(const void* data, std::size_t count, DType dtype, int peer,
                BufferSpace* space = nullptr);
   WorkPtr recv(void* data, std::size_t count, DType dtype, int peer, BufferSpace* space = nullptr);
+
+  // The rank's trace (trace.h): collectives record their steps there while it is enabled;
+  // callers may open it later and add their own spans.
+  Tracer& tracer();
 
   // Fails every queued and later op with `reason`.
   void abort(const std::string& reason);

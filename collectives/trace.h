@@ -1,10 +1,13 @@
-// Per-rank tracing of collective steps. With RINGLET_TRACE=dir, every step of every
-// collective records (op, seq, step, phase, chunk, peer, bytes, start, end) and the rank's
-// events are written as Chrome trace JSON to dir/trace.rank<R>.json when the communicator is
-// destroyed (or flush() is called). merge_traces() joins a directory of rank files into one
-// file that Perfetto / chrome://tracing open with one row (process) per rank.
+// Per-rank tracing of collective steps and of the compute around them. With RINGLET_TRACE=dir
+// (or a Tracer opened later, as `ringlet train --trace_steps N` does), every step of every
+// collective records (op, seq, step, phase, chunk, peer, bytes, start, end), and the trainer
+// records compute spans (forward, backward per autograd node, optimizer, a DDP bucket becoming
+// ready) on a "compute" row next to the channels. A rank's events are written as Chrome trace
+// JSON to dir/trace.rank<R>.json when the communicator is destroyed (or flush() is called);
+// trace_files.h reads and merges them.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -25,24 +28,52 @@ struct TraceEvent {
   std::chrono::steady_clock::time_point start, end;
 };
 
+// A span of the rank's own work (not a collective step), shown on the "compute" row.
+struct TraceSpan {
+  std::string name;      // "forward", "backward", "ConvolutionBackward", "optimizer", ...
+  std::string category;  // "step", "forward", "backward", "optimizer", "ddp"
+  std::chrono::steady_clock::time_point start, end;  // start == end: an instant
+  std::int64_t index = -1;                           // the training step / bucket, if any
+  std::uint64_t bytes = 0;                           // a bucket's, if any
+};
+
+// The Chrome trace thread id of the compute row (channels are 0, 1, ...).
+constexpr int kComputeLane = 1000;
+
 class Tracer {
  public:
   // Disabled when dir is empty. rank names the output file.
   Tracer(std::string dir, int rank);
   ~Tracer();  // flush()
-  bool enabled() const { return !dir_.empty(); }
+  bool enabled() const { return recording_.load(std::memory_order_relaxed); }
+  // Starts recording into `dir` (creating it) when not already recording somewhere.
+  void open(const std::string& dir);
+  // Stops (false) or restarts (true) recording; what was recorded stays to be written.
+  void set_recording(bool on);
   void record(TraceEvent event);  // thread-safe
+  void record(TraceSpan span);    // thread-safe
   void flush();                   // writes dir/trace.rank<R>.json (atomically: temp + rename)
 
  private:
   std::string dir_;
   int rank_;
+  std::atomic<bool> recording_{false};
   std::mutex mutex_;
   std::vector<TraceEvent> events_;
+  std::vector<TraceSpan> spans_;
 };
 
-// Merges every trace.rank*.json in `dir` into `out` (ranks as processes, named "rank R").
-// Returns the number of events written; throws core::Error naming a malformed file.
-std::size_t merge_traces(const std::string& dir, const std::string& out);
+// Records a span from construction to destruction when `tracer` is non-null and enabled.
+class TraceScope {
+ public:
+  TraceScope(Tracer* tracer, std::string name, std::string category, std::int64_t index = -1);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  Tracer* tracer_;
+  TraceSpan span_;
+};
 
 }  // namespace ringlet::collectives

@@ -4,9 +4,10 @@
 # (it pulls in udev and upgrades systemd) and never needs PyTorch: `--golden` adds
 # python3-torch and python3-numpy, which only tests/golden/make_golden.py uses; `--fuzz` adds
 # clang and its libFuzzer runtime, which scripts/fuzz.sh uses; `--slurm` adds Slurm's daemons,
-# clients and munge, which tests/slurm_test.py starts privately (not as services).
+# clients and munge, which tests/slurm_test.py starts privately (not as services); `--report`
+# adds Chromium's headless shell, which tests/report_browser.py renders a report with.
 #
-# usage: scripts/install-deps.sh [--golden] [--fuzz] [--slurm] [--dry-run]
+# usage: scripts/install-deps.sh [--golden] [--fuzz] [--slurm] [--report] [--dry-run]
 set -euo pipefail
 
 packages=(
@@ -22,6 +23,7 @@ packages=(
 golden_packages=(python3-torch python3-numpy)
 fuzz_packages=(clang libclang-rt-14-dev)
 slurm_packages=(slurmctld slurmd slurm-client munge)
+report_packages=(chromium-headless-shell)
 
 dry_run=0
 for arg in "$@"; do
@@ -29,11 +31,12 @@ for arg in "$@"; do
     --golden) packages+=("${golden_packages[@]}") ;;
     --fuzz) packages+=("${fuzz_packages[@]}") ;;
     --slurm) packages+=("${slurm_packages[@]}") ;;
+    --report) packages+=("${report_packages[@]}") ;;
     --dry-run) dry_run=1 ;;
     -h|--help)
       sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
       exit 0 ;;
-    *) echo "install-deps: unknown argument '$arg' (expected --golden, --fuzz, --slurm or --dry-run)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --golden, --fuzz, --slurm, --report or --dry-run)" >&2; exit 2 ;;
   esac
 done
 

@@ -11,7 +11,19 @@
 namespace ringlet::tensor {
 namespace {
 thread_local bool t_grad_enabled = true;
+thread_local BackwardObserver t_backward_observer;
+
+std::vector<Tensor> apply_observed(Node& node, const Tensor& grad_output,
+                                   const std::vector<bool>& needs) {
+  if (!t_backward_observer) return node.apply(grad_output, needs);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> grads = node.apply(grad_output, needs);
+  t_backward_observer(node, start, std::chrono::steady_clock::now());
+  return grads;
 }
+}  // namespace
+
+void set_backward_observer(BackwardObserver observer) { t_backward_observer = std::move(observer); }
 
 Node::Node(std::string name, std::vector<Tensor> inputs, BackwardFn backward)
     : name_(std::move(name)), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
@@ -159,8 +171,8 @@ class GraphTask {
     }
     // A branch that no gradient reached still runs, with no gradients, so the dependency
     // counts below it reach zero and leaves fed by other paths are finished.
-    std::vector<Tensor> grads =
-        grad_out.defined() ? node.apply(grad_out, needs) : std::vector<Tensor>(inputs.size());
+    std::vector<Tensor> grads = grad_out.defined() ? apply_observed(node, grad_out, needs)
+                                                   : std::vector<Tensor>(inputs.size());
     RINGLET_CHECK(grads.size() == inputs.size(), AutogradError, node.name(), " returned ",
                   grads.size(), " gradients for ", inputs.size(), " inputs");
     if (!retain_graph_) node.release();

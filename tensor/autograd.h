@@ -6,6 +6,7 @@
 // Op backward rules live next to their ops, in tensor/ops/*.cpp.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -57,6 +58,14 @@ bool any_requires_grad(const std::vector<Tensor>& inputs);
 // returns `out`. The rule must not capture `out` itself (that would be a cycle): capture
 // out.detach() instead.
 Tensor record(const char* name, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Called after each node's rule ran, with the time it took, on the thread running the
+// backward, while set on that thread (the trainer's trace draws one span per node). An empty
+// function clears it.
+using BackwardObserver =
+    std::function<void(const Node& node, std::chrono::steady_clock::time_point start,
+                       std::chrono::steady_clock::time_point end)>;
+void set_backward_observer(BackwardObserver observer);
 
 // The engine behind Tensor::backward.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);

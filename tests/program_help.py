@@ -15,7 +15,7 @@ BENCHES = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadca
            "p2p_perf", "ops_bench", "train_bench", "reduce_kernel_bench",
            "nccl_all_reduce_perf", "nccl_all_gather_perf", "nccl_reduce_scatter_perf",
            "nccl_broadcast_perf"]
-RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"]]
+RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"]]
 
 
 def run(cmd, env=None):

@@ -15,6 +15,7 @@
 #include "collective_values.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/trace.h"
+#include "collectives/trace_files.h"
 #include "comm_ranks.h"
 #include "emulated_rdma.h"
 

@@ -1,8 +1,9 @@
 // collectives/trace and `ringlet trace merge`: events recorded from several threads come back
-// from the rank file with every field; merge joins rank files with one process per rank;
-// malformed files, empty directories and bad command lines are errors that name the culprit.
-// The ringlet binary is RINGLET_BINARY (compiled in by tests/meson.build, or from the
-// environment variable of the same name).
+// from the rank file with every field; a tracer opened later and paused keeps only what it
+// recorded while on, compute spans and instants on the "compute" row; merge joins rank files with
+// one process per rank; malformed files, empty directories and bad command lines are errors that
+// name the culprit. The ringlet binary is RINGLET_BINARY (compiled in by tests/meson.build, or from
+// the environment variable of the same name).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "collectives/trace.h"
+#include "collectives/trace_files.h"
 #include "core/error.h"
 #include "ringlet_command.h"
 #include "temp_dir.h"
@@ -144,6 +146,51 @@ TEST_CASE("tracer: disabled with an empty directory; a bad directory is an error
   std::ofstream(file) << "x";
   const std::string message = error_of([&] { Tracer t((file / "sub").string(), 0); });
   CHECK(contains(message, file.string()));
+}
+
+TEST_CASE("tracer: opened later, paused, with compute spans and instants on their own row") {
+  TempDir tmp;
+  Tracer tracer("", 3);
+  tracer.record(make_event(0, 0, 0));  // not recording yet: dropped
+  tracer.open(tmp.path.string());
+  CHECK(tracer.enabled());
+  tracer.open((tmp.path / "other").string());  // already open: stays where it is
+  const auto t0 = std::chrono::steady_clock::now();
+  tracer.record(make_event(1, 0, 0));
+  tracer.record(TraceSpan{"forward", "forward", t0, t0 + std::chrono::microseconds(250), 7, 0});
+  tracer.record(TraceSpan{"bucket 0 ready", "ddp", t0, t0, 0, 4096});
+  { const TraceScope scope(&tracer, "optimizer", "optimizer"); }
+  tracer.set_recording(false);
+  CHECK_FALSE(tracer.enabled());
+  tracer.record(make_event(2, 0, 0));  // paused: dropped
+  { const TraceScope scope(&tracer, "dropped", "step"); }
+  tracer.flush();
+  CHECK_FALSE(fs::exists(tmp.path / "other"));
+  std::ifstream in(tmp.path / "trace.rank3.json");
+  const json doc = json::parse(in);
+  std::vector<json> steps, spans;
+  bool compute_named = false;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") {
+      compute_named = compute_named || (e["tid"] == kComputeLane && e["args"]["name"] == "compute");
+    } else if (e["tid"] == kComputeLane) {
+      spans.push_back(e);
+    } else {
+      steps.push_back(e);
+    }
+  }
+  CHECK(compute_named);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0]["args"]["seq"] == 1);
+  REQUIRE(spans.size() == 3);
+  CHECK(spans[0]["name"] == "forward");
+  CHECK(spans[0]["ph"] == "X");
+  CHECK(spans[0]["dur"].get<double>() == doctest::Approx(250));
+  CHECK(spans[0]["args"]["index"] == 7);
+  CHECK(spans[1]["ph"] == "i");
+  CHECK(spans[1]["args"]["bytes"] == 4096);
+  CHECK(spans[2]["name"] == "optimizer");
+  CHECK(spans[2]["cat"] == "optimizer");
 }
 
 TEST_CASE("merge: three rank files become one trace with a process per rank") {

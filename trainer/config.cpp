@@ -181,6 +181,7 @@ const std::vector<Field>& fields() {
       field("reset", &TrainConfig::reset),
       field("resume_from", &TrainConfig::resume_from),
       field("log_every", &TrainConfig::log_every),
+      field("trace_steps", &TrainConfig::trace_steps),
   };
   return table;
 }
@@ -426,6 +427,8 @@ void TrainConfig::validate() const {
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check(trace_steps >= 0 && trace_steps <= 100000,
+        core::str("trace_steps must be in [0, 100000] (0 = off), got ", trace_steps));
   check(clip_grad_norm >= 0,
         core::str("clip_grad_norm must be >= 0 (0 = off), got ", clip_grad_norm));
   check(step_size >= 1, core::str("step_size must be >= 1, got ", step_size));

@@ -67,6 +67,7 @@ struct TrainConfig {
   bool reset = false;       // delete out's checkpoint and metrics and start over
   std::string resume_from;  // a fork: a new run in out, starting from this run's checkpoint
   int log_every = 50;       // steps between progress lines when not on a TTY
+  int trace_steps = 0;      // trace the first N steps into out/trace (trainer/step_trace.h)
 
   nlohmann::json to_json() const;
   // Applies the keys of `json` (all optional); unknown keys and wrong types are errors.

@@ -45,6 +45,10 @@ const std::string& config_key_help(const std::string& key) {
       {"reset", "true | false: discard out's run and start over"},
       {"resume_from", "a run directory to fork: a new run in out from its checkpoint"},
       {"log_every", "steps between progress lines and steps.jsonl records, >= 1"},
+      {"trace_steps",
+       "trace the first N steps of this command into out/trace (collective steps, forward, "
+       "backward per op, optimizer, DDP buckets) for `ringlet trace report` and `ringlet "
+       "report`; 0 = off, at most 100000"},
   };
   static const std::string none;
   const auto it = help.find(key);

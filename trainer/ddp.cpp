@@ -4,6 +4,7 @@
 #include "trainer/ddp.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
@@ -58,11 +59,27 @@ struct DistributedDataParallel::State {
 
   void launch_ready_buckets() {
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
-      Bucket& b = buckets[next_launch++];
+      const std::size_t k = next_launch++;
+      Bucket& b = buckets[k];
+      mark_ready(k, b);
       void* data = b.flat.raw_data();
       b.work = comm->all_reduce(data, data, static_cast<std::size_t>(b.flat.numel()),
                                 core::DType::f32, collectives::ReduceOp::sum, space);
     }
+  }
+
+  // An instant on the trace's compute row (when tracing): bucket k's all-reduce starts now.
+  void mark_ready(std::size_t k, const Bucket& b) {
+    collectives::Tracer& tracer = comm->tracer();
+    if (!tracer.enabled()) return;
+    collectives::TraceSpan span{core::str("bucket ", k, " ready"),
+                                "ddp",
+                                {},
+                                {},
+                                static_cast<std::int64_t>(k),
+                                b.size * sizeof(float)};
+    span.start = span.end = std::chrono::steady_clock::now();
+    tracer.record(std::move(span));
   }
 
   // Rank 0's buffers to every rank, one broadcast per dtype (BatchNorm's running statistics

@@ -9,6 +9,7 @@
 #include "core/file_io.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/usage.h"
+#include "trainer/step_trace.h"
 
 namespace ringlet::trainer {
 namespace fs = std::filesystem;
@@ -23,7 +24,8 @@ bool is_event_file(const fs::path& file) {
 }
 
 // The files of a run that a new one would mix with or destroy: its checkpoint, its records
-// (even a run killed in its first epoch has steps), its TensorBoard event files.
+// (even a run killed in its first epoch has steps), its TensorBoard event files, its trace and
+// its report.
 std::vector<fs::path> run_files(const fs::path& dir) {
   std::vector<fs::path> found;
   std::error_code ec;
@@ -35,6 +37,8 @@ std::vector<fs::path> run_files(const fs::path& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (is_event_file(it->path())) found.push_back(it->path());
   }
+  if (!fs::is_empty(trace_dir(dir), ec) && !ec) found.push_back(trace_dir(dir));
+  if (fs::exists(report_path(dir), ec)) found.push_back(report_path(dir));
   return found;
 }
 
@@ -49,10 +53,10 @@ void refuse_used(const fs::path& dir) {
       "): pass --resume to continue it, --reset to discard it and start over, or another --out"));
 }
 
-// --reset: the old run's checkpoint, records and event files go (its history stays, and
-// records the reset).
+// --reset: the old run's checkpoint, records, event files, trace and report go (its history stays,
+// and records the reset).
 void discard_run(const fs::path& dir) {
-  for (const fs::path& f : run_files(dir)) fs::remove(f);
+  for (const fs::path& f : run_files(dir)) fs::remove_all(f);
 }
 
 // The records (metrics.jsonl or steps.jsonl) of epochs the checkpoint holds, whole lines only:
@@ -158,6 +162,8 @@ std::string default_run_dir() {
 fs::path metrics_path(const fs::path& run_dir) { return run_dir / "metrics.jsonl"; }
 
 fs::path steps_path(const fs::path& run_dir) { return run_dir / "steps.jsonl"; }
+
+fs::path report_path(const fs::path& run_dir) { return run_dir / "report.html"; }
 
 bool resuming(const TrainConfig& c) { return c.resume || !c.resume_from.empty(); }
 

@@ -3,6 +3,8 @@
 //   metrics.jsonl           one JSON record per finished epoch, appended in whole lines
 //   steps.jsonl             one record every log_every steps (loss, lr, grad norm, images/s)
 //   checkpoint.safetensors  after the last finished epoch (checkpoint/checkpoint.h, atomic)
+//   trace/                  trace.rank<R>.json of the steps trace_steps traced (step_trace.h)
+//   report.html             what `ringlet report` wrote last
 //   history.jsonl           one record per command that trained the run: when, where, the
 //                           command line, new / reset / resume / fork, and what it changed
 //   lock                    held by the job's rank 0 while it runs (run_lock.h)
@@ -29,6 +31,8 @@ std::string default_run_dir();
 std::filesystem::path metrics_path(const std::filesystem::path& run_dir);
 // run_dir/steps.jsonl
 std::filesystem::path steps_path(const std::filesystem::path& run_dir);
+// run_dir/report.html
+std::filesystem::path report_path(const std::filesystem::path& run_dir);
 // Where a resume reads its checkpoint: resume_from (a fork) or the run directory itself.
 std::filesystem::path resume_source(const TrainConfig& config);
 // Whether the config continues a run (--resume, or --resume_from for a fork).

@@ -34,6 +34,7 @@
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
 #include "trainer/run_dir.h"
+#include "trainer/step_trace.h"
 #include "trainer/sync_batch_norm.h"
 #include "trainer/tensorboard.h"
 
@@ -151,6 +152,7 @@ struct Run {
   std::unique_ptr<DistributedDataParallel> ddp;  // null on a single rank
   std::unique_ptr<Progress> progress;            // while the epochs train
   std::unique_ptr<EventWriter> events;           // rank 0: TensorBoard's event file
+  std::unique_ptr<StepTrace> trace;              // trace_steps (or RINGLET_TRACE)
   int start_epoch = 0;
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
   core::Device device;    // where the model computes (batches are moved there)
@@ -257,23 +259,9 @@ void distribute(Run& run) {
                  .gradient_as_bucket_view = true});
 }
 
-// One optimizer step on one batch, as the progress sees it: its loss, or skipped when the f16
-// gradients overflowed (the scale shrank, nothing was learned); the gradient norm when asked
-// (after DDP's averaging, unscaled) or when clipping measured it.
-StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
-  run.optimizer->zero_grad();
-  tensor::Tensor logits;
-  {
-    nn::Autocast amp(run.precision);
-    const tensor::Tensor images = batch.images.to(run.device);
-    logits = run.ddp ? run.ddp->forward(images) : run.model->forward(images);
-  }
-  tensor::Tensor loss = run.criterion.forward(logits, batch.labels.to(run.device));
-  run.scaler.scale(loss).backward();
-  if (run.ddp) run.ddp->finish_gradient_sync();
-  StepSample sample;
-  sample.examples = batch.labels.numel();
-  sample.lr = run.optimizer->lr();
+// Unscales, clips or measures the gradient norm when asked, and steps (or skips on an f16
+// overflow), filling what the progress sees of it.
+void optimizer_step(Run& run, StepSample& sample, bool measure_norm) {
   if (run.c.clip_grad_norm > 0 || measure_norm) {
     run.scaler.unscale_(*run.optimizer);  // the clip and the norm see the true gradients
   }
@@ -285,6 +273,41 @@ StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
   if (run.scaler.is_enabled()) sample.loss_scale = run.scaler.get_scale();
   sample.skipped = !run.scaler.step(*run.optimizer);
   run.scaler.update();
+}
+
+// One optimizer step on one batch, as the progress sees it: its loss, or skipped when the f16
+// gradients overflowed (the scale shrank, nothing was learned); the gradient norm when asked
+// (after DDP's averaging, unscaled) or when clipping measured it.
+StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
+  collectives::Tracer* tracer = run.trace->tracer();
+  const collectives::TraceScope step_span(tracer, "step", "step", run.step + 1);
+  run.optimizer->zero_grad();
+  tensor::Tensor loss;
+  {
+    const collectives::TraceScope span(tracer, "forward", "forward");
+    tensor::Tensor logits;
+    {
+      nn::Autocast amp(run.precision);
+      const tensor::Tensor images = batch.images.to(run.device);
+      logits = run.ddp ? run.ddp->forward(images) : run.model->forward(images);
+    }
+    loss = run.criterion.forward(logits, batch.labels.to(run.device));
+  }
+  {
+    const collectives::TraceScope span(tracer, "backward", "backward");
+    run.scaler.scale(loss).backward();
+  }
+  if (run.ddp) {
+    const collectives::TraceScope span(tracer, "gradient sync wait", "ddp");
+    run.ddp->finish_gradient_sync();
+  }
+  StepSample sample;
+  sample.examples = batch.labels.numel();
+  sample.lr = run.optimizer->lr();
+  {
+    const collectives::TraceScope span(tracer, "optimizer", "optimizer");
+    optimizer_step(run, sample, measure_norm);
+  }
   sample.step = ++run.step;
   if (!sample.skipped) sample.loss = loss.item();
   return sample;
@@ -300,13 +323,22 @@ struct EpochStats {
   double mean_loss() const { return loss_sum / std::max<double>(1, static_cast<double>(seen)); }
 };
 
+// The next batch, the wait for it traced as "data".
+std::optional<Batch> next_batch(Run& run, EpochIterator& epoch) {
+  const collectives::TraceScope span(run.trace->tracer(), "data", "data");
+  return epoch.next();
+}
+
 EpochStats train_epoch(Run& run, int epoch) {
   const auto start = Clock::now();
   auto it = run.train_loader->begin_epoch(epoch);
   run.progress->begin_epoch(epoch, it.num_batches());
   EpochStats stats;
-  while (auto batch = it.next()) {
+  for (;;) {
+    auto batch = next_batch(run, it);
+    if (!batch) break;
     const StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm());
+    run.trace->end_step();
     ++stats.steps;
     if (sample.skipped) {
       ++stats.skipped;
@@ -506,6 +538,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   if (run.run_dir.from_checkpoint) resume(run);
   place_on_device(run);
   if (run.world > 1) distribute(run);
+  run.trace = std::make_unique<StepTrace>(run.comm, run.rank, run.run_dir.path, run.c.trace_steps);
   return train_epochs(run);
 }
 

@@ -8,6 +8,7 @@
 
 #include "trainer/cli/eval_command.h"
 #include "trainer/cli/launch_command.h"
+#include "trainer/cli/report_command.h"
 #include "trainer/cli/trace_command.h"
 #include "trainer/cli/train_command.h"
 #include "trainer/cli/usage.h"
@@ -23,7 +24,7 @@ void print_help(std::ostream& out) {
          "  "
       << ringlet::trainer::cli::kTrainSummary << "\n  " << ringlet::trainer::cli::kEvalSummary
       << "\n  " << ringlet::trainer::cli::kLaunchSummary << "\n  "
-      << ringlet::trainer::cli::kTraceSummary
+      << ringlet::trainer::cli::kReportSummary << "\n  " << ringlet::trainer::cli::kTraceSummary
       << "\n"
          "\n"
          "Run 'ringlet <command> --help' for a command's options.\n";
@@ -40,6 +41,7 @@ int run(const std::vector<std::string>& args) {
   if (command == "trace") return ringlet::trainer::cli::trace_command(rest, std::cout);
   if (command == "train") return ringlet::trainer::cli::train_command(rest, std::cout);
   if (command == "eval") return ringlet::trainer::cli::eval_command(rest, std::cout);
+  if (command == "report") return ringlet::trainer::cli::report_command(rest, std::cout);
   if (command == "launch") {
     return ringlet::trainer::cli::launch_command(rest, std::cout, std::cerr);
   }
@@ -47,7 +49,7 @@ int run(const std::vector<std::string>& args) {
     ringlet::trainer::cli::throw_unknown("", "option", command, {"-h", "--help"});
   }
   ringlet::trainer::cli::throw_unknown("", "command", command,
-                                       {"train", "eval", "launch", "trace"});
+                                       {"train", "eval", "launch", "report", "trace"});
 }
 
 }  // namespace

@@ -1,0 +1,153 @@
+// write_run_report: the page's sections in order (summary, curves, recipe, history, trace),
+// each from run_records.h and trace_section.h, in one HTML file with its CSS inline.
+#include "trainer/report/run_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/file_io.h"
+#include "trainer/report/run_records.h"
+#include "trainer/report/svg_chart.h"
+#include "trainer/report/trace_section.h"
+#include "trainer/step_trace.h"
+
+namespace ringlet::trainer::report {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kStyle =
+    "body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}"
+    "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px}"
+    "h3{font-size:15px}table{border-collapse:collapse;font-size:12px;margin:8px 0}"
+    "td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}"
+    "th{background:#f3f3f3}td.key{text-align:left}.charts svg{margin:4px}"
+    "code{background:#f3f3f3;padding:0 3px}";
+
+// (x, y) of every record that has both keys as numbers.
+std::vector<std::pair<double, double>> points(const std::vector<json>& records, const char* x,
+                                              const char* y) {
+  std::vector<std::pair<double, double>> out;
+  for (const json& r : records) {
+    const auto xi = r.find(x), yi = r.find(y);
+    if (xi == r.end() || yi == r.end() || !xi->is_number() || !yi->is_number()) continue;
+    out.emplace_back(xi->get<double>(), yi->get<double>());
+  }
+  return out;
+}
+
+// A value as text: strings bare, a command line's array of words joined by spaces.
+std::string text_of(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_array()) return value.dump();
+  std::string words;
+  for (const json& word : value) words += (words.empty() ? "" : " ") + text_of(word);
+  return words;
+}
+
+std::string fixed(double v, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, v);
+  return text;
+}
+
+std::string summary_html(const RunRecords& run) {
+  const json& c = run.config;
+  std::ostringstream html;
+  html << "<p><b>" << escape_html(text_of(c.value("model", json("?")))) << "</b> on <b>"
+       << escape_html(text_of(c.value("dataset", json("?")))) << "</b>, "
+       << text_of(c.value("nproc", json(1))) << " rank(s) on "
+       << escape_html(text_of(c.value("device", json("cpu")))) << ", batch "
+       << text_of(c.value("batch_size", json("?"))) << " per rank, "
+       << escape_html(text_of(c.value("optimizer", json("?")))) << " lr "
+       << text_of(c.value("lr", json("?"))) << ". " << run.epochs.size() << " of "
+       << text_of(c.value("epochs", json("?"))) << " epoch(s) done";
+  if (!run.epochs.empty()) {
+    const json& last = run.epochs.back();
+    double best = 0, seconds = 0;
+    for (const json& e : run.epochs) {
+      best = std::max(best, e.value("accuracy", 0.0));
+      seconds += e.value("seconds", 0.0);
+    }
+    html << ": test accuracy " << fixed(last.value("accuracy", 0.0), 4) << " (best "
+         << fixed(best, 4) << "), test loss " << fixed(last.value("test_loss", 0.0), 4) << ", "
+         << fixed(last.value("images_per_s", 0.0), 0) << " images/s, " << fixed(seconds, 1)
+         << " s of training";
+  }
+  html << ".</p>";
+  return html.str();
+}
+
+std::string charts_html(const RunRecords& run) {
+  const ChartSeries step_loss{"loss (logged steps)", "#1f77b4", points(run.steps, "step", "loss")};
+  const ChartSeries train_loss{"train loss (epoch)", "#ff7f0e", points(run.epochs, "step", "loss"),
+                               true};
+  const ChartSeries test_loss{"test loss (epoch)", "#2ca02c",
+                              points(run.epochs, "step", "test_loss"), true};
+  const ChartSeries accuracy{"test accuracy", "#d62728", points(run.epochs, "epoch", "accuracy"),
+                             true};
+  ChartSeries lr{"lr (logged steps)", "#9467bd", points(run.steps, "step", "lr")};
+  if (lr.points.empty())
+    lr = ChartSeries{"lr (epoch)", "#9467bd", points(run.epochs, "step", "lr"), true};
+  const ChartSeries step_rate{"images/s (logged steps)", "#8c564b",
+                              points(run.steps, "step", "images_per_s")};
+  const ChartSeries epoch_rate{"images/s (epoch)", "#e377c2",
+                               points(run.epochs, "step", "images_per_s"), true};
+  std::ostringstream html;
+  html << "<h2>Curves</h2><div class='charts'>"
+       << line_chart_svg({"Loss", "step", "loss"}, {step_loss, train_loss, test_loss})
+       << line_chart_svg({"Test accuracy", "epoch", "accuracy"}, {accuracy})
+       << line_chart_svg({"Learning rate", "step", "lr"}, {lr})
+       << line_chart_svg({"Throughput", "step", "images/s"}, {step_rate, epoch_rate}) << "</div>";
+  return html.str();
+}
+
+std::string recipe_html(const json& config) {
+  std::ostringstream html;
+  html << "<h2>Recipe</h2><table>";
+  for (const auto& [key, value] : config.items()) {
+    html << "<tr><td class='key'>" << escape_html(key) << "</td><td class='key'>"
+         << escape_html(text_of(value)) << "</td></tr>";
+  }
+  html << "</table>";
+  return html.str();
+}
+
+std::string history_html(const std::vector<json>& history) {
+  if (history.empty()) return "";
+  std::ostringstream html;
+  html << "<h2>History</h2><table><tr><th>when</th><th>action</th><th>from epoch</th>"
+          "<th>command</th></tr>";
+  for (const json& h : history) {
+    html << "<tr><td class='key'>" << escape_html(text_of(h.value("time", json("")))) << "</td>"
+         << "<td class='key'>" << escape_html(text_of(h.value("action", json("")))) << "</td><td>"
+         << text_of(h.value("from_epoch", json(0))) << "</td><td class='key'><code>"
+         << escape_html(text_of(h.value("command", json("")))) << "</code></td></tr>";
+  }
+  html << "</table>";
+  return html.str();
+}
+
+}  // namespace
+
+ReportSummary write_run_report(const fs::path& run_dir, const fs::path& out) {
+  const RunRecords run = read_run_records(run_dir);
+  const TraceSection trace = trace_section(trace_dir(run_dir));
+  const std::string name = run_dir.filename().empty() ? run_dir.parent_path().filename().string()
+                                                      : run_dir.filename().string();
+  std::ostringstream html;
+  html << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ringlet run "
+       << escape_html(name) << "</title><style>" << kStyle
+       << "</style></head><body><h1>ringlet run " << escape_html(name) << "</h1>"
+       << summary_html(run) << charts_html(run) << recipe_html(run.config)
+       << history_html(run.history) << trace.html << "</body></html>\n";
+  core::write_file_atomically(out, html.str());
+  return ReportSummary{run.epochs.size(), run.steps.size(), trace.ranks};
+}
+
+}  // namespace ringlet::trainer::report
