@@ -22,14 +22,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFilePrefix = "trace.rank";
-constexpr const char* kFileSuffix = ".json";
-
 double micros(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t.time_since_epoch()).count();
 }
 
-std::string rank_file_name(int rank) { return core::str(kFilePrefix, rank, kFileSuffix); }
+std::string rank_file_name(int rank) { return core::str(kTraceFilePrefix, rank, kTraceFileSuffix); }
 
 void make_directory(const fs::path& dir) {
   if (dir.empty()) return;

@@ -37,6 +37,10 @@ struct TraceSpan {
   std::uint64_t bytes = 0;                           // a bucket's, if any
 };
 
+// A rank's trace file in its directory: trace.rank<R>.json.
+inline constexpr const char* kTraceFilePrefix = "trace.rank";
+inline constexpr const char* kTraceFileSuffix = ".json";
+
 // The Chrome trace thread id of the compute row (channels are 0, 1, ...).
 constexpr int kComputeLane = 1000;
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "collectives/trace.h"
 #include "core/error.h"
 #include "core/file_io.h"
 
@@ -18,12 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFilePrefix = "trace.rank";
-constexpr const char* kFileSuffix = ".json";
-
 // The rank of a file named trace.rank<R>.json, or -1 for any other name.
 int rank_of_file_name(const std::string& name) {
-  const std::string prefix = kFilePrefix, suffix = kFileSuffix;
+  const std::string prefix = kTraceFilePrefix, suffix = kTraceFileSuffix;
   if (name.size() <= prefix.size() + suffix.size()) return -1;
   if (name.compare(0, prefix.size(), prefix) != 0) return -1;
   if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return -1;
@@ -81,8 +79,8 @@ std::vector<std::pair<int, fs::path>> rank_files(const std::string& dir, const s
     if (rank >= 0 && it->is_regular_file()) files.emplace_back(rank, it->path());
   }
   RINGLET_CHECK(!ec, Error, what, ": cannot list '", dir, "': ", ec.message());
-  RINGLET_CHECK(!files.empty(), Error, what, ": no trace files (", kFilePrefix, "<R>", kFileSuffix,
-                ") in '", dir, "'");
+  RINGLET_CHECK(!files.empty(), Error, what, ": no trace files (", kTraceFilePrefix, "<R>",
+                kTraceFileSuffix, ") in '", dir, "'");
   std::sort(files.begin(), files.end());
   return files;
 }

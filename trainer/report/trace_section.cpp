@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "collectives/trace.h"
 #include "collectives/trace_analysis.h"
 #include "core/error.h"
 #include "trainer/report/svg_chart.h"
@@ -25,7 +26,7 @@ constexpr std::size_t kTableRows = 64;
 bool has_trace_files(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("trace.rank", 0) == 0) return true;
+    if (it->path().filename().string().rfind(collectives::kTraceFilePrefix, 0) == 0) return true;
   }
   return false;
 }
