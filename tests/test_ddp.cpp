@@ -1,5 +1,6 @@
 // DDP: 2 ranks x batch 32 end with the parameters of 1 rank x batch 64 on the same data; the
-// first bucket's all-reduce starts before backward ends (trace); unused parameters are an
+// first bucket's all-reduce starts before backward ends (trace); the fp16 / bf16 compression
+// hooks halve the bytes all-reduced (trace) and round the average; unused parameters are an
 // error naming them unless find_unused_parameters; no_sync accumulates; parameters start
 // from rank 0's values. DistributedSampler shards are disjoint, cover, equal and reshuffle.
 // SyncBatchNorm: 2 ranks x 32 with synchronized statistics match 1 rank x 64, buffers included
@@ -9,11 +10,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "collectives/trace.h"
 #include "comm_ranks.h"
@@ -456,6 +459,87 @@ TEST_CASE("the first bucket's all-reduce starts before backward ends") {
     CHECK(first_start < backward_end_us[r]);
   }
   fs::remove_all(dir);
+}
+
+// One backward of each rank's half of batch(0) through DDP with `hook`: the averaged gradients
+// (rank 0's) and the bytes rank 0's all-reduce steps moved (from the trace).
+struct HookedGrads {
+  std::vector<std::vector<float>> grads;
+  std::uint64_t wire_bytes = 0;
+};
+
+HookedGrads hooked_grads(trainer::CommHook hook, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ringlet_ddp_hook_" + name);
+  fs::remove_all(dir);
+  CommOptions options;
+  options.name = "ddp-hook-" + name;
+  options.trace_dir = dir.string();
+  HookedGrads out;
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    auto model = mlp(1);
+    trainer::DistributedDataParallel ddp(model, comm, {.comm_hook = hook});
+    const Data d = batch(0);
+    const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
+    const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
+    nn::CrossEntropyLoss().forward(ddp.forward(x), y).backward();
+    ddp.finish_gradient_sync();
+    if (rank != 0) return;
+    for (auto& p : model->parameters()) out.grads.push_back(p.grad().to_vector<float>());
+  });
+  std::ifstream in(dir / "trace.rank0.json");
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") == "X" && e["args"]["op"] == "all_reduce") {
+      out.wire_bytes += e["args"]["bytes"].get<std::uint64_t>();
+    }
+  }
+  fs::remove_all(dir);
+  return out;
+}
+
+// Rank `rank`'s own gradient of its half of batch(0), without DDP.
+std::vector<std::vector<float>> local_grads(int rank) {
+  auto model = mlp(1);
+  const Data d = batch(0);
+  const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
+  const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
+  nn::CrossEntropyLoss().forward(model->forward(x), y).backward();
+  std::vector<std::vector<float>> out;
+  for (auto& p : model->parameters()) out.push_back(p.grad().to_vector<float>());
+  return out;
+}
+
+TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the average rounded") {
+  const HookedGrads exact = hooked_grads(trainer::CommHook::none, "none");
+  REQUIRE(exact.wire_bytes > 0);
+  const auto g0 = local_grads(0), g1 = local_grads(1);
+  // Each half g_r / 2 is rounded to the wire format (unit roundoff u: 2^-11 for f16's 11
+  // significant bits, 2^-8 for bf16's 8), and so is their sum: the error is at most
+  // u (|g0| + |g1|) / 2 + u |sum|, plus f16's subnormal spacing (6e-8) near zero.
+  for (const auto& [hook, name, u] :
+       {std::tuple{trainer::CommHook::fp16_compress, std::string("fp16"), 0x1p-11},
+        std::tuple{trainer::CommHook::bf16_compress, std::string("bf16"), 0x1p-8}}) {
+    const HookedGrads got = hooked_grads(hook, name);
+    INFO(name);
+    CHECK(got.wire_bytes * 2 == exact.wire_bytes);
+    REQUIRE(got.grads.size() == exact.grads.size());
+    std::size_t rounded = 0, total = 0;
+    for (std::size_t i = 0; i < got.grads.size(); ++i) {
+      for (std::size_t j = 0; j < got.grads[i].size(); ++j) {
+        const double want = exact.grads[i][j], have = got.grads[i][j];
+        const double bound =
+            u * (std::fabs(g0[i][j]) + std::fabs(g1[i][j])) / 2 + u * std::fabs(want) + 1.2e-7;
+        REQUIRE(std::fabs(have - want) <= bound * 1.01);
+        rounded += have != want ? 1 : 0;
+        ++total;
+      }
+    }
+    CHECK(rounded > total / 4);  // the hook ran: most values lost bits
+  }
+  CHECK_THROWS_WITH_AS(trainer::parse_comm_hook("fp8_compress"),
+                       doctest::Contains("valid: none, fp16_compress, bf16_compress"),
+                       core::ValueError);
 }
 
 TEST_CASE("unused parameters, find_unused_parameters and no_sync") {

@@ -424,6 +424,32 @@ TEST_CASE("2 ranks over rdma (emulated device) end with tcp's parameters, bit fo
       trainer::safetensors::read(runs.at("rdma").path / "checkpoint.safetensors"));
 }
 
+TEST_CASE("--comm-hook fp16_compress and bf16_compress: 2 ranks still learn, as without") {
+  std::map<std::string, double> accuracy;
+  for (const std::string hook : {"none", "fp16_compress", "bf16_compress"}) {
+    CAPTURE(hook);
+    ringlet::testing::TempDir dir("ringlet_hook");
+    const CommandResult result = ringlet_train(
+        "--nproc 2 --epochs 1 --limit_train 2000 --limit_test 500 --threads 1 --workers 1 "
+        "--log_every 1000 --comm-hook " +
+        hook + " --out '" + dir.path.string() + "'");
+    INFO(result.output);
+    REQUIRE(result.status == 0);
+    CHECK(ringlet::testing::contains(result.output, "DDP comm hook: " + hook) == (hook != "none"));
+    std::ifstream metrics(dir.path / "metrics.jsonl");
+    std::string line;
+    REQUIRE(std::getline(metrics, line));
+    accuracy[hook] = nlohmann::json::parse(line).at("accuracy").get<double>();
+  }
+  CHECK(accuracy["none"] > 0.5);  // chance is 0.1
+  CHECK(accuracy["fp16_compress"] == doctest::Approx(accuracy["none"]).epsilon(0.05));
+  CHECK(accuracy["bf16_compress"] == doctest::Approx(accuracy["none"]).epsilon(0.05));
+  const CommandResult bad = ringlet_train("--nproc 2 --comm-hook fp8");
+  CHECK(bad.status == 2);
+  CHECK(ringlet::testing::contains(bad.output,
+                                   "comm_hook must be none, fp16_compress or bf16_compress"));
+}
+
 TEST_CASE("fmnist_best starts its 2 local ranks, which read the recipe too") {
   ringlet::testing::TempDir out("ringlet_recipe_fmnist");
   const CommandResult result = ringlet_train(

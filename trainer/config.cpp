@@ -152,6 +152,7 @@ const std::vector<Field>& fields() {
       field("nproc", &TrainConfig::nproc),
       field("max_restarts", &TrainConfig::max_restarts),
       field("sync_bn", &TrainConfig::sync_bn),
+      field("comm_hook", &TrainConfig::comm_hook),
       field("batch_size", &TrainConfig::batch_size),
       field("optimizer", &TrainConfig::optimizer),
       field("lr", &TrainConfig::lr),
@@ -427,6 +428,8 @@ void TrainConfig::validate() const {
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check(comm_hook == "none" || comm_hook == "fp16_compress" || comm_hook == "bf16_compress",
+        "comm_hook must be none, fp16_compress or bf16_compress, got '" + comm_hook + "'");
   check(trace_steps >= 0 && trace_steps <= 100000,
         core::str("trace_steps must be in [0, 100000] (0 = off), got ", trace_steps));
   check(clip_grad_norm >= 0,

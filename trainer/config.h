@@ -18,11 +18,12 @@ struct TrainConfig {
   std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 (needs data_dir)
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 3;
-  int nproc = 1;                  // local ranks (`ringlet train --nproc 2` launches them itself)
-  int max_restarts = 0;           // with nproc > 1: restart all ranks after a failure, resuming
-  bool sync_bn = false;           // several ranks: BatchNorm over the global batch (SyncBatchNorm)
-  int batch_size = 64;            // per rank
-  std::string optimizer = "sgd";  // sgd | adam | adamw
+  int nproc = 1;                   // local ranks (`ringlet train --nproc 2` launches them itself)
+  int max_restarts = 0;            // with nproc > 1: restart all ranks after a failure, resuming
+  bool sync_bn = false;            // several ranks: BatchNorm over the global batch (SyncBatchNorm)
+  std::string comm_hook = "none";  // several ranks: none | fp16_compress | bf16_compress (ddp.h)
+  int batch_size = 64;             // per rank
+  std::string optimizer = "sgd";   // sgd | adam | adamw
   double lr = 0.05;
   double momentum = 0.9;
   double weight_decay = 5e-4;

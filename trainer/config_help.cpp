@@ -14,6 +14,9 @@ const std::string& config_key_help(const std::string& key) {
       {"nproc", "local ranks this command starts (DDP), 1-256"},
       {"max_restarts", "with nproc > 1: restart every rank after a failure, resuming, 0-100"},
       {"sync_bn", "true | false: BatchNorm over the global batch (SyncBatchNorm)"},
+      {"comm_hook",
+       "none | fp16_compress | bf16_compress: DDP all-reduces each gradient bucket in half "
+       "precision (half the bytes), as PyTorch's comm hooks"},
       {"batch_size", "examples per rank per step, >= 1 (global batch: nproc x batch_size)"},
       {"optimizer", "sgd | adam | adamw"},
       {"lr", "learning rate, > 0"},

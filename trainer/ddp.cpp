@@ -27,6 +27,7 @@ struct DistributedDataParallel::State {
     std::size_t size = 0;  // elements
     std::size_t pending = 0;
     collectives::WorkPtr work;
+    tensor::Tensor wire;  // with a compression hook: the f16 / bf16 copy that is all-reduced
   };
 
   collectives::Communicator* comm = nullptr;
@@ -62,9 +63,11 @@ struct DistributedDataParallel::State {
       const std::size_t k = next_launch++;
       Bucket& b = buckets[k];
       mark_ready(k, b);
-      void* data = b.flat.raw_data();
-      b.work = comm->all_reduce(data, data, static_cast<std::size_t>(b.flat.numel()),
-                                core::DType::f32, collectives::ReduceOp::sum, space);
+      tensor::Tensor& sent = b.wire.defined() ? b.wire : b.flat;
+      if (b.wire.defined()) tensor::copy_(b.wire, b.flat);  // compress: round to f16 / bf16
+      void* data = sent.raw_data();
+      b.work = comm->all_reduce(data, data, static_cast<std::size_t>(sent.numel()), sent.dtype(),
+                                collectives::ReduceOp::sum, space);
     }
   }
 
@@ -148,6 +151,14 @@ struct DistributedDataParallel::State {
   }
 };
 
+CommHook parse_comm_hook(const std::string& name) {
+  if (name == "none") return CommHook::none;
+  if (name == "fp16_compress") return CommHook::fp16_compress;
+  if (name == "bf16_compress") return CommHook::bf16_compress;
+  RINGLET_THROW(ValueError, "unknown comm_hook '", name,
+                "'; valid: none, fp16_compress, bf16_compress");
+}
+
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                                  collectives::Communicator& comm,
                                                  DDPOptions options)
@@ -204,9 +215,15 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     open = b.size < cap_of(st.buckets.size() - 1);
   }
   st.views.resize(st.params.size());
+  const core::DType wire = options.comm_hook == CommHook::fp16_compress   ? core::DType::f16
+                           : options.comm_hook == CommHook::bf16_compress ? core::DType::bf16
+                                                                          : core::DType::f32;
   for (auto& b : st.buckets) {
-    b.flat =
-        tensor::Tensor::empty({static_cast<std::int64_t>(b.size)}, core::DType::f32, st.device);
+    const auto elements = static_cast<std::int64_t>(b.size);
+    b.flat = tensor::Tensor::empty({elements}, core::DType::f32, st.device);
+    if (wire != core::DType::f32) {
+      b.wire = tensor::Tensor::empty({elements}, wire, st.device);
+    }
     for (const auto& s : b.slots) {
       const tensor::Shape& shape = st.params[s.param].shape();
       st.views[s.param] =
@@ -274,6 +291,7 @@ void DistributedDataParallel::finish_gradient_sync() {
     } else {
       b.work->wait(deadline);
     }
+    if (b.wire.defined()) tensor::copy_(b.flat, b.wire);  // decompress: widen to f32
     if (st.grad_as_view) continue;  // every .grad is already a view of its slot
     for (const auto& s : b.slots) {
       tensor::Tensor& p = st.params[s.param];

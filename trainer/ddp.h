@@ -21,14 +21,26 @@
 //   the host never waits. Buffers are broadcast the same way.
 // - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
 //   does by default (broadcast_buffers), coalesced into one broadcast per dtype.
+// - A communication hook (PyTorch's fp16_compress_hook / bf16_compress_hook): each complete
+//   bucket, already divided by the world size, is rounded to f16 or bf16 into a wire buffer of
+//   half the bytes, that buffer is all-reduced (summed in that precision), and
+//   finish_gradient_sync() widens the sums back into the f32 bucket. Half the bytes on the
+//   wire, at the cost of rounding each gradient (f16 also flushes values below 6e-8 to zero
+//   and overflows above 65504; bf16 keeps f32's range with 8 bits of mantissa).
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "collectives/communicator.h"
 #include "nn/module.h"
 
 namespace ringlet::trainer {
+
+// How a bucket travels: as it is, or compressed to half precision for the all-reduce.
+enum class CommHook { none, fp16_compress, bf16_compress };
+// "none" | "fp16_compress" | "bf16_compress"; anything else is a ValueError listing them.
+CommHook parse_comm_hook(const std::string& name);
 
 struct DDPOptions {
   // The device's space (trainer/device_space.h) when the module is on a device: buckets live
@@ -41,6 +53,7 @@ struct DDPOptions {
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
   bool gradient_as_bucket_view = false;
+  CommHook comm_hook = CommHook::none;
 };
 
 class DistributedDataParallel {

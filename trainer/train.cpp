@@ -256,7 +256,12 @@ void distribute(Run& run) {
   run.ddp = std::make_unique<DistributedDataParallel>(
       run.model, *run.comm,
       DDPOptions{.device_space = run.device.is_cpu() ? nullptr : run.space,
-                 .gradient_as_bucket_view = true});
+                 .gradient_as_bucket_view = true,
+                 .comm_hook = parse_comm_hook(run.c.comm_hook)});
+  if (run.c.comm_hook != "none") {
+    run.out << "DDP comm hook: " << run.c.comm_hook << " (buckets all-reduced in half precision)"
+            << std::endl;
+  }
 }
 
 // Unscales, clips or measures the gradient norm when asked, and steps (or skips on an f16

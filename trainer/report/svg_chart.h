@@ -19,7 +19,7 @@ struct ChartSeries {
 struct ChartOptions {
   std::string title;
   std::string x_label, y_label;
-  int width = 470, height = 260;  // two side by side on the page
+  int width = 460, height = 260;  // two side by side on the page
 };
 
 // The chart, or a frame saying "no data" when no series has a point.
