@@ -121,6 +121,15 @@ Tracer::~Tracer() {
   }
 }
 
+void Tracer::close() {
+  recording_ = false;
+  flush();
+  std::lock_guard<std::mutex> lock(mutex_);
+  dir_.clear();
+  events_.clear();
+  spans_.clear();
+}
+
 void Tracer::record(TraceEvent event) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -54,6 +54,9 @@ class Tracer {
   void open(const std::string& dir);
   // Stops (false) or restarts (true) recording; what was recorded stays to be written.
   void set_recording(bool on);
+  // Stops recording, writes what was recorded and forgets the directory and the events, so
+  // the tracer can be opened again (for the next run on the same communicator).
+  void close();
   void record(TraceEvent event);  // thread-safe
   void record(TraceSpan span);    // thread-safe
   void flush();                   // writes dir/trace.rank<R>.json (atomically: temp + rename)

@@ -82,8 +82,13 @@ std::string bytes_text(std::uint64_t bytes) {
 std::vector<StepRecord> step_records(const std::vector<RankTrace>& traces) {
   std::vector<StepRecord> steps;
   for (const RankTrace& t : traces) {
-    for (const json& e : t.events) {
-      if (is_step_event(e)) steps.push_back(step_of(e, t.rank));
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      try {
+        if (is_step_event(t.events[i])) steps.push_back(step_of(t.events[i], t.rank));
+      } catch (const json::exception& e) {
+        RINGLET_THROW(Error, "malformed trace file '", t.path.string(), "': event ", i, ": ",
+                      e.what());
+      }
     }
   }
   return steps;
@@ -93,6 +98,7 @@ std::vector<SpanRecord> span_records(const std::vector<RankTrace>& traces) {
   std::vector<SpanRecord> spans;
   for (const RankTrace& t : traces) {
     for (const json& e : t.events) {
+      // load_traces checked the types of every field read here (trace_files.cpp).
       const std::string ph = e.value("ph", "");
       if ((ph != "X" && ph != "i") || e.value("tid", -1) != kComputeLane) continue;
       SpanRecord s;
@@ -102,7 +108,9 @@ std::vector<SpanRecord> span_records(const std::vector<RankTrace>& traces) {
       s.start_us = e.value("ts", 0.0);
       s.dur_us = ph == "X" ? e.value("dur", 0.0) : 0.0;
       const auto args = e.find("args");
-      if (args != e.end() && args->is_object()) s.index = args->value("index", std::int64_t{-1});
+      if (args != e.end() && args->contains("index") && (*args)["index"].is_number_integer()) {
+        s.index = (*args)["index"].get<std::int64_t>();
+      }
       spans.push_back(std::move(s));
     }
   }
@@ -183,10 +191,14 @@ AlphaBeta alpha_beta_from_p2p(const std::string& path, const std::string& transp
     } catch (const json::exception& e) {
       RINGLET_THROW(ValueError, path, ":", number, ": not a JSON line: ", e.what());
     }
-    if (j.value("bench", "") != "p2p_perf" || j.value("transport", "") != transport) continue;
-    if (j.value("nsocks", 1) != 1) continue;
-    if (j.value("test", "") == "latency") latency = std::min(latency, j.value("us", latency));
-    if (j.value("test", "") == "bandwidth") bandwidth = std::max(bandwidth, j.value("gbps", 0.0));
+    try {
+      if (j.value("bench", "") != "p2p_perf" || j.value("transport", "") != transport) continue;
+      if (j.value("nsocks", 1) != 1) continue;
+      if (j.value("test", "") == "latency") latency = std::min(latency, j.value("us", latency));
+      if (j.value("test", "") == "bandwidth") bandwidth = std::max(bandwidth, j.value("gbps", 0.0));
+    } catch (const json::exception& e) {
+      RINGLET_THROW(ValueError, path, ":", number, ": not a p2p_perf record: ", e.what());
+    }
   }
   RINGLET_CHECK(bandwidth > 0 && latency < std::numeric_limits<double>::infinity(), ValueError, "'",
                 path, "' has no p2p_perf latency and bandwidth lines for transport '", transport,

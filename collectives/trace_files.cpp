@@ -19,21 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-// The rank of a file named trace.rank<R>.json, or -1 for any other name.
-int rank_of_file_name(const std::string& name) {
-  const std::string prefix = kTraceFilePrefix, suffix = kTraceFileSuffix;
-  if (name.size() <= prefix.size() + suffix.size()) return -1;
-  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
-  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return -1;
-  const std::string digits =
-      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.size() > 9 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return -1;
-  }
-  return std::stoi(digits);
-}
-
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   RINGLET_CHECK(in.is_open(), Error, "cannot read trace file '", path.string(),
@@ -42,6 +27,27 @@ std::string read_file(const fs::path& path) {
   text << in.rdbuf();
   RINGLET_CHECK(!in.bad(), Error, "cannot read trace file '", path.string(), "'");
   return text.str();
+}
+
+// The fields the readers take when present must have their types: "dur" a number, "tid" an
+// integer, "name" and "cat" strings, "args" an object of numbers and strings.
+void check_optional_fields(const json& e, const std::string& where, std::size_t i) {
+  const auto has = [&](const char* key, bool (json::*is)() const noexcept) {
+    const auto it = e.find(key);
+    RINGLET_CHECK(it == e.end() || ((*it).*is)(), Error, where, "event ", i, "'s \"", key, "\" is ",
+                  it->dump(), ", of the wrong type");
+  };
+  has("dur", &json::is_number);
+  has("tid", &json::is_number_integer);
+  has("name", &json::is_string);
+  has("cat", &json::is_string);
+  has("args", &json::is_object);
+  const auto args = e.find("args");
+  if (args == e.end()) return;
+  for (const auto& [key, value] : args->items()) {
+    RINGLET_CHECK(value.is_number() || value.is_string(), Error, where, "event ", i, "'s args.",
+                  key, " is ", value.dump(), ", not a number or a string");
+  }
 }
 
 // Checks the structure the readers rely on and that every event belongs to `rank`.
@@ -65,6 +71,7 @@ void validate_rank_trace(const json& doc, int rank, const fs::path& path) {
       const auto ts = e.find("ts");
       RINGLET_CHECK(ts != e.end() && ts->is_number(), Error, where, "event ", i,
                     " has no numeric \"ts\"");
+      check_optional_fields(e, where, i);
     }
   }
 }
@@ -75,7 +82,7 @@ std::vector<std::pair<int, fs::path>> rank_files(const std::string& dir, const s
                 ec ? core::str(" (", ec.message(), ")") : "");
   std::vector<std::pair<int, fs::path>> files;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const int rank = rank_of_file_name(it->path().filename().string());
+    const int rank = trace_file_rank(it->path().filename().string());
     if (rank >= 0 && it->is_regular_file()) files.emplace_back(rank, it->path());
   }
   RINGLET_CHECK(!ec, Error, what, ": cannot list '", dir, "': ", ec.message());
@@ -86,6 +93,20 @@ std::vector<std::pair<int, fs::path>> rank_files(const std::string& dir, const s
 }
 
 }  // namespace
+
+int trace_file_rank(const std::string& name) {
+  const std::string prefix = kTraceFilePrefix, suffix = kTraceFileSuffix;
+  if (name.size() <= prefix.size() + suffix.size()) return -1;
+  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
+  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return -1;
+  const std::string digits =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return -1;
+  }
+  return std::stoi(digits);
+}
 
 std::vector<RankTrace> load_traces(const std::string& dir, const std::string& what) {
   std::vector<RankTrace> traces;

@@ -18,6 +18,9 @@ struct RankTrace {
   nlohmann::json events;  // the file's "traceEvents" array
 };
 
+// The rank R of a file named trace.rank<R>.json, or -1 for any other name.
+int trace_file_rank(const std::string& file_name);
+
 // Every trace.rank*.json in `dir`, sorted by rank. Throws core::Error, its message starting
 // with `what` ("trace merge"), when dir is not a directory, holds no trace file, or a file is
 // malformed (naming the file and the event).

@@ -23,7 +23,9 @@ std::vector<Tensor> apply_observed(Node& node, const Tensor& grad_output,
 }
 }  // namespace
 
-void set_backward_observer(BackwardObserver observer) { t_backward_observer = std::move(observer); }
+BackwardObserver set_backward_observer(BackwardObserver observer) {
+  return std::exchange(t_backward_observer, std::move(observer));
+}
 
 Node::Node(std::string name, std::vector<Tensor> inputs, BackwardFn backward)
     : name_(std::move(name)), inputs_(std::move(inputs)), backward_(std::move(backward)) {}

@@ -61,11 +61,11 @@ Tensor record(const char* name, Tensor out, std::vector<Tensor> inputs, Backward
 
 // Called after each node's rule ran, with the time it took, on the thread running the
 // backward, while set on that thread (the trainer's trace draws one span per node). An empty
-// function clears it.
+// function clears it; the previous observer is returned, for the caller to put back.
 using BackwardObserver =
     std::function<void(const Node& node, std::chrono::steady_clock::time_point start,
                        std::chrono::steady_clock::time_point end)>;
-void set_backward_observer(BackwardObserver observer);
+BackwardObserver set_backward_observer(BackwardObserver observer);
 
 // The engine behind Tensor::backward.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);

@@ -2,6 +2,11 @@
 // freed-graph errors and a 10,000-op chain (no recursion).
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "gradcheck.h"
 
 using namespace ringlet;
@@ -49,6 +54,27 @@ TEST_CASE("a leaf's gradient never aliases another leaf's, the caller's or an up
   Tensor up = from_vector({1, 2, 3, 4}, {4}, DType::f32);
   r.backward(up);
   CHECK(d.grad().storage() != up.storage());
+}
+
+TEST_CASE("a backward observer sees every node of its thread's backward, then is put back") {
+  std::vector<std::string> seen;
+  const BackwardObserver previous =
+      set_backward_observer([&](const Node& node, std::chrono::steady_clock::time_point start,
+                                std::chrono::steady_clock::time_point end) {
+        CHECK(end >= start);
+        seen.push_back(node.name());
+      });
+  CHECK_FALSE(previous);  // none was set
+  Tensor w = ones({3, 2}, DType::f32).requires_grad_(true);
+  sum(matmul(ones({4, 3}, DType::f32), w)).backward();
+  CHECK(seen == std::vector<std::string>{"SumBackward", "MatmulBackward"});
+  // Another thread's backward is not this thread's observer's business.
+  std::thread([&] { sum(matmul(ones({4, 3}, DType::f32), w)).backward(); }).join();
+  CHECK(seen.size() == 2);
+  const BackwardObserver mine = set_backward_observer(previous);
+  CHECK(static_cast<bool>(mine));
+  sum(w).backward();
+  CHECK(seen.size() == 2);
 }
 
 TEST_CASE("a 10,000-op chain does not recurse") {

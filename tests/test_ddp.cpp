@@ -16,7 +16,6 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <tuple>
 
 #include "collectives/trace.h"
 #include "comm_ranks.h"
@@ -517,11 +516,16 @@ TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the avera
   // Each half g_r / 2 is rounded to the wire format (unit roundoff u: 2^-11 for f16's 11
   // significant bits, 2^-8 for bf16's 8), and so is their sum: the error is at most
   // u (|g0| + |g1|) / 2 + u |sum|, plus f16's subnormal spacing (6e-8) near zero.
-  for (const auto& [hook, name, u] :
-       {std::tuple{trainer::CommHook::fp16_compress, std::string("fp16"), 0x1p-11},
-        std::tuple{trainer::CommHook::bf16_compress, std::string("bf16"), 0x1p-8}}) {
-    const HookedGrads got = hooked_grads(hook, name);
-    INFO(name);
+  struct Case {
+    trainer::CommHook hook;
+    std::string name;
+    double u;
+  };
+  for (const Case& c : {Case{trainer::CommHook::fp16_compress, "fp16", 0x1p-11},
+                        Case{trainer::CommHook::bf16_compress, "bf16", 0x1p-8}}) {
+    const HookedGrads got = hooked_grads(c.hook, c.name);
+    const double u = c.u;
+    INFO(c.name);
     CHECK(got.wire_bytes * 2 == exact.wire_bytes);
     REQUIRE(got.grads.size() == exact.grads.size());
     std::size_t rounded = 0, total = 0;

@@ -211,6 +211,15 @@ TEST_CASE("ringlet trace report: each step next to the model, and where the time
   r = run_ringlet("trace report '" + (tmp.path / "none").string() + "'");
   CHECK(r.status == 1);
   CHECK(contains(r.output, "is not a directory"));
+  // A field of the wrong type is named, with its file and event.
+  const fs::path odd = tmp.path / "odd";
+  fs::create_directories(odd);
+  write_text(odd / "trace.rank0.json",
+             R"({"traceEvents": [{"ph": "X", "pid": 0, "tid": "channel", "ts": 1, "dur": 2}]})");
+  r = run_ringlet("trace report '" + odd.string() + "'");
+  CHECK(r.status == 1);
+  CHECK(
+      contains(r.output, "trace.rank0.json': event 0's \"tid\" is \"channel\", of the wrong type"));
   r = run_ringlet("trace report --help");
   CHECK(r.status == 0);
   CHECK(contains(r.output, "usage: ringlet trace report DIR"));
@@ -252,8 +261,10 @@ TEST_CASE("ringlet report: one self-contained page with curves, recipe, history 
   CHECK(r.status == 0);
   CHECK(fs::exists(tmp.path / "elsewhere.html"));
 
-  // Not traced: the page says how to trace.
+  // Not traced (a stray copy of a trace file is no trace): the page says how to trace.
   fs::remove_all(run / "trace");
+  fs::create_directories(run / "trace");
+  write_text(run / "trace" / "trace.rank0.json.bak", "{}");
   r = run_ringlet("report '" + run.string() + "'");
   CHECK(r.status == 0);
   CHECK(contains(r.output, "not traced"));

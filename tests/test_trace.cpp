@@ -191,6 +191,30 @@ TEST_CASE("tracer: opened later, paused, with compute spans and instants on thei
   CHECK(spans[1]["args"]["bytes"] == 4096);
   CHECK(spans[2]["name"] == "optimizer");
   CHECK(spans[2]["cat"] == "optimizer");
+
+  // Closed: written, forgotten, and free to be opened elsewhere (a next run).
+  tracer.set_recording(true);
+  tracer.record(make_event(3, 0, 0));
+  tracer.close();
+  CHECK_FALSE(tracer.enabled());
+  tracer.open((tmp.path / "next").string());
+  CHECK(tracer.enabled());
+  tracer.record(make_event(4, 0, 0));
+  tracer.flush();
+  std::size_t first = 0, next = 0;
+  std::ifstream first_file(tmp.path / "trace.rank3.json");
+  const json earlier = json::parse(first_file);
+  for (const json& e : earlier["traceEvents"]) first += e["ph"] != "M" ? 1 : 0;
+  std::ifstream next_file(tmp.path / "next" / "trace.rank3.json");
+  const json later = json::parse(next_file);
+  for (const json& e : later["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++next;
+      CHECK(e["args"]["seq"] == 4);
+    }
+  }
+  CHECK(first == 5);  // the step and 3 spans from before, and seq 3
+  CHECK(next == 1);
 }
 
 TEST_CASE("merge: three rank files become one trace with a process per rank") {

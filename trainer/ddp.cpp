@@ -71,6 +71,51 @@ struct DistributedDataParallel::State {
     }
   }
 
+  // Buckets in reverse parameter order (gradients of the last layers are ready first), by
+  // PyTorch's rule: a parameter joins the open bucket, and the bucket closes once it holds at
+  // least its cap. So a large parameter ends the bucket it joins rather than waiting for the
+  // next one, and its all-reduce starts as soon as that bucket's gradients are in.
+  void assign_buckets(const DDPOptions& options) {
+    const auto cap_of = [&](std::size_t bucket) {
+      const double mb = bucket == 0 ? options.first_bucket_mb : options.bucket_cap_mb;
+      return static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
+    };
+    where.resize(params.size());
+    ready.assign(params.size(), false);
+    bool open = false;
+    for (std::size_t k = params.size(); k-- > 0;) {
+      const auto numel = static_cast<std::size_t>(params[k].numel());
+      if (!open) buckets.emplace_back();
+      Bucket& b = buckets.back();
+      where[k] = {buckets.size() - 1, b.slots.size()};
+      b.slots.push_back({k, b.size, numel});
+      b.size += numel;
+      open = b.size < cap_of(buckets.size() - 1);
+    }
+  }
+
+  // Each bucket's memory (and its wire buffer with a compression hook), and each parameter's
+  // view of its slot.
+  void allocate_buckets(CommHook hook) {
+    views.resize(params.size());
+    const core::DType wire = hook == CommHook::fp16_compress   ? core::DType::f16
+                             : hook == CommHook::bf16_compress ? core::DType::bf16
+                                                               : core::DType::f32;
+    for (auto& b : buckets) {
+      const auto elements = static_cast<std::int64_t>(b.size);
+      b.flat = tensor::Tensor::empty({elements}, core::DType::f32, device);
+      if (wire != core::DType::f32) {
+        b.wire = tensor::Tensor::empty({elements}, wire, device);
+      }
+      for (const auto& s : b.slots) {
+        const tensor::Shape& shape = params[s.param].shape();
+        views[s.param] =
+            tensor::Tensor::make_view(b.flat.storage(), shape, tensor::contiguous_strides(shape),
+                                      static_cast<std::int64_t>(s.offset), core::DType::f32);
+      }
+    }
+  }
+
   // An instant on the trace's compute row (when tracing): bucket k's all-reduce starts now.
   void mark_ready(std::size_t k, const Bucket& b) {
     collectives::Tracer& tracer = comm->tracer();
@@ -194,43 +239,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     st.buffers.push_back(b);
   }
   st.broadcast_buffers_from_rank0(deadline());
-  // Buckets in reverse parameter order (gradients of the last layers are ready first), by
-  // PyTorch's rule: a parameter joins the open bucket, and the bucket closes once it holds at
-  // least its cap. So a large parameter ends the bucket it joins rather than waiting for the
-  // next one, and its all-reduce starts as soon as that bucket's gradients are in.
-  const auto cap_of = [&](std::size_t bucket) {
-    const double mb = bucket == 0 ? options.first_bucket_mb : options.bucket_cap_mb;
-    return static_cast<std::size_t>(mb * 1024 * 1024 / sizeof(float));
-  };
-  st.where.resize(st.params.size());
-  st.ready.assign(st.params.size(), false);
-  bool open = false;
-  for (std::size_t k = st.params.size(); k-- > 0;) {
-    const auto numel = static_cast<std::size_t>(st.params[k].numel());
-    if (!open) st.buckets.emplace_back();
-    State::Bucket& b = st.buckets.back();
-    st.where[k] = {st.buckets.size() - 1, b.slots.size()};
-    b.slots.push_back({k, b.size, numel});
-    b.size += numel;
-    open = b.size < cap_of(st.buckets.size() - 1);
-  }
-  st.views.resize(st.params.size());
-  const core::DType wire = options.comm_hook == CommHook::fp16_compress   ? core::DType::f16
-                           : options.comm_hook == CommHook::bf16_compress ? core::DType::bf16
-                                                                          : core::DType::f32;
-  for (auto& b : st.buckets) {
-    const auto elements = static_cast<std::int64_t>(b.size);
-    b.flat = tensor::Tensor::empty({elements}, core::DType::f32, st.device);
-    if (wire != core::DType::f32) {
-      b.wire = tensor::Tensor::empty({elements}, wire, st.device);
-    }
-    for (const auto& s : b.slots) {
-      const tensor::Shape& shape = st.params[s.param].shape();
-      st.views[s.param] =
-          tensor::Tensor::make_view(b.flat.storage(), shape, tensor::contiguous_strides(shape),
-                                    static_cast<std::int64_t>(s.offset), core::DType::f32);
-    }
-  }
+  st.assign_buckets(options);
+  st.allocate_buckets(options.comm_hook);
   st.reset();
   std::weak_ptr<State> weak = state_;
   for (std::size_t k = 0; k < st.params.size(); ++k) {

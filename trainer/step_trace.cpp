@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "tensor/autograd.h"
+#include "core/log.h"
 
 namespace ringlet::trainer {
 
@@ -28,14 +28,20 @@ StepTrace::StepTrace(collectives::Communicator* comm, int rank,
   if (tracer_ != nullptr && !tracer_->enabled()) tracer_ = nullptr;
   if (tracer_ == nullptr) return;
   collectives::Tracer* tracer = tracer_;
-  tensor::set_backward_observer([tracer](const tensor::Node& node, auto start, auto end) {
-    if (!tracer->enabled()) return;
-    tracer->record(collectives::TraceSpan{node.name(), "backward", start, end, -1, 0});
-  });
+  previous_ =
+      tensor::set_backward_observer([tracer](const tensor::Node& node, auto start, auto end) {
+        if (!tracer->enabled()) return;
+        tracer->record(collectives::TraceSpan{node.name(), "backward", start, end, -1, 0});
+      });
+  observing_ = true;
 }
 
 StepTrace::~StepTrace() {
-  if (tracer_ != nullptr) tensor::set_backward_observer(nullptr);
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    core::log(core::LogLevel::error, "the training trace was not written: ", e.what());
+  }
 }
 
 collectives::Tracer* StepTrace::tracer() const {
@@ -43,9 +49,17 @@ collectives::Tracer* StepTrace::tracer() const {
 }
 
 void StepTrace::end_step() {
-  if (tracer_ == nullptr || limit_ == 0 || ++traced_ != limit_) return;
-  tracer_->set_recording(false);
-  tracer_->flush();
+  if (tracer_ == nullptr || limit_ == 0 || ++traced_ < limit_) return;
+  stop();
+}
+
+void StepTrace::stop() {
+  if (observing_) {
+    tensor::set_backward_observer(std::move(previous_));
+    observing_ = false;
+  }
+  if (tracer_ != nullptr && limit_ > 0) tracer_->close();  // ours to close: trace_steps opened it
+  tracer_ = nullptr;
 }
 
 }  // namespace ringlet::trainer

@@ -4,8 +4,10 @@
 // backward with one span per autograd node (ConvolutionBackward, ...), waiting for DDP's
 // gradient sync, the optimizer, and an instant as each DDP bucket becomes ready and its
 // all-reduce starts. After the N steps the files are written, so a long run's trace can be
-// read (`ringlet trace report`, `ringlet report`) while it goes on. RINGLET_TRACE=DIR traces
-// the collectives of the whole run instead (the compute spans go there too).
+// read (`ringlet trace report`, `ringlet report`) while it goes on, and the tracer is closed
+// (a later run on the same communicator may open it again). With several ranks,
+// RINGLET_TRACE=DIR traces the collectives of the whole run instead, and the compute spans go
+// there too; a single rank has no communicator, and only trace_steps traces it.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "collectives/communicator.h"
 #include "collectives/trace.h"
+#include "tensor/autograd.h"
 
 namespace ringlet::trainer {
 
@@ -36,10 +39,14 @@ class StepTrace {
   void end_step();
 
  private:
+  void stop();  // the N steps are traced: close the tracer, put the observer back
+
   std::unique_ptr<collectives::Tracer> own_;  // one rank: no communicator to hold it
   collectives::Tracer* tracer_ = nullptr;
   std::int64_t limit_ = 0;  // 0: no step limit (RINGLET_TRACE, or not tracing)
   std::int64_t traced_ = 0;
+  bool observing_ = false;
+  tensor::BackwardObserver previous_;  // the observer before this one
 };
 
 }  // namespace ringlet::trainer

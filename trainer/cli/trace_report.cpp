@@ -67,7 +67,11 @@ void print_steps(const CollectiveRecord& c, const AlphaBeta& model, bool picked,
       << c.op << " seq " << c.seq
       << (picked ? " (the most bytes per rank; --seq N shows another)" : "")
       << ", each step on each rank:\n";
-  if (c.op == "all_reduce" && c.ranks > 1) {
+  const auto has_phase = [&](const char* phase) {
+    return std::any_of(c.steps.begin(), c.steps.end(),
+                       [&](const StepRecord& s) { return s.phase == phase; });
+  };
+  if (c.op == "all_reduce" && c.ranks > 1 && has_phase("RS") && has_phase("AG")) {
     const int n = c.ranks;
     out << "  RS steps reduce a chunk (1/n of the buffer), AG steps pass a reduced chunk on; on n "
            "= "

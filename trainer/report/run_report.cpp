@@ -50,6 +50,18 @@ std::string text_of(const json& value) {
   return words;
 }
 
+// A record's number, or `fallback` where the key is missing or not a number (null, text).
+double number_or(const json& record, const char* key, double fallback) {
+  const auto it = record.find(key);
+  return it != record.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+// A config or history value as escaped HTML text; `fallback` where the key is missing.
+std::string field(const json& record, const char* key, const char* fallback) {
+  const auto it = record.find(key);
+  return escape_html(it == record.end() ? std::string(fallback) : text_of(*it));
+}
+
 std::string fixed(double v, int digits) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*f", digits, v);
@@ -59,24 +71,21 @@ std::string fixed(double v, int digits) {
 std::string summary_html(const RunRecords& run) {
   const json& c = run.config;
   std::ostringstream html;
-  html << "<p><b>" << escape_html(text_of(c.value("model", json("?")))) << "</b> on <b>"
-       << escape_html(text_of(c.value("dataset", json("?")))) << "</b>, "
-       << text_of(c.value("nproc", json(1))) << " rank(s) on "
-       << escape_html(text_of(c.value("device", json("cpu")))) << ", batch "
-       << text_of(c.value("batch_size", json("?"))) << " per rank, "
-       << escape_html(text_of(c.value("optimizer", json("?")))) << " lr "
-       << text_of(c.value("lr", json("?"))) << ". " << run.epochs.size() << " of "
-       << text_of(c.value("epochs", json("?"))) << " epoch(s) done";
+  html << "<p><b>" << field(c, "model", "?") << "</b> on <b>" << field(c, "dataset", "?")
+       << "</b>, " << field(c, "nproc", "1") << " rank(s) on " << field(c, "device", "cpu")
+       << ", batch " << field(c, "batch_size", "?") << " per rank, " << field(c, "optimizer", "?")
+       << " lr " << field(c, "lr", "?") << ". " << run.epochs.size() << " of "
+       << field(c, "epochs", "?") << " epoch(s) done";
   if (!run.epochs.empty()) {
     const json& last = run.epochs.back();
     double best = 0, seconds = 0;
     for (const json& e : run.epochs) {
-      best = std::max(best, e.value("accuracy", 0.0));
-      seconds += e.value("seconds", 0.0);
+      best = std::max(best, number_or(e, "accuracy", 0.0));
+      seconds += number_or(e, "seconds", 0.0);
     }
-    html << ": test accuracy " << fixed(last.value("accuracy", 0.0), 4) << " (best "
-         << fixed(best, 4) << "), test loss " << fixed(last.value("test_loss", 0.0), 4) << ", "
-         << fixed(last.value("images_per_s", 0.0), 0) << " images/s, " << fixed(seconds, 1)
+    html << ": test accuracy " << fixed(number_or(last, "accuracy", 0.0), 4) << " (best "
+         << fixed(best, 4) << "), test loss " << fixed(number_or(last, "test_loss", 0.0), 4) << ", "
+         << fixed(number_or(last, "images_per_s", 0.0), 0) << " images/s, " << fixed(seconds, 1)
          << " s of training";
   }
   html << ".</p>";
@@ -124,10 +133,9 @@ std::string history_html(const std::vector<json>& history) {
   html << "<h2>History</h2><table><tr><th>when</th><th>action</th><th>from epoch</th>"
           "<th>command</th></tr>";
   for (const json& h : history) {
-    html << "<tr><td class='key'>" << escape_html(text_of(h.value("time", json("")))) << "</td>"
-         << "<td class='key'>" << escape_html(text_of(h.value("action", json("")))) << "</td><td>"
-         << text_of(h.value("from_epoch", json(0))) << "</td><td class='key'><code>"
-         << escape_html(text_of(h.value("command", json("")))) << "</code></td></tr>";
+    html << "<tr><td class='key'>" << field(h, "time", "") << "</td><td class='key'>"
+         << field(h, "action", "") << "</td><td>" << field(h, "from_epoch", "0")
+         << "</td><td class='key'><code>" << field(h, "command", "") << "</code></td></tr>";
   }
   html << "</table>";
   return html.str();

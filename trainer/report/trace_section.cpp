@@ -26,7 +26,7 @@ constexpr std::size_t kTableRows = 64;
 bool has_trace_files(const fs::path& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind(collectives::kTraceFilePrefix, 0) == 0) return true;
+    if (collectives::trace_file_rank(it->path().filename().string()) >= 0) return true;
   }
   return false;
 }
@@ -61,7 +61,7 @@ std::string steps_table(const CollectiveRecord& c, const collectives::AlphaBeta&
          << escape_html(s.phase) << "</td><td>" << s.chunk << "</td><td>" << s.peer << "</td><td>"
          << collectives::bytes_text(s.bytes) << "</td><td>" << fixed(s.dur_us) << "</td><td>"
          << fixed(s.gbps(), 2) << "</td><td>" << fixed(predicted) << "</td><td>"
-         << fixed(s.dur_us / predicted, 2) << "</td></tr>";
+         << (predicted > 0 ? fixed(s.dur_us / predicted, 2) : std::string("-")) << "</td></tr>";
   }
   html << "</table>";
   if (c.steps.size() > kTableRows) {
@@ -122,8 +122,9 @@ TraceSection trace_section(const fs::path& dir) {
             "all-reduce started, while backward went on.</p>"
          << step_timeline_svg(spans, steps, step);
   }
-  const bool moved_bytes =
-      std::any_of(steps.begin(), steps.end(), [](const StepRecord& s) { return s.bytes > 0; });
+  // What fit_alpha_beta needs: a step that moved bytes and took time.
+  const bool moved_bytes = std::any_of(
+      steps.begin(), steps.end(), [](const StepRecord& s) { return s.bytes > 0 && s.dur_us > 0; });
   if (moved_bytes) html << ring_html(steps);
   section.html = html.str();
   return section;
