@@ -465,6 +465,7 @@ TEST_CASE("the first bucket's all-reduce starts before backward ends") {
 struct HookedGrads {
   std::vector<std::vector<float>> grads;
   std::uint64_t wire_bytes = 0;
+  std::uint64_t ready_bytes = 0;  // the "bucket k ready" instants' bytes
 };
 
 HookedGrads hooked_grads(trainer::CommHook hook, const std::string& name) {
@@ -491,6 +492,8 @@ HookedGrads hooked_grads(trainer::CommHook hook, const std::string& name) {
   for (const auto& e : trace.at("traceEvents")) {
     if (e.value("ph", "") == "X" && e["args"]["op"] == "all_reduce") {
       out.wire_bytes += e["args"]["bytes"].get<std::uint64_t>();
+    } else if (e.value("ph", "") == "i" && e.value("cat", "") == "ddp") {
+      out.ready_bytes += e["args"]["bytes"].get<std::uint64_t>();
     }
   }
   fs::remove_all(dir);
@@ -512,6 +515,7 @@ std::vector<std::vector<float>> local_grads(int rank) {
 TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the average rounded") {
   const HookedGrads exact = hooked_grads(trainer::CommHook::none, "none");
   REQUIRE(exact.wire_bytes > 0);
+  REQUIRE(exact.ready_bytes > 0);
   const auto g0 = local_grads(0), g1 = local_grads(1);
   // Each half g_r / 2 is rounded to the wire format (unit roundoff u: 2^-11 for f16's 11
   // significant bits, 2^-8 for bf16's 8), and so is their sum: the error is at most
@@ -527,6 +531,7 @@ TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the avera
     const double u = c.u;
     INFO(c.name);
     CHECK(got.wire_bytes * 2 == exact.wire_bytes);
+    CHECK(got.ready_bytes * 2 == exact.ready_bytes);
     REQUIRE(got.grads.size() == exact.grads.size());
     std::size_t rounded = 0, total = 0;
     for (std::size_t i = 0; i < got.grads.size(); ++i) {

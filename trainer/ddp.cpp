@@ -62,8 +62,8 @@ struct DistributedDataParallel::State {
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
       const std::size_t k = next_launch++;
       Bucket& b = buckets[k];
-      mark_ready(k, b);
       tensor::Tensor& sent = b.wire.defined() ? b.wire : b.flat;
+      mark_ready(k, sent.nbytes());
       if (b.wire.defined()) tensor::copy_(b.wire, b.flat);  // compress: round to f16 / bf16
       void* data = sent.raw_data();
       b.work = comm->all_reduce(data, data, static_cast<std::size_t>(sent.numel()), sent.dtype(),
@@ -117,15 +117,12 @@ struct DistributedDataParallel::State {
   }
 
   // An instant on the trace's compute row (when tracing): bucket k's all-reduce starts now.
-  void mark_ready(std::size_t k, const Bucket& b) {
+  // bytes: what its all-reduce moves (half the f32 bucket with a compression hook).
+  void mark_ready(std::size_t k, std::size_t bytes) {
     collectives::Tracer& tracer = comm->tracer();
     if (!tracer.enabled()) return;
-    collectives::TraceSpan span{core::str("bucket ", k, " ready"),
-                                "ddp",
-                                {},
-                                {},
-                                static_cast<std::int64_t>(k),
-                                b.size * sizeof(float)};
+    collectives::TraceSpan span{core::str("bucket ", k, " ready"), "ddp", {}, {},
+                                static_cast<std::int64_t>(k),      bytes};
     span.start = span.end = std::chrono::steady_clock::now();
     tracer.record(std::move(span));
   }
