@@ -3,7 +3,6 @@
 #include "trainer/report/run_report.h"
 
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,12 +59,6 @@ double number_or(const json& record, const char* key, double fallback) {
 std::string field(const json& record, const char* key, const char* fallback) {
   const auto it = record.find(key);
   return escape_html(it == record.end() ? std::string(fallback) : text_of(*it));
-}
-
-std::string fixed(double v, int digits) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", digits, v);
-  return text;
 }
 
 std::string summary_html(const RunRecords& run) {

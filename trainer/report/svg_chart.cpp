@@ -37,12 +37,6 @@ struct Frame {
   }
 };
 
-std::string num(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", v);
-  return text;
-}
-
 void pad_y(Range& y) {
   if (y.high == y.low) {
     const double band = y.low == 0 ? 1.0 : std::fabs(y.low) * 0.1;
@@ -59,14 +53,14 @@ void draw_axes(const Frame& f, std::ostringstream& svg) {
   const double bottom = f.o.height - kBottom, right = f.o.width - kRight;
   for (double t : nice_ticks(f.y.low, f.y.high)) {
     const double y = f.py(t);
-    svg << "<line x1='" << kLeft << "' y1='" << num(y) << "' x2='" << right << "' y2='" << num(y)
-        << "' stroke='#e5e5e5'/><text x='" << kLeft - 6 << "' y='" << num(y + 4)
+    svg << "<line x1='" << kLeft << "' y1='" << fixed(y) << "' x2='" << right << "' y2='"
+        << fixed(y) << "' stroke='#e5e5e5'/><text x='" << kLeft - 6 << "' y='" << fixed(y + 4)
         << "' text-anchor='end' font-size='11'>" << tick_text(t) << "</text>";
   }
   for (double t : nice_ticks(f.x.low, f.x.high)) {
     const double x = f.px(t);
-    svg << "<line x1='" << num(x) << "' y1='" << bottom << "' x2='" << num(x) << "' y2='"
-        << bottom + 4 << "' stroke='#444'/><text x='" << num(x) << "' y='" << bottom + 17
+    svg << "<line x1='" << fixed(x) << "' y1='" << bottom << "' x2='" << fixed(x) << "' y2='"
+        << bottom + 4 << "' stroke='#444'/><text x='" << fixed(x) << "' y='" << bottom + 17
         << "' text-anchor='middle' font-size='11'>" << tick_text(t) << "</text>";
   }
   svg << "<rect x='" << kLeft << "' y='" << kTop << "' width='" << right - kLeft << "' height='"
@@ -84,9 +78,9 @@ void draw_series(const Frame& f, const ChartSeries& s, std::size_t index, std::o
   std::string points;
   for (const auto& [x, y] : s.points) {
     if (!std::isfinite(y) || !std::isfinite(x)) continue;
-    points += num(f.px(x)) + "," + num(f.py(y)) + " ";
+    points += fixed(f.px(x)) + "," + fixed(f.py(y)) + " ";
     if (s.dots) {
-      svg << "<circle cx='" << num(f.px(x)) << "' cy='" << num(f.py(y)) << "' r='3' fill='"
+      svg << "<circle cx='" << fixed(f.px(x)) << "' cy='" << fixed(f.py(y)) << "' r='3' fill='"
           << s.color << "'/>";
     }
   }
@@ -132,6 +126,12 @@ std::vector<double> nice_ticks(double low, double high, int target) {
     ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
   }
   return ticks;
+}
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
 }
 
 std::string tick_text(double value) {

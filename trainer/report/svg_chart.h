@@ -34,4 +34,7 @@ std::vector<double> nice_ticks(double low, double high, int target = 5);
 // A number as a tick label: "0.05", "15000", "2.5e+06".
 std::string tick_text(double value);
 
+// A number with `digits` decimals, for SVG coordinates and tables: "12.5", "0.80".
+std::string fixed(double value, int digits = 1);
+
 }  // namespace ringlet::trainer::report

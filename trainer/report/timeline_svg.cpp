@@ -2,7 +2,6 @@
 #include "trainer/report/timeline_svg.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -22,12 +21,6 @@ namespace {
 
 constexpr double kLabelWidth = 120, kRowHeight = 22, kTop = 24, kWidth = 900;
 
-std::string num(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", v);
-  return text;
-}
-
 // Time (us) to x within [t0, t1].
 struct TimeAxis {
   double t0, t1;
@@ -41,38 +34,38 @@ void box(std::ostringstream& svg, const TimeAxis& axis, double start, double dur
          double height, const std::string& color, const std::string& label,
          const std::string& title) {
   const double x = axis.x(start), w = std::max(1.0, axis.x(start + dur) - x);
-  svg << "<g><title>" << escape_html(title) << "</title><rect x='" << num(x) << "' y='" << num(y)
-      << "' width='" << num(w) << "' height='" << num(height) << "' fill='" << color
+  svg << "<g><title>" << escape_html(title) << "</title><rect x='" << fixed(x) << "' y='"
+      << fixed(y) << "' width='" << fixed(w) << "' height='" << fixed(height) << "' fill='" << color
       << "' stroke='#fff' stroke-width='0.5'/>";
   if (w > 7.0 * static_cast<double>(label.size())) {
-    svg << "<text x='" << num(x + 3) << "' y='" << num(y + height - 6)
+    svg << "<text x='" << fixed(x + 3) << "' y='" << fixed(y + height - 6)
         << "' font-size='10' fill='#fff'>" << escape_html(label) << "</text>";
   }
   svg << "</g>";
 }
 
 void row_label(std::ostringstream& svg, double y, const std::string& text) {
-  svg << "<text x='4' y='" << num(y + kRowHeight - 7) << "' font-size='11'>" << escape_html(text)
+  svg << "<text x='4' y='" << fixed(y + kRowHeight - 7) << "' font-size='11'>" << escape_html(text)
       << "</text>";
 }
 
 void time_axis(std::ostringstream& svg, const TimeAxis& axis, double y) {
-  svg << "<line x1='" << kLabelWidth << "' y1='" << num(y) << "' x2='" << kWidth - 10 << "' y2='"
-      << num(y) << "' stroke='#444'/>";
+  svg << "<line x1='" << kLabelWidth << "' y1='" << fixed(y) << "' x2='" << kWidth - 10 << "' y2='"
+      << fixed(y) << "' stroke='#444'/>";
   for (double t : nice_ticks(0, axis.t1 - axis.t0, 8)) {
     const double x = axis.x(axis.t0 + t);
-    svg << "<line x1='" << num(x) << "' y1='" << num(y) << "' x2='" << num(x) << "' y2='"
-        << num(y + 4) << "' stroke='#444'/><text x='" << num(x) << "' y='" << num(y + 16)
+    svg << "<line x1='" << fixed(x) << "' y1='" << fixed(y) << "' x2='" << fixed(x) << "' y2='"
+        << fixed(y + 4) << "' stroke='#444'/><text x='" << fixed(x) << "' y='" << fixed(y + 16)
         << "' text-anchor='middle' font-size='10'>" << tick_text(t) << "</text>";
   }
-  svg << "<text x='" << kWidth - 10 << "' y='" << num(y + 30)
+  svg << "<text x='" << kWidth - 10 << "' y='" << fixed(y + 30)
       << "' text-anchor='end' font-size='11'>microseconds</text>";
 }
 
 std::string open_svg(double height, const std::string& title) {
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << kWidth << "' height='" << num(height)
-      << "' viewBox='0 0 " << kWidth << " " << num(height)
+  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << kWidth << "' height='"
+      << fixed(height) << "' viewBox='0 0 " << kWidth << " " << fixed(height)
       << "' font-family='sans-serif'><text x='4' y='16' font-size='13' font-weight='bold'>"
       << escape_html(title) << "</text>";
   return svg.str();
@@ -120,7 +113,7 @@ std::string ring_timeline_svg(const CollectiveRecord& c) {
     box(svg, axis, s.start_us, s.dur_us, y + 2, kRowHeight - 4, phase_color(s.phase),
         core::str(s.phase, s.step),
         core::str("rank ", s.rank, " ", s.phase, " step ", s.step, ", chunk ", s.chunk, ", peer ",
-                  s.peer, ", ", collectives::bytes_text(s.bytes), ", ", num(s.dur_us), " us"));
+                  s.peer, ", ", collectives::bytes_text(s.bytes), ", ", fixed(s.dur_us), " us"));
   }
   time_axis(svg, axis, kTop + kRowHeight * static_cast<double>(lanes.size()) + 4);
   svg << "</svg>";
@@ -155,14 +148,14 @@ std::string step_timeline_svg(const std::vector<SpanRecord>& spans,
       if (s.rank != rank || s.start_us < axis.t0 || s.start_us > axis.t1) continue;
       if (s.dur_us == 0) {  // a bucket became ready: a tick across the compute rows
         const double x = axis.x(s.start_us);
-        svg << "<g><title>" << escape_html(s.name) << "</title><line x1='" << num(x) << "' y1='"
-            << num(y0) << "' x2='" << num(x) << "' y2='" << num(y0 + 4 * kRowHeight)
+        svg << "<g><title>" << escape_html(s.name) << "</title><line x1='" << fixed(x) << "' y1='"
+            << fixed(y0) << "' x2='" << fixed(x) << "' y2='" << fixed(y0 + 4 * kRowHeight)
             << "' stroke='#000' stroke-dasharray='3,2'/></g>";
         continue;
       }
       const double y = y0 + kRowHeight * depth_of(s);
       box(svg, axis, s.start_us, s.dur_us, y + 1, kRowHeight - 2, phase_color(s.category), s.name,
-          core::str(s.name, ": ", num(s.dur_us), " us"));
+          core::str(s.name, ": ", fixed(s.dur_us), " us"));
     }
     for (const StepRecord& s : steps) {
       if (s.rank != rank || s.start_us + s.dur_us < axis.t0 || s.start_us > axis.t1) continue;
@@ -171,7 +164,7 @@ std::string step_timeline_svg(const std::vector<SpanRecord>& spans,
       box(svg, axis, start, end - start, y0 + 3 * kRowHeight + 1, kRowHeight - 2,
           phase_color(s.phase), core::str(s.phase, s.step),
           core::str(s.op, " seq ", s.seq, " ", s.phase, " step ", s.step, ", ",
-                    collectives::bytes_text(s.bytes), ", ", num(s.dur_us), " us"));
+                    collectives::bytes_text(s.bytes), ", ", fixed(s.dur_us), " us"));
     }
   }
   time_axis(svg, axis, kTop + rank_height * static_cast<double>(window.size()) + 4);

@@ -2,7 +2,6 @@
 #include "trainer/report/trace_section.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 #include <vector>
 
@@ -29,12 +28,6 @@ bool has_trace_files(const fs::path& dir) {
     if (collectives::trace_file_rank(it->path().filename().string()) >= 0) return true;
   }
   return false;
-}
-
-std::string fixed(double v, int digits = 1) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", digits, v);
-  return text;
 }
 
 // The last training step rank 0 (or the lowest rank) traced whole; -1 when none.
