@@ -503,12 +503,7 @@ std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Commun
                                                    transport::Store& store) {
   std::string kind = o.device;
   if (kind == "cpu" && o.gpu_flag) {
-    int gpus = 0;
-    try {
-      gpus = tensor::device::device_count(core::Device::Kind::cuda);
-    } catch (const core::Error&) {
-    }
-    kind = gpus > 0 ? "cuda" : "emu";
+    kind = tensor::device::usable_gpu_count() > 0 ? "cuda" : "emu";
   }
   RINGLET_CHECK(kind != "cpu" || o.link != "ipc", ValueError,
                 "-t ipc moves device buffers: add -g 1 or --device emu|cuda");

@@ -57,6 +57,14 @@ int device_count(Device::Kind kind) {
   return 0;
 }
 
+int usable_gpu_count() {
+  try {
+    return device_count(Device::Kind::cuda);
+  } catch (const core::NotBuiltError&) {
+    return 0;
+  }
+}
+
 void check_device(Device device) {
   int count = 0;
   try {

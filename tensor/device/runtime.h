@@ -78,6 +78,8 @@ class Runtime {
 // Number of devices of a kind: CUDA GPUs visible (0 without a GPU; NotBuiltError in a build
 // without CUDA), emulated devices (RINGLET_EMU_DEVICES, default 2). 1 for cpu.
 int device_count(Device::Kind kind);
+// The CUDA GPUs this process can use: device_count(cuda), and 0 in a build without CUDA.
+int usable_gpu_count();
 // The runtime of one device; a DeviceError names the devices that exist when it does not.
 Runtime& runtime(Device device);
 // Checks that `device` exists (any kind), with the same error as runtime().

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/env.h"
-#include "tensor/cuda/runtime.h"
+#include "tensor/device/runtime.h"
 #include "trainer/cli/usage.h"
 #include "trainer/launch/hosts.h"
 #include "trainer/launch/launcher.h"
@@ -111,14 +111,6 @@ int int_flag(const std::string& flag, const std::string& value, int min_value, i
   return static_cast<int>(parsed);
 }
 
-int gpu_count() {
-  try {
-    return tensor::cuda::device_count();
-  } catch (const core::Error&) {  // built without CUDA
-    return 0;
-  }
-}
-
 // torchrun's --nproc-per-node: a number, or cpu / gpu / auto.
 int nproc_flag(const std::string& value) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -126,10 +118,11 @@ int nproc_flag(const std::string& value) {
   if (value == "cpu") {
     n = cores;
   } else if (value == "gpu") {
-    n = gpu_count();
+    n = tensor::device::usable_gpu_count();
     if (n == 0) throw UsageError("launch: --nproc-per-node gpu: this machine has no usable GPU");
   } else if (value == "auto") {
-    n = gpu_count() > 0 ? gpu_count() : cores;
+    const int gpus = tensor::device::usable_gpu_count();
+    n = gpus > 0 ? gpus : cores;
   } else {
     return int_flag("--nproc-per-node", value, 1, kMaxWorkersPerNode);
   }
