@@ -12,14 +12,15 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_version.h"
+#include "bench/machine_info.h"
 #include "bench/peer_engine.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "tensor/device/runtime.h"
 #include "tensor/device/stream.h"
 #include "trainer/device_space.h"
@@ -369,24 +370,6 @@ class Runner {
   std::int64_t local_errors_ = 0;
 };
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "cpu";
-}
-
-std::string host_name() {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
-
 std::string time_str(double us) {  // nccl-tests' widths: 2, 1 or 0 decimals
   char buf[32];
   std::snprintf(buf, sizeof buf, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
@@ -410,6 +393,7 @@ void print_header(const BenchOptions& o, transport::Store& store, int rank, int 
   if (o.blocking != 0) {
     std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
   }
+  std::printf("# CPU kernels: %s\n", isa_in_use().c_str());
   std::printf("#\n# Using devices\n");
   for (int r = 0; r < n; ++r) {
     std::printf("%s", store.get("bench/rank_line/" + std::to_string(r), deadline).c_str());
@@ -605,6 +589,7 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
                                                  : algorithm_of(coll, comm, backend.space.get(),
                                                                 g.send_count * w)},
                          {"host", host_name()},
+                         {"isa", isa_in_use()},
                          {"commit", RINGLET_BENCH_COMMIT}};
         j.update(result_json("oop", oop));
         j.update(result_json("ip", ip));
@@ -631,6 +616,7 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
   BenchOptions o;
   try {
     o = parse_bench_options(program, argc, argv);
+    core::active_isa();  // a bad RINGLET_ISA is a usage error too, before any rank starts
   } catch (const std::exception& e) {  // a usage error: exit 2, as every program does
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return 2;

@@ -1,13 +1,15 @@
 // How a bench program starts and ends, the same way the ringlet CLI does:
 //   -h / --help      the usage on stdout, exit 0;
-//   a usage error    (an unknown flag, a missing or bad value) "PROGRAM: what" and the usage
-//                    on stderr, exit 2;
+//   a usage error    (an unknown flag, a missing or bad value, a RINGLET_ISA this CPU cannot
+//                    run) "PROGRAM: what" and the usage on stderr, exit 2;
 //   a failure        while running: "PROGRAM: what" on stderr, exit 1.
 #pragma once
 
 #include <cstdio>
 #include <exception>
 #include <string>
+
+#include "core/isa.h"
 
 namespace ringlet::bench {
 
@@ -30,6 +32,7 @@ int program_main(const char* program, const std::string& usage, int argc, char**
   decltype(parse(argc, argv)) options;
   try {
     options = parse(argc, argv);
+    core::active_isa();  // a bad RINGLET_ISA is a usage error, before anything starts
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n%s", program, e.what(), usage.c_str());
     return 2;

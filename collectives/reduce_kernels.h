@@ -1,12 +1,14 @@
 // Reduction kernels on host memory: dst[i] = op(dst[i], src[i]) for every dtype x op the
 // collectives support (f32 f64 f16 bf16 i32 i64 x sum prod min max). f16/bf16 are widened to
 // f32, combined, and rounded back once. avg is sum here; the caller divides at the end with
-// divide_by. The f32/f64 loops are written so the compiler vectorizes them.
+// divide_by. The loops are compiled for each instruction-set level (core/isa.h) and give the
+// same bits at every level; the forms without an Isa use core::active_isa().
 #pragma once
 
 #include <cstddef>
 
 #include "collectives/types.h"
+#include "core/isa.h"
 
 namespace ringlet::collectives {
 
@@ -15,7 +17,10 @@ void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, Red
 // overlap b, nor a unless a == dst.
 void reduce_pair(void* dst, const void* a, const void* b, std::size_t count, DType dtype,
                  ReduceOp op);
+void reduce_pair(void* dst, const void* a, const void* b, std::size_t count, DType dtype,
+                 ReduceOp op, core::Isa isa);
 // dst[i] /= divisor (integers: truncating division, as PyTorch's avg on integers).
 void divide_by(void* data, std::size_t count, DType dtype, int divisor);
+void divide_by(void* data, std::size_t count, DType dtype, int divisor, core::Isa isa);
 
 }  // namespace ringlet::collectives

@@ -5,14 +5,15 @@ usage: program_help.py BUILD_DIR
 
 For `ringlet`, each of its commands, and every bench program built: `--help` and `-h` print
 a usage on stdout and exit 0; an unknown flag exits 2 naming the flag on stderr, with no
-source path in the message (those appear only under RINGLET_LOG=debug).
+source path in the message (those appear only under RINGLET_LOG=debug). An unknown
+RINGLET_ISA exits 2 before anything starts.
 """
 import os
 import subprocess
 import sys
 
 BENCHES = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadcast_perf",
-           "p2p_perf", "ops_bench", "train_bench", "reduce_kernel_bench",
+           "p2p_perf", "ops_bench", "train_bench", "reduce_kernel_bench", "host_reduce_bench",
            "nccl_all_reduce_perf", "nccl_all_gather_perf", "nccl_reduce_scatter_perf",
            "nccl_broadcast_perf"]
 RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"]]
@@ -60,6 +61,13 @@ def main():
         r = run(cmd)
         if r.returncode != 2 or message not in r.stderr:
             problems.append(f"{' '.join(cmd)}: exit {r.returncode}, {r.stderr[:200]!r}")
+    # RINGLET_ISA names a level this CPU can run, or nothing starts (core/isa.h).
+    bad_isa = {**os.environ, "RINGLET_ISA": "sse9"}
+    for cmd in ([f"{build}/bench/all_reduce_perf", "-np", "2"], [f"{build}/trainer/ringlet", "train"],
+                [f"{build}/bench/host_reduce_bench"]):
+        r = run(cmd, bad_isa)
+        if r.returncode != 2 or "unknown instruction set 'sse9'" not in r.stderr:
+            problems.append(f"RINGLET_ISA=sse9 {' '.join(cmd)}: exit {r.returncode}, {r.stderr[:200]!r}")
     for p in problems:
         print("FAIL:", p)
     print(f"{len(programs)} programs checked, {len(problems)} problem(s)")

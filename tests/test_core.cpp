@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "core/copy.h"
@@ -15,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/isa.h"
 #include "core/random.h"
 #include "core/threads.h"
 
@@ -134,4 +136,35 @@ TEST_CASE("parallel_for covers the range once and rethrows") {
                                    if (b > 0) throw ValueError("boom");
                                  }),
                     "boom");
+}
+
+TEST_CASE("instruction-set levels: names, parsing, what this CPU runs, RINGLET_ISA") {
+  using ringlet::core::Isa;
+  for (const Isa isa : {Isa::baseline, Isa::avx2, Isa::avx512}) {
+    CHECK(ringlet::core::parse_isa(ringlet::core::isa_name(isa), "test") == isa);
+  }
+  try {
+    ringlet::core::parse_isa("avx1024", "RINGLET_ISA");
+    FAIL("avx1024 was accepted");
+  } catch (const ringlet::core::ValueError& e) {
+    const std::string message = e.what();
+    CHECK(message.find("RINGLET_ISA") != std::string::npos);
+    CHECK(message.find("'avx1024'") != std::string::npos);
+    CHECK(message.find("baseline, avx2, avx512") != std::string::npos);
+  }
+  const auto levels = ringlet::core::supported_isas();
+  REQUIRE(!levels.empty());
+  CHECK(levels.front() == Isa::baseline);
+  CHECK(ringlet::core::missing_isa_features(Isa::baseline).empty());
+  // A level is usable exactly when nothing is missing, and avx512 needs avx2's units too.
+  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+    const bool listed = std::find(levels.begin(), levels.end(), isa) != levels.end();
+    CHECK(listed == ringlet::core::missing_isa_features(isa).empty());
+  }
+  if (ringlet::core::isa_supported(Isa::avx512)) CHECK(ringlet::core::isa_supported(Isa::avx2));
+  const char* forced = std::getenv("RINGLET_ISA");
+  const Isa want = forced != nullptr && *forced != '\0' ? ringlet::core::parse_isa(forced, "env")
+                                                        : levels.back();
+  CHECK(ringlet::core::active_isa() == want);
+  MESSAGE("instruction-set level in use: ", ringlet::core::isa_name(ringlet::core::active_isa()));
 }

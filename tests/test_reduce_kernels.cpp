@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -366,4 +367,159 @@ TEST_CASE("reduce op names round-trip; unknown names list the choices") {
   CHECK(message.find("sum, prod, min, max, avg") != std::string::npos);
   CHECK(std::string(op_kind_name(OpKind::reduce_scatter)) == "reduce_scatter");
   CHECK(std::string(op_kind_name(OpKind::recv)) == "recv");
+}
+
+// Every instruction-set level this CPU runs (core/isa.h) against the baseline, bit for bit:
+// random bit patterns (so NaNs, infinities, subnormals and -0 of every float type), every
+// dtype x op, in place and out of place, sizes around every vector width, misaligned starts,
+// and every pair of f16/bf16 bit patterns. Also NaNs must come out with the same bits, except
+// where both operands are NaN: which one's sign and payload survive is up to the compiler's
+// operand order, so there the result only needs to be NaN.
+namespace {
+
+using ringlet::core::Isa;
+
+bool is_nan(DType dtype, const unsigned char* p) {
+  switch (dtype) {
+    case DType::f32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return std::isnan(x);
+    }
+    case DType::f64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      return std::isnan(x);
+    }
+    case DType::f16:
+    case DType::bf16: {
+      std::uint16_t x;
+      std::memcpy(&x, p, 2);
+      return std::isnan(dtype == DType::f16 ? half_to_float(x) : bf16_to_float(x));
+    }
+    default: return false;
+  }
+}
+
+// Elements of got and want that differ; where loose[i] (both operands NaN) both being NaN is
+// enough.
+std::size_t differing(DType dtype, const std::vector<unsigned char>& got,
+                      const std::vector<unsigned char>& want, const std::vector<bool>& loose) {
+  const std::size_t es = ringlet::core::dtype_size(dtype);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i * es < got.size(); ++i) {
+    const unsigned char* g = got.data() + i * es;
+    const unsigned char* w = want.data() + i * es;
+    const bool same = std::memcmp(g, w, es) == 0 ||
+                      (i < loose.size() && loose[i] && is_nan(dtype, g) && is_nan(dtype, w));
+    wrong += !same;
+  }
+  return wrong;
+}
+
+constexpr DType kAllDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16,
+                                DType::i32, DType::i64, DType::u8};
+
+// dst = a op b at `isa` and at the baseline, in place (a is dst) and out of place.
+void compare_with_baseline(Isa isa, DType dtype, ReduceOp op, std::size_t n, std::size_t offset,
+                           std::mt19937& rng) {
+  const std::size_t es = ringlet::core::dtype_size(dtype);
+  std::vector<unsigned char> a((n + 4) * es), b((n + 4) * es);
+  for (auto& byte : a) byte = static_cast<unsigned char>(rng());
+  for (auto& byte : b) byte = static_cast<unsigned char>(rng());
+  unsigned char* const at = a.data() + offset * es;
+  const unsigned char* const bt = b.data() + (3 - offset) * es;
+  std::vector<bool> loose_in(n + 4, false), loose_out(n + 4, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool both = is_nan(dtype, at + i * es) && is_nan(dtype, bt + i * es);
+    loose_in[offset + i] = both;
+    loose_out[i] = both;
+  }
+  for (const bool in_place : {true, false}) {
+    std::vector<unsigned char> want = a, got = a;
+    std::vector<unsigned char> want_out(a.size(), 0xee), got_out(a.size(), 0xee);
+    unsigned char* want_dst = in_place ? want.data() + offset * es : want_out.data();
+    unsigned char* got_dst = in_place ? got.data() + offset * es : got_out.data();
+    reduce_pair(want_dst, in_place ? want_dst : at, bt, n, dtype, op, Isa::baseline);
+    reduce_pair(got_dst, in_place ? got_dst : at, bt, n, dtype, op, isa);
+    INFO(ringlet::core::isa_name(isa), " ", dtype, " ", reduce_op_name(op), " n=", n, " offset ",
+         offset, in_place ? " in place" : " out of place");
+    CHECK(differing(dtype, got, want, loose_in) == 0);
+    CHECK(differing(dtype, got_out, want_out, loose_out) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every instruction-set level gives the baseline's bits, every dtype x op") {
+  const auto levels = ringlet::core::supported_isas();
+  REQUIRE(levels.front() == Isa::baseline);
+  MESSAGE("levels this CPU runs: ", levels.size());
+  std::mt19937 rng(2024);
+  for (const Isa isa : levels) {
+    if (isa == Isa::baseline) continue;
+    for (const DType dtype : kAllDTypes) {
+      for (const ReduceOp op : kOps) {
+        for (const std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 255, 257, 1000, 4097}) {
+          for (const std::size_t offset : {0, 1, 3}) {
+            compare_with_baseline(isa, dtype, op, n, offset, rng);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("every instruction-set level: all f16/bf16 pairs and divisions as the baseline") {
+  std::vector<std::uint16_t> all(65536), permuted(65536);
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    all[i] = static_cast<std::uint16_t>(i);
+    permuted[i] = static_cast<std::uint16_t>(i * 40503u);
+  }
+  const auto as_bytes = [](const std::vector<std::uint16_t>& v) {
+    std::vector<unsigned char> bytes(v.size() * 2);
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    return bytes;
+  };
+  for (const Isa isa : ringlet::core::supported_isas()) {
+    if (isa == Isa::baseline) continue;
+    for (const DType dtype : {DType::f16, DType::bf16}) {
+      for (const ReduceOp op : kOps) {
+        std::vector<std::uint16_t> want(all.size()), got(all.size());
+        reduce_pair(want.data(), all.data(), permuted.data(), all.size(), dtype, op, Isa::baseline);
+        reduce_pair(got.data(), all.data(), permuted.data(), all.size(), dtype, op, isa);
+        std::vector<bool> loose(all.size());
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          loose[i] = is_nan(dtype, reinterpret_cast<const unsigned char*>(&all[i])) &&
+                     is_nan(dtype, reinterpret_cast<const unsigned char*>(&permuted[i]));
+        }
+        INFO(ringlet::core::isa_name(isa), " ", dtype, " ", reduce_op_name(op));
+        CHECK(differing(dtype, as_bytes(got), as_bytes(want), loose) == 0);
+      }
+    }
+    for (const DType dtype : kAllDTypes) {
+      for (const int divisor : {3, 7, 300}) {
+        const std::size_t es = ringlet::core::dtype_size(dtype);
+        std::vector<unsigned char> want(4099 * es), got;
+        std::mt19937 rng(static_cast<unsigned>(divisor));
+        for (auto& byte : want) byte = static_cast<unsigned char>(rng());
+        got = want;
+        divide_by(want.data(), 4099, dtype, divisor, Isa::baseline);
+        divide_by(got.data(), 4099, dtype, divisor, isa);
+        INFO(ringlet::core::isa_name(isa), " ", dtype, " / ", divisor);
+        CHECK(differing(dtype, got, want, {}) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a level this CPU cannot run is refused, naming what it lacks") {
+  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
+    if (ringlet::core::isa_supported(isa)) continue;
+    float a[1] = {1}, b[1] = {2};
+    const std::string message =
+        error_of([&] { reduce_pair(a, a, b, 1, DType::f32, ReduceOp::sum, isa); });
+    CHECK(message.find("cannot run") != std::string::npos);
+  }
+  CHECK_THROWS_AS(ringlet::core::parse_isa("sse9", "--isa"), ringlet::core::ValueError);
 }

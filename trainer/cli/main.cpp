@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "core/isa.h"
 #include "trainer/cli/eval_command.h"
 #include "trainer/cli/launch_command.h"
 #include "trainer/cli/report_command.h"
@@ -36,6 +38,11 @@ int run(const std::vector<std::string>& args) {
   if (command == "-h" || command == "--help" || command == "help") {
     print_help(std::cout);
     return 0;
+  }
+  try {
+    ringlet::core::active_isa();  // a bad RINGLET_ISA stops every command before it starts
+  } catch (const ringlet::core::ValueError& e) {
+    throw UsageError(e.what());
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "trace") return ringlet::trainer::cli::trace_command(rest, std::cout);
