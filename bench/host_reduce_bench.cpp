@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernel_bench_args.h"
 #include "bench/program_main.h"
 #include "collectives/reduce_kernels.h"
 #include "core/dtype.h"
@@ -26,34 +27,6 @@ using namespace ringlet;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::size_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  const unsigned long long v = std::stoull(text, &used);
-  const std::string unit = text.substr(used);
-  if (unit.empty()) return v;
-  if (unit == "K") return v << 10;
-  if (unit == "M") return v << 20;
-  if (unit == "G") return v << 30;
-  RINGLET_THROW(ValueError, "bad size '", text, "' (use K, M or G)");
-}
-
-core::DType parse_dtype(const std::string& name) {
-  if (name == "float") return core::DType::f32;
-  if (name == "bfloat16") return core::DType::bf16;
-  if (name == "half") return core::DType::f16;
-  RINGLET_THROW(ValueError, "--dtype '", name, "' is not float, bfloat16 or half");
-}
-
-std::vector<std::string> split_commas(const std::string& value) {
-  std::vector<std::string> parts;
-  for (std::size_t at = 0; at <= value.size();) {
-    const std::size_t comma = std::min(value.find(',', at), value.size());
-    parts.push_back(value.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return parts;
-}
 
 struct Options {
   std::vector<std::size_t> sizes{64 << 10, 1 << 20, 16 << 20};
@@ -71,23 +44,21 @@ Options parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--sizes") {
       o.sizes.clear();
-      for (const auto& part : split_commas(value)) o.sizes.push_back(parse_size(part));
+      for (const auto& part : bench::split_commas(value))
+        o.sizes.push_back(bench::parse_size(part));
     } else if (flag == "--reps") {
       o.reps = static_cast<int>(core::parse_int(value, "--reps"));
       RINGLET_CHECK(o.reps >= 1, ValueError, "--reps must be >= 1, not ", o.reps);
     } else {
       o.dtypes.clear();
-      for (const auto& part : split_commas(value)) o.dtypes.push_back(parse_dtype(part));
+      for (const auto& part : bench::split_commas(value))
+        o.dtypes.push_back(bench::parse_float_dtype(part));
     }
   }
   if (o.dtypes.empty())
-    o.dtypes = {parse_dtype("float"), parse_dtype("half"), parse_dtype("bfloat16")};
+    o.dtypes = {bench::parse_float_dtype("float"), bench::parse_float_dtype("half"),
+                bench::parse_float_dtype("bfloat16")};
   return o;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Seconds per call: calls are batched to about 2 ms, and the median of `reps` batches taken.
@@ -103,7 +74,7 @@ double time_per_call(int reps, F call) {
     for (int k = 0; k < batch; ++k) call();
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / batch);
   }
-  return median(times);
+  return bench::median(times);
 }
 
 // Small values in every byte: finite in every dtype, and sums stay finite however often the

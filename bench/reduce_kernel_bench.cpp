@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernel_bench_args.h"
 #include "bench/program_main.h"
 #include "collectives/cuda/reduce.h"
 #include "collectives/reduce_kernels.h"
@@ -29,29 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::size_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  const unsigned long long v = std::stoull(text, &used);
-  const std::string unit = text.substr(used);
-  if (unit.empty()) return v;
-  if (unit == "K") return v << 10;
-  if (unit == "M") return v << 20;
-  if (unit == "G") return v << 30;
-  RINGLET_THROW(ValueError, "bad size '", text, "' (use K, M or G)");
-}
-
-core::DType parse_dtype(const std::string& name) {
-  if (name == "float") return core::DType::f32;
-  if (name == "bfloat16") return core::DType::bf16;
-  if (name == "half") return core::DType::f16;
-  RINGLET_THROW(ValueError, "--dtype '", name, "' is not float, bfloat16 or half");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Seconds per call: the median over `reps` of (10 calls, then synchronize) / 10.
 template <class F>
 double time_per_call(int reps, F call) {
@@ -62,7 +40,7 @@ double time_per_call(int reps, F call) {
     tcuda::synchronize(0);
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / 10);
   }
-  return median(times);
+  return bench::median(times);
 }
 
 struct Options {
@@ -81,16 +59,13 @@ Options parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--sizes") {
       o.sizes.clear();
-      for (std::size_t at = 0; at <= value.size();) {
-        const std::size_t comma = std::min(value.find(',', at), value.size());
-        o.sizes.push_back(parse_size(value.substr(at, comma - at)));
-        at = comma + 1;
-      }
+      for (const auto& part : bench::split_commas(value))
+        o.sizes.push_back(bench::parse_size(part));
     } else if (flag == "--reps") {
       o.reps = static_cast<int>(core::parse_int(value, "--reps"));
       RINGLET_CHECK(o.reps >= 1, ValueError, "--reps must be >= 1, not ", o.reps);
     } else if (flag == "--dtype") {
-      o.dtype = parse_dtype(value);
+      o.dtype = bench::parse_float_dtype(value);
     } else {
       RINGLET_THROW(ValueError, "unknown flag '", flag, "'");
     }

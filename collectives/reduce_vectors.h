@@ -2,8 +2,8 @@
 // straight into f32 lanes (8 with AVX2, 16 with AVX-512), combined, and rounded back, with no
 // scratch block in between. The f16 conversions are the hardware's vcvtph2ps / vcvtps2ph,
 // which round the same way as the portable code; vcvtps2ph keeps a NaN's payload, so NaNs are
-// then made the portable code's sign | 0x7e00. bf16 rounds with the portable code's integer
-// formula (AVX-512 BF16's vcvtneps2bf16 would flush subnormals to zero). The ops are the
+// then made the portable code's sign | 0x7e00 (canonical_nan). bf16 rounds with the portable code's
+// integer formula (AVX-512 BF16's vcvtneps2bf16 would flush subnormals to zero). The ops are the
 // scalar ops' selects, lane by lane, so every level gives the same bits. Included only by
 // reduce_loops.h in the levels built with F16C.
 #pragma once
@@ -20,6 +20,20 @@ namespace ringlet::collectives {
 namespace {
 
 constexpr int kRoundNearestEven = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+// vcvtps2ph turns a NaN into sign | 0x7e00 | its payload's top bits; the portable code (and
+// core's) gives sign | 0x7e00. A half is NaN when its magnitude bits exceed 0x7c00 (a signed
+// 16-bit compare is right, as they are below 0x8000): clear the payload there.
+inline __m128i canonical_nan(__m128i h) {
+  const __m128i nan =
+      _mm_cmpgt_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7fff)), _mm_set1_epi16(0x7c00));
+  return _mm_andnot_si128(_mm_and_si128(nan, _mm_set1_epi16(0x01ff)), h);
+}
+inline __m256i canonical_nan(__m256i h) {
+  const __m256i nan =
+      _mm256_cmpgt_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(0x7c00));
+  return _mm256_andnot_si256(_mm256_and_si256(nan, _mm256_set1_epi16(0x01ff)), h);
+}
 
 #if defined(__AVX512F__)
 using VecF = __m512;
@@ -47,10 +61,7 @@ struct HalfLanes {
   }
   static void store(std::uint16_t* p, VecF x) {
     const __m256i h = _mm512_cvtps_ph(x, kRoundNearestEven);
-    const __m256i quiet =
-        _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16(-0x8000)), _mm256_set1_epi16(0x7e00));
-    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_mask_blend_epi16(nan, h, quiet));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), canonical_nan(h));
   }
 };
 
@@ -101,12 +112,7 @@ struct HalfLanes {
   }
   static void store(std::uint16_t* p, VecF x) {
     const __m128i h = _mm256_cvtps_ph(x, kRoundNearestEven);
-    const __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-    const __m128i nan16 =
-        _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
-    const __m128i quiet =
-        _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16(-0x8000)), _mm_set1_epi16(0x7e00));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_blendv_epi8(h, quiet, nan16));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), canonical_nan(h));
   }
 };
 
