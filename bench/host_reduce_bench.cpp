@@ -44,8 +44,11 @@ Options parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--sizes") {
       o.sizes.clear();
-      for (const auto& part : bench::split_commas(value))
+      for (const auto& part : bench::split_commas(value)) {
         o.sizes.push_back(bench::parse_size(part));
+        RINGLET_CHECK(o.sizes.back() >= 4, ValueError, "--sizes: '", part,
+                      "' is less than one float (4 bytes)");
+      }
     } else if (flag == "--reps") {
       o.reps = static_cast<int>(core::parse_int(value, "--reps"));
       RINGLET_CHECK(o.reps >= 1, ValueError, "--reps must be >= 1, not ", o.reps);

@@ -52,9 +52,12 @@ const ReduceTable& reduce_table(core::Isa isa) {
   }();
   const auto level = static_cast<std::size_t>(isa);
   if (level < tables.size() && tables[level] != nullptr) return *tables[level];
-  const auto missing = core::missing_isa_features(isa);
+  std::string missing;
+  for (const auto& feature : core::missing_isa_features(isa)) {
+    missing += (missing.empty() ? " (it lacks " : ", ") + feature;
+  }
   RINGLET_THROW(ValueError, "reduction kernels: this CPU cannot run ", core::isa_name(isa),
-                missing.empty() ? std::string() : " (it lacks " + missing.front() + ")");
+                missing.empty() ? "" : missing + ")");
 }
 
 void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {

@@ -102,7 +102,8 @@ inline VecF vec_max(VecF a, VecF b) {
 
 // The 8 low halves of each 32-bit lane (each value < 2^16), in order.
 inline __m128i pack_low_halves(__m256i lanes) {
-  const __m256i packed = _mm256_packus_epi32(lanes, lanes);  // per 128-bit half: a0-3 a0-3
+  // 64-bit quarters: a0-3, a0-3, a4-7, a4-7; quarters 0 and 2 are elements 0..7.
+  const __m256i packed = _mm256_packus_epi32(lanes, lanes);
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
 }
 

@@ -50,7 +50,8 @@ std::vector<Feature> features_of(Isa isa) {
   const bool os_avx512 = os_avx && (cpu.xcr0 & 0xe0) == 0xe0;  // opmask and ZMM state
   std::vector<Feature> needed;
   if (isa == Isa::baseline) return needed;
-  needed = {{"avx2", bit(cpu.ebx7, 5)},
+  needed = {{"avx", bit(cpu.ecx1, 28)},
+            {"avx2", bit(cpu.ebx7, 5)},
             {"fma", bit(cpu.ecx1, 12)},
             {"f16c", bit(cpu.ecx1, 29)},
             {"os-avx-state", os_avx}};

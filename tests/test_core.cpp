@@ -156,12 +156,18 @@ TEST_CASE("instruction-set levels: names, parsing, what this CPU runs, RINGLET_I
   REQUIRE(!levels.empty());
   CHECK(levels.front() == Isa::baseline);
   CHECK(ringlet::core::missing_isa_features(Isa::baseline).empty());
-  // A level is usable exactly when nothing is missing, and avx512 needs avx2's units too.
-  for (const Isa isa : {Isa::avx2, Isa::avx512}) {
-    const bool listed = std::find(levels.begin(), levels.end(), isa) != levels.end();
-    CHECK(listed == ringlet::core::missing_isa_features(isa).empty());
-  }
-  if (ringlet::core::isa_supported(Isa::avx512)) CHECK(ringlet::core::isa_supported(Isa::avx2));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  // A second opinion: GCC's own detection (libgcc's CPUID and XGETBV reading).
+  __builtin_cpu_init();
+  const bool gcc_avx2 = __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
+                        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool gcc_avx512 = gcc_avx2 && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  CHECK(ringlet::core::isa_supported(Isa::avx2) == gcc_avx2);
+  CHECK(ringlet::core::isa_supported(Isa::avx512) == gcc_avx512);
+  CHECK(levels.size() == 1u + gcc_avx2 + gcc_avx512);
+#endif
   const char* forced = std::getenv("RINGLET_ISA");
   const Isa want = forced != nullptr && *forced != '\0' ? ringlet::core::parse_isa(forced, "env")
                                                         : levels.back();

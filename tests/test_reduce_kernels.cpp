@@ -2,7 +2,9 @@
 // reference, at sizes 0, 1, 7, 1000, 4097 (past the 256-element f16/bf16 block, not a multiple
 // of any vector width) with dst and src offset by different element counts, so vector loops
 // run with every peel / remainder; reduce_pair (out of place) against reduce_into; NaN
-// propagation of min/max; divide_by; error messages.
+// propagation of min/max; divide_by; error messages. These run at the level in use
+// (RINGLET_ISA or the best this CPU has); the last cases compare every level this CPU runs with
+// the baseline, bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -372,9 +374,9 @@ TEST_CASE("reduce op names round-trip; unknown names list the choices") {
 // Every instruction-set level this CPU runs (core/isa.h) against the baseline, bit for bit:
 // random bit patterns (so NaNs, infinities, subnormals and -0 of every float type), every
 // dtype x op, in place and out of place, sizes around every vector width, misaligned starts,
-// and every pair of f16/bf16 bit patterns. Also NaNs must come out with the same bits, except
-// where both operands are NaN: which one's sign and payload survive is up to the compiler's
-// operand order, so there the result only needs to be NaN.
+// and every f16/bf16 bit pattern (each against a permutation of all of them). Also NaNs must come
+// out with the same bits, except where both operands are NaN: which one's sign and payload survive
+// is up to the compiler's operand order, so there the result only needs to be NaN.
 namespace {
 
 using ringlet::core::Isa;
