@@ -15,8 +15,13 @@
 // device buckets through a DeviceSpace (ipc between the ranks). JSON then carries device (rank
 // 0's).
 //
+// --comm-hook fp16_compress|bf16_compress all-reduces DDP's buckets in half precision (as
+// `ringlet train --comm-hook`); JSON carries comm_hook. Started by a launcher (RANK/WORLD_SIZE
+// set, as `ringlet launch` on several nodes does) it is one rank of that job.
+//
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
+//                    [--comm-hook none|fp16_compress|bf16_compress]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,6 +58,7 @@ struct Options {
   int nproc = 1;
   std::string device_text = "cpu";  // as given: each rank places itself (rank_device)
   core::Device device;
+  std::string comm_hook = "none";
 };
 
 Options parse(int argc, char** argv) {
@@ -60,7 +66,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     static const std::vector<std::string> kFlags{"--model",  "--batch", "--threads", "--steps",
-                                                 "--warmup", "--nproc", "--device"};
+                                                 "--warmup", "--nproc", "--device",  "--comm-hook"};
     RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
                   "unknown flag '", arg, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
@@ -80,6 +86,9 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--device") {
       o.device = core::parse_device(value);
       o.device_text = value;
+    } else if (arg == "--comm-hook") {
+      trainer::parse_comm_hook(value);  // a bad name stops here, listing the hooks
+      o.comm_hook = value;
     } else {
       RINGLET_THROW(ValueError, "unknown flag '", arg, "'");
     }
@@ -135,7 +144,10 @@ Timings measure(const Options& o, collectives::Communicator* comm,
   std::unique_ptr<trainer::DistributedDataParallel> ddp;
   if (comm != nullptr && comm->size() > 1) {
     ddp = std::make_unique<trainer::DistributedDataParallel>(
-        model, *comm, trainer::DDPOptions{.device_space = space, .gradient_as_bucket_view = true});
+        model, *comm,
+        trainer::DDPOptions{.device_space = space,
+                            .gradient_as_bucket_view = true,
+                            .comm_hook = trainer::parse_comm_hook(o.comm_hook)});
   }
 
   std::vector<double> phase[3];  // forward, backward, gradient sync wait
@@ -183,8 +195,10 @@ Timings slowest(const Timings& t, collectives::Communicator& comm) {
 void report(const Options& o, int world, const Timings& t) {
   const double images_per_s = world * o.batch / t.step_ms * 1e3;
   std::printf("# ranks: %d\n", world);
-  std::printf("# train_bench: %s, batch %d, %d thread(s), on %s, median of %d steps\n",
-              o.model.c_str(), o.batch, o.threads, o.device.str().c_str(), o.steps);
+  std::printf("# train_bench: %s, batch %d, %d thread(s), on %s, median of %d steps%s%s\n",
+              o.model.c_str(), o.batch, o.threads, o.device.str().c_str(), o.steps,
+              o.comm_hook == "none" ? "" : ", comm hook ",
+              o.comm_hook == "none" ? "" : o.comm_hook.c_str());
   std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
   std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", t.forward_ms,
@@ -200,6 +214,7 @@ void report(const Options& o, int world, const Timings& t) {
                       {"backward_ms", t.backward_ms},
                       {"sync_ms", t.sync_ms},
                       {"nproc", world},
+                      {"comm_hook", o.comm_hook},
                       {"device", o.device.str()}};
   std::cout << line.dump() << std::endl;
 }
@@ -234,6 +249,7 @@ int main(int argc, char** argv) {
   return ringlet::bench::program_main(
       "train_bench",
       "usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]\n"
-      "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n",
+      "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n"
+      "                   [--comm-hook none|fp16_compress|bf16_compress]\n",
       argc, argv, parse, [&](const Options& o) { return run(o, argc, argv); });
 }

@@ -23,6 +23,7 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::recursive_doubling: return "rd";
     case Algorithm::direct: return "direct";
     case Algorithm::window: return "window";
+    case Algorithm::hierarchical: return "hierarchical";
   }
   return "unknown";
 }
@@ -33,7 +34,9 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
   if (text == "rd") return AlgoRequest::recursive_doubling;
   if (text == "direct") return AlgoRequest::direct;
   if (text == "window") return AlgoRequest::window;
-  RINGLET_THROW(ValueError, source, "='", text, "' is not one of auto, ring, rd, direct, window");
+  if (text == "hierarchical") return AlgoRequest::hierarchical;
+  RINGLET_THROW(ValueError, source, "='", text,
+                "' is not one of auto, ring, rd, direct, window, hierarchical");
 }
 
 AlgoThresholds default_thresholds() { return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes}; }
@@ -52,6 +55,9 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
   if (access.peers_readable &&
       (request == AlgoRequest::direct || (automatic && bytes >= thresholds.direct_min_bytes))) {
     return Algorithm::direct;
+  }
+  if (access.hosts && (request == AlgoRequest::hierarchical || automatic)) {
+    return Algorithm::hierarchical;
   }
   return Algorithm::ring;
 }

@@ -9,12 +9,13 @@
 
 namespace ringlet::collectives {
 
-enum class Algorithm { ring, recursive_doubling, direct, window };
+enum class Algorithm { ring, recursive_doubling, direct, window, hierarchical };
 // What the user asked for (RINGLET_ALGO / CommOptions::algo).
-enum class AlgoRequest { automatic, ring, recursive_doubling, direct, window };
+enum class AlgoRequest { automatic, ring, recursive_doubling, direct, window, hierarchical };
 
-const char* algorithm_name(Algorithm algorithm);  // "ring", "rd", "direct", "window"
-// "auto", "ring", "rd", "direct", "window"; a ValueError naming `source` and the choices.
+// "ring", "rd", "direct", "window", "hierarchical"
+const char* algorithm_name(Algorithm algorithm);
+// "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
 
 // Where `automatic` switches, in bytes per rank. Measured with all_reduce_perf on 2 cores (see
@@ -30,12 +31,14 @@ AlgoThresholds default_thresholds();
 struct PeerAccess {
   bool peers_readable = false;  // every pair can read each other's memory (shm with CMA)
   bool windows = false;         // every rank mapped every other rank's shared window
+  bool hosts = false;           // several hosts, the same number (>= 2) of ranks on each
 };
 
 // The algorithm of an all-reduce of `bytes` per rank. Shared windows when the ranks have them,
 // from window_min_bytes; else recursive doubling up to rd_max_bytes, then cross-memory attach
-// from direct_min_bytes where the ranks can read each other's memory, and the ring in between
-// and everywhere else. An explicit request wins where its algorithm can run, else the ring.
+// from direct_min_bytes where the ranks can read each other's memory, the hierarchical
+// all-reduce where the ranks are on several hosts (access.hosts), and the ring in between and
+// everywhere else. An explicit request wins where its algorithm can run, else the ring.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes);
 

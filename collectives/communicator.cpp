@@ -16,6 +16,7 @@
 #include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/scheduler.h"
+#include "collectives/topology.h"
 #include "core/log.h"
 
 namespace ringlet::collectives {
@@ -46,7 +47,8 @@ struct Communicator::Impl {
   FailurePolicy failures;
   PeerAccess access;
   SharedWindows windows;
-  std::mutex mutex;  // guards the seq counters
+  HostRings host_rings;  // the hierarchical all-reduce's rings (when access.hosts)
+  std::mutex mutex;      // guards the seq counters
   std::uint64_t next_seq = 0, next_p2p = 0;
   // Set once the destructor stopped the channels: a send/recv still pending then fails while
   // its connection is destroyed, and must not reach for the channels being torn down.
@@ -90,6 +92,21 @@ struct Communicator::Impl {
     RINGLET_CHECK(access.windows || size == 1 || options.algo != AlgoRequest::window, ValueError,
                   "RINGLET_ALGO=window needs every rank on one host with shm connections that can "
                   "map each other's windows (and RINGLET_SHM_WINDOW_BYTES > 0)");
+  }
+
+  // Groups the ranks by the host each published with its address (channel 0's mesh): where
+  // there are several hosts with the same number (>= 2) of ranks on each, the hierarchical
+  // all-reduce can run, and this rank's two rings are kept for it.
+  void learn_topology() {
+    std::vector<std::string> host_of(size);
+    for (int p = 0; p < size; ++p) host_of[p] = scheduler.mesh(0).host_of(p);
+    const Topology topology(host_of);
+    access.hosts = topology.regular();
+    if (access.hosts) host_rings = {topology.local_ranks(rank), topology.cross_ranks(rank)};
+    RINGLET_CHECK(access.hosts || options.algo != AlgoRequest::hierarchical, ValueError,
+                  "RINGLET_ALGO=hierarchical needs ranks on several hosts with the same number, at "
+                  "least 2, on each; these ranks are on ",
+                  topology.describe());
   }
 
   void abort_connections(const std::string& reason) {
@@ -290,6 +307,7 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
   auto impl = std::make_unique<Impl>(store, mesh, resolve_options(options, mesh.world_size));
   impl->connect_channels(mesh, deadline);
   impl->agree_on_peer_memory(mesh, deadline);
+  impl->learn_topology();
   impl->scheduler.start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
@@ -317,10 +335,14 @@ std::string Communicator::transports() const {
 
 Algorithm Communicator::all_reduce_algorithm(std::size_t bytes, const BufferSpace* space) const {
   if (space != nullptr) {
-    // Device buffers: the device windows over IPC, or the ring staged through the host.
-    return impl_->size > 1 && !space->windows().empty() && impl_->options.algo != AlgoRequest::ring
-               ? Algorithm::window
-               : Algorithm::ring;
+    // Device buffers: the device windows over IPC (one host), the hierarchical all-reduce
+    // (several hosts), or the ring, staged through the host.
+    const AlgoRequest algo = impl_->options.algo;
+    if (impl_->size > 1 && !space->windows().empty() && algo != AlgoRequest::ring) {
+      return Algorithm::window;
+    }
+    const bool hierarchical = algo == AlgoRequest::automatic || algo == AlgoRequest::hierarchical;
+    return impl_->access.hosts && hierarchical ? Algorithm::hierarchical : Algorithm::ring;
   }
   return choose_all_reduce(impl_->options.algo, impl_->options.thresholds, impl_->access,
                            impl_->size, bytes);
@@ -339,9 +361,9 @@ void divide_for_avg(ChannelContext& ctx, char* data, std::size_t count, DType dt
 }
 
 // One channel's all-reduce of data[0, count) by `algorithm`; `send` is the input (== data in
-// place).
-void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const char* send, char* data,
-                    std::size_t count, DType dtype, ReduceOp op) {
+// place); `rings` are the hierarchical algorithm's.
+void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const HostRings* rings,
+                    const char* send, char* data, std::size_t count, DType dtype, ReduceOp op) {
   switch (algorithm) {
     case Algorithm::recursive_doubling:
       if (send != data && count > 0) std::memcpy(data, send, count * core::dtype_size(dtype));
@@ -350,6 +372,9 @@ void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const char* send, 
     case Algorithm::window: window_all_reduce(ctx, data, count, dtype, op, send); break;
     case Algorithm::direct: direct_all_reduce(ctx, data, count, dtype, op, send); break;
     case Algorithm::ring: ring_all_reduce(ctx, data, count, dtype, op, send); break;
+    case Algorithm::hierarchical:
+      hierarchical_all_reduce(ctx, *rings, data, count, dtype, op, send);
+      break;
   }
   divide_for_avg(ctx, data, count, dtype, op);
 }
@@ -366,6 +391,7 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   const auto* in = static_cast<const char*>(send);
   auto* out = static_cast<char*>(recv);
   const Algorithm algorithm = all_reduce_algorithm(count * es, space);
+  const HostRings* rings = &impl_->host_rings;
   if (core::log_enabled(core::LogLevel::debug)) {
     core::log(core::LogLevel::debug, "rank ", impl_->rank, ": all_reduce of ", count * es,
               " bytes (", core::dtype_name(dtype), ", ", reduce_op_name(op), ") runs ",
@@ -375,22 +401,28 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   if (space != nullptr) {
     return impl_->submit(
         "all_reduce", true, fp, 0,
-        [=](ChannelContext& ctx) { run_all_reduce(ctx, algorithm, in, out, count, dtype, op); }, {},
-        algorithm == Algorithm::window, space);
+        [=](ChannelContext& ctx) {
+          run_all_reduce(ctx, algorithm, rings, in, out, count, dtype, op);
+        },
+        {}, algorithm == Algorithm::window, space);
   }
   const int channels = impl_->scheduler.channels();
-  if (algorithm != Algorithm::ring || channels == 1) {
-    // The ring checks the fingerprint through its own exchange; the others carry it.
-    const bool self_checked = algorithm != Algorithm::ring;
+  // The rings check the fingerprint through channel 0's exchange with the neighbours; the
+  // others carry it in their own messages. Only the rings split over channels.
+  const bool rings_only = algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical;
+  if (!rings_only || channels == 1) {
     return impl_->submit(
         "all_reduce", true, fp, 0,
-        [=](ChannelContext& ctx) { run_all_reduce(ctx, algorithm, in, out, count, dtype, op); }, {},
-        self_checked);
+        [=](ChannelContext& ctx) {
+          run_all_reduce(ctx, algorithm, rings, in, out, count, dtype, op);
+        },
+        {}, !rings_only);
   }
   return impl_->submit("all_reduce", true, fp, -1, {}, [=](ChannelContext& ctx, int c) {
     const std::size_t begin = split_offset(count, channels, c);
     const std::size_t end = split_offset(count, channels, c + 1);
-    run_all_reduce(ctx, Algorithm::ring, in + begin * es, out + begin * es, end - begin, dtype, op);
+    run_all_reduce(ctx, algorithm, rings, in + begin * es, out + begin * es, end - begin, dtype,
+                   op);
   });
 }
 

@@ -25,8 +25,13 @@ namespace ringlet::collectives {
 
 struct ChannelContext {
   transport::Mesh* mesh = nullptr;
+  // The ring an algorithm runs over: rank and size are positions in `members` (global ranks),
+  // or in the whole communicator while `members` is empty. A hierarchical algorithm runs rings
+  // over subsets of the ranks inside a SubRing (below); peer(), wait() and trace() take
+  // positions and name global ranks.
   int rank = 0;
   int size = 1;
+  std::vector<int> members;
   int channel = 0;
   Tracer* tracer = nullptr;
   std::size_t slice_bytes = 0;  // 0: each connection's preferred size (ring), 512 KiB (others)
@@ -49,7 +54,8 @@ struct ChannelContext {
   transport::RequestPtr deferred;
   std::function<std::exception_ptr()> deferred_check;
 
-  transport::Connection& peer(int r) { return mesh->peer(r); }
+  int global_rank(int r) const { return members.empty() ? r : members[r]; }
+  transport::Connection& peer(int r) { return mesh->peer(global_rank(r)); }
   // The slice size on the link to `c`: both of its ends pick the same, as it is one transport.
   std::size_t slice_for(const transport::Connection& c) const {
     return slice_bytes != 0 ? slice_bytes : c.preferred_slice_bytes();
@@ -81,7 +87,7 @@ struct ChannelContext {
 
   void wait(const transport::RequestPtr& request, int peer_rank) {
     fingerprint.settle(deadline, &waiting_on);
-    waiting_on = peer_rank;
+    waiting_on = global_rank(peer_rank);
     request->wait(deadline);
     bytes_done += request->bytes();
   }
@@ -94,9 +100,35 @@ struct ChannelContext {
   void trace(int step, const char* phase, int chunk, int peer_rank, std::uint64_t bytes,
              std::chrono::steady_clock::time_point start) {
     if (tracer == nullptr || !tracer->enabled()) return;
-    tracer->record(TraceEvent{op_name, seq, step, phase, chunk, peer_rank, channel, bytes, start,
-                              std::chrono::steady_clock::now()});
+    tracer->record(TraceEvent{op_name, seq, step, phase, chunk, global_rank(peer_rank), channel,
+                              bytes, start, std::chrono::steady_clock::now()});
   }
+};
+
+// Runs the algorithms called in its scope over a subset of the ranks: `ranks` (global ranks in
+// ring order, this rank among them) become positions 0..size-1. Restores the whole ring on exit.
+class SubRing {
+ public:
+  SubRing(ChannelContext& ctx, const std::vector<int>& ranks)
+      : ctx_(ctx), rank_(ctx.rank), size_(ctx.size), members_(ctx.members) {
+    const int me = ctx.global_rank(ctx.rank);
+    ctx.members = ranks;
+    ctx.size = static_cast<int>(ranks.size());
+    ctx.rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), me) - ranks.begin());
+    RINGLET_CHECK(ctx.rank < ctx.size, Error, "rank ", me, " is not in its own sub-ring");
+  }
+  ~SubRing() {
+    ctx_.members = std::move(members_);
+    ctx_.rank = rank_;
+    ctx_.size = size_;
+  }
+  SubRing(const SubRing&) = delete;
+  SubRing& operator=(const SubRing&) = delete;
+
+ private:
+  ChannelContext& ctx_;
+  int rank_, size_;
+  std::vector<int> members_;
 };
 
 // Copies between two buffers of the op (host or device, as ctx.space says); done on return.
@@ -113,6 +145,12 @@ inline void copy_within(ChannelContext& ctx, void* dst, const void* src, std::si
 // Balanced split of `count` elements into `parts`: part i is [offset(i), offset(i + 1)).
 inline std::size_t split_offset(std::size_t count, int parts, int i) {
   return count / parts * i + std::min<std::size_t>(i, count % parts);
+}
+// All parts + 1 offsets of that split.
+inline std::vector<std::size_t> balanced(std::size_t count, int parts) {
+  std::vector<std::size_t> offsets(parts + 1);
+  for (int i = 0; i <= parts; ++i) offsets[i] = split_offset(count, parts, i);
+  return offsets;
 }
 
 }  // namespace ringlet::collectives

@@ -206,12 +206,6 @@ class RingPass {
   Clock::time_point step_start_;
 };
 
-std::vector<std::size_t> balanced(std::size_t count, int n) {
-  std::vector<std::size_t> off(n + 1);
-  for (int i = 0; i <= n; ++i) off[i] = split_offset(count, n, i);
-  return off;
-}
-
 std::vector<std::size_t> blocks(std::size_t block, int n) {
   std::vector<std::size_t> off(n + 1);
   for (int i = 0; i <= n; ++i) off[i] = block * i;
@@ -238,24 +232,39 @@ void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType d
   ring.recv(ring.chunk(r + 1));
 }
 
-void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype,
-                                ReduceOp op) {
+void ring_reduce_scatter(ChannelContext& ctx, char* data, std::vector<std::size_t> offsets,
+                         DType dtype, ReduceOp op, const char* input) {
+  if (input == data) input = nullptr;
   const int n = ctx.size, r = ctx.rank;
-  if (n == 1) return;
-  RingPass ring(ctx, data, blocks(block, n), dtype, op, nullptr);
+  if (n == 1) {
+    if (input != nullptr && offsets.back() > 0)
+      copy_within(ctx, data, input, offsets.back() * core::dtype_size(dtype));
+    return;
+  }
+  RingPass ring(ctx, data, std::move(offsets), dtype, op, input);
   ring.send(ring.chunk(r - 1));
   for (int j = 2; j <= n - 1; ++j) ring.recv_reduce_send(ring.chunk(r - j));
   ring.recv_reduce(ring.chunk(r));
 }
 
-void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype) {
+void ring_all_gather(ChannelContext& ctx, char* data, std::vector<std::size_t> offsets,
+                     DType dtype) {
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) return;
-  RingPass ring(ctx, data, blocks(block, n), dtype, ReduceOp::sum, nullptr);
+  RingPass ring(ctx, data, std::move(offsets), dtype, ReduceOp::sum, nullptr);
   ring.set_phase("AG");
   ring.send(ring.chunk(r));
   for (int j = 1; j <= n - 2; ++j) ring.recv_copy_send(ring.chunk(r - j));
   ring.recv(ring.chunk(r + 1));
+}
+
+void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype,
+                                ReduceOp op) {
+  ring_reduce_scatter(ctx, data, blocks(block, ctx.size), dtype, op);
+}
+
+void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype) {
+  ring_all_gather(ctx, data, blocks(block, ctx.size), dtype);
 }
 
 }  // namespace ringlet::collectives

@@ -44,4 +44,27 @@ inline double expected(int world, std::size_t i, ReduceOp op, DType dtype) {
   return acc;
 }
 
+// One all_reduce of the test data on `comm`, checked element by element (the first 3 wrong ones
+// named).
+inline void check_all_reduce(int rank, Communicator& comm, std::size_t count, DType dtype,
+                             ReduceOp op, bool in_place) {
+  const int n = comm.size();
+  TypedBuffer send(dtype, count), recv(dtype, count);
+  for (std::size_t i = 0; i < count; ++i) send.set(i, value(rank, i, op));
+  void* out = in_place ? send.data() : recv.data();
+  comm.all_reduce(send.data(), out, count, dtype, op)
+      ->wait(core::Deadline::after(std::chrono::seconds(60)));
+  const TypedBuffer& got = in_place ? send : recv;
+  int wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (got.get(i) != expected(n, i, op, dtype) && ++wrong <= 3) {
+      FAIL_CHECK(core::str("rank ", rank, " n=", n, " count=", count, " ", core::dtype_name(dtype),
+                           " ", collectives::reduce_op_name(op),
+                           in_place ? " in-place" : " out-of-place", ": element ", i, " = ",
+                           got.get(i), ", expected ", expected(n, i, op, dtype)));
+    }
+  }
+  REQUIRE(wrong == 0);
+}
+
 }  // namespace ringlet::testing

@@ -19,16 +19,17 @@ namespace ringlet::testing {
 using collectives::CommOptions;
 using collectives::Communicator;
 
-inline void run_comm(int world, const std::string& transport, CommOptions options,
-                     const std::function<void(int, Communicator&)>& body) {
+// Runs body(rank, comm) on `world` threads, rank r's mesh set up by mesh_of(r).
+inline void run_comm_meshes(int world, const std::function<transport::MeshOptions(int)>& mesh_of,
+                            CommOptions options,
+                            const std::function<void(int, Communicator&)>& body) {
   MemoryStore store;
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto comm = Communicator::create(store, mesh_options(r, world, transport, "m"), options,
-                                         core::Deadline::after(60s));
+        auto comm = Communicator::create(store, mesh_of(r), options, core::Deadline::after(60s));
         body(r, *comm);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -39,6 +40,27 @@ inline void run_comm(int world, const std::string& transport, CommOptions option
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+inline void run_comm(int world, const std::string& transport, CommOptions options,
+                     const std::function<void(int, Communicator&)>& body) {
+  run_comm_meshes(
+      world, [&](int r) { return mesh_options(r, world, transport, "m"); }, options, body);
+}
+
+// Ranks on simulated hosts: rank r says it is on host host_of[r] (MeshOptions::host_id), so
+// ranks of one host connect over shm and the others over tcp, as on separate machines.
+inline void run_comm_on_hosts(const std::vector<std::string>& host_of, CommOptions options,
+                              const std::function<void(int, Communicator&)>& body) {
+  const int world = static_cast<int>(host_of.size());
+  run_comm_meshes(
+      world,
+      [&](int r) {
+        transport::MeshOptions o = mesh_options(r, world, "auto", "m");
+        o.host_id = host_of[r];
+        return o;
+      },
+      options, body);
 }
 
 // A host buffer of `count` elements of `dtype`, read and written as doubles.

@@ -1,6 +1,7 @@
 // collectives/algorithm_choice and options: which all-reduce algorithm runs, as a table of
-// size x transport x world size (and explicit requests), and the settings resolved once from the
-// environment.
+// size x transport x world size (and explicit requests); the topology (ranks grouped by host)
+// that decides whether the hierarchical all-reduce can run; and the settings resolved once from
+// the environment.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -9,6 +10,7 @@
 
 #include "collectives/algorithm_choice.h"
 #include "collectives/options.h"
+#include "collectives/topology.h"
 #include "core/error.h"
 
 using namespace ringlet::collectives;
@@ -19,12 +21,15 @@ constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
 
 // What the communicator agrees on for ranks connected by `transport`: "tcp" (nothing shared),
 // "shm" (cross-memory reads and shared windows), "shm-nowin" (RINGLET_SHM_WINDOW_BYTES=0), or
-// "shm-nocma" (RINGLET_SHM_CMA=0: neither). A single rank reads its own memory, has no windows.
+// "shm-nocma" (RINGLET_SHM_CMA=0: neither), or "hosts" (several hosts with the same number, at
+// least 2, of ranks on each: the hierarchical all-reduce can run). A single rank reads its own
+// memory, has no windows.
 PeerAccess access_of(const std::string& transport, int world_size) {
-  if (world_size == 1) return {true, false};
-  if (transport == "shm") return {true, true};
-  if (transport == "shm-nowin") return {true, false};
-  return {false, false};
+  if (world_size == 1) return {true, false, false};
+  if (transport == "shm") return {true, true, false};
+  if (transport == "shm-nowin") return {true, false, false};
+  if (transport == "hosts") return {false, false, true};
+  return {false, false, false};
 }
 
 struct Row {
@@ -40,6 +45,7 @@ constexpr auto ring = Algorithm::ring;
 constexpr auto rd = Algorithm::recursive_doubling;
 constexpr auto direct = Algorithm::direct;
 constexpr auto window = Algorithm::window;
+constexpr auto hierarchical = Algorithm::hierarchical;
 
 const std::vector<Row> kTable = {
     // tcp: recursive doubling up to 64 KiB, the ring above, whatever the world size.
@@ -66,6 +72,12 @@ const std::vector<Row> kTable = {
     // shm whose ranks cannot read each other's memory: as tcp.
     {"shm-nocma", 2, 4 * KiB, automatic, rd},
     {"shm-nocma", 4, 16 * MiB, automatic, ring},
+    // Several hosts, 2 ranks on each: rd for small messages, then the hierarchical all-reduce.
+    {"hosts", 4, 4 * KiB, automatic, rd},
+    {"hosts", 4, 64 * KiB, automatic, rd},
+    {"hosts", 4, 64 * KiB + 4, automatic, hierarchical},
+    {"hosts", 6, 1 * MiB, automatic, hierarchical},
+    {"hosts", 4, 64 * MiB, automatic, hierarchical},
     // One rank: nothing to exchange; the choice only decides the local copy.
     {"tcp", 1, 4 * KiB, automatic, rd},
     {"shm", 1, 256 * KiB, automatic, ring},
@@ -79,6 +91,9 @@ const std::vector<Row> kTable = {
     {"shm", 2, 4 * KiB, AlgoRequest::direct, direct},
     {"shm", 2, 64 * MiB, AlgoRequest::ring, ring},
     {"shm", 1, 4 * KiB, AlgoRequest::window, ring},
+    {"hosts", 4, 4 * KiB, AlgoRequest::hierarchical, hierarchical},
+    {"hosts", 4, 64 * MiB, AlgoRequest::ring, ring},
+    {"tcp", 4, 64 * MiB, AlgoRequest::hierarchical, ring},
 };
 
 void set_env(const char* name, const char* value) {
@@ -109,19 +124,54 @@ TEST_CASE("all-reduce algorithm: thresholds move the switch points") {
   t.rd_max_bytes = 1 * KiB;
   t.window_min_bytes = 1 * MiB;
   t.direct_min_bytes = 4 * KiB;
-  CHECK(choose_all_reduce(automatic, t, {false, false}, 2, 2 * KiB) == ring);
-  CHECK(choose_all_reduce(automatic, t, {true, true}, 2, 512 * KiB) == direct);
-  CHECK(choose_all_reduce(automatic, t, {true, true}, 2, 1 * MiB) == window);
+  CHECK(choose_all_reduce(automatic, t, {false, false, false}, 2, 2 * KiB) == ring);
+  CHECK(choose_all_reduce(automatic, t, {true, true, false}, 2, 512 * KiB) == direct);
+  CHECK(choose_all_reduce(automatic, t, {true, true, false}, 2, 1 * MiB) == window);
+  CHECK(choose_all_reduce(automatic, t, {false, false, true}, 4, 2 * KiB) == hierarchical);
 }
 
 TEST_CASE("algorithm requests parse by name; a bad one names the source and the choices") {
   CHECK(parse_algo_request("auto", "X") == AlgoRequest::automatic);
   CHECK(parse_algo_request("rd", "X") == AlgoRequest::recursive_doubling);
   CHECK(parse_algo_request("window", "X") == AlgoRequest::window);
-  CHECK_THROWS_WITH_AS(
-      parse_algo_request("tree", "RINGLET_ALGO"),
-      doctest::Contains("RINGLET_ALGO='tree' is not one of auto, ring, rd, direct, window"),
-      ringlet::core::ValueError);
+  CHECK(parse_algo_request("hierarchical", "X") == AlgoRequest::hierarchical);
+  CHECK(std::string(algorithm_name(Algorithm::hierarchical)) == "hierarchical");
+  CHECK_THROWS_WITH_AS(parse_algo_request("tree", "RINGLET_ALGO"),
+                       doctest::Contains("RINGLET_ALGO='tree' is not one of auto, ring, rd, "
+                                         "direct, window, hierarchical"),
+                       ringlet::core::ValueError);
+}
+
+TEST_CASE("topology: ranks grouped by host, hosts in order of their first rank") {
+  SUBCASE("2 hosts x 2 ranks, each host's ranks consecutive") {
+    const Topology t({"a", "a", "b", "b"});
+    CHECK(t.hosts() == 2);
+    CHECK(t.regular());
+    CHECK(t.local_ranks(3) == std::vector<int>{2, 3});
+    CHECK(t.local_index(3) == 1);
+    CHECK(t.cross_ranks(0) == std::vector<int>{0, 2});
+    CHECK(t.cross_ranks(3) == std::vector<int>{1, 3});
+    CHECK(t.describe() == "2 hosts x 2 rank(s)");
+  }
+  SUBCASE("3 hosts x 2 ranks, interleaved: the second host is the one rank 1 is on") {
+    const Topology t({"x", "y", "z", "x", "y", "z"});
+    CHECK(t.regular());
+    CHECK(t.local_ranks(4) == std::vector<int>{1, 4});
+    CHECK(t.local_index(4) == 1);
+    CHECK(t.cross_ranks(4) == std::vector<int>{3, 4, 5});
+    CHECK(t.cross_ranks(2) == std::vector<int>{0, 1, 2});
+  }
+  SUBCASE("not regular: one host, one rank per host, or uneven hosts") {
+    CHECK_FALSE(Topology({"a", "a", "a"}).regular());
+    CHECK(Topology({"a", "a", "a"}).describe() == "1 host x 3 rank(s)");
+    CHECK_FALSE(Topology({"a", "b", "c"}).regular());
+    const Topology uneven({"a", "a", "b", "c"});
+    CHECK_FALSE(uneven.regular());
+    CHECK(uneven.describe() == "3 hosts: 2+1+1 ranks");
+    CHECK_THROWS_WITH_AS(uneven.cross_ranks(0), doctest::Contains("3 hosts: 2+1+1 ranks"),
+                         ringlet::core::ValueError);
+    CHECK(uneven.local_ranks(1) == std::vector<int>{0, 1});
+  }
 }
 
 TEST_CASE("options: the environment fills what the caller left unset, once") {
@@ -150,7 +200,8 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
   set_env("RINGLET_ALGO", "fast");
   CHECK_THROWS_WITH_AS(
       resolve_options(CommOptions{}, 2),
-      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, direct, window"),
+      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, direct, window, "
+                        "hierarchical"),
       ringlet::core::ValueError);
   set_env("RINGLET_ALGO", nullptr);
   set_env("RINGLET_SHM_WINDOW_BYTES", "100");

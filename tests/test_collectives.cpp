@@ -28,25 +28,6 @@ namespace {
 
 const auto kWait = 60s;
 
-void check_all_reduce(int rank, Communicator& comm, std::size_t count, DType dtype, ReduceOp op,
-                      bool in_place) {
-  const int n = comm.size();
-  TypedBuffer send(dtype, count), recv(dtype, count);
-  for (std::size_t i = 0; i < count; ++i) send.set(i, value(rank, i, op));
-  void* out = in_place ? send.data() : recv.data();
-  comm.all_reduce(send.data(), out, count, dtype, op)->wait(core::Deadline::after(kWait));
-  const TypedBuffer& got = in_place ? send : recv;
-  int wrong = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (got.get(i) != expected(n, i, op, dtype) && ++wrong <= 3) {
-      FAIL_CHECK("rank ", rank, " n=", n, " count=", count, " ", dtype, " ",
-                 collectives::reduce_op_name(op), in_place ? " in-place" : " out-of-place",
-                 ": element ", i, " = ", got.get(i), ", expected ", expected(n, i, op, dtype));
-    }
-  }
-  REQUIRE(wrong == 0);
-}
-
 void matrix(const std::string& transport, const std::string& algo) {
   for (int n = 1; n <= 8; ++n) {
     CommOptions options;

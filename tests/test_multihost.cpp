@@ -1,8 +1,11 @@
 // Two "hosts" on one machine: two network namespaces joined by a veth pair (10.77.0.1 and
-// 10.77.0.2). One training job spans them over tcp, started (1) by a node launcher run in each
-// namespace, and (2) by `ringlet launch --hosts` in the first, which reaches the second
-// through tests/netns_ssh.sh in place of ssh. Creating namespaces needs root (CAP_NET_ADMIN);
-// without it this executable prints why and exits 77, which meson reports as SKIP.
+// 10.77.0.2). Processes in different namespaces count as different hosts (host_identity), so
+// ranks across them connect over tcp and ranks within one over shm. One training job spans
+// them, started (1) by a node launcher run in each namespace, and (2) by `ringlet launch
+// --hosts` in the first, which reaches the second through tests/netns_ssh.sh in place of ssh;
+// (3) all_reduce_perf on 2 x 2 ranks runs the hierarchical all-reduce, chosen by itself. Creating
+// namespaces needs root (CAP_NET_ADMIN); without it this executable prints why and exits 77, which
+// meson reports as SKIP.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -55,8 +58,7 @@ void remove_namespaces() {
 
 // Runs `command` in host `host`'s namespace (bounded by timeout), output captured.
 FILE* start_in(int host, const std::string& command) {
-  return start_command("ip netns exec " + g_ns[host] + " timeout 120 env RINGLET_TRANSPORT=tcp " +
-                       command);
+  return start_command("ip netns exec " + g_ns[host] + " timeout 120 env " + command);
 }
 
 std::string train_args(const fs::path& out) {
@@ -109,6 +111,27 @@ TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace
   CHECK(contains(result.output, "netns_ssh: no network namespace for host '10.77.0.9'"));
   CHECK(contains(result.output, "node 1 (10.77.0.9) failed with exit code 255"));
   fs::remove_all(out);
+}
+
+TEST_CASE("2 hosts x 2 ranks: shm within a host, tcp across, the hierarchical all-reduce") {
+  const fs::path perf =
+      fs::path(ringlet_binary()).parent_path().parent_path() / "bench" / "all_reduce_perf";
+  const std::string common = "'" + ringlet_binary() +
+                             "' launch --nnodes 2 --nproc-per-node 2 --master-addr 10.77.0.1 "
+                             "--master-port 29401 --rdzv-timeout 60 --quiet-others ";
+  const std::string bench = " -- '" + perf.string() + "' -b 1M -e 1M -n 3 -w 1";
+  FILE* node1 = start_in(1, common + "--node-rank 1" + bench);
+  FILE* node0 = start_in(0, common + "--node-rank 0" + bench);
+  const CommandResult node0_result = finish_command(node0);
+  const CommandResult node1_result = finish_command(node1);
+  INFO("node 0:\n", node0_result.output, "\nnode 1:\n", node1_result.output);
+  CHECK(node0_result.status == 0);
+  CHECK(node1_result.status == 0);
+  CHECK(contains(node0_result.output, "peers: 1:shm 2:tcp 3:tcp"));
+  CHECK(contains(node0_result.output, "# Algorithm: hierarchical (1 MiB)"));
+  CHECK(contains(node0_result.output, "\"ip_wrong\":0"));
+  CHECK(contains(node0_result.output, "\"oop_wrong\":0"));
+  CHECK(contains(node0_result.output, "\"transport\":\"shm+tcp\""));
 }
 
 int main(int argc, char** argv) {

@@ -314,6 +314,21 @@ TEST_CASE("shm: host buffers only; host identity is stable") {
   CHECK(transport::host_identity().find('/') != std::string::npos);
 }
 
+TEST_CASE("host identity: hostname, boot id and network namespace; RINGLET_HOSTID overrides") {
+  ::unsetenv("RINGLET_HOSTID");
+  char net[128] = {};
+  REQUIRE(::readlink("/proc/self/ns/net", net, sizeof net - 1) > 0);
+  const std::string identity = transport::host_identity();
+  CHECK(identity.size() > std::strlen(net));
+  CHECK(identity.substr(identity.size() - std::strlen(net)) == net);  // "net:[4026531840]"
+  ::setenv("RINGLET_HOSTID", "rack3-node7", 1);
+  CHECK(transport::host_identity() == "rack3-node7");
+  ::setenv("RINGLET_HOSTID", "two words", 1);
+  CHECK_THROWS_WITH_AS(transport::host_identity(), doctest::Contains("RINGLET_HOSTID='two words'"),
+                       core::ValueError);
+  ::unsetenv("RINGLET_HOSTID");
+}
+
 namespace {
 
 // The child process of the fork test: rank 1. Returns its exit status (0 = all good).

@@ -128,7 +128,7 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
   const tcp::Interface iface = tcp::select_interface(ifname, o.store_host);
   mesh->listener_ =
       std::make_unique<tcp::Listener>(iface.address, o.port, o.job_token, o.rank, o.world_size);
-  const std::string identity = host_identity();
+  const std::string identity = o.host_id.empty() ? host_identity() : o.host_id;
   std::string my_link;
   if (transport == "auto") {  // before the address, so a peer that sees one sees both
     const std::string device = rdma::hardware_rdma_device();
@@ -143,9 +143,11 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
   wait_for_ranks(store, o, keys, deadline);
 
   std::ostringstream summary;
+  mesh->hosts_.assign(o.world_size, identity);
   for (int p = 0; p < o.world_size; ++p) {
     if (p == o.rank) continue;
     const PeerInfo info = parse_peer(store.get(keys[p], deadline), p);
+    mesh->hosts_[p] = info.identity;
     const bool same_host = info.identity == identity;
     RINGLET_CHECK(transport != "shm" || same_host, ValueError, "RINGLET_TRANSPORT=shm but rank ", p,
                   " is on another host (", info.host, ")");
@@ -195,6 +197,12 @@ Connection& Mesh::peer(int rank) {
 
 std::string Mesh::listen_endpoint() const {
   return tcp::endpoint_str(listener_->address(), listener_->port());
+}
+
+const std::string& Mesh::host_of(int rank) const {
+  RINGLET_CHECK(rank >= 0 && rank < size(), ValueError, "mesh: no rank ", rank, " in a world of ",
+                size());
+  return hosts_[rank];
 }
 
 std::uint64_t Mesh::refused_connections() const { return listener_->refused(); }

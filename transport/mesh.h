@@ -1,6 +1,6 @@
 // Mesh: one Connection from this rank to every other rank of a group, built through a Store.
 // Each rank listens (tcp) and publishes "address port host-identity" under the mesh prefix;
-// a pair on the same host (same hostname + boot id) uses shm unless RINGLET_TRANSPORT=tcp,
+// a pair on the same host (the same host_identity()) uses shm unless RINGLET_TRANSPORT=tcp,
 // otherwise rdma when both ranks have an RDMA device (libibverbs), else tcp with
 // RINGLET_NSOCKS sockets (the higher rank dials the lower one). RINGLET_TRANSPORT=rdma uses
 // rdma for every pair (RINGLET_IB_DEVICE=emu0: the emulated device, one host). Pairs are
@@ -37,6 +37,7 @@ struct MeshOptions {
   std::string ifname;      // NCCL syntax; empty = RINGLET_SOCKET_IFNAME
   std::string store_host;  // where the store lives: a loopback store means a loopback job
   int port = 0;            // tcp listen port (0 = ephemeral)
+  std::string host_id;     // which host this rank is on; empty = host_identity() (tests set it)
   tcp::TcpOptions tcp;
 };
 
@@ -55,11 +56,14 @@ class Mesh {
   // The listen endpoint ("host:port") other ranks dial.
   std::string listen_endpoint() const;
   std::uint64_t refused_connections() const;
+  // The host `rank` published (its own included): ranks with equal identities share a host.
+  const std::string& host_of(int rank) const;
 
  private:
   Mesh() = default;
   int rank_ = 0;
   std::unique_ptr<tcp::Listener> listener_;
+  std::vector<std::string> hosts_;                  // host_of, by rank
   std::unique_ptr<rdma::RdmaDevice> rdma_;          // opened for the first rdma peer
   std::vector<std::unique_ptr<Connection>> peers_;  // null at rank_ (destroyed before rdma_)
 };

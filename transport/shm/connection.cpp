@@ -450,13 +450,20 @@ std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& st
 }
 
 std::string host_identity() {
+  if (auto given = core::env_string("RINGLET_HOSTID")) {
+    RINGLET_CHECK(!given->empty() && given->find_first_of(" \t\n") == std::string::npos, ValueError,
+                  "RINGLET_HOSTID='", *given, "' must be one word, not empty");
+    return *given;
+  }
   char host[256] = {};
   RINGLET_CHECK(gethostname(host, sizeof host - 1) == 0, Error,
                 "gethostname: ", core::errno_text());
   std::ifstream file("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
   std::getline(file, boot_id);
-  return core::str(host, "/", boot_id);
+  char net[128] = {};  // "net:[4026531840]"; unreadable: left out
+  const ssize_t len = ::readlink("/proc/self/ns/net", net, sizeof net - 1);
+  return core::str(host, "/", boot_id, len > 0 ? "/" : "", len > 0 ? net : "");
 }
 
 }  // namespace ringlet::transport

@@ -121,8 +121,10 @@ class ShmConnection : public Connection {
 std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& store,
                                         const std::string& prefix, core::Deadline deadline);
 
-// "hostname/boot-id": equal for two processes on the same host (same kernel boot), the pairs
-// that talk over shm.
+// Which host this process is on, for the mesh (pairs on one host talk over shm) and the
+// topology collectives choose their algorithm by: RINGLET_HOSTID when set (as NCCL_HOSTID), else
+// "hostname/boot-id/net-namespace". Processes in different network namespaces count as different
+// hosts, so namespaces joined by a veth pair simulate hosts (bench/hierarchical_hosts.sh).
 std::string host_identity();
 
 }  // namespace ringlet::transport
