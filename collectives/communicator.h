@@ -22,7 +22,8 @@
 //   ranks that only saw a neighbour hang up can report the root cause (failure_policy.h).
 // - All-reduce algorithms (algorithm_choice.h): shared windows or cross-memory attach between
 //   shm ranks that can map / read each other's memory, recursive doubling for small messages,
-//   the ring (reduce-scatter + all-gather, channels x pipelined slices) elsewhere;
+//   the hierarchical all-reduce on several hosts (topology.h), the ring (reduce-scatter +
+//   all-gather, channels x pipelined slices) elsewhere;
 //   RINGLET_ALGO overrides. Ring reduce-scatter / all-gather; pipelined chain broadcast and
 //   reduce; dissemination barrier.
 #pragma once

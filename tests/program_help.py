@@ -57,6 +57,9 @@ def main():
          "must be in [1, 256]"),
         ([f"{build}/trainer/ringlet", "train", "--nproc", "1000"], "nproc must be in [1, 256]"),
     ]
+    # A comm hook train_bench does not know (the hooks' names are listed).
+    too_many.append(([f"{build}/bench/train_bench", "--comm-hook", "fp8"],
+                     "valid: none, fp16_compress, bf16_compress"))
     for cmd, message in too_many:
         r = run(cmd)
         if r.returncode != 2 or message not in r.stderr:

@@ -1,13 +1,13 @@
 // Collectives on device buffers of the emulated GPU, ranks as separate processes (forked before
 // any device thread exists; the parent only hosts the store): world sizes 1-4; counts 0, 1,
 // below the world size, awkward and spanning many window pieces and slices; every dtype x op;
-// in place and out of place; over the ipc link (device windows opened across the processes)
-// and staged over tcp and shm; with the emulated streams' jitter on. Each op's input is queued
-// on the compute stream without waiting (the op must order itself after it), and half of the
-// results are read after wait_on_stream (the stream waits, not the host). Then the other
-// collectives, and a rank killed with SIGKILL during a device all-reduce. The same matrix and
-// fault test run on a CUDA GPU where there is one (all ranks on cuda:0, several per GPU), and
-// skip visibly where there is none.
+// in place and out of place; over the ipc link (device windows opened across the processes),
+// staged over tcp and shm, and staged on two simulated hosts (the hierarchical all-reduce); with
+// the emulated streams' jitter on. Each op's input is queued on the compute stream without waiting
+// (the op must order itself after it), and half of the results are read after wait_on_stream (the
+// stream waits, not the host). Then the other collectives, and a rank killed with SIGKILL during a
+// device all-reduce. The same matrix and fault test run on a CUDA GPU where there is one (all ranks
+// on cuda:0, several per GPU), and skip visibly where there is none.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -184,16 +184,23 @@ int run_rank(const Job& job, int rank, int port) {
   if (job.mode == "fault") options.timeout = 20s;
   // The space first: the communicator's progress thread uses it until the communicator goes.
   trainer::DeviceSpaceOptions so;
-  so.link = trainer::parse_device_link(job.link);
+  // "hosts": staged, ranks 0 .. n/2-1 on one simulated host and the rest on another.
+  const bool hosts = job.link == "hosts";
+  so.link = trainer::parse_device_link(hosts ? "shm" : job.link);
   so.window_bytes = 64 * 1024;  // pieces of 32 KiB: many window rounds
   const core::Device dev =
       job.device == "cuda" ? core::Device::cuda(0) : core::Device::emu(rank % 2);
   auto space =
       trainer::DeviceSpace::create(store, "dev", rank, job.n, dev, so, core::Deadline::after(30s));
   const std::string transport = job.link == "tcp" ? "tcp" : "shm";
-  auto comm = Communicator::create(store, mesh_options(rank, job.n, transport, "m"), options,
-                                   core::Deadline::after(30s));
+  transport::MeshOptions mesh = mesh_options(rank, job.n, hosts ? "auto" : transport, "m");
+  if (hosts) mesh.host_id = rank < job.n / 2 ? "host-a" : "host-b";
+  auto comm = Communicator::create(store, mesh, options, core::Deadline::after(30s));
   if (job.link == "ipc" && job.n > 1 && !space->ipc()) return 5;
+  if (hosts &&
+      comm->all_reduce_algorithm(1 << 20, space.get()) != collectives::Algorithm::hierarchical) {
+    return 6;
+  }
   Rank r{rank, job.n, *comm, *space, device::runtime(dev), device::compute_stream(dev)};
   // A failure ends the process at once: unwinding would free device buffers that the
   // communicator's progress thread may still be using.
@@ -292,6 +299,10 @@ void run_fault(const std::string& link, const std::string& device) {
   }
   CHECK(std::chrono::steady_clock::now() - start < 20s);  // well within the op's deadline
   wait_child(ranks.pids[1], 5s);
+}
+
+TEST_CASE("device collectives on 2 simulated hosts x 2 ranks: the hierarchical all-reduce") {
+  run_matrix(4, "hosts");
 }
 
 TEST_CASE("a rank killed during device all-reduces: every survivor fails, naming the op") {
