@@ -67,4 +67,20 @@ inline void check_all_reduce(int rank, Communicator& comm, std::size_t count, DT
   REQUIRE(wrong == 0);
 }
 
+// The matrix of all_reduce checks on one rank: counts 0, 1, n - 1 and 1031 (awkward for every
+// split), every dtype x op, out of place and in place.
+inline void check_all_reduce_matrix(int rank, Communicator& comm) {
+  const int n = comm.size();
+  for (std::size_t count :
+       {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n - 1), std::size_t{1031}}) {
+    for (DType dtype : kDTypes) {
+      for (ReduceOp op : kOps) {
+        for (bool in_place : {false, true}) {
+          check_all_reduce(rank, comm, count, dtype, op, in_place);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace ringlet::testing

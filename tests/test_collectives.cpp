@@ -35,18 +35,8 @@ void matrix(const std::string& transport, const std::string& algo) {
     options.slice_bytes = 64;    // many slices even for small counts
     options.window_bytes = 256;  // pieces of 128 bytes: many window rounds too
     options.name = "matrix";
-    run_comm(n, transport, options, [&](int rank, Communicator& comm) {
-      for (std::size_t count :
-           {std::size_t{0}, std::size_t{1}, static_cast<std::size_t>(n - 1), std::size_t{1031}}) {
-        for (DType dtype : kDTypes) {
-          for (ReduceOp op : kOps) {
-            for (bool in_place : {false, true}) {
-              check_all_reduce(rank, comm, count, dtype, op, in_place);
-            }
-          }
-        }
-      }
-    });
+    run_comm(n, transport, options,
+             [&](int rank, Communicator& comm) { check_all_reduce_matrix(rank, comm); });
   }
 }
 

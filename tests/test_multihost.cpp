@@ -61,6 +61,23 @@ FILE* start_in(int host, const std::string& command) {
   return start_command("ip netns exec " + g_ns[host] + " timeout 120 env " + command);
 }
 
+// One job over both namespaces: a node launcher in each (`launch_args` added to both), each
+// running `command`; both must exit 0. Returns node 0's and node 1's output.
+std::pair<CommandResult, CommandResult> run_two_nodes(const std::string& launch_args,
+                                                      const std::string& command) {
+  const std::string common = "'" + ringlet_binary() +
+                             "' launch --nnodes 2 --master-addr 10.77.0.1 --rdzv-timeout 60 " +
+                             launch_args + " ";
+  FILE* node1 = start_in(1, common + "--node-rank 1 -- " + command);
+  FILE* node0 = start_in(0, common + "--node-rank 0 -- " + command);
+  CommandResult node0_result = finish_command(node0);
+  CommandResult node1_result = finish_command(node1);
+  INFO("node 0:\n", node0_result.output, "\nnode 1:\n", node1_result.output);
+  CHECK(node0_result.status == 0);
+  CHECK(node1_result.status == 0);
+  return {std::move(node0_result), std::move(node1_result)};
+}
+
 std::string train_args(const fs::path& out) {
   return "'" + ringlet_binary() +
          "' train --epochs 1 --limit-train 512 --limit-test 100 --workers 1 --threads 1 --out '" +
@@ -72,16 +89,9 @@ std::string train_args(const fs::path& out) {
 TEST_CASE("two node launchers, one per network namespace, train one job over tcp") {
   const fs::path out =
       fs::temp_directory_path() / ("ringlet_multihost_" + std::to_string(::getpid()));
-  const std::string common = "'" + ringlet_binary() +
-                             "' launch --nnodes 2 --nproc-per-node 1 --master-addr 10.77.0.1 "
-                             "--master-port 29400 --rdzv-timeout 60 ";
-  FILE* node1 = start_in(1, common + "--node-rank 1 -- " + train_args(out));
-  FILE* node0 = start_in(0, common + "--node-rank 0 -- " + train_args(out));
-  const CommandResult node0_result = finish_command(node0);
-  const CommandResult node1_result = finish_command(node1);
+  const auto nodes = run_two_nodes("--nproc-per-node 1 --master-port 29400", train_args(out));
+  const CommandResult &node0_result = nodes.first, &node1_result = nodes.second;
   INFO("node 0:\n", node0_result.output, "\nnode 1:\n", node1_result.output);
-  CHECK(node0_result.status == 0);
-  CHECK(node1_result.status == 0);
   CHECK(contains(node0_result.output, "[rank 0] done: 1 epoch(s) on 2 ranks"));
   CHECK(contains(node0_result.output, "listening on 10.77.0.1:"));
   CHECK(contains(node1_result.output, "listening on 10.77.0.2:"));
@@ -116,17 +126,10 @@ TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace
 TEST_CASE("2 hosts x 2 ranks: shm within a host, tcp across, the hierarchical all-reduce") {
   const fs::path perf =
       fs::path(ringlet_binary()).parent_path().parent_path() / "bench" / "all_reduce_perf";
-  const std::string common = "'" + ringlet_binary() +
-                             "' launch --nnodes 2 --nproc-per-node 2 --master-addr 10.77.0.1 "
-                             "--master-port 29401 --rdzv-timeout 60 --quiet-others ";
-  const std::string bench = " -- '" + perf.string() + "' -b 1M -e 1M -n 3 -w 1";
-  FILE* node1 = start_in(1, common + "--node-rank 1" + bench);
-  FILE* node0 = start_in(0, common + "--node-rank 0" + bench);
-  const CommandResult node0_result = finish_command(node0);
-  const CommandResult node1_result = finish_command(node1);
+  const auto nodes = run_two_nodes("--nproc-per-node 2 --master-port 29401 --quiet-others",
+                                   "'" + perf.string() + "' -b 1M -e 1M -n 3 -w 1");
+  const CommandResult &node0_result = nodes.first, &node1_result = nodes.second;
   INFO("node 0:\n", node0_result.output, "\nnode 1:\n", node1_result.output);
-  CHECK(node0_result.status == 0);
-  CHECK(node1_result.status == 0);
   CHECK(contains(node0_result.output, "peers: 1:shm 2:tcp 3:tcp"));
   CHECK(contains(node0_result.output, "# Algorithm: hierarchical (1 MiB)"));
   CHECK(contains(node0_result.output, "\"ip_wrong\":0"));
