@@ -30,6 +30,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADDR = ("10.79.0.1", "10.79.0.2")
@@ -38,6 +39,10 @@ ADDR = ("10.79.0.1", "10.79.0.2")
 def run(cmd, check=True, **kw):
     return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, **kw)
+
+
+class CannotBuildHosts(Exception):
+    """The namespaces, veth pair or qdisc could not be made (no CAP_NET_ADMIN, no veth...)."""
 
 
 class Hosts:
@@ -64,8 +69,7 @@ class Hosts:
                      "burst", self.burst, "latency", "50ms"])
         except subprocess.CalledProcessError as e:
             self.__exit__(None, None, None)
-            raise RuntimeError(f"setting up the namespaces failed: {' '.join(e.cmd)}: "
-                               f"{e.stdout.strip()}") from e
+            raise CannotBuildHosts(f"{' '.join(e.cmd)}: {e.stdout.strip()}") from e
         return self
 
     def __exit__(self, *exc):
@@ -86,6 +90,7 @@ def link_limit(hosts):
                         check=False, timeout=60)
             if probe.returncode == 0:
                 break
+            time.sleep(0.1)
         else:
             raise RuntimeError("iperf3 across the veth did not run: " + probe.stdout[-300:])
         end = json.loads(probe.stdout)["end"]
@@ -101,14 +106,20 @@ def launch_both(hosts, args, env, command, port, what):
     """One job of 2 x nproc ranks running `command` (under `env`); node 0's output."""
     procs = []
     for node in (1, 0):
-        cmd = ["env"] + env + ["timeout", "600", os.path.join(args.build, "trainer", "ringlet"),
+        cmd = ["env"] + env + ["timeout", str(args.job_timeout), os.path.join(args.build, "trainer", "ringlet"),
                                "launch", "--nnodes", "2", "--nproc-per-node",
                                str(args.nproc_per_node), "--node-rank", str(node),
                                "--master-addr", ADDR[0], "--master-port", str(port),
                                "--rdzv-timeout", "60", "--quiet-others", "--"] + command
         procs.append(subprocess.Popen(hosts.exec(node, cmd), stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
-    outputs = [p.communicate()[0] for p in procs]
+    try:
+        outputs = [p.communicate(timeout=args.job_timeout)[0] for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+            p.wait()
+        raise RuntimeError(f"{what}: not done after {args.job_timeout} s; stopped")
     if any(p.returncode != 0 for p in procs):
         raise RuntimeError(f"{what}: a node failed:\n" + "\n".join(o[-2000:] for o in outputs))
     records = []
@@ -185,6 +196,7 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--no-iperf", action="store_true")
+    ap.add_argument("--job-timeout", type=int, default=600, help="seconds per job (600)")
     ap.add_argument("--json", help="also write the summary line here")
     args = ap.parse_args()
     args.size_list = size_list(args.sizes)
@@ -273,7 +285,8 @@ def report_train(args, results):
         base = step if hook == "none" else base
         ratio = f"{step / base:8.2f}" if base else f"{'':>8}"
         print(f"{hook:>14} {step:9.2f} {sync:9.2f} {images:9.0f} {ratio}")
-        rows.append({"hook": hook, "step_ms": step, "sync_ms": sync, "images_per_s": images,
+        rows.append({"hook": hook, "comm_hook": "/".join(sorted({r["comm_hook"] for r in runs})),
+                     "step_ms": step, "sync_ms": sync, "images_per_s": images,
                      "vs_none": step / base if base else None})
     return rows
 
@@ -281,6 +294,9 @@ def report_train(args, results):
 if __name__ == "__main__":
     try:
         sys.exit(main())
+    except CannotBuildHosts as e:
+        print(f"skipped: cannot build the simulated hosts: {e}")
+        sys.exit(77)
     except RuntimeError as e:
         print(f"simulated_hosts: {e}", file=sys.stderr)
         sys.exit(1)

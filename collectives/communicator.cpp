@@ -152,6 +152,7 @@ struct Communicator::Impl {
     ctx.deadline = core::Deadline::after(options.timeout);
     ctx.waiting_on = -1;
     ctx.bytes_done = 0;
+    ctx.next_step = 0;
     ctx.op_fingerprint = task.fingerprint;
     ctx.deferred = nullptr;
     ctx.space = nullptr;  // a device op's body sets it
@@ -338,7 +339,8 @@ Algorithm Communicator::all_reduce_algorithm(std::size_t bytes, const BufferSpac
     // Device buffers: the device windows over IPC (one host), the hierarchical all-reduce
     // (several hosts), or the ring, staged through the host.
     const AlgoRequest algo = impl_->options.algo;
-    if (impl_->size > 1 && !space->windows().empty() && algo != AlgoRequest::ring) {
+    if (impl_->size > 1 && !space->windows().empty() && algo != AlgoRequest::ring &&
+        algo != AlgoRequest::hierarchical) {
       return Algorithm::window;
     }
     const bool hierarchical = algo == AlgoRequest::automatic || algo == AlgoRequest::hierarchical;

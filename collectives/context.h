@@ -73,16 +73,26 @@ struct ChannelContext {
   // in their own messages (recursive doubling, the first exchange round).
   FingerprintExchange fingerprint;
   Fingerprint op_fingerprint;
+  // Rings over subsets of the ranks (hierarchical) check the fingerprint with their own
+  // neighbours too; kept here so that a pending exchange's buffers outlive a failed op.
+  FingerprintExchange sub_ring_fingerprints[2];
+  // Ring passes number their trace steps from here (reset per op), so the passes of one op
+  // (a hierarchical all-reduce runs three) keep distinct step numbers; and label them with
+  // these phases.
+  int next_step = 0;
+  const char* reduce_phase = "RS";
+  const char* gather_phase = "AG";
 
   // Throws CollectiveError naming both fingerprints when `peer`'s message shows another
   // collective (see check_message).
   void check_message(const char* message, std::size_t bytes, std::size_t expected_bytes,
                      bool starts_with_fingerprint, int peer) const {
-    collectives::check_message(message, bytes, expected_bytes, starts_with_fingerprint, rank,
-                               op_fingerprint, peer);
+    collectives::check_message(message, bytes, expected_bytes, starts_with_fingerprint,
+                               global_rank(rank), op_fingerprint, global_rank(peer));
   }
   core::CollectiveError mismatch_error(int peer) const {
-    return collectives::mismatch_error(rank, op_fingerprint, peer, nullptr);
+    return collectives::mismatch_error(global_rank(rank), op_fingerprint, global_rank(peer),
+                                       nullptr);
   }
 
   void wait(const transport::RequestPtr& request, int peer_rank) {
@@ -106,21 +116,28 @@ struct ChannelContext {
 };
 
 // Runs the algorithms called in its scope over a subset of the ranks: `ranks` (global ranks in
-// ring order, this rank among them) become positions 0..size-1. Restores the whole ring on exit.
+// ring order, this rank among them) become positions 0..size-1, and ring passes label their
+// trace steps `reduce_phase` / `gather_phase`. Restores the whole ring on exit.
 class SubRing {
  public:
-  SubRing(ChannelContext& ctx, const std::vector<int>& ranks)
+  SubRing(ChannelContext& ctx, const std::vector<int>& ranks, const char* reduce_phase = "RS",
+          const char* gather_phase = "AG")
       : ctx_(ctx), rank_(ctx.rank), size_(ctx.size), members_(ctx.members) {
     const int me = ctx.global_rank(ctx.rank);
+    const auto position = std::find(ranks.begin(), ranks.end(), me);
+    RINGLET_CHECK(position != ranks.end(), Error, "rank ", me, " is not in its own sub-ring");
     ctx.members = ranks;
     ctx.size = static_cast<int>(ranks.size());
-    ctx.rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), me) - ranks.begin());
-    RINGLET_CHECK(ctx.rank < ctx.size, Error, "rank ", me, " is not in its own sub-ring");
+    ctx.rank = static_cast<int>(position - ranks.begin());
+    ctx.reduce_phase = reduce_phase;
+    ctx.gather_phase = gather_phase;
   }
   ~SubRing() {
     ctx_.members = std::move(members_);
     ctx_.rank = rank_;
     ctx_.size = size_;
+    ctx_.reduce_phase = "RS";
+    ctx_.gather_phase = "AG";
   }
   SubRing(const SubRing&) = delete;
   SubRing& operator=(const SubRing&) = delete;

@@ -90,8 +90,8 @@ class RingPass {
     finish_send();
   }
 
-  // The phase name that step traces carry ("RS" while reducing, "AG" while gathering).
-  void set_phase(const char* phase) { phase_ = phase; }
+  // From here on, steps are traced as gathering (ctx.gather_phase, "AG") instead of reducing.
+  void gathering() { phase_ = ctx_.gather_phase; }
 
  private:
   std::size_t count(int c) const { return offsets_[c + 1] - offsets_[c]; }
@@ -132,7 +132,7 @@ class RingPass {
     for (auto& s : sends_) ctx_.wait(s, ctx_.right());
     sends_.clear();
     if (sending_ >= 0) {
-      ctx_.trace(step_++, phase_, sending_, ctx_.right(), sending_bytes_, step_start_);
+      ctx_.trace(ctx_.next_step++, phase_, sending_, ctx_.right(), sending_bytes_, step_start_);
     }
     sending_ = -1;
   }
@@ -198,11 +198,10 @@ class RingPass {
   std::size_t chunk_bytes_ = 0;  // the largest chunk
   int primitive_ = -1;
   char* stage_ = nullptr;  // device buffers: the current primitive's pinned buffer
-  const char* phase_ = "RS";
+  const char* phase_ = ctx_.reduce_phase;
   std::vector<transport::RequestPtr> sends_;  // the slices of the chunk in flight
   int sending_ = -1;                          // its index, -1 when none
   std::uint64_t sending_bytes_ = 0;
-  int step_ = 0;
   Clock::time_point step_start_;
 };
 
@@ -227,7 +226,7 @@ void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType d
   ring.send(ring.chunk(r - 1));
   for (int j = 2; j <= n - 1; ++j) ring.recv_reduce_send(ring.chunk(r - j));
   ring.recv_reduce_copy_send(ring.chunk(r));
-  ring.set_phase("AG");
+  ring.gathering();
   for (int j = 1; j <= n - 2; ++j) ring.recv_copy_send(ring.chunk(r - j));
   ring.recv(ring.chunk(r + 1));
 }
@@ -252,7 +251,7 @@ void ring_all_gather(ChannelContext& ctx, char* data, std::vector<std::size_t> o
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) return;
   RingPass ring(ctx, data, std::move(offsets), dtype, ReduceOp::sum, nullptr);
-  ring.set_phase("AG");
+  ring.gathering();
   ring.send(ring.chunk(r));
   for (int j = 1; j <= n - 2; ++j) ring.recv_copy_send(ring.chunk(r - j));
   ring.recv(ring.chunk(r + 1));

@@ -20,7 +20,7 @@ def main():
     build, root = sys.argv[1], sys.argv[2]
     cmd = [sys.executable, root + "/bench/simulated_hosts.py", "both", "--build", build,
            "--rounds", "1", "--sizes", "1M,1M", "--iters", "3", "--warmup", "1", "--steps", "3",
-           "--hooks", "none,fp16_compress", "--no-iperf"]
+           "--hooks", "none,fp16_compress", "--no-iperf", "--job-timeout", "90"]
     run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=240)
     print(run.stdout)
@@ -34,6 +34,7 @@ def main():
     for row in ran.values():
         assert row["ip_busbw"] > 0 and row["oop_busbw"] > 0, row
     hooks = {row["hook"]: row for row in summary["train"]}
+    assert [row["comm_hook"] for row in summary["train"]] == ["none", "fp16_compress"], hooks
     assert set(hooks) == {"none", "fp16_compress"}, hooks
     for row in hooks.values():
         assert row["step_ms"] > 0 and row["images_per_s"] > 0, row

@@ -80,6 +80,40 @@ TEST_CASE("RINGLET_ALGO=hierarchical on one host or uneven hosts is refused, nam
                        core::ValueError);
 }
 
+TEST_CASE("a rank with another reduce op fails every rank with a fingerprint mismatch") {
+  // Rank 1's global right neighbour (rank 2) checks it, and so does each of its own rings'
+  // right neighbours (rank 0 on the host, rank 3 across) before taking any of its data.
+  for (int odd : {1, 2}) {
+    std::vector<std::string> errors(4);
+    CommOptions options;
+    options.name = "hier-mismatch-" + std::to_string(odd);
+    options.algo = "hierarchical";
+    run_comm_on_hosts({"a", "a", "b", "b"}, options, [&](int rank, Communicator& comm) {
+      std::vector<float> data(1 << 18, 1.0f);
+      const ReduceOp op = rank == odd ? ReduceOp::max : ReduceOp::sum;
+      try {
+        comm.all_reduce(data.data(), data.data(), data.size(), DType::f32, op)
+            ->wait(core::Deadline::after(30s));
+      } catch (const core::CollectiveError& e) {
+        errors[rank] = e.what();
+      }
+    });
+    for (int r = 0; r < 4; ++r) {
+      INFO("odd rank ", odd, ", rank ", r, ": ", errors[r]);
+      CHECK(errors[r].find("fingerprint mismatch") != std::string::npos);
+    }
+    // The odd rank's right neighbours on its host and across hosts took none of its data: each
+    // waited for its fingerprint first (which, over tcp, may never come once it failed).
+    const int local_right = odd ^ 1, cross_right = (odd + 2) % 4;
+    for (int r : {local_right, cross_right}) {
+      const std::string own = errors[r].substr(0, errors[r].find('\n'));
+      INFO("odd rank ", odd, ", rank ", r, ": ", own);
+      CHECK(own.find("waiting for rank " + std::to_string(odd) + " after 0 bytes: ") !=
+            std::string::npos);
+    }
+  }
+}
+
 namespace {
 
 // Bytes each host sent to other hosts in one traced all-reduce of `count` floats on 2 hosts x 2

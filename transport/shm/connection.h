@@ -124,7 +124,7 @@ std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& st
 // Which host this process is on, for the mesh (pairs on one host talk over shm) and the
 // topology collectives choose their algorithm by: RINGLET_HOSTID when set (as NCCL_HOSTID), else
 // "hostname/boot-id/net-namespace". Processes in different network namespaces count as different
-// hosts, so namespaces joined by a veth pair simulate hosts (bench/hierarchical_hosts.sh).
+// hosts, so namespaces joined by a veth pair simulate hosts (bench/simulated_hosts.py).
 std::string host_identity();
 
 }  // namespace ringlet::transport
