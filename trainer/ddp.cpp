@@ -127,8 +127,9 @@ struct DistributedDataParallel::State {
     tracer.record(std::move(span));
   }
 
-  // Rank 0's buffers to every rank, one broadcast per dtype (BatchNorm's running statistics
-  // are f32, its batch counters i64) rather than one per buffer.
+  // Rank 0's buffers to every rank in one broadcast of their bytes (BatchNorm's running
+  // statistics are f32, its batch counters i64; a broadcast combines nothing, so one buffer of
+  // 4-byte words carries both): one synchronization per forward, not one per buffer or dtype.
   void broadcast_buffers_from_rank0(core::Deadline deadline) {
     if (space != nullptr) {  // on the device: one broadcast per buffer, the stream waits
       for (auto& b : buffers) {
@@ -138,34 +139,23 @@ struct DistributedDataParallel::State {
       }
       return;
     }
-    std::vector<core::DType> dtypes;
-    for (const auto& b : buffers) {
-      if (std::find(dtypes.begin(), dtypes.end(), b.dtype()) == dtypes.end()) {
-        dtypes.push_back(b.dtype());
-      }
-    }
-    for (const core::DType dtype : dtypes) {
-      std::size_t count = 0;
+    std::size_t total = 0;
+    for (const auto& b : buffers) total += b.nbytes();
+    if (total == 0) return;
+    const std::size_t words = (total + 3) / 4;
+    staging.assign(words * 4, std::byte{0});
+    const auto each = [&](auto&& fn) {
+      std::size_t offset = 0;
       for (const auto& b : buffers) {
-        if (b.dtype() == dtype) count += static_cast<std::size_t>(b.numel());
+        fn(static_cast<std::byte*>(b.raw_data()), staging.data() + offset, b.nbytes());
+        offset += b.nbytes();
       }
-      const std::size_t item = core::dtype_size(dtype);
-      staging.resize(count * item);
-      const auto each = [&](auto&& fn) {
-        std::size_t offset = 0;
-        for (const auto& b : buffers) {
-          if (b.dtype() != dtype) continue;
-          const std::size_t bytes = static_cast<std::size_t>(b.numel()) * item;
-          fn(static_cast<std::byte*>(b.raw_data()), staging.data() + offset, bytes);
-          offset += bytes;
-        }
-      };
-      if (comm->rank() == 0)
-        each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(at, b, n); });
-      comm->broadcast(staging.data(), count, dtype, 0)->wait(deadline);
-      if (comm->rank() != 0)
-        each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(b, at, n); });
-    }
+    };
+    if (comm->rank() == 0)
+      each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(at, b, n); });
+    comm->broadcast(staging.data(), words, core::DType::i32, 0)->wait(deadline);
+    if (comm->rank() != 0)
+      each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(b, at, n); });
   }
 
   void on_grad(std::size_t index, const tensor::Tensor& grad) {

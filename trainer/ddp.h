@@ -20,7 +20,7 @@
 //   every bucket (wait_on_stream), so the optimizer's kernels queue behind the all-reduces and
 //   the host never waits. Buffers are broadcast the same way.
 // - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
-//   does by default (broadcast_buffers), coalesced into one broadcast per dtype.
+//   does by default (broadcast_buffers), coalesced into one broadcast of all their bytes.
 // - A communication hook (PyTorch's fp16_compress_hook / bf16_compress_hook): each complete
 //   bucket, already divided by the world size, is rounded to f16 or bf16 into a wire buffer of
 //   half the bytes, that buffer is all-reduced (summed in that precision), and

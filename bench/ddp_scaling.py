@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""DDP scaling on one machine: how much faster 2 ranks train than 1, and where the rest goes.
+
+Interleaved for --rounds rounds, each step time the median of --steps full steps (forward,
+backward, gradient sync, SGD) of fmnist_cnn at batch 64 per rank, 1 thread per rank:
+  one    bench/train_bench: 1 rank
+  pair   two 1-rank train_bench runs at once, nothing shared: what running two processes on
+         this machine costs by itself (cores, caches and memory bandwidth they contend for),
+         the ceiling for DDP
+  ddp    bench/train_bench --nproc 2: DDP over 2 local ranks (the slowest rank's median)
+and, with Debian's PyTorch (/usr/bin/python3 with python3-torch; skipped, saying so, without):
+  torch_one  bench/peers/src/train_fmnist.py step (1 thread)
+  torch_ddp  bench/peers/src/train_fmnist.py ddp_step (DDP over gloo, 2 x 1 thread)
+
+The table gives the median of each over the rounds and images/s; then the scaling of ddp over
+one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes (pair - one:
+contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), and ddp
+against torch_ddp. The last line is JSON.
+
+usage: bench/ddp_scaling.py [--rounds 3] [--steps 50] [--build DIR] [--no-torch] [--json FILE]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_PY = "/usr/bin/python3"
+TRAIN_FMNIST = os.path.join(ROOT, "bench", "peers", "src", "train_fmnist.py")
+BATCH = 64
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch's runs out")
+    ap.add_argument("--json", help="also write the JSON summary to this file")
+    args = ap.parse_args()
+    if args.rounds < 1 or args.steps < 1:
+        ap.error("--rounds and --steps must be >= 1")
+    return args
+
+
+def train_bench_cmd(args, nproc):
+    cmd = [os.path.join(args.build, "bench", "train_bench"), "--threads", "1", "--steps",
+           str(args.steps)]
+    return cmd + (["--nproc", str(nproc)] if nproc > 1 else [])
+
+
+def step_ms(output, cmd):
+    """step_ms from train_bench's JSON line (with --nproc, rank 0's line carries the slowest)."""
+    for line in reversed(output.splitlines()):
+        start = line.find("{")
+        if start >= 0 and '"step_ms"' in line:
+            return json.loads(line[start:])["step_ms"]
+    raise RuntimeError(f"no step_ms in the output of {' '.join(cmd)}:\n{output[-2000:]}")
+
+
+def run_one(cmd, env=None):
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=600, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-2000:]}")
+    return done.stdout
+
+
+def ringlet_pair(args):
+    """Two independent 1-rank runs started together; the slower one's step."""
+    cmd = train_bench_cmd(args, 1)
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}")
+    return max(step_ms(out, cmd) for out in outs)
+
+
+def torch_step(mode):
+    """PyTorch's step: the last fwd+bwd+sgd STEP line (step) or the DDPSTEP line (ddp_step)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = run_one([TORCH_PY, TRAIN_FMNIST, mode], env=env)
+    pattern = r"DDPSTEP .*median_ms=([0-9.]+)" if mode == "ddp_step" else \
+        r"STEP round=\d+ fwd\+bwd\+sgd +median_ms=([0-9.]+)"
+    found = re.findall(pattern, out)
+    if not found:
+        raise RuntimeError(f"no step time in train_fmnist.py {mode}:\n{out[-2000:]}")
+    return float(found[-1])
+
+
+def torch_available():
+    if not os.path.exists(TORCH_PY):
+        return False
+    return subprocess.run([TORCH_PY, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def measure(args, with_torch):
+    """{name: [step ms per round]}, the runs of each round interleaved."""
+    runs = {
+        "one": lambda: step_ms(run_one(train_bench_cmd(args, 1)), train_bench_cmd(args, 1)),
+        "pair": lambda: ringlet_pair(args),
+        "ddp": lambda: step_ms(run_one(train_bench_cmd(args, 2)), train_bench_cmd(args, 2)),
+    }
+    if with_torch:
+        runs["torch_one"] = lambda: torch_step("step")
+        runs["torch_ddp"] = lambda: torch_step("ddp_step")
+    results = {name: [] for name in runs}
+    for r in range(args.rounds):
+        for name, fn in runs.items():
+            results[name].append(fn())
+        print(f"# round {r + 1}: " + ", ".join(f"{n} {v[-1]:.2f} ms" for n, v in results.items()),
+              flush=True)
+    return results
+
+
+def report(results):
+    med = {name: statistics.median(v) for name, v in results.items()}
+    ranks = {"one": 1, "pair": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
+    print(f"| run | ranks | step ms (median) | images/s |")
+    print(f"|---|---|---|---|")
+    for name, ms in med.items():
+        print(f"| {name} | {ranks[name]} | {ms:.2f} | {ranks[name] * BATCH / ms * 1e3:.0f} |")
+    summary = {"bench": "ddp_scaling", "step_ms": med,
+               "scaling": 2 * med["one"] / med["ddp"],
+               "ceiling": 2 * med["one"] / med["pair"],
+               "contention_ms": med["pair"] - med["one"],
+               "ddp_cost_ms": med["ddp"] - med["pair"]}
+    print(f"# ddp / one: {summary['scaling']:.3f}x (target 1.9); two bare processes allow "
+          f"{summary['ceiling']:.3f}x")
+    print(f"# where the step grows from one to ddp: {summary['contention_ms']:+.2f} ms two "
+          f"processes on this machine, {summary['ddp_cost_ms']:+.2f} ms DDP (all-reduce, lockstep)")
+    if "torch_ddp" in med:
+        summary["vs_torch_ddp"] = med["torch_ddp"] / med["ddp"]
+        summary["torch_scaling"] = 2 * med["torch_one"] / med["torch_ddp"]
+        print(f"# ddp / PyTorch DDP (gloo): {summary['vs_torch_ddp']:.3f}x (target 1.5); PyTorch's "
+              f"own scaling {summary['torch_scaling']:.3f}x")
+    return summary
+
+
+def main():
+    args = parse_args()
+    with_torch = not args.no_torch and torch_available()
+    if not args.no_torch and not with_torch:
+        print(f"# PyTorch skipped: {TORCH_PY} cannot import torch (apt-get install python3-torch)")
+    print(f"# ddp_scaling: fmnist_cnn, batch {BATCH} per rank, 1 thread per rank, "
+          f"{args.steps} steps, {args.rounds} round(s), {os.cpu_count()} CPU(s)", flush=True)
+    try:
+        summary = report(measure(args, with_torch))
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"ddp_scaling: {e}", file=sys.stderr)
+        return 1
+    line = json.dumps(summary, sort_keys=True)
+    print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
