@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """The per-level kernel libraries export nothing but their table (a `meson test`).
 
-usage: isa_symbols.py LIBRARY...   (collectives/libringlet_reduce_<level>.a)
+usage: isa_symbols.py LIBRARY...   (collectives/libringlet_reduce_<level>.a,
+                                     tensor/libringlet_tensor_loops_<level>.a)
 
 Each instruction-set level's loops are compiled with that level's -m flags (core/isa.h). If
 such a library defined any other global or weak symbol (an inline function or template the
 compiler emitted out of line), the linker could keep that AVX-512 copy for a caller at the
 baseline level, which would then die with an illegal instruction on an older CPU; the suite
 at RINGLET_ISA=baseline cannot notice on a machine that has AVX-512. So the only global code
-symbol `nm -g --defined-only` may list is `ringlet::collectives::reduce_table_<level>()`.
+symbol `nm -g --defined-only` may list is the table's accessor:
+`ringlet::collectives::reduce_table_<level>()` or `ringlet::tensor::cpu::flat_loops_<level>()`.
 Data symbols hold no instructions (UBSan's function checks add weak typeinfo objects).
 """
 import os
@@ -37,8 +39,16 @@ def main():
         return 77
     problems = []
     for library in sys.argv[1:]:
-        level = re.search(r"libringlet_reduce_(\w+)\.a$", os.path.basename(library)).group(1)
-        want = f"ringlet::collectives::reduce_table_{level}()"
+        name = os.path.basename(library)
+        reduce = re.search(r"libringlet_reduce_(\w+)\.a$", name)
+        loops = re.search(r"libringlet_tensor_loops_(\w+)\.a$", name)
+        if reduce:
+            want = f"ringlet::collectives::reduce_table_{reduce.group(1)}()"
+        elif loops:
+            want = f"ringlet::tensor::cpu::flat_loops_{loops.group(1)}()"
+        else:
+            problems.append(f"{library}: not a per-level kernel library")
+            continue
         symbols = defined_code(library)
         names = [name for _, name in symbols]
         if names != [want]:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 BENCHES = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadcast_perf",
-           "p2p_perf", "ops_bench", "train_bench", "reduce_kernel_bench", "host_reduce_bench",
+           "p2p_perf", "ops_bench", "train_bench", "reduce_kernel_bench", "host_reduce_bench", "tensor_loops_bench",
            "nccl_all_reduce_perf", "nccl_all_gather_perf", "nccl_reduce_scatter_perf",
            "nccl_broadcast_perf"]
 RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"]]
@@ -67,7 +67,7 @@ def main():
     # RINGLET_ISA names a level this CPU can run, or nothing starts (core/isa.h).
     bad_isa = {**os.environ, "RINGLET_ISA": "sse9"}
     for cmd in ([f"{build}/bench/all_reduce_perf", "-np", "2"], [f"{build}/trainer/ringlet", "train"],
-                [f"{build}/bench/host_reduce_bench"]):
+                [f"{build}/bench/host_reduce_bench"], [f"{build}/bench/tensor_loops_bench"]):
         r = run(cmd, bad_isa)
         if r.returncode != 2 or "unknown instruction set 'sse9'" not in r.stderr:
             problems.append(f"RINGLET_ISA=sse9 {' '.join(cmd)}: exit {r.returncode}, {r.stderr[:200]!r}")

@@ -1,10 +1,12 @@
 // Copy kernel: a flat loop (memcpy when dtypes match) for contiguous operands, strided
-// iteration otherwise; conversions through cpu::convert (f16/bf16 via float).
+// iteration otherwise; conversions through cpu::convert (f16/bf16 via float), except the
+// contiguous f32 <-> f16/bf16 ones, which run the instruction-set level's loop (flat_ops.h).
 #include "tensor/cpu/copy.h"
 
 #include <cstring>
 
 #include "tensor/cpu/dispatch.h"
+#include "tensor/cpu/flat_ops.h"
 #include "tensor/cpu/loops.h"
 
 namespace ringlet::tensor::cpu {
@@ -17,6 +19,7 @@ void copy(const Tensor& dst, const Tensor& src) {
     std::memmove(dst.raw_data(), src.raw_data(), dst.nbytes());
     return;
   }
+  if (flat_cast(dst, src)) return;  // f32 <-> f16/bf16 in the level's vector loop
   dispatch_all(dst.dtype(), [&]<class D>() {
     dispatch_all(src.dtype(), [&]<class S>() {
       D* out = static_cast<D*>(dst.raw_data());

@@ -1,7 +1,9 @@
 // Elementwise ops: one strided kernel for binary ops (NumPy broadcasting through stride-0
 // views), one for unary ops and one for unary backward (the derivative is computed in the
 // same pass as the product with the incoming gradient). Contiguous operands take a flat,
-// vectorizable loop split over core::parallel_for. The per-element bodies live in
+// vectorizable loop split over core::parallel_for: for the hottest ops (relu and its gradient,
+// add sub mul div maximum minimum on f32/f64) the one of the instruction-set level in use
+// (tensor/cpu/flat_ops.h). The per-element bodies live in
 // tensor/kernels/elementwise.h, shared with the device kernels that device tensors dispatch to.
 #include "tensor/ops/elementwise.h"
 
@@ -12,6 +14,7 @@
 #include "tensor/autograd.h"
 #include "tensor/cpu/copy.h"
 #include "tensor/cpu/dispatch.h"
+#include "tensor/cpu/flat_ops.h"
 #include "tensor/cpu/loops.h"
 #include "tensor/kernels/elementwise.h"
 #include "tensor/ops/creation.h"
@@ -106,6 +109,7 @@ void binary_into(Binary op, const Tensor& out, const Tensor& a, const Tensor& b)
                 stream_for(out.device()));
     return;
   }
+  if (cpu::flat_binary(op, out, a, b)) return;  // the level's vector loop
   const bool integer_ok = kernels::integer_friendly(op);
   auto run = [&]<class T>() {
     with_binary(op, [&](auto kind) { map_kernel<T, T, 2>(out, {a, b}, binary_fn<T, kind()>()); });
@@ -186,6 +190,7 @@ void unary_into(UnaryOp op, const Tensor& out, const Tensor& a) {
     kernels_for(out.device()).unary(op, kernel_view(out), kernel_view(a), stream_for(out.device()));
     return;
   }
+  if (op.kind == kernels::UnaryOp::relu && cpu::flat_relu(out, a)) return;
   auto run = [&]<class T>() {
     with_unary(op.kind, [&](auto kind) {
       map_kernel<T, T, 1>(out, {a}, kernels::UnaryFn<T, kind()>{op.p0, op.p1});
@@ -207,6 +212,7 @@ Tensor unary_gradient(UnaryOp op, const Tensor& g, const Tensor& a, const Tensor
                         kernel_view(o), stream_for(g.device()));
     return grad;
   }
+  if (op.kind == kernels::UnaryOp::relu && cpu::flat_relu_grad(grad, g, a)) return grad;
   cpu::dispatch_floating(g.dtype(), unary_name(op.kind), [&]<class T>() {
     with_unary(op.kind, [&](auto kind) {
       map_kernel<T, T, 3>(grad, {g, a, o}, kernels::UnaryGradFn<T, kind()>{op.p0, op.p1});

@@ -9,11 +9,13 @@
 #include "tensor/ops/norm.h"
 
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/threads.h"
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
+#include "tensor/cpu/flat_loops.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -153,15 +155,16 @@ Tensor normalize(const Layout& l, const Tensor& x, const Stats& s, const Tensor&
   const T* w = weight.defined() ? weight.data<T>() : nullptr;
   const T* b = bias.defined() ? bias.data<T>() : nullptr;
   const std::int64_t sw = w ? weight.stride(0) : 0, sb = b ? bias.stride(0) : 0;
+  // The level's loop for one run: dst = src * scale + shift, both rounded to T first.
+  const cpu::FlatLoops::Affine affine = cpu::flat_loops().affine[std::is_same_v<T, float> ? 0 : 1];
   core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       // y = (x - mean) * invstd * w + b, folded into one multiply-add per element.
       const double scale = s.invstd[c] * (w ? static_cast<double>(w[c * sw]) : 1.0);
       const double shift = (b ? static_cast<double>(b[c * sb]) : 0.0) - s.mean[c] * scale;
-      const T a = static_cast<T>(scale), k = static_cast<T>(shift);
       for (std::int64_t n = 0; n < l.batch; ++n) {
         const std::int64_t at = (n * l.channels + c) * l.spatial;
-        for (std::int64_t i = 0; i < l.spatial; ++i) dst[at + i] = src[at + i] * a + k;
+        affine(dst + at, src + at, l.spatial, scale, shift);
       }
     }
   });

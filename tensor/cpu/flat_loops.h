@@ -1,0 +1,47 @@
+// The flat loops of the hottest CPU kernels (all operands contiguous, none broadcast), compiled
+// once per instruction-set level (core/isa.h) into a table of plain function pointers, as the
+// host reduction's are (collectives/reduce_table.h): relu and its gradient, the arithmetic
+// binary ops, batch norm's per-channel multiply-add, and the f16/bf16 <-> f32 conversions.
+// The ops (tensor/ops/elementwise.cpp, norm.cpp, cpu/copy.cpp) call through the table of the
+// level in use for the flat case and keep their generic loops for the rest. Every level gives
+// the baseline's bits (products are not fused: -ffp-contract=off; the selects are the scalar
+// kernels'; f16/bf16 round as core's conversions); tests/test_flat_loops.cpp checks each level
+// this machine has against the baseline.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/isa.h"
+
+namespace ringlet::tensor::cpu {
+
+// The binary ops with a flat loop, in kernels::BinaryOp's order (pow has none).
+inline constexpr std::size_t kFlatBinaryOps = 4;  // add sub mul div
+inline constexpr std::size_t kFlatSelectOps = 2;  // maximum minimum
+// Index 0 is f32, 1 is f64.
+inline constexpr std::size_t kFlatDTypes = 2;
+
+struct FlatLoops {
+  using Map1 = void (*)(void* out, const void* x, std::int64_t n);
+  using Map2 = void (*)(void* out, const void* a, const void* b, std::int64_t n);
+  using Affine = void (*)(void* out, const void* x, std::int64_t n, double scale, double shift);
+  Map1 relu[kFlatDTypes];                        // out = x > 0 ? x : 0
+  Map2 relu_grad[kFlatDTypes];                   // (g, x): out = x > 0 ? g : 0
+  Map2 arithmetic[kFlatDTypes][kFlatBinaryOps];  // out = a op b
+  Map2 select[kFlatDTypes][kFlatSelectOps];      // a > b ? a : b, a < b ? a : b
+  Affine affine[kFlatDTypes];  // out = x * scale + shift, scale and shift in the dtype
+  Map1 f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32;  // 16-bit values as std::uint16_t
+};
+
+// Each level's table; the avx2 and avx512 ones exist only in x86-64 builds.
+const FlatLoops& flat_loops_baseline();
+const FlatLoops& flat_loops_avx2();
+const FlatLoops& flat_loops_avx512();
+
+// The table of `isa`, which must be supported on this CPU (ValueError naming what is missing).
+const FlatLoops& flat_loops(core::Isa isa);
+// The table of the level in use (core::active_isa()).
+const FlatLoops& flat_loops();
+
+}  // namespace ringlet::tensor::cpu
