@@ -24,7 +24,6 @@
 #include "core/isa.h"
 
 using namespace ringlet;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -64,22 +63,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Seconds per call: calls are batched to about 2 ms, and the median of `reps` batches taken.
-template <class F>
-double time_per_call(int reps, F call) {
-  const auto probe = Clock::now();
-  call();
-  const double once = std::chrono::duration<double>(Clock::now() - probe).count();
-  const int batch = std::clamp(static_cast<int>(2e-3 / std::max(once, 1e-9)), 1, 10000);
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = Clock::now();
-    for (int k = 0; k < batch; ++k) call();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / batch);
-  }
-  return bench::median(times);
-}
-
 // Small values in every byte: finite in every dtype, and sums stay finite however often the
 // timed loop adds src into dst.
 std::vector<char> pattern(std::size_t bytes, int period) {
@@ -105,12 +88,13 @@ void bench_point(std::size_t bytes, core::DType dtype, int reps) {
   const std::vector<char> a = pattern(count * core::dtype_size(dtype), 7);
   const std::vector<char> b = pattern(a.size(), 5);
   std::vector<char> dst = a, copy(a.size());
-  const double copy_s = time_per_call(reps, [&] { std::memcpy(copy.data(), b.data(), b.size()); });
+  const double copy_s =
+      bench::time_per_call(reps, [&] { std::memcpy(copy.data(), b.data(), b.size()); });
   const double copy_gbps = 2.0 * a.size() / copy_s / 1e9;
   double baseline_gbps = 0;
   for (const core::Isa isa : core::supported_isas()) {
     check_against_baseline(isa, dtype, count, a, b);
-    const double reduce_s = time_per_call(reps, [&] {
+    const double reduce_s = bench::time_per_call(reps, [&] {
       collectives::reduce_pair(dst.data(), dst.data(), b.data(), count, dtype,
                                collectives::ReduceOp::sum, isa);
     });
@@ -133,11 +117,7 @@ void bench_point(std::size_t bytes, core::DType dtype, int reps) {
 }
 
 int run(const Options& o) {
-  std::printf("# levels this CPU runs:");
-  for (const core::Isa isa : core::supported_isas()) {
-    std::printf(" %s", std::string(core::isa_name(isa)).c_str());
-  }
-  std::printf(" (in use: %s)\n", std::string(core::isa_name(core::active_isa())).c_str());
+  bench::print_isa_levels();
   std::printf("# %12s %10s %9s %12s %12s %8s %9s\n", "bytes", "type", "isa", "reduce GB/s",
               "memcpy GB/s", "ratio", "x base");
   for (const core::DType dtype : o.dtypes) {

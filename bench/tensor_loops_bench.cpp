@@ -22,7 +22,6 @@
 #include "tensor/cpu/flat_loops.h"
 
 using namespace ringlet;
-using Clock = std::chrono::steady_clock;
 using tensor::cpu::FlatLoops;
 
 namespace {
@@ -52,22 +51,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-// Seconds per call: calls are batched to about 2 ms, and the median of `reps` batches taken.
-template <class F>
-double time_per_call(int reps, F call) {
-  const auto probe = Clock::now();
-  call();
-  const double once = std::chrono::duration<double>(Clock::now() - probe).count();
-  const int batch = std::clamp(static_cast<int>(2e-3 / std::max(once, 1e-9)), 1, 10000);
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = Clock::now();
-    for (int k = 0; k < batch; ++k) call();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / batch);
-  }
-  return bench::median(times);
 }
 
 // One loop of a table on n elements: its name, the bytes it moves, and a call writing `out`.
@@ -136,7 +119,7 @@ void bench_point(const Loop& loop, std::size_t bytes, int reps) {
     loop.call(table, got.data(), a.data(), b.data(), static_cast<std::int64_t>(n));
     RINGLET_CHECK(std::memcmp(want.data(), got.data(), n * 4) == 0, Error, core::isa_name(isa), " ",
                   loop.name, " differs from the baseline's bits");
-    const double seconds = time_per_call(reps, [&] {
+    const double seconds = bench::time_per_call(reps, [&] {
       loop.call(table, got.data(), a.data(), b.data(), static_cast<std::int64_t>(n));
     });
     const double gbps = loop.bytes_per_element * static_cast<double>(n) / seconds / 1e9;
@@ -156,11 +139,7 @@ void bench_point(const Loop& loop, std::size_t bytes, int reps) {
 }
 
 int run(const Options& o) {
-  std::printf("# levels this CPU runs:");
-  for (const core::Isa isa : core::supported_isas()) {
-    std::printf(" %s", std::string(core::isa_name(isa)).c_str());
-  }
-  std::printf(" (in use: %s)\n", std::string(core::isa_name(core::active_isa())).c_str());
+  bench::print_isa_levels();
   std::printf("# %12s %12s %9s %10s %9s\n", "bytes", "loop", "isa", "GB/s", "x base");
   for (const Loop& loop : kLoops) {
     for (const std::size_t bytes : o.sizes) bench_point(loop, bytes, o.reps);

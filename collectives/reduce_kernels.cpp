@@ -50,14 +50,7 @@ const ReduceTable& reduce_table(core::Isa isa) {
 #endif
     return usable;
   }();
-  const auto level = static_cast<std::size_t>(isa);
-  if (level < tables.size() && tables[level] != nullptr) return *tables[level];
-  std::string missing;
-  for (const auto& feature : core::missing_isa_features(isa)) {
-    missing += (missing.empty() ? " (it lacks " : ", ") + feature;
-  }
-  RINGLET_THROW(ValueError, "reduction kernels: this CPU cannot run ", core::isa_name(isa),
-                missing.empty() ? "" : missing + ")");
+  return core::table_for_isa(tables, isa, "reduction kernels");
 }
 
 void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {

@@ -129,4 +129,13 @@ Isa active_isa() {
   return isa;
 }
 
+void refuse_isa(Isa isa, std::string_view what) {
+  std::string missing;
+  for (const auto& feature : missing_isa_features(isa)) {
+    missing += (missing.empty() ? " (it lacks " : ", ") + feature;
+  }
+  RINGLET_THROW(ValueError, what, ": this CPU cannot run ", isa_name(isa),
+                missing.empty() ? "" : missing + ")");
+}
+
 }  // namespace ringlet::core

@@ -8,6 +8,8 @@
 // that names what is missing.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -27,5 +29,20 @@ bool isa_supported(Isa isa);
 std::vector<Isa> supported_isas();
 // The level in use: RINGLET_ISA when set (checked), else the best supported. Read once.
 Isa active_isa();
+
+// Throws the ValueError for asking `what` (a family of kernels) for a level this CPU cannot
+// run: "<what>: this CPU cannot run avx512 (it lacks avx512bw, ...)".
+[[noreturn]] void refuse_isa(Isa isa, std::string_view what);
+
+// The table of `isa` among one table of kernels per level (the host reduction's, tensor's flat
+// loops'). `usable` is indexed by level and holds the levels this CPU runs, nullptr for the
+// others (and for avx2 and avx512 outside x86-64); any other level is refused as above.
+template <class Table>
+const Table& table_for_isa(const std::array<const Table*, 3>& usable, Isa isa,
+                           std::string_view what) {
+  const auto level = static_cast<std::size_t>(isa);
+  if (level < usable.size() && usable[level] != nullptr) return *usable[level];
+  refuse_isa(isa, what);
+}
 
 }  // namespace ringlet::core

@@ -2,9 +2,6 @@
 #include "tensor/cpu/flat_loops.h"
 
 #include <array>
-#include <string>
-
-#include "core/error.h"
 
 namespace ringlet::tensor::cpu {
 
@@ -18,14 +15,7 @@ const FlatLoops& flat_loops(core::Isa isa) {
 #endif
     return usable;
   }();
-  const auto level = static_cast<std::size_t>(isa);
-  if (level < tables.size() && tables[level] != nullptr) return *tables[level];
-  std::string missing;
-  for (const auto& feature : core::missing_isa_features(isa)) {
-    missing += (missing.empty() ? " (it lacks " : ", ") + feature;
-  }
-  RINGLET_THROW(ValueError, "tensor loops: this CPU cannot run ", core::isa_name(isa),
-                missing.empty() ? "" : missing + ")");
+  return core::table_for_isa(tables, isa, "tensor loops");
 }
 
 const FlatLoops& flat_loops() {
