@@ -8,9 +8,11 @@ backward, gradient sync, SGD) of fmnist_cnn at batch 64 per rank, 1 thread per r
          this machine costs by itself (cores, caches and memory bandwidth they contend for),
          the ceiling for DDP
   ddp    bench/train_bench --nproc 2: DDP over 2 local ranks (the slowest rank's median)
-and, with Debian's PyTorch (/usr/bin/python3 with python3-torch; skipped, saying so, without):
+and, with Debian's PyTorch and Fashion-MNIST (/usr/bin/python3 with python3-torch, and
+dataset-fashion-mnist; skipped, saying so, without either):
   torch_one  bench/peers/src/train_fmnist.py step (1 thread)
   torch_ddp  bench/peers/src/train_fmnist.py ddp_step (DDP over gloo, 2 x 1 thread)
+PyTorch's runs always take the median of 50 steps (train_fmnist.py's own count).
 
 The table gives the median of each over the rounds and images/s; then the scaling of ddp over
 one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes (pair - one:
@@ -30,6 +32,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_PY = "/usr/bin/python3"
 TRAIN_FMNIST = os.path.join(ROOT, "bench", "peers", "src", "train_fmnist.py")
+FMNIST = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 BATCH = 64
 
 
@@ -74,7 +77,13 @@ def ringlet_pair(args):
     cmd = train_bench_cmd(args, 1)
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
-    outs = [p.communicate(timeout=600)[0] for p in procs]
+    try:
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+    finally:
+        for p in procs:  # none outlives the pair (a timeout, an interrupt)
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     for p, out in zip(procs, outs):
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}")
@@ -93,11 +102,16 @@ def torch_step(mode):
     return float(found[-1])
 
 
-def torch_available():
+def torch_missing():
+    """Why PyTorch's runs cannot happen here, or None when they can."""
     if not os.path.exists(TORCH_PY):
-        return False
-    return subprocess.run([TORCH_PY, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL).returncode == 0
+        return f"no {TORCH_PY}"
+    if subprocess.run([TORCH_PY, "-c", "import torch"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        return f"{TORCH_PY} cannot import torch (apt-get install python3-torch)"
+    if not os.path.exists(FMNIST):
+        return f"no {FMNIST} (apt-get install dataset-fashion-mnist)"
+    return None
 
 
 def measure(args, with_torch):
@@ -122,8 +136,8 @@ def measure(args, with_torch):
 def report(results):
     med = {name: statistics.median(v) for name, v in results.items()}
     ranks = {"one": 1, "pair": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
-    print(f"| run | ranks | step ms (median) | images/s |")
-    print(f"|---|---|---|---|")
+    print("| run | ranks | step ms (median) | images/s |")
+    print("|---|---|---|---|")
     for name, ms in med.items():
         print(f"| {name} | {ranks[name]} | {ms:.2f} | {ranks[name] * BATCH / ms * 1e3:.0f} |")
     summary = {"bench": "ddp_scaling", "step_ms": med,
@@ -145,14 +159,15 @@ def report(results):
 
 def main():
     args = parse_args()
-    with_torch = not args.no_torch and torch_available()
-    if not args.no_torch and not with_torch:
-        print(f"# PyTorch skipped: {TORCH_PY} cannot import torch (apt-get install python3-torch)")
+    missing = None if args.no_torch else torch_missing()
+    with_torch = not args.no_torch and missing is None
+    if missing:
+        print(f"# PyTorch skipped: {missing}")
     print(f"# ddp_scaling: fmnist_cnn, batch {BATCH} per rank, 1 thread per rank, "
           f"{args.steps} steps, {args.rounds} round(s), {os.cpu_count()} CPU(s)", flush=True)
     try:
         summary = report(measure(args, with_torch))
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
         print(f"ddp_scaling: {e}", file=sys.stderr)
         return 1
     line = json.dumps(summary, sort_keys=True)

@@ -8,6 +8,10 @@
 // translation units of the levels built with F16C (internal linkage, as half_convert.h).
 #pragma once
 
+#if !defined(__F16C__) || !defined(__AVX2__)
+#error "core/half_lanes.h needs a level built with AVX2 and F16C"
+#endif
+
 #include <immintrin.h>
 
 #include <cstddef>

@@ -391,6 +391,45 @@ TEST_CASE("forward broadcasts rank 0's buffers unless broadcast_buffers is off")
   }
 }
 
+namespace {
+
+// Buffers whose bytes are no multiple of 4 (3 x u8, then 3 x f16, then 1 x f32 behind them),
+// as the broadcast packs them into 4-byte words; forward passes its input through.
+class OddBuffers : public nn::Module {
+ public:
+  OddBuffers() {
+    register_buffer("flags", tensor::zeros({3}, core::DType::u8));
+    register_buffer("halves", tensor::zeros({3}, core::DType::f16));
+    register_buffer("scale", tensor::zeros({1}));
+  }
+  tensor::Tensor forward(const tensor::Tensor& input) override { return input; }
+  std::string type_name() const override { return "OddBuffers"; }
+};
+
+}  // namespace
+
+TEST_CASE("the buffer broadcast carries buffers of any dtype and size, padded to whole words") {
+  std::vector<std::vector<std::string>> seen(2);
+  CommOptions options;
+  options.name = "ddp-odd-buffers";
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    auto model = std::make_shared<OddBuffers>();
+    trainer::DistributedDataParallel ddp(model, comm, trainer::DDPOptions{});
+    // Each rank moves its buffers apart; the next forward gives every rank rank 0's values.
+    for (auto& [name, b] : model->named_buffers()) {
+      tensor::NoGradGuard no_grad;
+      tensor::fill_(b, rank == 0 ? 5.0 : 9.0);
+    }
+    ddp.forward(tensor::zeros({1}));
+    for (auto& [name, b] : model->named_buffers()) {
+      const float last = b.to(core::DType::f32).to_vector<float>().back();
+      seen[rank].push_back(core::str(name, "=", last));
+    }
+  });
+  CHECK(seen[0] == std::vector<std::string>{"flags=5", "halves=5", "scale=5"});
+  CHECK(seen[1] == seen[0]);
+}
+
 TEST_CASE("buckets follow PyTorch's assignment: a bucket closes once it reaches its cap") {
   CommOptions options;
   options.name = "ddp-buckets";

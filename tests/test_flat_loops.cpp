@@ -1,8 +1,9 @@
 // tensor/cpu/flat_loops.h: the baseline level's loops compute what the scalar kernels (and
 // core's f16/bf16 conversions) compute, every other level this CPU runs gives the baseline's
 // bits (sizes around each vector width, misaligned starts, NaN, infinities, signed zeros and
-// subnormals among the values), and the ops reach them (a tensor relu, add and cast run the
-// level in use and agree with the strided kernel on the same values).
+// subnormals among the values), and the ops take them exactly where every operand is flat
+// (contiguous, out's shape and a dtype with loops; in place and at a storage offset too) and
+// agree there with the strided kernels.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,11 +11,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/isa.h"
 #include "tensor/cpu/flat_loops.h"
+#include "tensor/cpu/flat_ops.h"
 #include "tensor/kernels/elementwise.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/elementwise.h"
@@ -49,6 +52,18 @@ std::vector<T> values(std::size_t n, std::mt19937& rng) {
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// The same values: the same bits, or NaN on both sides (which NaN an operation on two NaNs
+// returns depends on the order the compiler gave its operands, in the scalar reference too).
+template <class T>
+bool same_values(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
+    if (!both_nan && std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return false;
+  }
+  return true;
 }
 
 // Runs one loop of `loops` over values starting at `offset` (a misaligned start) and returns
@@ -90,11 +105,9 @@ std::vector<std::vector<T>> row_outputs(const FlatLoops& loops, std::size_t n, s
   return outs;
 }
 
-// The 16-bit conversions through `loops`: every 16-bit value widened, and floats (random bit
-// patterns, halfway cases and the specials) rounded each way.
-std::vector<std::vector<std::uint32_t>> cast_outputs(const FlatLoops& loops) {
-  std::vector<std::uint16_t> all(65536);
-  for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+// The floats the conversions round: random bit patterns (NaN payloads, subnormals, every
+// exponent), bf16 halfway cases (and one ulp either side), and the specials.
+std::vector<float> narrowing_inputs() {
   std::mt19937 rng(5);
   std::vector<float> floats(70001);
   for (std::size_t i = 0; i < floats.size(); ++i) {
@@ -104,6 +117,15 @@ std::vector<std::vector<std::uint32_t>> cast_outputs(const FlatLoops& loops) {
   std::mt19937 rng2(6);
   const std::vector<float> specials = values<float>(4099, rng2);
   floats.insert(floats.end(), specials.begin(), specials.end());
+  return floats;
+}
+
+// The 16-bit conversions through `loops`: every 16-bit value widened (f16, bf16), then
+// narrowing_inputs() rounded each way (f16, bf16).
+std::vector<std::vector<std::uint32_t>> cast_outputs(const FlatLoops& loops) {
+  std::vector<std::uint16_t> all(65536);
+  for (std::uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  const std::vector<float> floats = narrowing_inputs();
   std::vector<std::vector<std::uint32_t>> outs;
   for (FlatLoops::Map1 widen : {loops.f16_to_f32, loops.bf16_to_f32}) {
     std::vector<float> wide(all.size());
@@ -121,34 +143,62 @@ std::vector<std::vector<std::uint32_t>> cast_outputs(const FlatLoops& loops) {
 
 }  // namespace
 
+namespace {
+
+// Every binary loop of one dtype row of the baseline against kernels::BinaryFn.
+template <class T>
+void check_binary_row(const FlatLoops& loops, std::size_t d) {
+  using kernels::BinaryFn;
+  using kernels::BinaryOp;
+  std::mt19937 rng(12);
+  const std::vector<T> x = values<T>(1001, rng), y = values<T>(1001, rng);
+  const auto check = [&](FlatLoops::Map2 fn, auto reference, const char* name) {
+    std::vector<T> out(x.size()), want(x.size());
+    fn(out.data(), x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+    for (std::size_t i = 0; i < x.size(); ++i) want[i] = reference(x[i], y[i]);
+    CHECK_MESSAGE(same_values(out, want),
+                  (std::string(name) + (sizeof(T) == 4 ? " on f32" : " on f64")));
+  };
+  check(loops.arithmetic[d][0], BinaryFn<T, BinaryOp::add>{}, "add");
+  check(loops.arithmetic[d][1], BinaryFn<T, BinaryOp::sub>{}, "sub");
+  check(loops.arithmetic[d][2], BinaryFn<T, BinaryOp::mul>{}, "mul");
+  check(loops.arithmetic[d][3], BinaryFn<T, BinaryOp::div>{}, "div");
+  check(loops.select[d][0], BinaryFn<T, BinaryOp::maximum>{}, "maximum");
+  check(loops.select[d][1], BinaryFn<T, BinaryOp::minimum>{}, "minimum");
+}
+
+// relu, its gradient and the multiply-add of one dtype row against the scalar kernels.
+template <class T>
+void check_unary_row(const FlatLoops& loops, std::size_t d) {
+  std::mt19937 rng(11);
+  const std::vector<T> x = values<T>(1001, rng), g = values<T>(1001, rng);
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<T> out(x.size()), want(x.size());
+  loops.relu[d](out.data(), x.data(), n);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    want[i] = kernels::UnaryFn<T, kernels::UnaryOp::relu>{}(x[i]);
+  }
+  CHECK(same_bits(out, want));
+  loops.relu_grad[d](out.data(), g.data(), x.data(), n);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    want[i] = kernels::UnaryGradFn<T, kernels::UnaryOp::relu>{}(g[i], x[i], T(0));
+  }
+  CHECK(same_bits(out, want));
+  loops.affine[d](out.data(), x.data(), n, 0.1, 2.5);
+  for (std::size_t i = 0; i < x.size(); ++i) want[i] = x[i] * static_cast<T>(0.1) + T(2.5);
+  CHECK(same_bits(out, want));
+}
+
+}  // namespace
+
 TEST_CASE("baseline flat loops compute the scalar kernels' values") {
   const FlatLoops& loops = flat_loops(Isa::baseline);
-  std::mt19937 rng(11);
-  const std::vector<float> x = values<float>(1001, rng), g = values<float>(1001, rng);
-  std::vector<float> out(x.size()), want(x.size());
-  loops.relu[0](out.data(), x.data(), 1001);
-  for (std::size_t i = 0; i < x.size(); ++i)
-    want[i] = kernels::UnaryFn<float, kernels::UnaryOp::relu>{}(x[i]);
-  CHECK(same_bits(out, want));
-  loops.relu_grad[0](out.data(), g.data(), x.data(), 1001);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    want[i] = kernels::UnaryGradFn<float, kernels::UnaryOp::relu>{}(g[i], x[i], 0.0f);
-  }
-  CHECK(same_bits(out, want));
-  loops.arithmetic[0][3](out.data(), x.data(), g.data(), 1001);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    want[i] = kernels::BinaryFn<float, kernels::BinaryOp::div>{}(x[i], g[i]);
-  }
-  CHECK(same_bits(out, want));
-  loops.select[0][0](out.data(), x.data(), g.data(), 1001);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    want[i] = kernels::BinaryFn<float, kernels::BinaryOp::maximum>{}(x[i], g[i]);
-  }
-  CHECK(same_bits(out, want));
-  loops.affine[0](out.data(), x.data(), 1001, 0.1, 2.5);
-  for (std::size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 0.1f + 2.5f;
-  CHECK(same_bits(out, want));
-  // The conversions: core's out-of-line ones are the reference.
+  check_binary_row<float>(loops, 0);
+  check_binary_row<double>(loops, 1);
+  check_unary_row<float>(loops, 0);
+  check_unary_row<double>(loops, 1);
+  // The conversions: core's out-of-line ones are the reference, over every 16-bit value and
+  // every float cast_outputs rounds.
   const auto casts = cast_outputs(loops);
   std::size_t wrong = 0;
   for (std::uint32_t h = 0; h < 65536; ++h) {
@@ -158,15 +208,10 @@ TEST_CASE("baseline flat loops compute the scalar kernels' values") {
     wrong += std::memcmp(&casts[1][h], &bf16, 4) != 0;
   }
   CHECK(wrong == 0);
-  // ... and rounding each float of the set that cast_outputs narrows.
-  std::mt19937 rng2(6);
-  const std::vector<float> some = values<float>(4099, rng2);
-  std::vector<std::uint16_t> f16(some.size()), bf16(some.size());
-  loops.f32_to_f16(f16.data(), some.data(), static_cast<std::int64_t>(some.size()));
-  loops.f32_to_bf16(bf16.data(), some.data(), static_cast<std::int64_t>(some.size()));
-  for (std::size_t i = 0; i < some.size(); ++i) {
-    wrong += f16[i] != ringlet::core::float_to_half(some[i]);
-    wrong += bf16[i] != ringlet::core::float_to_bf16(some[i]);
+  const std::vector<float> floats = narrowing_inputs();
+  for (std::size_t i = 0; i < floats.size(); ++i) {
+    wrong += casts[2][i] != ringlet::core::float_to_half(floats[i]);
+    wrong += casts[3][i] != ringlet::core::float_to_bf16(floats[i]);
   }
   CHECK(wrong == 0);
 }
@@ -200,26 +245,58 @@ TEST_CASE("every instruction-set level's flat loops give the baseline's bits") {
   }
 }
 
-TEST_CASE("the ops take the flat loops and agree with their strided kernels") {
-  // A transposed view takes the strided kernel; its contiguous copy the flat loop.
+TEST_CASE(
+    "the ops take the flat loops where every operand is flat, and agree with the strided kernels") {
+  namespace cpu = ringlet::tensor::cpu;
+  using ringlet::core::DType;
   ringlet::tensor::Generator gen(3);
   const Tensor a = ringlet::tensor::randn({33, 65}, gen), b = ringlet::tensor::randn({33, 65}, gen);
   const Tensor at = a.transpose(0, 1), bt = b.transpose(0, 1);
-  const Tensor flat_sum = ringlet::tensor::add(at.contiguous(), bt.contiguous());
-  const Tensor strided_sum = ringlet::tensor::add(at, bt).contiguous();
-  CHECK(std::memcmp(flat_sum.raw_data(), strided_sum.raw_data(), flat_sum.nbytes()) == 0);
-  const Tensor flat_relu = ringlet::tensor::relu(at.contiguous());
-  const Tensor strided_relu = ringlet::tensor::relu(at).contiguous();
-  CHECK(std::memcmp(flat_relu.raw_data(), strided_relu.raw_data(), flat_relu.nbytes()) == 0);
-  for (const auto dtype : {ringlet::core::DType::f16, ringlet::core::DType::bf16}) {
-    const Tensor flat_cast = at.contiguous().to(dtype);
-    const Tensor strided_cast = at.to(dtype).contiguous();
+  Tensor out = Tensor::empty({65, 33});
+  // Taken: contiguous operands of out's shape and dtype, also in place and at a storage offset.
+  CHECK(cpu::flat_binary(kernels::BinaryOp::sub, out, at.contiguous(), bt.contiguous()));
+  const Tensor strided = ringlet::tensor::sub(at, bt).contiguous();  // the strided kernel
+  CHECK(std::memcmp(out.raw_data(), strided.raw_data(), out.nbytes()) == 0);
+  Tensor inplace = at.contiguous();
+  CHECK(cpu::flat_binary(kernels::BinaryOp::sub, inplace, inplace, bt.contiguous()));
+  CHECK(std::memcmp(inplace.raw_data(), strided.raw_data(), out.nbytes()) == 0);
+  const Tensor rows = ringlet::tensor::narrow(a, 0, 5, 20),
+               rows_b = ringlet::tensor::narrow(b, 0, 5, 20);
+  REQUIRE(rows.offset() > 0);
+  Tensor rows_out = Tensor::empty({20, 65});
+  CHECK(cpu::flat_binary(kernels::BinaryOp::maximum, rows_out, rows, rows_b));
+  const Tensor rows_want = ringlet::tensor::maximum(rows.transpose(0, 1), rows_b.transpose(0, 1))
+                               .transpose(0, 1)
+                               .contiguous();
+  CHECK(std::memcmp(rows_out.raw_data(), rows_want.raw_data(), rows_out.nbytes()) == 0);
+  Tensor empty = Tensor::empty({0, 65});
+  CHECK(cpu::flat_relu(empty, Tensor::empty({0, 65})));
+  CHECK(cpu::flat_relu(out, at.contiguous()));
+  const Tensor relu_strided = ringlet::tensor::relu(at).contiguous();
+  CHECK(std::memcmp(out.raw_data(), relu_strided.raw_data(), out.nbytes()) == 0);
+  CHECK(cpu::flat_relu_grad(out, bt.contiguous(), at.contiguous()));
+  // Not taken: a strided or broadcast operand, pow, integers, mixed dtypes.
+  CHECK_FALSE(cpu::flat_binary(kernels::BinaryOp::add, out, at, bt.contiguous()));
+  CHECK_FALSE(cpu::flat_binary(kernels::BinaryOp::add, out, at.contiguous(),
+                               ringlet::tensor::full({65, 1}, 2.0)));
+  CHECK_FALSE(cpu::flat_binary(kernels::BinaryOp::pow, out, at.contiguous(), bt.contiguous()));
+  const Tensor ints = ringlet::tensor::full({65, 33}, 3.0, DType::i32);
+  Tensor ints_out = Tensor::empty({65, 33}, DType::i32);
+  CHECK_FALSE(cpu::flat_binary(kernels::BinaryOp::add, ints_out, ints, ints));
+  CHECK_FALSE(cpu::flat_relu(ints_out, ints));
+  CHECK_FALSE(cpu::flat_cast(Tensor::empty({65, 33}, DType::f64), at.contiguous()));
+  // Casts: the flat loop against the strided conversion, both ways.
+  for (const auto dtype : {DType::f16, DType::bf16}) {
     INFO(dtype);
-    CHECK(std::memcmp(flat_cast.raw_data(), strided_cast.raw_data(), flat_cast.nbytes()) == 0);
-    const Tensor back_flat = flat_cast.to(ringlet::core::DType::f32);
+    Tensor narrow16 = Tensor::empty({65, 33}, dtype);
+    CHECK(cpu::flat_cast(narrow16, at.contiguous()));
+    const Tensor strided_cast = at.to(dtype).contiguous();
+    CHECK(std::memcmp(narrow16.raw_data(), strided_cast.raw_data(), narrow16.nbytes()) == 0);
+    Tensor wide = Tensor::empty({65, 33});
+    CHECK(cpu::flat_cast(wide, narrow16));
     const Tensor back_strided =
-        flat_cast.transpose(0, 1).to(ringlet::core::DType::f32).transpose(0, 1).contiguous();
-    CHECK(std::memcmp(back_flat.raw_data(), back_strided.raw_data(), back_flat.nbytes()) == 0);
+        narrow16.transpose(0, 1).to(DType::f32).transpose(0, 1).contiguous();
+    CHECK(std::memcmp(wide.raw_data(), back_strided.raw_data(), wide.nbytes()) == 0);
   }
 }
 

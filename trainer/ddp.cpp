@@ -46,7 +46,7 @@ struct DistributedDataParallel::State {
   float scale = 1;  // 1 / world size: the average is taken as each gradient enters its bucket
   std::vector<tensor::Tensor> views;  // param -> its slot of its bucket, shaped like the param
   std::vector<tensor::Tensor> buffers;
-  std::vector<std::byte> staging;  // buffers of one dtype, packed for one broadcast
+  std::vector<std::byte> staging;  // every buffer's bytes, padded to 4-byte words: one broadcast
   std::mutex mutex;  // hooks run on the backward thread; keep the bookkeeping simple and safe
 
   void reset() {

@@ -1,6 +1,7 @@
 // Copy kernel: a flat loop (memcpy when dtypes match) for contiguous operands, strided
 // iteration otherwise; conversions through cpu::convert (f16/bf16 via float), except the
-// contiguous f32 <-> f16/bf16 ones, which run the instruction-set level's loop (flat_ops.h).
+// contiguous f32 <-> f16/bf16 ones, which run the instruction-set level's loop (flat_ops.h),
+// split over core::parallel_for like the elementwise ops.
 #include "tensor/cpu/copy.h"
 
 #include <cstring>

@@ -12,7 +12,7 @@
 #include "core/half_convert.h"
 #include "tensor/cpu/flat_loops.h"
 
-#if defined(__F16C__)
+#if defined(__F16C__) && defined(__AVX2__)
 #include "core/half_lanes.h"
 #endif
 
@@ -79,13 +79,14 @@ void affine_loop(void* out, const void* x, std::int64_t n, double scale, double 
 }
 
 // f32 -> 16 bits (Format: HalfFormat or Bf16Format), a register at a time where the level has
-// F16C, the rest (and the baseline) one element at a time with the branch-free conversion.
+// F16C (and AVX2), the rest (and the baseline) one element at a time with the branch-free
+// conversion.
 template <class Format>
 void to_16bit_loop(void* out, const void* x, std::int64_t n) {
   auto* o = static_cast<std::uint16_t*>(out);
   const auto* a = static_cast<const float*>(x);
   std::int64_t i = 0;
-#if defined(__F16C__)
+#if defined(__F16C__) && defined(__AVX2__)
   using Lanes = std::conditional_t<std::is_same_v<Format, HalfFormat>, core::lanes::HalfLanes,
                                    core::lanes::Bf16Lanes>;
   constexpr auto lanes = static_cast<std::int64_t>(core::lanes::kLanes);

@@ -1,7 +1,6 @@
 // Tensors through the flat loops of the level in use (tensor/cpu/flat_ops.h).
 #include "tensor/cpu/flat_ops.h"
 
-#include <array>
 #include <initializer_list>
 
 #include "core/threads.h"

@@ -24,6 +24,8 @@ namespace ringlet::tensor {
 namespace {
 
 constexpr const char* kOp = "batch_norm";
+// Runs of at least this many values go through the level's multiply-add loop.
+constexpr std::int64_t kAffineCallMin = 64;
 
 // A contiguous [N, C, S] view of the problem (S = product of the trailing dims).
 struct Layout {
@@ -162,9 +164,14 @@ Tensor normalize(const Layout& l, const Tensor& x, const Stats& s, const Tensor&
       // y = (x - mean) * invstd * w + b, folded into one multiply-add per element.
       const double scale = s.invstd[c] * (w ? static_cast<double>(w[c * sw]) : 1.0);
       const double shift = (b ? static_cast<double>(b[c * sb]) : 0.0) - s.mean[c] * scale;
+      const T a = static_cast<T>(scale), k = static_cast<T>(shift);
       for (std::int64_t n = 0; n < l.batch; ++n) {
         const std::int64_t at = (n * l.channels + c) * l.spatial;
-        affine(dst + at, src + at, l.spatial, scale, shift);
+        if (l.spatial >= kAffineCallMin) {
+          affine(dst + at, src + at, l.spatial, scale, shift);
+        } else {  // short runs (BatchNorm1d's are 1 long): not worth a call each
+          for (std::int64_t i = 0; i < l.spatial; ++i) dst[at + i] = src[at + i] * a + k;
+        }
       }
     }
   });
