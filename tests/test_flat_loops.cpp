@@ -51,7 +51,8 @@ std::vector<T> values(std::size_t n, std::mt19937& rng) {
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  if (a.size() != b.size()) return false;
+  return a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 // The same values: the same bits, or NaN on both sides (which NaN an operation on two NaNs
