@@ -72,6 +72,12 @@ def run_one(cmd, env=None):
     return done.stdout
 
 
+def ringlet_step(args, nproc):
+    """train_bench's step over nproc local ranks (the slowest rank's median)."""
+    cmd = train_bench_cmd(args, nproc)
+    return step_ms(run_one(cmd), cmd)
+
+
 def ringlet_pair(args):
     """Two independent 1-rank runs started together; the slower one's step."""
     cmd = train_bench_cmd(args, 1)
@@ -117,9 +123,9 @@ def torch_missing():
 def measure(args, with_torch):
     """{name: [step ms per round]}, the runs of each round interleaved."""
     runs = {
-        "one": lambda: step_ms(run_one(train_bench_cmd(args, 1)), train_bench_cmd(args, 1)),
+        "one": lambda: ringlet_step(args, 1),
         "pair": lambda: ringlet_pair(args),
-        "ddp": lambda: step_ms(run_one(train_bench_cmd(args, 2)), train_bench_cmd(args, 2)),
+        "ddp": lambda: ringlet_step(args, 2),
     }
     if with_torch:
         runs["torch_one"] = lambda: torch_step("step")
