@@ -200,8 +200,7 @@ struct Communicator::Impl {
       fp.seq = collective ? next_seq++ : next_p2p++;
     }
     const int parts = channel < 0 ? scheduler.channels() : 1;
-    auto work =
-        std::make_shared<Work>(core::str("rank ", rank, ": ", op_name, " seq ", fp.seq), parts);
+    auto work = std::make_shared<Work>(rank, op_name, fp.seq, parts);
     if (auto f = failures.current()) {
       work->fail(f);
       return work;

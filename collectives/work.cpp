@@ -5,10 +5,14 @@
 
 namespace ringlet::collectives {
 
+std::string Work::describe() const {
+  return core::str("rank ", rank_, ": ", op_name_, " seq ", seq_);
+}
+
 void Work::wait(core::Deadline deadline) {
   std::unique_lock lock(mutex_);
   if (!core::wait_until(cv_, lock, deadline, [this] { return done_; })) {
-    RINGLET_THROW(TimeoutError, describe_, ": wait() timed out (the collective is still running)");
+    RINGLET_THROW(TimeoutError, describe(), ": wait() timed out (the collective is still running)");
   }
   if (error_) std::rethrow_exception(error_);
 }

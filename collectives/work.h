@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -15,14 +16,16 @@ namespace ringlet::collectives {
 
 class Work {
  public:
-  explicit Work(std::string describe, int parts = 1)
-      : describe_(std::move(describe)), parts_left_(parts) {}
+  // Named in messages as "rank 0: all_reduce seq 3" (spelled out only then; `op_name` is a
+  // string literal).
+  Work(int rank, const char* op_name, std::uint64_t seq, int parts = 1)
+      : rank_(rank), op_name_(op_name), seq_(seq), parts_left_(parts) {}
 
   // Blocks until done or failed (rethrows), or the deadline passes (TimeoutError).
   void wait(core::Deadline deadline);
   bool done() const;
   std::exception_ptr error() const;
-  const std::string& describe() const { return describe_; }
+  std::string describe() const;
 
   // --- for the communicator: each of `parts` channel parts reports once ---
   void part_done();
@@ -31,7 +34,9 @@ class Work {
  private:
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::string describe_;
+  int rank_;
+  const char* op_name_;
+  std::uint64_t seq_;
   int parts_left_;
   bool done_ = false;
   std::exception_ptr error_;

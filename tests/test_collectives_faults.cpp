@@ -1,6 +1,6 @@
-// Collective failures: fingerprint mismatches (count, op) reach every rank with both
-// fingerprints; a rank whose peer never calls times out with the op, seq and peer named; an
-// aborted communicator fails later calls fast with the same cause; kill -9 of one process
+// Collective failures: a Work's timeout names it; fingerprint mismatches (count, op) reach every
+// rank with both fingerprints; a rank whose peer never calls times out with the op, seq and peer
+// named; an aborted communicator fails later calls fast with the same cause; kill -9 of one process
 // during a large all-reduce fails every survivor within the deadline, naming it.
 #include <doctest/doctest.h>
 
@@ -25,6 +25,20 @@ std::string error_of(const collectives::WorkPtr& work, std::chrono::seconds limi
 }
 
 }  // namespace
+
+TEST_CASE("a Work still running times out naming its rank, op and seq; parts complete it") {
+  collectives::Work work(3, "all_gather", 7, 2);
+  CHECK(work.describe() == "rank 3: all_gather seq 7");
+  CHECK_THROWS_WITH_AS(
+      work.wait(core::Deadline::after(20ms)),
+      "rank 3: all_gather seq 7: wait() timed out (the collective is still running)",
+      core::TimeoutError);
+  work.part_done();
+  CHECK_FALSE(work.done());
+  work.part_done();
+  CHECK(work.done());
+  CHECK_NOTHROW(work.wait(core::Deadline::after(1s)));
+}
 
 TEST_CASE("a rank with a different count fails every rank with both fingerprints") {
   std::vector<std::string> errors(3);

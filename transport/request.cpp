@@ -5,12 +5,18 @@
 
 namespace ringlet::transport {
 
+std::string RequestLabel::text() const {
+  const bool send = kind == Kind::send;
+  return core::str("rank ", local_rank, send ? " send of " : " recv of up to ", bytes,
+                   send ? " bytes to rank " : " bytes from rank ", peer_rank, " (", transport, ")");
+}
+
 void Request::wait(core::Deadline deadline) {
   if (driver_ && !done()) driver_(&deadline);
   std::unique_lock lock(mutex_);
   const auto finished = [this] { return done_; };
   if (!core::wait_until(cv_, lock, deadline, finished)) {
-    RINGLET_THROW(TimeoutError, describe_, ": timed out after moving ", bytes_,
+    RINGLET_THROW(TimeoutError, label_.text(), ": timed out after moving ", bytes_,
                   " bytes (the peer is silent or too slow)");
   }
   if (error_) std::rethrow_exception(error_);

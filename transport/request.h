@@ -16,10 +16,25 @@
 
 namespace ringlet::transport {
 
+// What a request is, kept as fields and spelled out only when a message names it: formatting a
+// string for every request (and every Work) made a 2-rank 4 KiB all-reduce over shm take 2.1 us
+// instead of 1.0.
+struct RequestLabel {
+  enum class Kind { send, recv };
+  Kind kind;
+  int local_rank;
+  int peer_rank;
+  std::size_t bytes;      // of the send; the room of the receive
+  const char* transport;  // "tcp", "shm", "rdma"
+
+  // E.g. "rank 0 recv of up to 16 bytes from rank 1 (tcp)".
+  std::string text() const;
+};
+
 class Request {
  public:
-  // `describe` names the operation in timeout messages, e.g. "rank 0 recv from rank 1 (tcp)".
-  explicit Request(std::string describe) : describe_(std::move(describe)) {}
+  // `label` names the operation in timeout messages.
+  explicit Request(const RequestLabel& label) : label_(label) {}
 
   // Blocks until the request completes or fails (rethrows its error), or the deadline passes
   // (throws core::TimeoutError naming the operation and the bytes moved so far).
@@ -48,7 +63,7 @@ class Request {
  private:
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::string describe_;
+  RequestLabel label_;
   bool done_ = false;
   std::exception_ptr error_;
   std::size_t bytes_ = 0;

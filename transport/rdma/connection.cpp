@@ -118,9 +118,9 @@ void RdmaConnection::connect(const RdmaEndpoint& remote) {
   progress_thread_ = std::thread([this] { progress_loop(); });
 }
 
-RequestPtr RdmaConnection::make_request(const char* what) {
-  auto request = std::make_shared<Request>(
-      core::str("rank ", local_rank_, " ", what, " rank ", peer_rank_, " (rdma)"));
+RequestPtr RdmaConnection::make_request(RequestLabel::Kind kind, std::size_t bytes) {
+  auto request =
+      std::make_shared<Request>(RequestLabel{kind, local_rank_, peer_rank_, bytes, "rdma"});
   request->set_driver([this, r = request.get()](const core::Deadline* d) { drive(r, d); });
   return request;
 }
@@ -143,7 +143,7 @@ RequestPtr RdmaConnection::send(ConstBuffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, "rdma: rank ", local_rank_,
                 " cannot send device memory (", buffer.device.str(),
                 ") yet; stage it in host memory");
-  RequestPtr request = make_request("send to");
+  RequestPtr request = make_request(RequestLabel::Kind::send, buffer.bytes);
   SendOp op;
   op.request = request;
   op.data = static_cast<const std::byte*>(buffer.data);
@@ -157,7 +157,7 @@ RequestPtr RdmaConnection::recv(Buffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, "rdma: rank ", local_rank_,
                 " cannot receive into device memory (", buffer.device.str(),
                 ") yet; stage it in host memory");
-  RequestPtr request = make_request("recv from");
+  RequestPtr request = make_request(RequestLabel::Kind::recv, buffer.bytes);
   post(request, [&] {
     recvs_.push_back(RecvOp{request, static_cast<std::byte*>(buffer.data), buffer.bytes, 0});
   });

@@ -125,7 +125,7 @@ class RdmaConnection : public Connection {
   };
 
   // A request that the waiting thread drives (drive()).
-  RequestPtr make_request(const char* what);
+  RequestPtr make_request(RequestLabel::Kind kind, std::size_t bytes);
   // Queues a request's op (enqueue(), under the mutex) and progresses, or fails the request at
   // once when the connection already failed.
   template <class Enqueue>

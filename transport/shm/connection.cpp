@@ -122,7 +122,7 @@ RequestPtr ShmConnection::send(ConstBuffer buffer) {
   Op op;
   op.src = static_cast<const std::byte*>(buffer.data);
   op.bytes = buffer.bytes;
-  return post(send_, std::move(op), "send to");
+  return post(send_, std::move(op), RequestLabel::Kind::send);
 }
 
 RequestPtr ShmConnection::recv(Buffer buffer) {
@@ -133,7 +133,7 @@ RequestPtr ShmConnection::recv(Buffer buffer) {
   Op op;
   op.dst = static_cast<std::byte*>(buffer.data);
   op.bytes = buffer.bytes;
-  return post(recv_, std::move(op), "recv from");
+  return post(recv_, std::move(op), RequestLabel::Kind::recv);
 }
 
 void ShmConnection::abort(const std::string& reason) {
@@ -142,9 +142,9 @@ void ShmConnection::abort(const std::string& reason) {
   close_local_side();
 }
 
-RequestPtr ShmConnection::post(Direction& dir, Op op, const char* what) {
-  auto request = std::make_shared<Request>(
-      core::str("rank ", local_rank_, " ", what, " rank ", peer_rank_, " (shm)"));
+RequestPtr ShmConnection::post(Direction& dir, Op op, RequestLabel::Kind kind) {
+  auto request =
+      std::make_shared<Request>(RequestLabel{kind, local_rank_, peer_rank_, op.bytes, "shm"});
   op.request = request;
   std::string failure;
   {

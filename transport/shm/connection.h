@@ -76,7 +76,7 @@ class ShmConnection : public Connection {
   };
   enum class Step { ok, failed };
 
-  RequestPtr post(Direction& dir, Op op, const char* what);
+  RequestPtr post(Direction& dir, Op op, RequestLabel::Kind kind);
   void send_loop();
   void recv_loop();
   bool next_op(Direction& dir, Op& op);

@@ -628,9 +628,8 @@ TcpConnection::~TcpConnection() {
 RequestPtr TcpConnection::send(ConstBuffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, impl_->who(),
                 ": tcp sends host memory; got a buffer on ", buffer.device);
-  auto request =
-      std::make_shared<Request>(core::str("rank ", impl_->local_rank, " send of ", buffer.bytes,
-                                          " bytes to rank ", impl_->peer_rank, " (tcp)"));
+  auto request = std::make_shared<Request>(RequestLabel{RequestLabel::Kind::send, impl_->local_rank,
+                                                        impl_->peer_rank, buffer.bytes, "tcp"});
   const std::size_t n = impl_->sockets.size();
   std::vector<std::pair<Socket*, SendFrame>> frames;
   {
@@ -664,9 +663,8 @@ RequestPtr TcpConnection::send(ConstBuffer buffer) {
 RequestPtr TcpConnection::recv(Buffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, impl_->who(),
                 ": tcp receives into host memory; got a buffer on ", buffer.device);
-  auto request = std::make_shared<Request>(core::str("rank ", impl_->local_rank, " recv of up to ",
-                                                     buffer.bytes, " bytes from rank ",
-                                                     impl_->peer_rank, " (tcp)"));
+  auto request = std::make_shared<Request>(RequestLabel{RequestLabel::Kind::recv, impl_->local_rank,
+                                                        impl_->peer_rank, buffer.bytes, "tcp"});
   std::vector<Socket*> resume;
   bool peer_gone = false;
   {
