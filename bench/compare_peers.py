@@ -1,9 +1,16 @@
 """Aggregates the logs of bench/compare_peers.sh: medians over rounds of time per op and busbw
-per (implementation, np, size), one table per world size, and ratios ours/peer. Ours are the
-in-place columns of all_reduce_perf's JSON lines; the peers' rows are the
-"peer algo np size unit iters time_us algbw busbw check" lines of bench/peers.
-tcp is compared with the best TCP peer (Gloo variants, Open MPI over TCP), shm with Open MPI's
-shared-memory path. Standard library only.
+per (implementation, place, np, size), one table per world size and place (in place, out of
+place), the ratios ours/peer, and a verdict on every point.
+
+Ours are all_reduce_perf's JSON lines (ip_ and oop_ columns); the peers' rows are the
+"peer algo np size unit iters time_us algbw busbw check" lines of bench/peers, an algo ending
+in "-oop" being out of place. The "loopback streams" rows (bench/peers/run_loopback.sh) are not
+an implementation but the loopback's limit: the most busbw a TCP ring could reach.
+tcp is compared with the TCP peers (Gloo, Open MPI over TCP, torch over gloo), shm with Open
+MPI's shared-memory path. A point fails when the best peer of its kind is more than 5% faster,
+unless ours is within 5% of the loopback's limit there: then the peer measured above the
+loopback's steady two-way rate (cache-resident messages can), and the verdict says so.
+Standard library only.
 
 usage: python3 compare_peers.py LOG_DIR
 """
@@ -16,8 +23,11 @@ import sys
 from collections import defaultdict
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-TCP_PEERS = ("gloo ", "mpi tcp")  # prefixes of the TCP peers
+TCP_PEERS = ("gloo ", "mpi tcp", "torch ")  # prefixes of the TCP peers
 SHM_PEER = "mpi default"
+LIMIT = "loopback streams"
+PLACES = ("in place", "out of place")
+SLACK = 1.05  # a peer this much faster (time) fails the point
 
 
 def human(n):
@@ -27,30 +37,50 @@ def human(n):
     return f"{n} B"
 
 
+def parse_ours(path, cells):
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("{"):
+                continue
+            j = json.loads(line)
+            if j.get("bench") != "all_reduce_perf":
+                continue
+            impl = f"ringlet {j['transport']}"
+            for place, col in (("in place", "ip"), ("out of place", "oop")):
+                if j.get(f"{col}_us") is None:
+                    continue
+                cells[(impl, place, j["nranks"], j["size"])].append(
+                    (j[f"{col}_us"], j[f"{col}_busbw"], j[f"{col}_wrong"] in (0, None)))
+
+
+def parse_peer(path, cells):
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if line.startswith("#") or len(parts) != 10 or parts[-1] not in ("OK", "FAIL"):
+                continue
+            peer, algo, np_, num, unit, _iters, t, _algbw, busbw, check = parts
+            if unit not in UNITS or not re.fullmatch(r"\d+", num):
+                continue
+            place = "in place"
+            if algo.endswith("-oop"):
+                algo, place = algo[: -len("-oop")], "out of place"
+            size = int(num) * UNITS[unit]
+            key = (f"{peer} {algo}", place, int(np_), size)
+            cells[key].append((float(t), float(busbw), check == "OK"))
+
+
 def parse(log_dir):
-    """Returns {(impl, np, size): [(time_us, busbw, ok), ...]} over all rounds."""
+    """Returns {(impl, place, np, size): [(time_us, busbw, ok), ...]} over all rounds."""
     cells = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(log_dir, "r*.ours.*.log"))):
-        with open(path) as f:
-            for line in f:
-                if not line.startswith("{"):
-                    continue
-                j = json.loads(line)
-                if j.get("bench") != "all_reduce_perf":
-                    continue
-                key = (f"ringlet {j['transport']}", j["nranks"], j["size"])
-                cells[key].append((j["ip_us"], j["ip_busbw"], j["ip_wrong"] in (0, None)))
+        parse_ours(path, cells)
     for path in sorted(glob.glob(os.path.join(log_dir, "r*.peer.*.log"))):
-        with open(path) as f:
-            for line in f:
-                parts = line.split()
-                if line.startswith("#") or len(parts) != 10 or parts[-1] not in ("OK", "FAIL"):
-                    continue
-                peer, algo, np_, num, unit, _iters, t, _algbw, busbw, check = parts
-                if unit not in UNITS or not re.fullmatch(r"\d+", num):
-                    continue
-                key = (f"{peer} {algo}", int(np_), int(num) * UNITS[unit])
-                cells[key].append((float(t), float(busbw), check == "OK"))
+        parse_peer(path, cells)
+    # The loopback's limit holds for both places.
+    for (impl, place, np_, size), vals in list(cells.items()):
+        if impl == LIMIT and place == "in place":
+            cells[(impl, "out of place", np_, size)] = vals
     return cells
 
 
@@ -63,14 +93,27 @@ def impl_order(impl):
     rank = {"ringlet tcp": 0, "ringlet shm": 1}.get(impl)
     if rank is not None:
         return (rank, impl)
+    if impl == LIMIT:
+        return (9, impl)
     return (2 if impl.startswith("gloo") else 3 if impl.startswith("mpi") else 4, impl)
 
 
-def table(cells, np_):
-    impls = sorted({k[0] for k in cells if k[1] == np_}, key=impl_order)
-    sizes = sorted({k[2] for k in cells if k[1] == np_})
-    med = {(i, s): medians(cells[(i, np_, s)]) for i in impls for s in sizes if (i, np_, s) in cells}
-    print(f"\n## np = {np_}: median time per op in us (median busbw GB/s), in-place float32 sum\n")
+def peers_of(ours, impls):
+    """The peers ours is judged against: its kind's."""
+    if ours == "ringlet tcp":
+        return [i for i in impls if i.startswith(TCP_PEERS)]
+    return [i for i in impls if i == SHM_PEER]
+
+
+def table(cells, np_, place):
+    """Prints the medians and ratios of one world size and place; returns the medians."""
+    impls = sorted({k[0] for k in cells if k[1] == place and k[2] == np_}, key=impl_order)
+    sizes = sorted({k[3] for k in cells if k[1] == place and k[2] == np_})
+    med = {(i, s): medians(cells[(i, place, np_, s)]) for i in impls for s in sizes
+           if (i, place, np_, s) in cells}
+    if not any(i.startswith("ringlet") for i in impls):
+        return med
+    print(f"\n## np = {np_}, {place}: median time per op in us (median busbw GB/s), float32 sum\n")
     print("| size | " + " | ".join(impls) + " |")
     print("|---" * (len(impls) + 1) + "|")
     for s in sizes:
@@ -81,14 +124,13 @@ def table(cells, np_):
                        f"{m[0]:.1f} ({m[1]:.3f}){'' if m[2] else ' WRONG'}")
         print(f"| {human(s)} | " + " | ".join(row) + " |")
 
-    print(f"\nnp = {np_}: ratios ours/peer (busbw: > 1 is faster; time: < 1 is faster)\n")
+    print(f"\nnp = {np_}, {place}: ratios ours/peer (busbw: > 1 is faster; time: < 1 is faster)\n")
     print("| size | ours | peer | busbw ratio | time ratio |")
     print("|---|---|---|---|---|")
     for s in sizes:
-        for ours, peers in (("ringlet tcp", [i for i in impls if i.startswith(TCP_PEERS)]),
-                            ("ringlet shm", [i for i in impls if i == SHM_PEER])):
+        for ours in ("ringlet tcp", "ringlet shm"):
             mine = med.get((ours, s))
-            theirs = [(med[(p, s)], p) for p in peers if (p, s) in med]
+            theirs = [(med[(p, s)], p) for p in peers_of(ours, impls) if (p, s) in med]
             if mine is None or not theirs:
                 continue
             best, name = max(theirs, key=lambda t: t[0][1])  # the peer with the highest busbw
@@ -99,16 +141,57 @@ def table(cells, np_):
     return med
 
 
+def point_verdicts(meds):
+    """One verdict per (np, place, size, ours): (met, line)."""
+    out = []
+    for (np_, place), med in sorted(meds.items()):
+        impls = {i for i, _ in med}
+        for size in sorted({s for _, s in med}):
+            for ours in ("ringlet tcp", "ringlet shm"):
+                mine = med.get((ours, size))
+                theirs = [(med[(p, size)][0], p) for p in peers_of(ours, impls)
+                          if (p, size) in med]
+                if mine is None or not theirs:
+                    continue
+                best_t, best = min(theirs)
+                where = f"np {np_} {place} {human(size)} {ours.split()[1]}"
+                ratio = mine[0] / best_t if best_t > 0 else float("inf")
+                line = f"{where}: {mine[0]:.1f} us vs {best} {best_t:.1f} us = {ratio:.2f}x"
+                limit = med.get((LIMIT, size)) if ours == "ringlet tcp" else None
+                if limit is not None:
+                    line += f"; busbw {mine[1]:.3f} = {mine[1] / limit[1]:.2f}x the loopback's {limit[1]:.3f} GB/s"
+                if not mine[2]:
+                    out.append((False, line + ": WRONG results"))
+                elif ratio <= SLACK:
+                    out.append((True, line))
+                elif limit is not None and mine[1] >= limit[1] / SLACK:
+                    out.append((True, line + ": at the loopback's limit (the peer measured above it)"))
+                else:
+                    out.append((False, line + f": a peer is more than {SLACK - 1:.0%} faster"))
+    return out
+
+
+def every_point(meds):
+    verdicts = point_verdicts(meds)
+    print("\n## Every point (ours against the fastest peer of its kind)\n")
+    for met, line in verdicts:
+        print(f"- {'ok' if met else 'TRAILS'}  {line}")
+    failing = sum(not met for met, _ in verdicts)
+    print(f"\nevery point: {len(verdicts) - failing} of {len(verdicts)} met, {failing} trail "
+          f"(a peer more than {SLACK - 1:.0%} faster and ours short of the loopback's limit)")
+
+
 def targets(meds):
-    """The collectives' performance targets, each with the measured ratio."""
+    """The collectives' earlier performance targets (in place), each with the measured ratio."""
     def ratio(np_, ours, peer, size, field):  # field 0: time, 1: busbw
-        m, p = meds.get(np_, {}).get((ours, size)), meds.get(np_, {}).get((peer, size))
+        med = meds.get((np_, "in place"), {})
+        m, p = med.get((ours, size)), med.get((peer, size))
         if m is None or p is None or p[field] == 0:
             return None
         return m[field] / p[field]
 
     def best_tcp(np_, size):
-        peers = [(v[1], i) for (i, s), v in meds.get(np_, {}).items()
+        peers = [(v[1], i) for (i, s), v in meds.get((np_, "in place"), {}).items()
                  if s == size and i.startswith(TCP_PEERS)]
         return max(peers)[1] if peers else None
 
@@ -124,11 +207,11 @@ def targets(meds):
     checks.append((f"np 2 shm time 4 KiB <= 3x {SHM_PEER}",
                    ratio(2, "ringlet shm", SHM_PEER, 4096, 0), "<=", 3.0))
     for ours, peer in (("ringlet tcp", "mpi tcp"), ("ringlet shm", SHM_PEER)):
-        sizes = sorted({s for (i, s) in meds.get(4, {}) if i == ours})
+        sizes = sorted({s for (i, s) in meds.get((4, "in place"), {}) if i == ours})
         worst = [r for r in (ratio(4, ours, peer, s, 0) for s in sizes) if r is not None]
         checks.append((f"np 4 {ours.split()[1]} time, worst size, <= 1.5x {peer}",
                        max(worst) if worst else None, "<=", 1.5))
-    print("\n## Targets (ratio ours/peer)\n")
+    print("\n## Targets (in place, ratio ours/peer)\n")
     for label, value, cmp, bound in checks:
         if value is None:
             print(f"- {label}: not measured")
@@ -145,7 +228,11 @@ def main():
         sys.exit(f"no results found in {sys.argv[1]}")
     rounds = max(len(v) for v in cells.values())
     print(f"# compare_peers: medians over up to {rounds} rounds (logs: {sys.argv[1]})")
-    meds = {np_: table(cells, np_) for np_ in sorted({k[1] for k in cells})}
+    meds = {}
+    for np_ in sorted({k[2] for k in cells}):
+        for place in PLACES:
+            meds[(np_, place)] = table(cells, np_, place)
+    every_point(meds)
     targets(meds)
 
 

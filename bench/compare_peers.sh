@@ -1,12 +1,13 @@
 #!/bin/bash
 # Side-by-side all-reduce comparison: ringlet's all_reduce_perf (tcp and shm) against the peer
-# baselines of bench/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo),
-# interleaved for several rounds on the same sizes; prints medians and ratios ours/peer
-# (bench/compare_peers.py). Float32 sum, in place, as the peers measure it.
+# baselines of bench/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo) and
+# the loopback's own limit (ring streams, run_loopback.sh), interleaved for several rounds on
+# the same sizes; prints medians, ratios ours/peer and a verdict on every point
+# (bench/compare_peers.py). Float32 sum, in place and out of place (torch: in place only).
 #
 # usage: bench/compare_peers.sh [rounds=3] [min_time_s=0.5]
 # env:   SIZES (bytes per rank, comma list; default 4 KiB,64 KiB,1 MiB,16 MiB,64 MiB)
-#        NPS ("2 4"), TRANSPORTS ("tcp shm"), PEERS ("gloo mpi torch"),
+#        NPS ("2 4"), TRANSPORTS ("tcp shm"), PEERS ("gloo mpi torch loopback"),
 #        BUILD_DIR (build), PEERS_DIR (bench/peers), LOG_DIR (a new /tmp dir, kept),
 #        NO_INSTALL=1 (skip a missing peer instead of installing it)
 set -uo pipefail
@@ -17,7 +18,7 @@ MIN_TIME=${2:-0.5}
 SIZES=${SIZES:-4096,65536,1048576,16777216,67108864}
 NPS=${NPS:-"2 4"}
 TRANSPORTS=${TRANSPORTS:-"tcp shm"}
-PEERS=${PEERS:-"gloo mpi torch"}
+PEERS=${PEERS:-"gloo mpi torch loopback"}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 PEERS_DIR=${PEERS_DIR:-$ROOT/bench/peers}
 LOG_DIR=${LOG_DIR:-$(mktemp -d /tmp/compare_peers.XXXXXX)}
@@ -32,6 +33,7 @@ peer_package() {
     gloo) echo libgloo-dev ;;
     mpi) echo "openmpi-bin libopenmpi-dev" ;;
     torch) echo python3-torch ;;
+    loopback) echo g++ ;;
   esac
 }
 # openmpi-bin alone (which the tests need) brings mpirun and mpicxx but not mpi.h
@@ -48,6 +50,7 @@ peer_present() {
     gloo) [ -f /usr/include/gloo/allreduce_ring.h ] ;;
     mpi) command -v mpirun >/dev/null && command -v mpicxx >/dev/null && mpi_headers ;;
     torch) /usr/bin/python3 -c "import torch" >/dev/null 2>&1 ;;
+    loopback) command -v g++ >/dev/null ;;
   esac
 }
 # Installing needs root: sudo where it is (as scripts/install-deps.sh does), else nothing.
@@ -98,7 +101,9 @@ run_ours() {  # np transport log
 }
 
 run_peer() {  # peer log
-  NPS="$NPS" SIZES="$SIZES" "$PEERS_DIR/run_$1.sh" "$MIN_TIME" >"$2" 2>&1 ||
+  local arg=$MIN_TIME
+  [ "$1" = loopback ] && arg=2  # seconds of streaming
+  NPS="$NPS" SIZES="$SIZES" "$PEERS_DIR/run_$1.sh" "$arg" >"$2" 2>&1 ||
     echo "# ERROR: run_$1.sh failed (see $2)"
 }
 

@@ -1,11 +1,12 @@
 #!/bin/bash
 # Gloo C++ all-reduce benchmark: world sizes 2 and 4 on 127.0.0.1 (tcp device,
-# FileStore rendezvous). Each algorithm gets a fresh set of processes.
+# FileStore rendezvous), in place and (gloo::allreduce(), "-oop") out of place. Each
+# algorithm gets a fresh set of processes.
 # usage: bench/peers/run_gloo.sh [min_time_s]   (env: ALGOS, SIZES, NPS to override)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 MIN_TIME=${1:-0.5}
-ALGOS=${ALGOS:-"ring ring_chunked allreduce_ring allreduce_bcube"}
+ALGOS=${ALGOS:-"ring ring_chunked allreduce_ring allreduce_bcube allreduce_ring-oop allreduce_bcube-oop"}
 NPS=${NPS:-"2 4"}
 SIZES=${SIZES:-4096,65536,1048576,16777216,67108864}
 

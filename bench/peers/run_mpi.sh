@@ -1,14 +1,15 @@
 #!/bin/bash
 # OpenMPI MPI_Allreduce benchmark: world sizes 2 and 4, once with default
 # transports (pml ob1 + btl vader shared memory) and once forced to TCP over
-# loopback (pml ob1, btl tcp,self on lo). Before each mode a tiny verbose run
-# prints which pml/btl were actually selected.
-# usage: bench/peers/run_mpi.sh [min_time_s]   (env: MODES, SIZES, NPS to override)
+# loopback (pml ob1, btl tcp,self on lo); in place and out of place (rows "<mode>-oop").
+# Before each mode a tiny verbose run prints which pml/btl were actually selected.
+# usage: bench/peers/run_mpi.sh [min_time_s]   (env: MODES, PLACES, SIZES, NPS to override)
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 MIN_TIME=${1:-0.5}
 MODES=${MODES:-"default tcp"}
 NPS=${NPS:-"2 4"}
+PLACES=${PLACES:-"ip oop"}
 SIZES=${SIZES:-4096,65536,1048576,16777216,67108864}
 
 mkdir -p "$BUILD_DIR"
@@ -45,12 +46,14 @@ first=1
 status=0
 for mode in $MODES; do
   for np in $NPS; do
-    out=$(mktemp /tmp/mpi_out.XXXXXX)
-    # shellcheck disable=SC2046
-    timeout 300 "${MPIRUN[@]}" -np "$np" $(mode_args "$mode") "$BIN" "$mode" "$SIZES" "$MIN_TIME" > "$out" 2>&1 || { echo "# ERROR: mode=$mode np=$np failed"; status=1; }
-    if [ $first = 1 ]; then grep -E '^(#|peer)' "$out" || true; first=0; fi
-    grep -vE '^(#|peer)' "$out" || true
-    rm -f "$out"
+    for place in $PLACES; do
+      out=$(mktemp /tmp/mpi_out.XXXXXX)
+      # shellcheck disable=SC2046
+      timeout 300 "${MPIRUN[@]}" -np "$np" $(mode_args "$mode") "$BIN" "$mode" "$SIZES" "$MIN_TIME" "$place" > "$out" 2>&1 || { echo "# ERROR: mode=$mode np=$np place=$place failed"; status=1; }
+      if [ $first = 1 ]; then grep -E '^(#|peer)' "$out" || true; first=0; fi
+      grep -vE '^(#|peer)' "$out" || true
+      rm -f "$out"
+    done
   done
 done
 stop_monitor

@@ -1,8 +1,8 @@
 // Shared methodology for the C++ all-reduce benchmarks (Gloo, MPI).
 //
 // Every peer benchmark follows the same recipe:
-//   1. correctness check: rank r fills element i with (r+1) + 0.5*(i%251);
-//      after one SUM all-reduce every element must equal exactly
+//   1. correctness check: rank r fills element i of its input with (r+1) + 0.5*(i%251);
+//      after one SUM all-reduce every element of its output must equal exactly
 //      n(n+1)/2 + n*0.5*(i%251) (all values are exactly representable).
 //   2. warm-up: W iterations on a zero-filled buffer (W depends on size).
 //   3. calibration: iters = ceil(min_time / t_warmup_per_op), clamped to
@@ -90,21 +90,22 @@ struct CaseResult {
   double bad = 0;  // mismatching elements (max over ranks), must be 0
 };
 
-// Runs steps 1-5 above for one (algorithm, size). `op` performs one in-place
-// all-reduce of buf[0..n); `barrier` and `agree_max` are collective helpers
+// Runs steps 1-5 above for one (algorithm, size). `op` performs one all-reduce of
+// in[0..n) into out[0..n) (in place: in == out); `barrier` and `agree_max` are collective helpers
 // built on the same library. If the timed loop ends up shorter than
 // min_time (warm-up estimate too pessimistic), it is re-run with more
 // iterations (at most 3 attempts); the last attempt is reported.
 template <class Op, class Barrier, class AgreeMax>
-CaseResult run_case(float* buf, size_t n, int rank, int world, double min_time, Op&& op,
-                    Barrier&& barrier, AgreeMax&& agree_max) {
+CaseResult run_case(float* in, float* out, size_t n, int rank, int world, double min_time,
+                    Op&& op, Barrier&& barrier, AgreeMax&& agree_max) {
   CaseResult r;
   const size_t bytes = n * sizeof(float);
-  fill_pattern(buf, n, rank);
+  fill_pattern(in, n, rank);
   op();
-  r.bad = (double)check_pattern(buf, n, world);
+  r.bad = (double)check_pattern(out, n, world);
 
-  std::memset(buf, 0, bytes);
+  std::memset(in, 0, bytes);
+  std::memset(out, 0, bytes);
   const int w = warmup_iters(bytes);
   barrier();
   double t0 = now_s();
@@ -125,9 +126,10 @@ CaseResult run_case(float* buf, size_t n, int rank, int world, double min_time, 
   r.iters = iters;
   r.per_op_s = elapsed / iters;
 
-  fill_pattern(buf, n, rank);
+  fill_pattern(in, n, rank);
+  if (out != in) std::memset(out, 0, bytes);  // the result must be written, not left over
   op();
-  r.bad += (double)check_pattern(buf, n, world);
+  r.bad += (double)check_pattern(out, n, world);
   r.bad = agree_max(r.bad);
   return r;
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""bench/compare_peers.py's verdicts on made-up logs, and bench/peers/src/loopback.cc run briefly
+(a `meson test`).
+
+usage: compare_peers_logic.py SOURCE_ROOT
+
+The logs hold one round of ours (all_reduce_perf JSON lines, both places) and peer rows (in
+place and "-oop") chosen so that each kind of verdict occurs once: ours faster; a peer more than
+5% faster; a peer faster but ours at the loopback's limit; a peer within 5%; wrong results; a
+point no peer measured. The loopback program must report positive, ordered rates for a ring of
+2 processes and refuse bad arguments.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok      " if cond else "FAILED  ") + what)
+    if not cond:
+        FAILURES.append(what)
+
+
+def ours(transport, np_, size, ip_us, oop_us, ip_busbw=1.0, oop_busbw=1.0, wrong=0):
+    return json.dumps({"bench": "all_reduce_perf", "transport": transport, "nranks": np_,
+                       "size": size, "ip_us": ip_us, "ip_busbw": ip_busbw, "ip_wrong": wrong,
+                       "oop_us": oop_us, "oop_busbw": oop_busbw, "oop_wrong": 0})
+
+
+def peer(name, algo, np_, human, time_us, busbw, check_="OK"):
+    return f"{name:<8} {algo:<14} {np_:3d} {human:>8} {100:8d} {time_us:12.1f} {1.0:12.3f} {busbw:12.3f} {check_}"
+
+
+def write_logs(log_dir):
+    with open(os.path.join(log_dir, "r1.ours.np2.tcp.log"), "w") as f:
+        print(ours("tcp", 2, 4096, 10.0, 30.0), file=f)                 # ip faster, oop trails
+        print(ours("tcp", 2, 1 << 20, 300.0, 300.0, 3.3, 3.3), file=f)  # at the limit
+        print(ours("tcp", 2, 1 << 24, 1000.0, 1000.0, 1.0, 1.0, wrong=5), file=f)
+        print("# not a result line", file=f)
+    with open(os.path.join(log_dir, "r1.ours.np2.shm.log"), "w") as f:
+        print(ours("shm", 2, 4096, 1.04, 2.0), file=f)                  # within 5%; oop: none
+    with open(os.path.join(log_dir, "r1.peer.mpi.log"), "w") as f:
+        print("peer     algo           np     size    iters      time_us   algbw   busbw check", file=f)
+        print(peer("mpi", "tcp", 2, "4 KiB", 20.0, 0.2), file=f)
+        print(peer("mpi", "tcp-oop", 2, "4 KiB", 20.0, 0.2), file=f)
+        print(peer("mpi", "tcp", 2, "1 MiB", 200.0, 5.0), file=f)
+        print(peer("mpi", "tcp", 2, "16 MiB", 2000.0, 0.5), file=f)
+        print(peer("mpi", "default", 2, "4 KiB", 1.0, 4.0), file=f)
+    with open(os.path.join(log_dir, "r1.peer.loopback.log"), "w") as f:
+        for human in ("4 KiB", "1 MiB", "16 MiB"):
+            print(peer("loopback", "streams", 2, human, 1.0, 3.4), file=f)
+
+
+def verdict_lines(out):
+    return [line for line in out.splitlines() if line.startswith(("- ok", "- TRAILS"))]
+
+
+def check_verdicts(source_root):
+    with tempfile.TemporaryDirectory() as log_dir:
+        write_logs(log_dir)
+        run = subprocess.run([sys.executable, os.path.join(source_root, "bench/compare_peers.py"),
+                              log_dir], capture_output=True, text=True, timeout=60)
+    check(run.returncode == 0, f"compare_peers.py exits 0 (stderr: {run.stderr.strip()[:300]})")
+    lines = verdict_lines(run.stdout)
+    for line in lines:
+        print("        " + line)
+
+    def one(prefix):
+        found = [line for line in lines if prefix in line]
+        return found[0] if len(found) == 1 else ""
+
+    check(one("np 2 in place 4 KiB tcp").startswith("- ok"), "ours faster: ok")
+    check(one("np 2 out of place 4 KiB tcp").startswith("- TRAILS")
+          and "30.0 us vs mpi tcp 20.0 us = 1.50x" in one("np 2 out of place 4 KiB tcp"),
+          "an out-of-place peer row (-oop) is judged against ours out of place: trails 1.50x")
+    at_limit = one("np 2 in place 1 MiB tcp")
+    check(at_limit.startswith("- ok") and "at the loopback's limit" in at_limit
+          and "0.97x the loopback's 3.400 GB/s" in at_limit,
+          "a faster peer, but ours at 0.97x the loopback's limit: ok, saying so")
+    check(one("np 2 in place 16 MiB tcp").startswith("- TRAILS")
+          and "WRONG" in one("np 2 in place 16 MiB tcp"), "wrong results trail whatever the time")
+    check(one("np 2 in place 4 KiB shm").startswith("- ok"), "within 5% of the peer: ok")
+    check(one("np 2 out of place 4 KiB shm") == "" and one("np 2 out of place 1 MiB tcp") == "",
+          "no verdict where no peer measured the point")
+    check(len(lines) == 5, f"five verdicts in all (got {len(lines)})")
+    check("every point: 3 of 5 met, 2 trail" in run.stdout, "the summary counts them")
+    check("| 4 KiB | ringlet tcp | best TCP peer: mpi tcp |" in run.stdout,
+          "the ratio table names the best TCP peer")
+
+
+def check_loopback(source_root):
+    with tempfile.TemporaryDirectory() as build:
+        exe = os.path.join(build, "loopback")
+        cc = subprocess.run(["g++", "-O2", "-std=c++17", "-Wall", "-Werror", "-pthread", "-o", exe,
+                             os.path.join(source_root, "bench/peers/src/loopback.cc")],
+                            capture_output=True, text=True, timeout=120)
+        check(cc.returncode == 0, f"loopback.cc compiles without warnings ({cc.stderr[:300]})")
+        if cc.returncode != 0:
+            return
+        run = subprocess.run([exe, "2", "0.3"], capture_output=True, text=True, timeout=60)
+        words = run.stdout.split()
+        try:
+            rates = {k: float(words[words.index(k) + 1])
+                     for k in ("mean_GBps", "min_GBps", "max_GBps")}
+        except (ValueError, IndexError):
+            rates = {}
+        check(run.returncode == 0 and words[:2] == ["links", "2"] and bool(rates)
+              and 0 < rates["min_GBps"] <= rates["mean_GBps"] <= rates["max_GBps"],
+              f"a ring of 2 streams reports positive, ordered rates ({run.stdout.strip()})")
+        for bad in (["1", "1"], ["2", "0"], ["2"]):
+            r = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=30)
+            check(r.returncode == 2 and r.stderr.strip() != "",
+                  f"loopback {' '.join(bad)} is refused with exit 2 and a message")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    check_verdicts(sys.argv[1])
+    check_loopback(sys.argv[1])
+    print(f"{len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
