@@ -99,7 +99,7 @@ def impl_order(impl):
 
 
 def peers_of(ours, impls):
-    """The peers ours is judged against: its kind's."""
+    """The peers ours is judged against: its kind's (callers drop those whose check failed)."""
     if ours == "ringlet tcp":
         return [i for i in impls if i.startswith(TCP_PEERS)]
     return [i for i in impls if i == SHM_PEER]
@@ -130,7 +130,8 @@ def table(cells, np_, place):
     for s in sizes:
         for ours in ("ringlet tcp", "ringlet shm"):
             mine = med.get((ours, s))
-            theirs = [(med[(p, s)], p) for p in peers_of(ours, impls) if (p, s) in med]
+            theirs = [(med[(p, s)], p) for p in peers_of(ours, impls)
+                      if (p, s) in med and med[(p, s)][2]]
             if mine is None or not theirs:
                 continue
             best, name = max(theirs, key=lambda t: t[0][1])  # the peer with the highest busbw
@@ -150,7 +151,7 @@ def point_verdicts(meds):
             for ours in ("ringlet tcp", "ringlet shm"):
                 mine = med.get((ours, size))
                 theirs = [(med[(p, size)][0], p) for p in peers_of(ours, impls)
-                          if (p, size) in med]
+                          if (p, size) in med and med[(p, size)][2]]  # their check passed
                 if mine is None or not theirs:
                     continue
                 best_t, best = min(theirs)
@@ -158,6 +159,8 @@ def point_verdicts(meds):
                 ratio = mine[0] / best_t if best_t > 0 else float("inf")
                 line = f"{where}: {mine[0]:.1f} us vs {best} {best_t:.1f} us = {ratio:.2f}x"
                 limit = med.get((LIMIT, size)) if ours == "ringlet tcp" else None
+                if limit is not None and limit[1] <= 0:
+                    limit = None
                 if limit is not None:
                     line += f"; busbw {mine[1]:.3f} = {mine[1] / limit[1]:.2f}x the loopback's {limit[1]:.3f} GB/s"
                 if not mine[2]:
@@ -178,11 +181,13 @@ def every_point(meds):
         print(f"- {'ok' if met else 'TRAILS'}  {line}")
     failing = sum(not met for met, _ in verdicts)
     print(f"\nevery point: {len(verdicts) - failing} of {len(verdicts)} met, {failing} trail "
-          f"(a peer more than {SLACK - 1:.0%} faster and ours short of the loopback's limit)")
+          f"(a peer more than {SLACK - 1:.0%} faster and ours short of the loopback's limit, "
+          "or ours wrong)")
 
 
 def targets(meds):
-    """The collectives' earlier performance targets (in place), each with the measured ratio."""
+    """The collectives' earlier performance targets (in place), each with the measured ratio.
+    The best TCP peer now includes torch over gloo (it was Gloo and Open MPI's TCP only)."""
     def ratio(np_, ours, peer, size, field):  # field 0: time, 1: busbw
         med = meds.get((np_, "in place"), {})
         m, p = med.get((ours, size)), med.get((peer, size))
@@ -192,7 +197,7 @@ def targets(meds):
 
     def best_tcp(np_, size):
         peers = [(v[1], i) for (i, s), v in meds.get((np_, "in place"), {}).items()
-                 if s == size and i.startswith(TCP_PEERS)]
+                 if s == size and i.startswith(TCP_PEERS) and v[2]]
         return max(peers)[1] if peers else None
 
     checks = []

@@ -3,7 +3,8 @@
 # baselines of bench/peers (Gloo, Open MPI shared memory and TCP, torch.distributed gloo) and
 # the loopback's own limit (ring streams, run_loopback.sh), interleaved for several rounds on
 # the same sizes; prints medians, ratios ours/peer and a verdict on every point
-# (bench/compare_peers.py). Float32 sum, in place and out of place (torch: in place only).
+# (bench/compare_peers.py). Float32 sum, in place and out of place (torch and Gloo's legacy ring
+# classes: in place only).
 #
 # usage: bench/compare_peers.sh [rounds=3] [min_time_s=0.5]
 # env:   SIZES (bytes per rank, comma list; default 4 KiB,64 KiB,1 MiB,16 MiB,64 MiB)

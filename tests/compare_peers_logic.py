@@ -5,13 +5,16 @@
 usage: compare_peers_logic.py SOURCE_ROOT
 
 The logs hold one round of ours (all_reduce_perf JSON lines, both places) and peer rows (in
-place and "-oop") chosen so that each kind of verdict occurs once: ours faster; a peer more than
-5% faster; a peer faster but ours at the loopback's limit; a peer within 5%; wrong results; a
-point no peer measured. The loopback program must report positive, ordered rates for a ring of
-2 processes and refuse bad arguments.
+place and "-oop") chosen so that each kind of verdict occurs: ours faster; a peer more than 5%
+faster; a peer faster but ours at the loopback's limit (in place and out of place); a peer
+within 5%; wrong results; a point no peer measured; a faster peer whose own check failed (not
+counted). The loopback program must report positive, ordered rates for a ring of 2 processes
+and refuse bad arguments. Without g++ that part is skipped (exit 77), saying so.
 """
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +41,7 @@ def peer(name, algo, np_, human, time_us, busbw, check_="OK"):
 def write_logs(log_dir):
     with open(os.path.join(log_dir, "r1.ours.np2.tcp.log"), "w") as f:
         print(ours("tcp", 2, 4096, 10.0, 30.0), file=f)                 # ip faster, oop trails
-        print(ours("tcp", 2, 1 << 20, 300.0, 300.0, 3.3, 3.3), file=f)  # at the limit
+        print(ours("tcp", 2, 1 << 20, 300.0, 300.0, 3.3, 3.3), file=f)  # at the limit, both places
         print(ours("tcp", 2, 1 << 24, 1000.0, 1000.0, 1.0, 1.0, wrong=5), file=f)
         print("# not a result line", file=f)
     with open(os.path.join(log_dir, "r1.ours.np2.shm.log"), "w") as f:
@@ -48,8 +51,10 @@ def write_logs(log_dir):
         print(peer("mpi", "tcp", 2, "4 KiB", 20.0, 0.2), file=f)
         print(peer("mpi", "tcp-oop", 2, "4 KiB", 20.0, 0.2), file=f)
         print(peer("mpi", "tcp", 2, "1 MiB", 200.0, 5.0), file=f)
+        print(peer("mpi", "tcp-oop", 2, "1 MiB", 200.0, 5.0), file=f)
         print(peer("mpi", "tcp", 2, "16 MiB", 2000.0, 0.5), file=f)
         print(peer("mpi", "default", 2, "4 KiB", 1.0, 4.0), file=f)
+        print(peer("mpi", "default-oop", 2, "4 KiB", 0.1, 40.0, "FAIL"), file=f)  # not counted
     with open(os.path.join(log_dir, "r1.peer.loopback.log"), "w") as f:
         for human in ("4 KiB", "1 MiB", "16 MiB"):
             print(peer("loopback", "streams", 2, human, 1.0, 3.4), file=f)
@@ -84,12 +89,29 @@ def check_verdicts(source_root):
     check(one("np 2 in place 16 MiB tcp").startswith("- TRAILS")
           and "WRONG" in one("np 2 in place 16 MiB tcp"), "wrong results trail whatever the time")
     check(one("np 2 in place 4 KiB shm").startswith("- ok"), "within 5% of the peer: ok")
-    check(one("np 2 out of place 4 KiB shm") == "" and one("np 2 out of place 1 MiB tcp") == "",
-          "no verdict where no peer measured the point")
-    check(len(lines) == 5, f"five verdicts in all (got {len(lines)})")
-    check("every point: 3 of 5 met, 2 trail" in run.stdout, "the summary counts them")
+    oop_limit = one("np 2 out of place 1 MiB tcp")
+    check(oop_limit.startswith("- ok") and "at the loopback's limit" in oop_limit,
+          "the loopback's limit holds out of place too")
+    check(one("np 2 out of place 4 KiB shm") == "" and one("np 2 out of place 16 MiB tcp") == "",
+          "no verdict where no peer (with a passing check) measured the point")
+    check(len(lines) == 6, f"six verdicts in all (got {len(lines)})")
+    check("every point: 4 of 6 met, 2 trail" in run.stdout, "the summary counts them")
     check("| 4 KiB | ringlet tcp | best TCP peer: mpi tcp |" in run.stdout,
           "the ratio table names the best TCP peer")
+
+
+def run_group(argv, timeout):
+    """Runs argv in a session of its own; on timeout kills the whole group (the ring's children
+    too) and returns None."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def check_loopback(source_root):
@@ -101,7 +123,10 @@ def check_loopback(source_root):
         check(cc.returncode == 0, f"loopback.cc compiles without warnings ({cc.stderr[:300]})")
         if cc.returncode != 0:
             return
-        run = subprocess.run([exe, "2", "0.3"], capture_output=True, text=True, timeout=60)
+        run = run_group([exe, "2", "0.3"], timeout=60)
+        check(run is not None, "a ring of 2 streams for 0.3 s ends within 60 s")
+        if run is None:
+            return
         words = run.stdout.split()
         try:
             rates = {k: float(words[words.index(k) + 1])
@@ -112,8 +137,8 @@ def check_loopback(source_root):
               and 0 < rates["min_GBps"] <= rates["mean_GBps"] <= rates["max_GBps"],
               f"a ring of 2 streams reports positive, ordered rates ({run.stdout.strip()})")
         for bad in (["1", "1"], ["2", "0"], ["2"]):
-            r = subprocess.run([exe] + bad, capture_output=True, text=True, timeout=30)
-            check(r.returncode == 2 and r.stderr.strip() != "",
+            r = run_group([exe] + bad, timeout=30)
+            check(r is not None and r.returncode == 2 and r.stderr.strip() != "",
                   f"loopback {' '.join(bad)} is refused with exit 2 and a message")
 
 
@@ -121,6 +146,9 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     check_verdicts(sys.argv[1])
+    if shutil.which("g++") is None:
+        print(f"{len(FAILURES)} failed; skipped: the loopback program (no g++ to build it)")
+        return 1 if FAILURES else 77
     check_loopback(sys.argv[1])
     print(f"{len(FAILURES)} failed")
     return 1 if FAILURES else 0

@@ -13,6 +13,8 @@ source "$(dirname "$0")/common.sh"
 SECONDS_PER_TEST=${1:-2}
 NPS=${NPS:-"2 4"}
 SIZES=${SIZES:-4096,65536,1048576,16777216,67108864}
+[[ "$SECONDS_PER_TEST" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "run_loopback.sh: seconds must be a whole number >= 1, not '$SECONDS_PER_TEST'" >&2; exit 2; }
 
 mkdir -p "$BUILD_DIR"
 BIN="$BUILD_DIR/loopback"
@@ -30,10 +32,12 @@ for np in $NPS; do
   line=$(timeout $((SECONDS_PER_TEST * 3 + 30)) "$BIN" "$np" "$SECONDS_PER_TEST") ||
     { echo "# ERROR: loopback $np $SECONDS_PER_TEST failed"; status=1; continue; }
   echo "# $line"
-  "$PY" - "$np" "$SIZES" "$line" "$SECONDS_PER_TEST" <<'PY'
+  "$PY" - "$np" "$SIZES" "$line" "$SECONDS_PER_TEST" <<'PY' || status=1
 import sys
 np_, sizes, line, secs = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(), sys.argv[4]
 rate = float(line[line.index("mean_GBps") + 1])
+if rate <= 0:
+    sys.exit(f"# ERROR: the streams reported no rate ({sys.argv[3]})")
 factor = 2 * (np_ - 1) / np_
 for size in map(int, sizes.split(",")):
     human = next((f"{size // u} {name}" for u, name in ((1 << 20, "MiB"), (1 << 10, "KiB"))

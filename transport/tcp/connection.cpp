@@ -70,7 +70,7 @@ constexpr int kWaiterPollMs = 1;
 // For this long after it starts waiting, a driving waiter reads its sockets again and again,
 // yielding the core between tries, before it sleeps in poll: a small message's answer comes back
 // over loopback within tens of microseconds, and a wake-up from poll costs about as much again
-// (4 KiB all-reduce of 2 ranks: 36-49 us with poll alone, 10-12 us with this). Yielding, not
+// (4 KiB all-reduce of 2 ranks: 36-49 us with poll alone, 9.4-12 us with this). Yielding, not
 // pausing, so that ranks sharing a core (more ranks than cores) run meanwhile.
 constexpr auto kWaiterSpin = std::chrono::microseconds(50);
 

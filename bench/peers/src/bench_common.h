@@ -96,8 +96,8 @@ struct CaseResult {
 // min_time (warm-up estimate too pessimistic), it is re-run with more
 // iterations (at most 3 attempts); the last attempt is reported.
 template <class Op, class Barrier, class AgreeMax>
-CaseResult run_case(float* in, float* out, size_t n, int rank, int world, double min_time,
-                    Op&& op, Barrier&& barrier, AgreeMax&& agree_max) {
+CaseResult run_case(float* in, float* out, size_t n, int rank, int world, double min_time, Op&& op,
+                    Barrier&& barrier, AgreeMax&& agree_max) {
   CaseResult r;
   const size_t bytes = n * sizeof(float);
   fill_pattern(in, n, rank);

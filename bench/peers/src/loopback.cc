@@ -6,12 +6,16 @@
 // ring is the most busbw a TCP ring over this loopback could reach.
 //
 // usage: loopback NP SECONDS   prints "links NP seconds S mean_GBps M min_GBps m max_GBps x"
+// Every process ends by SIGALRM at 3 x SECONDS + 30 s at the latest, so a stuck ring cannot
+// hang its caller; a process that fails makes the run exit 1.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -99,29 +103,45 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loopback: NP must be 2..64 and SECONDS in (0, 600]\n");
     return 2;
   }
+  const unsigned limit_s = static_cast<unsigned>(seconds * 3 + 30);
+  ::alarm(limit_s);  // inherited by none of the children: each sets its own below
   std::vector<sockaddr_in> addrs(np);
   std::vector<int> listeners(np);
   for (int r = 0; r < np; ++r) listeners[r] = listen_any(&addrs[r]);
   int results[2];
   if (::pipe(results) != 0) die("pipe");
+  std::vector<pid_t> children;
   for (int r = 0; r < np; ++r) {
-    if (::fork() != 0) continue;
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("fork");
+      for (pid_t c : children) ::kill(c, SIGKILL);
+      return 1;
+    }
+    if (pid > 0) {
+      children.push_back(pid);
+      continue;
+    }
+    ::alarm(limit_s);
     const int out = connect_to(addrs[(r + 1) % np]);  // the listen backlog holds it until accept
     const int in = ::accept(listeners[r], nullptr, nullptr);
     if (in < 0) die("accept");
+    for (int l : listeners) ::close(l);  // a peer that died is then a refused connection or EOF
     std::thread sender(stream_out, out, seconds);
     const double rate = stream_in(in);
     sender.join();
     if (::write(results[1], &rate, sizeof rate) != sizeof rate) die("write");
     std::_Exit(0);
   }
+  for (int l : listeners) ::close(l);
   ::close(results[1]);
   std::vector<double> rates;
   for (double rate; ::read(results[0], &rate, sizeof rate) == sizeof rate;) rates.push_back(rate);
   int failed = 0;
   for (int status; ::wait(&status) > 0;) failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (failed != 0 || static_cast<int>(rates.size()) != np) {
-    std::fprintf(stderr, "loopback: %d of %d processes failed\n", failed, np);
+    std::fprintf(stderr, "loopback: %d of %d processes failed; %zu of %d rates came back\n", failed,
+                 np, rates.size(), np);
     return 1;
   }
   const double mean = std::accumulate(rates.begin(), rates.end(), 0.0) / np;
