@@ -8,8 +8,20 @@ in "-oop" being out of place. The "loopback streams" rows (bench/peers/run_loopb
 an implementation but the loopback's limit: the most busbw a TCP ring could reach.
 tcp is compared with the TCP peers (Gloo, Open MPI over TCP, torch over gloo), shm with Open
 MPI's shared-memory path. A point fails when the best peer of its kind is more than 5% faster,
-unless ours is within 5% of the loopback's limit there: then the peer measured above the
-loopback's steady two-way rate (cache-resident messages can), and the verdict says so.
+unless ours is within 5% of the loopback's limit there (either side of it): then the peer
+measured above the loopback's steady two-way rate (cache-resident messages can), and the verdict
+says so. Ours well above that rate is no excuse: the stream test does not bind there.
+
+Placement: on a VM the host moves the virtual CPUs while a job runs, and on the machines this is
+measured on every implementation's shm and loopback times follow how far apart the two CPUs
+are (2-4x). compare_peers.sh runs bench/core_probe beside the jobs (placement.log: "<unix time>
+<round trip ns>" four times a second) and writes a "# span <start> <end>" line before each
+result with when it ran. A result whose samples all show a round trip under APART_NS ran
+"near" (the CPUs share a core or a cache), all at or above it "apart", else "mixed". With a
+placement log the verdict compares ours with the peers within each placement both were
+measured in (mixed runs left out), and the point is met only if it is met in each; a point
+whose ours and peers never ran in the same placement is "unmatched" (rerun it). Without a
+placement log every result counts as one placement, as before.
 Standard library only.
 
 usage: python3 compare_peers.py LOG_DIR
@@ -28,6 +40,8 @@ SHM_PEER = "mpi default"
 LIMIT = "loopback streams"
 PLACES = ("in place", "out of place")
 SLACK = 1.05  # a peer this much faster (time) fails the point
+APART_NS = 300  # a core_probe round trip at or above this: the CPUs sit apart (core_probe.cpp)
+STATES = ("near", "apart")
 
 
 def human(n):
@@ -37,25 +51,80 @@ def human(n):
     return f"{n} B"
 
 
-def parse_ours(path, cells):
+def read_placement(log_dir):
+    """core_probe's samples, [(unix time, round trip ns)] in time order; None without a log."""
+    path = os.path.join(log_dir, "placement.log")
+    if not os.path.exists(path):
+        return None
+    samples = []
     with open(path) as f:
         for line in f:
+            parts = line.split()
+            if len(parts) == 2 and not line.startswith("#"):
+                try:
+                    t, ns = float(parts[0]), float(parts[1])
+                except ValueError:
+                    continue
+                if ns == ns:  # a sample whose partner did not answer is nan
+                    samples.append((t, ns))
+    return sorted(samples)
+
+
+def state_of(span, placement):
+    """near, apart or mixed for a result that ran during span (start, end); the samples inside
+    it, else the nearest one on each side. None without placement or span."""
+    if placement is None or span is None:
+        return None
+    inside = [ns for t, ns in placement if span[0] <= t <= span[1]]
+    if not inside:
+        before = [ns for t, ns in placement if t < span[0]][-1:]
+        after = [ns for t, ns in placement if t > span[1]][:1]
+        inside = before + after
+    if not inside:
+        return None
+    apart = [ns >= APART_NS for ns in inside]
+    return "apart" if all(apart) else "near" if not any(apart) else "mixed"
+
+
+def read_span(line):
+    """(start, end) from a "# span <start> <end>" line, else None."""
+    parts = line.split()
+    if len(parts) == 4 and parts[:2] == ["#", "span"]:
+        try:
+            return float(parts[2]), float(parts[3])
+        except ValueError:
+            return None
+    return None
+
+
+def parse_ours(path, cells, placement):
+    span = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# span"):
+                span = read_span(line)
+                continue
             if not line.startswith("{"):
                 continue
             j = json.loads(line)
             if j.get("bench") != "all_reduce_perf":
                 continue
             impl = f"ringlet {j['transport']}"
+            state = state_of(span, placement)
             for place, col in (("in place", "ip"), ("out of place", "oop")):
                 if j.get(f"{col}_us") is None:
                     continue
                 cells[(impl, place, j["nranks"], j["size"])].append(
-                    (j[f"{col}_us"], j[f"{col}_busbw"], j[f"{col}_wrong"] in (0, None)))
+                    (j[f"{col}_us"], j[f"{col}_busbw"], j[f"{col}_wrong"] in (0, None), state))
 
 
-def parse_peer(path, cells):
+def parse_peer(path, cells, placement):
+    span = None
     with open(path) as f:
         for line in f:
+            if line.startswith("# span"):
+                span = read_span(line)
+                continue
             parts = line.split()
             if line.startswith("#") or len(parts) != 10 or parts[-1] not in ("OK", "FAIL"):
                 continue
@@ -67,21 +136,24 @@ def parse_peer(path, cells):
                 algo, place = algo[: -len("-oop")], "out of place"
             size = int(num) * UNITS[unit]
             key = (f"{peer} {algo}", place, int(np_), size)
-            cells[key].append((float(t), float(busbw), check == "OK"))
+            cells[key].append((float(t), float(busbw), check == "OK", state_of(span, placement)))
+            span = None  # a span belongs to the row after it
 
 
 def parse(log_dir):
-    """Returns {(impl, place, np, size): [(time_us, busbw, ok), ...]} over all rounds."""
+    """Returns ({(impl, place, np, size): [(time_us, busbw, ok, state), ...]} over all rounds,
+    the placement samples or None)."""
     cells = defaultdict(list)
+    placement = read_placement(log_dir)
     for path in sorted(glob.glob(os.path.join(log_dir, "r*.ours.*.log"))):
-        parse_ours(path, cells)
+        parse_ours(path, cells, placement)
     for path in sorted(glob.glob(os.path.join(log_dir, "r*.peer.*.log"))):
-        parse_peer(path, cells)
+        parse_peer(path, cells, placement)
     # The loopback's limit holds for both places.
     for (impl, place, np_, size), vals in list(cells.items()):
         if impl == LIMIT and place == "in place":
             cells[(impl, "out of place", np_, size)] = vals
-    return cells
+    return cells, placement
 
 
 def medians(vals):
@@ -142,47 +214,107 @@ def table(cells, np_, place):
     return med
 
 
-def point_verdicts(meds):
-    """One verdict per (np, place, size, ours): (met, line)."""
+def judge(ours, mine, theirs, limit):
+    """One placement's comparison: ours' medians against the fastest peer's (theirs: [(medians,
+    name)], their checks passed) and the loopback's limit (medians or None): (met, text)."""
+    best_t, best = min((m[0], name) for m, name in theirs)
+    ratio = mine[0] / best_t if best_t > 0 else float("inf")
+    text = f"{mine[0]:.1f} us vs {best} {best_t:.1f} us = {ratio:.2f}x"
+    if limit is not None and limit[1] <= 0:
+        limit = None
+    if limit is not None:
+        text += f"; busbw {mine[1]:.3f} = {mine[1] / limit[1]:.2f}x the loopback's {limit[1]:.3f} GB/s"
+    if not mine[2]:
+        return False, text + ": WRONG results"
+    if ratio <= SLACK:
+        return True, text
+    if limit is not None and limit[1] / SLACK <= mine[1] <= limit[1] * SLACK:
+        return True, text + ": at the loopback's limit (the peer measured above it)"
+    return False, text + f": a peer is more than {SLACK - 1:.0%} faster"
+
+
+def point_verdict(cells, key, ours, states):
+    """The verdict on one point (place, np, size) for ours: ("ok" | "TRAILS" | "UNMATCHED",
+    text), or None where no peer (with a passing check) measured it. states: the placements to
+    compare within, or [None] for all results as one."""
+    place, np_, size = key
+    impls = {k[0] for k in cells if k[1] == place and k[2] == np_}
+
+    def runs(impl, state):
+        return [v for v in cells.get((impl, place, np_, size), []) if state in (None, v[3])]
+
+    if not runs(ours, None) or not any(runs(p, None) for p in peers_of(ours, impls)):
+        return None
+    parts = []
+    for state in states:
+        mine = runs(ours, state)
+        theirs = [(medians(runs(p, state)), p) for p in peers_of(ours, impls) if runs(p, state)]
+        theirs = [t for t in theirs if t[0][2]]  # their check passed
+        if not mine or not theirs:
+            continue
+        lim = runs(LIMIT, state) if ours == "ringlet tcp" else []
+        met, text = judge(ours, medians(mine), theirs, medians(lim) if lim else None)
+        if state is not None:
+            text = f"{state} ({len(mine)} vs {max(t[0][3] for t in theirs)} runs): {text}"
+        parts.append((met, text))
+    if not parts and any(t[0][2] for t in [(medians(runs(p, None)), p)
+                                           for p in peers_of(ours, impls) if runs(p, None)]):
+        seen = sorted({str(v[3]) for v in runs(ours, None)})
+        theirs_seen = sorted({str(v[3]) for p in peers_of(ours, impls) for v in runs(p, None)})
+        return "UNMATCHED", (f"ours ran {'/'.join(seen)}, the peers {'/'.join(theirs_seen)}: "
+                             "never in the same placement")
+    if not parts:
+        return None
+    status = "ok" if all(met for met, _ in parts) else "TRAILS"
+    return status, "; ".join(text for _, text in parts)
+
+
+def point_verdicts(cells, placement):
+    """One verdict per (np, place, size, ours): (status, line)."""
+    states = list(STATES) if placement else [None]
     out = []
-    for (np_, place), med in sorted(meds.items()):
-        impls = {i for i, _ in med}
-        for size in sorted({s for _, s in med}):
-            for ours in ("ringlet tcp", "ringlet shm"):
-                mine = med.get((ours, size))
-                theirs = [(med[(p, size)][0], p) for p in peers_of(ours, impls)
-                          if (p, size) in med and med[(p, size)][2]]  # their check passed
-                if mine is None or not theirs:
-                    continue
-                best_t, best = min(theirs)
-                where = f"np {np_} {place} {human(size)} {ours.split()[1]}"
-                ratio = mine[0] / best_t if best_t > 0 else float("inf")
-                line = f"{where}: {mine[0]:.1f} us vs {best} {best_t:.1f} us = {ratio:.2f}x"
-                limit = med.get((LIMIT, size)) if ours == "ringlet tcp" else None
-                if limit is not None and limit[1] <= 0:
-                    limit = None
-                if limit is not None:
-                    line += f"; busbw {mine[1]:.3f} = {mine[1] / limit[1]:.2f}x the loopback's {limit[1]:.3f} GB/s"
-                if not mine[2]:
-                    out.append((False, line + ": WRONG results"))
-                elif ratio <= SLACK:
-                    out.append((True, line))
-                elif limit is not None and mine[1] >= limit[1] / SLACK:
-                    out.append((True, line + ": at the loopback's limit (the peer measured above it)"))
-                else:
-                    out.append((False, line + f": a peer is more than {SLACK - 1:.0%} faster"))
+    for np_ in sorted({k[2] for k in cells}):
+        for place in PLACES:
+            for size in sorted({k[3] for k in cells if k[1] == place and k[2] == np_}):
+                for ours in ("ringlet tcp", "ringlet shm"):
+                    v = point_verdict(cells, (place, np_, size), ours, states)
+                    if v is not None:
+                        where = f"np {np_} {place} {human(size)} {ours.split()[1]}"
+                        out.append((v[0], f"{where}: {v[1]}"))
     return out
 
 
-def every_point(meds):
-    verdicts = point_verdicts(meds)
-    print("\n## Every point (ours against the fastest peer of its kind)\n")
-    for met, line in verdicts:
-        print(f"- {'ok' if met else 'TRAILS'}  {line}")
-    failing = sum(not met for met, _ in verdicts)
-    print(f"\nevery point: {len(verdicts) - failing} of {len(verdicts)} met, {failing} trail "
-          f"(a peer more than {SLACK - 1:.0%} faster and ours short of the loopback's limit, "
-          "or ours wrong)")
+def placement_summary(cells, placement):
+    if not placement:
+        print("\n(no placement log: every result compared as one placement)")
+        return
+    apart = sum(ns >= APART_NS for _, ns in placement)
+    print(f"\n## CPU placement (bench/core_probe beside the runs, round trip >= {APART_NS} ns: apart)\n")
+    print(f"{len(placement)} samples: {len(placement) - apart} near, {apart} apart; median round "
+          f"trip near {statistics.median([ns for _, ns in placement if ns < APART_NS] or [0]):.0f} ns, "
+          f"apart {statistics.median([ns for _, ns in placement if ns >= APART_NS] or [0]):.0f} ns")
+    counts = defaultdict(lambda: defaultdict(int))
+    for (impl, _place, _np, _size), vals in cells.items():
+        for v in vals:
+            counts[impl][str(v[3])] += 1
+    for impl in sorted(counts, key=impl_order):
+        print(f"- {impl}: " + ", ".join(f"{n} {state}" for state, n in sorted(counts[impl].items())))
+
+
+def every_point(cells, placement):
+    verdicts = point_verdicts(cells, placement)
+    print("\n## Every point (ours against the fastest peer of its kind" +
+          (", within each placement" if placement else "") + ")\n")
+    for status, line in verdicts:
+        print(f"- {status}  {line}")
+    met = sum(status == "ok" for status, _ in verdicts)
+    trail = sum(status == "TRAILS" for status, _ in verdicts)
+    unmatched = len(verdicts) - met - trail
+    print(f"\nevery point: {met} of {len(verdicts)} met, {trail} trail"
+          + (f", {unmatched} unmatched" if placement else "")
+          + f" (trail: a peer more than {SLACK - 1:.0%} faster and ours short of the loopback's "
+          "limit, or ours wrong" + ("; unmatched: never measured in the same placement)"
+                                    if placement else ")"))
 
 
 def targets(meds):
@@ -228,7 +360,7 @@ def targets(meds):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    cells = parse(sys.argv[1])
+    cells, placement = parse(sys.argv[1])
     if not cells:
         sys.exit(f"no results found in {sys.argv[1]}")
     rounds = max(len(v) for v in cells.values())
@@ -237,7 +369,8 @@ def main():
     for np_ in sorted({k[2] for k in cells}):
         for place in PLACES:
             meds[(np_, place)] = table(cells, np_, place)
-    every_point(meds)
+    placement_summary(cells, placement)
+    every_point(cells, placement)
     targets(meds)
 
 

@@ -89,16 +89,33 @@ if [ ! -x "$OURS" ]; then
   ninja -C "$BUILD_DIR" bench/all_reduce_perf >/dev/null || { echo "build failed"; exit 1; }
 fi
 
-# One all_reduce_perf run per size (so each size gets its own warm-up and iteration count).
+# The CPU placement beside every run: bench/core_probe samples how far apart the two CPUs are
+# (on a VM the host moves the virtual CPUs, and every implementation's shm and loopback times
+# follow it) four times a second into placement.log; each result row carries a "# span" line
+# with when it ran, and compare_peers.py compares ours with a peer only in the same placement.
+PROBE="$BUILD_DIR/bench/core_probe"
+if [ ! -x "$PROBE" ]; then
+  ninja -C "$BUILD_DIR" bench/core_probe >/dev/null || { echo "build failed"; exit 1; }
+fi
+"$PROBE" --every 0.25 --for 86400 >"$LOG_DIR/placement.log" 2>&1 &
+probe_pid=$!
+trap 'kill "$probe_pid" 2>/dev/null' EXIT
+
+# One all_reduce_perf run per size (so each size gets its own warm-up and iteration count),
+# after a "# span" line with when it ran.
 run_ours() {  # np transport log
-  local np=$1 transport=$2 log=$3 size warm
+  local np=$1 transport=$2 log=$3 size warm start out
+  out=$(mktemp)
   for size in ${SIZES//,/ }; do
     warm=10
     [ "$size" -gt 1048576 ] && warm=2
+    start=$(date +%s.%N)
     timeout 300 "$OURS" -np "$np" -t "$transport" -b "$size" -e "$size" -n 5 -w "$warm" \
-      --min-time "$MIN_TIME" >>"$log" 2>>"$log.err" ||
+      --min-time "$MIN_TIME" >"$out" 2>>"$log.err" ||
       echo "# ERROR: all_reduce_perf -np $np -t $transport -b $size failed (see $log.err)"
+    { echo "# span $start $(date +%s.%N)"; cat "$out"; } >>"$log"
   done
+  rm -f "$out"
 }
 
 run_peer() {  # peer log

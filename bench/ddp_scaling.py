@@ -19,6 +19,11 @@ one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes 
 contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), and ddp
 against torch_ddp. The last line is JSON.
 
+Placement: bench/core_probe runs beside the runs as a monitor (when built), and each run is
+labelled with where the host had the two virtual CPUs meanwhile (near: sharing a core or a
+cache; apart; mixed), as bench/compare_peers.py does; the scaling is also given over the rounds
+of each placement in which one, pair and ddp all ran there ("by_placement" in the JSON).
+
 usage: bench/ddp_scaling.py [--rounds 3] [--steps 50] [--build DIR] [--no-torch] [--json FILE]
 """
 import argparse
@@ -28,8 +33,12 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import compare_peers  # noqa: E402  (the placement log's reading and labels)
 TORCH_PY = "/usr/bin/python3"
 TRAIN_FMNIST = os.path.join(ROOT, "bench", "peers", "src", "train_fmnist.py")
 FMNIST = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
@@ -120,8 +129,32 @@ def torch_missing():
     return None
 
 
+class Placement:
+    """bench/core_probe as a monitor beside the runs (placement.log in a temporary folder);
+    does nothing where the probe is not built or the machine has one CPU."""
+
+    def __init__(self, args):
+        self.dir = tempfile.TemporaryDirectory()
+        self.proc = None
+        probe = os.path.join(args.build, "bench", "core_probe")
+        if os.path.exists(probe) and len(os.sched_getaffinity(0)) >= 2:
+            self.log = open(os.path.join(self.dir.name, "placement.log"), "w")
+            self.proc = subprocess.Popen([probe, "--every", "0.25", "--for", "86400"],
+                                         stdout=self.log, stderr=subprocess.STDOUT)
+
+    def samples(self):
+        """Stops the monitor; its samples, or None without one."""
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.log.close()
+        return compare_peers.read_placement(self.dir.name)
+
+
 def measure(args, with_torch):
-    """{name: [step ms per round]}, the runs of each round interleaved."""
+    """({name: [step ms per round]}, {name: [placement per round]}), the runs of each round
+    interleaved."""
     runs = {
         "one": lambda: ringlet_step(args, 1),
         "pair": lambda: ringlet_pair(args),
@@ -131,15 +164,48 @@ def measure(args, with_torch):
         runs["torch_one"] = lambda: torch_step("step")
         runs["torch_ddp"] = lambda: torch_step("ddp_step")
     results = {name: [] for name in runs}
-    for r in range(args.rounds):
-        for name, fn in runs.items():
-            results[name].append(fn())
-        print(f"# round {r + 1}: " + ", ".join(f"{n} {v[-1]:.2f} ms" for n, v in results.items()),
-              flush=True)
-    return results
+    spans = {name: [] for name in runs}
+    placement = Placement(args)
+    try:
+        for r in range(args.rounds):
+            for name, fn in runs.items():
+                start = time.time()
+                results[name].append(fn())
+                spans[name].append((start, time.time()))
+            print(f"# round {r + 1}: " + ", ".join(f"{n} {v[-1]:.2f} ms" for n, v in
+                                                    results.items()), flush=True)
+    finally:
+        samples = placement.samples()
+    states = {name: [compare_peers.state_of(span, samples) for span in v]
+              for name, v in spans.items()}
+    if samples is not None:
+        for r in range(args.rounds):
+            print(f"# round {r + 1} placement: " +
+                  ", ".join(f"{n} {states[n][r]}" for n in runs), flush=True)
+    return results, states
 
 
-def report(results):
+def by_placement(results, states):
+    """{state: scaling, ceiling and the rounds} over the runs of one, pair and ddp in each
+    placement (each median over its own runs there)."""
+    out = {}
+    for state in compare_peers.STATES:
+        med = {}
+        for name in ("one", "pair", "ddp"):
+            there = [v for v, s in zip(results[name], states[name]) if s == state]
+            if not there:
+                break
+            med[name] = (statistics.median(there), len(there))
+        if len(med) == 3:
+            out[state] = {"step_ms": {n: m for n, (m, _) in med.items()},
+                          "runs": {n: k for n, (_, k) in med.items()},
+                          "scaling": 2 * med["one"][0] / med["ddp"][0],
+                          "ceiling": 2 * med["one"][0] / med["pair"][0]}
+    return out
+
+
+def report(measured):
+    results, states = measured
     med = {name: statistics.median(v) for name, v in results.items()}
     ranks = {"one": 1, "pair": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
     print("| run | ranks | step ms (median) | images/s |")
@@ -155,6 +221,11 @@ def report(results):
           f"{summary['ceiling']:.3f}x")
     print(f"# where the step grows from one to ddp: {summary['contention_ms']:+.2f} ms two "
           f"processes on this machine, {summary['ddp_cost_ms']:+.2f} ms DDP (all-reduce, lockstep)")
+    summary["by_placement"] = by_placement(results, states)
+    for state, v in summary["by_placement"].items():
+        print(f"# {state} only (one/pair/ddp runs {v['runs']['one']}/{v['runs']['pair']}/"
+              f"{v['runs']['ddp']}): ddp / one {v['scaling']:.3f}x, two bare processes allow "
+              f"{v['ceiling']:.3f}x")
     if "torch_ddp" in med:
         summary["vs_torch_ddp"] = med["torch_ddp"] / med["ddp"]
         summary["torch_scaling"] = 2 * med["torch_one"] / med["torch_ddp"]

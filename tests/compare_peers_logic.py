@@ -7,9 +7,13 @@ usage: compare_peers_logic.py SOURCE_ROOT
 The logs hold one round of ours (all_reduce_perf JSON lines, both places) and peer rows (in
 place and "-oop") chosen so that each kind of verdict occurs: ours faster; a peer more than 5%
 faster; a peer faster but ours at the loopback's limit (in place and out of place); a peer
+faster and ours far above the loopback's rate (that limit does not bind there: trails); a peer
 within 5%; wrong results; a point no peer measured; a faster peer whose own check failed (not
-counted). The loopback program must report positive, ordered rates for a ring of 2 processes
-and refuse bad arguments. Without g++ that part is skipped (exit 77), saying so.
+counted). A second set of logs carries a placement log (bench/core_probe's samples) and "# span"
+lines: ours and the peer are compared only within a placement (near, apart), mixed runs are
+left out, and a point measured in no common placement is unmatched. The loopback program must
+report positive, ordered rates for a ring of 2 processes and refuse bad arguments. Without g++
+that part is skipped (exit 77), saying so.
 """
 import json
 import os
@@ -41,6 +45,7 @@ def peer(name, algo, np_, human, time_us, busbw, check_="OK"):
 def write_logs(log_dir):
     with open(os.path.join(log_dir, "r1.ours.np2.tcp.log"), "w") as f:
         print(ours("tcp", 2, 4096, 10.0, 30.0), file=f)                 # ip faster, oop trails
+        print(ours("tcp", 2, 65536, 40.0, None, 7.0), file=f)           # far above the limit: trails
         print(ours("tcp", 2, 1 << 20, 300.0, 300.0, 3.3, 3.3), file=f)  # at the limit, both places
         print(ours("tcp", 2, 1 << 24, 1000.0, 1000.0, 1.0, 1.0, wrong=5), file=f)
         print("# not a result line", file=f)
@@ -50,13 +55,14 @@ def write_logs(log_dir):
         print("peer     algo           np     size    iters      time_us   algbw   busbw check", file=f)
         print(peer("mpi", "tcp", 2, "4 KiB", 20.0, 0.2), file=f)
         print(peer("mpi", "tcp-oop", 2, "4 KiB", 20.0, 0.2), file=f)
+        print(peer("mpi", "tcp", 2, "64 KiB", 30.0, 9.0), file=f)
         print(peer("mpi", "tcp", 2, "1 MiB", 200.0, 5.0), file=f)
         print(peer("mpi", "tcp-oop", 2, "1 MiB", 200.0, 5.0), file=f)
         print(peer("mpi", "tcp", 2, "16 MiB", 2000.0, 0.5), file=f)
         print(peer("mpi", "default", 2, "4 KiB", 1.0, 4.0), file=f)
         print(peer("mpi", "default-oop", 2, "4 KiB", 0.1, 40.0, "FAIL"), file=f)  # not counted
     with open(os.path.join(log_dir, "r1.peer.loopback.log"), "w") as f:
-        for human in ("4 KiB", "1 MiB", "16 MiB"):
+        for human in ("4 KiB", "64 KiB", "1 MiB", "16 MiB"):
             print(peer("loopback", "streams", 2, human, 1.0, 3.4), file=f)
 
 
@@ -86,6 +92,10 @@ def check_verdicts(source_root):
     check(at_limit.startswith("- ok") and "at the loopback's limit" in at_limit
           and "0.97x the loopback's 3.400 GB/s" in at_limit,
           "a faster peer, but ours at 0.97x the loopback's limit: ok, saying so")
+    above = one("np 2 in place 64 KiB tcp")
+    check(above.startswith("- TRAILS") and "2.06x the loopback's" in above,
+          "ours far above the loopback's rate and a peer faster still: trails (the limit does "
+          "not bind there)")
     check(one("np 2 in place 16 MiB tcp").startswith("- TRAILS")
           and "WRONG" in one("np 2 in place 16 MiB tcp"), "wrong results trail whatever the time")
     check(one("np 2 in place 4 KiB shm").startswith("- ok"), "within 5% of the peer: ok")
@@ -94,10 +104,74 @@ def check_verdicts(source_root):
           "the loopback's limit holds out of place too")
     check(one("np 2 out of place 4 KiB shm") == "" and one("np 2 out of place 16 MiB tcp") == "",
           "no verdict where no peer (with a passing check) measured the point")
-    check(len(lines) == 6, f"six verdicts in all (got {len(lines)})")
-    check("every point: 4 of 6 met, 2 trail" in run.stdout, "the summary counts them")
+    check(len(lines) == 7, f"seven verdicts in all (got {len(lines)})")
+    check("every point: 4 of 7 met, 3 trail" in run.stdout, "the summary counts them")
     check("| 4 KiB | ringlet tcp | best TCP peer: mpi tcp |" in run.stdout,
           "the ratio table names the best TCP peer")
+
+
+def write_placement_logs(log_dir):
+    """Samples: near (130 ns) over [100, 200], apart (450 ns) over [300, 400], both over
+    [500, 510]; a nan sample is ignored."""
+    with open(os.path.join(log_dir, "placement.log"), "w") as f:
+        print("# core_probe cpus 0,1 every 0.25 s for 86400 s: unix_time round_trip_ns", file=f)
+        for t in range(100, 201, 5):
+            print(f"{t}.000 130.0", file=f)
+        print("250.000 nan", file=f)
+        for t in range(300, 401, 5):
+            print(f"{t}.000 450.0", file=f)
+        for t in range(500, 511, 5):
+            print(f"{t}.000 {130.0 if t % 10 else 450.0}", file=f)
+    near, apart, mixed = (110, 112), (310, 312), (500, 510)
+    ours_runs = [  # (span, size, in-place us)
+        (near, 4096, 1.0), (apart, 4096, 2.6), (apart, 4096, 2.6),  # ahead in each placement
+        (near, 65536, 10.0),                                        # trails in the same one
+        (apart, 1 << 20, 100.0),                                    # no common placement
+        (near, 1 << 24, 100.0), (mixed, 1 << 24, 50.0)]             # the mixed run left out
+    with open(os.path.join(log_dir, "r1.ours.np2.shm.log"), "w") as f:
+        for span, size, us in ours_runs:
+            print(f"# span {span[0]}.000 {span[1]}.500", file=f)
+            line = json.loads(ours("shm", 2, size, us, 0.0))
+            line["oop_us"] = None
+            print(json.dumps(line), file=f)
+    peer_runs = [(near, "4 KiB", 1.2), (near, "4 KiB", 1.2), (apart, "4 KiB", 2.7),
+                 (near, "64 KiB", 8.0), (near, "1 MiB", 90.0), (near, "16 MiB", 98.0)]
+    with open(os.path.join(log_dir, "r1.peer.mpi.log"), "w") as f:
+        for span, human, us in peer_runs:
+            print(f"# span {span[0]}.000 {span[1]}.500", file=f)
+            print(peer("mpi", "default", 2, human, us, 1.0), file=f)
+
+
+def check_placement_verdicts(source_root):
+    with tempfile.TemporaryDirectory() as log_dir:
+        write_placement_logs(log_dir)
+        run = subprocess.run([sys.executable, os.path.join(source_root, "bench/compare_peers.py"),
+                              log_dir], capture_output=True, text=True, timeout=60)
+    check(run.returncode == 0, f"with placement: exits 0 (stderr: {run.stderr.strip()[:300]})")
+    lines = [line for line in run.stdout.splitlines()
+             if line.startswith(("- ok", "- TRAILS", "- UNMATCHED"))]
+    for line in lines:
+        print("        " + line)
+
+    def one(prefix):
+        found = [line for line in lines if prefix in line]
+        return found[0] if len(found) == 1 else ""
+
+    small = one("np 2 in place 4 KiB shm")
+    check(small.startswith("- ok") and "near (1 vs 2 runs): 1.0 us vs mpi default 1.2 us" in small
+          and "apart (2 vs 1 runs): 2.6 us vs mpi default 2.7 us" in small,
+          "ahead in each placement: ok, though the medians over all runs (2.6 vs 1.2 us) trail")
+    check(one("np 2 in place 64 KiB shm").startswith("- TRAILS"),
+          "a peer faster in the same placement trails")
+    check(one("np 2 in place 1 MiB shm").startswith("- UNMATCHED")
+          and "ours ran apart, the peers near" in one("np 2 in place 1 MiB shm"),
+          "no common placement: unmatched, saying where each ran")
+    check("near (1 vs 1 runs): 100.0 us vs mpi default 98.0 us" in one("np 2 in place 16 MiB shm"),
+          "a run in a mixed placement is left out of the comparison")
+    check("every point: 2 of 4 met, 1 trail, 1 unmatched" in run.stdout,
+          "the summary counts met, trailing and unmatched points")
+    check("45 samples: 22 near, 23 apart" in run.stdout,
+          "the placement summary counts the samples, the nan one left out")
 
 
 def run_group(argv, timeout):
@@ -146,6 +220,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     check_verdicts(sys.argv[1])
+    check_placement_verdicts(sys.argv[1])
     if shutil.which("g++") is None:
         print(f"{len(FAILURES)} failed; skipped: the loopback program (no g++ to build it)")
         return 1 if FAILURES else 77

@@ -14,6 +14,7 @@ import sys
 
 BENCHES = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadcast_perf",
            "p2p_perf", "ops_bench", "train_bench", "reduce_kernel_bench", "host_reduce_bench", "tensor_loops_bench",
+           "core_probe",
            "nccl_all_reduce_perf", "nccl_all_gather_perf", "nccl_reduce_scatter_perf",
            "nccl_broadcast_perf"]
 RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"]]

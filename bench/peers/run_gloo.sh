@@ -32,8 +32,8 @@ for np in $NPS; do
       pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p" || { echo "# ERROR: np=$np algo=$algo rank exited non-zero"; status=1; }; done
-    if [ $first = 1 ]; then grep -E '^(#|peer)' "$store.out.0" || true; first=0; fi
-    grep -vE '^(#|peer)' "$store.out.0" || true
+    if [ $first = 1 ]; then grep -E '^(#|peer)' "$store.out.0" | grep -v '^# span ' || true; first=0; fi
+    grep -E '^(# span |[^#])' "$store.out.0" | grep -v '^peer' || true  # rows, each after its span
     for ((r = 1; r < np; r++)); do grep -v '^$' "$store.out.$r" | sed "s/^/# rank$r: /" || true; done
     rm -rf "$store" "$store".out.*
   done

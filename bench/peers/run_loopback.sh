@@ -29,12 +29,15 @@ echo "# ring streams on 127.0.0.1, blocking send/recv of 1 MiB, ${SECONDS_PER_TE
 echo "peer     algo           np     size    iters      time_us   algbw_GB/s   busbw_GB/s check"
 status=0
 for np in $NPS; do
+  span_start=$(date +%s.%N)
   line=$(timeout $((SECONDS_PER_TEST * 3 + 30)) "$BIN" "$np" "$SECONDS_PER_TEST") ||
     { echo "# ERROR: loopback $np $SECONDS_PER_TEST failed"; status=1; continue; }
+  span="$span_start $(date +%s.%N)"
   echo "# $line"
-  "$PY" - "$np" "$SIZES" "$line" "$SECONDS_PER_TEST" <<'PY' || status=1
+  "$PY" - "$np" "$SIZES" "$line" "$SECONDS_PER_TEST" "$span" <<'PY' || status=1
 import sys
 np_, sizes, line, secs = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(), sys.argv[4]
+span = [float(t) for t in sys.argv[5].split()]  # when the streams ran (compare_peers.py)
 rate = float(line[line.index("mean_GBps") + 1])
 if rate <= 0:
     sys.exit(f"# ERROR: the streams reported no rate ({sys.argv[3]})")
@@ -43,6 +46,7 @@ for size in map(int, sizes.split(",")):
     human = next((f"{size // u} {name}" for u, name in ((1 << 20, "MiB"), (1 << 10, "KiB"))
                   if size >= u and size % u == 0), f"{size} B")
     t = factor * size / (rate * 1e9)
+    print(f"# span {span[0]:.3f} {span[1]:.3f}")
     print(f"{'loopback':<8} {'streams':<14} {np_:3d} {human:>8} {secs:>8} {t * 1e6:12.1f} "
           f"{size / t / 1e9:12.3f} {rate:12.3f} OK")
 PY

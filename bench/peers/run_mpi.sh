@@ -50,8 +50,8 @@ for mode in $MODES; do
       out=$(mktemp /tmp/mpi_out.XXXXXX)
       # shellcheck disable=SC2046
       timeout 300 "${MPIRUN[@]}" -np "$np" $(mode_args "$mode") "$BIN" "$mode" "$SIZES" "$MIN_TIME" "$place" > "$out" 2>&1 || { echo "# ERROR: mode=$mode np=$np place=$place failed"; status=1; }
-      if [ $first = 1 ]; then grep -E '^(#|peer)' "$out" || true; first=0; fi
-      grep -vE '^(#|peer)' "$out" || true
+      if [ $first = 1 ]; then grep -E '^(#|peer)' "$out" | grep -v '^# span ' || true; first=0; fi
+      grep -E '^(# span |[^#])' "$out" | grep -v '^peer' || true  # rows, each after its span
       rm -f "$out"
     done
   done

@@ -17,8 +17,8 @@ status=0
 for np in $NPS; do
   out=$(mktemp /tmp/torch_out.XXXXXX)
   timeout 400 "$PY" "$PEERS_DIR/src/torch_bench.py" "$np" "$SIZES" "$MIN_TIME" > "$out" 2>&1 || { echo "# ERROR: np=$np failed"; cat "$out"; status=1; }
-  if [ $first = 1 ]; then grep -E '^(#|peer)' "$out" || true; first=0; fi
-  grep -vE '^(#|peer)' "$out" || true
+  if [ $first = 1 ]; then grep -E '^(#|peer)' "$out" | grep -v '^# span ' || true; first=0; fi
+  grep -E '^(# span |[^#])' "$out" | grep -v '^peer' || true  # rows, each after its span
   rm -f "$out"
 done
 stop_monitor

@@ -32,6 +32,13 @@ inline double now_s() {
   return std::chrono::duration<double>(clk::now().time_since_epoch()).count();
 }
 
+// Wall-clock seconds since the epoch: when a timed loop ran, for matching it with the CPU
+// placement samples bench/core_probe takes beside it (the "# span" line before each row).
+inline double unix_s() {
+  using clk = std::chrono::system_clock;
+  return std::chrono::duration<double>(clk::now().time_since_epoch()).count();
+}
+
 inline void fill_pattern(float* p, size_t n, int rank) {
   for (size_t i = 0; i < n; ++i) p[i] = float(rank + 1) + 0.5f * float(i % 251);
 }
@@ -88,6 +95,7 @@ struct CaseResult {
   long iters = 0;
   double per_op_s = 0;
   double bad = 0;  // mismatching elements (max over ranks), must be 0
+  double span_start = 0, span_end = 0;  // unix_s() around the reported timed loop (rank's own)
 };
 
 // Runs steps 1-5 above for one (algorithm, size). `op` performs one all-reduce of
@@ -117,8 +125,10 @@ CaseResult run_case(float* in, float* out, size_t n, int rank, int world, double
   for (int attempt = 0; attempt < 3; ++attempt) {
     iters = (long)agree_max((double)iters);
     barrier();
+    r.span_start = unix_s();
     t0 = now_s();
     for (long i = 0; i < iters; ++i) op();
+    r.span_end = unix_s();
     elapsed = agree_max(now_s() - t0);
     if (elapsed >= min_time) break;
     iters = calibrate_iters(elapsed / iters, min_time * 1.1);
@@ -139,8 +149,12 @@ inline void print_header(const char* peer) {
               "time_us", "algbw_GB/s", "busbw_GB/s", "check");
 }
 
-inline void print_row(const char* peer, const char* algo, int np, size_t bytes, long iters,
-                      double t_per_op_s, bool ok) {
+// The row of one result, after a "# span <start> <end>" line with when its timed loop ran.
+inline void print_row(const char* peer, const char* algo, int np, size_t bytes,
+                      const CaseResult& res, bool ok) {
+  const long iters = res.iters;
+  const double t_per_op_s = res.per_op_s;
+  std::printf("# span %.3f %.3f\n", res.span_start, res.span_end);
   double algbw = double(bytes) / t_per_op_s / 1e9;
   double busbw = algbw * 2.0 * (np - 1) / np;
   std::printf("%-8s %-14s %3d %8s %8ld %12.1f %12.3f %12.3f %s\n", peer, algo, np,
