@@ -42,6 +42,7 @@ PLACES = ("in place", "out of place")
 SLACK = 1.05  # a peer this much faster (time) fails the point
 APART_NS = 300  # a core_probe round trip at or above this: the CPUs sit apart (core_probe.cpp)
 STATES = ("near", "apart")
+NEIGHBOUR_S = 1.0  # a sample this close to a span that holds none stands for it
 
 
 def human(n):
@@ -52,36 +53,47 @@ def human(n):
 
 
 def read_placement(log_dir):
-    """core_probe's samples, [(unix time, round trip ns)] in time order; None without a log."""
+    """core_probe's samples, [(unix time, round trip ns)] in time order; None without a log or
+    without a single sample in it (then saying so, with what the probe wrote instead)."""
     path = os.path.join(log_dir, "placement.log")
     if not os.path.exists(path):
         return None
-    samples = []
+    samples, other = [], []
     with open(path) as f:
         for line in f:
             parts = line.split()
-            if len(parts) == 2 and not line.startswith("#"):
-                try:
-                    t, ns = float(parts[0]), float(parts[1])
-                except ValueError:
-                    continue
-                if ns == ns:  # a sample whose partner did not answer is nan
-                    samples.append((t, ns))
+            try:
+                if line.startswith("#") or len(parts) != 2:
+                    raise ValueError
+                t, ns = float(parts[0]), float(parts[1])
+            except ValueError:
+                other.append(line.strip())
+                continue
+            if ns == ns:  # a sample whose partner did not answer is nan
+                samples.append((t, ns))
+    if not samples:
+        said = "; ".join(o for o in other if o and not o.startswith("#"))[:300]
+        print(f"# placement.log holds no samples{': ' + said if said else ''}; every result "
+              "is compared as one placement")
+        return None
     return sorted(samples)
 
 
 def state_of(span, placement):
-    """near, apart or mixed for a result that ran during span (start, end); the samples inside
-    it, else the nearest one on each side. None without placement or span."""
-    if placement is None or span is None:
+    """near, apart or mixed for a result that ran during span (start, end): the samples inside
+    it, else the nearest one on each side within NEIGHBOUR_S; unknown where there is none (or
+    no span). None without placement."""
+    if placement is None:
         return None
+    if span is None:
+        return "unknown"
     inside = [ns for t, ns in placement if span[0] <= t <= span[1]]
     if not inside:
-        before = [ns for t, ns in placement if t < span[0]][-1:]
-        after = [ns for t, ns in placement if t > span[1]][:1]
+        before = [ns for t, ns in placement if span[0] - NEIGHBOUR_S <= t < span[0]][-1:]
+        after = [ns for t, ns in placement if span[1] < t <= span[1] + NEIGHBOUR_S][:1]
         inside = before + after
     if not inside:
-        return None
+        return "unknown"
     apart = [ns >= APART_NS for ns in inside]
     return "apart" if all(apart) else "near" if not any(apart) else "mixed"
 
@@ -97,47 +109,51 @@ def read_span(line):
     return None
 
 
-def parse_ours(path, cells, placement):
+def lines_with_spans(path, per_row):
+    """(line, span) for each line of a log but its "# span" lines: span is the last one before
+    the line (None if none). per_row: a span belongs to the one row after it (peers' logs);
+    else to every line up to the next span (ours: one process, both places)."""
     span = None
     with open(path) as f:
         for line in f:
             if line.startswith("# span"):
                 span = read_span(line)
                 continue
-            if not line.startswith("{"):
+            yield line, span
+            if per_row and not line.startswith("#"):
+                span = None
+
+
+def parse_ours(path, cells, placement):
+    for line, span in lines_with_spans(path, per_row=False):
+        if not line.startswith("{"):
+            continue
+        j = json.loads(line)
+        if j.get("bench") != "all_reduce_perf":
+            continue
+        impl = f"ringlet {j['transport']}"
+        state = state_of(span, placement)
+        for place, col in (("in place", "ip"), ("out of place", "oop")):
+            if j.get(f"{col}_us") is None:
                 continue
-            j = json.loads(line)
-            if j.get("bench") != "all_reduce_perf":
-                continue
-            impl = f"ringlet {j['transport']}"
-            state = state_of(span, placement)
-            for place, col in (("in place", "ip"), ("out of place", "oop")):
-                if j.get(f"{col}_us") is None:
-                    continue
-                cells[(impl, place, j["nranks"], j["size"])].append(
-                    (j[f"{col}_us"], j[f"{col}_busbw"], j[f"{col}_wrong"] in (0, None), state))
+            cells[(impl, place, j["nranks"], j["size"])].append(
+                (j[f"{col}_us"], j[f"{col}_busbw"], j[f"{col}_wrong"] in (0, None), state))
 
 
 def parse_peer(path, cells, placement):
-    span = None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("# span"):
-                span = read_span(line)
-                continue
-            parts = line.split()
-            if line.startswith("#") or len(parts) != 10 or parts[-1] not in ("OK", "FAIL"):
-                continue
-            peer, algo, np_, num, unit, _iters, t, _algbw, busbw, check = parts
-            if unit not in UNITS or not re.fullmatch(r"\d+", num):
-                continue
-            place = "in place"
-            if algo.endswith("-oop"):
-                algo, place = algo[: -len("-oop")], "out of place"
-            size = int(num) * UNITS[unit]
-            key = (f"{peer} {algo}", place, int(np_), size)
-            cells[key].append((float(t), float(busbw), check == "OK", state_of(span, placement)))
-            span = None  # a span belongs to the row after it
+    for line, span in lines_with_spans(path, per_row=True):
+        parts = line.split()
+        if line.startswith("#") or len(parts) != 10 or parts[-1] not in ("OK", "FAIL"):
+            continue
+        peer, algo, np_, num, unit, _iters, t, _algbw, busbw, check = parts
+        if unit not in UNITS or not re.fullmatch(r"\d+", num):
+            continue
+        place = "in place"
+        if algo.endswith("-oop"):
+            algo, place = algo[: -len("-oop")], "out of place"
+        size = int(num) * UNITS[unit]
+        key = (f"{peer} {algo}", place, int(np_), size)
+        cells[key].append((float(t), float(busbw), check == "OK", state_of(span, placement)))
 
 
 def parse(log_dir):

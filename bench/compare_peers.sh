@@ -102,7 +102,8 @@ probe_pid=$!
 trap 'kill "$probe_pid" 2>/dev/null' EXIT
 
 # One all_reduce_perf run per size (so each size gets its own warm-up and iteration count),
-# after a "# span" line with when it ran.
+# after a "# span" line with when it ran: the whole process (start-up, warm-up, both places),
+# where the peers' spans cover their timed loop alone, so ours are "mixed" a little more often.
 run_ours() {  # np transport log
   local np=$1 transport=$2 log=$3 size warm start out
   out=$(mktemp)
@@ -146,4 +147,6 @@ for ((round = 1; round <= ROUNDS; round++)); do
   done
 done
 echo "# total wall time: $(($(date +%s) - t_start)) s"
+kill "$probe_pid" 2>/dev/null
+wait "$probe_pid" 2>/dev/null  # its last line complete before the logs are read
 "$PY" "$ROOT/bench/compare_peers.py" "$LOG_DIR"

@@ -2,9 +2,10 @@
 // threads pinned to them; once, or as a monitor that samples it every few tenths of a second.
 //
 // On a virtual machine the host decides where the virtual CPUs run, and it moves them while a
-// job runs. On the 2-core machines this project is measured on, the round trip is about 55 ns
-// when the two vCPUs are SMT siblings of one physical core, about 130 ns when they share a
-// last-level cache, and 450-570 ns when they sit on different dies; the shared-memory and
+// job runs. On the 2-core machines this project is measured on, the round trip is 40-160 ns
+// while the two vCPUs are near (SMT siblings of one physical core, about 60 ns, or cores that
+// share a cache, about 100-140 ns: the samples do not separate these two cleanly) and 400-570 ns
+// while they sit apart (on different dies); the shared-memory and
 // loopback all-reduce of every implementation follows it (2-4x between the last two). So the
 // benchmarks that compare implementations run this monitor beside them and compare only runs
 // made in the same placement (bench/compare_peers.sh and compare_peers.py).
@@ -42,8 +43,8 @@ const char* const kUsage =
     "usage: core_probe [--cpus A,B] [--trips N] [--every SECONDS --for SECONDS]\n"
     "  The round trip of one cache line between threads pinned to CPUs A and B (default: the\n"
     "  first two this process may run on), in ns: the median of 25 batches of N/25 trips\n"
-    "  (--trips, default 500), and the placement it suggests on this machine kind (same core\n"
-    "  < 90 ns <= shared cache < 300 ns <= apart).\n"
+    "  (--trips, default 500), and the placement it suggests on this machine kind (roughly: same\n"
+    "  core < 90 ns <= shared cache < 300 ns <= apart; only the 300 ns split is sharp).\n"
     "  Once: a line for people and a JSON line. --every S --for T: a monitor, one line\n"
     "  '<unix time in s> <round trip in ns, or nan>' every S seconds (>= 0.01) for T seconds\n"
     "  (<= 86400), each line flushed.\n";
@@ -55,30 +56,62 @@ struct Options {
   double duration = 0;  // seconds the monitor runs
 };
 
-double parse_seconds(const std::string& flag, const std::string& text) {
+cpu_set_t allowed_cpus() {
+  cpu_set_t allowed;
+  RINGLET_CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0, Error,
+                "cannot read this process's CPU affinity");
+  return allowed;
+}
+
+// --cpus names CPUs this process may run on (a usage error otherwise).
+void check_named_cpus(const Options& o) {
+  if (o.cpu_a < 0) return;
+  const cpu_set_t allowed = allowed_cpus();
+  for (int c : {o.cpu_a, o.cpu_b}) {
+    RINGLET_CHECK(CPU_ISSET(c, &allowed), ValueError, "--cpus: CPU ", c,
+                  " is not one this process may run on");
+  }
+}
+
+// The first two CPUs this process may run on, where --cpus named none.
+void choose_cpus(Options& o) {
+  if (o.cpu_a >= 0) return;
+  const cpu_set_t allowed = allowed_cpus();
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  RINGLET_CHECK(cpus.size() >= 2, Error, "needs two CPUs to run on; this process may use ",
+                cpus.size());
+  o.cpu_a = cpus[0];
+  o.cpu_b = cpus[1];
+}
+
+// The whole of `text` as a number (std::stod or std::stoi as `convert`), else a usage error
+// naming the flag and what it wants.
+template <class Convert>
+auto parse_number(const std::string& flag, const std::string& text, const char* wants,
+                  Convert convert) {
   std::size_t used = 0;
-  double v = 0;
+  decltype(convert(text, &used)) v{};
   try {
-    v = std::stod(text, &used);
+    v = convert(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  RINGLET_CHECK(used == text.size() && used > 0 && std::isfinite(v), ValueError, flag,
-                " wants a number of seconds, got '", text, "'");
+  RINGLET_CHECK(used == text.size() && used > 0 && std::isfinite(static_cast<double>(v)),
+                ValueError, flag, " wants ", wants, ", got '", text, "'");
   return v;
 }
 
+double parse_seconds(const std::string& flag, const std::string& text) {
+  return parse_number(flag, text, "a number of seconds",
+                      [](const std::string& t, std::size_t* used) { return std::stod(t, used); });
+}
+
 int parse_int(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  RINGLET_CHECK(used == text.size() && used > 0, ValueError, flag, " wants a whole number, got '",
-                text, "'");
-  return v;
+  return parse_number(flag, text, "a whole number",
+                      [](const std::string& t, std::size_t* used) { return std::stoi(t, used); });
 }
 
 Options parse(int argc, char** argv) {
@@ -112,27 +145,8 @@ Options parse(int argc, char** argv) {
   }
   RINGLET_CHECK((o.every > 0) == (o.duration > 0), ValueError,
                 "--every and --for go together (a monitor samples every S seconds for T seconds)");
+  check_named_cpus(o);
   return o;
-}
-
-// The first two CPUs this process may run on, where --cpus named none.
-void choose_cpus(Options& o) {
-  cpu_set_t allowed;
-  RINGLET_CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0, Error,
-                "cannot read this process's CPU affinity");
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  }
-  if (o.cpu_a < 0) {
-    RINGLET_CHECK(cpus.size() >= 2, Error, "needs two CPUs to run on; this process may use ",
-                  cpus.size());
-    o.cpu_a = cpus[0];
-    o.cpu_b = cpus[1];
-  }
-  for (int c : {o.cpu_a, o.cpu_b}) {
-    RINGLET_CHECK(CPU_ISSET(c, &allowed), Error, "CPU ", c, " is not one this process may use");
-  }
 }
 
 // Pins the calling thread to `cpu`, waits (yielding, bounded) until the other side is pinned
@@ -218,6 +232,10 @@ int run_once(const Options& o) {
   const double ns = sample(o);
   std::printf("# core_probe cpus %d,%d: round trip %.0f ns (%s)\n", o.cpu_a, o.cpu_b, ns,
               placement(ns));
+  if (std::isnan(ns)) {
+    std::fprintf(stderr, "core_probe: CPU %d or %d did not answer within %lld ms\n", o.cpu_a,
+                 o.cpu_b, static_cast<long long>(kAnswerWait.count()));
+  }
   std::printf(
       "{\"bench\":\"core_probe\",\"cpus\":[%d,%d],\"trips\":%d,\"round_trip_ns\":%s,"
       "\"placement\":\"%s\"}\n",
@@ -232,15 +250,20 @@ int run_monitor(const Options& o) {
   std::fflush(stdout);
   const auto start = Clock::now();
   const auto end = start + std::chrono::duration<double>(o.duration);
-  for (long k = 0;; ++k) {
-    const auto at = start + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(o.every * static_cast<double>(k)));
-    if (at >= end) break;
+  const auto tick = [&](double k) {
+    return start +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.every * k));
+  };
+  for (auto at = start; at < end;) {
     std::this_thread::sleep_until(at);
     const double t = unix_seconds();
     const double ns = sample(o);
     std::printf("%.3f %.1f\n", t, ns);
     std::fflush(stdout);
+    // The next tick after now: a sample that ran long (a partner late) skips ticks rather
+    // than catching up on them back to back.
+    const double since = std::chrono::duration<double>(Clock::now() - start).count();
+    at = tick(std::floor(since / o.every) + 1);
   }
   return 0;
 }

@@ -147,7 +147,11 @@ class Placement:
         if self.proc is None:
             return None
         self.proc.terminate()
-        self.proc.wait(timeout=10)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self.log.close()
         return compare_peers.read_placement(self.dir.name)
 

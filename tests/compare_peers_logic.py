@@ -70,11 +70,17 @@ def verdict_lines(out):
     return [line for line in out.splitlines() if line.startswith(("- ok", "- TRAILS"))]
 
 
-def check_verdicts(source_root):
+def compare(source_root, *writers):
+    """compare_peers.py run over a folder of logs that each of writers(log_dir) writes in turn."""
     with tempfile.TemporaryDirectory() as log_dir:
-        write_logs(log_dir)
-        run = subprocess.run([sys.executable, os.path.join(source_root, "bench/compare_peers.py"),
-                              log_dir], capture_output=True, text=True, timeout=60)
+        for write in writers:
+            write(log_dir)
+        return subprocess.run([sys.executable, os.path.join(source_root, "bench/compare_peers.py"),
+                               log_dir], capture_output=True, text=True, timeout=60)
+
+
+def check_verdicts(source_root):
+    run = compare(source_root, write_logs)
     check(run.returncode == 0, f"compare_peers.py exits 0 (stderr: {run.stderr.strip()[:300]})")
     lines = verdict_lines(run.stdout)
     for line in lines:
@@ -127,7 +133,9 @@ def write_placement_logs(log_dir):
         (near, 4096, 1.0), (apart, 4096, 2.6), (apart, 4096, 2.6),  # ahead in each placement
         (near, 65536, 10.0),                                        # trails in the same one
         (apart, 1 << 20, 100.0),                                    # no common placement
-        (near, 1 << 24, 100.0), (mixed, 1 << 24, 50.0)]             # the mixed run left out
+        (near, 1 << 24, 100.0), (mixed, 1 << 24, 50.0),             # the mixed run left out
+        ((201, 201), 1 << 26, 100.0),    # no sample inside: the one at 200 s stands for it
+        ((260, 261), 65536, 1.0)]        # none within 1 s (250 s is nan): unknown, left out
     with open(os.path.join(log_dir, "r1.ours.np2.shm.log"), "w") as f:
         for span, size, us in ours_runs:
             print(f"# span {span[0]}.000 {span[1]}.500", file=f)
@@ -135,7 +143,8 @@ def write_placement_logs(log_dir):
             line["oop_us"] = None
             print(json.dumps(line), file=f)
     peer_runs = [(near, "4 KiB", 1.2), (near, "4 KiB", 1.2), (apart, "4 KiB", 2.7),
-                 (near, "64 KiB", 8.0), (near, "1 MiB", 90.0), (near, "16 MiB", 98.0)]
+                 (near, "64 KiB", 8.0), (near, "1 MiB", 90.0), (near, "16 MiB", 98.0),
+                 (near, "64 MiB", 98.0)]
     with open(os.path.join(log_dir, "r1.peer.mpi.log"), "w") as f:
         for span, human, us in peer_runs:
             print(f"# span {span[0]}.000 {span[1]}.500", file=f)
@@ -143,10 +152,7 @@ def write_placement_logs(log_dir):
 
 
 def check_placement_verdicts(source_root):
-    with tempfile.TemporaryDirectory() as log_dir:
-        write_placement_logs(log_dir)
-        run = subprocess.run([sys.executable, os.path.join(source_root, "bench/compare_peers.py"),
-                              log_dir], capture_output=True, text=True, timeout=60)
+    run = compare(source_root, write_placement_logs)
     check(run.returncode == 0, f"with placement: exits 0 (stderr: {run.stderr.strip()[:300]})")
     lines = [line for line in run.stdout.splitlines()
              if line.startswith(("- ok", "- TRAILS", "- UNMATCHED"))]
@@ -168,10 +174,29 @@ def check_placement_verdicts(source_root):
           "no common placement: unmatched, saying where each ran")
     check("near (1 vs 1 runs): 100.0 us vs mpi default 98.0 us" in one("np 2 in place 16 MiB shm"),
           "a run in a mixed placement is left out of the comparison")
-    check("every point: 2 of 4 met, 1 trail, 1 unmatched" in run.stdout,
+    check("near (1 vs 1 runs): 100.0 us vs mpi default 98.0 us" in one("np 2 in place 64 MiB shm"),
+          "a span with no sample inside takes the nearest one within a second")
+    check(one("np 2 in place 64 KiB shm").startswith("- TRAILS")
+          and "ringlet shm: 3 apart, 1 mixed, 4 near, 1 unknown" in run.stdout,
+          "a span with no sample within a second is unknown and left out")
+    check("every point: 3 of 5 met, 1 trail, 1 unmatched" in run.stdout,
           "the summary counts met, trailing and unmatched points")
     check("45 samples: 22 near, 23 apart" in run.stdout,
           "the placement summary counts the samples, the nan one left out")
+
+
+def check_empty_placement(source_root):
+    """A placement log without a sample (the probe could not run): said, and every result is
+    compared as one placement."""
+    def no_samples(log_dir):
+        with open(os.path.join(log_dir, "placement.log"), "w") as f:
+            print("core_probe: needs two CPUs to run on; this process may use 1", file=f)
+
+    run = compare(source_root, write_placement_logs, no_samples)
+    check(run.returncode == 0 and "placement.log holds no samples: core_probe: needs two CPUs"
+          in run.stdout and "every point: 3 of 5 met, 2 trail" in run.stdout
+          and "unmatched" not in run.stdout.split("every point:")[-1].split("(")[0],
+          "no samples in the placement log: said, and one placement for all (3 of 5 met)")
 
 
 def run_group(argv, timeout):
@@ -221,6 +246,7 @@ def main():
         sys.exit(__doc__)
     check_verdicts(sys.argv[1])
     check_placement_verdicts(sys.argv[1])
+    check_empty_placement(sys.argv[1])
     if shutil.which("g++") is None:
         print(f"{len(FAILURES)} failed; skipped: the loopback program (no g++ to build it)")
         return 1 if FAILURES else 77

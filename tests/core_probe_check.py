@@ -4,10 +4,12 @@
 usage: core_probe_check.py BUILD_DIR
 
 Once: exit 0, a JSON line with a positive round trip under a millisecond and the placement it
-names. As a monitor (--every 0.05 --for 0.4): a header, then at least four samples, each a unix
-time (ascending, within the run) and a round trip in ns. Refused with exit 2: --every without
---for, the same CPU twice, a CPU this process may not use. Skipped (exit 77), saying so, on a
-machine with fewer than two CPUs for this process.
+names (up to three tries: a sample whose partner thread was not scheduled within 50 ms, on a
+machine busy with other tests, is nan). As a monitor (--every 0.05 --for 0.4): a header, then at
+least four samples, each a unix time (ascending, within the run) and a round trip in ns.
+Refused with exit 2 and a message naming the flag: --every without --for, the same CPU twice, a
+CPU this process may not use. Skipped (exit 77), saying so, on a machine with fewer than two
+CPUs for this process.
 """
 import json
 import os
@@ -25,7 +27,10 @@ def check(cond, what):
 
 
 def run(args):
-    return subprocess.run(args, capture_output=True, text=True, timeout=60)
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, -1, "", "timed out after 60 s")
 
 
 def main():
@@ -36,10 +41,13 @@ def main():
     if len(cpus) < 2:
         print(f"skipped: core_probe needs two CPUs, this process may use {len(cpus)}")
         return 77
-    once = run([probe])
-    lines = [line for line in once.stdout.splitlines() if line.startswith("{")]
-    result = json.loads(lines[0]) if lines else {}
-    ns = result.get("round_trip_ns")
+    for _try in range(3):
+        once = run([probe])
+        lines = [line for line in once.stdout.splitlines() if line.startswith("{")]
+        result = json.loads(lines[0]) if lines else {}
+        ns = result.get("round_trip_ns")
+        if once.returncode == 0:
+            break
     check(once.returncode == 0 and isinstance(ns, (int, float)) and 0 < ns < 1e6
           and result.get("placement") in ("same core", "shared cache", "apart")
           and result.get("cpus") == cpus[:2],
@@ -63,9 +71,8 @@ def main():
                      (["--cpus", f"{cpus[0]},{cpus[0]}"], "the same CPU twice"),
                      (["--cpus", f"{cpus[0]},{max(cpus) + 1}"], "a CPU this process may not use")):
         r = run([probe] + bad)
-        want = 1 if why.startswith("a CPU") else 2
-        check(r.returncode == want and r.stderr.strip() != "",
-              f"{why}: exit {r.returncode} (expected {want}) with a message")
+        check(r.returncode == 2 and bad[0] in r.stderr,
+              f"{why}: exit {r.returncode} (expected 2), the message naming {bad[0]}")
     print(f"{len(FAILURES)} failed")
     return 1 if FAILURES else 0
 
