@@ -255,16 +255,18 @@ def point_verdict(cells, key, ours, states):
     compare within, or [None] for all results as one."""
     place, np_, size = key
     impls = {k[0] for k in cells if k[1] == place and k[2] == np_}
+    every = {i: cells.get((i, place, np_, size), []) for i in [ours, LIMIT] + peers_of(ours, impls)}
 
     def runs(impl, state):
-        return [v for v in cells.get((impl, place, np_, size), []) if state in (None, v[3])]
+        return [v for v in every[impl] if state in (None, v[3])]
 
-    if not runs(ours, None) or not any(runs(p, None) for p in peers_of(ours, impls)):
+    peers = [p for p in peers_of(ours, impls) if every[p]]
+    if not every[ours] or not peers:
         return None
     parts = []
     for state in states:
         mine = runs(ours, state)
-        theirs = [(medians(runs(p, state)), p) for p in peers_of(ours, impls) if runs(p, state)]
+        theirs = [(medians(r), p) for p, r in ((p, runs(p, state)) for p in peers) if r]
         theirs = [t for t in theirs if t[0][2]]  # their check passed
         if not mine or not theirs:
             continue
@@ -273,16 +275,14 @@ def point_verdict(cells, key, ours, states):
         if state is not None:
             text = f"{state} ({len(mine)} vs {max(t[0][3] for t in theirs)} runs): {text}"
         parts.append((met, text))
-    if not parts and any(t[0][2] for t in [(medians(runs(p, None)), p)
-                                           for p in peers_of(ours, impls) if runs(p, None)]):
-        seen = sorted({str(v[3]) for v in runs(ours, None)})
-        theirs_seen = sorted({str(v[3]) for p in peers_of(ours, impls) for v in runs(p, None)})
-        return "UNMATCHED", (f"ours ran {'/'.join(seen)}, the peers {'/'.join(theirs_seen)}: "
-                             "never in the same placement")
-    if not parts:
+    if parts:
+        return ("ok" if all(met for met, _ in parts) else "TRAILS"), "; ".join(t for _, t in parts)
+    if not any(all(v[2] for v in every[p]) for p in peers):
         return None
-    status = "ok" if all(met for met, _ in parts) else "TRAILS"
-    return status, "; ".join(text for _, text in parts)
+    seen = sorted({str(v[3]) for v in every[ours]})
+    theirs_seen = sorted({str(v[3]) for p in peers for v in every[p]})
+    return "UNMATCHED", (f"ours ran {'/'.join(seen)}, the peers {'/'.join(theirs_seen)}: "
+                         "never in the same placement")
 
 
 def point_verdicts(cells, placement):

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 
 #include "bench/kernel_bench_args.h"
 #include "bench/program_main.h"
+#include "core/env.h"
 #include "core/error.h"
 
 namespace ringlet::bench {
@@ -87,31 +89,18 @@ void choose_cpus(Options& o) {
   o.cpu_b = cpus[1];
 }
 
-// The whole of `text` as a number (std::stod or std::stoi as `convert`), else a usage error
-// naming the flag and what it wants.
-template <class Convert>
-auto parse_number(const std::string& flag, const std::string& text, const char* wants,
-                  Convert convert) {
+// The whole of `text` as a finite number of seconds, else a usage error naming the flag.
+double parse_seconds(const std::string& flag, const std::string& text) {
   std::size_t used = 0;
-  decltype(convert(text, &used)) v{};
+  double v = 0;
   try {
-    v = convert(text, &used);
+    v = std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  RINGLET_CHECK(used == text.size() && used > 0 && std::isfinite(static_cast<double>(v)),
-                ValueError, flag, " wants ", wants, ", got '", text, "'");
+  RINGLET_CHECK(used == text.size() && used > 0 && std::isfinite(v), ValueError, flag,
+                " wants a number of seconds, got '", text, "'");
   return v;
-}
-
-double parse_seconds(const std::string& flag, const std::string& text) {
-  return parse_number(flag, text, "a number of seconds",
-                      [](const std::string& t, std::size_t* used) { return std::stod(t, used); });
-}
-
-int parse_int(const std::string& flag, const std::string& text) {
-  return parse_number(flag, text, "a whole number",
-                      [](const std::string& t, std::size_t* used) { return std::stoi(t, used); });
 }
 
 Options parse(int argc, char** argv) {
@@ -123,15 +112,18 @@ Options parse(int argc, char** argv) {
     if (flag == "--cpus") {
       const std::vector<std::string> cpus = split_commas(value);
       RINGLET_CHECK(cpus.size() == 2, ValueError, "--cpus wants two CPUs A,B, got '", value, "'");
-      o.cpu_a = parse_int("--cpus", cpus[0]);
-      o.cpu_b = parse_int("--cpus", cpus[1]);
+      o.cpu_a = static_cast<int>(
+          std::clamp<std::int64_t>(core::parse_int(cpus[0], "--cpus"), -1, CPU_SETSIZE));
+      o.cpu_b = static_cast<int>(
+          std::clamp<std::int64_t>(core::parse_int(cpus[1], "--cpus"), -1, CPU_SETSIZE));
       RINGLET_CHECK(o.cpu_a >= 0 && o.cpu_b >= 0 && o.cpu_a != o.cpu_b && o.cpu_a < CPU_SETSIZE &&
                         o.cpu_b < CPU_SETSIZE,
                     ValueError, "--cpus wants two different CPU numbers, got '", value, "'");
     } else if (flag == "--trips") {
-      o.trips = parse_int(flag, value);
-      RINGLET_CHECK(o.trips >= kBatches && o.trips <= 1000000, ValueError,
-                    "--trips must be in [25, 1000000], got ", o.trips);
+      const std::int64_t trips = core::parse_int(value, flag);
+      RINGLET_CHECK(trips >= kBatches && trips <= 1000000, ValueError,
+                    "--trips must be in [25, 1000000], got ", trips);
+      o.trips = static_cast<int>(trips);
     } else if (flag == "--every") {
       o.every = parse_seconds(flag, value);
       RINGLET_CHECK(o.every >= 0.01, ValueError, "--every must be at least 0.01 s, got ", value);

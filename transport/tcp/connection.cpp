@@ -16,6 +16,7 @@
 //    reading, becomes "background": while any is posted, every socket's thread polls for input
 //    and reads what arrives. So messages posted but not waited for (a peer waiting for its own
 //    send first) cannot fill the socket buffers and stall their sender for good.
+// One socket's frames, queue, locks and wake-up are socket.h's.
 // Reading a socket (its frame in progress, `Socket::reader`) is done under the socket's
 // read_mutex by whoever reads; shared state (posted receives, sequence numbers, sends, the
 // failure) is guarded by Impl::mutex, always taken after read_mutex.
@@ -40,7 +41,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -51,6 +51,7 @@
 #include "core/error.h"
 #include "transport/errors.h"
 #include "transport/tcp/handshake.h"
+#include "transport/tcp/socket.h"
 
 namespace ringlet::transport::tcp {
 namespace {
@@ -74,15 +75,6 @@ constexpr int kWaiterPollMs = 1;
 // pausing, so that ranks sharing a core (more ranks than cores) run meanwhile.
 constexpr auto kWaiterSpin = std::chrono::microseconds(50);
 
-struct SendFrame {
-  FrameHeader header;
-  const char* data;
-  std::uint64_t seq;
-  std::uint64_t written = 0;  // bytes of header + payload already on the socket
-
-  std::uint64_t bytes() const { return sizeof(FrameHeader) + header.length; }
-};
-
 struct SendState {
   RequestPtr request;
   int frames_left;
@@ -97,81 +89,6 @@ struct RecvSlot {
   bool background = false;  // read by the sockets' threads (else by its waiter)
   bool driven = false;      // its waiter is reading (it stays a waiter's, however long)
   Clock::time_point posted;
-};
-
-// The frame being read from one socket: its header, then its payload straight into the posted
-// buffer. Persists across reads, whoever does them.
-struct Reader {
-  FrameHeader header;
-  std::size_t header_got = 0;  // bytes of `header` read
-  bool in_payload = false;
-  std::uint64_t seq = 0;     // the frame whose payload is being read (`header` may already
-  std::uint64_t length = 0;  // hold the next frame's)
-  char* dst = nullptr;       // where the rest of the payload goes
-  std::uint64_t left = 0;    // payload bytes still to read
-};
-
-struct Socket {
-  int fd = -1;
-  int wake_fd = -1;  // eventfd: wakes the socket's thread when what it polls for changed
-  std::thread thread;
-  std::mutex write_mutex;       // guards queue and the socket's write side
-  std::deque<SendFrame> queue;  // frames to write, in order; the front may be partly written
-  std::mutex read_mutex;        // held by whoever reads the socket; guards reader
-  Reader reader;
-  bool parked = false;     // the next frame's receive is not posted yet; guarded by Impl::mutex
-  bool read_done = false;  // goodbye or failure: nothing more is read; guarded by Impl::mutex
-  bool resumed = false;    // unparked: the thread reads the waiting frame; guarded by Impl::mutex
-};
-
-// Writes as much of `f` as the socket takes now. 0, EAGAIN, or the errno of a failure.
-int write_some(int fd, SendFrame& f) {
-  while (f.written < f.bytes()) {
-    iovec parts[2];
-    int n = 0;
-    const std::uint64_t head = sizeof(FrameHeader);
-    if (f.written < head) {
-      parts[n++] = {reinterpret_cast<char*>(&f.header) + f.written,
-                    static_cast<std::size_t>(head - f.written)};
-    }
-    const std::uint64_t in_payload = f.written < head ? 0 : f.written - head;
-    if (f.header.length > in_payload) {
-      parts[n++] = {const_cast<char*>(f.data) + in_payload,
-                    static_cast<std::size_t>(f.header.length - in_payload)};
-    }
-    msghdr msg{};
-    msg.msg_iov = parts;
-    msg.msg_iovlen = static_cast<std::size_t>(n);
-    const ssize_t sent = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (sent < 0) {
-      if (errno == EINTR) continue;
-      return errno == EWOULDBLOCK ? EAGAIN : errno;
-    }
-    f.written += static_cast<std::uint64_t>(sent);
-  }
-  return 0;
-}
-
-void wake(Socket* c) {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = ::write(c->wake_fd, &one, sizeof one);
-}
-
-// The socket whose read_mutex this thread holds, so that a failure found while reading it does
-// not wait for itself.
-thread_local const Socket* t_reading = nullptr;
-
-// Holds a socket's read_mutex and names it in t_reading for as long as it lives.
-class ReadingSocket {
- public:
-  explicit ReadingSocket(Socket* c) : lock_(c->read_mutex), previous_(t_reading) { t_reading = c; }
-  ~ReadingSocket() { t_reading = previous_; }
-  ReadingSocket(const ReadingSocket&) = delete;
-  ReadingSocket& operator=(const ReadingSocket&) = delete;
-
- private:
-  std::lock_guard<std::mutex> lock_;
-  const Socket* previous_;
 };
 
 int poll_ms(Clock::duration d) {
@@ -237,7 +154,7 @@ struct TcpConnection::Impl {
   // `failed`), and drops its unwritten frames. Called after `failed` is set.
   void let_go(Socket* c) {
     std::unique_lock read(c->read_mutex, std::defer_lock);
-    if (t_reading != c) read.lock();
+    if (!reading_now(c)) read.lock();
     std::lock_guard write(c->write_mutex);
     c->queue.clear();
   }

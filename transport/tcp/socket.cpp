@@ -1,0 +1,59 @@
+// One socket of a TcpConnection: writing a frame without blocking, waking the socket's thread,
+// and which socket this thread reads.
+#include "transport/tcp/socket.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace ringlet::transport::tcp {
+namespace {
+
+// The socket whose read_mutex this thread holds.
+thread_local const Socket* t_reading = nullptr;
+
+}  // namespace
+
+int write_some(int fd, SendFrame& f) {
+  while (f.written < f.bytes()) {
+    iovec parts[2];
+    int n = 0;
+    const std::uint64_t head = sizeof(FrameHeader);
+    if (f.written < head) {
+      parts[n++] = {reinterpret_cast<char*>(&f.header) + f.written,
+                    static_cast<std::size_t>(head - f.written)};
+    }
+    const std::uint64_t in_payload = f.written < head ? 0 : f.written - head;
+    if (f.header.length > in_payload) {
+      parts[n++] = {const_cast<char*>(f.data) + in_payload,
+                    static_cast<std::size_t>(f.header.length - in_payload)};
+    }
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    const ssize_t sent = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      return errno == EWOULDBLOCK ? EAGAIN : errno;
+    }
+    f.written += static_cast<std::uint64_t>(sent);
+  }
+  return 0;
+}
+
+void wake(Socket* c) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(c->wake_fd, &one, sizeof one);
+}
+
+ReadingSocket::ReadingSocket(Socket* c) : lock_(c->read_mutex), previous_(t_reading) {
+  t_reading = c;
+}
+
+ReadingSocket::~ReadingSocket() { t_reading = previous_; }
+
+bool reading_now(const Socket* c) { return t_reading == c; }
+
+}  // namespace ringlet::transport::tcp
