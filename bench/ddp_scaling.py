@@ -33,12 +33,12 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-import compare_peers  # noqa: E402  (the placement log's reading and labels)
+import compare_peers  # noqa: E402  (the placement labels)
+from placement_monitor import PlacementMonitor  # noqa: E402
 TORCH_PY = "/usr/bin/python3"
 TRAIN_FMNIST = os.path.join(ROOT, "bench", "peers", "src", "train_fmnist.py")
 FMNIST = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
@@ -129,33 +129,6 @@ def torch_missing():
     return None
 
 
-class Placement:
-    """bench/core_probe as a monitor beside the runs (placement.log in a temporary folder);
-    does nothing where the probe is not built or the machine has one CPU."""
-
-    def __init__(self, args):
-        self.dir = tempfile.TemporaryDirectory()
-        self.proc = None
-        probe = os.path.join(args.build, "bench", "core_probe")
-        if os.path.exists(probe) and len(os.sched_getaffinity(0)) >= 2:
-            self.log = open(os.path.join(self.dir.name, "placement.log"), "w")
-            self.proc = subprocess.Popen([probe, "--every", "0.25", "--for", "86400"],
-                                         stdout=self.log, stderr=subprocess.STDOUT)
-
-    def samples(self):
-        """Stops the monitor; its samples, or None without one."""
-        if self.proc is None:
-            return None
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        return compare_peers.read_placement(self.dir.name)
-
-
 def measure(args, with_torch):
     """({name: [step ms per round]}, {name: [placement per round]}), the runs of each round
     interleaved."""
@@ -169,7 +142,7 @@ def measure(args, with_torch):
         runs["torch_ddp"] = lambda: torch_step("ddp_step")
     results = {name: [] for name in runs}
     spans = {name: [] for name in runs}
-    placement = Placement(args)
+    placement = PlacementMonitor(args.build)
     try:
         for r in range(args.rounds):
             for name, fn in runs.items():
@@ -179,7 +152,7 @@ def measure(args, with_torch):
             print(f"# round {r + 1}: " + ", ".join(f"{n} {v[-1]:.2f} ms" for n, v in
                                                     results.items()), flush=True)
     finally:
-        samples = placement.samples()
+        samples = placement.stop()
     states = {name: [compare_peers.state_of(span, samples) for span in v]
               for name, v in spans.items()}
     if samples is not None:

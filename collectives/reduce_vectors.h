@@ -44,6 +44,12 @@ template <class Op, class Lanes, class Format>
 void combine_16bit_lanes(std::uint16_t* dst, const std::uint16_t* first, const std::uint16_t* src,
                          std::size_t count) {
   std::size_t i = 0;
+  for (; i + 2 * kLanes <= count; i += 2 * kLanes) {
+    VecF a_lo, a_hi, b_lo, b_hi;
+    Lanes::load_pair(first + i, a_lo, a_hi);
+    Lanes::load_pair(src + i, b_lo, b_hi);
+    Lanes::store_pair(dst + i, vec_apply<Op>(a_lo, b_lo), vec_apply<Op>(a_hi, b_hi));
+  }
   for (; i + kLanes <= count; i += kLanes) {
     Lanes::store(dst + i, vec_apply<Op>(Lanes::load(first + i), Lanes::load(src + i)));
   }
@@ -56,6 +62,11 @@ template <class Lanes, class Format>
 void divide_16bit_lanes(std::uint16_t* data, std::size_t count, float divisor) {
   const VecF by = vec_set(divisor);
   std::size_t i = 0;
+  for (; i + 2 * kLanes <= count; i += 2 * kLanes) {
+    VecF lo, hi;
+    Lanes::load_pair(data + i, lo, hi);
+    Lanes::store_pair(data + i, vec_div(lo, by), vec_div(hi, by));
+  }
   for (; i + kLanes <= count; i += kLanes)
     Lanes::store(data + i, vec_div(Lanes::load(data + i), by));
   for (; i < count; ++i) data[i] = Format::from_float(Format::to_float(data[i]) / divisor);

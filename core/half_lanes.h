@@ -4,7 +4,11 @@
 // the portable code (core/half_convert.h); vcvtps2ph keeps a NaN's payload, so NaNs are then
 // made the portable code's sign | 0x7e00 (canonical_nan). bf16 rounds with the portable code's
 // integer formula (AVX-512 BF16's vcvtneps2bf16 would flush subnormals to zero). min/max are
-// the scalar selects lane by lane, so every level gives the same bits. Included only by the
+// the scalar selects lane by lane, so every level gives the same bits. load_pair / store_pair
+// move two registers' worth (2 x kLanes elements) for loops whose ops are lane-wise: the pair
+// may come in an order of its own (avx2 bf16 does: even elements in one register, odd in the
+// other, no unpacking in or packing out), so store_pair takes only what load_pair gave; and the
+// NaN fix-up runs only where one of the pair's lanes is NaN. Included only by the
 // translation units of the levels built with F16C (internal linkage, as half_convert.h).
 #pragma once
 
@@ -66,6 +70,14 @@ struct HalfLanes {
     const __m256i h = _mm512_cvtps_ph(x, kRoundNearestEven);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), canonical_nan(h));
   }
+  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
+    lo = load(p);
+    hi = load(p + kLanes);
+  }
+  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
+    store(p, lo);
+    store(p + kLanes, hi);
+  }
 };
 
 struct Bf16Lanes {
@@ -82,6 +94,14 @@ struct Bf16Lanes {
     const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
     const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, quiet);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bits));
+  }
+  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
+    lo = load(p);
+    hi = load(p + kLanes);
+  }
+  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
+    store(p, lo);
+    store(p + kLanes, hi);
   }
 };
 #else  // AVX2
@@ -119,6 +139,17 @@ struct HalfLanes {
     const __m128i h = _mm256_cvtps_ph(x, kRoundNearestEven);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), canonical_nan(h));
   }
+  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
+    lo = load(p);
+    hi = load(p + kLanes);
+  }
+  // The NaN fix-up only when one of the 16 is NaN (one compare finds a NaN on either side).
+  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
+    __m256i h = _mm256_set_m128i(_mm256_cvtps_ph(hi, kRoundNearestEven),
+                                 _mm256_cvtps_ph(lo, kRoundNearestEven));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(lo, hi, _CMP_UNORD_Q)) != 0) h = canonical_nan(h);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+  }
 };
 
 struct Bf16Lanes {
@@ -127,14 +158,42 @@ struct Bf16Lanes {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
   static void store(std::uint16_t* p, VecF x) {
+    const __m256i bits = _mm256_srli_epi32(with_quiet_nans(x, rounded(x)), 16);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), pack_low_halves(bits));
+  }
+  // 16 elements as two registers in an order of their own: the even elements in lo, the odd
+  // ones in hi, each already in its 32-bit lane's top half, where store_pair takes it back.
+  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    lo = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    hi = _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32(-65536)));
+  }
+  // Rounds both, mends NaNs only when one of the 16 is NaN (one compare finds a NaN on either
+  // side), and interleaves the top halves back: even from lo, odd from hi.
+  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
+    __m256i even = rounded(lo);
+    __m256i odd = rounded(hi);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(lo, hi, _CMP_UNORD_Q)) != 0) {
+      even = with_quiet_nans(lo, even);
+      odd = with_quiet_nans(hi, odd);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm256_blend_epi16(_mm256_srli_epi32(even, 16), odd, 0xaa));
+  }
+
+ private:
+  // Each lane's f32 rounded to nearest even at bit 16: the bf16 bits in the top half (the
+  // portable formula; wrong for NaN, which with_quiet_nans mends), the low half left over.
+  static __m256i rounded(VecF x) {
     const __m256i f = _mm256_castps_si256(x);
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), odd), 16);
-    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(0x40));
+    return _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), odd);
+  }
+  // NaN lanes of x get its top half with the quiet bit set, as the portable code.
+  static __m256i with_quiet_nans(VecF x, __m256i rounded_bits) {
+    const __m256i quiet = _mm256_or_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x400000));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                     pack_low_halves(_mm256_blendv_epi8(rounded, quiet, nan)));
+    return _mm256_blendv_epi8(rounded_bits, quiet, nan);
   }
 };
 #endif

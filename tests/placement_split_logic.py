@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""The bench scripts' split of their runs by CPU placement, on made-up runs (a `meson test`):
+bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
+scaling within each placement. A placement where only one side ran gives no ratio; mixed and
+unknown runs count in no placement; a run caught apart does not drag the near figure.
+
+usage: placement_split_logic.py SOURCE_ROOT
+"""
+import os
+import sys
+
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok      " if cond else "FAILED  ") + what)
+    if not cond:
+        FAILURES.append(what)
+
+
+def close(a, b):
+    return abs(a - b) < 1e-9
+
+
+def check_dtype_rates(dtype_rates):
+    cells = {("avx2", "shm", "float"): [7.0, 3.0, 6.0, 5.0],
+             ("avx2", "shm", "half"): [6.3, 6.5, 2.8, 1.0],
+             ("avx2", "shm", "bfloat16"): [9.9, 9.9, 9.9, 9.9]}
+    states = {("avx2", "shm", "float"): ["near", "apart", "near", "mixed"],
+              ("avx2", "shm", "half"): ["near", "near", "apart", "unknown"],
+              ("avx2", "shm", "bfloat16"): ["mixed", "mixed", "unknown", "mixed"]}
+    half = dtype_rates.by_placement(cells, states, "avx2", "shm", "half")
+    check(set(half) == {"near", "apart"}, f"half: a ratio in near and apart ({sorted(half)})")
+    med, ratio, runs = half["near"]
+    check(close(med, 6.4) and close(ratio, 6.4 / 6.5) and runs == 2,
+          f"half near: median 6.4 of 2 runs over float's near median 6.5 ({half['near']})")
+    med, ratio, runs = half["apart"]
+    check(close(ratio, 2.8 / 3.0) and runs == 1, f"half apart: 2.8 / 3.0 ({half['apart']})")
+    bf16 = dtype_rates.by_placement(cells, states, "avx2", "shm", "bfloat16")
+    check(bf16 == {}, f"bfloat16 only mixed or unknown: no placement ratio ({bf16})")
+    flt = dtype_rates.by_placement(cells, states, "avx2", "shm", "float")
+    check(close(flt["near"][1], 1.0), "float against itself: 1.0")
+
+
+def check_ddp_scaling(ddp_scaling):
+    results = {"one": [30.0, 60.0, 31.0], "pair": [32.0, 70.0, 33.0],
+               "ddp": [33.0, 80.0, 34.0]}
+    states = {"one": ["near", "apart", "near"], "pair": ["near", "apart", "mixed"],
+              "ddp": ["near", "near", "near"]}
+    split = ddp_scaling.by_placement(results, states)
+    check(set(split) == {"near"}, f"ddp_scaling: only near has one, pair and ddp ({sorted(split)})")
+    near = split["near"]
+    check(near["runs"] == {"one": 2, "pair": 1, "ddp": 3},
+          f"ddp_scaling near: runs per name 2/1/3 ({near['runs']})")
+    check(close(near["scaling"], 2 * 30.5 / 34.0) and close(near["ceiling"], 2 * 30.5 / 32.0),
+          f"ddp_scaling near: 2 x one / ddp and 2 x one / pair from near runs only ({near})")
+
+
+def main():
+    sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
+    import dtype_rates  # noqa: E402
+    import ddp_scaling  # noqa: E402
+    check_dtype_rates(dtype_rates)
+    check_ddp_scaling(ddp_scaling)
+    print(f"{len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
