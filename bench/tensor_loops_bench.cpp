@@ -1,5 +1,5 @@
 // tensor_loops_bench: tensor's flat loops (tensor/cpu/flat_loops.h: relu and its gradient,
-// add, mul, batch norm's multiply-add, the f32 <-> f16/bf16 conversions) at every
+// add, mul, batch norm's multiply-add, the f32 <-> f16/bf16 conversions, the 2x2 max pool) at every
 // instruction-set level this CPU runs (core/isa.h). Per loop and size, the median over --reps
 // of the mean time of back-to-back calls lasting about 2 ms, as effective GB/s (1 GB = 1e9 B;
 // the bytes every operand moves once) and the speed-up over the baseline level. Every level's
@@ -96,6 +96,19 @@ const Loop kLoops[] = {
     {"bf16_to_f32", 6,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        t.bf16_to_f32(o, a, n);
+     }},
+    // a as rows of 28, then of 14 (fmnist_cnn's two pools), into rows half as wide; the
+    // indices after the values in out (n / 4 floats in: 8-byte aligned for an even n).
+    {"max_pool_28", 7,
+     [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
+       auto* values = static_cast<float*>(o);
+       t.max_pool_2x2[0](a, 28, n / 56, 14, values,
+                         reinterpret_cast<std::int64_t*>(values + n / 4));
+     }},
+    {"max_pool_14", 7,
+     [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
+       auto* values = static_cast<float*>(o);
+       t.max_pool_2x2[0](a, 14, n / 28, 7, values, reinterpret_cast<std::int64_t*>(values + n / 4));
      }},
 };
 

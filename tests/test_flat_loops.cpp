@@ -1,9 +1,10 @@
 // tensor/cpu/flat_loops.h: the baseline level's loops compute what the scalar kernels (and
 // core's f16/bf16 conversions) compute, every other level this CPU runs gives the baseline's
 // bits (sizes around each vector width, misaligned starts, NaN, infinities, signed zeros and
-// subnormals among the values), and the ops take them exactly where every operand is flat
-// (contiguous, out's shape and a dtype with loops; in place and at a storage offset too) and
-// agree there with the strided kernels.
+// subnormals among the values), the 2x2 max pool of every level follows the window rule (ties,
+// signed zeros and NaNs in the windows; row widths around the vector's 8 outputs), and the ops take
+// them exactly where every operand is flat (contiguous, out's shape and a dtype with loops; in
+// place and at a storage offset too) and agree there with the strided kernels.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -298,6 +299,64 @@ TEST_CASE(
     const Tensor back_strided =
         narrow16.transpose(0, 1).to(DType::f32).transpose(0, 1).contiguous();
     CHECK(std::memcmp(wide.raw_data(), back_strided.raw_data(), wide.nbytes()) == 0);
+  }
+}
+
+namespace {
+
+// The 2x2 stride-2 max pool by its rule, one window at a time: the first maximum row by row,
+// the last NaN where there is one (PyTorch's `val > max || isnan(val)` scan).
+template <class T>
+void reference_pool(const std::vector<T>& plane, std::int64_t width, std::int64_t out_h,
+                    std::int64_t out_w, std::vector<T>& values, std::vector<std::int64_t>& where) {
+  for (std::int64_t oy = 0; oy < out_h; ++oy) {
+    for (std::int64_t ox = 0; ox < out_w; ++ox) {
+      std::int64_t at = 2 * oy * width + 2 * ox;
+      for (const std::int64_t i : {at + 1, at + width, at + width + 1}) {
+        if (plane[i] > plane[at] || std::isnan(plane[i])) at = i;
+      }
+      values[oy * out_w + ox] = plane[at];
+      where[oy * out_w + ox] = at;
+    }
+  }
+}
+
+// Values on a coarse grid (so windows hold ties, -0 beside +0 too) with the awkward ones.
+template <class T>
+std::vector<T> pool_values(std::size_t n, std::mt19937& rng) {
+  std::vector<T> v = values<T>(n, rng);
+  for (auto& x : v) {
+    if (rng() % 2 == 0 && std::isfinite(x)) x = std::round(x * 2) / 2;
+  }
+  return v;
+}
+
+template <class T>
+void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng) {
+  for (const std::int64_t width : {2, 3, 4, 5, 14, 15, 16, 17, 28, 31, 33}) {
+    for (const std::int64_t height : {2, 3, 28}) {
+      const std::int64_t out_h = height / 2, out_w = width / 2;
+      const auto plane = pool_values<T>(static_cast<std::size_t>(width * height), rng);
+      const auto outputs = static_cast<std::size_t>(out_h * out_w);
+      std::vector<T> want(outputs), got(outputs);
+      std::vector<std::int64_t> want_at(outputs), got_at(outputs, -1);
+      reference_pool(plane, width, out_h, out_w, want, want_at);
+      loops.max_pool_2x2[d](plane.data(), width, out_h, out_w, got.data(), got_at.data());
+      INFO("width ", width, " height ", height);
+      CHECK(same_bits(got, want));
+      CHECK(got_at == want_at);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("max pool 2x2: every level gives the rule's values (bit for bit) and indices") {
+  std::mt19937 rng(11);
+  for (const Isa isa : ringlet::core::supported_isas()) {
+    INFO(ringlet::core::isa_name(isa));
+    check_pool_level<float>(flat_loops(isa), 0, rng);
+    check_pool_level<double>(flat_loops(isa), 1, rng);
   }
 }
 

@@ -1,9 +1,10 @@
 // The flat loops of the hottest CPU kernels (all operands contiguous, none broadcast), compiled
 // once per instruction-set level (core/isa.h) into a table of plain function pointers, as the
 // host reduction's are (collectives/reduce_table.h): relu and its gradient, the arithmetic
-// binary ops, batch norm's per-channel multiply-add, and the f16/bf16 <-> f32 conversions.
-// The ops (tensor/ops/elementwise.cpp, norm.cpp, cpu/copy.cpp) call through the table of the
-// level in use for the flat case and keep their generic loops for the rest. Every level gives
+// binary ops, batch norm's per-channel multiply-add, the f16/bf16 <-> f32 conversions, and
+// one plane of the CNNs' 2x2, stride-2 max pool with its argmax indices.
+// The ops (tensor/ops/elementwise.cpp, norm.cpp, pool.cpp, cpu/copy.cpp) call through the table of
+// the level in use for the flat case and keep their generic loops for the rest. Every level gives
 // the baseline's bits (products are not fused: -ffp-contract=off; the selects are the scalar
 // kernels'; f16/bf16 round as core's conversions); tests/test_flat_loops.cpp checks each level
 // this machine has against the baseline.
@@ -32,6 +33,12 @@ struct FlatLoops {
   Map2 select[kFlatDTypes][kFlatSelectOps];      // a > b ? a : b, a < b ? a : b
   Affine affine[kFlatDTypes];  // out = x * scale + shift, scale and shift in the dtype
   Map1 f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32;  // 16-bit values as std::uint16_t
+  // One contiguous plane (rows of `width`) pooled by 2x2 windows with stride 2 and no padding
+  // into out_h x out_w `values` and, in `where`, each maximum's index in the plane: the first
+  // of tied maxima (row by row), a NaN winning over every number (PyTorch's rule).
+  using Pool2x2 = void (*)(const void* plane, std::int64_t width, std::int64_t out_h,
+                           std::int64_t out_w, void* values, std::int64_t* where);
+  Pool2x2 max_pool_2x2[kFlatDTypes];
 };
 
 // Each level's table; the avx2 and avx512 ones exist only in x86-64 builds.

@@ -6,6 +6,8 @@
 // the same selects and the same single roundings, so every level gives the same bits.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -14,6 +16,9 @@
 
 #if defined(__F16C__) && defined(__AVX2__)
 #include "core/half_lanes.h"
+#endif
+#if defined(__AVX2__)
+#include <immintrin.h>
 #endif
 
 namespace ringlet::tensor::cpu {
@@ -104,6 +109,152 @@ void from_16bit_loop(void* out, const void* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = Format::to_float(a[i]);
 }
 
+// --- max pool, 2x2 window, stride 2 ---
+
+// The first of the window's four values (row by row) that is its maximum; with NaNs, the last
+// NaN (PyTorch's `val > max || isnan(val)` scan, as tensor/ops/pool.cpp's generic loop).
+template <class T>
+int window_argmax(const T c[4]) {
+  // max without branches, then the first position holding it in integer arithmetic: compilers
+  // turn a select chain on floats back into branches, and on real data each is a coin flip.
+  const T best = std::max(std::max(c[0], c[1]), std::max(c[2], c[3]));
+  const int not0 = c[0] != best, not1 = c[1] != best, not2 = c[2] != best;
+  int k = not0 * (1 + not1 * (1 + not2));
+  if (std::isnan(c[0] + c[1] + c[2] + c[3])) {  // a NaN in the window: the exact rule
+    k = 0;
+    for (int j = 1; j < 4; ++j) {
+      if (c[j] > c[k] || std::isnan(c[j])) k = j;
+    }
+  }
+  return k;
+}
+
+// Outputs [from, to) of output row oy, one at a time.
+template <class T>
+void max_2x2_scalar(const T* plane, std::int64_t width, std::int64_t oy, std::int64_t from,
+                    std::int64_t to, T* values, std::int64_t* where) {
+  const T* top = plane + 2 * oy * width;
+  const T* bottom = top + width;
+  for (std::int64_t ox = from; ox < to; ++ox) {
+    const T c[4] = {top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]};
+    const int k = window_argmax(c);
+    values[ox] = c[k];
+    where[ox] = (2 * oy + k / 2) * width + 2 * ox + k % 2;
+  }
+}
+
+#if defined(__AVX2__)
+// 16 consecutive columns of one row as its 8 even and 8 odd ones (windows' left and right).
+inline void split_columns(__m256 a, __m256 b, __m256& even, __m256& odd) {
+  // In-lane shuffles leave the 64-bit quarters as a0 b0 a1 b1; 0xd8 puts them in order.
+  even = _mm256_castpd_ps(
+      _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+  odd = _mm256_castpd_ps(
+      _mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+}
+
+inline void split_columns(const float* p, __m256& even, __m256& odd) {
+  split_columns(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), even, odd);
+}
+
+// The first `columns` (< 16) of p, zeros after them; nothing past them is read.
+inline void split_columns(const float* p, std::int64_t columns, __m256& even, __m256& odd) {
+  const __m256i count = _mm256_set1_epi32(static_cast<int>(columns));
+  const __m256i low = _mm256_cmpgt_epi32(count, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i high = _mm256_cmpgt_epi32(count, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+  split_columns(_mm256_maskload_ps(p, low), _mm256_maskload_ps(p + 8, high), even, odd);
+}
+
+// 8 outputs from 16 columns of a window row pair, split into even and odd columns (c0 c1 of
+// the top row, c2 c3 of the bottom: each window's four values): the maximum, the first position
+// holding it by lane-wise compares, the value taken from that position (so a tie of -0 and +0
+// gives the scalar's bits), and its index as `base` + the offset within the two rows. Returns
+// false, writing nothing, when a window holds a NaN (the scalar rule then decides).
+inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, std::int64_t width,
+                          std::int64_t base, float* values, std::int64_t* where) {
+  const __m256 nan =
+      _mm256_or_ps(_mm256_cmp_ps(c0, c1, _CMP_UNORD_Q), _mm256_cmp_ps(c2, c3, _CMP_UNORD_Q));
+  if (_mm256_movemask_ps(nan) != 0) return false;
+  const __m256 best = _mm256_max_ps(_mm256_max_ps(c0, c1), _mm256_max_ps(c2, c3));
+  const __m256i eq0 = _mm256_castps_si256(_mm256_cmp_ps(c0, best, _CMP_EQ_OQ));
+  const __m256i eq1 = _mm256_castps_si256(_mm256_cmp_ps(c1, best, _CMP_EQ_OQ));
+  const __m256i eq2 = _mm256_castps_si256(_mm256_cmp_ps(c2, best, _CMP_EQ_OQ));
+  __m256 value = _mm256_blendv_ps(c3, c2, _mm256_castsi256_ps(eq2));
+  value = _mm256_blendv_ps(value, c1, _mm256_castsi256_ps(eq1));
+  value = _mm256_blendv_ps(value, c0, _mm256_castsi256_ps(eq0));
+  // k = 2 or 3 (the bottom row) when neither top value is it; k odd (the right column) when
+  // k = 1 (not 0, 1) or k = 3 (not 0, 1, 2).
+  const __m256i below =
+      _mm256_andnot_si256(_mm256_or_si256(eq0, eq1), _mm256_set1_epi32(static_cast<int>(width)));
+  const __m256i right =
+      _mm256_andnot_si256(eq0, _mm256_or_si256(eq1, _mm256_xor_si256(eq2, _mm256_set1_epi32(-1))));
+  const __m256i offset = _mm256_add_epi32(_mm256_add_epi32(below, _mm256_srli_epi32(right, 31)),
+                                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+  const __m256i start = _mm256_set1_epi64x(base);
+  _mm256_storeu_ps(values, value);
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(where),
+      _mm256_add_epi64(start, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(offset))));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(where + 4),
+      _mm256_add_epi64(start, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(offset, 1))));
+  return true;
+}
+
+// Output row oy, 8 at a time; a last partial 8 as the row's last 8 (some outputs again), and
+// a row of fewer than 8 from masked loads of its columns (zeros beyond them).
+inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy, std::int64_t out_w,
+                        float* values, std::int64_t* where) {
+  const float* top = plane + 2 * oy * width;
+  const float* bottom = top + width;
+  const auto eight = [&](std::int64_t ox) {
+    __m256 c0, c1, c2, c3;
+    split_columns(top + 2 * ox, c0, c1);
+    split_columns(bottom + 2 * ox, c2, c3);
+    if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width + 2 * ox, values + ox, where + ox)) {
+      max_2x2_scalar(plane, width, oy, ox, ox + 8, values, where);
+    }
+  };
+  if (out_w >= 8) {
+    std::int64_t ox = 0;
+    for (; ox + 8 <= out_w; ox += 8) eight(ox);
+    if (ox < out_w) eight(out_w - 8);
+    return;
+  }
+  __m256 c0, c1, c2, c3;  // the row's 2 x out_w columns, under masks
+  split_columns(top, 2 * out_w, c0, c1);
+  split_columns(bottom, 2 * out_w, c2, c3);
+  float row_values[8];
+  std::int64_t row_where[8];
+  if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width, row_values, row_where)) {
+    return max_2x2_scalar(plane, width, oy, 0, out_w, values, where);
+  }
+  std::copy(row_values, row_values + out_w, values);
+  std::copy(row_where, row_where + out_w, where);
+}
+#endif
+
+template <class T>
+void max_pool_2x2_loop(const void* plane_bytes, std::int64_t width, std::int64_t out_h,
+                       std::int64_t out_w, void* values_bytes, std::int64_t* where) {
+  const T* plane = static_cast<const T*>(plane_bytes);
+  T* values = static_cast<T*>(values_bytes);
+  for (std::int64_t oy = 0; oy < out_h; ++oy) {
+    T* row_values = values + oy * out_w;
+    std::int64_t* row_where = where + oy * out_w;
+#if defined(__AVX2__)
+    // The vector's offsets within two rows are 32-bit.
+    if constexpr (std::is_same_v<T, float>) {
+      if (width < (std::int64_t{1} << 30)) {
+        max_2x2_row(plane, width, oy, out_w, row_values, row_where);
+        continue;
+      }
+    }
+#endif
+    max_2x2_scalar(plane, width, oy, 0, out_w, row_values, row_where);
+  }
+}
+
 template <class T>
 void fill_row(FlatLoops& t, std::size_t d) {
   t.relu[d] = relu_loop<T>;
@@ -115,6 +266,7 @@ void fill_row(FlatLoops& t, std::size_t d) {
   t.select[d][0] = binary_loop<T, 5>;
   t.select[d][1] = binary_loop<T, 6>;
   t.affine[d] = affine_loop<T>;
+  t.max_pool_2x2[d] = max_pool_2x2_loop<T>;
 }
 
 FlatLoops make_flat_loops() {

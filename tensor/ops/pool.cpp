@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/threads.h"
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
+#include "tensor/cpu/flat_loops.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 
@@ -97,34 +99,6 @@ inline void consider(T v, std::int64_t at, T& best, std::int64_t& best_at) {
   }
 }
 
-// The CNN's 2x2 window with stride 2 and no padding, unrolled. On real data each comparison
-// is a coin flip, so the winner is found without branches (below) and NaN is not tested per
-// comparison: a NaN anywhere in the window makes the sum NaN, and
-// such a window redoes the choice with the exact rule.
-template <class T>
-void max_plane_2x2(const PoolGeometry& g, const T* src, T* values, std::int64_t* where) {
-  for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
-    const T* top = src + 2 * oy * g.width;
-    const T* bottom = top + g.width;
-    for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
-      const T c[4] = {top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]};
-      // max without branches (maxss), then the first position holding it, in integer
-      // arithmetic: compilers turn a select chain on floats back into branches.
-      T best = std::max(std::max(c[0], c[1]), std::max(c[2], c[3]));
-      const int not0 = c[0] != best, not1 = c[1] != best, not2 = c[2] != best;
-      int k = not0 * (1 + not1 * (1 + not2));
-      if (std::isnan(c[0] + c[1] + c[2] + c[3])) {
-        std::int64_t at = 0;
-        best = c[0];
-        for (int j = 1; j < 4; ++j) consider(c[j], std::int64_t{j}, best, at);
-        k = static_cast<int>(at);
-      }
-      values[oy * g.out_w + ox] = best;
-      where[oy * g.out_w + ox] = (2 * oy + k / 2) * g.width + 2 * ox + k % 2;
-    }
-  }
-}
-
 template <class T>
 void max_forward(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& indices) {
   const T* in = x.data<T>();
@@ -133,10 +107,11 @@ void max_forward(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& in
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
   const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 &&
                           g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0;
+  const auto pool_2x2 = cpu::flat_loops().max_pool_2x2[std::is_same_v<T, float> ? 0 : 1];
   for_each_plane(g, [&](std::int64_t p) {
     const T* src = in + p * in_plane;
-    if (two_by_two) {
-      max_plane_2x2(g, src, values + p * out_plane, where + p * out_plane);
+    if (two_by_two) {  // the CNNs' pool: the instruction-set level's loop (flat_loops.h)
+      pool_2x2(src, g.width, g.out_h, g.out_w, values + p * out_plane, where + p * out_plane);
       return;
     }
     for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
