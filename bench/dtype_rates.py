@@ -9,9 +9,9 @@ cores), hence 100 iterations after 20 of warm-up by default.
 Placement: on a VM the host moves the two virtual CPUs while a job runs, and a shm or loopback
 all-reduce runs 2-4x slower while they sit apart (bench/README.md). bench/core_probe runs
 beside the rounds as a monitor (bench/placement_monitor.py) and every run is labelled near,
-apart or mixed; the ratios are then also given within each placement, over the rounds where
-float and the other type both ran there ("by_placement" in the JSON lines), so that a run
-caught apart does not pass for a slow type. Standard library only.
+apart or mixed; the ratios are then also given within each placement: the median of a type's
+runs there against the median of float's runs there ("by_placement" in the JSON lines), so
+that a run caught apart does not pass for a slow type. Standard library only.
 
 usage: python3 bench/dtype_rates.py [--build build] [--np 2] [--size 16M]
            [--transports shm,tcp] [--isas baseline,best] [--rounds 5] [--iters 100]

@@ -53,6 +53,12 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// The pools' indices in `out` after their n / 4 values, 8-byte aligned (out holds n floats: room
+// for the values and their indices, 2n bytes).
+std::int64_t* indices_after(float* values, std::int64_t n) {
+  return reinterpret_cast<std::int64_t*>(values + (n / 4 + 1) / 2 * 2);
+}
+
 // One loop of a table on n elements: its name, the bytes it moves, and a call writing `out`.
 struct Loop {
   const char* name;
@@ -97,18 +103,16 @@ const Loop kLoops[] = {
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        t.bf16_to_f32(o, a, n);
      }},
-    // a as rows of 28, then of 14 (fmnist_cnn's two pools), into rows half as wide; the
-    // indices after the values in out (n / 4 floats in: 8-byte aligned for an even n).
+    // a as rows of 28, then of 14 (fmnist_cnn's two pools), into rows half as wide.
     {"max_pool_28", 7,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        auto* values = static_cast<float*>(o);
-       t.max_pool_2x2[0](a, 28, n / 56, 14, values,
-                         reinterpret_cast<std::int64_t*>(values + n / 4));
+       t.max_pool_2x2[0](a, 28, n / 56, 14, values, indices_after(values, n));
      }},
     {"max_pool_14", 7,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        auto* values = static_cast<float*>(o);
-       t.max_pool_2x2[0](a, 14, n / 28, 7, values, reinterpret_cast<std::int64_t*>(values + n / 4));
+       t.max_pool_2x2[0](a, 14, n / 28, 7, values, indices_after(values, n));
      }},
 };
 

@@ -7,8 +7,8 @@
 // the scalar selects lane by lane, so every level gives the same bits. load_pair / store_pair
 // move two registers' worth (2 x kLanes elements) for loops whose ops are lane-wise: the pair
 // may come in an order of its own (avx2 bf16 does: even elements in one register, odd in the
-// other, no unpacking in or packing out), so store_pair takes only what load_pair gave; and the
-// NaN fix-up runs only where one of the pair's lanes is NaN. Included only by the
+// other, no unpacking in or packing out), so store_pair takes only what load_pair gave; and at
+// avx2 the NaN fix-up runs only where one of the pair's lanes is NaN. Included only by the
 // translation units of the levels built with F16C (internal linkage, as half_convert.h).
 #pragma once
 
@@ -186,8 +186,8 @@ struct Bf16Lanes {
   // portable formula; wrong for NaN, which with_quiet_nans mends), the low half left over.
   static __m256i rounded(VecF x) {
     const __m256i f = _mm256_castps_si256(x);
-    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
-    return _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), odd);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), lsb);
   }
   // NaN lanes of x get its top half with the quiet bit set, as the portable code.
   static __m256i with_quiet_nans(VecF x, __m256i rounded_bits) {

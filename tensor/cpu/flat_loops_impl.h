@@ -115,9 +115,11 @@ void from_16bit_loop(void* out, const void* x, std::int64_t n) {
 // NaN (PyTorch's `val > max || isnan(val)` scan, as tensor/ops/pool.cpp's generic loop).
 template <class T>
 int window_argmax(const T c[4]) {
-  // max without branches, then the first position holding it in integer arithmetic: compilers
-  // turn a select chain on floats back into branches, and on real data each is a coin flip.
-  const T best = std::max(std::max(c[0], c[1]), std::max(c[2], c[3]));
+  // max without branches (std::max's selects, written out: no std:: template out of line in a
+  // level's unit), then the first position holding it in integer arithmetic: compilers turn a
+  // select chain on floats back into branches, and on real data each is a coin flip.
+  const T top = c[0] < c[1] ? c[1] : c[0], bottom = c[2] < c[3] ? c[3] : c[2];
+  const T best = top < bottom ? bottom : top;
   const int not0 = c[0] != best, not1 = c[1] != best, not2 = c[2] != best;
   int k = not0 * (1 + not1 * (1 + not2));
   if (std::isnan(c[0] + c[1] + c[2] + c[3])) {  // a NaN in the window: the exact rule
@@ -162,7 +164,8 @@ inline void split_columns(const float* p, std::int64_t columns, __m256& even, __
   const __m256i count = _mm256_set1_epi32(static_cast<int>(columns));
   const __m256i low = _mm256_cmpgt_epi32(count, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i high = _mm256_cmpgt_epi32(count, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
-  split_columns(_mm256_maskload_ps(p, low), _mm256_maskload_ps(p + 8, high), even, odd);
+  const float* upper = columns > 8 ? p + 8 : p;  // no pointer past the columns when unused
+  split_columns(_mm256_maskload_ps(p, low), _mm256_maskload_ps(upper, high), even, odd);
 }
 
 // 8 outputs from 16 columns of a window row pair, split into even and odd columns (c0 c1 of
@@ -183,7 +186,7 @@ inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, std::int64
   value = _mm256_blendv_ps(value, c1, _mm256_castsi256_ps(eq1));
   value = _mm256_blendv_ps(value, c0, _mm256_castsi256_ps(eq0));
   // k = 2 or 3 (the bottom row) when neither top value is it; k odd (the right column) when
-  // k = 1 (not 0, 1) or k = 3 (not 0, 1, 2).
+  // k = 1 (c0 is not it, c1 is) or k = 3 (none of c0, c1, c2 is).
   const __m256i below =
       _mm256_andnot_si256(_mm256_or_si256(eq0, eq1), _mm256_set1_epi32(static_cast<int>(width)));
   const __m256i right =
@@ -229,8 +232,10 @@ inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy,
   if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width, row_values, row_where)) {
     return max_2x2_scalar(plane, width, oy, 0, out_w, values, where);
   }
-  std::copy(row_values, row_values + out_w, values);
-  std::copy(row_where, row_where + out_w, where);
+  for (std::int64_t ox = 0; ox < out_w; ++ox) {
+    values[ox] = row_values[ox];
+    where[ox] = row_where[ox];
+  }
 }
 #endif
 
