@@ -1,9 +1,10 @@
 // tensor_loops_bench: tensor's flat loops (tensor/cpu/flat_loops.h: relu and its gradient,
-// add, mul, batch norm's multiply-add, the f32 <-> f16/bf16 conversions, the 2x2 max pool) at every
-// instruction-set level this CPU runs (core/isa.h). Per loop and size, the median over --reps
-// of the mean time of back-to-back calls lasting about 2 ms, as effective GB/s (1 GB = 1e9 B;
-// the bytes every operand moves once) and the speed-up over the baseline level. Every level's
-// output is checked against the baseline's bits first. A size is the bytes of one f32 operand.
+// add, mul, batch norm's multiply-add and backward, the f32 <-> f16/bf16 conversions, the 2x2
+// max pool) at every instruction-set level this CPU runs (core/isa.h). Per loop and size, the
+// median over --reps of the mean time of back-to-back calls lasting about 2 ms, as effective GB/s
+// (1 GB = 1e9 B; the bytes every operand moves once) and the speed-up over the baseline level.
+// Every level's output is checked against the baseline's bits first. A size is the bytes of one f32
+// operand.
 //
 // usage: tensor_loops_bench [--sizes 256K,64M] [--reps 15]
 #include <algorithm>
@@ -102,6 +103,18 @@ const Loop kLoops[] = {
     {"bf16_to_f32", 6,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        t.bf16_to_f32(o, a, n);
+     }},
+    // Batch norm's backward: sum dy and sum dy * (x - mean) (the results' 16 bytes in out),
+    // and dx.
+    {"norm_sums_dy", 8,
+     [](const FlatLoops& t, void* o, const void* a, const void* b, std::int64_t n) {
+       double sums[2];
+       t.sums_dy[0](a, b, n, 0.25, &sums[0], &sums[1]);
+       if (n >= 4) std::memcpy(o, sums, sizeof sums);
+     }},
+    {"norm_grad", 12,
+     [](const FlatLoops& t, void* o, const void* a, const void* b, std::int64_t n) {
+       t.norm_grad[0](o, a, b, n, 0.75, -0.375, 0.125, 2.5);
      }},
     // a as rows of 28, then of 14 (fmnist_cnn's two pools), into rows half as wide.
     {"max_pool_28", 7,

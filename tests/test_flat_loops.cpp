@@ -1,7 +1,8 @@
 // tensor/cpu/flat_loops.h: the baseline level's loops compute what the scalar kernels (and
 // core's f16/bf16 conversions) compute, every other level this CPU runs gives the baseline's
 // bits (sizes around each vector width, misaligned starts, NaN, infinities, signed zeros and
-// subnormals among the values), the 2x2 max pool of every level follows the window rule (ties,
+// subnormals among the values), batch norm's sums keep their eight-accumulator order at every
+// level, the 2x2 max pool of every level follows the window rule (ties,
 // signed zeros and NaNs in the windows; row widths around the vector's 8 outputs), and the ops take
 // them exactly where every operand is flat (contiguous, out's shape and a dtype with loops; in
 // place and at a storage offset too) and agree there with the strided kernels.
@@ -104,7 +105,38 @@ std::vector<std::vector<T>> row_outputs(const FlatLoops& loops, std::size_t n, s
   outs.push_back(run<T>(n, offset, ++seed, [&](T* o, const T* x, const T*, std::int64_t k) {
     loops.affine[d](o, x, k, 0.7310585786300049, -1.25);
   }));
+  outs.push_back(run<T>(n, offset, ++seed, [&](T* o, const T* g, const T* x, std::int64_t k) {
+    loops.norm_grad[d](o, g, x, k, 0.7310585786300049, -0.375, 0.125, 2.5);
+  }));
   return outs;
+}
+
+// Batch norm's sums through `loops` on finite values: sum, squared deviations, and in one pass
+// sum dy and dy times deviations.
+template <class T>
+std::vector<double> norm_sums(const FlatLoops& loops, std::size_t n, std::size_t offset) {
+  const std::size_t d = std::is_same_v<T, float> ? 0 : 1;
+  std::mt19937 rng(static_cast<unsigned>(n * 7 + offset));
+  std::vector<T> x = values<T>(n + offset, rng), dy = values<T>(n + offset, rng);
+  for (auto* v : {&x, &dy}) {
+    for (T& e : *v) e = std::isfinite(e) ? e : T(1.25);
+  }
+  const auto k = static_cast<std::int64_t>(n);
+  double sum_dy, sum_dy_dev;
+  loops.sums_dy[d](dy.data() + offset, x.data() + offset, k, -0.75, &sum_dy, &sum_dy_dev);
+  return {loops.sum[d](x.data() + offset, k), loops.sum_sq_dev[d](x.data() + offset, k, 0.3125),
+          sum_dy, sum_dy_dev};
+}
+
+// The sums' order by its definition (FlatLoops::Sum): value i to accumulator i % 8 while 8
+// remain, the rest to the total, then the accumulators added to it in order.
+double eight_lane_sum(const std::vector<double>& terms) {
+  double lanes[8] = {}, total = 0;
+  const std::size_t whole = terms.size() / 8 * 8;
+  for (std::size_t i = 0; i < whole; ++i) lanes[i % 8] += terms[i];
+  for (std::size_t i = whole; i < terms.size(); ++i) total += terms[i];
+  for (const double lane : lanes) total += lane;
+  return total;
 }
 
 // The floats the conversions round: random bit patterns (NaN payloads, subnormals, every
@@ -216,6 +248,37 @@ TEST_CASE("baseline flat loops compute the scalar kernels' values") {
     wrong += casts[3][i] != ringlet::core::float_to_bf16(floats[i]);
   }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("batch norm's sums follow their eight-accumulator order at every level") {
+  for (const Isa isa : ringlet::core::supported_isas()) {
+    for (const std::size_t n : kSizes) {
+      for (const std::size_t offset : {0, 1}) {
+        INFO(ringlet::core::isa_name(isa), " n=", n, " offset ", offset);
+        const auto got = norm_sums<float>(flat_loops(isa), n, offset);
+        std::mt19937 rng(static_cast<unsigned>(n * 7 + offset));
+        std::vector<float> x = values<float>(n + offset, rng), dy = values<float>(n + offset, rng);
+        for (auto* v : {&x, &dy}) {
+          for (float& e : *v) e = std::isfinite(e) ? e : 1.25f;
+        }
+        std::vector<double> plain(n), square(n), grad(n), product(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const double v = x[offset + i];
+          plain[i] = v;
+          square[i] = (v - 0.3125) * (v - 0.3125);
+          grad[i] = dy[offset + i];
+          product[i] = static_cast<double>(dy[offset + i]) * (v + 0.75);
+        }
+        CHECK(got[0] == eight_lane_sum(plain));
+        CHECK(got[1] == eight_lane_sum(square));
+        CHECK(got[2] == eight_lane_sum(grad));
+        CHECK(got[3] == eight_lane_sum(product));
+        const auto got64 = norm_sums<double>(flat_loops(isa), n, offset);
+        const auto want64 = norm_sums<double>(flat_loops(Isa::baseline), n, offset);
+        CHECK(same_bits(got64, want64));
+      }
+    }
+  }
 }
 
 TEST_CASE("every instruction-set level's flat loops give the baseline's bits") {

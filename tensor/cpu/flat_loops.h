@@ -1,8 +1,9 @@
 // The flat loops of the hottest CPU kernels (all operands contiguous, none broadcast), compiled
 // once per instruction-set level (core/isa.h) into a table of plain function pointers, as the
 // host reduction's are (collectives/reduce_table.h): relu and its gradient, the arithmetic
-// binary ops, batch norm's per-channel multiply-add, the f16/bf16 <-> f32 conversions, and
-// one plane of the CNNs' 2x2, stride-2 max pool with its argmax indices.
+// binary ops, batch norm's per-channel multiply-add, its statistics' sums and its input
+// gradient, the f16/bf16 <-> f32 conversions, and one plane of the CNNs' 2x2, stride-2 max
+// pool with its argmax indices.
 // The ops (tensor/ops/elementwise.cpp, norm.cpp, pool.cpp, cpu/copy.cpp) call through the table of
 // the level in use for the flat case and keep their generic loops for the rest. Every level gives
 // the baseline's bits (products are not fused: -ffp-contract=off; the selects are the scalar
@@ -32,6 +33,21 @@ struct FlatLoops {
   Map2 arithmetic[kFlatDTypes][kFlatBinaryOps];  // out = a op b
   Map2 select[kFlatDTypes][kFlatSelectOps];      // a > b ? a : b, a < b ? a : b
   Affine affine[kFlatDTypes];  // out = x * scale + shift, scale and shift in the dtype
+  // Batch norm's sums over a run of n values, in f64 with eight interleaved accumulators
+  // (value i goes to accumulator i % 8 while 8 remain, the rest to a total, which then adds the
+  // accumulators in order): sum v; sum (v - mean)^2; and, in one pass over dy and x (the
+  // backward's), sum dy and sum dy * (x - mean), each in that order.
+  using Sum = double (*)(const void* x, std::int64_t n);
+  using SumDev = double (*)(const void* x, std::int64_t n, double mean);
+  using SumsDy = void (*)(const void* dy, const void* x, std::int64_t n, double mean,
+                          double* sum_dy, double* sum_dy_dev);
+  Sum sum[kFlatDTypes];
+  SumDev sum_sq_dev[kFlatDTypes];
+  SumsDy sums_dy[kFlatDTypes];
+  // Batch norm's input gradient on a run: dx = a * dy + b * (x - m) + k, a b m k in the dtype.
+  using NormGrad = void (*)(void* dx, const void* dy, const void* x, std::int64_t n, double a,
+                            double b, double m, double k);
+  NormGrad norm_grad[kFlatDTypes];
   Map1 f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32;  // 16-bit values as std::uint16_t
   // One contiguous plane (rows of `width`) pooled by 2x2 windows with stride 2 and no padding
   // into out_h x out_w `values` and, in `where`, each maximum's index in the plane: the first

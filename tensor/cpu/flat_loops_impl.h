@@ -83,6 +83,78 @@ void affine_loop(void* out, const void* x, std::int64_t n, double scale, double 
   for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] * s + k;
 }
 
+// --- batch norm ---
+
+// Sums fn(i) for i in [0, n) with eight independent f64 accumulators, so the adds pipeline and
+// vectorize instead of waiting on one another; the order (FlatLoops::Sum) is every level's.
+template <class F>
+double lane_sum(std::int64_t n, F&& fn) {
+  double lanes[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) lanes[k] += fn(i + k);
+  }
+  double total = 0;
+  for (; i < n; ++i) total += fn(i);
+  for (double lane : lanes) total += lane;
+  return total;
+}
+
+template <class T>
+double sum_loop(const void* x, std::int64_t n) {
+  const T* v = static_cast<const T*>(x);
+  return lane_sum(n, [&](std::int64_t i) { return static_cast<double>(v[i]); });
+}
+
+template <class T>
+double sum_sq_dev_loop(const void* x, std::int64_t n, double mean) {
+  const T* v = static_cast<const T*>(x);
+  return lane_sum(n, [&](std::int64_t i) {
+    const double d = v[i] - mean;
+    return d * d;
+  });
+}
+
+// sum dy and sum dy * (x - mean) in one pass: lane_sum's order for each, two sets of lanes.
+template <class T>
+void sums_dy_loop(const void* dy, const void* x, std::int64_t n, double mean, double* sum_dy,
+                  double* sum_dy_dev) {
+  const T* g = static_cast<const T*>(dy);
+  const T* v = static_cast<const T*>(x);
+  double lanes[8] = {}, dev_lanes[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      const double gk = g[i + k];
+      lanes[k] += gk;
+      dev_lanes[k] += gk * (v[i + k] - mean);
+    }
+  }
+  double total = 0, dev_total = 0;
+  for (; i < n; ++i) {
+    const double gi = g[i];
+    total += gi;
+    dev_total += gi * (v[i] - mean);
+  }
+  for (int k = 0; k < 8; ++k) {
+    total += lanes[k];
+    dev_total += dev_lanes[k];
+  }
+  *sum_dy = total;
+  *sum_dy_dev = dev_total;
+}
+
+template <class T>
+void norm_grad_loop(void* dx, const void* dy, const void* x, std::int64_t n, double a_, double b_,
+                    double m_, double k_) {
+  T* o = static_cast<T*>(dx);
+  const T* g = static_cast<const T*>(dy);
+  const T* v = static_cast<const T*>(x);
+  const T a = static_cast<T>(a_), b = static_cast<T>(b_), m = static_cast<T>(m_),
+          k = static_cast<T>(k_);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = a * g[i] + b * (v[i] - m) + k;
+}
+
 // f32 -> 16 bits (Format: HalfFormat or Bf16Format), a register at a time where the level has
 // F16C (and AVX2), the rest (and the baseline) one element at a time with the branch-free
 // conversion.
@@ -271,6 +343,10 @@ void fill_row(FlatLoops& t, std::size_t d) {
   t.select[d][0] = binary_loop<T, 5>;
   t.select[d][1] = binary_loop<T, 6>;
   t.affine[d] = affine_loop<T>;
+  t.sum[d] = sum_loop<T>;
+  t.sum_sq_dev[d] = sum_sq_dev_loop<T>;
+  t.sums_dy[d] = sums_dy_loop<T>;
+  t.norm_grad[d] = norm_grad_loop<T>;
   t.max_pool_2x2[d] = max_pool_2x2_loop<T>;
 }
 

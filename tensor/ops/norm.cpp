@@ -24,7 +24,7 @@ namespace ringlet::tensor {
 namespace {
 
 constexpr const char* kOp = "batch_norm";
-// Runs of at least this many values go through the level's multiply-add loop.
+// Runs of at least this many values go through the level's multiply-add loops.
 constexpr std::int64_t kAffineCallMin = 64;
 
 // A contiguous [N, C, S] view of the problem (S = product of the trailing dims).
@@ -73,31 +73,22 @@ struct Stats {
   std::vector<double> mean, invstd;
 };
 
-// Sums fn(i) for i in [0, n) with eight independent f64 accumulators, so the adds pipeline
-// and vectorize instead of waiting on one another.
-template <class F>
-double lane_sum(std::int64_t n, F&& fn) {
-  double lanes[8] = {};
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) lanes[k] += fn(i + k);
-  }
-  double total = 0;
-  for (; i < n; ++i) total += fn(i);
-  for (double lane : lanes) total += lane;
-  return total;
+// The level's loops for one dtype (tensor/cpu/flat_loops.h): the sums in f64 with eight
+// accumulators, the multiply-adds in T.
+template <class T>
+const cpu::FlatLoops& loops_for(std::size_t& d) {
+  d = std::is_same_v<T, float> ? 0 : 1;
+  return cpu::flat_loops();
 }
 
-// Per-channel sums of `fn(c, value)` over channel c's values, channels in parallel.
+// Per-channel sums of run_sum(c, run) over channel c's runs, channels in parallel.
 template <class T, class F>
-std::vector<double> channel_sums(const Layout& l, const T* data, F&& fn) {
+std::vector<double> channel_sums(const Layout& l, const T* data, F&& run_sum) {
   std::vector<double> sums(l.channels);
   core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       double total = 0;
-      l.for_runs(data, c, [&](const T* run) {
-        total += lane_sum(l.spatial, [&](std::int64_t i) { return fn(c, run[i]); });
-      });
+      l.for_runs(data, c, [&](const T* run) { total += run_sum(c, run); });
       sums[c] = total;
     }
   });
@@ -111,8 +102,10 @@ template <class T>
 Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<double>& var,
                   double& count, const StatsReducer& reducer) {
   const T* data = x.data<T>();
-  std::vector<double> sums =
-      channel_sums(l, data, [](std::int64_t, T v) { return static_cast<double>(v); });
+  std::size_t d;
+  const cpu::FlatLoops& loops = loops_for<T>(d);
+  std::vector<double> sums = channel_sums(
+      l, data, [&](std::int64_t, const T* run) { return loops.sum[d](run, l.spatial); });
   count = static_cast<double>(l.count());
   if (reducer) {
     sums.push_back(count);
@@ -122,9 +115,8 @@ Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<doub
   }
   Stats s{std::vector<double>(l.channels), std::vector<double>(l.channels)};
   for (std::int64_t c = 0; c < l.channels; ++c) s.mean[c] = count > 0 ? sums[c] / count : 0.0;
-  var = channel_sums(l, data, [&](std::int64_t c, T v) {
-    const double d = v - s.mean[c];
-    return d * d;
+  var = channel_sums(l, data, [&](std::int64_t c, const T* run) {
+    return loops.sum_sq_dev[d](run, l.spatial, s.mean[c]);
   });
   if (reducer) reducer(var);
   for (std::int64_t c = 0; c < l.channels; ++c) {
@@ -204,20 +196,23 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   const std::int64_t sw = w ? s.weight.stride(0) : 0;
   const bool need_sums = needs[1] || needs[2] || (needs[0] && s.training);
   std::vector<double> sum_dy, sum_dy_xhat;
-  if (need_sums) {
-    sum_dy = channel_sums(l, dy, [](std::int64_t, T v) { return static_cast<double>(v); });
+  std::size_t d;
+  const cpu::FlatLoops& loops = loops_for<T>(d);
+  if (need_sums) {  // both sums in one pass over dy and x, per run
+    sum_dy.assign(l.channels, 0.0);
     sum_dy_xhat.assign(l.channels, 0.0);
     core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t c = begin; c < end; ++c) {
-        const double mean = s.stats.mean[c];
-        double total = 0;
+        double total = 0, dev_total = 0;
         for (std::int64_t n = 0; n < l.batch; ++n) {
           const std::int64_t at = (n * l.channels + c) * l.spatial;
-          total += lane_sum(l.spatial, [&](std::int64_t i) {
-            return static_cast<double>(dy[at + i]) * (x[at + i] - mean);
-          });
+          double run_sum, run_dev;
+          loops.sums_dy[d](dy + at, x + at, l.spatial, s.stats.mean[c], &run_sum, &run_dev);
+          total += run_sum;
+          dev_total += run_dev;
         }
-        sum_dy_xhat[c] = total * s.stats.invstd[c];
+        sum_dy[c] = total;
+        sum_dy_xhat[c] = dev_total * s.stats.invstd[c];
       }
     });
   }
@@ -252,8 +247,12 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
       T* dx = grads[0].data<T>();
       for (std::int64_t n = 0; n < l.batch; ++n) {
         const std::int64_t at = (n * l.channels + c) * l.spatial;
-        for (std::int64_t i = 0; i < l.spatial; ++i) {
-          dx[at + i] = a * dy[at + i] + b * (x[at + i] - m) + k;
+        if (l.spatial >= kAffineCallMin) {
+          loops.norm_grad[d](dx + at, dy + at, x + at, l.spatial, a, b, m, k);
+        } else {  // short runs: not worth a call each
+          for (std::int64_t i = 0; i < l.spatial; ++i) {
+            dx[at + i] = a * dy[at + i] + b * (x[at + i] - m) + k;
+          }
         }
       }
     }
