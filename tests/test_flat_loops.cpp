@@ -2,10 +2,10 @@
 // core's f16/bf16 conversions) compute, every other level this CPU runs gives the baseline's
 // bits (sizes around each vector width, misaligned starts, NaN, infinities, signed zeros and
 // subnormals among the values), batch norm's sums keep their eight-accumulator order at every
-// level, the 2x2 max pool of every level follows the window rule (ties,
-// signed zeros and NaNs in the windows; row widths around the vector's 8 outputs), and the ops take
-// them exactly where every operand is flat (contiguous, out's shape and a dtype with loops; in
-// place and at a storage offset too) and agree there with the strided kernels.
+// level, every level's 2x2 max pool follows the window rule (ties, signed zeros and NaNs in
+// the windows; row widths around the vector's 8 outputs), and the ops take them exactly where
+// every operand is flat (contiguous, out's shape and a dtype with loops; in place and at a
+// storage offset too) and agree there with the strided kernels.
 #include <doctest/doctest.h>
 
 #include <cmath>
