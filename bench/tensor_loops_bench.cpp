@@ -120,12 +120,12 @@ const Loop kLoops[] = {
     {"max_pool_28", 7,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        auto* values = static_cast<float*>(o);
-       t.max_pool_2x2[0](a, 28, n / 56, 14, values, indices_after(values, n));
+       t.max_pool_2x2[0](a, 28, n / 56, 14, false, values, indices_after(values, n));
      }},
     {"max_pool_14", 7,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        auto* values = static_cast<float*>(o);
-       t.max_pool_2x2[0](a, 14, n / 28, 7, values, indices_after(values, n));
+       t.max_pool_2x2[0](a, 14, n / 28, 7, false, values, indices_after(values, n));
      }},
 };
 

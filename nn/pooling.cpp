@@ -47,6 +47,11 @@ Tensor MaxPool2d::forward(const Tensor& input) {
   return tensor::max_pool2d(input, pool_options(kernel_, stride_, padding_));
 }
 
+Tensor MaxPool2d::forward_after_relu(const Tensor& input) {
+  check_input(input, "MaxPool2d");
+  return tensor::relu_max_pool2d(input, pool_options(kernel_, stride_, padding_));
+}
+
 std::string MaxPool2d::extra_repr() const { return pool_repr(kernel_, stride_, padding_); }
 
 AvgPool2d::AvgPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 padding)

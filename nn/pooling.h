@@ -16,6 +16,9 @@ class MaxPool2d : public Module {
   explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                      Size2 padding = 0);
   Tensor forward(const Tensor& input) override;
+  // forward(relu(input)) with the same values and gradients, in one pass where the op can
+  // (tensor::relu_max_pool2d): Sequential runs a ReLU followed by this so.
+  Tensor forward_after_relu(const Tensor& input);
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override;
 

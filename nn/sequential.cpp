@@ -2,6 +2,10 @@
 #include "nn/sequential.h"
 
 #include <string>
+#include <typeinfo>
+
+#include "nn/activation.h"
+#include "nn/pooling.h"
 
 namespace ringlet::nn {
 
@@ -14,9 +18,26 @@ Sequential& Sequential::add(std::shared_ptr<Module> module) {
   return *this;
 }
 
+namespace {
+
+// A ReLU, then a MaxPool2d: both exactly those classes, not a subclass that may forward otherwise.
+bool relu_then_max_pool(const Module& first, const Module& second) {
+  return typeid(first) == typeid(ReLU) && typeid(second) == typeid(MaxPool2d);
+}
+
+}  // namespace
+
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
-  for (const auto& [name, child] : children()) x = child->forward(x);
+  const auto& kids = children();
+  for (std::size_t i = 0; i < kids.size(); ++i) {
+    if (i + 1 < kids.size() && relu_then_max_pool(*kids[i].second, *kids[i + 1].second)) {
+      x = static_cast<MaxPool2d&>(*kids[i + 1].second).forward_after_relu(x);
+      ++i;
+      continue;
+    }
+    x = kids[i].second->forward(x);
+  }
   return x;
 }
 

@@ -1,5 +1,7 @@
 // Sequential as torch.nn.Sequential: children named "0", "1", ... in order, each fed the
 // previous one's output. Those names are the state-dict prefixes PyTorch uses ("3.weight").
+// A ReLU followed by a MaxPool2d (those classes exactly) run as one op, the pool taking the
+// maximum of relu(x) without relu's output (the same values and gradients; the CNNs' pattern).
 #pragma once
 
 #include <cstddef>

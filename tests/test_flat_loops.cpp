@@ -368,7 +368,8 @@ TEST_CASE(
 namespace {
 
 // The 2x2 stride-2 max pool by its rule, one window at a time: the first maximum row by row,
-// the last NaN where there is one (PyTorch's `val > max || isnan(val)` scan).
+// the last NaN where there is one (PyTorch's `val > max || isnan(val)` scan). The caller
+// applies relu to the plane first for the fused form.
 template <class T>
 void reference_pool(const std::vector<T>& plane, std::int64_t width, std::int64_t out_h,
                     std::int64_t out_w, std::vector<T>& values, std::vector<std::int64_t>& where) {
@@ -397,7 +398,8 @@ std::vector<T> pool_values(std::size_t n, std::mt19937& rng, bool nans) {
 }
 
 template <class T>
-void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng, bool nans) {
+void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng, bool nans,
+                      bool relu) {
   for (const std::int64_t width : {2, 3, 4, 5, 14, 15, 16, 17, 28, 31, 33}) {
     for (const std::int64_t height : {2, 3, 28}) {
       const std::int64_t out_h = height / 2, out_w = width / 2;
@@ -405,9 +407,14 @@ void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng, 
       const auto outputs = static_cast<std::size_t>(out_h * out_w);
       std::vector<T> want(outputs), got(outputs);
       std::vector<std::int64_t> want_at(outputs), got_at(outputs, -1);
-      reference_pool(plane, width, out_h, out_w, want, want_at);
-      loops.max_pool_2x2[d](plane.data(), width, out_h, out_w, got.data(), got_at.data());
-      INFO("width ", width, " height ", height, nans ? " with NaNs" : " without NaNs");
+      std::vector<T> pooled = plane;
+      if (relu) {  // relu_loop's select, as the relu op gives it
+        for (T& v : pooled) v = v > T(0) ? v : T(0);
+      }
+      reference_pool(pooled, width, out_h, out_w, want, want_at);
+      loops.max_pool_2x2[d](plane.data(), width, out_h, out_w, relu, got.data(), got_at.data());
+      INFO("width ", width, " height ", height, nans ? " with NaNs" : " without NaNs",
+           relu ? ", relu first" : "");
       CHECK(same_bits(got, want));
       CHECK(got_at == want_at);
     }
@@ -416,13 +423,17 @@ void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng, 
 
 }  // namespace
 
-TEST_CASE("max pool 2x2: every level gives the rule's values (bit for bit) and indices") {
+TEST_CASE(
+    "max pool 2x2, also after relu: every level gives the rule's values (bit for bit) and "
+    "indices") {
   std::mt19937 rng(11);
   for (const Isa isa : ringlet::core::supported_isas()) {
     INFO(ringlet::core::isa_name(isa));
     for (const bool nans : {true, false}) {
-      check_pool_level<float>(flat_loops(isa), 0, rng, nans);
-      check_pool_level<double>(flat_loops(isa), 1, rng, nans);
+      for (const bool relu : {false, true}) {
+        check_pool_level<float>(flat_loops(isa), 0, rng, nans, relu);
+        check_pool_level<double>(flat_loops(isa), 1, rng, nans, relu);
+      }
     }
   }
 }

@@ -356,6 +356,29 @@ TEST_CASE("modules: pooling, flatten and loss modules") {
   CHECK_THROWS_AS(nn::BatchNorm2d(3).forward(ones({2, 4, 2, 2})), core::ShapeError);
 }
 
+TEST_CASE("modules: Sequential runs ReLU then MaxPool2d as one op, with the two ops' results") {
+  nn::Sequential fused;
+  fused.add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::MaxPool2d>(2));
+  Generator gen(9);
+  std::vector<double> v = randn({2, 4, 10, 10}, gen).to_vector<double>();
+  for (std::size_t i = 0; i < v.size(); i += 7) v[i] = -0.0;  // ties of zeros after relu
+  const Tensor x = from_vector(v, {2, 4, 10, 10}, DType::f32).requires_grad_();
+  const Tensor x2 = x.detach().clone().requires_grad_();
+  const Tensor out = fused.forward(x);
+  REQUIRE(out.grad_fn() != nullptr);
+  CHECK(out.grad_fn()->name() == "relu_max_pool2d");
+  const Tensor want = nn::MaxPool2d(2).forward(nn::ReLU().forward(x2));
+  CHECK(out.to_vector<float>() == want.to_vector<float>());
+  const Tensor g = randn(out.shape(), gen);
+  out.backward(g);
+  want.backward(g);
+  CHECK(x.grad().to_vector<float>() == x2.grad().to_vector<float>());
+  // A ReLU not followed by a pool, or a pool not preceded by a ReLU, runs as itself.
+  nn::Sequential plain;
+  plain.add(std::make_shared<nn::MaxPool2d>(2)).add(std::make_shared<nn::ReLU>());
+  CHECK(plain.forward(x).grad_fn()->name() != "relu_max_pool2d");
+}
+
 TEST_CASE("modules: summary lists every module with its parameter count and the total") {
   Generator gen(9);
   auto net = nn::seq(std::make_shared<nn::Conv2d>(1, 2, 3, gen, nn::Conv2dOptions{.padding = 1}),

@@ -1,10 +1,13 @@
 // max_pool2d / avg_pool2d: values and indices against direct f64 loops over kernel, stride and
 // padding variants (3-D and 4-D inputs, size-1 dims, an empty batch), tie and NaN rules,
-// finite-difference gradients (contiguous and non-contiguous inputs), and errors.
+// finite-difference gradients (contiguous and non-contiguous inputs), errors, and the fused
+// relu_max_pool2d against the two ops (Sequential's use of it: test_nn_modules).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "gradcheck.h"
 
@@ -173,6 +176,62 @@ TEST_CASE("pooling non-contiguous inputs") {
               return max_pool2d(permute(in[0], {0, 3, 1, 2}), pool_options({2, 2}, {0, 0}, {0, 0}));
             },
             {nhwc}) == 0);
+}
+
+namespace {
+
+// A tensor's values as their bits (f32 or f64), so -0 and NaN payloads count.
+std::vector<std::uint64_t> bits_of(const Tensor& t) {
+  const Tensor c = t.detach().contiguous();
+  const auto es = core::dtype_size(c.dtype());
+  const auto* p = static_cast<const unsigned char*>(c.raw_data());
+  std::vector<std::uint64_t> out(static_cast<std::size_t>(c.numel()));
+  for (std::size_t i = 0; i < out.size(); ++i) std::memcpy(&out[i], p + i * es, es);
+  return out;
+}
+
+// Values on a grid of halves (ties), -0 every 7th, a NaN every 53rd, the rest of both signs.
+Tensor awkward_input(const Shape& shape, DType dtype, std::uint64_t seed) {
+  std::vector<double> v = make_input(shape, seed).to_vector<double>();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = std::round(v[i] * 4) / 2;
+    if (i % 7 == 0) v[i] = -0.0;
+    if (i % 53 == 3) v[i] = std::numeric_limits<double>::quiet_NaN();
+  }
+  return from_vector(v, shape, DType::f64).to(dtype).requires_grad_();
+}
+
+}  // namespace
+
+TEST_CASE("relu_max_pool2d gives max_pool2d(relu(x))'s values and gradients, bit for bit") {
+  const Pool2dOptions fused_kind = pool_options({2, 2}, {0, 0}, {0, 0});
+  const Pool2dOptions other = pool_options({3, 3}, {2, 2}, {1, 1});  // runs the two ops
+  std::uint64_t seed = 70;
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    for (const Shape& shape :
+         {Shape{2, 3, 8, 8}, Shape{4, 5, 14, 14}, Shape{1, 2, 7, 9}, Shape{3, 28, 28}}) {
+      for (const Pool2dOptions& opt : {fused_kind, other}) {
+        CAPTURE(dtype);
+        CAPTURE(shape_str(shape));
+        CAPTURE(opt.kernel[0]);
+        const Tensor x = awkward_input(shape, dtype, seed++);
+        const Tensor x2 = x.detach().clone().requires_grad_();
+        const Tensor fused = relu_max_pool2d(x, opt);
+        const Tensor apart = max_pool2d(relu(x2), opt);
+        CHECK(bits_of(fused) == bits_of(apart));
+        REQUIRE(fused.grad_fn() != nullptr);
+        CHECK(fused.grad_fn()->name() ==
+              (opt.kernel[0] == 2 ? "relu_max_pool2d" : apart.grad_fn()->name()));
+        // Gradients with -0 among them: max_pool2d's sum into zeros makes those +0.
+        std::vector<double> g = make_input(fused.shape(), seed++).to_vector<double>();
+        for (std::size_t i = 0; i < g.size(); i += 5) g[i] = -0.0;
+        const Tensor grad = from_vector(g, fused.shape(), DType::f64).to(dtype);
+        fused.backward(grad);
+        apart.backward(grad);
+        CHECK(bits_of(x.grad()) == bits_of(x2.grad()));
+      }
+    }
+  }
 }
 
 TEST_CASE("pooling an empty batch") {

@@ -51,9 +51,10 @@ struct FlatLoops {
   Map1 f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32;  // 16-bit values as std::uint16_t
   // One contiguous plane (rows of `width`) pooled by 2x2 windows with stride 2 and no padding
   // into out_h x out_w `values` and, in `where`, each maximum's index in the plane: the first
-  // of tied maxima (row by row), a NaN winning over every number (PyTorch's rule).
+  // of tied maxima (row by row), a NaN winning over every number (PyTorch's rule). With
+  // `relu`, of relu(plane) (relu's x > 0 ? x : 0): max pool after ReLU, without its output.
   using Pool2x2 = void (*)(const void* plane, std::int64_t width, std::int64_t out_h,
-                           std::int64_t out_w, void* values, std::int64_t* where);
+                           std::int64_t out_w, bool relu, void* values, std::int64_t* where);
   Pool2x2 max_pool_2x2[kFlatDTypes];
 };
 

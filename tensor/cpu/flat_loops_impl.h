@@ -206,11 +206,14 @@ int window_argmax(const T c[4]) {
 // Outputs [from, to) of output row oy, one at a time.
 template <class T>
 void max_2x2_scalar(const T* plane, std::int64_t width, std::int64_t oy, std::int64_t from,
-                    std::int64_t to, T* values, std::int64_t* where) {
+                    std::int64_t to, bool relu, T* values, std::int64_t* where) {
   const T* top = plane + 2 * oy * width;
   const T* bottom = top + width;
   for (std::int64_t ox = from; ox < to; ++ox) {
-    const T c[4] = {top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]};
+    T c[4] = {top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]};
+    if (relu) {
+      for (T& v : c) v = v > T(0) ? v : T(0);  // relu_loop's select
+    }
     const int k = window_argmax(c);
     values[ox] = c[k];
     where[ox] = (2 * oy + k / 2) * width + 2 * ox + k % 2;
@@ -276,18 +279,27 @@ inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, std::int64
   return true;
 }
 
+// relu_loop's select lane by lane: x > 0 ? x : +0 (a NaN becomes +0 too).
+inline void relu_lanes(__m256& c0, __m256& c1, __m256& c2, __m256& c3) {
+  const __m256 zero = _mm256_setzero_ps();
+  for (__m256* c : {&c0, &c1, &c2, &c3})
+    *c = _mm256_and_ps(*c, _mm256_cmp_ps(*c, zero, _CMP_GT_OQ));
+}
+
 // Output row oy, 8 at a time; a last partial 8 as the row's last 8 (some outputs again), and
-// a row of fewer than 8 from masked loads of its columns (zeros beyond them).
+// a row of fewer than 8 from masked loads of its columns (zeros beyond them). With `relu`, the
+// windows' values go through relu first.
 inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy, std::int64_t out_w,
-                        float* values, std::int64_t* where) {
+                        bool relu, float* values, std::int64_t* where) {
   const float* top = plane + 2 * oy * width;
   const float* bottom = top + width;
   const auto eight = [&](std::int64_t ox) {
     __m256 c0, c1, c2, c3;
     split_columns(top + 2 * ox, c0, c1);
     split_columns(bottom + 2 * ox, c2, c3);
+    if (relu) relu_lanes(c0, c1, c2, c3);
     if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width + 2 * ox, values + ox, where + ox)) {
-      max_2x2_scalar(plane, width, oy, ox, ox + 8, values, where);
+      max_2x2_scalar(plane, width, oy, ox, ox + 8, relu, values, where);
     }
   };
   if (out_w >= 8) {
@@ -299,10 +311,11 @@ inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy,
   __m256 c0, c1, c2, c3;  // the row's 2 x out_w columns, under masks
   split_columns(top, 2 * out_w, c0, c1);
   split_columns(bottom, 2 * out_w, c2, c3);
+  if (relu) relu_lanes(c0, c1, c2, c3);
   float row_values[8];
   std::int64_t row_where[8];
   if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width, row_values, row_where)) {
-    return max_2x2_scalar(plane, width, oy, 0, out_w, values, where);
+    return max_2x2_scalar(plane, width, oy, 0, out_w, relu, values, where);
   }
   for (std::int64_t ox = 0; ox < out_w; ++ox) {
     values[ox] = row_values[ox];
@@ -313,7 +326,7 @@ inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy,
 
 template <class T>
 void max_pool_2x2_loop(const void* plane_bytes, std::int64_t width, std::int64_t out_h,
-                       std::int64_t out_w, void* values_bytes, std::int64_t* where) {
+                       std::int64_t out_w, bool relu, void* values_bytes, std::int64_t* where) {
   const T* plane = static_cast<const T*>(plane_bytes);
   T* values = static_cast<T*>(values_bytes);
   for (std::int64_t oy = 0; oy < out_h; ++oy) {
@@ -323,12 +336,12 @@ void max_pool_2x2_loop(const void* plane_bytes, std::int64_t width, std::int64_t
     // The vector's offsets within two rows are 32-bit.
     if constexpr (std::is_same_v<T, float>) {
       if (width < (std::int64_t{1} << 30)) {
-        max_2x2_row(plane, width, oy, out_w, row_values, row_where);
+        max_2x2_row(plane, width, oy, out_w, relu, row_values, row_where);
         continue;
       }
     }
 #endif
-    max_2x2_scalar(plane, width, oy, 0, out_w, row_values, row_where);
+    max_2x2_scalar(plane, width, oy, 0, out_w, relu, row_values, row_where);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "tensor/cpu/flat_loops.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
+#include "tensor/ops/elementwise.h"
 
 namespace ringlet::tensor {
 namespace {
@@ -82,6 +83,12 @@ PoolGeometry validate(const Tensor& input, const Pool2dOptions& o, const char* o
   return g;
 }
 
+// The CNNs' pool, which the level's loop runs (tensor/cpu/flat_loops.h).
+bool is_two_by_two(const PoolGeometry& g) {
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
+         g.pad_w == 0;
+}
+
 // Runs fn(plane) for every plane, planes split over threads.
 template <class F>
 void for_each_plane(const PoolGeometry& g, F&& fn) {
@@ -100,18 +107,18 @@ inline void consider(T v, std::int64_t at, T& best, std::int64_t& best_at) {
 }
 
 template <class T>
-void max_forward(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& indices) {
+void max_forward(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& indices,
+                 bool relu = false) {
   const T* in = x.data<T>();
   T* values = out.data<T>();
   std::int64_t* where = indices.data<std::int64_t>();
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-  const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 &&
-                          g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0;
+  const bool two_by_two = is_two_by_two(g);
   const auto pool_2x2 = cpu::flat_loops().max_pool_2x2[std::is_same_v<T, float> ? 0 : 1];
   for_each_plane(g, [&](std::int64_t p) {
     const T* src = in + p * in_plane;
     if (two_by_two) {  // the CNNs' pool: the instruction-set level's loop (flat_loops.h)
-      pool_2x2(src, g.width, g.out_h, g.out_w, values + p * out_plane, where + p * out_plane);
+      pool_2x2(src, g.width, g.out_h, g.out_w, relu, values + p * out_plane, where + p * out_plane);
       return;
     }
     for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
@@ -146,6 +153,37 @@ Tensor max_backward(const PoolGeometry& g, const Shape& input_shape, const Tenso
     for (std::int64_t i = p * out_plane; i < (p + 1) * out_plane; ++i) {
       dst[p * in_plane + where[i]] += src[i];
     }
+  });
+  return grad;
+}
+
+// max_backward followed by relu's, for the 2x2 stride-2 windows (which tile the plane but an
+// odd last row or column): each window written whole in one pass, its gradient at its
+// maximum's place where the input there is > 0 and zeros elsewhere. The gradient is added to
+// a zero as max_backward adds it, so that a -0 comes out +0 as it would.
+template <class T>
+Tensor relu_max_backward(const PoolGeometry& g, const Tensor& x, const Tensor& grad_output,
+                         const Tensor& indices) {
+  const Tensor go = grad_output.contiguous();
+  Tensor grad = Tensor::empty(x.shape(), go.dtype());
+  const T* src = go.data<T>();
+  const T* in = x.data<T>();
+  const std::int64_t* where = indices.data<std::int64_t>();
+  T* dst = grad.data<T>();
+  const std::int64_t w = g.width, in_plane = g.height * w, out_plane = g.out_h * g.out_w;
+  for_each_plane(g, [&](std::int64_t p) {
+    T* plane = dst + p * in_plane;
+    const T* x_plane = in + p * in_plane;
+    for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
+      T* top = plane + 2 * oy * w;
+      for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
+        const std::int64_t i = p * out_plane + oy * g.out_w + ox, at = where[i];
+        top[2 * ox] = top[2 * ox + 1] = top[w + 2 * ox] = top[w + 2 * ox + 1] = T(0);
+        plane[at] = x_plane[at] > T(0) ? T(0) + src[i] : T(0);
+      }
+      if (w > 2 * g.out_w) top[w - 1] = top[2 * w - 1] = T(0);  // an odd last column
+    }
+    for (std::int64_t k = 2 * g.out_h * w; k < in_plane; ++k) plane[k] = T(0);  // odd last row
   });
   return grad;
 }
@@ -268,6 +306,25 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
 
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) {
   return max_pool2d_with_indices(input, options).first;
+}
+
+Tensor relu_max_pool2d(const Tensor& input, const Pool2dOptions& options) {
+  const PoolGeometry g = validate(input, options, kMaxOp);
+  const bool fused = input.device().is_cpu() &&
+                     (input.dtype() == DType::f32 || input.dtype() == DType::f64) &&
+                     is_two_by_two(g);
+  if (!fused) return max_pool2d(relu(input), options);
+  const Tensor x = input.detach().contiguous();
+  Tensor out = Tensor::empty(g.out_shape, x.dtype());
+  Tensor indices = Tensor::empty(g.out_shape, DType::i64);
+  cpu::dispatch_floating(x.dtype(), kMaxOp,
+                         [&]<class T>() { max_forward<T>(g, x, out, indices, true); });
+  return record("relu_max_pool2d", out, {input},
+                [g, x, indices](const Tensor& grad_output, const std::vector<bool>&) {
+                  return cpu::dispatch_floating(grad_output.dtype(), kMaxOp, [&]<class T>() {
+                    return std::vector<Tensor>{relu_max_backward<T>(g, x, grad_output, indices)};
+                  });
+                });
 }
 
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) {

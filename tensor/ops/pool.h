@@ -19,6 +19,10 @@ struct Pool2dOptions {
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
                                                   const Pool2dOptions& options);
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options);
+// max_pool2d(relu(input)) with the same values and gradients, in one pass over the input and
+// without relu's output where the CPU loop has it (f32 / f64, 2x2 windows, stride 2, no
+// padding); elsewhere exactly those two ops.
+Tensor relu_max_pool2d(const Tensor& input, const Pool2dOptions& options);
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options);
 
 }  // namespace ringlet::tensor
