@@ -279,11 +279,16 @@ inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, std::int64
   return true;
 }
 
-// relu_loop's select lane by lane: x > 0 ? x : +0 (a NaN becomes +0 too).
+// relu_loop's select lane by lane: x > 0 ? x : +0 (a NaN becomes +0 too). Four plain calls,
+// no initializer_list (a std:: template the per-level unit must not emit).
+inline __m256 relu_lanes(__m256 c) {
+  return _mm256_and_ps(c, _mm256_cmp_ps(c, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
 inline void relu_lanes(__m256& c0, __m256& c1, __m256& c2, __m256& c3) {
-  const __m256 zero = _mm256_setzero_ps();
-  for (__m256* c : {&c0, &c1, &c2, &c3})
-    *c = _mm256_and_ps(*c, _mm256_cmp_ps(*c, zero, _CMP_GT_OQ));
+  c0 = relu_lanes(c0);
+  c1 = relu_lanes(c1);
+  c2 = relu_lanes(c2);
+  c3 = relu_lanes(c3);
 }
 
 // Output row oy, 8 at a time; a last partial 8 as the row's last 8 (some outputs again), and
