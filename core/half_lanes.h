@@ -62,7 +62,20 @@ inline VecF vec_max(VecF a, VecF b) {
   return _mm512_mask_blend_ps(take_a, b, a);
 }
 
-struct HalfLanes {
+// The pair as two registers in order, one load or store each (Lanes: the struct deriving).
+template <class Lanes>
+struct PairOfSingles {
+  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
+    lo = Lanes::load(p);
+    hi = Lanes::load(p + kLanes);
+  }
+  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
+    Lanes::store(p, lo);
+    Lanes::store(p + kLanes, hi);
+  }
+};
+
+struct HalfLanes : PairOfSingles<HalfLanes> {
   static VecF load(const std::uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
@@ -70,17 +83,9 @@ struct HalfLanes {
     const __m256i h = _mm512_cvtps_ph(x, kRoundNearestEven);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), canonical_nan(h));
   }
-  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
-    lo = load(p);
-    hi = load(p + kLanes);
-  }
-  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
-    store(p, lo);
-    store(p + kLanes, hi);
-  }
 };
 
-struct Bf16Lanes {
+struct Bf16Lanes : PairOfSingles<Bf16Lanes> {
   static VecF load(const std::uint16_t* p) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -94,14 +99,6 @@ struct Bf16Lanes {
     const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
     const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, quiet);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bits));
-  }
-  static void load_pair(const std::uint16_t* p, VecF& lo, VecF& hi) {
-    lo = load(p);
-    hi = load(p + kLanes);
-  }
-  static void store_pair(std::uint16_t* p, VecF lo, VecF hi) {
-    store(p, lo);
-    store(p + kLanes, hi);
   }
 };
 #else  // AVX2

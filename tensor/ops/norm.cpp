@@ -73,13 +73,10 @@ struct Stats {
   std::vector<double> mean, invstd;
 };
 
-// The level's loops for one dtype (tensor/cpu/flat_loops.h): the sums in f64 with eight
+// T's row in the level's loops (tensor/cpu/flat_loops.h): the sums in f64 with eight
 // accumulators, the multiply-adds in T.
 template <class T>
-const cpu::FlatLoops& loops_for(std::size_t& d) {
-  d = std::is_same_v<T, float> ? 0 : 1;
-  return cpu::flat_loops();
-}
+constexpr std::size_t kRow = std::is_same_v<T, float> ? 0 : 1;
 
 // Per-channel sums of run_sum(c, run) over channel c's runs, channels in parallel.
 template <class T, class F>
@@ -102,8 +99,8 @@ template <class T>
 Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<double>& var,
                   double& count, const StatsReducer& reducer) {
   const T* data = x.data<T>();
-  std::size_t d;
-  const cpu::FlatLoops& loops = loops_for<T>(d);
+  constexpr std::size_t d = kRow<T>;
+  const cpu::FlatLoops& loops = cpu::flat_loops();
   std::vector<double> sums = channel_sums(
       l, data, [&](std::int64_t, const T* run) { return loops.sum[d](run, l.spatial); });
   count = static_cast<double>(l.count());
@@ -150,7 +147,7 @@ Tensor normalize(const Layout& l, const Tensor& x, const Stats& s, const Tensor&
   const T* b = bias.defined() ? bias.data<T>() : nullptr;
   const std::int64_t sw = w ? weight.stride(0) : 0, sb = b ? bias.stride(0) : 0;
   // The level's loop for one run: dst = src * scale + shift, both rounded to T first.
-  const cpu::FlatLoops::Affine affine = cpu::flat_loops().affine[std::is_same_v<T, float> ? 0 : 1];
+  const cpu::FlatLoops::Affine affine = cpu::flat_loops().affine[kRow<T>];
   core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {
       // y = (x - mean) * invstd * w + b, folded into one multiply-add per element.
@@ -196,8 +193,8 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   const std::int64_t sw = w ? s.weight.stride(0) : 0;
   const bool need_sums = needs[1] || needs[2] || (needs[0] && s.training);
   std::vector<double> sum_dy, sum_dy_xhat;
-  std::size_t d;
-  const cpu::FlatLoops& loops = loops_for<T>(d);
+  constexpr std::size_t d = kRow<T>;
+  const cpu::FlatLoops& loops = cpu::flat_loops();
   if (need_sums) {  // both sums in one pass over dy and x, per run
     sum_dy.assign(l.channels, 0.0);
     sum_dy_xhat.assign(l.channels, 0.0);
