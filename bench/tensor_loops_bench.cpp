@@ -54,10 +54,20 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// The pools' indices in `out` after their n / 4 values, 8-byte aligned (out holds n floats: room
-// for the values and their indices, 2n bytes).
-std::int64_t* indices_after(float* values, std::int64_t n) {
-  return reinterpret_cast<std::int64_t*>(values + (n / 4 + 1) / 2 * 2);
+// The pools' window positions in `out` after their n / 4 values (out holds n floats).
+std::uint8_t* positions_after(float* values, std::int64_t n) {
+  return reinterpret_cast<std::uint8_t*>(values + n / 4);
+}
+
+// Window positions for the pools' backward on n inputs, every one of the five (kNoGradient
+// too) in turn: made on the first (untimed, baseline) call of a size, reused after.
+const std::uint8_t* positions_for(std::int64_t n) {
+  static std::vector<std::uint8_t> positions;
+  if (positions.size() < static_cast<std::size_t>(n / 4)) {
+    positions.resize(static_cast<std::size_t>(n / 4));
+    for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = (i * 3) % 5;
+  }
+  return positions.data();
 }
 
 // One loop of a table on n elements: its name, the bytes it moves, and a call writing `out`.
@@ -117,15 +127,25 @@ const Loop kLoops[] = {
        t.norm_grad[0](o, a, b, n, 0.75, -0.375, 0.125, 2.5);
      }},
     // a as rows of 28, then of 14 (fmnist_cnn's two pools), into rows half as wide.
-    {"max_pool_28", 7,
+    // (bytes: each input read, a quarter as many values and positions written)
+    {"max_pool_28", 5.25,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        auto* values = static_cast<float*>(o);
-       t.max_pool_2x2[0](a, 28, n / 56, 14, false, values, indices_after(values, n));
+       t.max_pool_2x2[0](a, 28, n / 56, 14, false, values, positions_after(values, n));
      }},
-    {"max_pool_14", 7,
+    {"max_pool_14", 5.25,
      [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
        auto* values = static_cast<float*>(o);
-       t.max_pool_2x2[0](a, 14, n / 28, 7, false, values, indices_after(values, n));
+       t.max_pool_2x2[0](a, 14, n / 28, 7, false, values, positions_after(values, n));
+     }},
+    // Their backward: n gradients written from n / 4 of a and their positions.
+    {"unpool_28", 5.25,
+     [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
+       t.max_unpool_2x2[0](o, n / 28, 28, a, positions_for(n));
+     }},
+    {"unpool_14", 5.25,
+     [](const FlatLoops& t, void* o, const void* a, const void*, std::int64_t n) {
+       t.max_unpool_2x2[0](o, n / 14, 14, a, positions_for(n));
      }},
 };
 

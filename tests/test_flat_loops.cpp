@@ -3,7 +3,8 @@
 // bits (sizes around each vector width, misaligned starts, NaN, infinities, signed zeros and
 // subnormals among the values), batch norm's sums keep their eight-accumulator order at every
 // level, every level's 2x2 max pool follows the window rule (ties, signed zeros and NaNs in
-// the windows; row widths around the vector's 8 outputs), and the ops take them exactly where
+// the windows; row widths around the vector's 8 outputs) and its backward the positions' rule
+// (odd heights and widths, gradients that are -0 or NaN), and the ops take them exactly where
 // every operand is flat (contiguous, out's shape and a dtype with loops; in place and at a
 // storage offset too) and agree there with the strided kernels.
 #include <doctest/doctest.h>
@@ -30,6 +31,7 @@ using ringlet::core::Isa;
 using ringlet::tensor::Tensor;
 using ringlet::tensor::cpu::flat_loops;
 using ringlet::tensor::cpu::FlatLoops;
+using ringlet::tensor::cpu::kNoGradient;
 namespace kernels = ringlet::tensor::kernels;
 
 namespace {
@@ -368,19 +370,25 @@ TEST_CASE(
 namespace {
 
 // The 2x2 stride-2 max pool by its rule, one window at a time: the first maximum row by row,
-// the last NaN where there is one (PyTorch's `val > max || isnan(val)` scan). The caller
-// applies relu to the plane first for the fused form.
+// the last NaN where there is one (PyTorch's `val > max || isnan(val)` scan), as its position
+// in the window. The caller applies relu to the plane first for the fused form, which gives
+// kNoGradient where the value is not > 0.
 template <class T>
 void reference_pool(const std::vector<T>& plane, std::int64_t width, std::int64_t out_h,
-                    std::int64_t out_w, std::vector<T>& values, std::vector<std::int64_t>& where) {
+                    std::int64_t out_w, bool relu, std::vector<T>& values,
+                    std::vector<std::uint8_t>& position) {
   for (std::int64_t oy = 0; oy < out_h; ++oy) {
     for (std::int64_t ox = 0; ox < out_w; ++ox) {
-      std::int64_t at = 2 * oy * width + 2 * ox;
-      for (const std::int64_t i : {at + 1, at + width, at + width + 1}) {
-        if (plane[i] > plane[at] || std::isnan(plane[i])) at = i;
+      const std::int64_t corner = 2 * oy * width + 2 * ox;
+      const std::int64_t in_window[4] = {corner, corner + 1, corner + width, corner + width + 1};
+      int k = 0;
+      for (int j = 1; j < 4; ++j) {
+        if (plane[in_window[j]] > plane[in_window[k]] || std::isnan(plane[in_window[j]])) k = j;
       }
-      values[oy * out_w + ox] = plane[at];
-      where[oy * out_w + ox] = at;
+      const T value = plane[in_window[k]];
+      values[oy * out_w + ox] = value;
+      position[oy * out_w + ox] =
+          relu && !(value > T(0)) ? kNoGradient : static_cast<std::uint8_t>(k);
     }
   }
 }
@@ -406,12 +414,12 @@ void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng, 
       const auto plane = pool_values<T>(static_cast<std::size_t>(width * height), rng, nans);
       const auto outputs = static_cast<std::size_t>(out_h * out_w);
       std::vector<T> want(outputs), got(outputs);
-      std::vector<std::int64_t> want_at(outputs), got_at(outputs, -1);
+      std::vector<std::uint8_t> want_at(outputs), got_at(outputs, 99);
       std::vector<T> pooled = plane;
       if (relu) {  // relu_loop's select, as the relu op gives it
         for (T& v : pooled) v = v > T(0) ? v : T(0);
       }
-      reference_pool(pooled, width, out_h, out_w, want, want_at);
+      reference_pool(pooled, width, out_h, out_w, relu, want, want_at);
       loops.max_pool_2x2[d](plane.data(), width, out_h, out_w, relu, got.data(), got_at.data());
       INFO("width ", width, " height ", height, nans ? " with NaNs" : " without NaNs",
            relu ? ", relu first" : "");
@@ -435,6 +443,52 @@ TEST_CASE(
         check_pool_level<double>(flat_loops(isa), 1, rng, nans, relu);
       }
     }
+  }
+}
+
+namespace {
+
+// The pool's backward by its rule: a zero plane, each window's gradient + 0 at its position.
+template <class T>
+std::vector<T> reference_unpool(std::int64_t height, std::int64_t width, const std::vector<T>& grad,
+                                const std::vector<std::uint8_t>& position) {
+  std::vector<T> plane(static_cast<std::size_t>(height * width), T(0));
+  const std::int64_t out_w = width / 2;
+  for (std::size_t i = 0; i < grad.size(); ++i) {
+    const std::int64_t oy = static_cast<std::int64_t>(i) / out_w,
+                       ox = static_cast<std::int64_t>(i) % out_w;
+    const int k = position[i];
+    if (k == kNoGradient) continue;
+    plane[(2 * oy + k / 2) * width + 2 * ox + k % 2] += grad[i];
+  }
+  return plane;
+}
+
+template <class T>
+void check_unpool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng) {
+  for (const std::int64_t width : {2, 3, 4, 5, 14, 15, 16, 17, 28, 31, 33}) {
+    for (const std::int64_t height : {2, 3, 28}) {
+      const auto outputs = static_cast<std::size_t>((height / 2) * (width / 2));
+      std::vector<T> grad = values<T>(outputs, rng);  // NaNs, infinities, -0 among them
+      std::vector<std::uint8_t> position(outputs);
+      for (auto& k : position) k = static_cast<std::uint8_t>(rng() % 5);  // kNoGradient too
+      const auto want = reference_unpool(height, width, grad, position);
+      std::vector<T> got(want.size(), T(7));  // every element must be written
+      loops.max_unpool_2x2[d](got.data(), height, width, grad.data(), position.data());
+      INFO("width ", width, " height ", height);
+      CHECK(same_bits(got, want));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the max pool's backward: every level writes the positions' rule, bit for bit") {
+  std::mt19937 rng(12);
+  for (const Isa isa : ringlet::core::supported_isas()) {
+    INFO(ringlet::core::isa_name(isa));
+    check_unpool_level<float>(flat_loops(isa), 0, rng);
+    check_unpool_level<double>(flat_loops(isa), 1, rng);
   }
 }
 

@@ -3,7 +3,7 @@
 // host reduction's are (collectives/reduce_table.h): relu and its gradient, the arithmetic
 // binary ops, batch norm's per-channel multiply-add, its statistics' sums and its input
 // gradient, the f16/bf16 <-> f32 conversions, and one plane of the CNNs' 2x2, stride-2 max
-// pool with its argmax indices.
+// pool with its maxima's positions, and of its backward.
 // The ops (tensor/ops/elementwise.cpp, norm.cpp, pool.cpp, cpu/copy.cpp) call through the table of
 // the level in use for the flat case and keep their generic loops for the rest. Every level gives
 // the baseline's bits (products are not fused: -ffp-contract=off; the selects are the scalar
@@ -23,6 +23,8 @@ inline constexpr std::size_t kFlatBinaryOps = 4;  // add sub mul div
 inline constexpr std::size_t kFlatSelectOps = 2;  // maximum minimum
 // Index 0 is f32, 1 is f64.
 inline constexpr std::size_t kFlatDTypes = 2;
+// The 2x2 pool's position of a window that passes no gradient (after relu: its value is 0).
+inline constexpr std::uint8_t kNoGradient = 4;
 
 struct FlatLoops {
   using Map1 = void (*)(void* out, const void* x, std::int64_t n);
@@ -50,12 +52,20 @@ struct FlatLoops {
   NormGrad norm_grad[kFlatDTypes];
   Map1 f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32;  // 16-bit values as std::uint16_t
   // One contiguous plane (rows of `width`) pooled by 2x2 windows with stride 2 and no padding
-  // into out_h x out_w `values` and, in `where`, each maximum's index in the plane: the first
-  // of tied maxima (row by row), a NaN winning over every number (PyTorch's rule). With
-  // `relu`, of relu(plane) (relu's x > 0 ? x : 0): max pool after ReLU, without its output.
+  // into out_h x out_w `values` and, in `position`, where each window's maximum is in it (0..3,
+  // row by row): the first of tied maxima, a NaN winning over every number (PyTorch's rule).
+  // With `relu`, of relu(plane) (relu's x > 0 ? x : 0): max pool after ReLU, without its
+  // output; a window whose value is not > 0 then gets kNoGradient (relu passes none there).
   using Pool2x2 = void (*)(const void* plane, std::int64_t width, std::int64_t out_h,
-                           std::int64_t out_w, bool relu, void* values, std::int64_t* where);
+                           std::int64_t out_w, bool relu, void* values, std::uint8_t* position);
   Pool2x2 max_pool_2x2[kFlatDTypes];
+  // Its backward, one height x width plane of input gradient from the (height / 2) x
+  // (width / 2) gradient of the pooled values and their positions: each window's gradient at
+  // its position (added to +0, so a -0 comes out +0 as adding into zeros gives), zeros at the
+  // other three, in an odd last column and row, and everywhere in a kNoGradient window.
+  using Unpool2x2 = void (*)(void* plane_grad, std::int64_t height, std::int64_t width,
+                             const void* grad, const std::uint8_t* position);
+  Unpool2x2 max_unpool_2x2[kFlatDTypes];
 };
 
 // Each level's table; the avx2 and avx512 ones exist only in x86-64 builds.

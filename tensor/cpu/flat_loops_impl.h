@@ -204,9 +204,16 @@ int window_argmax(const T c[4]) {
 }
 
 // Outputs [from, to) of output row oy, one at a time.
+// The position a window's gradient goes to: its maximum's, or none after relu where the value
+// is not > 0 (relu_grad_loop's select).
+template <class T>
+std::uint8_t gradient_position(int k, T value, bool relu) {
+  return relu && !(value > T(0)) ? kNoGradient : static_cast<std::uint8_t>(k);
+}
+
 template <class T>
 void max_2x2_scalar(const T* plane, std::int64_t width, std::int64_t oy, std::int64_t from,
-                    std::int64_t to, bool relu, T* values, std::int64_t* where) {
+                    std::int64_t to, bool relu, T* values, std::uint8_t* position) {
   const T* top = plane + 2 * oy * width;
   const T* bottom = top + width;
   for (std::int64_t ox = from; ox < to; ++ox) {
@@ -216,7 +223,7 @@ void max_2x2_scalar(const T* plane, std::int64_t width, std::int64_t oy, std::in
     }
     const int k = window_argmax(c);
     values[ox] = c[k];
-    where[ox] = (2 * oy + k / 2) * width + 2 * ox + k % 2;
+    position[ox] = gradient_position(k, c[k], relu);
   }
 }
 
@@ -243,13 +250,23 @@ inline void split_columns(const float* p, std::int64_t columns, __m256& even, __
   split_columns(_mm256_maskload_ps(p, low), _mm256_maskload_ps(upper, high), even, odd);
 }
 
+// Each 32-bit lane's low byte, lanes in order, stored as 8 bytes.
+inline void store_low_bytes(__m256i lanes, std::uint8_t* to) {
+  const __m256i gathered = _mm256_shuffle_epi8(
+      lanes, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
+                              12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  _mm_storel_epi64(
+      reinterpret_cast<__m128i*>(to),
+      _mm_unpacklo_epi32(_mm256_castsi256_si128(gathered), _mm256_extracti128_si256(gathered, 1)));
+}
+
 // 8 outputs from 16 columns of a window row pair, split into even and odd columns (c0 c1 of
 // the top row, c2 c3 of the bottom: each window's four values): the maximum, the first position
 // holding it by lane-wise compares, the value taken from that position (so a tie of -0 and +0
-// gives the scalar's bits), and its index as `base` + the offset within the two rows. Returns
-// false, writing nothing, when a window holds a NaN (the scalar rule then decides).
-inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, std::int64_t width,
-                          std::int64_t base, float* values, std::int64_t* where) {
+// gives the scalar's bits), and its gradient_position. Returns false, writing nothing, when a
+// window holds a NaN (the scalar rule then decides).
+inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, bool relu, float* values,
+                          std::uint8_t* position) {
   const __m256 nan =
       _mm256_or_ps(_mm256_cmp_ps(c0, c1, _CMP_UNORD_Q), _mm256_cmp_ps(c2, c3, _CMP_UNORD_Q));
   if (_mm256_movemask_ps(nan) != 0) return false;
@@ -262,20 +279,16 @@ inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, std::int64
   value = _mm256_blendv_ps(value, c0, _mm256_castsi256_ps(eq0));
   // k = 2 or 3 (the bottom row) when neither top value is it; k odd (the right column) when
   // k = 1 (c0 is not it, c1 is) or k = 3 (none of c0, c1, c2 is).
-  const __m256i below =
-      _mm256_andnot_si256(_mm256_or_si256(eq0, eq1), _mm256_set1_epi32(static_cast<int>(width)));
+  const __m256i below = _mm256_andnot_si256(_mm256_or_si256(eq0, eq1), _mm256_set1_epi32(2));
   const __m256i right =
       _mm256_andnot_si256(eq0, _mm256_or_si256(eq1, _mm256_xor_si256(eq2, _mm256_set1_epi32(-1))));
-  const __m256i offset = _mm256_add_epi32(_mm256_add_epi32(below, _mm256_srli_epi32(right, 31)),
-                                          _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
-  const __m256i start = _mm256_set1_epi64x(base);
+  __m256i k = _mm256_add_epi32(below, _mm256_srli_epi32(right, 31));
+  if (relu) {
+    const __m256 passes = _mm256_cmp_ps(value, _mm256_setzero_ps(), _CMP_GT_OQ);
+    k = _mm256_blendv_epi8(_mm256_set1_epi32(kNoGradient), k, _mm256_castps_si256(passes));
+  }
   _mm256_storeu_ps(values, value);
-  _mm256_storeu_si256(
-      reinterpret_cast<__m256i*>(where),
-      _mm256_add_epi64(start, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(offset))));
-  _mm256_storeu_si256(
-      reinterpret_cast<__m256i*>(where + 4),
-      _mm256_add_epi64(start, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(offset, 1))));
+  store_low_bytes(k, position);
   return true;
 }
 
@@ -295,7 +308,7 @@ inline void relu_lanes(__m256& c0, __m256& c1, __m256& c2, __m256& c3) {
 // a row of fewer than 8 from masked loads of its columns (zeros beyond them). With `relu`, the
 // windows' values go through relu first.
 inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy, std::int64_t out_w,
-                        bool relu, float* values, std::int64_t* where) {
+                        bool relu, float* values, std::uint8_t* position) {
   const float* top = plane + 2 * oy * width;
   const float* bottom = top + width;
   const auto eight = [&](std::int64_t ox) {
@@ -303,8 +316,8 @@ inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy,
     split_columns(top + 2 * ox, c0, c1);
     split_columns(bottom + 2 * ox, c2, c3);
     if (relu) relu_lanes(c0, c1, c2, c3);
-    if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width + 2 * ox, values + ox, where + ox)) {
-      max_2x2_scalar(plane, width, oy, ox, ox + 8, relu, values, where);
+    if (!max_2x2_eight(c0, c1, c2, c3, relu, values + ox, position + ox)) {
+      max_2x2_scalar(plane, width, oy, ox, ox + 8, relu, values, position);
     }
   };
   if (out_w >= 8) {
@@ -318,36 +331,144 @@ inline void max_2x2_row(const float* plane, std::int64_t width, std::int64_t oy,
   split_columns(bottom, 2 * out_w, c2, c3);
   if (relu) relu_lanes(c0, c1, c2, c3);
   float row_values[8];
-  std::int64_t row_where[8];
-  if (!max_2x2_eight(c0, c1, c2, c3, width, 2 * oy * width, row_values, row_where)) {
-    return max_2x2_scalar(plane, width, oy, 0, out_w, relu, values, where);
+  std::uint8_t row_position[8];
+  if (!max_2x2_eight(c0, c1, c2, c3, relu, row_values, row_position)) {
+    return max_2x2_scalar(plane, width, oy, 0, out_w, relu, values, position);
   }
   for (std::int64_t ox = 0; ox < out_w; ++ox) {
     values[ox] = row_values[ox];
-    where[ox] = row_where[ox];
+    position[ox] = row_position[ox];
   }
 }
 #endif
 
 template <class T>
 void max_pool_2x2_loop(const void* plane_bytes, std::int64_t width, std::int64_t out_h,
-                       std::int64_t out_w, bool relu, void* values_bytes, std::int64_t* where) {
+                       std::int64_t out_w, bool relu, void* values_bytes, std::uint8_t* position) {
   const T* plane = static_cast<const T*>(plane_bytes);
   T* values = static_cast<T*>(values_bytes);
   for (std::int64_t oy = 0; oy < out_h; ++oy) {
     T* row_values = values + oy * out_w;
-    std::int64_t* row_where = where + oy * out_w;
+    std::uint8_t* row_position = position + oy * out_w;
 #if defined(__AVX2__)
-    // The vector's offsets within two rows are 32-bit.
     if constexpr (std::is_same_v<T, float>) {
-      if (width < (std::int64_t{1} << 30)) {
-        max_2x2_row(plane, width, oy, out_w, relu, row_values, row_where);
-        continue;
-      }
+      max_2x2_row(plane, width, oy, out_w, relu, row_values, row_position);
+      continue;
     }
 #endif
-    max_2x2_scalar(plane, width, oy, 0, out_w, relu, row_values, row_where);
+    max_2x2_scalar(plane, width, oy, 0, out_w, relu, row_values, row_position);
   }
+}
+
+// --- its backward ---
+
+// Windows [from, to) of one row pair (top, and the row below it), one at a time.
+template <class T>
+void unpool_2x2_scalar(T* top, std::int64_t width, std::int64_t from, std::int64_t to,
+                       const T* grad, const std::uint8_t* position) {
+  T* bottom = top + width;
+  for (std::int64_t ox = from; ox < to; ++ox) {
+    const T g = T(0) + grad[ox];
+    const int k = position[ox];
+    top[2 * ox] = k == 0 ? g : T(0);
+    top[2 * ox + 1] = k == 1 ? g : T(0);
+    bottom[2 * ox] = k == 2 ? g : T(0);
+    bottom[2 * ox + 1] = k == 3 ? g : T(0);
+  }
+}
+
+#if defined(__AVX2__)
+// 8 windows' values for their even and odd columns as the 16 columns of their row, in order.
+inline void interleave_columns(__m256 even, __m256 odd, __m256& first, __m256& second) {
+  const __m256 low = _mm256_unpacklo_ps(even, odd), high = _mm256_unpackhi_ps(even, odd);
+  first = _mm256_permute2f128_ps(low, high, 0x20);
+  second = _mm256_permute2f128_ps(low, high, 0x31);
+}
+
+// g where the window's position is j, +0 elsewhere.
+inline __m256 at_position(__m256 g, __m256i k, int j) {
+  return _mm256_and_ps(g, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_set1_epi32(j))));
+}
+
+// The 16 columns of the top and of the bottom row that 8 windows cover, from their gradients
+// (already + 0) and positions.
+inline void unpool_eight(__m256 g, __m256i k, __m256 columns[4]) {
+  interleave_columns(at_position(g, k, 0), at_position(g, k, 1), columns[0], columns[1]);
+  interleave_columns(at_position(g, k, 2), at_position(g, k, 3), columns[2], columns[3]);
+}
+
+inline __m256i positions_of(const std::uint8_t* position) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(position)));
+}
+
+// One row pair, 8 windows at a time; a last partial 8 as the row's last 8 (written again).
+inline void unpool_2x2_row(float* top, std::int64_t width, std::int64_t out_w, const float* grad,
+                           const std::uint8_t* position) {
+  float* bottom = top + width;
+  __m256 columns[4];
+  const auto eight = [&](std::int64_t ox) {
+    unpool_eight(_mm256_add_ps(_mm256_setzero_ps(), _mm256_loadu_ps(grad + ox)),
+                 positions_of(position + ox), columns);
+    _mm256_storeu_ps(top + 2 * ox, columns[0]);
+    _mm256_storeu_ps(top + 2 * ox + 8, columns[1]);
+    _mm256_storeu_ps(bottom + 2 * ox, columns[2]);
+    _mm256_storeu_ps(bottom + 2 * ox + 8, columns[3]);
+  };
+  std::int64_t ox = 0;
+  for (; ox + 8 <= out_w; ox += 8) eight(ox);
+  if (ox < out_w) eight(out_w - 8);
+}
+
+// A row pair of fewer than 8 windows, at least 6 columns wide, that is not the plane's last
+// (so its stores below stay within the plane): the gradients under a mask
+// (zeros past the row), the positions read past it (the next row's), and all 16 columns of
+// each row stored, the top row's excess landing on the start of the bottom row, which is
+// written after it, and the bottom row's on the next row pair, written after this one. (AMD's
+// masked stores are microcoded: slower than the scalar loop.)
+inline void unpool_2x2_short_row(float* top, std::int64_t width, std::int64_t out_w,
+                                 const float* grad, const std::uint8_t* position) {
+  const __m256i windows = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(out_w)),
+                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 columns[4];
+  unpool_eight(_mm256_add_ps(_mm256_setzero_ps(), _mm256_maskload_ps(grad, windows)),
+               positions_of(position), columns);
+  _mm256_storeu_ps(top, columns[0]);
+  _mm256_storeu_ps(top + 8, columns[1]);
+  _mm256_storeu_ps(top + width, columns[2]);
+  _mm256_storeu_ps(top + width + 8, columns[3]);
+}
+#endif
+
+// One row pair by the widest way that fits: `more` says another row pair of the plane follows.
+template <class T>
+void unpool_2x2_row_pair(T* top, std::int64_t width, std::int64_t out_w, bool more, const T* grad,
+                         const std::uint8_t* position) {
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (out_w >= 8) return unpool_2x2_row(top, width, out_w, grad, position);
+    // The bottom row's 16 columns end inside the next row pair when width + 16 <= 4 * width.
+    if (more && width >= 6) return unpool_2x2_short_row(top, width, out_w, grad, position);
+  }
+#else
+  (void)more;
+#endif
+  unpool_2x2_scalar(top, width, 0, out_w, grad, position);
+}
+
+template <class T>
+void max_unpool_2x2_loop(void* plane_bytes, std::int64_t height, std::int64_t width,
+                         const void* grad_bytes, const std::uint8_t* position) {
+  T* plane = static_cast<T*>(plane_bytes);
+  const T* grad = static_cast<const T*>(grad_bytes);
+  const std::int64_t out_h = height / 2, out_w = width / 2;
+  for (std::int64_t oy = 0; oy < out_h; ++oy) {
+    T* top = plane + 2 * oy * width;
+    const T* row_grad = grad + oy * out_w;
+    const std::uint8_t* row_position = position + oy * out_w;
+    unpool_2x2_row_pair(top, width, out_w, oy + 1 < out_h, row_grad, row_position);
+    if (width % 2 != 0) top[width - 1] = top[2 * width - 1] = T(0);  // an odd last column
+  }
+  for (std::int64_t k = 2 * out_h * width; k < height * width; ++k) plane[k] = T(0);  // odd row
 }
 
 template <class T>
@@ -366,6 +487,7 @@ void fill_row(FlatLoops& t, std::size_t d) {
   t.sums_dy[d] = sums_dy_loop<T>;
   t.norm_grad[d] = norm_grad_loop<T>;
   t.max_pool_2x2[d] = max_pool_2x2_loop<T>;
+  t.max_unpool_2x2[d] = max_unpool_2x2_loop<T>;
 }
 
 FlatLoops make_flat_loops() {

@@ -1,4 +1,5 @@
-// max_pool2d (with per-plane argmax indices) and avg_pool2d on the CPU, with backward rules.
+// max_pool2d (with per-plane argmax indices), relu_max_pool2d and avg_pool2d on the CPU, with
+// backward rules; the 2x2 stride-2 max pool (the CNNs') by the flat loops (cpu/flat_loops.h).
 // Input is [N, C, H, W] or [C, H, W]; every H*W plane is pooled on its own, planes in
 // parallel. Output size is floor((H + 2p - k) / s) + 1 (PyTorch's ceil_mode=false). Padding
 // is at most half the kernel, so every max window holds a real element and every avg window
@@ -106,21 +107,64 @@ inline void consider(T v, std::int64_t at, T& best, std::int64_t& best_at) {
   }
 }
 
+// The 2x2 stride-2 pool of the CNNs, on relu(x) with `relu`, by the instruction-set level's
+// loop (flat_loops.h): the values, and each window's gradient position (u8) for the backward.
 template <class T>
-void max_forward(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& indices,
-                 bool relu = false) {
+void max_forward_2x2(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& positions,
+                     bool relu) {
+  const T* in = x.data<T>();
+  T* values = out.data<T>();
+  std::uint8_t* position = positions.data<std::uint8_t>();
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
+  const auto pool = cpu::flat_loops().max_pool_2x2[std::is_same_v<T, float> ? 0 : 1];
+  for_each_plane(g, [&](std::int64_t p) {
+    pool(in + p * in_plane, g.width, g.out_h, g.out_w, relu, values + p * out_plane,
+         position + p * out_plane);
+  });
+}
+
+// Its backward: each plane written whole in one pass by the level's loop.
+template <class T>
+Tensor max_backward_2x2(const PoolGeometry& g, const Shape& input_shape, const Tensor& grad_output,
+                        const Tensor& positions) {
+  const Tensor go = grad_output.contiguous();
+  Tensor grad = Tensor::empty(input_shape, go.dtype());
+  const T* src = go.data<T>();
+  const std::uint8_t* position = positions.data<std::uint8_t>();
+  T* dst = grad.data<T>();
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
+  const auto unpool = cpu::flat_loops().max_unpool_2x2[std::is_same_v<T, float> ? 0 : 1];
+  for_each_plane(g, [&](std::int64_t p) {
+    unpool(dst + p * in_plane, g.height, g.width, src + p * out_plane, position + p * out_plane);
+  });
+  return grad;
+}
+
+// Each maximum's index in its plane from its window's position (max_pool2d_with_indices').
+Tensor indices_from_positions(const PoolGeometry& g, const Tensor& positions) {
+  Tensor indices = Tensor::empty(g.out_shape, DType::i64);
+  const std::uint8_t* position = positions.data<std::uint8_t>();
+  std::int64_t* where = indices.data<std::int64_t>();
+  const std::int64_t out_plane = g.out_h * g.out_w;
+  for_each_plane(g, [&](std::int64_t p) {
+    for (std::int64_t i = p * out_plane; i < (p + 1) * out_plane; ++i) {
+      const std::int64_t oy = (i - p * out_plane) / g.out_w, ox = (i - p * out_plane) % g.out_w;
+      const int k = position[i];
+      where[i] = (2 * oy + k / 2) * g.width + 2 * ox + k % 2;
+    }
+  });
+  return indices;
+}
+
+// Any other window, one output at a time.
+template <class T>
+void max_forward(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor& indices) {
   const T* in = x.data<T>();
   T* values = out.data<T>();
   std::int64_t* where = indices.data<std::int64_t>();
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-  const bool two_by_two = is_two_by_two(g);
-  const auto pool_2x2 = cpu::flat_loops().max_pool_2x2[std::is_same_v<T, float> ? 0 : 1];
   for_each_plane(g, [&](std::int64_t p) {
     const T* src = in + p * in_plane;
-    if (two_by_two) {  // the CNNs' pool: the instruction-set level's loop (flat_loops.h)
-      pool_2x2(src, g.width, g.out_h, g.out_w, relu, values + p * out_plane, where + p * out_plane);
-      return;
-    }
     for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
       for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
         std::int64_t y0, y1, x0, x1;
@@ -153,37 +197,6 @@ Tensor max_backward(const PoolGeometry& g, const Shape& input_shape, const Tenso
     for (std::int64_t i = p * out_plane; i < (p + 1) * out_plane; ++i) {
       dst[p * in_plane + where[i]] += src[i];
     }
-  });
-  return grad;
-}
-
-// max_backward followed by relu's, for the 2x2 stride-2 windows (which tile the plane but an
-// odd last row or column): each window written whole in one pass, its gradient at its
-// maximum's place where the input there is > 0 and zeros elsewhere. The gradient is added to
-// a zero as max_backward adds it, so that a -0 comes out +0 as it would.
-template <class T>
-Tensor relu_max_backward(const PoolGeometry& g, const Tensor& x, const Tensor& grad_output,
-                         const Tensor& indices) {
-  const Tensor go = grad_output.contiguous();
-  Tensor grad = Tensor::empty(x.shape(), go.dtype());
-  const T* src = go.data<T>();
-  const T* in = x.data<T>();
-  const std::int64_t* where = indices.data<std::int64_t>();
-  T* dst = grad.data<T>();
-  const std::int64_t w = g.width, in_plane = g.height * w, out_plane = g.out_h * g.out_w;
-  for_each_plane(g, [&](std::int64_t p) {
-    T* plane = dst + p * in_plane;
-    const T* x_plane = in + p * in_plane;
-    for (std::int64_t oy = 0; oy < g.out_h; ++oy) {
-      T* top = plane + 2 * oy * w;
-      for (std::int64_t ox = 0; ox < g.out_w; ++ox) {
-        const std::int64_t i = p * out_plane + oy * g.out_w + ox, at = where[i];
-        top[2 * ox] = top[2 * ox + 1] = top[w + 2 * ox] = top[w + 2 * ox + 1] = T(0);
-        plane[at] = x_plane[at] > T(0) ? T(0) + src[i] : T(0);
-      }
-      if (w > 2 * g.out_w) top[w - 1] = top[2 * w - 1] = T(0);  // an odd last column
-    }
-    for (std::int64_t k = 2 * g.out_h * w; k < in_plane; ++k) plane[k] = T(0);  // odd last row
   });
   return grad;
 }
@@ -284,28 +297,52 @@ Tensor avg_pool2d_device(const PoolGeometry& g, const Tensor& input) {
                 });
 }
 
+// The CPU max pool (of relu(input) with `relu`, 2x2 windows only), recorded as `name`; with
+// `indices`, each maximum's index in its plane there too.
+Tensor max_pool_cpu(const PoolGeometry& g, const Tensor& input, bool relu, const char* name,
+                    Tensor* indices) {
+  const Tensor x = input.detach().contiguous();
+  Tensor out = Tensor::empty(g.out_shape, x.dtype());
+  if (is_two_by_two(g)) {
+    Tensor positions = Tensor::empty(g.out_shape, DType::u8);
+    cpu::dispatch_floating(x.dtype(), name,
+                           [&]<class T>() { max_forward_2x2<T>(g, x, out, positions, relu); });
+    if (indices != nullptr) *indices = indices_from_positions(g, positions);
+    return record(
+        name, out, {input},
+        [g, shape = x.shape(), positions](const Tensor& grad_output, const std::vector<bool>&) {
+          return cpu::dispatch_floating(grad_output.dtype(), kMaxOp, [&]<class T>() {
+            return std::vector<Tensor>{max_backward_2x2<T>(g, shape, grad_output, positions)};
+          });
+        });
+  }
+  RINGLET_CHECK(!relu, ValueError, name, ": relu first is fused for 2x2 windows only");
+  Tensor where = Tensor::empty(g.out_shape, DType::i64);
+  cpu::dispatch_floating(x.dtype(), name, [&]<class T>() { max_forward<T>(g, x, out, where); });
+  if (indices != nullptr) *indices = where;
+  return record(name, out, {input},
+                [g, shape = x.shape(), where](const Tensor& grad_output, const std::vector<bool>&) {
+                  return cpu::dispatch_floating(grad_output.dtype(), kMaxOp, [&]<class T>() {
+                    return std::vector<Tensor>{max_backward<T>(g, shape, grad_output, where)};
+                  });
+                });
+}
+
 }  // namespace
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
                                                   const Pool2dOptions& options) {
   const PoolGeometry g = validate(input, options, kMaxOp);
   if (!input.device().is_cpu()) return max_pool2d_device(g, input);
-  const Tensor x = input.detach().contiguous();
-  Tensor out = Tensor::empty(g.out_shape, x.dtype());
-  Tensor indices = Tensor::empty(g.out_shape, DType::i64);
-  cpu::dispatch_floating(x.dtype(), kMaxOp, [&]<class T>() { max_forward<T>(g, x, out, indices); });
-  out =
-      record(kMaxOp, out, {input},
-             [g, shape = x.shape(), indices](const Tensor& grad_output, const std::vector<bool>&) {
-               return cpu::dispatch_floating(grad_output.dtype(), kMaxOp, [&]<class T>() {
-                 return std::vector<Tensor>{max_backward<T>(g, shape, grad_output, indices)};
-               });
-             });
+  Tensor indices;
+  Tensor out = max_pool_cpu(g, input, false, kMaxOp, &indices);
   return {out, indices};
 }
 
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) {
-  return max_pool2d_with_indices(input, options).first;
+  const PoolGeometry g = validate(input, options, kMaxOp);
+  if (!input.device().is_cpu()) return max_pool2d_device(g, input).first;
+  return max_pool_cpu(g, input, false, kMaxOp, nullptr);
 }
 
 Tensor relu_max_pool2d(const Tensor& input, const Pool2dOptions& options) {
@@ -314,17 +351,7 @@ Tensor relu_max_pool2d(const Tensor& input, const Pool2dOptions& options) {
                      (input.dtype() == DType::f32 || input.dtype() == DType::f64) &&
                      is_two_by_two(g);
   if (!fused) return max_pool2d(relu(input), options);
-  const Tensor x = input.detach().contiguous();
-  Tensor out = Tensor::empty(g.out_shape, x.dtype());
-  Tensor indices = Tensor::empty(g.out_shape, DType::i64);
-  cpu::dispatch_floating(x.dtype(), kMaxOp,
-                         [&]<class T>() { max_forward<T>(g, x, out, indices, true); });
-  return record("relu_max_pool2d", out, {input},
-                [g, x, indices](const Tensor& grad_output, const std::vector<bool>&) {
-                  return cpu::dispatch_floating(grad_output.dtype(), kMaxOp, [&]<class T>() {
-                    return std::vector<Tensor>{relu_max_backward<T>(g, x, grad_output, indices)};
-                  });
-                });
+  return max_pool_cpu(g, input, true, "relu_max_pool2d", nullptr);
 }
 
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) {
