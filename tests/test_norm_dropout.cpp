@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "gradcheck.h"
 
@@ -185,6 +186,42 @@ TEST_CASE("batch_norm f32 agrees with f64, forward and backward") {
   check_close(x32.grad().to_vector<double>(), x64.grad().to_vector<double>(), 1e-4);
   check_close(w32.grad().to_vector<double>(), w64.grad().to_vector<double>(), 1e-4);
   check_close(b32.grad().to_vector<double>(), b64.grad().to_vector<double>(), 1e-4);
+}
+
+TEST_CASE(
+    "batch_norm without a reducer (a channel's passes back to back) gives the bits of the "
+    "reducer's schedule (every channel's sums first), forward and backward") {
+  // A reducer that leaves the sums as they are: one rank's SyncBatchNorm, whose passes run
+  // channel by channel in turn; the plain one runs each channel's passes together.
+  int reductions = 0;
+  const StatsReducer one_rank = [&](std::vector<double>&) { ++reductions; };
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    for (const std::int64_t side : {3, 12}) {  // runs shorter and longer than a loop call's
+      INFO(dtype, " side ", side);
+      const Tensor base = make_input({5, 3, side, side}, 80, -2.0, 3.0).detach().to(dtype);
+      Tensor outputs[2], grads[2][3];
+      for (const int synced : {0, 1}) {
+        const Tensor x = base.clone().requires_grad_();
+        const Tensor w = make_input({3}, 81).detach().to(dtype).requires_grad_();
+        const Tensor b = make_input({3}, 82).detach().to(dtype).requires_grad_();
+        Tensor rm = zeros({3}, dtype), rv = ones({3}, dtype);
+        outputs[synced] =
+            batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5, synced ? one_rank : StatsReducer());
+        Generator gen(83);
+        outputs[synced].backward(randn(base.shape(), gen, dtype));
+        grads[synced][0] = x.grad();
+        grads[synced][1] = w.grad();
+        grads[synced][2] = b.grad();
+      }
+      const auto same = [](const Tensor& a, const Tensor& b) {
+        return a.nbytes() == b.nbytes() &&
+               std::memcmp(a.contiguous().raw_data(), b.contiguous().raw_data(), a.nbytes()) == 0;
+      };
+      CHECK(same(outputs[0], outputs[1]));
+      for (int i = 0; i < 3; ++i) CHECK(same(grads[0][i], grads[1][i]));
+    }
+  }
+  CHECK(reductions == 2 * 2 * 3);  // the reducer's schedule ran: 2 forward sums, 1 backward
 }
 
 TEST_CASE("batch_norm with an empty batch leaves the running stats alone") {

@@ -4,6 +4,9 @@
 // + momentum * stat, with the unbiased variance). Statistics accumulate in f64, in two passes.
 // The training backward goes through the batch statistics:
 //   dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+// Unsynchronized, each channel's passes run back to back (statistics then normalization; the
+// backward's sums then dx), so all but the first read its values from cache; with a reducer
+// every channel's sums come first, to be reduced across ranks. Both give the same bits.
 // On a device (cuda, emu) the same arithmetic runs as device kernels (batch_norm_device); a
 // synchronized normalization's sums go through the host to the reducer and back.
 #include "tensor/ops/norm.h"
@@ -78,31 +81,43 @@ struct Stats {
 template <class T>
 constexpr std::size_t kRow = std::is_same_v<T, float> ? 0 : 1;
 
-// Per-channel sums of run_sum(c, run) over channel c's runs, channels in parallel.
-template <class T, class F>
-std::vector<double> channel_sums(const Layout& l, const T* data, F&& run_sum) {
-  std::vector<double> sums(l.channels);
+// fn(c) for every channel c, channels in parallel, into a vector.
+template <class F>
+std::vector<double> per_channel(const Layout& l, F&& fn) {
+  std::vector<double> values(l.channels);
   core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t c = begin; c < end; ++c) {
-      double total = 0;
-      l.for_runs(data, c, [&](const T* run) { total += run_sum(c, run); });
-      sums[c] = total;
-    }
+    for (std::int64_t c = begin; c < end; ++c) values[c] = fn(c);
   });
-  return sums;
+  return values;
+}
+
+// Channel c's sum over its runs, and its sum of squared deviations from `mean`, by the level's
+// loops (f64, eight accumulators per run).
+template <class T>
+double channel_sum(const Layout& l, const T* data, std::int64_t c) {
+  const cpu::FlatLoops::Sum sum = cpu::flat_loops().sum[kRow<T>];
+  double total = 0;
+  l.for_runs(data, c, [&](const T* run) { total += sum(run, l.spatial); });
+  return total;
+}
+
+template <class T>
+double channel_sum_sq_dev(const Layout& l, const T* data, std::int64_t c, double mean) {
+  const cpu::FlatLoops::SumDev sum_sq_dev = cpu::flat_loops().sum_sq_dev[kRow<T>];
+  double total = 0;
+  l.for_runs(data, c, [&](const T* run) { total += sum_sq_dev(run, l.spatial, mean); });
+  return total;
 }
 
 // Mean and biased variance per channel in two passes (sum, then squared deviations from the
-// mean); with a reducer both passes are summed across ranks. Returns the values per channel
-// over all ranks in `count`.
+// mean), every channel's first pass before any second one: with a reducer both passes are
+// summed across ranks in between. Returns the values per channel over all ranks in `count`.
 template <class T>
 Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<double>& var,
                   double& count, const StatsReducer& reducer) {
   const T* data = x.data<T>();
-  constexpr std::size_t d = kRow<T>;
-  const cpu::FlatLoops& loops = cpu::flat_loops();
-  std::vector<double> sums = channel_sums(
-      l, data, [&](std::int64_t, const T* run) { return loops.sum[d](run, l.spatial); });
+  std::vector<double> sums =
+      per_channel(l, [&](std::int64_t c) { return channel_sum(l, data, c); });
   count = static_cast<double>(l.count());
   if (reducer) {
     sums.push_back(count);
@@ -112,9 +127,7 @@ Stats batch_stats(const Layout& l, const Tensor& x, double eps, std::vector<doub
   }
   Stats s{std::vector<double>(l.channels), std::vector<double>(l.channels)};
   for (std::int64_t c = 0; c < l.channels; ++c) s.mean[c] = count > 0 ? sums[c] / count : 0.0;
-  var = channel_sums(l, data, [&](std::int64_t c, const T* run) {
-    return loops.sum_sq_dev[d](run, l.spatial, s.mean[c]);
-  });
+  var = per_channel(l, [&](std::int64_t c) { return channel_sum_sq_dev(l, data, c, s.mean[c]); });
   if (reducer) reducer(var);
   for (std::int64_t c = 0; c < l.channels; ++c) {
     var[c] = count > 0 ? var[c] / count : 0.0;
@@ -137,34 +150,78 @@ void update_running(const Layout& l, const std::vector<double>& mean,
   }
 }
 
+// The forward's y = (x - mean) * invstd * w + b, folded per channel into one multiply-add per
+// element, dst = src * scale + shift, both rounded to T first.
+template <class T>
+class Normalizer {
+ public:
+  Normalizer(const Layout& l, const Tensor& x, const Tensor& weight, const Tensor& bias,
+             Tensor& out)
+      : l_(l),
+        src_(x.data<T>()),
+        dst_(out.data<T>()),
+        w_(weight.defined() ? weight.data<T>() : nullptr),
+        b_(bias.defined() ? bias.data<T>() : nullptr),
+        sw_(w_ ? weight.stride(0) : 0),
+        sb_(b_ ? bias.stride(0) : 0),
+        affine_(cpu::flat_loops().affine[kRow<T>]) {}
+
+  void channel(std::int64_t c, double mean, double invstd) const {
+    const double scale = invstd * (w_ ? static_cast<double>(w_[c * sw_]) : 1.0);
+    const double shift = (b_ ? static_cast<double>(b_[c * sb_]) : 0.0) - mean * scale;
+    const T a = static_cast<T>(scale), k = static_cast<T>(shift);
+    for (std::int64_t n = 0; n < l_.batch; ++n) {
+      const std::int64_t at = (n * l_.channels + c) * l_.spatial;
+      if (l_.spatial >= kAffineCallMin) {
+        affine_(dst_ + at, src_ + at, l_.spatial, scale, shift);
+      } else {  // short runs (BatchNorm1d's are 1 long): not worth a call each
+        for (std::int64_t i = 0; i < l_.spatial; ++i) dst_[at + i] = src_[at + i] * a + k;
+      }
+    }
+  }
+
+ private:
+  const Layout& l_;
+  const T* src_;
+  T* dst_;
+  const T* w_;
+  const T* b_;
+  std::int64_t sw_, sb_;
+  cpu::FlatLoops::Affine affine_;
+};
+
 template <class T>
 Tensor normalize(const Layout& l, const Tensor& x, const Stats& s, const Tensor& weight,
                  const Tensor& bias) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  const T* src = x.data<T>();
-  T* dst = out.data<T>();
-  const T* w = weight.defined() ? weight.data<T>() : nullptr;
-  const T* b = bias.defined() ? bias.data<T>() : nullptr;
-  const std::int64_t sw = w ? weight.stride(0) : 0, sb = b ? bias.stride(0) : 0;
-  // The level's loop for one run: dst = src * scale + shift, both rounded to T first.
-  const cpu::FlatLoops::Affine affine = cpu::flat_loops().affine[kRow<T>];
+  const Normalizer<T> normalizer(l, x, weight, bias, out);
   core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t c = begin; c < end; ++c) {
-      // y = (x - mean) * invstd * w + b, folded into one multiply-add per element.
-      const double scale = s.invstd[c] * (w ? static_cast<double>(w[c * sw]) : 1.0);
-      const double shift = (b ? static_cast<double>(b[c * sb]) : 0.0) - s.mean[c] * scale;
-      const T a = static_cast<T>(scale), k = static_cast<T>(shift);
-      for (std::int64_t n = 0; n < l.batch; ++n) {
-        const std::int64_t at = (n * l.channels + c) * l.spatial;
-        if (l.spatial >= kAffineCallMin) {
-          affine(dst + at, src + at, l.spatial, scale, shift);
-        } else {  // short runs (BatchNorm1d's are 1 long): not worth a call each
-          for (std::int64_t i = 0; i < l.spatial; ++i) dst[at + i] = src[at + i] * a + k;
-        }
-      }
-    }
+    for (std::int64_t c = begin; c < end; ++c) normalizer.channel(c, s.mean[c], s.invstd[c]);
   });
   return out;
+}
+
+// Training without a reducer: batch_stats then normalize, one channel at a time (each
+// channel's statistics are its own), so that the second pass over a channel's values and its
+// normalization read them from cache rather than memory. The same arithmetic, the same bits.
+template <class T>
+Stats local_stats_and_normalize(const Layout& l, const Tensor& x, double eps, const Tensor& weight,
+                                const Tensor& bias, std::vector<double>& var, Tensor& out) {
+  const T* data = x.data<T>();
+  const double count = static_cast<double>(l.count());
+  out = Tensor::empty(x.shape(), x.dtype());
+  const Normalizer<T> normalizer(l, x, weight, bias, out);
+  Stats s{std::vector<double>(l.channels), std::vector<double>(l.channels)};
+  var.assign(l.channels, 0.0);
+  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      s.mean[c] = channel_sum(l, data, c) / count;
+      var[c] = channel_sum_sq_dev(l, data, c, s.mean[c]) / count;
+      s.invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+      normalizer.channel(c, s.mean[c], s.invstd[c]);
+    }
+  });
+  return s;
 }
 
 struct Saved {
@@ -177,6 +234,58 @@ struct Saved {
   StatsReducer reducer;  // set when synchronized
 };
 
+// The training backward's two sums for channel c in one pass over dy and x per run: sum dy
+// and sum dy * xhat (xhat = (x - mean) * invstd).
+template <class T>
+void channel_sums_dy(const Saved& s, const T* dy, const T* x, std::int64_t c, double& sum_dy,
+                     double& sum_dy_xhat) {
+  const Layout& l = s.layout;
+  const cpu::FlatLoops::SumsDy sums_dy = cpu::flat_loops().sums_dy[kRow<T>];
+  double total = 0, dev_total = 0;
+  for (std::int64_t n = 0; n < l.batch; ++n) {
+    const std::int64_t at = (n * l.channels + c) * l.spatial;
+    double run_sum, run_dev;
+    sums_dy(dy + at, x + at, l.spatial, s.stats.mean[c], &run_sum, &run_dev);
+    total += run_sum;
+    dev_total += run_dev;
+  }
+  sum_dy = total;
+  sum_dy_xhat = dev_total * s.stats.invstd[c];
+}
+
+// Channel c's input gradient: dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)) in
+// training; in eval the statistics are constants and only dx = scale * dy remains. Folded into
+// dx = a * dy + b * (x - mean) + k, evaluated in T.
+template <class T>
+void channel_input_grad(const Saved& s, const T* dy, const T* x, std::int64_t c, double sum_dy,
+                        double sum_dy_xhat, T* dx) {
+  const Layout& l = s.layout;
+  const double mean = s.stats.mean[c], invstd = s.stats.invstd[c];
+  const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
+  const double scale = invstd * (w ? static_cast<double>(w[c * s.weight.stride(0)]) : 1.0);
+  const double dy_shift = s.training ? sum_dy / s.count : 0.0;
+  const double xhat_coef = s.training ? sum_dy_xhat / s.count : 0.0;
+  const T a = static_cast<T>(scale);
+  const T b = static_cast<T>(-scale * invstd * xhat_coef);
+  const T k = static_cast<T>(-scale * dy_shift);
+  const T m = static_cast<T>(mean);
+  const cpu::FlatLoops::NormGrad norm_grad = cpu::flat_loops().norm_grad[kRow<T>];
+  for (std::int64_t n = 0; n < l.batch; ++n) {
+    const std::int64_t at = (n * l.channels + c) * l.spatial;
+    if (l.spatial >= kAffineCallMin) {
+      norm_grad(dx + at, dy + at, x + at, l.spatial, a, b, m, k);
+    } else {  // short runs: not worth a call each
+      for (std::int64_t i = 0; i < l.spatial; ++i) {
+        dx[at + i] = a * dy[at + i] + b * (x[at + i] - m) + k;
+      }
+    }
+  }
+}
+
+// The sums, then the input gradient. The input gradient of a synchronized normalization goes
+// through the global statistics, so it needs the sums over all ranks: every channel's sums
+// first, reduced, then every channel's gradient. Otherwise one channel at a time, its sums and
+// its gradient back to back, its dy and x read from cache the second time.
 template <class T>
 std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
                              const std::vector<bool>& needs) {
@@ -189,73 +298,49 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   if (needs[2]) grads[2] = Tensor::empty({l.channels}, dtype);
   const T* x = s.input.data<T>();
   const T* dy = go.data<T>();
-  const T* w = s.weight.defined() ? s.weight.data<T>() : nullptr;
-  const std::int64_t sw = w ? s.weight.stride(0) : 0;
+  T* dx = needs[0] ? grads[0].data<T>() : nullptr;
   const bool need_sums = needs[1] || needs[2] || (needs[0] && s.training);
-  std::vector<double> sum_dy, sum_dy_xhat;
-  constexpr std::size_t d = kRow<T>;
-  const cpu::FlatLoops& loops = cpu::flat_loops();
-  if (need_sums) {  // both sums in one pass over dy and x, per run
-    sum_dy.assign(l.channels, 0.0);
-    sum_dy_xhat.assign(l.channels, 0.0);
-    core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t c = begin; c < end; ++c) {
-        double total = 0, dev_total = 0;
-        for (std::int64_t n = 0; n < l.batch; ++n) {
-          const std::int64_t at = (n * l.channels + c) * l.spatial;
-          double run_sum, run_dev;
-          loops.sums_dy[d](dy + at, x + at, l.spatial, s.stats.mean[c], &run_sum, &run_dev);
-          total += run_sum;
-          dev_total += run_dev;
-        }
-        sum_dy[c] = total;
-        sum_dy_xhat[c] = dev_total * s.stats.invstd[c];
-      }
-    });
-  }
-  // Weight and bias gradients: this rank's sums. The input gradient of a synchronized
-  // normalization goes through the global statistics, so it needs the global sums.
+  const bool global = s.training && s.reducer;
+  std::vector<double> sum_dy(l.channels, 0.0), sum_dy_xhat(l.channels, 0.0);
+  const auto sums = [&](std::int64_t c) {
+    if (need_sums) channel_sums_dy(s, dy, x, c, sum_dy[c], sum_dy_xhat[c]);
+  };
+  const auto input_grad = [&](std::int64_t c) {
+    channel_input_grad(s, dy, x, c, sum_dy[c], sum_dy_xhat[c], dx);
+  };
+  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t c = begin; c < end; ++c) {
+      sums(c);
+      if (needs[0] && !global) input_grad(c);
+    }
+  });
+  // Weight and bias gradients: this rank's sums.
   for (std::int64_t c = 0; c < l.channels && (needs[1] || needs[2]); ++c) {
     if (needs[1]) grads[1].data<T>()[c] = static_cast<T>(sum_dy_xhat[c]);
     if (needs[2]) grads[2].data<T>()[c] = static_cast<T>(sum_dy[c]);
   }
-  if (!needs[0]) return grads;
-  if (s.training && s.reducer) {
+  if (needs[0] && global) {
     std::vector<double> both(sum_dy);
     both.insert(both.end(), sum_dy_xhat.begin(), sum_dy_xhat.end());
     s.reducer(both);
     std::copy(both.begin(), both.begin() + l.channels, sum_dy.begin());
     std::copy(both.begin() + l.channels, both.end(), sum_dy_xhat.begin());
+    core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t c = begin; c < end; ++c) input_grad(c);
+    });
   }
-  const double count = s.count;
-  core::parallel_for(l.channels, 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t c = begin; c < end; ++c) {
-      const double mean = s.stats.mean[c], invstd = s.stats.invstd[c];
-      // dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)) in training; in eval the
-      // statistics are constants and only dx = scale * dy remains. Folded per channel into
-      // dx = a * dy + b * (x - mean) + k, evaluated in T.
-      const double scale = invstd * (w ? static_cast<double>(w[c * sw]) : 1.0);
-      const double dy_shift = s.training ? sum_dy[c] / count : 0.0;
-      const double xhat_coef = s.training ? sum_dy_xhat[c] / count : 0.0;
-      const T a = static_cast<T>(scale);
-      const T b = static_cast<T>(-scale * invstd * xhat_coef);
-      const T k = static_cast<T>(-scale * dy_shift);
-      const T m = static_cast<T>(mean);
-      T* dx = grads[0].data<T>();
-      for (std::int64_t n = 0; n < l.batch; ++n) {
-        const std::int64_t at = (n * l.channels + c) * l.spatial;
-        if (l.spatial >= kAffineCallMin) {
-          loops.norm_grad[d](dx + at, dy + at, x + at, l.spatial, a, b, m, k);
-        } else {  // short runs: not worth a call each
-          for (std::int64_t i = 0; i < l.spatial; ++i) {
-            dx[at + i] = a * dy[at + i] + b * (x[at + i] - m) + k;
-          }
-        }
-      }
-    }
-  });
   return grads;
 }
+
+// Training needs more than one value per channel (over all ranks when synchronized).
+void check_count(double count, const Tensor& input, bool sync) {
+  RINGLET_CHECK(count > 1, ValueError, kOp,
+                ": expected more than 1 value per channel when training, got input shape ",
+                shape_str(input.shape()), sync ? " (over all ranks: " : "",
+                sync ? core::str(count, " values)") : "");
+}
+
+Tensor bias_of(const Tensor& bias) { return bias.defined() ? bias.detach() : Tensor(); }
 
 // On a device (cuda, emu): the same arithmetic as above in device kernels (tensor/kernels/
 // nn.h), so the emulated device matches the CPU bit for bit; the statistics stay on the
@@ -463,11 +548,13 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
         stats = Stats{std::vector<double>(l.channels), std::vector<double>(l.channels, 1.0)};
       } else {
         std::vector<double> var;
-        stats = batch_stats<T>(l, x, eps, var, count, sync);
-        RINGLET_CHECK(count > 1, ValueError, kOp,
-                      ": expected more than 1 value per channel when training, got input shape ",
-                      shape_str(input.shape()), sync ? " (over all ranks: " : "",
-                      sync ? core::str(count, " values)") : "");
+        if (sync) {
+          stats = batch_stats<T>(l, x, eps, var, count, sync);
+          check_count(count, input, true);
+        } else {
+          check_count(count, input, false);
+          stats = local_stats_and_normalize<T>(l, x, eps, w, bias_of(bias), var, out);
+        }
         if (running_mean.defined()) {
           update_running<T>(l, stats.mean, var, count, momentum, running_mean, running_var);
         }
@@ -480,7 +567,7 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
         stats.invstd[c] = 1.0 / std::sqrt(static_cast<double>(rv.data<T>()[c]) + eps);
       }
     }
-    out = normalize<T>(l, x, stats, w, bias.defined() ? bias.detach() : Tensor());
+    if (!out.defined()) out = normalize<T>(l, x, stats, w, bias_of(bias));
   });
   if (!any_requires_grad({input, weight, bias})) return out;
   auto saved = std::make_shared<Saved>(Saved{l, x, w, std::move(stats), training, count, sync});
