@@ -1,6 +1,6 @@
 // TcpConnection: the tcp transport's Connection over one or more connected sockets to a peer.
 // Each socket has its own thread with its own poll loop (no Asio reactor), so stripes of one
-// large message move in parallel (RINGLET_NSOCKS). Frames carry (seq, offset, length, total);
+// large message move in parallel (RINGLET_NSOCKS); smaller messages all take the first. Frames carry (seq, offset, length, total);
 // the receiver reads each payload straight into the posted buffer of message `seq` (no staging
 // copy), and a socket whose next frame belongs to a receive not yet posted waits (TCP flow
 // control holds the sender). Sends are written from the posting thread; receives are read by
@@ -16,7 +16,7 @@
 namespace ringlet::transport::tcp {
 
 struct TcpOptions {
-  std::size_t stripe_min_bytes = 256 * 1024;  // smaller messages use one socket
+  std::size_t stripe_min_bytes = 256 * 1024;  // smaller messages use the first socket
   int socket_buffer_bytes = 0;                // SO_SNDBUF/SO_RCVBUF; 0 = kernel autotuning
 };
 
