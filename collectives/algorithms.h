@@ -53,8 +53,11 @@ void hierarchical_all_reduce(ChannelContext& ctx, const HostRings& rings, char* 
                              std::size_t count, DType dtype, ReduceOp op,
                              const char* input = nullptr);
 
-// Recursive doubling with the non-power-of-two fold (latency-optimal for small messages).
-void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op);
+// Recursive doubling with the non-power-of-two fold (latency-optimal for small messages). In
+// place when `input` is null; else the first round reads the input and the result lands in
+// data, with no copy of the input into data first.
+void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                   const char* input = nullptr);
 
 // Pipelined chain from root around the ring.
 void chain_broadcast(ChannelContext& ctx, char* data, std::size_t count, DType dtype, int root);

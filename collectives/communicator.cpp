@@ -367,8 +367,7 @@ void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const HostRings* r
                     const char* send, char* data, std::size_t count, DType dtype, ReduceOp op) {
   switch (algorithm) {
     case Algorithm::recursive_doubling:
-      if (send != data && count > 0) std::memcpy(data, send, count * core::dtype_size(dtype));
-      rd_all_reduce(ctx, data, count, dtype, op);
+      rd_all_reduce(ctx, data, count, dtype, op, send != data ? send : nullptr);
       break;
     case Algorithm::window: window_all_reduce(ctx, data, count, dtype, op, send); break;
     case Algorithm::direct: direct_all_reduce(ctx, data, count, dtype, op, send); break;

@@ -21,10 +21,16 @@ constexpr std::size_t kHead = sizeof(Fingerprint);
 
 }  // namespace
 
-void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op) {
+void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                   const char* input) {
   const int n = ctx.size, r = ctx.rank;
-  if (n == 1) return;
   const std::size_t bytes = count * core::dtype_size(dtype);
+  // This rank's partial result: the input until the first reduction writes data.
+  const char* mine = input != nullptr ? input : data;
+  if (n == 1) {
+    if (mine != data && bytes > 0) std::memcpy(data, mine, bytes);
+    return;
+  }
   // Room for a larger message: a partner that issued another op is a mismatch, not an error.
   const std::size_t capacity = kHead + bytes + kMismatchRoom;
   char* out = ctx.scratch_bytes(kHead + bytes + capacity);  // [fp | data], then room to receive
@@ -33,8 +39,13 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
   int step = 0;
 
   auto send_data = [&](int peer) {
-    if (bytes > 0) std::memcpy(out + kHead, data, bytes);
+    if (bytes > 0) std::memcpy(out + kHead, mine, bytes);
     return ctx.peer(peer).send(out, kHead + bytes);
+  };
+  // data = mine op received (reduce_into's operand order, so the bits are the in-place ones).
+  auto reduce_received = [&] {
+    reduce_pair(data, mine, in + kHead, count, dtype, op);
+    mine = data;
   };
   // Waits for a message from `peer` and checks that it is this op's.
   auto receive = [&](const transport::RequestPtr& recv, int peer) {
@@ -47,7 +58,7 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
     auto send = send_data(partner);
     receive(recv, partner);  // before the send: a transport may read only for a waiter
     ctx.wait(send, partner);
-    reduce_into(data, in + kHead, count, dtype, op);
+    reduce_received();
     ctx.trace(step++, "RD", -1, partner, bytes, start);
   };
 
@@ -62,7 +73,7 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
       new_rank = -1;
     } else {
       receive(ctx.peer(r - 1).recv(in, capacity), r - 1);
-      reduce_into(data, in + kHead, count, dtype, op);
+      reduce_received();
       new_rank = r / 2;
     }
     ctx.trace(step++, "RD", -1, r % 2 == 0 ? r + 1 : r - 1, bytes, start);

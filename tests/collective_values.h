@@ -65,6 +65,14 @@ inline void check_all_reduce(int rank, Communicator& comm, std::size_t count, DT
     }
   }
   REQUIRE(wrong == 0);
+  for (std::size_t i = 0; i < count && !in_place; ++i) {  // out of place: the input is kept
+    if (send.get(i) != value(rank, i, op) && ++wrong <= 3) {
+      FAIL_CHECK(core::str("rank ", rank, " n=", n, " count=", count, " ", core::dtype_name(dtype),
+                           " ", collectives::reduce_op_name(op), ": input element ", i,
+                           " changed to ", send.get(i), " from ", value(rank, i, op)));
+    }
+  }
+  REQUIRE(wrong == 0);
 }
 
 // The matrix of all_reduce checks on one rank: counts 0, 1, n - 1 and 1031 (awkward for every

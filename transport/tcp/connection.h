@@ -1,10 +1,11 @@
 // TcpConnection: the tcp transport's Connection over one or more connected sockets to a peer.
 // Each socket has its own thread with its own poll loop (no Asio reactor), so stripes of one
-// large message move in parallel (RINGLET_NSOCKS); smaller messages all take the first. Frames carry (seq, offset, length, total);
-// the receiver reads each payload straight into the posted buffer of message `seq` (no staging
-// copy), and a socket whose next frame belongs to a receive not yet posted waits (TCP flow
-// control holds the sender). Sends are written from the posting thread; receives are read by
-// the thread that waits for them (see connection.cpp), so a message costs no thread hand-off.
+// large message move in parallel (RINGLET_NSOCKS); smaller messages all take the first. Frames
+// carry (seq, offset, length, total); the receiver reads each payload straight into the posted
+// buffer of message `seq` (no staging copy), and a socket whose next frame belongs to a receive not
+// yet posted waits (TCP flow control holds the sender). Sends are written from the posting thread;
+// receives are read by the thread that waits for them (see connection.cpp), so a message costs no
+// thread hand-off.
 #pragma once
 
 #include <cstdint>
