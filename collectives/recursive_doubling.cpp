@@ -4,7 +4,9 @@
 // result back at the end. Reduce ops are commutative, so partners compute identical results.
 //
 // Every message is [fingerprint | data]: the op's fingerprint rides with the data instead of
-// in a message of its own, which saves a hand-off per op where latency is all that counts.
+// in a message of its own, which saves a hand-off per op where latency is all that counts. A
+// transport that can send the two pieces as one message at once (shm) takes them as they are;
+// otherwise they are copied into one buffer first.
 // Each rank checks every message it gets; the partners of all rounds connect every rank, so a
 // rank that issued another collective is found by someone, and the failure reaches the rest.
 #include <algorithm>
@@ -39,8 +41,10 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
   int step = 0;
 
   auto send_data = [&](int peer) {
+    transport::Connection& to = ctx.peer(peer);
+    if (auto sent = to.try_send_joined({&ctx.op_fingerprint, kHead}, {mine, bytes})) return sent;
     if (bytes > 0) std::memcpy(out + kHead, mine, bytes);
-    return ctx.peer(peer).send(out, kHead + bytes);
+    return to.send(out, kHead + bytes);
   };
   // data = mine op received (reduce_into's operand order, so the bits are the in-place ones).
   auto reduce_received = [&] {

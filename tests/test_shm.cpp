@@ -121,6 +121,48 @@ TEST_CASE("shm: small receives move on the waiting thread, or on the progress th
   CHECK(in1 == one);
 }
 
+TEST_CASE(
+    "shm: a joined send is one message, head then body; refused (nothing sent) when it cannot "
+    "go at once, and order is kept") {
+  // A ring of 4 KiB, so that one message not yet received fills it.
+  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
+  auto p = make_pair("joined");
+  unsetenv("RINGLET_SHM_RING_BYTES");
+  const auto head = pattern(16, 1), body = pattern(1000, 2), big = pattern(10000, 3);
+  std::vector<unsigned char> in(2000, 0);
+  RequestPtr sent = p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()});
+  REQUIRE(sent != nullptr);
+  CHECK(sent->done());
+  RequestPtr got = p->b->recv(in.data(), in.size());
+  got->wait(core::Deadline::after(kWait));
+  REQUIRE(got->bytes() == head.size() + body.size());
+  CHECK(std::equal(head.begin(), head.end(), in.begin()));
+  CHECK(std::equal(body.begin(), body.end(), in.begin() + 16));
+  CHECK(p->a->bytes_sent() == head.size() + body.size());
+
+  // A message larger than the ring waits in the queue for the peer: a joined send now would
+  // overtake it, so it is refused; so is one larger than the ring's free space.
+  RequestPtr first = p->a->send(big.data(), big.size());
+  CHECK(p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()}) == nullptr);
+  std::vector<unsigned char> in_big(big.size());
+  p->b->recv(in_big.data(), in_big.size())->wait(core::Deadline::after(kWait));
+  first->wait(core::Deadline::after(kWait));
+  CHECK(in_big == big);
+  const auto most = pattern(4000, 4);
+  RequestPtr fill = p->a->try_send_joined({head.data(), head.size()}, {most.data(), most.size()});
+  REQUIRE(fill != nullptr);  // 8 + 4016 bytes of the ring's 4096
+  CHECK(p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()}) == nullptr);
+  // What was refused was not sent: the next message after the fill is a plain send's.
+  p->a->send(body.data(), 100);
+  std::vector<unsigned char> in_fill(4016), in_next(100);
+  p->b->recv(in_fill.data(), in_fill.size())->wait(core::Deadline::after(kWait));
+  RequestPtr next = p->b->recv(in_next.data(), in_next.size());
+  next->wait(core::Deadline::after(kWait));
+  CHECK(std::equal(most.begin(), most.end(), in_fill.begin() + 16));
+  CHECK(next->bytes() == 100);
+  CHECK(std::equal(in_next.begin(), in_next.end(), body.begin()));
+}
+
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {
   auto p = make_pair();
   CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);

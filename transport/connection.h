@@ -66,6 +66,12 @@ class Connection {
                   peer_rank(), " cannot read the peer's memory");
   }
 
+  // Sends `head` followed by `body` as one message, done before it returns, if this transport
+  // can do that at once on this thread (shm: nothing queued before it and room in the ring):
+  // the completed request; otherwise null, having sent nothing, and the caller sends the
+  // message as usual. It saves the caller copying both into one buffer first.
+  virtual RequestPtr try_send_joined(ConstBuffer /*head*/, ConstBuffer /*body*/) { return nullptr; }
+
   // The message size this transport moves best when a collective pipelines a large buffer
   // (the ring's slices): per-message costs against the overlap of sending with reducing.
   virtual std::size_t preferred_slice_bytes() const { return kDefaultSliceBytes; }

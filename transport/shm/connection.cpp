@@ -125,6 +125,29 @@ RequestPtr ShmConnection::send(ConstBuffer buffer) {
   return post(send_, std::move(op), RequestLabel::Kind::send);
 }
 
+RequestPtr ShmConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
+  const std::size_t bytes = head.bytes + body.bytes;
+  if (!head.device.is_cpu() || !body.device.is_cpu() || bytes > kInlineBytes) return nullptr;
+  std::lock_guard lock(send_.mutex);
+  // As post's inline send: only with nothing queued and the progress thread idle, so order is
+  // kept; a failed or closed direction is for send to report.
+  if (send_.failed.load(std::memory_order_relaxed) || !send_.queue.empty() || send_.busy ||
+      peer_closed()) {
+    return nullptr;
+  }
+  const std::uint64_t frame = bytes;
+  if (!tx_.try_write_all(
+          {{&frame, sizeof frame}, {head.data, head.bytes}, {body.data, body.bytes}})) {
+    return nullptr;
+  }
+  auto request = std::make_shared<Request>(
+      RequestLabel{RequestLabel::Kind::send, local_rank_, peer_rank_, bytes, "shm"});
+  request->add_bytes(bytes);
+  bytes_sent_ += bytes;
+  request->complete();
+  return request;
+}
+
 RequestPtr ShmConnection::recv(Buffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, "rank ", local_rank_, ": shm recv from rank ",
                 peer_rank_, " needs a host buffer, got ", buffer.device);
@@ -195,7 +218,7 @@ void ShmConnection::finish_op(Direction& dir) {
 bool ShmConnection::try_send_now(Op& op) {
   if (peer_closed()) return false;  // the progress thread reports it
   const std::uint64_t frame = op.bytes;
-  if (!tx_.try_write_all(&frame, sizeof frame, op.src, op.bytes)) return false;
+  if (!tx_.try_write_all({{&frame, sizeof frame}, {op.src, op.bytes}})) return false;
   op.request->add_bytes(op.bytes);
   bytes_sent_ += op.bytes;
   op.request->complete();
@@ -278,7 +301,7 @@ void ShmConnection::send_loop() {
     if (peer_closed()) fail_direction(send_, "the peer closed the connection");
     const std::uint64_t frame = op.bytes;
     if (op.bytes <= kInlineBytes && !peer_closed() &&
-        tx_.try_write_all(&frame, sizeof frame, op.src, op.bytes)) {
+        tx_.try_write_all({{&frame, sizeof frame}, {op.src, op.bytes}})) {
       op.request->add_bytes(op.bytes);
       bytes_sent_ += op.bytes;
     } else if (write_all(&frame, sizeof frame, nullptr) != Step::ok ||

@@ -41,6 +41,7 @@ class ShmConnection : public Connection {
 
   RequestPtr send(ConstBuffer buffer) override;
   RequestPtr recv(Buffer buffer) override;
+  RequestPtr try_send_joined(ConstBuffer head, ConstBuffer body) override;
   void abort(const std::string& reason) override;
 
   int local_rank() const override { return local_rank_; }

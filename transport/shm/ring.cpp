@@ -127,12 +127,17 @@ std::size_t ShmRing::write_some(const void* src, std::size_t n) {
   return k;
 }
 
-bool ShmRing::try_write_all(const void* a, std::size_t na, const void* b, std::size_t nb) {
+bool ShmRing::try_write_all(std::initializer_list<Piece> pieces) {
   const std::uint64_t head = control_->head.load(std::memory_order_relaxed);
-  if (space_for(head, na + nb) < na + nb) return false;
-  copy_in(head, a, na);
-  copy_in(head + na, b, nb);
-  publish_head(head + na + nb);
+  std::size_t total = 0;
+  for (const Piece& piece : pieces) total += piece.bytes;
+  if (space_for(head, total) < total) return false;
+  std::uint64_t at = head;
+  for (const Piece& piece : pieces) {
+    copy_in(at, piece.data, piece.bytes);
+    at += piece.bytes;
+  }
+  publish_head(at);
   return true;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace ringlet::transport {
 
@@ -45,9 +46,14 @@ class ShmRing {
   // Copies up to n bytes in (bounded by free space and a publish granularity, so the consumer
   // can start copying out while the producer goes on); returns the bytes written (0 if full).
   std::size_t write_some(const void* src, std::size_t n);
-  // Writes a and then b as one publish if both fit now; false (nothing written) otherwise.
-  // The fast path for small messages: one fence and one wake check for frame and payload.
-  bool try_write_all(const void* a, std::size_t na, const void* b, std::size_t nb);
+  // Writes the pieces in order as one publish if all fit now; false (nothing written)
+  // otherwise. The fast path for small messages: one fence and one wake check for the frame
+  // and its payload's pieces.
+  struct Piece {
+    const void* data;
+    std::size_t bytes;
+  };
+  bool try_write_all(std::initializer_list<Piece> pieces);
   // Copies up to n bytes out; returns the bytes read (0 if empty).
   std::size_t read_some(void* dst, std::size_t n, CopyMode mode = CopyMode::cached);
   // Copies up to n readable bytes out without consuming them; returns how many.
