@@ -153,11 +153,12 @@ TEST_CASE(
   REQUIRE(fill != nullptr);  // 8 + 4016 bytes of the ring's 4096
   CHECK(p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()}) == nullptr);
   // What was refused was not sent: the next message after the fill is a plain send's.
-  p->a->send(body.data(), 100);
+  RequestPtr plain = p->a->send(body.data(), 100);
   std::vector<unsigned char> in_fill(4016), in_next(100);
   p->b->recv(in_fill.data(), in_fill.size())->wait(core::Deadline::after(kWait));
   RequestPtr next = p->b->recv(in_next.data(), in_next.size());
   next->wait(core::Deadline::after(kWait));
+  plain->wait(core::Deadline::after(kWait));  // the progress thread is done with `body`
   CHECK(std::equal(most.begin(), most.end(), in_fill.begin() + 16));
   CHECK(next->bytes() == 100);
   CHECK(std::equal(in_next.begin(), in_next.end(), body.begin()));
