@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/isa.h"
 
@@ -23,6 +24,9 @@ inline constexpr std::size_t kFlatBinaryOps = 4;  // add sub mul div
 inline constexpr std::size_t kFlatSelectOps = 2;  // maximum minimum
 // Index 0 is f32, 1 is f64.
 inline constexpr std::size_t kFlatDTypes = 2;
+// T's row (float or double).
+template <class T>
+inline constexpr std::size_t kFlatRow = std::is_same_v<T, float> ? 0 : 1;
 // The 2x2 pool's position of a window that passes no gradient (after relu: its value is 0).
 inline constexpr std::uint8_t kNoGradient = 4;
 

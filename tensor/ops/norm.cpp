@@ -12,7 +12,6 @@
 #include "tensor/ops/norm.h"
 
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #include "core/threads.h"
@@ -76,11 +75,6 @@ struct Stats {
   std::vector<double> mean, invstd;
 };
 
-// T's row in the level's loops (tensor/cpu/flat_loops.h): the sums in f64 with eight
-// accumulators, the multiply-adds in T.
-template <class T>
-constexpr std::size_t kRow = std::is_same_v<T, float> ? 0 : 1;
-
 // fn(c) for every channel c, channels in parallel, into a vector.
 template <class F>
 std::vector<double> per_channel(const Layout& l, F&& fn) {
@@ -95,7 +89,7 @@ std::vector<double> per_channel(const Layout& l, F&& fn) {
 // loops (f64, eight accumulators per run).
 template <class T>
 double channel_sum(const Layout& l, const T* data, std::int64_t c) {
-  const cpu::FlatLoops::Sum sum = cpu::flat_loops().sum[kRow<T>];
+  const cpu::FlatLoops::Sum sum = cpu::flat_loops().sum[cpu::kFlatRow<T>];
   double total = 0;
   l.for_runs(data, c, [&](const T* run) { total += sum(run, l.spatial); });
   return total;
@@ -103,7 +97,7 @@ double channel_sum(const Layout& l, const T* data, std::int64_t c) {
 
 template <class T>
 double channel_sum_sq_dev(const Layout& l, const T* data, std::int64_t c, double mean) {
-  const cpu::FlatLoops::SumDev sum_sq_dev = cpu::flat_loops().sum_sq_dev[kRow<T>];
+  const cpu::FlatLoops::SumDev sum_sq_dev = cpu::flat_loops().sum_sq_dev[cpu::kFlatRow<T>];
   double total = 0;
   l.for_runs(data, c, [&](const T* run) { total += sum_sq_dev(run, l.spatial, mean); });
   return total;
@@ -164,7 +158,7 @@ class Normalizer {
         b_(bias.defined() ? bias.data<T>() : nullptr),
         sw_(w_ ? weight.stride(0) : 0),
         sb_(b_ ? bias.stride(0) : 0),
-        affine_(cpu::flat_loops().affine[kRow<T>]) {}
+        affine_(cpu::flat_loops().affine[cpu::kFlatRow<T>]) {}
 
   void channel(std::int64_t c, double mean, double invstd) const {
     const double scale = invstd * (w_ ? static_cast<double>(w_[c * sw_]) : 1.0);
@@ -240,7 +234,7 @@ template <class T>
 void channel_sums_dy(const Saved& s, const T* dy, const T* x, std::int64_t c, double& sum_dy,
                      double& sum_dy_xhat) {
   const Layout& l = s.layout;
-  const cpu::FlatLoops::SumsDy sums_dy = cpu::flat_loops().sums_dy[kRow<T>];
+  const cpu::FlatLoops::SumsDy sums_dy = cpu::flat_loops().sums_dy[cpu::kFlatRow<T>];
   double total = 0, dev_total = 0;
   for (std::int64_t n = 0; n < l.batch; ++n) {
     const std::int64_t at = (n * l.channels + c) * l.spatial;
@@ -269,7 +263,7 @@ void channel_input_grad(const Saved& s, const T* dy, const T* x, std::int64_t c,
   const T b = static_cast<T>(-scale * invstd * xhat_coef);
   const T k = static_cast<T>(-scale * dy_shift);
   const T m = static_cast<T>(mean);
-  const cpu::FlatLoops::NormGrad norm_grad = cpu::flat_loops().norm_grad[kRow<T>];
+  const cpu::FlatLoops::NormGrad norm_grad = cpu::flat_loops().norm_grad[cpu::kFlatRow<T>];
   for (std::int64_t n = 0; n < l.batch; ++n) {
     const std::int64_t at = (n * l.channels + c) * l.spatial;
     if (l.spatial >= kAffineCallMin) {

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "core/threads.h"
@@ -116,7 +115,7 @@ void max_forward_2x2(const PoolGeometry& g, const Tensor& x, Tensor& out, Tensor
   T* values = out.data<T>();
   std::uint8_t* position = positions.data<std::uint8_t>();
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-  const auto pool = cpu::flat_loops().max_pool_2x2[std::is_same_v<T, float> ? 0 : 1];
+  const auto pool = cpu::flat_loops().max_pool_2x2[cpu::kFlatRow<T>];
   for_each_plane(g, [&](std::int64_t p) {
     pool(in + p * in_plane, g.width, g.out_h, g.out_w, relu, values + p * out_plane,
          position + p * out_plane);
@@ -133,7 +132,7 @@ Tensor max_backward_2x2(const PoolGeometry& g, const Shape& input_shape, const T
   const std::uint8_t* position = positions.data<std::uint8_t>();
   T* dst = grad.data<T>();
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_h * g.out_w;
-  const auto unpool = cpu::flat_loops().max_unpool_2x2[std::is_same_v<T, float> ? 0 : 1];
+  const auto unpool = cpu::flat_loops().max_unpool_2x2[cpu::kFlatRow<T>];
   for_each_plane(g, [&](std::int64_t p) {
     unpool(dst + p * in_plane, g.height, g.width, src + p * out_plane, position + p * out_plane);
   });
