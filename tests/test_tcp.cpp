@@ -1,7 +1,7 @@
 // tcp transport between two ranks as threads: sizes (0, 1, 4 KiB, odd, 64 MiB) over 1 and
 // several sockets, both directions at once, many messages in flight, short messages into large
-// buffers, receives read without their waiter (unwaited, continuations), and the
-// handshake's refusals (stranger, wrong job, wrong rank, port in use).
+// buffers, receives read without their waiter (unwaited, resumed after a park, continuations),
+// and the handshake's refusals (stranger, wrong job, wrong rank, port in use).
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -89,6 +89,33 @@ TEST_CASE("receives nobody waits for yet do not stall their senders") {
   transport::wait_all({ra, rb}, deadline);
   CHECK(in_a == out_b);
   CHECK(in_b == out_a);
+}
+
+TEST_CASE("a message whose header arrived before its receive still moves when nobody waits") {
+  // The socket's thread reads message 0 for its continuation and goes on to message 1's header,
+  // which has no receive yet: the socket parks. Posting that receive resumes the socket without
+  // waking its thread (a waiter would read the message), but nobody waits for it here, while
+  // its sender waits to get it all out, which needs the receiver to read: the socket's thread
+  // must take it over.
+  transport::tcp::TcpOptions options;
+  options.socket_buffer_bytes = 64 * 1024;
+  TcpPair p = make_tcp_pair(1, "127.0.0.1", options);
+  const auto out0 = pattern(4096, 5), out1 = pattern(4 << 20, 6);
+  std::vector<unsigned char> in0(out0.size()), in1(out1.size());
+  std::atomic<bool> got0{false};
+  RequestPtr r0 = p.b->recv(in0.data(), in0.size());
+  r0->then([&] { got0 = true; });
+  RequestPtr s0 = p.a->send(out0.data(), out0.size());
+  RequestPtr s1 = p.a->send(out1.data(), out1.size());
+  for (int i = 0; i < 400 && !got0; ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(got0);
+  std::this_thread::sleep_for(20ms);  // the thread reads on into message 1's header and parks
+  RequestPtr r1 = p.b->recv(in1.data(), in1.size());
+  const auto deadline = core::Deadline::after(kWait);
+  s1->wait(deadline);  // b reads message 1 with nobody waiting for it
+  r1->wait(deadline);
+  CHECK(in0 == out0);
+  CHECK(in1 == out1);
 }
 
 TEST_CASE("a receive completes for a continuation with nobody waiting") {

@@ -16,6 +16,11 @@
 //    reading, becomes "background": while any is posted, every socket's thread polls for input
 //    and reads what arrives. So messages posted but not waited for (a peer waiting for its own
 //    send first) cannot fill the socket buffers and stall their sender for good.
+//  - A socket whose next frame belongs to a message not posted yet "parks" (its thread stops
+//    reading it). Posting that receive resumes it without a wake-up: its waiter will read it.
+//    Only with background receives posted is the thread woken to read; otherwise it looks again
+//    within kUnwaited. (Waking it on every resume cost a thread hand-off per message: a 2-rank
+//    1 MiB all-reduce made 13k context switches in 2000 ops, 9.8k without.)
 // One socket's frames, queue, locks and wake-up are socket.h's.
 // Reading a socket (its frame in progress, `Socket::reader`) is done under the socket's
 // read_mutex by whoever reads; shared state (posted receives, sequence numbers, sends, the
@@ -72,8 +77,9 @@ constexpr int kWaiterPollMs = 1;
 // yielding the core between tries, before it sleeps in poll: a small message's answer comes back
 // over loopback within tens of microseconds, and a wake-up from poll costs about as much again
 // (4 KiB all-reduce of 2 ranks: 36-49 us with poll alone, 9.4-12 us with this). Yielding, not
-// pausing, so that ranks sharing a core (more ranks than cores) run meanwhile.
-constexpr auto kWaiterSpin = std::chrono::microseconds(50);
+// pausing, so that ranks sharing a core (more ranks than cores) run meanwhile. 200 us covers a
+// 64 KiB answer on a slow day: 2 ranks, near, took 64-79 us with 50 us, 47-69 us with this.
+constexpr auto kWaiterSpin = std::chrono::microseconds(200);
 
 struct SendState {
   RequestPtr request;
@@ -445,7 +451,7 @@ struct TcpConnection::Impl {
   // --- the socket's thread ---
   void run(Socket* c) {
     while (!stopping.load()) {
-      bool want_in = false, want_hangup = false, resumed = false, posted = false;
+      bool want_in = false, want_hangup = false, resumed = false, posted = false, parked = false;
       {
         std::lock_guard lock(mutex);
         if (failure) return;
@@ -457,8 +463,10 @@ struct TcpConnection::Impl {
         const bool readable = !c->parked && !c->read_done;
         want_in = readable && background_recvs > 0;
         want_hangup = readable;
-        resumed = std::exchange(c->resumed, false) && readable;
+        // Without background receives, a resumed socket's frame is its waiter's to read.
+        resumed = want_in && std::exchange(c->resumed, false);
         posted = !recvs.empty();
+        parked = c->parked;
       }
       if (resumed) {  // a resumed socket may hold a whole frame already
         ReadingSocket read(c);
@@ -473,8 +481,11 @@ struct TcpConnection::Impl {
       p[0].events = static_cast<short>((want_in ? POLLIN : 0) | (want_hangup ? POLLRDHUP : 0) |
                                        (want_out ? POLLOUT : 0));
       if (p[0].events == 0) p[0].fd = -1;
-      // Without input to read, look again for unwaited receives now and then.
-      const int timeout = want_in || !want_hangup ? -1 : poll_ms(posted ? kUnwaited : kIdleLook);
+      // Without input to read, look again now and then for unwaited receives (and, parked, for
+      // the receive that resumes the socket).
+      const int timeout = want_in || !(want_hangup || parked)
+                              ? -1
+                              : poll_ms(posted || parked ? kUnwaited : kIdleLook);
       if (::poll(p, 2, timeout) < 0 && errno != EINTR) {
         return on_io_error(errno, "polling the socket");
       }
@@ -584,7 +595,7 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
                 ": tcp receives into host memory; got a buffer on ", buffer.device);
   auto request = std::make_shared<Request>(RequestLabel{RequestLabel::Kind::recv, impl_->local_rank,
                                                         impl_->peer_rank, buffer.bytes, "tcp"});
-  std::vector<Socket*> resume;
+  std::vector<Socket*> resume;  // to wake: their threads read the waiting frame
   bool peer_gone = false;
   {
     std::lock_guard lock(impl_->mutex);
@@ -601,11 +612,14 @@ RequestPtr TcpConnection::recv(Buffer buffer) {
       impl->drive(seq, r, d);
     });
     peer_gone = impl_->goodbyes_received == impl_->sockets.size();
+    // A parked socket's waiting frame may be this message's. Its waiter reads it; the socket's
+    // thread only when background receives are posted (it reads then anyway), else on its next
+    // look (kUnwaited), so that a receive nobody waits for still moves.
     for (auto& c : impl_->sockets) {
       if (c->parked) {
         c->parked = false;
         c->resumed = true;
-        resume.push_back(c.get());
+        if (impl_->background_recvs > 0) resume.push_back(c.get());
       }
     }
   }

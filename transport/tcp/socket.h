@@ -46,7 +46,8 @@ struct Socket {
   Reader reader;
   bool parked = false;     // the next frame's receive is not posted yet; guarded by Impl::mutex
   bool read_done = false;  // goodbye or failure: nothing more is read; guarded by Impl::mutex
-  bool resumed = false;    // unparked: the thread reads the waiting frame; guarded by Impl::mutex
+  bool resumed = false;    // unparked: the thread reads the waiting frame once it reads at all
+                           // (background receives posted); guarded by Impl::mutex
 };
 
 // Writes as much of `f` as the socket takes now. 0, EAGAIN, or the errno of a failure.
