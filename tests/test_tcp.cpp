@@ -1,7 +1,8 @@
 // tcp transport between two ranks as threads: sizes (0, 1, 4 KiB, odd, 64 MiB) over 1 and
 // several sockets, both directions at once, many messages in flight, short messages into large
 // buffers, receives read without their waiter (unwaited, resumed after a park, continuations),
-// and the handshake's refusals (stranger, wrong job, wrong rank, port in use).
+// joined sends (one message, head then body; refused with nothing sent), and the handshake's
+// refusals (stranger, wrong job, wrong rank, port in use).
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -136,6 +137,51 @@ TEST_CASE("a receive completes for a continuation with nobody waiting") {
   REQUIRE(core::wait_until(cv, lock, core::Deadline::after(kWait), [&] { return called; }));
   CHECK(r->done());
   CHECK(in == out);
+}
+
+TEST_CASE("a joined send is one message, head then body, also when the socket takes it in parts") {
+  transport::tcp::TcpOptions options;
+  options.socket_buffer_bytes = 64 * 1024;  // the 4 MiB body goes out in many writes
+  TcpPair p = make_tcp_pair(1, "127.0.0.1", options);
+  const auto head = pattern(24, 1);
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1000}, std::size_t{4} << 20}) {
+    INFO("body bytes=", bytes);
+    const auto body = pattern(bytes, 2);
+    std::vector<unsigned char> in(head.size() + bytes + 100, 0);
+    RequestPtr sent = p.a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()});
+    REQUIRE(sent != nullptr);
+    RequestPtr got = p.b->recv(in.data(), in.size());
+    const auto deadline = core::Deadline::after(kWait);
+    got->wait(deadline);
+    sent->wait(deadline);
+    REQUIRE(got->bytes() == head.size() + bytes);
+    CHECK(std::equal(head.begin(), head.end(), in.begin()));
+    CHECK(std::equal(body.begin(), body.end(), in.begin() + 24));
+    CHECK(sent->bytes() == head.size() + bytes);
+  }
+  CHECK(p.a->bytes_sent() == p.b->bytes_received());
+}
+
+TEST_CASE("a joined send is refused, nothing sent, for a head too long or a message to stripe") {
+  transport::tcp::TcpOptions options;
+  options.stripe_min_bytes = 1024;
+  TcpPair p = make_tcp_pair(2, "127.0.0.1", options);
+  const auto head = pattern(33, 3), body = pattern(2000, 4);
+  CHECK(p.a->try_send_joined({head.data(), 33}, {body.data(), 10}) == nullptr);
+  CHECK(p.a->try_send_joined({head.data(), 8}, {body.data(), 2000}) == nullptr);  // 2 stripes
+  RequestPtr joined = p.a->try_send_joined({head.data(), 8}, {body.data(), 500});
+  REQUIRE(joined != nullptr);
+  // What was refused was not sent: the first message is the joined one, the next a plain send.
+  RequestPtr plain = p.a->send(body.data(), body.size());
+  std::vector<unsigned char> first(4000, 0), second(4000, 0);
+  RequestPtr r1 = p.b->recv(first.data(), first.size());
+  RequestPtr r2 = p.b->recv(second.data(), second.size());
+  transport::wait_all({r1, r2, joined, plain}, core::Deadline::after(kWait));
+  REQUIRE(r1->bytes() == 508);
+  CHECK(std::equal(head.begin(), head.begin() + 8, first.begin()));
+  CHECK(std::equal(body.begin(), body.begin() + 500, first.begin() + 8));
+  REQUIRE(r2->bytes() == body.size());
+  CHECK(std::equal(body.begin(), body.end(), second.begin()));
 }
 
 TEST_CASE("a message longer than the posted buffer is a PeerError, never an overrun") {

@@ -66,10 +66,12 @@ class Connection {
                   peer_rank(), " cannot read the peer's memory");
   }
 
-  // Sends `head` followed by `body` as one message, done before it returns, if this transport
-  // can do that at once on this thread (shm: nothing queued before it and room in the ring):
-  // the completed request; otherwise null, having sent nothing, and the caller sends the
-  // message as usual. It saves the caller copying both into one buffer first.
+  // Sends `head` followed by `body` as one message, if this transport can without the two being
+  // copied into one buffer first: its request (shm: only when it goes into the ring at once,
+  // nothing queued before it and room in the ring, and then it is complete on return; tcp: a
+  // small head, a message not striped; the body stays the caller's until the request
+  // completes, as send's buffer). Otherwise null, having sent nothing, and the caller sends
+  // the message as usual.
   virtual RequestPtr try_send_joined(ConstBuffer /*head*/, ConstBuffer /*body*/) { return nullptr; }
 
   // The message size this transport moves best when a collective pipelines a large buffer

@@ -448,6 +448,49 @@ struct TcpConnection::Impl {
     if (finished) finished->complete();
   }
 
+  // A message too small to stripe goes whole on the first socket. (Dealt round the sockets
+  // instead, 4 ranks on 2 cores took 1.4x as long for a 4 KiB all-reduce: bench/README.md.)
+  bool one_frame(std::uint64_t total) const {
+    return total < options.stripe_min_bytes || sockets.size() == 1;
+  }
+
+  // Sends `head` (copied into the frame; only for a message that goes as one frame) followed
+  // by `body` as one message.
+  RequestPtr post(ConstBuffer head, ConstBuffer body) {
+    const std::uint64_t total = head.bytes + body.bytes;
+    auto request = std::make_shared<Request>(
+        RequestLabel{RequestLabel::Kind::send, local_rank, peer_rank, total, "tcp"});
+    const std::size_t n = sockets.size();
+    const auto* data = static_cast<const char*>(body.data);
+    std::vector<std::pair<Socket*, SendFrame>> frames;
+    {
+      std::lock_guard lock(mutex);
+      if (failure) {
+        request->fail(failure);
+        return request;
+      }
+      const std::uint64_t seq = next_send++;
+      if (one_frame(total)) {
+        SendFrame f{FrameHeader{kFrameMagic, 0, seq, 0, total, total}, data, seq};
+        if (head.bytes > 0) std::memcpy(f.head.data(), head.data, head.bytes);
+        f.head_bytes = static_cast<std::uint32_t>(head.bytes);
+        frames.push_back({sockets[0].get(), f});
+      } else {
+        const std::uint64_t stripe = ((total + n - 1) / n + 4095) / 4096 * 4096;
+        for (std::size_t i = 0; i < n && i * stripe < total; ++i) {
+          const std::uint64_t offset = i * stripe;
+          const std::uint64_t length = std::min(stripe, total - offset);
+          frames.push_back(
+              {sockets[i].get(), SendFrame{FrameHeader{kFrameMagic, 0, seq, offset, length, total},
+                                           data + offset, seq}});
+        }
+      }
+      sends[seq] = SendState{request, static_cast<int>(frames.size())};
+    }
+    for (auto& [socket, frame] : frames) enqueue(socket, frame);
+    return request;
+  }
+
   // --- the socket's thread ---
   void run(Socket* c) {
     while (!stopping.load()) {
@@ -556,38 +599,15 @@ TcpConnection::~TcpConnection() {
 RequestPtr TcpConnection::send(ConstBuffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, impl_->who(),
                 ": tcp sends host memory; got a buffer on ", buffer.device);
-  auto request = std::make_shared<Request>(RequestLabel{RequestLabel::Kind::send, impl_->local_rank,
-                                                        impl_->peer_rank, buffer.bytes, "tcp"});
-  const std::size_t n = impl_->sockets.size();
-  std::vector<std::pair<Socket*, SendFrame>> frames;
-  {
-    std::lock_guard lock(impl_->mutex);
-    if (impl_->failure) {
-      request->fail(impl_->failure);
-      return request;
-    }
-    const std::uint64_t seq = impl_->next_send++;
-    const auto* data = static_cast<const char*>(buffer.data);
-    const std::uint64_t total = buffer.bytes;
-    // A message too small to stripe goes whole on the first socket. (Dealt round the sockets
-    // instead, 4 ranks on 2 cores took 1.4x as long for a 4 KiB all-reduce: bench/README.md.)
-    if (total < impl_->options.stripe_min_bytes || n == 1) {
-      frames.push_back({impl_->sockets[0].get(),
-                        SendFrame{FrameHeader{kFrameMagic, 0, seq, 0, total, total}, data, seq}});
-    } else {
-      const std::uint64_t stripe = ((total + n - 1) / n + 4095) / 4096 * 4096;
-      for (std::size_t i = 0; i < n && i * stripe < total; ++i) {
-        const std::uint64_t offset = i * stripe;
-        const std::uint64_t length = std::min(stripe, total - offset);
-        frames.push_back({impl_->sockets[i].get(),
-                          SendFrame{FrameHeader{kFrameMagic, 0, seq, offset, length, total},
-                                    data + offset, seq}});
-      }
-    }
-    impl_->sends[seq] = SendState{request, static_cast<int>(frames.size())};
+  return impl_->post({}, buffer);
+}
+
+RequestPtr TcpConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
+  if (!head.device.is_cpu() || !body.device.is_cpu() || head.bytes > kJoinedHeadMax ||
+      !impl_->one_frame(head.bytes + body.bytes)) {
+    return nullptr;
   }
-  for (auto& [socket, frame] : frames) impl_->enqueue(socket, frame);
-  return request;
+  return impl_->post(head, body);
 }
 
 RequestPtr TcpConnection::recv(Buffer buffer) {

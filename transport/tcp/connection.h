@@ -31,6 +31,9 @@ class TcpConnection final : public Connection {
 
   RequestPtr send(ConstBuffer buffer) override;
   RequestPtr recv(Buffer buffer) override;
+  // A head of at most kJoinedHeadMax (32) bytes rides in the frame, copied; the body is sent
+  // from where it is, as send's buffer. Null for a message that would be striped.
+  RequestPtr try_send_joined(ConstBuffer head, ConstBuffer body) override;
   void abort(const std::string& reason) override;
   int local_rank() const override;
   int peer_rank() const override;

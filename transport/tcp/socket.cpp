@@ -17,18 +17,22 @@ thread_local const Socket* t_reading = nullptr;
 }  // namespace
 
 int write_some(int fd, SendFrame& f) {
+  const std::uint64_t header = sizeof(FrameHeader), head = f.head_bytes;
+  const std::uint64_t data = f.header.length - head;
   while (f.written < f.bytes()) {
-    iovec parts[2];
+    iovec parts[3];
     int n = 0;
-    const std::uint64_t head = sizeof(FrameHeader);
-    if (f.written < head) {
+    if (f.written < header) {
       parts[n++] = {reinterpret_cast<char*>(&f.header) + f.written,
-                    static_cast<std::size_t>(head - f.written)};
+                    static_cast<std::size_t>(header - f.written)};
     }
-    const std::uint64_t in_payload = f.written < head ? 0 : f.written - head;
-    if (f.header.length > in_payload) {
-      parts[n++] = {const_cast<char*>(f.data) + in_payload,
-                    static_cast<std::size_t>(f.header.length - in_payload)};
+    const std::uint64_t in_payload = f.written < header ? 0 : f.written - header;
+    if (in_payload < head) {
+      parts[n++] = {f.head.data() + in_payload, static_cast<std::size_t>(head - in_payload)};
+    }
+    const std::uint64_t in_data = in_payload < head ? 0 : in_payload - head;
+    if (data > in_data) {
+      parts[n++] = {const_cast<char*>(f.data) + in_data, static_cast<std::size_t>(data - in_data)};
     }
     msghdr msg{};
     msg.msg_iov = parts;

@@ -4,6 +4,7 @@
 // (ReadingSocket, reading_now), so that a failure found while reading does not wait for itself.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -14,11 +15,18 @@
 
 namespace ringlet::transport::tcp {
 
+// The most a joined send's head may hold (TcpConnection::try_send_joined): it travels in the
+// frame itself, so the caller's copy may go at once.
+inline constexpr std::size_t kJoinedHeadMax = 32;
+
+// A frame's payload is its `head` (head_bytes, usually none) and then `data`.
 struct SendFrame {
   FrameHeader header;
   const char* data;
   std::uint64_t seq;
   std::uint64_t written = 0;  // bytes of header + payload already on the socket
+  std::array<char, kJoinedHeadMax> head{};
+  std::uint32_t head_bytes = 0;
 
   std::uint64_t bytes() const { return sizeof(FrameHeader) + header.length; }
 };
