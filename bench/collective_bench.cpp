@@ -253,12 +253,21 @@ class Runner {
                                   g.param_count, t_, op_, o_.root});
     } else {
       pending_.push_back(start(g, ip));
-      if (pending_.size() > kMaxInFlight) {
-        wait(pending_.front());
-        pending_.pop_front();
-      }
+      if (pending_.size() > kMaxInFlight) retire_older_half();
     }
     if (o_.blocking != 0) drain();
+  }
+
+  // Waits for the older half of the ops in flight: first for the newest of them, so that this
+  // thread wakes once for the lot (ops on a channel end in issue order) instead of once per op,
+  // which took the cores from the ops' own threads (2 ranks, 1 MiB: 2 context switches per op).
+  void retire_older_half() {
+    const std::size_t keep = kMaxInFlight / 2;
+    wait(pending_[pending_.size() - 1 - keep]);
+    while (pending_.size() > keep) {
+      wait(pending_.front());
+      pending_.pop_front();
+    }
   }
 
   void drain() {
