@@ -7,7 +7,8 @@
 // in a message of its own, which saves a hand-off per op where latency is all that counts. A
 // transport that can send the two pieces as one message (Connection::try_send_joined: shm when
 // the ring has room at once, tcp) takes them as they are; otherwise they are copied into one
-// buffer first.
+// buffer first. Over shm the partner's message is checked and reduced where it lies in the ring
+// (Connection::recv_in_place) rather than copied out first.
 // Each rank checks every message it gets; the partners of all rounds connect every rank, so a
 // rank that issued another collective is found by someone, and the failure reaches the rest.
 #include <algorithm>
@@ -40,6 +41,7 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
   char* in = out + kHead + bytes;
   std::memcpy(out, &ctx.op_fingerprint, kHead);
   int step = 0;
+  int partner_now = -1;  // the partner whose message reduce_in_place reads
 
   auto send_data = [&](int peer) {
     transport::Connection& to = ctx.peer(peer);
@@ -57,10 +59,31 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
     ctx.wait(recv, peer);
     ctx.check_message(in, recv->bytes(), kHead + bytes, true, peer);
   };
+  // Checks the partner's message where it lies and reduces from it.
+  const transport::Connection::InPlace reduce_in_place = [&](const std::byte* message,
+                                                             std::size_t got) {
+    const auto* m = reinterpret_cast<const char*>(message);
+    ctx.check_message(m, got, kHead + bytes, true, partner_now);
+    reduce_pair(data, mine, m + kHead, count, dtype, op);
+    mine = data;
+  };
   auto exchange = [&](int partner) {
     const auto start = std::chrono::steady_clock::now();
-    auto recv = ctx.peer(partner).recv(in, capacity);
-    auto send = send_data(partner);
+    transport::Connection& link = ctx.peer(partner);
+    transport::RequestPtr send;
+    if (link.receives_in_place()) {
+      // Sent at once (shm, room in the ring): the partner's message is reduced from where it
+      // lies in the ring, without copying it out first.
+      send = send_data(partner);
+      partner_now = partner;
+      if (send->done() && link.recv_in_place(reduce_in_place, capacity, ctx.deadline)) {
+        ctx.wait(send, partner);  // done: reports its failure, if any
+        ctx.trace(step++, "RD", -1, partner, bytes, start);
+        return;
+      }
+    }
+    auto recv = link.recv(in, capacity);
+    if (!send) send = send_data(partner);
     receive(recv, partner);  // before the send: a transport may read only for a waiter
     ctx.wait(send, partner);
     reduce_received();

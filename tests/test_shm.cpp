@@ -1,7 +1,8 @@
 // shm transport: ranks as threads (rendezvous through an in-memory store) and as processes
 // (fork). Sizes 0 .. 64 MiB (larger than the ring), many messages in flight, both directions,
 // four ranks all-to-all, oversize messages, a closed / silent / killed peer, and that /dev/shm
-// holds nothing of ours once a connection is up; shared windows mapped by a forked peer.
+// holds nothing of ours once a connection is up; shared windows mapped by a forked peer;
+// joined sends and receives in place.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -162,6 +163,66 @@ TEST_CASE(
   CHECK(std::equal(most.begin(), most.end(), in_fill.begin() + 16));
   CHECK(next->bytes() == 100);
   CHECK(std::equal(in_next.begin(), in_next.end(), body.begin()));
+}
+
+TEST_CASE(
+    "shm: a message received in place is the message, then consumed; refused with nothing "
+    "received behind a posted receive, across the ring's end, when longer than allowed, at the "
+    "deadline, and when the reader throws") {
+  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
+  auto p = make_pair("inplace");
+  unsetenv("RINGLET_SHM_RING_BYTES");
+  REQUIRE(p->b->receives_in_place());
+  const auto deadline = [] { return core::Deadline::after(kWait); };
+  std::vector<unsigned char> got;
+  const transport::Connection::InPlace take = [&](const std::byte* m, std::size_t n) {
+    const auto* u = reinterpret_cast<const unsigned char*>(m);
+    got.assign(u, u + n);
+  };
+  auto receive = [&](std::size_t bytes) {  // the usual way
+    std::vector<unsigned char> in(bytes);
+    RequestPtr r = p->b->recv(in.data(), in.size());
+    r->wait(deadline());
+    in.resize(r->bytes());
+    return in;
+  };
+  const auto one = pattern(1000, 1), two = pattern(1500, 2), three = pattern(300, 3);
+  // In place, then the next message is the next one.
+  p->a->send(one.data(), one.size())->wait(deadline());
+  p->a->send(two.data(), two.size())->wait(deadline());
+  CHECK(p->b->recv_in_place(take, 4096, deadline()));
+  CHECK(got == one);
+  CHECK(receive(2000) == two);
+  CHECK(p->b->bytes_received() == one.size() + two.size());
+  // Behind a posted receive: refused; the posted receive gets the message.
+  std::vector<unsigned char> in(2000);
+  RequestPtr posted = p->b->recv(in.data(), in.size());
+  CHECK_FALSE(p->b->recv_in_place(take, 4096, deadline()));
+  p->a->send(three.data(), three.size())->wait(deadline());
+  posted->wait(deadline());
+  CHECK(std::equal(three.begin(), three.end(), in.begin()));
+  // So far 8 + 1000 + 8 + 1500 + 8 + 300 = 2824 bytes of the 4096: the next 1500-byte message
+  // wraps round the ring's end. Refused, it arrives whole the usual way.
+  p->a->send(two.data(), two.size())->wait(deadline());
+  got.clear();
+  CHECK_FALSE(p->b->recv_in_place(take, 4096, deadline()));
+  CHECK(got.empty());
+  CHECK(receive(2000) == two);
+  // Longer than allowed: left for the usual receive.
+  p->a->send(one.data(), one.size())->wait(deadline());
+  CHECK_FALSE(p->b->recv_in_place(take, 999, deadline()));
+  CHECK(receive(1000) == one);
+  // Nothing comes: false at the deadline.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(p->b->recv_in_place(take, 4096, core::Deadline::after(50ms)));
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  // The reader throws: the message stays, and the usual receive gets it.
+  p->a->send(three.data(), three.size())->wait(deadline());
+  const transport::Connection::InPlace refuse = [](const std::byte*, std::size_t) {
+    throw core::ValueError("not this one");
+  };
+  CHECK_THROWS_AS(p->b->recv_in_place(refuse, 4096, deadline()), core::ValueError);
+  CHECK(receive(1000) == three);
 }
 
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {

@@ -18,8 +18,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "core/deadline.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "transport/request.h"
@@ -73,6 +75,19 @@ class Connection {
   // completes, as send's buffer). Otherwise null, having sent nothing, and the caller sends
   // the message as usual.
   virtual RequestPtr try_send_joined(ConstBuffer /*head*/, ConstBuffer /*body*/) { return nullptr; }
+
+  // Receives the next message where it lies, if this transport can (shm: no receive posted
+  // before it, the whole message in the ring without wrapping round its end): waits for it
+  // until `deadline`, calls use(message, bytes) on it there and then lets it go; true. Else
+  // false with nothing received (also when the wait ends without it: a failure, a closed or
+  // dead peer, the deadline, or a message longer than max_bytes), and the caller receives the
+  // message as usual, which reports what went wrong. It saves copying the message out.
+  using InPlace = std::function<void(const std::byte* message, std::size_t bytes)>;
+  virtual bool receives_in_place() const { return false; }
+  virtual bool recv_in_place(const InPlace& /*use*/, std::size_t /*max_bytes*/,
+                             core::Deadline /*deadline*/) {
+    return false;
+  }
 
   // The message size this transport moves best when a collective pipelines a large buffer
   // (the ring's slices): per-message costs against the overlap of sending with reducing.

@@ -272,6 +272,46 @@ void ShmConnection::drive_recv(Request* request, const core::Deadline* deadline)
       return hand_back(std::move(op));
     }
   }
+  release_recv_end();
+}
+
+bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
+                                  core::Deadline deadline) {
+  {
+    std::lock_guard lock(recv_.mutex);
+    if (recv_.failed.load(std::memory_order_relaxed) || !recv_.queue.empty() || recv_.busy) {
+      return false;
+    }
+    recv_.busy = true;  // this thread has the ring's read end, as drive_recv
+  }
+  struct Release {
+    ShmConnection* c;
+    ~Release() { c->release_recv_end(); }
+  } release{this};
+  while (!recv_.failed.load(std::memory_order_acquire)) {
+    std::uint64_t frame = 0;
+    if (rx_.peek(&frame, sizeof frame) == sizeof frame) {
+      if (frame > max_bytes) return false;
+      if (rx_.readable() >= sizeof frame + frame) {
+        const std::byte* message = rx_.view(sizeof frame, frame);
+        if (message == nullptr) return false;  // it wraps round the ring's end
+        use(message, frame);
+        rx_.consume(sizeof frame + frame);
+        bytes_received_ += frame;
+        return true;
+      }
+    }
+    if (peer_closed() || deadline.expired()) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline.remaining());
+    if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left)) &&
+        peer_process_.exited()) {
+      return false;
+    }
+  }
+  return false;
+}
+
+void ShmConnection::release_recv_end() {
   bool more;
   {
     std::lock_guard lock(recv_.mutex);

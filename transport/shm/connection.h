@@ -42,6 +42,8 @@ class ShmConnection : public Connection {
   RequestPtr send(ConstBuffer buffer) override;
   RequestPtr recv(Buffer buffer) override;
   RequestPtr try_send_joined(ConstBuffer head, ConstBuffer body) override;
+  bool receives_in_place() const override { return true; }
+  bool recv_in_place(const InPlace& use, std::size_t max_bytes, core::Deadline deadline) override;
   void abort(const std::string& reason) override;
 
   int local_rank() const override { return local_rank_; }
@@ -90,6 +92,8 @@ class ShmConnection : public Connection {
   // (until `deadline`), else hands the queue to the progress thread.
   void drive_recv(Request* request, const core::Deadline* deadline);
   void hand_back(Op op);
+  // Gives the ring's read end, taken by this thread, back to the progress thread.
+  void release_recv_end();
   Step write_all(const void* src, std::size_t n, Request* request);
   Step read_all(void* dst, std::size_t n, Request* request);
   bool peer_closed() const;

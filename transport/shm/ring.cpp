@@ -157,6 +157,17 @@ std::size_t ShmRing::peek(void* dst, std::size_t n) {
   return k;
 }
 
+const std::byte* ShmRing::view(std::size_t offset, std::size_t n) {
+  const std::uint64_t tail = control_->tail.load(std::memory_order_relaxed);
+  if (data_for(tail, offset + n) < offset + n) return nullptr;
+  const std::size_t at = static_cast<std::size_t>((tail + offset) & mask_);
+  return at + n <= capacity_ ? data_ + at : nullptr;
+}
+
+void ShmRing::consume(std::size_t n) {
+  publish_tail(control_->tail.load(std::memory_order_relaxed) + n);
+}
+
 std::size_t ShmRing::readable() const {
   return static_cast<std::size_t>(control_->head.load(std::memory_order_acquire) -
                                   control_->tail.load(std::memory_order_relaxed));

@@ -58,6 +58,12 @@ class ShmRing {
   std::size_t read_some(void* dst, std::size_t n, CopyMode mode = CopyMode::cached);
   // Copies up to n readable bytes out without consuming them; returns how many.
   std::size_t peek(void* dst, std::size_t n);
+  // The n readable bytes that start `offset` bytes in, where they lie in the ring, if they are
+  // all readable and do not wrap round its end; else null. They stay the consumer's to read
+  // until it consumes them.
+  const std::byte* view(std::size_t offset, std::size_t n);
+  // Consumes n readable bytes without copying them (after reading them through view).
+  void consume(std::size_t n);
 
   std::size_t readable() const;
   std::size_t writable() const;
