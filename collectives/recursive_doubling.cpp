@@ -13,6 +13,7 @@
 // rank that issued another collective is found by someone, and the failure reaches the rest.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 
 #include "collectives/algorithms.h"
@@ -59,13 +60,18 @@ void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dty
     ctx.wait(recv, peer);
     ctx.check_message(in, recv->bytes(), kHead + bytes, true, peer);
   };
-  // Checks the partner's message where it lies and reduces from it.
+  // Checks the partner's message where it lies and reduces from it; declines data that is not
+  // aligned for its type there (the ring packs messages of any length back to back), which is
+  // then copied out as usual.
+  const std::size_t align = core::dtype_size(dtype);
   const transport::Connection::InPlace reduce_in_place = [&](const std::byte* message,
                                                              std::size_t got) {
     const auto* m = reinterpret_cast<const char*>(message);
+    if (reinterpret_cast<std::uintptr_t>(m + kHead) % align != 0) return false;
     ctx.check_message(m, got, kHead + bytes, true, partner_now);
     reduce_pair(data, mine, m + kHead, count, dtype, op);
     mine = data;
+    return true;
   };
   auto exchange = [&](int partner) {
     const auto start = std::chrono::steady_clock::now();

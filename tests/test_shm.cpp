@@ -168,7 +168,7 @@ TEST_CASE(
 TEST_CASE(
     "shm: a message received in place is the message, then consumed; refused with nothing "
     "received behind a posted receive, across the ring's end, when longer than allowed, at the "
-    "deadline, and when the reader throws") {
+    "deadline, and when the reader throws or declines") {
   setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
   auto p = make_pair("inplace");
   unsetenv("RINGLET_SHM_RING_BYTES");
@@ -178,6 +178,7 @@ TEST_CASE(
   const transport::Connection::InPlace take = [&](const std::byte* m, std::size_t n) {
     const auto* u = reinterpret_cast<const unsigned char*>(m);
     got.assign(u, u + n);
+    return true;
   };
   auto receive = [&](std::size_t bytes) {  // the usual way
     std::vector<unsigned char> in(bytes);
@@ -218,10 +219,15 @@ TEST_CASE(
   CHECK(std::chrono::steady_clock::now() - start < 5s);
   // The reader throws: the message stays, and the usual receive gets it.
   p->a->send(three.data(), three.size())->wait(deadline());
-  const transport::Connection::InPlace refuse = [](const std::byte*, std::size_t) {
+  const transport::Connection::InPlace refuse = [](const std::byte*, std::size_t) -> bool {
     throw core::ValueError("not this one");
   };
   CHECK_THROWS_AS(p->b->recv_in_place(refuse, 4096, deadline()), core::ValueError);
+  // The reader declines: the message stays too.
+  const transport::Connection::InPlace decline = [](const std::byte*, std::size_t) {
+    return false;
+  };
+  CHECK_FALSE(p->b->recv_in_place(decline, 4096, deadline()));
   CHECK(receive(1000) == three);
 }
 

@@ -295,7 +295,7 @@ bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
       if (rx_.readable() >= sizeof frame + frame) {
         const std::byte* message = rx_.view(sizeof frame, frame);
         if (message == nullptr) return false;  // it wraps round the ring's end
-        use(message, frame);
+        if (!use(message, frame)) return false;
         rx_.consume(sizeof frame + frame);
         bytes_received_ += frame;
         return true;
