@@ -24,112 +24,149 @@ namespace {
 
 constexpr std::size_t kHead = sizeof(Fingerprint);
 
-}  // namespace
+// One rank's part: its buffers and the steps it takes.
+class Doubling {
+ public:
+  Doubling(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+           const char* input)
+      : ctx_(ctx),
+        data_(data),
+        count_(count),
+        dtype_(dtype),
+        op_(op),
+        es_(core::dtype_size(dtype)),
+        bytes_(count * es_),
+        mine_(input != nullptr ? input : data),
+        capacity_(kHead + bytes_ + kMismatchRoom) {}
 
-void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-                   const char* input) {
-  const int n = ctx.size, r = ctx.rank;
-  const std::size_t bytes = count * core::dtype_size(dtype);
-  // This rank's partial result: the input until the first reduction writes data.
-  const char* mine = input != nullptr ? input : data;
-  if (n == 1) {
-    if (mine != data && bytes > 0) std::memcpy(data, mine, bytes);
-    return;
+  void run() {
+    const int n = ctx_.size, r = ctx_.rank;
+    if (n == 1) {
+      if (mine_ != data_ && bytes_ > 0) std::memcpy(data_, mine_, bytes_);
+      return;
+    }
+    out_ = ctx_.scratch_bytes(kHead + bytes_ + capacity_);  // [fp | data], then room to receive
+    in_ = out_ + kHead + bytes_;
+    std::memcpy(out_, &ctx_.op_fingerprint, kHead);
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    const int rem = n - p;
+    const int new_rank = r < 2 * rem ? fold_in(r) : r - rem;
+    if (new_rank >= 0) {
+      for (int mask = 1; mask < p; mask <<= 1) {
+        const int partner_new = new_rank ^ mask;
+        exchange(partner_new < rem ? partner_new * 2 + 1 : partner_new + rem);
+      }
+    }
+    if (r < 2 * rem) fold_out(r);
   }
-  // Room for a larger message: a partner that issued another op is a mismatch, not an error.
-  const std::size_t capacity = kHead + bytes + kMismatchRoom;
-  char* out = ctx.scratch_bytes(kHead + bytes + capacity);  // [fp | data], then room to receive
-  char* in = out + kHead + bytes;
-  std::memcpy(out, &ctx.op_fingerprint, kHead);
-  int step = 0;
-  int partner_now = -1;  // the partner whose message reduce_in_place reads
 
-  auto send_data = [&](int peer) {
-    transport::Connection& to = ctx.peer(peer);
-    if (auto sent = to.try_send_joined({&ctx.op_fingerprint, kHead}, {mine, bytes})) return sent;
-    if (bytes > 0) std::memcpy(out + kHead, mine, bytes);
-    return to.send(out, kHead + bytes);
-  };
-  // data = mine op received (reduce_into's operand order, so the bits are the in-place ones).
-  auto reduce_received = [&] {
-    reduce_pair(data, mine, in + kHead, count, dtype, op);
-    mine = data;
-  };
-  // Waits for a message from `peer` and checks that it is this op's.
-  auto receive = [&](const transport::RequestPtr& recv, int peer) {
-    ctx.wait(recv, peer);
-    ctx.check_message(in, recv->bytes(), kHead + bytes, true, peer);
-  };
-  // Checks the partner's message where it lies and reduces from it; declines data that is not
-  // aligned for its type there (the ring packs messages of any length back to back), which is
-  // then copied out as usual.
-  const std::size_t align = core::dtype_size(dtype);
-  const transport::Connection::InPlace reduce_in_place = [&](const std::byte* message,
-                                                             std::size_t got) {
-    const auto* m = reinterpret_cast<const char*>(message);
-    if (reinterpret_cast<std::uintptr_t>(m + kHead) % align != 0) return false;
-    ctx.check_message(m, got, kHead + bytes, true, partner_now);
-    reduce_pair(data, mine, m + kHead, count, dtype, op);
-    mine = data;
-    return true;
-  };
-  auto exchange = [&](int partner) {
+ private:
+  // A world that is not a power of two: even ranks of the first 2*rem hand their data to the
+  // odd neighbour and sit out the doubling (-1); the odd ones take part as rank r / 2.
+  int fold_in(int r) {
     const auto start = std::chrono::steady_clock::now();
-    transport::Connection& link = ctx.peer(partner);
+    int new_rank = -1;
+    if (r % 2 == 0) {
+      ctx_.wait(send_data(r + 1), r + 1);
+    } else {
+      receive(ctx_.peer(r - 1).recv(in_, capacity_), r - 1);
+      reduce_received();
+      new_rank = r / 2;
+    }
+    ctx_.trace(step_++, "RD", -1, r % 2 == 0 ? r + 1 : r - 1, bytes_, start);
+    return new_rank;
+  }
+
+  // ... and get the result back at the end.
+  void fold_out(int r) {
+    const auto start = std::chrono::steady_clock::now();
+    if (r % 2 == 1) {
+      ctx_.wait(send_data(r - 1), r - 1);
+    } else {
+      receive(ctx_.peer(r + 1).recv(in_, capacity_), r + 1);
+      if (bytes_ > 0) std::memcpy(data_, in_ + kHead, bytes_);
+    }
+    ctx_.trace(step_++, "RD", -1, r % 2 == 1 ? r - 1 : r + 1, bytes_, start);
+  }
+
+  void exchange(int partner) {
+    const auto start = std::chrono::steady_clock::now();
+    transport::Connection& link = ctx_.peer(partner);
     transport::RequestPtr send;
     if (link.receives_in_place()) {
       // Sent at once (shm, room in the ring): the partner's message is reduced from where it
       // lies in the ring, without copying it out first.
       send = send_data(partner);
-      partner_now = partner;
-      if (send->done() && link.recv_in_place(reduce_in_place, capacity, ctx.deadline)) {
-        ctx.wait(send, partner);  // done: reports its failure, if any
-        ctx.trace(step++, "RD", -1, partner, bytes, start);
+      if (send->done() &&
+          link.recv_in_place(
+              [&](const std::byte* m, std::size_t got) { return reduce_in_place(m, got, partner); },
+              capacity_, ctx_.deadline)) {
+        ctx_.wait(send, partner);  // done: reports its failure, if any
+        ctx_.trace(step_++, "RD", -1, partner, bytes_, start);
         return;
       }
     }
-    auto recv = link.recv(in, capacity);
+    auto recv = link.recv(in_, capacity_);
     if (!send) send = send_data(partner);
     receive(recv, partner);  // before the send: a transport may read only for a waiter
-    ctx.wait(send, partner);
+    ctx_.wait(send, partner);
     reduce_received();
-    ctx.trace(step++, "RD", -1, partner, bytes, start);
-  };
+    ctx_.trace(step_++, "RD", -1, partner, bytes_, start);
+  }
 
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
-  int new_rank;
-  if (r < 2 * rem) {
-    const auto start = std::chrono::steady_clock::now();
-    if (r % 2 == 0) {  // hand the data to the odd neighbour, sit out the doubling
-      ctx.wait(send_data(r + 1), r + 1);
-      new_rank = -1;
-    } else {
-      receive(ctx.peer(r - 1).recv(in, capacity), r - 1);
-      reduce_received();
-      new_rank = r / 2;
+  transport::RequestPtr send_data(int peer) {
+    transport::Connection& to = ctx_.peer(peer);
+    if (auto sent = to.try_send_joined({&ctx_.op_fingerprint, kHead}, {mine_, bytes_})) {
+      return sent;
     }
-    ctx.trace(step++, "RD", -1, r % 2 == 0 ? r + 1 : r - 1, bytes, start);
-  } else {
-    new_rank = r - rem;
+    if (bytes_ > 0) std::memcpy(out_ + kHead, mine_, bytes_);
+    return to.send(out_, kHead + bytes_);
   }
-  if (new_rank >= 0) {
-    for (int mask = 1; mask < p; mask <<= 1) {
-      const int partner_new = new_rank ^ mask;
-      exchange(partner_new < rem ? partner_new * 2 + 1 : partner_new + rem);
-    }
+
+  // Waits for a message from `peer` and checks that it is this op's.
+  void receive(const transport::RequestPtr& recv, int peer) {
+    ctx_.wait(recv, peer);
+    ctx_.check_message(in_, recv->bytes(), kHead + bytes_, true, peer);
   }
-  if (r < 2 * rem) {
-    const auto start = std::chrono::steady_clock::now();
-    if (r % 2 == 1) {
-      ctx.wait(send_data(r - 1), r - 1);
-    } else {
-      receive(ctx.peer(r + 1).recv(in, capacity), r + 1);
-      if (bytes > 0) std::memcpy(data, in + kHead, bytes);
-    }
-    ctx.trace(step++, "RD", -1, r % 2 == 1 ? r - 1 : r + 1, bytes, start);
+
+  // data = mine op received (reduce_into's operand order, so the bits are the in-place ones).
+  void reduce_from(const char* received) {
+    reduce_pair(data_, mine_, received, count_, dtype_, op_);
+    mine_ = data_;
   }
+  void reduce_received() { reduce_from(in_ + kHead); }
+
+  // Checks the partner's message where it lies and reduces from it; declines data that is not
+  // aligned for its type there (the ring packs messages of any length back to back), which is
+  // then copied out as usual.
+  bool reduce_in_place(const std::byte* message, std::size_t got, int partner) {
+    const auto* m = reinterpret_cast<const char*>(message);
+    if (reinterpret_cast<std::uintptr_t>(m + kHead) % es_ != 0) return false;
+    ctx_.check_message(m, got, kHead + bytes_, true, partner);
+    reduce_from(m + kHead);
+    return true;
+  }
+
+  ChannelContext& ctx_;
+  char* data_;
+  std::size_t count_;
+  DType dtype_;
+  ReduceOp op_;
+  std::size_t es_, bytes_;
+  const char* mine_;  // this rank's partial result: the input until the first reduction
+  // Room for a larger message: a partner that issued another op is a mismatch, not an error.
+  std::size_t capacity_;
+  char* out_ = nullptr;
+  char* in_ = nullptr;
+  int step_ = 0;
+};
+
+}  // namespace
+
+void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
+                   const char* input) {
+  Doubling(ctx, data, count, dtype, op, input).run();
 }
 
 }  // namespace ringlet::collectives
