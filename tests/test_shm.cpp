@@ -202,8 +202,9 @@ TEST_CASE(
   p->a->send(three.data(), three.size())->wait(deadline());
   posted->wait(deadline());
   CHECK(std::equal(three.begin(), three.end(), in.begin()));
-  // So far 8 + 1000 + 8 + 1500 + 8 + 300 = 2824 bytes of the 4096: the next 1500-byte message
-  // wraps round the ring's end. Refused, it arrives whole the usual way.
+  // So far 40 bytes of connecting, then 8 + 1000 + 8 + 1504 + 8 + 304 = 2832 (frames padded to 8
+  // bytes) of the 4096: the next 1500-byte message wraps round the ring's end. Refused, it
+  // arrives whole the usual way.
   p->a->send(two.data(), two.size())->wait(deadline());
   got.clear();
   CHECK_FALSE(p->b->recv_in_place(take, 4096, deadline()));
@@ -229,6 +230,45 @@ TEST_CASE(
   };
   CHECK_FALSE(p->b->recv_in_place(decline, 4096, deadline()));
   CHECK(receive(1000) == three);
+}
+
+TEST_CASE(
+    "shm: every message starts 8-byte aligned in the ring, after messages of any length sent "
+    "either way") {
+  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
+  auto p = make_pair("aligned");
+  unsetenv("RINGLET_SHM_RING_BYTES");
+  const auto deadline = [] { return core::Deadline::after(kWait); };
+  std::vector<std::uintptr_t> starts;
+  std::vector<unsigned char> got;
+  const transport::Connection::InPlace take = [&](const std::byte* m, std::size_t n) {
+    starts.push_back(reinterpret_cast<std::uintptr_t>(m));
+    const auto* u = reinterpret_cast<const unsigned char*>(m);
+    got.assign(u, u + n);
+    return true;
+  };
+  // Lengths 1..9 each way in turn: posted sends (inline or through the progress thread), joined
+  // sends, and one larger than the ring (streamed in chunks) between them.
+  const auto odd = pattern(9, 5), head = pattern(3, 6), big = pattern(5001, 7);
+  for (std::size_t n = 1; n <= odd.size(); ++n) {
+    const auto message = std::vector<unsigned char>(odd.begin(), odd.begin() + n);
+    p->a->send(message.data(), n)->wait(deadline());
+    REQUIRE(p->b->recv_in_place(take, 4096, deadline()));
+    CHECK(got == message);
+    RequestPtr joined = p->a->try_send_joined({head.data(), head.size()}, {message.data(), n});
+    REQUIRE(joined != nullptr);
+    REQUIRE(p->b->recv_in_place(take, 4096, deadline()));
+    CHECK(got.size() == head.size() + n);
+    if (n == 5) {
+      RequestPtr sent = p->a->send(big.data(), big.size());
+      std::vector<unsigned char> in(big.size());
+      p->b->recv(in.data(), in.size())->wait(deadline());
+      sent->wait(deadline());
+      CHECK(in == big);
+    }
+  }
+  REQUIRE(starts.size() == 2 * odd.size());
+  for (const std::uintptr_t start : starts) CHECK(start % 8 == 0);
 }
 
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {

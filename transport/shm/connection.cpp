@@ -42,6 +42,21 @@ constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
 // past the last-level cache share of a core, keeping the destination cached buys nothing.
 constexpr std::size_t kStreamingBytes = 8 << 20;
 
+// Every frame (length word, payload, padding) is a whole number of these, so each payload starts
+// aligned for any element type wherever the messages before it ended.
+constexpr std::size_t kFrameAlign = sizeof(std::uint64_t);
+constexpr std::uint64_t kPadding = 0;  // the source of up to kFrameAlign - 1 zero bytes
+
+// The padding after a payload of n bytes.
+constexpr std::size_t padding_after(std::size_t n) {
+  return (kFrameAlign - n % kFrameAlign) % kFrameAlign;
+}
+// Ring bytes of a whole frame with a payload of n bytes.
+constexpr std::size_t frame_bytes(std::size_t n) {
+  return sizeof(std::uint64_t) + n + padding_after(n);
+}
+static_assert(sizeof kPadding >= kFrameAlign - 1);
+
 }  // namespace
 
 // ---- ShmConnection ----
@@ -136,8 +151,10 @@ RequestPtr ShmConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
     return nullptr;
   }
   const std::uint64_t frame = bytes;
-  if (!tx_.try_write_all(
-          {{&frame, sizeof frame}, {head.data, head.bytes}, {body.data, body.bytes}})) {
+  if (!tx_.try_write_all({{&frame, sizeof frame},
+                          {head.data, head.bytes},
+                          {body.data, body.bytes},
+                          {&kPadding, padding_after(bytes)}})) {
     return nullptr;
   }
   auto request = std::make_shared<Request>(
@@ -218,7 +235,10 @@ void ShmConnection::finish_op(Direction& dir) {
 bool ShmConnection::try_send_now(Op& op) {
   if (peer_closed()) return false;  // the progress thread reports it
   const std::uint64_t frame = op.bytes;
-  if (!tx_.try_write_all({{&frame, sizeof frame}, {op.src, op.bytes}})) return false;
+  if (!tx_.try_write_all(
+          {{&frame, sizeof frame}, {op.src, op.bytes}, {&kPadding, padding_after(op.bytes)}})) {
+    return false;
+  }
   op.request->add_bytes(op.bytes);
   bytes_sent_ += op.bytes;
   op.request->complete();
@@ -228,11 +248,12 @@ bool ShmConnection::try_send_now(Op& op) {
 bool ShmConnection::try_recv_now(Op& op) {
   std::uint64_t frame = 0;
   if (rx_.peek(&frame, sizeof frame) < sizeof frame || frame > op.bytes ||
-      rx_.readable() < sizeof frame + frame) {
+      rx_.readable() < frame_bytes(frame)) {
     return false;  // not all there yet, or too long (the progress thread reports that)
   }
   rx_.read_some(&frame, sizeof frame);
   for (std::size_t done = 0; done < frame;) done += rx_.read_some(op.dst + done, frame - done);
+  if (const std::size_t pad = padding_after(frame); pad > 0) rx_.consume(pad);
   op.request->add_bytes(frame);
   bytes_received_ += frame;
   op.request->complete();
@@ -292,11 +313,11 @@ bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
     std::uint64_t frame = 0;
     if (rx_.peek(&frame, sizeof frame) == sizeof frame) {
       if (frame > max_bytes) return false;
-      if (rx_.readable() >= sizeof frame + frame) {
+      if (rx_.readable() >= frame_bytes(frame)) {
         const std::byte* message = rx_.view(sizeof frame, frame);
         if (message == nullptr) return false;  // it wraps round the ring's end
         if (!use(message, frame)) return false;
-        rx_.consume(sizeof frame + frame);
+        rx_.consume(frame_bytes(frame));
         bytes_received_ += frame;
         return true;
       }
@@ -340,12 +361,14 @@ void ShmConnection::send_loop() {
   while (next_op(send_, op)) {
     if (peer_closed()) fail_direction(send_, "the peer closed the connection");
     const std::uint64_t frame = op.bytes;
+    const std::size_t pad = padding_after(op.bytes);
     if (op.bytes <= kInlineBytes && !peer_closed() &&
-        tx_.try_write_all({{&frame, sizeof frame}, {op.src, op.bytes}})) {
+        tx_.try_write_all({{&frame, sizeof frame}, {op.src, op.bytes}, {&kPadding, pad}})) {
       op.request->add_bytes(op.bytes);
       bytes_sent_ += op.bytes;
     } else if (write_all(&frame, sizeof frame, nullptr) != Step::ok ||
-               write_all(op.src, op.bytes, op.request.get()) != Step::ok) {
+               write_all(op.src, op.bytes, op.request.get()) != Step::ok ||
+               write_all(&kPadding, pad, nullptr) != Step::ok) {
       fail_op(send_, op);
       return;
     }
@@ -375,7 +398,9 @@ void ShmConnection::recv_loop() {
       fail_op(recv_, op);
       return;
     }
-    if (read_all(op.dst, frame, op.request.get()) != Step::ok) {
+    std::uint64_t padding = 0;
+    if (read_all(op.dst, frame, op.request.get()) != Step::ok ||
+        read_all(&padding, padding_after(frame), nullptr) != Step::ok) {
       fail_op(recv_, op);
       return;
     }

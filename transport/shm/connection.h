@@ -1,6 +1,7 @@
 // ShmConnection: the Connection for two ranks on one host, through one ShmSegment holding two
-// ShmRings (one per direction). Each message is an 8-byte length frame and the payload, streamed
-// through the ring in chunks. connect_shm does the rendezvous through the store.
+// ShmRings (one per direction). Each message is an 8-byte length frame, the payload, and zero
+// padding to a multiple of 8 bytes (so every payload starts 8-byte aligned in the ring, and a
+// reader may use it in place as any element type), streamed through the ring in chunks. connect_shm does the rendezvous through the store.
 #pragma once
 
 #include <sys/types.h>
