@@ -56,6 +56,14 @@ std::unique_ptr<ShmPair> make_pair(const std::string& prefix = "test") {
   return pair;
 }
 
+// A pair whose rings hold 4 KiB each, so that a test can fill one or wrap round its end.
+std::unique_ptr<ShmPair> make_small_ring_pair(const std::string& prefix) {
+  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
+  auto pair = make_pair(prefix);
+  unsetenv("RINGLET_SHM_RING_BYTES");
+  return pair;
+}
+
 }  // namespace
 
 TEST_CASE("shm: sizes 0, 1, 4 KiB, odd, 64 MiB, both directions at once") {
@@ -126,9 +134,7 @@ TEST_CASE(
     "shm: a joined send is one message, head then body; refused (nothing sent) when it cannot "
     "go at once, and order is kept") {
   // A ring of 4 KiB, so that one message not yet received fills it.
-  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
-  auto p = make_pair("joined");
-  unsetenv("RINGLET_SHM_RING_BYTES");
+  auto p = make_small_ring_pair("joined");
   const auto head = pattern(16, 1), body = pattern(1000, 2), big = pattern(10000, 3);
   std::vector<unsigned char> in(2000, 0);
   RequestPtr sent = p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()});
@@ -169,9 +175,7 @@ TEST_CASE(
     "shm: a message received in place is the message, then consumed; refused with nothing "
     "received behind a posted receive, across the ring's end, when longer than allowed, at the "
     "deadline, and when the reader throws or declines") {
-  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
-  auto p = make_pair("inplace");
-  unsetenv("RINGLET_SHM_RING_BYTES");
+  auto p = make_small_ring_pair("inplace");
   REQUIRE(p->b->receives_in_place());
   const auto deadline = [] { return core::Deadline::after(kWait); };
   std::vector<unsigned char> got;
@@ -235,9 +239,7 @@ TEST_CASE(
 TEST_CASE(
     "shm: every message starts 8-byte aligned in the ring, after messages of any length sent "
     "either way") {
-  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
-  auto p = make_pair("aligned");
-  unsetenv("RINGLET_SHM_RING_BYTES");
+  auto p = make_small_ring_pair("aligned");
   const auto deadline = [] { return core::Deadline::after(kWait); };
   std::vector<std::uintptr_t> starts;
   std::vector<unsigned char> got;
@@ -438,9 +440,7 @@ TEST_CASE("shm: a silent peer turns into a TimeoutError naming it; abort fails t
 }
 
 TEST_CASE("shm: tiny ring (RINGLET_SHM_RING_BYTES=4096) wraps correctly; bad values refused") {
-  setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
-  auto p = make_pair("tiny");
-  unsetenv("RINGLET_SHM_RING_BYTES");
+  auto p = make_small_ring_pair("tiny");
   for (std::size_t bytes : {std::size_t{4095}, std::size_t{4097}, std::size_t{100003}}) {
     exchange(*p->a, *p->b, bytes, 9, kWait);
   }
