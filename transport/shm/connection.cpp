@@ -150,13 +150,7 @@ RequestPtr ShmConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
       peer_closed()) {
     return nullptr;
   }
-  const std::uint64_t frame = bytes;
-  if (!tx_.try_write_all({{&frame, sizeof frame},
-                          {head.data, head.bytes},
-                          {body.data, body.bytes},
-                          {&kPadding, padding_after(bytes)}})) {
-    return nullptr;
-  }
+  if (!try_write_frame(head, body)) return nullptr;
   auto request = std::make_shared<Request>(
       RequestLabel{RequestLabel::Kind::send, local_rank_, peer_rank_, bytes, "shm"});
   request->add_bytes(bytes);
@@ -234,15 +228,19 @@ void ShmConnection::finish_op(Direction& dir) {
 
 bool ShmConnection::try_send_now(Op& op) {
   if (peer_closed()) return false;  // the progress thread reports it
-  const std::uint64_t frame = op.bytes;
-  if (!tx_.try_write_all(
-          {{&frame, sizeof frame}, {op.src, op.bytes}, {&kPadding, padding_after(op.bytes)}})) {
-    return false;
-  }
+  if (!try_write_frame({}, {op.src, op.bytes})) return false;
   op.request->add_bytes(op.bytes);
   bytes_sent_ += op.bytes;
   op.request->complete();
   return true;
+}
+
+bool ShmConnection::try_write_frame(ConstBuffer head, ConstBuffer body) {
+  const std::uint64_t frame = head.bytes + body.bytes;
+  return tx_.try_write_all({{&frame, sizeof frame},
+                            {head.data, head.bytes},
+                            {body.data, body.bytes},
+                            {&kPadding, padding_after(frame)}});
 }
 
 bool ShmConnection::try_recv_now(Op& op) {
@@ -361,14 +359,12 @@ void ShmConnection::send_loop() {
   while (next_op(send_, op)) {
     if (peer_closed()) fail_direction(send_, "the peer closed the connection");
     const std::uint64_t frame = op.bytes;
-    const std::size_t pad = padding_after(op.bytes);
-    if (op.bytes <= kInlineBytes && !peer_closed() &&
-        tx_.try_write_all({{&frame, sizeof frame}, {op.src, op.bytes}, {&kPadding, pad}})) {
+    if (op.bytes <= kInlineBytes && !peer_closed() && try_write_frame({}, {op.src, op.bytes})) {
       op.request->add_bytes(op.bytes);
       bytes_sent_ += op.bytes;
     } else if (write_all(&frame, sizeof frame, nullptr) != Step::ok ||
                write_all(op.src, op.bytes, op.request.get()) != Step::ok ||
-               write_all(&kPadding, pad, nullptr) != Step::ok) {
+               write_all(&kPadding, padding_after(op.bytes), nullptr) != Step::ok) {
       fail_op(send_, op);
       return;
     }

@@ -1,7 +1,8 @@
 // ShmConnection: the Connection for two ranks on one host, through one ShmSegment holding two
 // ShmRings (one per direction). Each message is an 8-byte length frame, the payload, and zero
 // padding to a multiple of 8 bytes (so every payload starts 8-byte aligned in the ring, and a
-// reader may use it in place as any element type), streamed through the ring in chunks. connect_shm does the rendezvous through the store.
+// reader may use it in place as any element type), streamed through the ring in chunks. connect_shm
+// does the rendezvous through the store.
 #pragma once
 
 #include <sys/types.h>
@@ -89,6 +90,9 @@ class ShmConnection : public Connection {
   // and the direction is idle. Returns true if the op completed.
   bool try_send_now(Op& op);
   bool try_recv_now(Op& op);
+  // Writes one whole frame (length word, head, body, padding) if it all fits in the ring now;
+  // false, nothing written, otherwise. The caller owns the ring's write end.
+  bool try_write_frame(ConstBuffer head, ConstBuffer body);
   // Request::Driver of a small receive: moves it on the waiting thread when it is next in line
   // (until `deadline`), else hands the queue to the progress thread.
   void drive_recv(Request* request, const core::Deadline* deadline);
