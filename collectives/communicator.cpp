@@ -64,6 +64,7 @@ struct Communicator::Impl {
       ctx.size = size;
       ctx.tracer = &tracer;
       ctx.slice_bytes = options.slice_bytes;
+      ctx.piece_bytes = options.piece_bytes;
     }
   }
 

@@ -14,6 +14,9 @@ constexpr std::chrono::minutes kDefaultTimeout{10};
 // 4 MiB ones.
 constexpr std::int64_t kDefaultWindowChunkBytes = 256 * 1024;
 constexpr std::int64_t kDefaultInlineBytes = 64 * 1024;
+// The hierarchical all-reduce's pipelining unit: the host ring works on the next piece and
+// gathers the last one while the cross-host ring carries this one.
+constexpr std::int64_t kDefaultPieceBytes = 4 * 1024 * 1024;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 
 AlgoRequest resolve_algo(const std::string& given) {
@@ -64,6 +67,10 @@ ResolvedOptions resolve_options(const CommOptions& o, int world_size) {
       o.inline_bytes >= 0
           ? o.inline_bytes
           : core::env_int("RINGLET_INLINE_BYTES", kDefaultInlineBytes, 0, kMaxBytes));
+  r.piece_bytes = static_cast<std::size_t>(
+      o.piece_bytes >= 0
+          ? o.piece_bytes
+          : core::env_int("RINGLET_HIER_PIECE_BYTES", kDefaultPieceBytes, 0, kMaxBytes));
   r.trace_dir = !o.trace_dir.empty() ? o.trace_dir : core::env_string("RINGLET_TRACE").value_or("");
   r.name = o.name;
   return r;

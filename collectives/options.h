@@ -26,6 +26,9 @@ struct CommOptions {
   std::int64_t window_bytes = -1;    // shared window per rank when all are on one host with shm;
                                      // -1 = RINGLET_SHM_WINDOW_BYTES or size x 512 KiB, 0 = none
   std::int64_t inline_bytes = -1;    // run on the caller up to this; -1 = env or 64 KiB
+  std::int64_t piece_bytes = -1;     // hierarchical all-reduce: pieces of this size overlap the
+                                     // host ring with the cross-host ring; -1 =
+                                     // RINGLET_HIER_PIECE_BYTES or 4 MiB, 0 = one piece
   std::string trace_dir;             // empty = RINGLET_TRACE (unset: no tracing)
   std::string name = "comm";         // store prefix for this communicator
 };
@@ -38,6 +41,7 @@ struct ResolvedOptions {
   std::size_t slice_bytes;   // 0: each transport's preferred slice
   std::size_t window_bytes;  // 0: no shared windows
   std::size_t inline_bytes;  // 0: never inline
+  std::size_t piece_bytes;   // 0: the hierarchical all-reduce runs in one piece
   std::string trace_dir;     // empty: no tracing
   std::string name;
 };
@@ -48,7 +52,8 @@ std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given);
 
 // Fills every unset field of `options` from the environment (RINGLET_TIMEOUT, RINGLET_ALGO,
 // RINGLET_CHANNELS, RINGLET_SLICE_BYTES, RINGLET_SHM_WINDOW_BYTES, RINGLET_INLINE_BYTES,
-// RINGLET_TRACE) or the measured defaults; a bad value is a ValueError naming it.
+// RINGLET_HIER_PIECE_BYTES, RINGLET_TRACE) or the measured defaults; a bad value is a ValueError
+// naming it.
 ResolvedOptions resolve_options(const CommOptions& options, int world_size);
 
 }  // namespace ringlet::collectives

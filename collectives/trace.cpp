@@ -45,9 +45,11 @@ void append_lane_names(json& events, int rank, const std::vector<TraceEvent>& st
                        const std::vector<TraceSpan>& spans) {
   std::set<int> channels;
   for (const TraceEvent& e : steps) channels.insert(e.channel);
-  for (int channel : channels) {
-    events.push_back(
-        metadata_event("thread_name", rank, channel, {{"name", core::str("channel ", channel)}}));
+  for (int lane : channels) {
+    const std::string name = lane >= kHostRingLane
+                                 ? core::str("channel ", lane - kHostRingLane, " host ring")
+                                 : core::str("channel ", lane);
+    events.push_back(metadata_event("thread_name", rank, lane, {{"name", name}}));
   }
   if (!spans.empty()) {
     events.push_back(metadata_event("thread_name", rank, kComputeLane, {{"name", "compute"}}));

@@ -43,6 +43,10 @@ inline constexpr const char* kTraceFileSuffix = ".json";
 
 // The Chrome trace thread id of the compute row (channels are 0, 1, ...).
 constexpr int kComputeLane = 1000;
+// Channel c's host ring, when a pipelined hierarchical all-reduce runs it on a second thread
+// beside the cross-host ring: its steps overlap the channel's, so they get a row of their own,
+// kHostRingLane + c.
+constexpr int kHostRingLane = 500;
 
 class Tracer {
  public:

@@ -179,12 +179,14 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
   set_env("RINGLET_SHM_WINDOW_BYTES", nullptr);
   set_env("RINGLET_CHANNELS", nullptr);
   set_env("RINGLET_INLINE_BYTES", nullptr);
+  set_env("RINGLET_HIER_PIECE_BYTES", nullptr);
   set_env("RINGLET_TIMEOUT", nullptr);
   const ResolvedOptions defaults = resolve_options(CommOptions{}, 4);
   CHECK(defaults.algo == AlgoRequest::automatic);
   CHECK(defaults.window_bytes == 4 * 2 * 256 * KiB);
   CHECK(defaults.channels == 1);
   CHECK(defaults.inline_bytes == 64 * KiB);
+  CHECK(defaults.piece_bytes == 4 * 1024 * KiB);
   CHECK(defaults.timeout == std::chrono::minutes(10));
 
   set_env("RINGLET_ALGO", "ring");
@@ -208,4 +210,10 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
   CHECK_THROWS_AS(resolve_options(CommOptions{}, 2), ringlet::core::ValueError);
   set_env("RINGLET_SHM_WINDOW_BYTES", nullptr);
   set_env("RINGLET_CHANNELS", nullptr);
+  set_env("RINGLET_HIER_PIECE_BYTES", "0");  // one piece
+  CHECK(resolve_options(CommOptions{}, 2).piece_bytes == 0);
+  set_env("RINGLET_HIER_PIECE_BYTES", "-1");
+  CHECK_THROWS_WITH_AS(resolve_options(CommOptions{}, 2),
+                       doctest::Contains("RINGLET_HIER_PIECE_BYTES"), ringlet::core::ValueError);
+  set_env("RINGLET_HIER_PIECE_BYTES", nullptr);
 }

@@ -1,16 +1,20 @@
 // The hierarchical all-reduce on simulated hosts: ranks as threads, each saying which host it is
 // on (MeshOptions::host_id), so ranks of one host connect over shm and the others over tcp. The
 // Gloo-style matrix (every dtype x op, awkward counts, in place and out of place) on 2x2, 2x3,
-// 3x2 and interleaved hosts; when it is chosen automatically; when it is refused; and, from the
-// trace, the bytes each host sends to the others: 1.0 x the buffer against the flat ring's 1.5 x
-// on 2 hosts x 2 ranks.
+// 3x2 and interleaved hosts, in one piece and pipelined in many; when it is chosen
+// automatically; when it is refused; a silent rank failing the pipelined op by the deadline;
+// and, from the trace, the bytes each host sends to the others (1.0 x the buffer against the
+// flat ring's 1.5 x on 2 hosts x 2 ranks) and the pipelined op's two rows of steps.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "collective_values.h"
+#include "collectives/trace.h"
 #include "collectives/trace_files.h"
 #include "comm_ranks.h"
 
@@ -48,6 +52,19 @@ TEST_CASE("hierarchical all-reduce matrix on simulated hosts (2x2, interleaved, 
   }
 }
 
+TEST_CASE("pipelined in pieces (the host ring on its own thread): the same matrix") {
+  for (const auto& hosts : std::vector<std::vector<std::string>>{{"a", "a", "b", "b"},
+                                                                 {"a", "a", "b", "b", "c", "c"}}) {
+    CommOptions options;
+    options.algo = "hierarchical";
+    options.slice_bytes = 64;
+    options.piece_bytes = 200;  // 1031 elements: 20 to 41 pieces, each a few slices
+    options.name = "hier-pieces";
+    run_comm_on_hosts(hosts, options,
+                      [&](int rank, Communicator& comm) { check_all_reduce_matrix(rank, comm); });
+  }
+}
+
 TEST_CASE("several hosts with the same number of ranks choose it automatically above rd's sizes") {
   CommOptions options;
   options.name = "hier-auto";
@@ -55,7 +72,8 @@ TEST_CASE("several hosts with the same number of ranks choose it automatically a
   run_comm_on_hosts({"a", "a", "b", "b"}, options, [&](int rank, Communicator& comm) {
     CHECK(name_of(comm.all_reduce_algorithm(4096)) == "rd");
     CHECK(name_of(comm.all_reduce_algorithm(kMiB)) == "hierarchical");
-    // ~4 M floats split over the two channels, each running the three phases.
+    // ~4 M floats split over the two channels, each running the three phases in two 4 MiB
+    // pieces (two host-ring threads at once).
     check_all_reduce(rank, comm, (std::size_t{4} << 20) + 3, DType::f32, ReduceOp::sum,
                      rank % 2 == 0);
   });
@@ -116,33 +134,41 @@ TEST_CASE("a rank with another reduce op fails every rank with a fingerprint mis
 
 namespace {
 
-// Bytes each host sent to other hosts in one traced all-reduce of `count` floats on 2 hosts x 2
-// ranks (ranks 0, 1 on host a), by algorithm; every step is one chunk sent to its peer.
-std::map<std::string, std::uint64_t> bytes_between_hosts(const std::string& algo,
-                                                         std::size_t count) {
+// One traced all-reduce of `count` floats on 2 hosts x 2 ranks (ranks 0, 1 on host a), by
+// algorithm: the bytes each host sent to other hosts (every step is one chunk sent to its
+// peer), and each phase's steps of rank 0 by trace row.
+struct TracedRun {
+  std::map<std::string, std::uint64_t> sent;
+  std::map<std::string, std::map<int, int>> rank0_steps;  // phase -> row -> steps
+};
+
+TracedRun traced_all_reduce(const std::string& algo, std::size_t count,
+                            std::int64_t piece_bytes = 0) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("ringlet_hier_trace_" + algo);
   fs::remove_all(dir);
   CommOptions options;
   options.name = "hier-trace-" + algo;
   options.algo = algo;
+  options.piece_bytes = piece_bytes;
   options.trace_dir = dir.string();
   const std::vector<std::string> hosts = {"a", "a", "b", "b"};
   run_comm_on_hosts(hosts, options, [&](int rank, Communicator& comm) {
     check_all_reduce(rank, comm, count, DType::f32, ReduceOp::sum, true);
   });  // communicators destroyed: every rank's trace file is written
-  std::map<std::string, std::uint64_t> sent;
+  TracedRun run;
   for (const auto& trace : collectives::load_traces(dir.string(), "hierarchical test")) {
     for (const auto& e : trace.events) {
       if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].contains("peer")) continue;
       const int to = e["args"]["peer"].get<int>();
       if (hosts[trace.rank] != hosts[to]) {
-        sent[hosts[trace.rank]] += e["args"]["bytes"].get<std::uint64_t>();
+        run.sent[hosts[trace.rank]] += e["args"]["bytes"].get<std::uint64_t>();
       }
+      if (trace.rank == 0) ++run.rank0_steps[e["args"]["phase"].get<std::string>()][e["tid"]];
     }
   }
   fs::remove_all(dir);
-  return sent;
+  return run;
 }
 
 }  // namespace
@@ -150,11 +176,64 @@ std::map<std::string, std::uint64_t> bytes_between_hosts(const std::string& algo
 TEST_CASE("from the trace: a host sends 2(h-1)/h x the buffer to others, the flat ring 2(n-1)/n") {
   const std::size_t count = std::size_t{1} << 20;  // 4 MiB of f32
   const std::uint64_t buffer = count * 4;
-  const auto hierarchical = bytes_between_hosts("hierarchical", count);
-  const auto ring = bytes_between_hosts("ring", count);
+  const auto hierarchical = traced_all_reduce("hierarchical", count).sent;
+  const auto ring = traced_all_reduce("ring", count).sent;
+  const auto pipelined = traced_all_reduce("hierarchical", count, std::int64_t{1} << 20).sent;
   for (const char* host : {"a", "b"}) {
     INFO("host ", host);
     CHECK(hierarchical.at(host) == buffer);  // 2 ranks x 2 x (1/2) x (buffer / 2)
+    CHECK(pipelined.at(host) == buffer);     // the same, in 4 pieces
     CHECK(ring.at(host) == buffer * 3 / 2);  // one ring link out: 2 x (3/4) x buffer
   }
+}
+
+TEST_CASE("from the trace: pipelined, the host ring's steps have a row of their own, by piece") {
+  const std::size_t count = std::size_t{1} << 20;  // 4 MiB of f32 in 4 pieces of 1 MiB
+  const auto steps = traced_all_reduce("hierarchical", count, std::int64_t{1} << 20).rank0_steps;
+  // Rings of 2: each phase of each piece is one step.
+  const std::map<int, int> host_row{{collectives::kHostRingLane, 4}}, channel_row{{0, 4}};
+  CHECK(steps.at("local RS") == host_row);
+  CHECK(steps.at("local AG") == host_row);
+  CHECK(steps.at("cross RS") == channel_row);
+  CHECK(steps.at("cross AG") == channel_row);
+  // In one piece (the default 4 MiB), every phase runs on the channel's row.
+  const auto in_order = traced_all_reduce("hierarchical", count).rank0_steps;
+  CHECK(in_order.at("local RS") == (std::map<int, int>{{0, 1}}));
+  CHECK(in_order.at("local AG") == (std::map<int, int>{{0, 1}}));
+}
+
+TEST_CASE("pipelined: a rank that never calls fails its host and the other host by the deadline") {
+  // Rank 3 (host b) never calls. Rank 2's host ring waits for it and gives up at the deadline:
+  // its error names rank 3 although its own thread was waiting for the host ring. Ranks 0 and 1
+  // fail too, each within the deadline plus the time the failure takes to reach it.
+  std::vector<std::string> errors(4);
+  std::vector<std::chrono::steady_clock::duration> took(4);
+  CommOptions options;
+  options.name = "hier-silent";
+  options.algo = "hierarchical";
+  options.piece_bytes = 64 * 1024;
+  options.timeout = 1000ms;
+  run_comm_on_hosts({"a", "a", "b", "b"}, options, [&](int rank, Communicator& comm) {
+    if (rank == 3) {
+      std::this_thread::sleep_for(3500ms);  // never calls; leaves after the others gave up
+      return;
+    }
+    std::vector<float> data(1 << 18, 1.0f);  // 1 MiB: 16 pieces
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm.all_reduce(data.data(), data.data(), data.size(), DType::f32, ReduceOp::sum)
+          ->wait(core::Deadline::after(30s));
+    } catch (const core::Error& e) {
+      errors[rank] = e.what();
+    }
+    took[rank] = std::chrono::steady_clock::now() - start;
+  });
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank ", r, ": ", errors[r]);
+    CHECK(!errors[r].empty());
+    CHECK(took[r] < 3000ms);
+  }
+  INFO(errors[2]);
+  CHECK(errors[2].find("rank 2: all_reduce seq 0 failed waiting for rank 3") != std::string::npos);
+  CHECK(errors[2].find("deadline passed") != std::string::npos);
 }
