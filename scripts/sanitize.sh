@@ -28,8 +28,8 @@ binary_tests=" test_launch test_multihost test_run_dir test_trace test_train "
 # TSan cannot run these: each forks children after its threads started.
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
-            test_algorithm_choice test_collectives test_collectives_procs test_trace test_rdma
-            test_data_loader test_ddp test_launch)
+            test_algorithm_choice test_collectives test_hierarchical test_collectives_procs
+            test_trace test_rdma test_data_loader test_ddp test_launch)
 
 # run DIR NAME TEST...: builds DIR (only TEST..., and the ringlet binary for those that run it),
 # runs them and prints the summary line. No TEST: every program and every test.
