@@ -85,7 +85,10 @@ void FingerprintExchange::settle(core::Deadline deadline, int* waiting_on) {
   recv_->wait(deadline);
   *waiting_on = right_;
   send_->wait(deadline);
-  if (auto error = mismatch()) std::rethrow_exception(error);
+  if (auto error = mismatch()) {
+    *waiting_on = left_;  // whose fingerprint differs
+    std::rethrow_exception(error);
+  }
   if (on_match_) on_match_();
 }
 

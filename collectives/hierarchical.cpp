@@ -22,6 +22,8 @@
 // Only the first reduce-scatter and the last gather are not hidden. The two rings use different
 // connections (the host's peers, the other hosts'), so each thread has its own; the host ring's
 // steps are traced on their own row (kHostRingLane + channel).
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -46,14 +48,16 @@ void post_sub_ring_fingerprint(ChannelContext& ctx, const std::vector<int>& rank
                 ctx.global_rank(ctx.right()), {});
 }
 
-// Checks the op's fingerprint with the host ring's and the cross ring's neighbours; a mismatch
-// throws before any data moves.
-void check_sub_ring_fingerprints(ChannelContext& ctx, const HostRings& rings) {
+// Checks the op's fingerprint with every neighbour: the whole ring's (posted before the op), the
+// host ring's and the cross ring's; a mismatch throws before any data moves. All of it on this
+// thread, before a pipelined op's second one shares the host's connections.
+void check_fingerprints(ChannelContext& ctx, const HostRings& rings) {
   post_sub_ring_fingerprint(ctx, rings.local, ctx.sub_ring_fingerprints[0]);
   post_sub_ring_fingerprint(ctx, rings.cross, ctx.sub_ring_fingerprints[1]);
   for (FingerprintExchange& exchange : ctx.sub_ring_fingerprints) {
     exchange.settle(ctx.deadline, &ctx.waiting_on);
   }
+  ctx.fingerprint.settle(ctx.deadline, &ctx.waiting_on);
 }
 
 // A piece of the op's buffer, split into the host's l parts: part i of it crosses between hosts
@@ -65,12 +69,15 @@ struct Piece {
 };
 
 // The op's pieces, each about ctx.piece_bytes (one piece when that is 0, for device buffers,
-// and for a buffer smaller than two pieces).
+// and for a buffer smaller than two pieces); at most one per element and kMaxPieces in all, so
+// that a tiny piece size costs messages, not an op that never ends.
+constexpr std::size_t kMaxPieces = 1024;
+
 std::vector<Piece> pieces_of(const ChannelContext& ctx, int local_ranks, char* data,
                              const char* input, std::size_t count, std::size_t es) {
   std::size_t n = 1;
-  if (ctx.piece_bytes > 0 && ctx.space == nullptr) {
-    n = std::max<std::size_t>(1, count * es / ctx.piece_bytes);
+  if (ctx.piece_bytes > 0 && ctx.space == nullptr && count > 0) {
+    n = std::clamp<std::size_t>(count * es / ctx.piece_bytes, 1, std::min(count, kMaxPieces));
   }
   const std::vector<std::size_t> at = balanced(count, static_cast<int>(n));
   std::vector<Piece> pieces;
@@ -111,15 +118,18 @@ void run_in_order(ChannelContext& ctx, const HostRings& rings, const Piece& p, i
 // reduced (the cross-host ring may carry them), how many the cross-host ring has finished (the
 // host ring may gather them), and the op's first failure, after which the other thread stops
 // at its next wait on the board (its waits on peers end as they do, by the deadline at worst).
+// A wait on the board never ends the op itself: the other thread either moves on or fails by
+// the op's deadline, naming the peer it waited for. Its own limit is a backstop a little later.
 class PieceBoard {
  public:
+  explicit PieceBoard(core::Deadline deadline) : backstop_(backstop(deadline)) {}
   void reduced() { bump(reduced_); }
   void crossed() { bump(crossed_); }
-  void await_reduced(std::size_t piece, core::Deadline deadline) {
-    await(reduced_, piece, deadline, "the host ring to reduce-scatter piece ");
+  void await_reduced(std::size_t piece) {
+    await(reduced_, piece, "the host ring to reduce-scatter piece ");
   }
-  void await_crossed(std::size_t piece, core::Deadline deadline) {
-    await(crossed_, piece, deadline, "the cross-host ring to all-reduce piece ");
+  void await_crossed(std::size_t piece) {
+    await(crossed_, piece, "the cross-host ring to all-reduce piece ");
   }
   // Runs one thread's side; its failure is recorded (the op's first one wins), not thrown.
   // Returns whether this side failed first.
@@ -140,14 +150,20 @@ class PieceBoard {
  private:
   struct Abandoned {};  // the other side failed first
 
+  static core::Deadline backstop(core::Deadline deadline) {
+    constexpr std::chrono::seconds kMargin{5};
+    if (deadline.at() == core::Deadline::never().at()) return deadline;
+    return core::Deadline::after(deadline.remaining() + kMargin);
+  }
+
   void bump(std::size_t& counter) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++counter;
     changed_.notify_all();
   }
-  void await(std::size_t& counter, std::size_t piece, core::Deadline deadline, const char* what) {
+  void await(std::size_t& counter, std::size_t piece, const char* what) {
     std::unique_lock<std::mutex> lock(mutex_);
-    const bool done = core::wait_until(changed_, lock, deadline,
+    const bool done = core::wait_until(changed_, lock, backstop_,
                                        [&] { return counter > piece || failure_ != nullptr; });
     if (failure_ != nullptr) throw Abandoned{};
     RINGLET_CHECK(done, TimeoutError, "timed out waiting for ", what, piece);
@@ -160,6 +176,7 @@ class PieceBoard {
     return first;
   }
 
+  core::Deadline backstop_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t reduced_ = 0, crossed_ = 0;
@@ -196,7 +213,7 @@ void host_ring_side(ChannelContext& host, const HostRings& rings, const std::vec
       board.reduced();
     }
     if (k > 0) {
-      board.await_crossed(k - 1, host.deadline);
+      board.await_crossed(k - 1);
       gather_over_host(host, pieces[k - 1], dtype);
     }
   }
@@ -206,7 +223,7 @@ void cross_ring_side(ChannelContext& ctx, const HostRings& rings, const std::vec
                      int mine, PieceBoard& board, DType dtype, ReduceOp op) {
   SubRing across(ctx, rings.cross, "cross RS", "cross AG");
   for (std::size_t k = 0; k < pieces.size(); ++k) {
-    board.await_reduced(k, ctx.deadline);
+    board.await_reduced(k);
     reduce_across_hosts(ctx, pieces[k], mine, dtype, op);
     board.crossed();
   }
@@ -217,7 +234,7 @@ void cross_ring_side(ChannelContext& ctx, const HostRings& rings, const std::vec
 void run_pipelined(ChannelContext& ctx, const HostRings& rings, const std::vector<Piece>& pieces,
                    int mine, DType dtype, ReduceOp op) {
   ChannelContext host = host_ring_context(ctx);
-  PieceBoard board;
+  PieceBoard board(ctx.deadline);
   bool host_failed_first = false;
   std::thread host_thread([&] {
     host_failed_first = board.run([&] { host_ring_side(host, rings, pieces, board, dtype, op); });
@@ -235,7 +252,7 @@ void run_pipelined(ChannelContext& ctx, const HostRings& rings, const std::vecto
 void hierarchical_all_reduce(ChannelContext& ctx, const HostRings& rings, char* data,
                              std::size_t count, DType dtype, ReduceOp op, const char* input) {
   if (input == data) input = nullptr;
-  check_sub_ring_fingerprints(ctx, rings);
+  check_fingerprints(ctx, rings);
   const int me = ctx.global_rank(ctx.rank);
   const auto at = std::find(rings.local.begin(), rings.local.end(), me);
   RINGLET_CHECK(at != rings.local.end(), Error, "rank ", me, " is not in its own host ring");

@@ -150,6 +150,7 @@ class RingPass {
     }
     for (std::size_t k = 0; k < recvs.size(); ++k) {
       ctx_.wait(recvs[k], ctx_.left());
+      check_slice(*recvs[k], slice_length(n, per, k) * es_);
       if (space_ != nullptr) {
         space_->copy(at(data_, c) + k * per * es_, into + k * per * es_,
                      slice_length(n, per, k) * es_);
@@ -174,6 +175,7 @@ class RingPass {
         next = from.recv(tmp + ((k + 1) % 2) * per * es_, slice_length(n, per, k + 1) * es_);
       }
       ctx_.wait(pending, ctx_.left());
+      check_slice(*pending, slice_length(n, per, k) * es_);
       char* dst = at(data_, c) + k * per * es_;
       const char *mine = own + k * per * es_, *got = tmp + (k % 2) * per * es_;
       if (space_ != nullptr) {
@@ -185,6 +187,16 @@ class RingPass {
       }
       pending = std::move(next);
     }
+  }
+
+  // A slice of another length than this rank expects: the left neighbour cut the buffer
+  // another way (a longer one the transport refuses; a shorter one would leave stale bytes).
+  void check_slice(const transport::Request& got, std::size_t expected) const {
+    RINGLET_CHECK(got.bytes() == expected, CollectiveError, "rank ", ctx_.global_rank(ctx_.rank),
+                  " received a ", got.bytes(), "-byte slice from rank ",
+                  ctx_.global_rank(ctx_.left()), " where its ring expected ", expected,
+                  " bytes: the ranks cut the buffer differently (RINGLET_SLICE_BYTES and "
+                  "RINGLET_HIER_PIECE_BYTES must be the same on every rank)");
   }
 
   ChannelContext& ctx_;

@@ -19,17 +19,19 @@ namespace ringlet::testing {
 using collectives::CommOptions;
 using collectives::Communicator;
 
-// Runs body(rank, comm) on `world` threads, rank r's mesh set up by mesh_of(r).
-inline void run_comm_meshes(int world, const std::function<transport::MeshOptions(int)>& mesh_of,
-                            CommOptions options,
-                            const std::function<void(int, Communicator&)>& body) {
+// Runs body(rank, comm) on `world` threads, rank r's mesh set up by mesh_of(r) and its
+// communicator by options_of(r).
+inline void run_comm_ranks(int world, const std::function<transport::MeshOptions(int)>& mesh_of,
+                           const std::function<CommOptions(int)>& options_of,
+                           const std::function<void(int, Communicator&)>& body) {
   MemoryStore store;
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto comm = Communicator::create(store, mesh_of(r), options, core::Deadline::after(60s));
+        auto comm =
+            Communicator::create(store, mesh_of(r), options_of(r), core::Deadline::after(60s));
         body(r, *comm);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -40,6 +42,14 @@ inline void run_comm_meshes(int world, const std::function<transport::MeshOption
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+// The same with one CommOptions for every rank.
+inline void run_comm_meshes(int world, const std::function<transport::MeshOptions(int)>& mesh_of,
+                            CommOptions options,
+                            const std::function<void(int, Communicator&)>& body) {
+  run_comm_ranks(
+      world, mesh_of, [&](int) { return options; }, body);
 }
 
 inline void run_comm(int world, const std::string& transport, CommOptions options,

@@ -1,5 +1,6 @@
 // Collective failures: a Work's timeout names it; fingerprint mismatches (count, op) reach every
-// rank with both fingerprints; a rank whose peer never calls times out with the op, seq and peer
+// rank with both fingerprints; ranks slicing the ring differently are told so; a rank whose peer
+// never calls times out with the op, seq and peer
 // named; an aborted communicator fails later calls fast with the same cause; kill -9 of one process
 // during a large all-reduce fails every survivor within the deadline, naming it.
 #include <doctest/doctest.h>
@@ -82,6 +83,31 @@ TEST_CASE("a rank calling all_gather instead of all_reduce fails every rank") {
     CHECK(errors[r].find("all_reduce(") != std::string::npos);
     CHECK(errors[r].find("all_gather(") != std::string::npos);
   }
+}
+
+TEST_CASE("ranks that cut the ring's chunks into other slices fail, saying so") {
+  // Rank 0 sends 1 KiB slices, rank 1 expects 4 KiB ones: a shorter slice would otherwise be
+  // reduced with stale bytes after it (a longer one the transport refuses).
+  std::vector<std::string> errors(2);
+  run_comm_ranks(
+      2, [](int r) { return mesh_options(r, 2, "tcp", "m"); },
+      [](int r) {
+        CommOptions o;
+        o.name = "slices";
+        o.algo = "ring";
+        o.slice_bytes = r == 0 ? 1024 : 4096;
+        o.timeout = 5000ms;
+        return o;
+      },
+      [&](int rank, Communicator& comm) {
+        std::vector<float> data(1 << 16, 1.0f);  // 256 KiB: chunks of 128 KiB
+        errors[rank] = error_of(
+            comm.all_reduce(data.data(), data.data(), data.size(), DType::f32, ReduceOp::sum));
+      });
+  INFO(errors[0], "\n", errors[1]);
+  CHECK(errors[1].find("rank 1 received a 1024-byte slice from rank 0 where its ring expected "
+                       "4096 bytes: the ranks cut the buffer differently") != std::string::npos);
+  CHECK(!errors[0].empty());
 }
 
 TEST_CASE("a peer that never calls: timeout naming the op, seq and peer") {
