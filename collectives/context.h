@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "collectives/buffer_space.h"
@@ -36,10 +37,11 @@ struct ChannelContext {
   Tracer* tracer = nullptr;
   std::size_t slice_bytes = 0;  // 0: each connection's preferred size (ring), 512 KiB (others)
   std::vector<char> scratch;    // reused across ops
-  // The hierarchical all-reduce's pipelining unit (0: one piece), and the scratch of the thread
-  // that runs its host ring beside the cross-host ring (reused across ops).
+  // The hierarchical all-reduce's pipelining unit (0: one piece), and the context of the thread
+  // that runs its host ring beside the cross-host ring (made at the first such op, its scratch
+  // kept across ops).
   std::size_t piece_bytes = 0;
-  std::vector<char> host_ring_scratch;
+  std::unique_ptr<ChannelContext> host_ring;
   // Shared windows (window all-reduce): windows[p] is rank p's window as mapped here (this
   // rank's own at [rank]); empty when the ranks have none. window_rounds counts the rounds run
   // over them, across ops: round k stages into half k % 2.

@@ -183,10 +183,11 @@ class PieceBoard {
   std::exception_ptr failure_;
 };
 
-// The host ring's thread's context: the channel's mesh and the op's deadline and fingerprint
-// (checked already), with its own scratch (the channel's, kept across ops) and trace row.
-ChannelContext host_ring_context(ChannelContext& ctx) {
-  ChannelContext host;
+// The host ring's thread's context, kept by the channel's: the channel's mesh and trace (on a
+// row of its own), the op's deadline and fingerprint (checked already), fresh bookkeeping.
+ChannelContext& host_ring_context(ChannelContext& ctx) {
+  if (!ctx.host_ring) ctx.host_ring = std::make_unique<ChannelContext>();
+  ChannelContext& host = *ctx.host_ring;
   host.mesh = ctx.mesh;
   host.rank = ctx.rank;
   host.size = ctx.size;
@@ -194,11 +195,13 @@ ChannelContext host_ring_context(ChannelContext& ctx) {
   host.channel = kHostRingLane + ctx.channel;
   host.tracer = ctx.tracer;
   host.slice_bytes = ctx.slice_bytes;
-  host.scratch.swap(ctx.host_ring_scratch);
   host.op_name = ctx.op_name;
   host.seq = ctx.seq;
   host.deadline = ctx.deadline;
   host.op_fingerprint = ctx.op_fingerprint;
+  host.waiting_on = -1;
+  host.bytes_done = 0;
+  host.next_step = 0;
   return host;
 }
 
@@ -233,7 +236,7 @@ void cross_ring_side(ChannelContext& ctx, const HostRings& rings, const std::vec
 // rethrown once both ended, with the peer its thread waited on.
 void run_pipelined(ChannelContext& ctx, const HostRings& rings, const std::vector<Piece>& pieces,
                    int mine, DType dtype, ReduceOp op) {
-  ChannelContext host = host_ring_context(ctx);
+  ChannelContext& host = host_ring_context(ctx);
   PieceBoard board(ctx.deadline);
   bool host_failed_first = false;
   std::thread host_thread([&] {
@@ -241,7 +244,6 @@ void run_pipelined(ChannelContext& ctx, const HostRings& rings, const std::vecto
   });
   board.run([&] { cross_ring_side(ctx, rings, pieces, mine, board, dtype, op); });
   host_thread.join();
-  ctx.host_ring_scratch.swap(host.scratch);
   ctx.bytes_done += host.bytes_done;
   if (host_failed_first) ctx.waiting_on = host.waiting_on;
   if (std::exception_ptr error = board.failure()) std::rethrow_exception(error);
