@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -77,6 +78,27 @@ CommandResult run_ringlet(const std::string& args) {
 }
 
 }  // namespace
+
+TEST_CASE("tracer: a channel's host ring has a row of its own, named after the channel") {
+  TempDir tmp;
+  {
+    Tracer tracer(tmp.path.string(), 0);
+    tracer.record(make_event(1, 0, 1));
+    tracer.record(make_event(1, 1, kHostRingLane + 1));
+  }
+  const json doc = read_json(tmp.path / "trace.rank0.json");
+  std::map<int, std::string> names;  // tid -> thread_name
+  for (const json& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") {
+      names[e.at("tid")] = e.at("args").at("name");
+    }
+  }
+  CHECK(names ==
+        std::map<int, std::string>{{1, "channel 1"}, {kHostRingLane + 1, "channel 1 host ring"}});
+  CHECK(lane_label(1) == "1");
+  CHECK(lane_label(kHostRingLane + 1) == "1h");
+  CHECK(lane_label(kComputeLane) == "1000");
+}
 
 TEST_CASE("tracer: events from two threads come back with every field") {
   TempDir tmp;

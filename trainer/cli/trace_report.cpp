@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "collectives/trace.h"
 #include "collectives/trace_analysis.h"
 #include "core/error.h"
 
@@ -79,13 +80,19 @@ void print_steps(const CollectiveRecord& c, const AlphaBeta& model, bool picked,
         << " AG step(s) per channel, 2(n-1) = " << 2 * (n - 1)
         << ",\n  for each piece of the buffer it pipelines\n";
   }
+  if (std::any_of(c.steps.begin(), c.steps.end(),
+                  [](const StepRecord& s) { return s.channel >= collectives::kHostRingLane; })) {
+    out << "  ch 0h: channel 0's host ring, on a second thread beside the cross-host ring (the "
+           "hierarchical\n  all-reduce pipelined in pieces)\n";
+  }
   out << row("%6s %4s %5s %-6s %6s %5s %11s %10s %8s %10s %8s\n", "rank", "ch", "step", "phase",
              "chunk", "peer", "bytes", "us", "GB/s", "model us", "x model");
   for (const StepRecord& s : c.steps) {
     const double predicted = model.predict_us(s.bytes);
-    out << row("%6d %4d %5d %-6s %6d %5d %11s %10.1f %8.2f %10.1f %8.2f\n", s.rank, s.channel,
-               s.step, s.phase.c_str(), s.chunk, s.peer, bytes_text(s.bytes).c_str(), s.dur_us,
-               s.gbps(), predicted, predicted > 0 ? s.dur_us / predicted : 0.0);
+    out << row("%6d %4s %5d %-6s %6d %5d %11s %10.1f %8.2f %10.1f %8.2f\n", s.rank,
+               collectives::lane_label(s.channel).c_str(), s.step, s.phase.c_str(), s.chunk, s.peer,
+               bytes_text(s.bytes).c_str(), s.dur_us, s.gbps(), predicted,
+               predicted > 0 ? s.dur_us / predicted : 0.0);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "collectives/trace.h"
 #include "core/error.h"
 #include "trainer/report/svg_chart.h"
 
@@ -102,11 +103,11 @@ std::string ring_timeline_svg(const CollectiveRecord& c) {
   const TimeAxis axis{c.start_us, c.end_us};
   for (const auto& [lane, row] : row_of) {
     const double y = kTop + kRowHeight * row;
-    row_label(
-        svg, y,
-        core::str("rank ", lane.first,
-                  lanes.size() > static_cast<std::size_t>(c.ranks) ? core::str(" ch ", lane.second)
-                                                                   : std::string()));
+    row_label(svg, y,
+              core::str("rank ", lane.first,
+                        lanes.size() > static_cast<std::size_t>(c.ranks)
+                            ? core::str(" ch ", collectives::lane_label(lane.second))
+                            : std::string()));
   }
   for (const StepRecord& s : c.steps) {
     const double y = kTop + kRowHeight * row_of.at({s.rank, s.channel});

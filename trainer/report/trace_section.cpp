@@ -50,11 +50,12 @@ std::string steps_table(const CollectiveRecord& c, const collectives::AlphaBeta&
   for (std::size_t i = 0; i < c.steps.size() && i < kTableRows; ++i) {
     const StepRecord& s = c.steps[i];
     const double predicted = model.predict_us(s.bytes);
-    html << "<tr><td>" << s.rank << "</td><td>" << s.channel << "</td><td>" << s.step << "</td><td>"
-         << escape_html(s.phase) << "</td><td>" << s.chunk << "</td><td>" << s.peer << "</td><td>"
-         << collectives::bytes_text(s.bytes) << "</td><td>" << fixed(s.dur_us) << "</td><td>"
-         << fixed(s.gbps(), 2) << "</td><td>" << fixed(predicted) << "</td><td>"
-         << (predicted > 0 ? fixed(s.dur_us / predicted, 2) : std::string("-")) << "</td></tr>";
+    html << "<tr><td>" << s.rank << "</td><td>" << collectives::lane_label(s.channel) << "</td><td>"
+         << s.step << "</td><td>" << escape_html(s.phase) << "</td><td>" << s.chunk << "</td><td>"
+         << s.peer << "</td><td>" << collectives::bytes_text(s.bytes) << "</td><td>"
+         << fixed(s.dur_us) << "</td><td>" << fixed(s.gbps(), 2) << "</td><td>" << fixed(predicted)
+         << "</td><td>" << (predicted > 0 ? fixed(s.dur_us / predicted, 2) : std::string("-"))
+         << "</td></tr>";
   }
   html << "</table>";
   if (c.steps.size() > kTableRows) {
