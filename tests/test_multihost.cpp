@@ -124,16 +124,26 @@ TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace
 }
 
 TEST_CASE("2 hosts x 2 ranks: shm within a host, tcp across, the hierarchical all-reduce") {
+  // 1 MiB in one piece, 16 MiB pipelined in four (the host ring on a second thread).
   const fs::path perf =
       fs::path(ringlet_binary()).parent_path().parent_path() / "bench" / "all_reduce_perf";
   const auto nodes = run_two_nodes("--nproc-per-node 2 --master-port 29401 --quiet-others",
-                                   "'" + perf.string() + "' -b 1M -e 1M -n 3 -w 1");
+                                   "'" + perf.string() + "' -b 1M -e 16M -f 16 -n 3 -w 1");
   const CommandResult &node0_result = nodes.first, &node1_result = nodes.second;
   INFO("node 0:\n", node0_result.output, "\nnode 1:\n", node1_result.output);
   CHECK(contains(node0_result.output, "peers: 1:shm 2:tcp 3:tcp"));
-  CHECK(contains(node0_result.output, "# Algorithm: hierarchical (1 MiB)"));
-  CHECK(contains(node0_result.output, "\"ip_wrong\":0"));
-  CHECK(contains(node0_result.output, "\"oop_wrong\":0"));
+  CHECK(contains(node0_result.output, "# Algorithm: hierarchical (1 MiB - 16 MiB)"));
+  const auto occurrences = [&](const std::string& what) {
+    int n = 0;
+    for (auto at = node0_result.output.find(what); at != std::string::npos;
+         at = node0_result.output.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  CHECK(occurrences("\"size\":16777216") == 1);
+  CHECK(occurrences("\"ip_wrong\":0") == 2);  // both sizes right
+  CHECK(occurrences("\"oop_wrong\":0") == 2);
   CHECK(contains(node0_result.output, "\"transport\":\"shm+tcp\""));
 }
 
