@@ -86,28 +86,30 @@ TEST_CASE("a rank calling all_gather instead of all_reduce fails every rank") {
 }
 
 TEST_CASE("ranks that cut the ring's chunks into other slices fail, saying so") {
-  // Rank 0 sends 1 KiB slices, rank 1 expects 4 KiB ones: a shorter slice would otherwise be
-  // reduced with stale bytes after it (a longer one the transport refuses).
-  std::vector<std::string> errors(2);
+  // Ranks 0 and 1 send 4 KiB slices, ranks 2 and 3 1 KiB ones. Rank 0 receives rank 3's 1 KiB
+  // slices where it expects 4 KiB: a shorter slice would otherwise be reduced with stale bytes
+  // after it. (Rank 2 gets longer slices than it expects, which its transport refuses; rank 0
+  // hears of that only through rank 3, after rank 3's first slices reached it.)
+  std::vector<std::string> errors(4);
   run_comm_ranks(
-      2, [](int r) { return mesh_options(r, 2, "tcp", "m"); },
+      4, [](int r) { return mesh_options(r, 4, "tcp", "m"); },
       [](int r) {
         CommOptions o;
         o.name = "slices";
         o.algo = "ring";
-        o.slice_bytes = r == 0 ? 1024 : 4096;
+        o.slice_bytes = r < 2 ? 4096 : 1024;
         o.timeout = 5000ms;
         return o;
       },
       [&](int rank, Communicator& comm) {
-        std::vector<float> data(1 << 16, 1.0f);  // 256 KiB: chunks of 128 KiB
+        std::vector<float> data(1 << 16, 1.0f);  // 256 KiB: chunks of 64 KiB
         errors[rank] = error_of(
             comm.all_reduce(data.data(), data.data(), data.size(), DType::f32, ReduceOp::sum));
       });
-  INFO(errors[0], "\n", errors[1]);
-  CHECK(errors[1].find("rank 1 received a 1024-byte slice from rank 0 where its ring expected "
+  INFO(errors[0], "\n", errors[2]);
+  CHECK(errors[0].find("rank 0 received a 1024-byte slice from rank 3 where its ring expected "
                        "4096 bytes: the ranks cut the buffer differently") != std::string::npos);
-  CHECK(!errors[0].empty());
+  for (const std::string& e : errors) CHECK(!e.empty());
 }
 
 TEST_CASE("a peer that never calls: timeout naming the op, seq and peer") {
