@@ -255,10 +255,10 @@ void hierarchical_all_reduce(ChannelContext& ctx, const HostRings& rings, char* 
                              std::size_t count, DType dtype, ReduceOp op, const char* input) {
   if (input == data) input = nullptr;
   check_fingerprints(ctx, rings);
-  const int me = ctx.global_rank(ctx.rank);
-  const auto at = std::find(rings.local.begin(), rings.local.end(), me);
-  RINGLET_CHECK(at != rings.local.end(), Error, "rank ", me, " is not in its own host ring");
-  const int mine = static_cast<int>(at - rings.local.begin());  // the part it carries across
+  const int mine = [&] {  // this rank's place in its host ring: the part it carries across
+    SubRing host(ctx, rings.local);
+    return ctx.rank;
+  }();
   const std::vector<Piece> pieces = pieces_of(ctx, static_cast<int>(rings.local.size()), data,
                                               input, count, core::dtype_size(dtype));
   if (pieces.size() == 1) {

@@ -46,7 +46,7 @@ void append_lane_names(json& events, int rank, const std::vector<TraceEvent>& st
   std::set<int> channels;
   for (const TraceEvent& e : steps) channels.insert(e.channel);
   for (int lane : channels) {
-    const std::string name = lane >= kHostRingLane
+    const std::string name = is_host_ring_lane(lane)
                                  ? core::str("channel ", lane - kHostRingLane, " host ring")
                                  : core::str("channel ", lane);
     events.push_back(metadata_event("thread_name", rank, lane, {{"name", name}}));

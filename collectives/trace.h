@@ -47,10 +47,11 @@ constexpr int kComputeLane = 1000;
 // beside the cross-host ring: its steps overlap the channel's, so they get a row of their own,
 // kHostRingLane + c.
 constexpr int kHostRingLane = 500;
+inline bool is_host_ring_lane(int lane) { return lane >= kHostRingLane && lane < kComputeLane; }
 // How reports name a row: "0" for channel 0, "0h" for its host ring.
 inline std::string lane_label(int lane) {
-  return lane >= kHostRingLane && lane < kComputeLane ? std::to_string(lane - kHostRingLane) + "h"
-                                                      : std::to_string(lane);
+  return is_host_ring_lane(lane) ? std::to_string(lane - kHostRingLane) + "h"
+                                 : std::to_string(lane);
 }
 
 class Tracer {

@@ -81,7 +81,7 @@ void print_steps(const CollectiveRecord& c, const AlphaBeta& model, bool picked,
         << ",\n  for each piece of the buffer it pipelines\n";
   }
   if (std::any_of(c.steps.begin(), c.steps.end(),
-                  [](const StepRecord& s) { return s.channel >= collectives::kHostRingLane; })) {
+                  [](const StepRecord& s) { return collectives::is_host_ring_lane(s.channel); })) {
     out << "  ch 0h: channel 0's host ring, on a second thread beside the cross-host ring (the "
            "hierarchical\n  all-reduce pipelined in pieces)\n";
   }
