@@ -1,7 +1,7 @@
 """All-reduce byte rate per dtype at each instruction-set level, in one sitting: runs
 all_reduce_perf (in place, -np ranks, one size) for float, half and bfloat16 over each
-transport, with RINGLET_ISA set to each level, interleaved round by round so that machine
-noise falls on every cell alike. Prints the median in-place busbw of each cell and its ratio
+transport, with RINGLET_ISA set to each level, interleaved round by round (the types' order
+rotating from round to round) so that machine noise falls on every cell alike. Prints the median in-place busbw of each cell and its ratio
 to float's at the same level and transport. Short runs are noisy on shm (a 20-iteration
 run swings between 5 and 16 GB/s on 2 cores, as the two ranks' processes settle on the
 cores), hence 100 iterations after 20 of warm-up by default.
@@ -72,16 +72,23 @@ def run_once(args, transport, dtype, isa):
     sys.exit(f"dtype_rates: no JSON line from {' '.join(cmd)}")
 
 
+def rotated(items, r):
+    """items, round r's order: each starts r places later, so that no type always runs first
+    (right after a change of transport or level) or right after the same type."""
+    k = r % len(items)
+    return items[k:] + items[:k]
+
+
 def measure(args, isas, transports):
     """({cell: [busbw per round]}, {cell: [placement per round]}, {isa: level}), the cells
-    (isa, transport, dtype) interleaved round by round."""
+    (isa, transport, dtype) interleaved round by round, the types' order rotating."""
     cells, spans, level_of = defaultdict(list), defaultdict(list), {}
     monitor = PlacementMonitor(args.build)
     try:
-        for _ in range(args.rounds):
+        for r in range(args.rounds):
             for isa in isas:
                 for transport in transports:
-                    for dtype in DTYPES:
+                    for dtype in rotated(DTYPES, r):
                         start = time.time()
                         busbw, level = run_once(args, transport, dtype, isa)
                         spans[(isa, transport, dtype)].append((start, time.time()))
