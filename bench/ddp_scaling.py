@@ -16,8 +16,10 @@ PyTorch's runs always take the median of 50 steps (train_fmnist.py's own count).
 
 The table gives the median of each over the rounds and images/s; then the scaling of ddp over
 one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes (pair - one:
-contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), and ddp
-against torch_ddp. The last line is JSON.
+contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), what
+lockstep alone would cost (lockstep_ms: the pair's step times, train_bench's step_samples_ms,
+paired at random, each step taking the slower rank's time), and ddp against torch_ddp. The last
+line is JSON.
 
 Placement: bench/core_probe runs beside the runs as a monitor (when built), and each run is
 labelled with where the host had the two virtual CPUs meanwhile (near: sharing a core or a
@@ -64,13 +66,26 @@ def train_bench_cmd(args, nproc):
     return cmd + (["--nproc", str(nproc)] if nproc > 1 else [])
 
 
-def step_ms(output, cmd):
-    """step_ms from train_bench's JSON line (with --nproc, rank 0's line carries the slowest)."""
+def bench_line(output, cmd):
+    """train_bench's JSON line (with --nproc, rank 0's, whose medians are the slowest rank's)."""
     for line in reversed(output.splitlines()):
         start = line.find("{")
         if start >= 0 and '"step_ms"' in line:
-            return json.loads(line[start:])["step_ms"]
+            return json.loads(line[start:])
     raise RuntimeError(f"no step_ms in the output of {' '.join(cmd)}:\n{output[-2000:]}")
+
+
+def step_ms(output, cmd):
+    return bench_line(output, cmd)["step_ms"]
+
+
+def lockstep_ms(a, b):
+    """What waiting for each other would add to two ranks' median step if their step times
+    were those of a and b, independent of each other: every step then takes the slower rank's
+    time, so the median of max(x, y) over every pairing of a step of a with one of b, less the
+    slower one's own median (the pair's figure)."""
+    slower = [max(x, y) for x in a for y in b]
+    return statistics.median(slower) - max(statistics.median(a), statistics.median(b))
 
 
 def run_one(cmd, env=None):
@@ -87,8 +102,9 @@ def ringlet_step(args, nproc):
     return step_ms(run_one(cmd), cmd)
 
 
-def ringlet_pair(args):
-    """Two independent 1-rank runs started together; the slower one's step."""
+def ringlet_pair(args, lockstep):
+    """Two independent 1-rank runs started together; the slower one's step. Appends to
+    lockstep what waiting for each other would have added to it (lockstep_ms)."""
     cmd = train_bench_cmd(args, 1)
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
@@ -102,7 +118,9 @@ def ringlet_pair(args):
     for p, out in zip(procs, outs):
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}")
-    return max(step_ms(out, cmd) for out in outs)
+    lines = [bench_line(out, cmd) for out in outs]
+    lockstep.append(lockstep_ms(*(line["step_samples_ms"] for line in lines)))
+    return max(line["step_ms"] for line in lines)
 
 
 def torch_step(mode):
@@ -130,11 +148,12 @@ def torch_missing():
 
 
 def measure(args, with_torch):
-    """({name: [step ms per round]}, {name: [placement per round]}), the runs of each round
-    interleaved."""
+    """({name: [step ms per round]}, {name: [placement per round]}, [the pair's lockstep_ms
+    per round]), the runs of each round interleaved."""
+    lockstep = []
     runs = {
         "one": lambda: ringlet_step(args, 1),
-        "pair": lambda: ringlet_pair(args),
+        "pair": lambda: ringlet_pair(args, lockstep),
         "ddp": lambda: ringlet_step(args, 2),
     }
     if with_torch:
@@ -159,7 +178,7 @@ def measure(args, with_torch):
         for r in range(args.rounds):
             print(f"# round {r + 1} placement: " +
                   ", ".join(f"{n} {states[n][r]}" for n in runs), flush=True)
-    return results, states
+    return results, states, lockstep
 
 
 def by_placement(results, states):
@@ -182,7 +201,7 @@ def by_placement(results, states):
 
 
 def report(measured):
-    results, states = measured
+    results, states, lockstep = measured
     med = {name: statistics.median(v) for name, v in results.items()}
     ranks = {"one": 1, "pair": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
     print("| run | ranks | step ms (median) | images/s |")
@@ -193,11 +212,14 @@ def report(measured):
                "scaling": 2 * med["one"] / med["ddp"],
                "ceiling": 2 * med["one"] / med["pair"],
                "contention_ms": med["pair"] - med["one"],
-               "ddp_cost_ms": med["ddp"] - med["pair"]}
+               "ddp_cost_ms": med["ddp"] - med["pair"],
+               "lockstep_ms": statistics.median(lockstep)}
     print(f"# ddp / one: {summary['scaling']:.3f}x (target 1.9); two bare processes allow "
           f"{summary['ceiling']:.3f}x")
     print(f"# where the step grows from one to ddp: {summary['contention_ms']:+.2f} ms two "
           f"processes on this machine, {summary['ddp_cost_ms']:+.2f} ms DDP (all-reduce, lockstep)")
+    print(f"# of which waiting in lockstep, from the pair's steps paired at random: about "
+          f"{summary['lockstep_ms']:.2f} ms (each step takes the slower rank's time)")
     summary["by_placement"] = by_placement(results, states)
     for state, v in summary["by_placement"].items():
         print(f"# {state} only (one/pair/ddp runs {v['runs']['one']}/{v['runs']['pair']}/"

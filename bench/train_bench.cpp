@@ -2,7 +2,8 @@
 // and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
 // JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
 // breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
-// backward; 0 with one rank). Compare with PyTorch in the same run:
+// backward; 0 with one rank), and step_samples_ms, the full steps one by one (rank 0's with
+// --nproc; bench/ddp_scaling.py reads them). Compare with PyTorch in the same run:
 // bench/peers/train_torch.sh 3 step.
 //
 // With --nproc N it starts N local ranks itself (ringlet's launcher), each with --threads
@@ -108,10 +109,11 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Medians, in ms.
+// Medians, in ms, and this rank's full steps one by one.
 struct Timings {
   double fwd_bwd_ms = 0, step_ms = 0;
   double forward_ms = 0, backward_ms = 0, sync_ms = 0;  // over every forward+backward run
+  std::vector<double> steps_ms;
 };
 
 // Starts o.nproc local ranks, each running this same command (they see WORLD_SIZE).
@@ -181,15 +183,16 @@ Timings measure(const Options& o, collectives::Communicator* comm,
     settle();
     full.push_back(ms_since(start));
   }
-  return Timings{median(fb), median(full), median(phase[0]), median(phase[1]), median(phase[2])};
+  return Timings{median(fb),       median(full),     median(phase[0]),
+                 median(phase[1]), median(phase[2]), full};
 }
 
-// Every rank's timings become the slowest rank's: it sets the pace.
+// Every rank's medians become the slowest rank's: it sets the pace.
 Timings slowest(const Timings& t, collectives::Communicator& comm) {
   double values[5] = {t.fwd_bwd_ms, t.step_ms, t.forward_ms, t.backward_ms, t.sync_ms};
   comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)
       ->wait(core::Deadline::after(std::chrono::minutes(1)));
-  return Timings{values[0], values[1], values[2], values[3], values[4]};
+  return Timings{values[0], values[1], values[2], values[3], values[4], t.steps_ms};
 }
 
 void report(const Options& o, int world, const Timings& t) {
@@ -213,6 +216,7 @@ void report(const Options& o, int world, const Timings& t) {
                       {"forward_ms", t.forward_ms},
                       {"backward_ms", t.backward_ms},
                       {"sync_ms", t.sync_ms},
+                      {"step_samples_ms", t.steps_ms},
                       {"nproc", world},
                       {"comm_hook", o.comm_hook},
                       {"device", o.device.str()}};

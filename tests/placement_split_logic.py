@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The bench scripts' split of their runs by CPU placement, on made-up runs (a `meson test`):
 bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
-scaling within each placement. A placement where only one side ran gives no ratio; mixed and
+scaling within each placement and its estimate of the lockstep wait. A placement where only one side ran gives no ratio; mixed and
 unknown runs count in no placement; a run caught apart does not drag the near figure.
 
 usage: placement_split_logic.py SOURCE_ROOT
@@ -56,12 +56,26 @@ def check_ddp_scaling(ddp_scaling):
           f"ddp_scaling near: 2 x one / ddp and 2 x one / pair from near runs only ({near})")
 
 
+def check_lockstep(ddp_scaling):
+    """ddp_scaling.lockstep_ms: steady ranks wait for nothing; ranks that vary wait."""
+    check(close(ddp_scaling.lockstep_ms([30.0] * 5, [32.0] * 7), 0.0),
+          "lockstep: two steady ranks, the slower sets the pace, no wait beyond it")
+    # Pairs (max): 9 9 11 11 | 11 11 11 11 (the second rank 9 or 11 alike): median 11, each
+    # rank's own median 10.
+    waited = ddp_scaling.lockstep_ms([9.0, 11.0], [9.0, 9.0, 11.0, 11.0])
+    check(close(waited, 1.0), f"lockstep: ranks of 9 or 11 ms wait 1 ms at the median ({waited})")
+    # One slow step in ten on each rank: the lockstep median is still the fast step.
+    waited = ddp_scaling.lockstep_ms([10.0] * 9 + [20.0], [10.0] * 9 + [20.0])
+    check(close(waited, 0.0), f"lockstep: a rare slow step moves no median ({waited})")
+
+
 def main():
     sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
     import dtype_rates  # noqa: E402
     import ddp_scaling  # noqa: E402
     check_dtype_rates(dtype_rates)
     check_ddp_scaling(ddp_scaling)
+    check_lockstep(ddp_scaling)
     print(f"{len(FAILURES)} failed")
     return 1 if FAILURES else 0
 
