@@ -1,10 +1,11 @@
 """All-reduce byte rate per dtype at each instruction-set level, in one sitting: runs
 all_reduce_perf (in place, -np ranks, one size) for float, half and bfloat16 over each
 transport, with RINGLET_ISA set to each level, interleaved round by round (the types' order
-rotating from round to round) so that machine noise falls on every cell alike. Prints the median in-place busbw of each cell and its ratio
-to float's at the same level and transport. Short runs are noisy on shm (a 20-iteration
-run swings between 5 and 16 GB/s on 2 cores, as the two ranks' processes settle on the
-cores), hence 100 iterations after 20 of warm-up by default.
+rotating from round to round) so that machine noise falls on every cell alike. Prints the
+median in-place busbw of each cell and its ratio to float's at the same level and transport.
+Short runs are noisy on shm (a 20-iteration run swings between 5 and 16 GB/s on 2 cores, as
+the two ranks' processes settle on the cores), hence 100 iterations after 20 of warm-up by
+default.
 
 Placement: on a VM the host moves the two virtual CPUs while a job runs, and a shm or loopback
 all-reduce runs 2-4x slower while they sit apart (bench/README.md). bench/core_probe runs

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The bench scripts' split of their runs by CPU placement, on made-up runs (a `meson test`):
 bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
-scaling within each placement and its estimate of the lockstep wait. A placement where only one side ran gives no ratio; mixed and
-unknown runs count in no placement; a run caught apart does not drag the near figure.
+scaling within each placement and its estimate of the lockstep wait. A placement where only
+one side ran gives no ratio; mixed and unknown runs count in no placement; a run caught apart
+does not drag the near figure.
 
 usage: placement_split_logic.py SOURCE_ROOT
 """
