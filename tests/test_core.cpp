@@ -1,14 +1,16 @@
 // core/: copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors, deadlines,
-// parallel_for, random_u64.
+// parallel_for, random_u64, thread clocks (computing, preempted, blocked).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/copy.h"
@@ -18,6 +20,7 @@
 #include "core/error.h"
 #include "core/isa.h"
 #include "core/random.h"
+#include "core/thread_clocks.h"
 #include "core/threads.h"
 
 using namespace ringlet::core;
@@ -173,4 +176,86 @@ TEST_CASE("instruction-set levels: names, parsing, what this CPU runs, RINGLET_I
                                                         : levels.back();
   CHECK(ringlet::core::active_isa() == want);
   MESSAGE("instruction-set level in use: ", ringlet::core::isa_name(ringlet::core::active_isa()));
+}
+
+namespace {
+
+// Spins on the steady clock for `ms` (computing or preempted, never asleep).
+void spin_for(double ms) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("thread clocks: asleep is blocked, spinning is not, other threads' CPU is counted") {
+  const ThreadClocks start = ThreadClocks::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const TimeSplit slept = split_between(start, ThreadClocks::now());
+  CHECK(slept.wall_ms >= 30.0);
+  CHECK(slept.computing_ms < 5.0);
+  CHECK(slept.blocked_ms >= 20.0);
+
+  const ThreadClocks before_spin = ThreadClocks::now();
+  spin_for(30);
+  const TimeSplit spun = split_between(before_spin, ThreadClocks::now());
+  CHECK(spun.blocked_ms < 10.0);
+  if (std::isnan(spun.preempted_ms)) {
+    MESSAGE("no /proc/thread-self/schedstat here: preempted is unknown (NaN), inside blocked");
+  } else {
+    CHECK(spun.preempted_ms >= 0.0);
+    CHECK(spun.computing_ms + spun.preempted_ms >= 25.0);
+  }
+
+  // Another thread burns 20 ms of its own CPU time while this one waits for it.
+  const ThreadClocks before_join = ThreadClocks::now();
+  std::thread worker([] {
+    const ThreadClocks mine = ThreadClocks::now();
+    while (ThreadClocks::now().cpu_ms - mine.cpu_ms < 20.0) {
+    }
+  });
+  worker.join();
+  const TimeSplit joined = split_between(before_join, ThreadClocks::now());
+  CHECK(joined.other_threads_ms >= 19.0);
+  CHECK(joined.computing_ms < joined.other_threads_ms);
+}
+
+TEST_CASE("thread clocks: splits add up, means are per field, an unknown run queue stays NaN") {
+  ThreadClocks a, b;
+  a.wall_ms = 100;
+  a.cpu_ms = 10;
+  a.runqueue_ms = 1;
+  a.process_cpu_ms = 12;
+  b.wall_ms = 150;
+  b.cpu_ms = 40;
+  b.runqueue_ms = 5;
+  b.process_cpu_ms = 45;
+  const TimeSplit s = split_between(a, b);
+  CHECK(s.wall_ms == doctest::Approx(50));
+  CHECK(s.computing_ms == doctest::Approx(30));
+  CHECK(s.preempted_ms == doctest::Approx(4));
+  CHECK(s.blocked_ms == doctest::Approx(16));
+  CHECK(s.other_threads_ms == doctest::Approx(3));
+
+  TimeSplit t;
+  t.wall_ms = 70;
+  t.computing_ms = 50;
+  t.preempted_ms = 0;
+  t.blocked_ms = 20;
+  t.other_threads_ms = 1;
+  const TimeSplit m = mean_split({s, t});
+  CHECK(m.wall_ms == doctest::Approx(60));
+  CHECK(m.computing_ms == doctest::Approx(40));
+  CHECK(m.preempted_ms == doctest::Approx(2));
+  CHECK(m.blocked_ms == doctest::Approx(18));
+  CHECK(m.other_threads_ms == doctest::Approx(2));
+  CHECK(mean_split({}).wall_ms == 0.0);
+
+  b.runqueue_ms = std::numeric_limits<double>::quiet_NaN();
+  const TimeSplit unknown = split_between(a, b);
+  CHECK(std::isnan(unknown.preempted_ms));
+  CHECK(unknown.blocked_ms == doctest::Approx(20));  // wall - computing: preempted inside
+  CHECK(std::isnan(mean_split({unknown, t}).preempted_ms));
 }
