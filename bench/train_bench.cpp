@@ -2,8 +2,12 @@
 // and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
 // JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
 // breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
-// backward; 0 with one rank), and step_samples_ms, the full steps one by one (rank 0's with
-// --nproc; bench/ddp_scaling.py reads them). Compare with PyTorch in the same run:
+// backward; 0 with one rank), step_samples_ms, the full steps one by one (rank 0's with
+// --nproc; bench/ddp_scaling.py reads them), and time_split: for each rank, where its main
+// thread's full step went on average (core/thread_clocks.h): computing, preempted (ready but
+// waiting for a core), blocked (asleep: waiting for the other ranks, mostly; on a VM also
+// the host's steal), and the CPU time of the rank's other threads meanwhile (the
+// communicator's, and an emulated device's workers). Compare with PyTorch in the same run:
 // bench/peers/train_torch.sh 3 step.
 //
 // With --nproc N it starts N local ranks itself (ringlet's launcher), each with --threads
@@ -34,6 +38,7 @@
 
 #include "bench/program_main.h"
 #include "core/env.h"
+#include "core/thread_clocks.h"
 #include "core/threads.h"
 #include "nn/loss.h"
 #include "nn/models.h"
@@ -109,11 +114,13 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Medians, in ms, and this rank's full steps one by one.
+// Medians, in ms, this rank's full steps one by one, and where each rank's full step went
+// (means; one entry per rank, rank order).
 struct Timings {
   double fwd_bwd_ms = 0, step_ms = 0;
   double forward_ms = 0, backward_ms = 0, sync_ms = 0;  // over every forward+backward run
   std::vector<double> steps_ms;
+  std::vector<core::TimeSplit> splits;
 };
 
 // Starts o.nproc local ranks, each running this same command (they see WORLD_SIZE).
@@ -170,6 +177,7 @@ Timings measure(const Options& o, collectives::Communicator* comm,
     RINGLET_CHECK(std::isfinite(loss.item()), Error, "train_bench: the loss is not finite");
   };
   std::vector<double> fb, full;
+  std::vector<core::TimeSplit> splits;
   for (int i = 0; i < o.warmup; ++i) fwd_bwd();
   for (int i = 0; i < o.steps; ++i) {
     const auto start = Clock::now();
@@ -178,21 +186,61 @@ Timings measure(const Options& o, collectives::Communicator* comm,
   }
   for (int i = 0; i < o.steps; ++i) {
     const auto start = Clock::now();
+    const core::ThreadClocks clocks = core::ThreadClocks::now();
     fwd_bwd();
     sgd.step();
     settle();
     full.push_back(ms_since(start));
+    splits.push_back(core::split_between(clocks, core::ThreadClocks::now()));
   }
-  return Timings{median(fb),       median(full),     median(phase[0]),
-                 median(phase[1]), median(phase[2]), full};
+  return Timings{median(fb),       median(full), median(phase[0]),          median(phase[1]),
+                 median(phase[2]), full,         {core::mean_split(splits)}};
 }
 
-// Every rank's medians become the slowest rank's: it sets the pace.
+// Every rank's medians become the slowest rank's (it sets the pace), and every rank learns
+// where each rank's step went.
 Timings slowest(const Timings& t, collectives::Communicator& comm) {
+  const auto deadline = core::Deadline::after(std::chrono::minutes(1));
   double values[5] = {t.fwd_bwd_ms, t.step_ms, t.forward_ms, t.backward_ms, t.sync_ms};
-  comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)
-      ->wait(core::Deadline::after(std::chrono::minutes(1)));
-  return Timings{values[0], values[1], values[2], values[3], values[4], t.steps_ms};
+  comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)->wait(deadline);
+  const core::TimeSplit& mine = t.splits.front();
+  double split[5] = {mine.wall_ms, mine.computing_ms, mine.preempted_ms, mine.blocked_ms,
+                     mine.other_threads_ms};
+  std::vector<double> all(5 * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(split, all.data(), 5, core::DType::f64)->wait(deadline);
+  std::vector<core::TimeSplit> splits;
+  for (std::size_t r = 0; r < all.size(); r += 5) {
+    splits.push_back({all[r], all[r + 1], all[r + 2], all[r + 3], all[r + 4]});
+  }
+  return Timings{values[0], values[1], values[2], values[3], values[4], t.steps_ms, splits};
+}
+
+// JSON's number, or null where the kernel did not say (the run queue's wait).
+nlohmann::json number_or_null(double v) {
+  if (std::isnan(v)) return nullptr;
+  return v;
+}
+
+// A line per rank saying where its full step went; the same as JSON for the last line.
+nlohmann::json report_splits(const std::vector<core::TimeSplit>& splits) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t r = 0; r < splits.size(); ++r) {
+    const core::TimeSplit& s = splits[r];
+    char preempted[32] = "unknown";
+    if (!std::isnan(s.preempted_ms))
+      std::snprintf(preempted, sizeof preempted, "%.2f", s.preempted_ms);
+    std::printf(
+        "  rank %zu, a full step (mean %.2f ms): computing %.2f, preempted %s, blocked "
+        "%.2f ms; other threads' CPU %.2f ms\n",
+        r, s.wall_ms, s.computing_ms, preempted, s.blocked_ms, s.other_threads_ms);
+    out.push_back({{"rank", r},
+                   {"wall_ms", s.wall_ms},
+                   {"computing_ms", s.computing_ms},
+                   {"preempted_ms", number_or_null(s.preempted_ms)},
+                   {"blocked_ms", s.blocked_ms},
+                   {"other_threads_ms", s.other_threads_ms}});
+  }
+  return out;
 }
 
 void report(const Options& o, int world, const Timings& t) {
@@ -206,6 +254,7 @@ void report(const Options& o, int world, const Timings& t) {
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
   std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", t.forward_ms,
               t.backward_ms, t.sync_ms);
+  const nlohmann::json splits = report_splits(t.splits);
   nlohmann::json line{{"bench", "train_bench"},
                       {"model", o.model},
                       {"batch", o.batch},
@@ -217,6 +266,7 @@ void report(const Options& o, int world, const Timings& t) {
                       {"backward_ms", t.backward_ms},
                       {"sync_ms", t.sync_ms},
                       {"step_samples_ms", t.steps_ms},
+                      {"time_split", splits},
                       {"nproc", world},
                       {"comm_hook", o.comm_hook},
                       {"device", o.device.str()}};
