@@ -18,8 +18,10 @@ The table gives the median of each over the rounds and images/s; then the scalin
 one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes (pair - one:
 contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), what
 lockstep alone would cost (lockstep_ms: the pair's step times, train_bench's step_samples_ms,
-paired at random, each step taking the slower rank's time), and ddp against torch_ddp. The last
-line is JSON.
+paired at random, each step taking the slower rank's time), where the ddp and pair runs' steps
+went as measured (train_bench's time_split, mean over the ranks or processes, median over the
+rounds: computing, preempted, blocked, other threads' CPU; and how far the ranks' computing
+lay apart), and ddp against torch_ddp. The last line is JSON.
 
 Placement: bench/core_probe runs beside the runs as a monitor (when built), and each run is
 labelled with where the host had the two virtual CPUs meanwhile (near: sharing a core or a
@@ -75,10 +77,6 @@ def bench_line(output, cmd):
     raise RuntimeError(f"no step_ms in the output of {' '.join(cmd)}:\n{output[-2000:]}")
 
 
-def step_ms(output, cmd):
-    return bench_line(output, cmd)["step_ms"]
-
-
 def lockstep_ms(a, b):
     """What waiting for each other would add to two ranks' median step if their step times
     were those of a and b, independent of each other: every step then takes the slower rank's
@@ -96,15 +94,45 @@ def run_one(cmd, env=None):
     return done.stdout
 
 
-def ringlet_step(args, nproc):
-    """train_bench's step over nproc local ranks (the slowest rank's median)."""
+SPLIT_FIELDS = ("computing_ms", "preempted_ms", "blocked_ms", "other_threads_ms")
+
+
+def mean_split(splits):
+    """Each field of train_bench's time_split entries averaged over them (ranks or processes),
+    and "apart_ms": the largest computing_ms less the smallest, how far the ranks' own work
+    lay apart. A field some entry lacks (null: the kernel keeps no run-queue wait) is None."""
+    out = {}
+    for field in SPLIT_FIELDS:
+        values = [s.get(field) for s in splits]
+        out[field] = None if None in values else sum(values) / len(values)
+    computing = [s["computing_ms"] for s in splits]
+    out["apart_ms"] = max(computing) - min(computing)
+    return out
+
+
+def median_split(per_round):
+    """The median over the rounds of each field of mean_split's results (None if any is)."""
+    out = {}
+    for field in SPLIT_FIELDS + ("apart_ms",):
+        values = [r[field] for r in per_round]
+        out[field] = None if None in values else statistics.median(values)
+    return out
+
+
+def ringlet_step(args, nproc, splits=None):
+    """train_bench's step over nproc local ranks (the slowest rank's median). Appends to
+    splits (when given) where the ranks' steps went (mean_split)."""
     cmd = train_bench_cmd(args, nproc)
-    return step_ms(run_one(cmd), cmd)
+    line = bench_line(run_one(cmd), cmd)
+    if splits is not None:
+        splits.append(mean_split(line["time_split"]))
+    return line["step_ms"]
 
 
-def ringlet_pair(args, lockstep):
+def ringlet_pair(args, lockstep, splits):
     """Two independent 1-rank runs started together; the slower one's step. Appends to
-    lockstep what waiting for each other would have added to it (lockstep_ms)."""
+    lockstep what waiting for each other would have added to it (lockstep_ms), and to splits
+    where the two processes' steps went (mean_split)."""
     cmd = train_bench_cmd(args, 1)
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(2)]
@@ -120,6 +148,7 @@ def ringlet_pair(args, lockstep):
             raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}")
     lines = [bench_line(out, cmd) for out in outs]
     lockstep.append(lockstep_ms(*(line["step_samples_ms"] for line in lines)))
+    splits.append(mean_split([line["time_split"][0] for line in lines]))
     return max(line["step_ms"] for line in lines)
 
 
@@ -149,12 +178,13 @@ def torch_missing():
 
 def measure(args, with_torch):
     """({name: [step ms per round]}, {name: [placement per round]}, [the pair's lockstep_ms
-    per round]), the runs of each round interleaved."""
+    per round], {"pair"/"ddp": [mean_split per round]}), the runs of each round interleaved."""
     lockstep = []
+    splits = {"pair": [], "ddp": []}
     runs = {
         "one": lambda: ringlet_step(args, 1),
-        "pair": lambda: ringlet_pair(args, lockstep),
-        "ddp": lambda: ringlet_step(args, 2),
+        "pair": lambda: ringlet_pair(args, lockstep, splits["pair"]),
+        "ddp": lambda: ringlet_step(args, 2, splits["ddp"]),
     }
     if with_torch:
         runs["torch_one"] = lambda: torch_step("step")
@@ -178,7 +208,7 @@ def measure(args, with_torch):
         for r in range(args.rounds):
             print(f"# round {r + 1} placement: " +
                   ", ".join(f"{n} {states[n][r]}" for n in runs), flush=True)
-    return results, states, lockstep
+    return results, states, lockstep, splits
 
 
 def by_placement(results, states):
@@ -201,7 +231,7 @@ def by_placement(results, states):
 
 
 def report(measured):
-    results, states, lockstep = measured
+    results, states, lockstep, splits = measured
     med = {name: statistics.median(v) for name, v in results.items()}
     ranks = {"one": 1, "pair": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
     print("| run | ranks | step ms (median) | images/s |")
@@ -220,6 +250,8 @@ def report(measured):
           f"processes on this machine, {summary['ddp_cost_ms']:+.2f} ms DDP (all-reduce, lockstep)")
     print(f"# of which waiting in lockstep, from the pair's steps paired at random: about "
           f"{summary['lockstep_ms']:.2f} ms (each step takes the slower rank's time)")
+    summary["time_split"] = {name: median_split(v) for name, v in splits.items()}
+    print_time_split(summary["time_split"])
     summary["by_placement"] = by_placement(results, states)
     for state, v in summary["by_placement"].items():
         print(f"# {state} only (one/pair/ddp runs {v['runs']['one']}/{v['runs']['pair']}/"
@@ -231,6 +263,21 @@ def report(measured):
         print(f"# ddp / PyTorch DDP (gloo): {summary['vs_torch_ddp']:.3f}x (target 1.5); PyTorch's "
               f"own scaling {summary['torch_scaling']:.3f}x")
     return summary
+
+
+def print_time_split(split):
+    """Where a full step of ddp's ranks and of the pair's processes went (train_bench's
+    time_split), side by side."""
+    def ms(name, field):
+        v = split[name][field]
+        return "unknown" if v is None else f"{v:.2f}"
+    print(f"# a step, mean over ddp's ranks [the pair's processes], median over rounds: "
+          f"computing {ms('ddp', 'computing_ms')} [{ms('pair', 'computing_ms')}], preempted "
+          f"{ms('ddp', 'preempted_ms')} [{ms('pair', 'preempted_ms')}], blocked "
+          f"{ms('ddp', 'blocked_ms')} [{ms('pair', 'blocked_ms')}] ms; other threads' CPU "
+          f"{ms('ddp', 'other_threads_ms')} [{ms('pair', 'other_threads_ms')}] ms")
+    print(f"# the ranks' computing lay {ms('ddp', 'apart_ms')} ms apart "
+          f"[the pair's {ms('pair', 'apart_ms')}]: the faster rank waits that long, blocked")
 
 
 def main():

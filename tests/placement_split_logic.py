@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The bench scripts' split of their runs by CPU placement, on made-up runs (a `meson test`):
 bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
-scaling within each placement and its estimate of the lockstep wait. A placement where only
+scaling within each placement, its estimate of the lockstep wait and its means of train_bench's
+time_split. A placement where only
 one side ran gives no ratio; mixed and unknown runs count in no placement; a run caught apart
 does not drag the near figure.
 
@@ -70,6 +71,29 @@ def check_lockstep(ddp_scaling):
     check(close(waited, 0.0), f"lockstep: a rare slow step moves no median ({waited})")
 
 
+def check_time_split(ddp_scaling):
+    """ddp_scaling.mean_split / median_split: means over the ranks, how far their computing lay
+    apart, medians over the rounds, and an unknown run-queue wait kept unknown."""
+    ranks = [{"rank": 0, "computing_ms": 36.0, "preempted_ms": 0.5, "blocked_ms": 5.5,
+              "other_threads_ms": 0.7, "wall_ms": 42.0},
+             {"rank": 1, "computing_ms": 41.0, "preempted_ms": 0.7, "blocked_ms": 0.3,
+              "other_threads_ms": 0.6, "wall_ms": 42.0}]
+    m = ddp_scaling.mean_split(ranks)
+    check(close(m["computing_ms"], 38.5) and close(m["blocked_ms"], 2.9) and
+          close(m["preempted_ms"], 0.6) and close(m["other_threads_ms"], 0.65),
+          f"time_split: each field averaged over the ranks ({m})")
+    check(close(m["apart_ms"], 5.0), f"time_split: computing 36 and 41 ms lie 5 ms apart ({m})")
+    unknown = ddp_scaling.mean_split([dict(ranks[0], preempted_ms=None), ranks[1]])
+    check(unknown["preempted_ms"] is None and close(unknown["blocked_ms"], 2.9),
+          f"time_split: a rank without the run queue's wait leaves it unknown ({unknown})")
+    rounds = [m, dict(m, blocked_ms=1.0, apart_ms=1.0), dict(m, blocked_ms=9.0, apart_ms=7.0)]
+    med = ddp_scaling.median_split(rounds)
+    check(close(med["blocked_ms"], 2.9) and close(med["apart_ms"], 5.0),
+          f"time_split: the median round per field ({med})")
+    check(ddp_scaling.median_split([m, unknown])["preempted_ms"] is None,
+          "time_split: an unknown round makes the median unknown")
+
+
 def main():
     sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
     import dtype_rates  # noqa: E402
@@ -77,6 +101,7 @@ def main():
     check_dtype_rates(dtype_rates)
     check_ddp_scaling(ddp_scaling)
     check_lockstep(ddp_scaling)
+    check_time_split(ddp_scaling)
     print(f"{len(FAILURES)} failed")
     return 1 if FAILURES else 0
 
