@@ -19,9 +19,9 @@ one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes 
 contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), what
 lockstep alone would cost (lockstep_ms: the pair's step times, train_bench's step_samples_ms,
 paired at random, each step taking the slower rank's time), where the ddp and pair runs' steps
-went as measured (train_bench's time_split, mean over the ranks or processes, median over the
-rounds: computing, preempted, blocked, other threads' CPU; and how far the ranks' computing
-lay apart), and ddp against torch_ddp. The last line is JSON.
+went as measured in one, pair and ddp (train_bench's time_split, mean over the ranks or
+processes, median over the rounds: computing, preempted, blocked, other threads' CPU; and how
+far the ranks' computing lay apart), and ddp against torch_ddp. The last line is JSON.
 
 Placement: bench/core_probe runs beside the runs as a monitor (when built), and each run is
 labelled with where the host had the two virtual CPUs meanwhile (near: sharing a core or a
@@ -178,11 +178,11 @@ def torch_missing():
 
 def measure(args, with_torch):
     """({name: [step ms per round]}, {name: [placement per round]}, [the pair's lockstep_ms
-    per round], {"pair"/"ddp": [mean_split per round]}), the runs of each round interleaved."""
+    per round], {"one"/"pair"/"ddp": [mean_split per round]}), the runs of each round interleaved."""
     lockstep = []
-    splits = {"pair": [], "ddp": []}
+    splits = {"one": [], "pair": [], "ddp": []}
     runs = {
-        "one": lambda: ringlet_step(args, 1),
+        "one": lambda: ringlet_step(args, 1, splits["one"]),
         "pair": lambda: ringlet_pair(args, lockstep, splits["pair"]),
         "ddp": lambda: ringlet_step(args, 2, splits["ddp"]),
     }
@@ -266,18 +266,16 @@ def report(measured):
 
 
 def print_time_split(split):
-    """Where a full step of ddp's ranks and of the pair's processes went (train_bench's
+    """Where a full step of one, of the pair's processes and of ddp's ranks went (train_bench's
     time_split), side by side."""
-    def ms(name, field):
-        v = split[name][field]
-        return "unknown" if v is None else f"{v:.2f}"
-    print(f"# a step, mean over ddp's ranks [the pair's processes], median over rounds: "
-          f"computing {ms('ddp', 'computing_ms')} [{ms('pair', 'computing_ms')}], preempted "
-          f"{ms('ddp', 'preempted_ms')} [{ms('pair', 'preempted_ms')}], blocked "
-          f"{ms('ddp', 'blocked_ms')} [{ms('pair', 'blocked_ms')}] ms; other threads' CPU "
-          f"{ms('ddp', 'other_threads_ms')} [{ms('pair', 'other_threads_ms')}] ms")
-    print(f"# the ranks' computing lay {ms('ddp', 'apart_ms')} ms apart "
-          f"[the pair's {ms('pair', 'apart_ms')}]: the faster rank waits that long, blocked")
+    def ms(field):
+        return " / ".join("unknown" if split[n][field] is None else f"{split[n][field]:.2f}"
+                          for n in ("one", "pair", "ddp"))
+    print(f"# a step of one / the pair (mean of its processes) / ddp (mean of its ranks), median "
+          f"over rounds: computing {ms('computing_ms')}, preempted {ms('preempted_ms')}, "
+          f"blocked {ms('blocked_ms')} ms; other threads' CPU {ms('other_threads_ms')} ms")
+    print(f"# ddp's ranks' computing lay {split['ddp']['apart_ms']:.2f} ms apart (the pair's "
+          f"processes' {split['pair']['apart_ms']:.2f}): the faster rank waits that long, blocked")
 
 
 def main():
