@@ -23,13 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok      " if cond else "FAILED  ") + what)
-    if not cond:
-        FAILURES.append(what)
+from checks import FAILURES, check, finish  # tests/checks.py
 
 
 def ours(transport, np_, size, ip_us, oop_us, ip_busbw=1.0, oop_busbw=1.0, wrong=0):
@@ -251,8 +245,7 @@ def main():
         print(f"{len(FAILURES)} failed; skipped: the loopback program (no g++ to build it)")
         return 1 if FAILURES else 77
     check_loopback(sys.argv[1])
-    print(f"{len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":

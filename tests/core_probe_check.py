@@ -17,13 +17,7 @@ import subprocess
 import sys
 import time
 
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok      " if cond else "FAILED  ") + what)
-    if not cond:
-        FAILURES.append(what)
+from checks import check, finish  # tests/checks.py
 
 
 def run(args):
@@ -73,8 +67,7 @@ def main():
         r = run([probe] + bad)
         check(r.returncode == 2 and bad[0] in r.stderr,
               f"{why}: exit {r.returncode} (expected 2), the message naming {bad[0]}")
-    print(f"{len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":

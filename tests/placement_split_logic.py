@@ -11,13 +11,7 @@ usage: placement_split_logic.py SOURCE_ROOT
 import os
 import sys
 
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok      " if cond else "FAILED  ") + what)
-    if not cond:
-        FAILURES.append(what)
+from checks import check, finish  # tests/checks.py
 
 
 def close(a, b):
@@ -102,8 +96,7 @@ def main():
     check_ddp_scaling(ddp_scaling)
     check_lockstep(ddp_scaling)
     check_time_split(ddp_scaling)
-    print(f"{len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":

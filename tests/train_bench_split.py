@@ -13,13 +13,7 @@ import statistics
 import subprocess
 import sys
 
-FAILURES = []
-
-
-def check(cond, what):
-    print(("ok      " if cond else "FAILED  ") + what)
-    if not cond:
-        FAILURES.append(what)
+from checks import check, finish  # tests/checks.py
 
 
 def run(build, nproc):
@@ -70,8 +64,7 @@ def main():
     check(all(s["other_threads_ms"] > 0.01 for s in two["time_split"]),
           "2 ranks: each rank's communicator threads used CPU "
           f"({[round(s['other_threads_ms'], 3) for s in two['time_split']]} ms a step)")
-    print(f"{len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":
