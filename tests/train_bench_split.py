@@ -4,7 +4,7 @@ a few steps each. Every rank has an entry; its mean step agrees with the step ti
 lists one by one; computing, preempted and blocked are not negative and fit in the step; two
 ranks' steps are as long as each other (they wait for each other); the communicator's threads
 show CPU time beside the ranks' main threads, and a single rank's process, which has none,
-shows almost none.
+shows almost none (under a tenth of its computing).
 
 usage: train_bench_split.py BUILD_DIR
 """
@@ -17,7 +17,7 @@ from checks import check, finish  # tests/checks.py
 
 
 def run(build, nproc):
-    cmd = [f"{build}/bench/train_bench", "--steps", "6", "--warmup", "1", "--nproc", str(nproc)]
+    cmd = [f"{build}/bench/train_bench", "--steps", "10", "--warmup", "1", "--nproc", str(nproc)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
@@ -59,8 +59,8 @@ def main():
     two = run(build, 2)
     check_entries(two, 2)
     walls = [s["wall_ms"] for s in two["time_split"]]
-    check(max(walls) - min(walls) <= 0.05 * max(walls),
-          f"2 ranks: in lockstep, mean steps {walls} within 5% of each other")
+    check(max(walls) - min(walls) <= 0.1 * max(walls),
+          f"2 ranks: in lockstep, mean steps {walls} within 10% of each other")
     check(all(s["other_threads_ms"] > 0.01 for s in two["time_split"]),
           "2 ranks: each rank's communicator threads used CPU "
           f"({[round(s['other_threads_ms'], 3) for s in two['time_split']]} ms a step)")
