@@ -48,6 +48,7 @@
 #include "trainer/ddp.h"
 #include "trainer/distributed.h"
 #include "trainer/launch/launcher.h"
+#include "trainer/rank_times.h"
 #include "transport/discovery.h"
 
 using namespace ringlet;
@@ -203,44 +204,25 @@ Timings slowest(const Timings& t, collectives::Communicator& comm) {
   const auto deadline = core::Deadline::after(std::chrono::minutes(1));
   double values[5] = {t.fwd_bwd_ms, t.step_ms, t.forward_ms, t.backward_ms, t.sync_ms};
   comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)->wait(deadline);
-  const core::TimeSplit& mine = t.splits.front();
-  double split[5] = {mine.wall_ms, mine.computing_ms, mine.preempted_ms, mine.blocked_ms,
-                     mine.other_threads_ms};
-  std::vector<double> all(5 * static_cast<std::size_t>(comm.size()));
-  comm.all_gather(split, all.data(), 5, core::DType::f64)->wait(deadline);
-  std::vector<core::TimeSplit> splits;
-  for (std::size_t r = 0; r < all.size(); r += 5) {
-    splits.push_back({all[r], all[r + 1], all[r + 2], all[r + 3], all[r + 4]});
-  }
-  return Timings{values[0], values[1], values[2], values[3], values[4], t.steps_ms, splits};
-}
-
-// JSON's number, or null where the kernel did not say (the run queue's wait).
-nlohmann::json number_or_null(double v) {
-  if (std::isnan(v)) return nullptr;
-  return v;
+  Timings out{values[0], values[1], values[2], values[3], values[4], t.steps_ms, {}};
+  out.splits = trainer::gather_splits(&comm, t.splits.front(), deadline);
+  return out;
 }
 
 // A line per rank saying where its full step went; the same as JSON for the last line.
 nlohmann::json report_splits(const std::vector<core::TimeSplit>& splits) {
-  nlohmann::json out = nlohmann::json::array();
   for (std::size_t r = 0; r < splits.size(); ++r) {
     const core::TimeSplit& s = splits[r];
     char preempted[32] = "unknown";
-    if (!std::isnan(s.preempted_ms))
+    if (!std::isnan(s.preempted_ms)) {
       std::snprintf(preempted, sizeof preempted, "%.2f", s.preempted_ms);
+    }
     std::printf(
         "  rank %zu, a full step (mean %.2f ms): computing %.2f, preempted %s, blocked "
         "%.2f ms; other threads' CPU %.2f ms\n",
         r, s.wall_ms, s.computing_ms, preempted, s.blocked_ms, s.other_threads_ms);
-    out.push_back({{"rank", r},
-                   {"wall_ms", s.wall_ms},
-                   {"computing_ms", s.computing_ms},
-                   {"preempted_ms", number_or_null(s.preempted_ms)},
-                   {"blocked_ms", s.blocked_ms},
-                   {"other_threads_ms", s.other_threads_ms}});
   }
-  return out;
+  return trainer::splits_json(splits);
 }
 
 void report(const Options& o, int world, const Timings& t) {

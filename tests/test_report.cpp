@@ -88,7 +88,7 @@ void write_run(const fs::path& run) {
   write_text(
       run / "metrics.jsonl",
       R"({"epoch": 1, "step": 4, "loss": 0.9, "test_loss": 0.7, "accuracy": 0.80, "lr": 0.05, "images_per_s": 900, "seconds": 1.5}
-{"epoch": 2, "step": 8, "loss": 0.6, "test_loss": 0.5, "accuracy": 0.85, "lr": 0.05, "images_per_s": 950, "seconds": 1.4}
+{"epoch": 2, "step": 8, "loss": 0.6, "test_loss": 0.5, "accuracy": 0.85, "lr": 0.05, "images_per_s": 950, "seconds": 1.4, "ranks": [{"rank": 0, "wall_ms": 42.64, "computing_ms": 36.4, "preempted_ms": 0.74, "blocked_ms": 5.5, "other_threads_ms": 0.67}, {"rank": 1, "wall_ms": 42.65, "computing_ms": 41.83, "preempted_ms": null, "blocked_ms": 0.31, "other_threads_ms": 0.65}]}
 )");
   write_text(run / "steps.jsonl",
              R"({"epoch": 1, "step": 2, "loss": 1.2, "lr": 0.05, "images_per_s": 800}
@@ -250,6 +250,12 @@ TEST_CASE("ringlet report: one self-contained page with curves, recipe, history 
   CHECK(contains(html, "<td class='key'>lr</td>"));
   CHECK(contains(html, "runs/&lt;b&gt;x&lt;/b&gt;"));  // the recipe's text, escaped
   CHECK(contains(html, "ringlet train --nproc 2"));    // the history
+  // Where each rank's step went in the last epoch; a run queue's wait not known shows "-".
+  CHECK(contains(html, "<h2>Ranks</h2>"));
+  CHECK(contains(html,
+                 "<tr><td>0</td><td>42.64</td><td>36.40</td><td>0.74</td><td>5.50</td>"
+                 "<td>0.67</td></tr>"));
+  CHECK(contains(html, "<tr><td>1</td><td>42.65</td><td>41.83</td><td>-</td><td>0.31</td>"));
   CHECK(contains(html, "training step 1 on every rank"));
   CHECK(contains(html, "bucket 0 ready"));
   CHECK(contains(html, "LinearBackward"));
@@ -330,9 +336,27 @@ TEST_CASE("--trace_steps 2 on 2 ranks: compute spans next to the all-reduce step
     REQUIRE(last_all_reduce > 0);
     CHECK(last_all_reduce <= *std::max_element(step_ends.begin(), step_ends.end()));
   }
+  // Each epoch's line and record say where every rank's step went: the two ranks' steps are as
+  // long as each other (lockstep), each within them computing and blocked.
+  CHECK(std::regex_search(r.output, std::regex("epoch 1/1: train loss .*; a step [0-9.]+ ms: "
+                                               "computing [0-9.]+-[0-9.]+ ms \\(rank [01] the "
+                                               "slowest\\)(, preempted [0-9.]+-[0-9.]+ ms)?, blocked "
+                                               "[0-9.]+-[0-9.]+ ms")));
+  const auto record = nlohmann::json::parse(read_text(run / "metrics.jsonl"));
+  REQUIRE(record["ranks"].size() == 2);
+  const auto& ranks = record["ranks"];
+  CHECK(ranks[0]["wall_ms"].get<double>() ==
+        doctest::Approx(ranks[1]["wall_ms"].get<double>()).epsilon(0.1));
+  for (const auto& rank : ranks) {
+    CHECK(rank["computing_ms"].get<double>() > 0);
+    CHECK(rank["computing_ms"].get<double>() <= rank["wall_ms"].get<double>() + 0.05);
+    CHECK(rank["blocked_ms"].get<double>() >= -0.05);
+    CHECK(rank["other_threads_ms"].get<double>() > 0);  // the communicator's and the loader's
+  }
   r = run_ringlet("report '" + run.string() + "'");
   CHECK(r.status == 0);
   CHECK(contains(read_text(run / "report.html"), "training step 2 on every rank"));
+  CHECK(contains(read_text(run / "report.html"), "<h2>Ranks</h2>"));
   r = run_ringlet("trace report '" + (run / "trace").string() + "'");
   CHECK(r.status == 0);
   CHECK(contains(r.output, "2 rank(s)"));

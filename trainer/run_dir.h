@@ -1,6 +1,7 @@
 // The run directory of `ringlet train`:
 //   config.json             the run's current recipe (replaced atomically)
-//   metrics.jsonl           one JSON record per finished epoch, appended in whole lines
+//   metrics.jsonl           one JSON record per finished epoch, appended in whole lines (its
+//                           "ranks": each rank's mean step split, rank_times.h)
 //   steps.jsonl             one record every log_every steps (loss, lr, grad norm, images/s)
 //   checkpoint.safetensors  after the last finished epoch (checkpoint/checkpoint.h, atomic)
 //   trace/                  trace.rank<R>.json of the steps trace_steps traced (step_trace.h)

@@ -17,6 +17,7 @@
 
 #include "core/env.h"
 #include "core/file_io.h"
+#include "core/thread_clocks.h"
 #include "core/threads.h"
 #include "nn/adam.h"
 #include "nn/autocast.h"
@@ -33,6 +34,7 @@
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
+#include "trainer/rank_times.h"
 #include "trainer/run_dir.h"
 #include "trainer/step_trace.h"
 #include "trainer/sync_batch_norm.h"
@@ -325,6 +327,7 @@ struct EpochStats {
   std::int64_t steps = 0;    // batches, skipped ones included
   std::int64_t skipped = 0;  // steps skipped on overflow (f16)
   double seconds = 0;
+  std::vector<core::TimeSplit> splits;  // where each step went on this rank, data wait included
   double mean_loss() const { return loss_sum / std::max<double>(1, static_cast<double>(seen)); }
 };
 
@@ -340,6 +343,7 @@ EpochStats train_epoch(Run& run, int epoch) {
   run.progress->begin_epoch(epoch, it.num_batches());
   EpochStats stats;
   for (;;) {
+    const core::ThreadClocks clocks = core::ThreadClocks::now();
     auto batch = next_batch(run, it);
     if (!batch) break;
     const StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm());
@@ -354,6 +358,7 @@ EpochStats train_epoch(Run& run, int epoch) {
       stats.seen += sample.examples;
     }
     run.progress->step(sample);
+    stats.splits.push_back(core::split_between(clocks, core::ThreadClocks::now()));
   }
   run.progress->end_epoch();
   stats.seconds = seconds_since(start);
@@ -421,8 +426,12 @@ class EvalTally {
   std::vector<double> sums_;
 };
 
-// The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes).
+// The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes). Every
+// rank calls it: the ranks' step splits are gathered here.
 void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const EvalResult& eval) {
+  const std::vector<core::TimeSplit> ranks = gather_splits(
+      run.comm, core::mean_split(stats.splits),
+      core::Deadline::after(run.comm != nullptr ? run.comm->timeout() : std::chrono::minutes(1)));
   const double images_per_s =
       static_cast<double>(stats.seen) * run.world / std::max(stats.seconds, 1e-9);
   run.out << std::fixed << "epoch " << epoch + 1 << "/" << run.c.epochs << ": train loss "
@@ -435,7 +444,7 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
     run.out << ", " << stats.skipped << " step(s) skipped on overflow, loss scale "
             << std::setprecision(0) << run.scaler.get_scale();
   }
-  run.out << std::endl;
+  run.out << "; " << describe_splits(ranks) << std::endl;
   nlohmann::json record{{"epoch", epoch + 1},           {"step", run.step},
                         {"loss", stats.mean_loss()},    {"test_loss", eval.loss},
                         {"accuracy", eval.accuracy},    {"lr", lr},
@@ -450,6 +459,7 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
     if (key != "epoch" && key != "step")
       run.events->scalar("epoch/" + key, value.get<double>(), run.step);
   }
+  record["ranks"] = splits_json(ranks);
   core::append_line(metrics_path(run.run_dir.path),
                     record.dump());  // before the checkpoint: see run_dir.h
   save_checkpoint(

@@ -1,7 +1,8 @@
 // The single-process training loop behind `ringlet train`: data, model, optimizer and
 // schedule from a TrainConfig; per epoch a training pass (progress bar on a TTY, plain lines
-// otherwise), an evaluation on the test set, one summary line, a metrics.jsonl record and an
-// atomic checkpoint in the run directory (run_dir.h). --resume continues from the run's last
+// otherwise), an evaluation on the test set, one summary line (with where every rank's steps
+// went: rank_times.h), a metrics.jsonl record and an atomic checkpoint in the run directory
+// (run_dir.h). --resume continues from the run's last
 // checkpoint.
 #pragma once
 

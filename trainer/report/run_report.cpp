@@ -1,5 +1,5 @@
-// write_run_report: the page's sections in order (summary, curves, recipe, history, trace),
-// each from run_records.h and trace_section.h, in one HTML file with its CSS inline.
+// write_run_report: the page's sections in order (summary, curves, ranks, recipe, history,
+// trace), each from run_records.h and trace_section.h, in one HTML file with its CSS inline.
 #include "trainer/report/run_report.h"
 
 #include <cmath>
@@ -120,6 +120,37 @@ std::string recipe_html(const json& config) {
   return html.str();
 }
 
+// A number of ms for a table cell: two decimals, or "-" where it is missing or null.
+std::string ms_cell(const json& record, const char* key) {
+  const auto it = record.find(key);
+  return it != record.end() && it->is_number() ? fixed(it->get<double>(), 2) : "-";
+}
+
+// Where each rank's step went in the last epoch that says (metrics.jsonl's "ranks").
+std::string ranks_html(const std::vector<json>& epochs) {
+  const json* ranks = nullptr;
+  for (const json& e : epochs) {
+    const auto it = e.find("ranks");
+    if (it != e.end() && it->is_array() && !it->empty()) ranks = &*it;
+  }
+  if (ranks == nullptr) return "";
+  std::ostringstream html;
+  html << "<h2>Ranks</h2><p>Where each rank's training step went in the last epoch (mean per "
+          "step, ms): computing, preempted (ready, waiting for a core), blocked (waiting for "
+          "the other ranks or for data). A rank that computes faster waits for the slowest, "
+          "blocked.</p><table><tr><th>rank</th><th>step</th><th>computing</th><th>preempted</th>"
+          "<th>blocked</th><th>other threads' CPU</th></tr>";
+  for (const json& r : *ranks) {
+    if (!r.is_object()) continue;
+    html << "<tr><td>" << field(r, "rank", "?") << "</td><td>" << ms_cell(r, "wall_ms")
+         << "</td><td>" << ms_cell(r, "computing_ms") << "</td><td>" << ms_cell(r, "preempted_ms")
+         << "</td><td>" << ms_cell(r, "blocked_ms") << "</td><td>" << ms_cell(r, "other_threads_ms")
+         << "</td></tr>";
+  }
+  html << "</table>";
+  return html.str();
+}
+
 std::string history_html(const std::vector<json>& history) {
   if (history.empty()) return "";
   std::ostringstream html;
@@ -145,7 +176,7 @@ ReportSummary write_run_report(const fs::path& run_dir, const fs::path& out) {
   html << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ringlet run "
        << escape_html(name) << "</title><style>" << kStyle
        << "</style></head><body><h1>ringlet run " << escape_html(name) << "</h1>"
-       << summary_html(run) << charts_html(run) << recipe_html(run.config)
+       << summary_html(run) << charts_html(run) << ranks_html(run.epochs) << recipe_html(run.config)
        << history_html(run.history) << trace.html << "</body></html>\n";
   core::write_file_atomically(out, html.str());
   return ReportSummary{run.epochs.size(), run.steps.size(), trace.ranks};

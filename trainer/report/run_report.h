@@ -1,8 +1,9 @@
 // `ringlet report RUN`: one self-contained HTML page about a run directory (run_dir.h): what
 // it trained and how far it got, its curves (loss per logged step and per epoch, test
-// accuracy, learning rate, images/s) as inline SVG, its recipe and its history, and, when it
-// was traced (trace_steps), one training step's timeline on every rank (compute above the
-// collective steps: DDP's overlap), the ring's steps of its largest collective, and those
+// accuracy, learning rate, images/s) as inline SVG, where each rank's step went in the last
+// epoch (computing, preempted, blocked: who waits for whom), its recipe and its history, and,
+// when it was traced (trace_steps), one training step's timeline on every rank (compute above
+// the collective steps: DDP's overlap), the ring's steps of its largest collective, and those
 // steps next to the alpha-beta model. No script, no network: the page opens anywhere.
 #pragma once
 
