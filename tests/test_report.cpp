@@ -338,10 +338,10 @@ TEST_CASE("--trace_steps 2 on 2 ranks: compute spans next to the all-reduce step
   }
   // Each epoch's line and record say where every rank's step went: the two ranks' steps are as
   // long as each other (lockstep), each within them computing and blocked.
-  CHECK(std::regex_search(r.output, std::regex("epoch 1/1: train loss .*; a step [0-9.]+ ms: "
-                                               "computing [0-9.]+-[0-9.]+ ms \\(rank [01] the "
-                                               "slowest\\)(, preempted [0-9.]+-[0-9.]+ ms)?, blocked "
-                                               "[0-9.]+-[0-9.]+ ms")));
+  const std::regex epoch_line(
+      "epoch 1/1: train loss .*; a step [0-9.]+ ms: computing [0-9.]+-[0-9.]+ ms \\(rank [01] "
+      "the slowest\\)(, preempted [0-9.]+-[0-9.]+ ms)?, blocked [0-9.]+-[0-9.]+ ms");
+  CHECK(std::regex_search(r.output, epoch_line));
   const auto record = nlohmann::json::parse(read_text(run / "metrics.jsonl"));
   REQUIRE(record["ranks"].size() == 2);
   const auto& ranks = record["ranks"];
