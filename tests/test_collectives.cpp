@@ -18,6 +18,7 @@
 #include "collectives/trace_files.h"
 #include "comm_ranks.h"
 #include "emulated_rdma.h"
+#include "temp_dir.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -196,7 +197,7 @@ TEST_CASE("argument errors are immediate and name the problem") {
 
 TEST_CASE("a traced 4-rank ring all-reduce shows 2(n-1) steps per rank, merged into one file") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "ringlet_trace_test";
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_trace_test");
   fs::remove_all(dir);
   CommOptions options;
   options.name = "traced";

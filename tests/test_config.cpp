@@ -129,7 +129,7 @@ TEST_CASE("numbers are exact: nothing wraps, coerces, reads hex or is non-finite
   CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("clip_grad_norm must be >= 0"),
                        UsageError);
   // A config file whose number no double holds names the file.
-  const auto dir = std::filesystem::temp_directory_path() / "ringlet_config_numbers";
+  const auto dir = ringlet::testing::process_temp_path("ringlet_config_numbers");
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "huge.json") << R"({"lr": 1e999})";
   CHECK_THROWS_WITH_AS(trainer::load_config((dir / "huge.json").string()),
@@ -139,7 +139,7 @@ TEST_CASE("numbers are exact: nothing wraps, coerces, reads hex or is non-finite
 
 TEST_CASE("config files") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "ringlet_config_test";
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_config_test");
   fs::create_directories(dir);
   std::ofstream(dir / "ok.json") << R"({"epochs": 7, "lr": 0.2, "model": "resnet20"})";
   const TrainConfig c = trainer::load_config((dir / "ok.json").string());

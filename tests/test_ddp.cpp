@@ -29,6 +29,7 @@
 #include "nn/models.h"
 #include "nn/sequential.h"
 #include "nn/sgd.h"
+#include "temp_dir.h"
 #include "tensor/ops.h"
 #include "trainer/data/distributed_sampler.h"
 #include "trainer/ddp.h"
@@ -456,7 +457,7 @@ TEST_CASE("buckets follow PyTorch's assignment: a bucket closes once it reaches 
 
 TEST_CASE("the first bucket's all-reduce starts before backward ends") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "ringlet_ddp_trace";
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_ddp_trace");
   fs::remove_all(dir);
   CommOptions options;
   options.name = "ddp-overlap";
@@ -509,7 +510,7 @@ struct HookedGrads {
 
 HookedGrads hooked_grads(trainer::CommHook hook, const std::string& name) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("ringlet_ddp_hook_" + name);
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_ddp_hook_" + name);
   fs::remove_all(dir);
   CommOptions options;
   options.name = "ddp-hook-" + name;

@@ -17,6 +17,7 @@
 #include "collectives/trace.h"
 #include "collectives/trace_files.h"
 #include "comm_ranks.h"
+#include "temp_dir.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -155,7 +156,7 @@ struct TracedRun {
 TracedRun traced_all_reduce(const std::string& algo, std::size_t count,
                             std::int64_t piece_bytes = 0) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("ringlet_hier_trace_" + algo);
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_hier_trace_" + algo);
   fs::remove_all(dir);
   CommOptions options;
   options.name = "hier-trace-" + algo;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "temp_dir.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -35,7 +37,7 @@ void write(const fs::path& path, const std::string& text) {
 }  // namespace
 
 TEST_CASE("an include that goes up a layer fails the layer check") {
-  const fs::path root = fs::temp_directory_path() / "ringlet_layer_test";
+  const fs::path root = ringlet::testing::process_temp_path("ringlet_layer_test");
   fs::remove_all(root);
   write(root / "tensor/ok.cpp", "#include \"core/error.h\"\n");
   write(root / "core/bad.cpp", "#include \"tensor/tensor.h\"\n");

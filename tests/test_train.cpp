@@ -157,7 +157,7 @@ TEST_CASE("progress: a window of skipped steps has no loss, and its images still
 }
 
 TEST_CASE("a short run on 2,000 real images learns") {
-  const fs::path dir = fs::temp_directory_path() / "ringlet_train_learns";
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_train_learns");
   fs::remove_all(dir);
   trainer::TrainConfig c = small_run(dir);
   c.limit_train = 2000;
@@ -177,7 +177,7 @@ TEST_CASE("a short run on 2,000 real images learns") {
 }
 
 TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU, bit for bit") {
-  const fs::path dir = fs::temp_directory_path() / "ringlet_train_emu";
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_train_emu");
   fs::remove_all(dir);
   trainer::TrainConfig c = small_run(dir);
   // The default recipe's 3 epochs on 1,000 images (the full run is the README's command).
@@ -215,7 +215,7 @@ TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU, b
 TEST_CASE("mixed precision: f16 with loss scaling and bf16 runs learn") {
   for (const char* precision : {"f16", "bf16"}) {
     CAPTURE(std::string(precision));
-    const fs::path dir = fs::temp_directory_path() / "ringlet_train_amp";
+    const fs::path dir = ringlet::testing::process_temp_path("ringlet_train_amp");
     fs::remove_all(dir);
     trainer::TrainConfig c = small_run(dir);
     c.limit_train = 2000;
@@ -248,8 +248,8 @@ TEST_CASE("mixed precision: f16 with loss scaling and bf16 runs learn") {
 TEST_CASE("resume continues exactly where the run stopped (f32; f16 with its loss scale)") {
   for (const char* precision : {"f32", "f16"}) {
     CAPTURE(std::string(precision));
-    const fs::path whole = fs::temp_directory_path() / "ringlet_train_whole";
-    const fs::path split = fs::temp_directory_path() / "ringlet_train_split";
+    const fs::path whole = ringlet::testing::process_temp_path("ringlet_train_whole");
+    const fs::path split = ringlet::testing::process_temp_path("ringlet_train_split");
     fs::remove_all(whole);
     fs::remove_all(split);
     std::ostringstream log;
@@ -278,7 +278,8 @@ TEST_CASE("resume continues exactly where the run stopped (f32; f16 with its los
     fs::remove_all(split);
   }
   std::ostringstream log;
-  trainer::TrainConfig missing = small_run(fs::temp_directory_path() / "ringlet_train_none");
+  trainer::TrainConfig missing =
+      small_run(ringlet::testing::process_temp_path("ringlet_train_none"));
   missing.resume = true;
   CHECK_THROWS_WITH_AS(trainer::train(missing, log), doctest::Contains("does not exist"),
                        core::ValueError);
@@ -316,7 +317,7 @@ TEST_CASE("divergence: a NaN loss stops the run; a checkpoint holding NaN weight
 }
 
 TEST_CASE("--reset starts over; warmup ramps the learning rate") {
-  const fs::path dir = fs::temp_directory_path() / "ringlet_train_reset";
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_train_reset");
   fs::remove_all(dir);
   std::ostringstream log;
   trainer::TrainConfig c = small_run(dir);
