@@ -119,13 +119,12 @@ def median_split(per_round):
     return out
 
 
-def ringlet_step(args, nproc, splits=None):
+def ringlet_step(args, nproc, splits):
     """train_bench's step over nproc local ranks (the slowest rank's median). Appends to
-    splits (when given) where the ranks' steps went (mean_split)."""
+    splits where the ranks' steps went (mean_split)."""
     cmd = train_bench_cmd(args, nproc)
     line = bench_line(run_one(cmd), cmd)
-    if splits is not None:
-        splits.append(mean_split(line["time_split"]))
+    splits.append(mean_split(line["time_split"]))
     return line["step_ms"]
 
 

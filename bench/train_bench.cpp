@@ -185,14 +185,16 @@ Timings measure(const Options& o, collectives::Communicator* comm,
     fwd_bwd();
     fb.push_back(ms_since(start));
   }
+  // One reading between steps: the end of one step is the start of the next.
+  core::ThreadClocks before = core::ThreadClocks::now();
   for (int i = 0; i < o.steps; ++i) {
-    const auto start = Clock::now();
-    const core::ThreadClocks clocks = core::ThreadClocks::now();
     fwd_bwd();
     sgd.step();
     settle();
-    full.push_back(ms_since(start));
-    splits.push_back(core::split_between(clocks, core::ThreadClocks::now()));
+    const core::ThreadClocks after = core::ThreadClocks::now();
+    splits.push_back(core::split_between(before, after));
+    full.push_back(splits.back().wall_ms);
+    before = after;
   }
   return Timings{median(fb),       median(full), median(phase[0]),          median(phase[1]),
                  median(phase[2]), full,         {core::mean_split(splits)}};

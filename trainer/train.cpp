@@ -342,8 +342,8 @@ EpochStats train_epoch(Run& run, int epoch) {
   auto it = run.train_loader->begin_epoch(epoch);
   run.progress->begin_epoch(epoch, it.num_batches());
   EpochStats stats;
+  core::ThreadClocks before = core::ThreadClocks::now();  // a step's start: the last one's end
   for (;;) {
-    const core::ThreadClocks clocks = core::ThreadClocks::now();
     auto batch = next_batch(run, it);
     if (!batch) break;
     const StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm());
@@ -358,7 +358,9 @@ EpochStats train_epoch(Run& run, int epoch) {
       stats.seen += sample.examples;
     }
     run.progress->step(sample);
-    stats.splits.push_back(core::split_between(clocks, core::ThreadClocks::now()));
+    const core::ThreadClocks after = core::ThreadClocks::now();
+    stats.splits.push_back(core::split_between(before, after));
+    before = after;
   }
   run.progress->end_epoch();
   stats.seconds = seconds_since(start);
