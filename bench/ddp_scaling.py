@@ -4,10 +4,14 @@
 Interleaved for --rounds rounds, each step time the median of --steps full steps (forward,
 backward, gradient sync, SGD) of fmnist_cnn at batch 64 per rank, 1 thread per rank:
   one    bench/train_bench: 1 rank
-  pair   two 1-rank train_bench runs at once, nothing shared: what running two processes on
-         this machine costs by itself (cores, caches and memory bandwidth they contend for),
-         the ceiling for DDP
-  ddp    bench/train_bench --nproc 2: DDP over 2 local ranks (the slowest rank's median)
+  pair      two 1-rank train_bench runs at once, nothing shared: what running two processes
+            on this machine costs by itself (cores, caches and memory bandwidth they contend
+            for), the ceiling for DDP
+  lockstep  bench/train_bench --nproc 2 --sync barrier: 2 local ranks, no DDP, waiting for
+            each other once a step (a barrier where DDP's gradient sync ends): what ranks in
+            lockstep cost before any gradient moves, the ceiling for any synchronous data
+            parallelism here
+  ddp       bench/train_bench --nproc 2: DDP over 2 local ranks (the slowest rank's median)
 and, with Debian's PyTorch and Fashion-MNIST (/usr/bin/python3 with python3-torch, and
 dataset-fashion-mnist; skipped, saying so, without either):
   torch_one  bench/peers/src/train_fmnist.py step (1 thread)
@@ -15,13 +19,15 @@ dataset-fashion-mnist; skipped, saying so, without either):
 PyTorch's runs always take the median of 50 steps (train_fmnist.py's own count).
 
 The table gives the median of each over the rounds and images/s; then the scaling of ddp over
-one (2 x one / ddp), the ceiling pair sets (2 x one / pair), where the gap goes (pair - one:
-contention of two processes; ddp - pair: DDP's own cost, all-reduce and lockstep), what
-lockstep alone would cost (lockstep_ms: the pair's step times, train_bench's step_samples_ms,
-paired at random, each step taking the slower rank's time), where the ddp and pair runs' steps
-went as measured in one, pair and ddp (train_bench's time_split, mean over the ranks or
-processes, median over the rounds: computing, preempted, blocked, other threads' CPU; and how
-far the ranks' computing lay apart), and ddp against torch_ddp. The last line is JSON.
+one (2 x one / ddp), the ceilings pair and lockstep set (2 x one / pair, 2 x one / lockstep),
+where the gap goes (pair - one: contention of two processes; lockstep - pair: waiting for each
+other once a step; ddp - lockstep: DDP's gradient sync, its all-reduces and copies), what
+lockstep would cost if the ranks' steps were independent (lockstep_ms: the pair's step times,
+train_bench's step_samples_ms, paired at random, each step taking the slower rank's time),
+where the runs' steps went as measured in one, pair, lockstep and ddp (train_bench's
+time_split, mean over the ranks or processes, median over the rounds: computing, preempted,
+blocked, other threads' CPU; and how far the ranks' computing lay apart), and ddp against
+torch_ddp. The last line is JSON.
 
 Placement: bench/core_probe runs beside the runs as a monitor (when built), and each run is
 labelled with where the host had the two virtual CPUs meanwhile (near: sharing a core or a
@@ -62,10 +68,10 @@ def parse_args():
     return args
 
 
-def train_bench_cmd(args, nproc):
+def train_bench_cmd(args, nproc, sync="ddp"):
     cmd = [os.path.join(args.build, "bench", "train_bench"), "--threads", "1", "--steps",
            str(args.steps)]
-    return cmd + (["--nproc", str(nproc)] if nproc > 1 else [])
+    return cmd + (["--nproc", str(nproc), "--sync", sync] if nproc > 1 else [])
 
 
 def bench_line(output, cmd):
@@ -119,10 +125,11 @@ def median_split(per_round):
     return out
 
 
-def ringlet_step(args, nproc, splits):
-    """train_bench's step over nproc local ranks (the slowest rank's median). Appends to
-    splits where the ranks' steps went (mean_split)."""
-    cmd = train_bench_cmd(args, nproc)
+def ringlet_step(args, nproc, splits, sync="ddp"):
+    """train_bench's step over nproc local ranks (the slowest rank's median), synchronized by
+    DDP or only by a barrier a step (sync). Appends to splits where the ranks' steps went
+    (mean_split)."""
+    cmd = train_bench_cmd(args, nproc, sync)
     line = bench_line(run_one(cmd), cmd)
     splits.append(mean_split(line["time_split"]))
     return line["step_ms"]
@@ -177,12 +184,14 @@ def torch_missing():
 
 def measure(args, with_torch):
     """({name: [step ms per round]}, {name: [placement per round]}, [the pair's lockstep_ms
-    per round], {"one"/"pair"/"ddp": [mean_split per round]}), the runs of each round interleaved."""
+    per round], {"one"/"pair"/"lockstep"/"ddp": [mean_split per round]}), the runs of each round
+    interleaved."""
     lockstep = []
-    splits = {"one": [], "pair": [], "ddp": []}
+    splits = {"one": [], "pair": [], "lockstep": [], "ddp": []}
     runs = {
         "one": lambda: ringlet_step(args, 1, splits["one"]),
         "pair": lambda: ringlet_pair(args, lockstep, splits["pair"]),
+        "lockstep": lambda: ringlet_step(args, 2, splits["lockstep"], sync="barrier"),
         "ddp": lambda: ringlet_step(args, 2, splits["ddp"]),
     }
     if with_torch:
@@ -232,7 +241,7 @@ def by_placement(results, states):
 def report(measured):
     results, states, lockstep, splits = measured
     med = {name: statistics.median(v) for name, v in results.items()}
-    ranks = {"one": 1, "pair": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
+    ranks = {"one": 1, "pair": 2, "lockstep": 2, "ddp": 2, "torch_one": 1, "torch_ddp": 2}
     print("| run | ranks | step ms (median) | images/s |")
     print("|---|---|---|---|")
     for name, ms in med.items():
@@ -240,14 +249,20 @@ def report(measured):
     summary = {"bench": "ddp_scaling", "step_ms": med,
                "scaling": 2 * med["one"] / med["ddp"],
                "ceiling": 2 * med["one"] / med["pair"],
+               "lockstep_ceiling": 2 * med["one"] / med["lockstep"],
                "contention_ms": med["pair"] - med["one"],
                "ddp_cost_ms": med["ddp"] - med["pair"],
+               "lockstep_cost_ms": med["lockstep"] - med["pair"],
+               "gradient_sync_ms": med["ddp"] - med["lockstep"],
                "lockstep_ms": statistics.median(lockstep)}
     print(f"# ddp / one: {summary['scaling']:.3f}x (target 1.9); two bare processes allow "
-          f"{summary['ceiling']:.3f}x")
+          f"{summary['ceiling']:.3f}x, two ranks in lockstep without DDP "
+          f"{summary['lockstep_ceiling']:.3f}x")
     print(f"# where the step grows from one to ddp: {summary['contention_ms']:+.2f} ms two "
-          f"processes on this machine, {summary['ddp_cost_ms']:+.2f} ms DDP (all-reduce, lockstep)")
-    print(f"# of which waiting in lockstep, from the pair's steps paired at random: about "
+          f"processes on this machine, {summary['lockstep_cost_ms']:+.2f} ms waiting for each "
+          f"other once a step (lockstep - pair), {summary['gradient_sync_ms']:+.2f} ms DDP's "
+          f"gradient sync (ddp - lockstep)")
+    print(f"# waiting in lockstep as the pair's steps paired at random would have it: about "
           f"{summary['lockstep_ms']:.2f} ms (each step takes the slower rank's time)")
     summary["time_split"] = {name: median_split(v) for name, v in splits.items()}
     print_time_split(summary["time_split"])
@@ -265,16 +280,18 @@ def report(measured):
 
 
 def print_time_split(split):
-    """Where a full step of one, of the pair's processes and of ddp's ranks went (train_bench's
-    time_split), side by side."""
+    """Where a full step of one, of the pair's processes and of lockstep's and ddp's ranks went
+    (train_bench's time_split), side by side."""
     def ms(field):
         return " / ".join("unknown" if split[n][field] is None else f"{split[n][field]:.2f}"
-                          for n in ("one", "pair", "ddp"))
-    print(f"# a step of one / the pair (mean of its processes) / ddp (mean of its ranks), median "
-          f"over rounds: computing {ms('computing_ms')}, preempted {ms('preempted_ms')}, "
-          f"blocked {ms('blocked_ms')} ms; other threads' CPU {ms('other_threads_ms')} ms")
-    print(f"# ddp's ranks' computing lay {split['ddp']['apart_ms']:.2f} ms apart (the pair's "
-          f"processes' {split['pair']['apart_ms']:.2f}): the faster rank waits that long, blocked")
+                          for n in ("one", "pair", "lockstep", "ddp"))
+    print(f"# a step of one / the pair (mean of its processes) / lockstep / ddp (means of their "
+          f"ranks), median over rounds: computing {ms('computing_ms')}, preempted "
+          f"{ms('preempted_ms')}, blocked {ms('blocked_ms')} ms; other threads' CPU "
+          f"{ms('other_threads_ms')} ms")
+    print(f"# the ranks' computing lay {split['ddp']['apart_ms']:.2f} ms apart in ddp, "
+          f"{split['lockstep']['apart_ms']:.2f} in lockstep (the pair's processes' "
+          f"{split['pair']['apart_ms']:.2f}): the faster rank waits that long, blocked")
 
 
 def main():

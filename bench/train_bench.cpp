@@ -2,7 +2,8 @@
 // and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
 // JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
 // breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
-// backward; 0 with one rank), step_samples_ms, the full steps one by one (rank 0's with
+// backward, or the barrier's with --sync barrier; 0 with one rank), step_samples_ms, the full steps
+// one by one (rank 0's with
 // --nproc; bench/ddp_scaling.py reads them), and time_split: for each rank, where its main
 // thread's full step went on average (core/thread_clocks.h): computing, preempted (ready but
 // waiting for a core), blocked (asleep: waiting for the other ranks, mostly; on a VM also
@@ -21,12 +22,20 @@
 // 0's).
 //
 // --comm-hook fp16_compress|bf16_compress all-reduces DDP's buckets in half precision (as
-// `ringlet train --comm-hook`); JSON carries comm_hook. Started by a launcher (RANK/WORLD_SIZE
-// set, as `ringlet launch` on several nodes does) it is one rank of that job.
+// `ringlet train --comm-hook`); JSON carries comm_hook.
+//
+// --sync barrier (with --nproc) leaves DDP out: each rank trains its own copy of the model and
+// the ranks only wait for each other once a step, with a barrier where DDP's gradient sync
+// ends. That is the step of ranks in lockstep with no gradient traffic at all: what any
+// synchronous data parallelism costs on these cores before it moves a byte (bench/
+// ddp_scaling.py's "lockstep" run). JSON carries sync (ddp or barrier).
+//
+// Started by a launcher (RANK/WORLD_SIZE set, as `ringlet launch` on several nodes does) it is
+// one rank of that job.
 //
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
-//                    [--comm-hook none|fp16_compress|bf16_compress]
+//                    [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -66,14 +75,16 @@ struct Options {
   std::string device_text = "cpu";  // as given: each rank places itself (rank_device)
   core::Device device;
   std::string comm_hook = "none";
+  std::string sync = "ddp";  // with several ranks: DDP, or only a barrier a step (no gradients)
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    static const std::vector<std::string> kFlags{"--model",  "--batch", "--threads", "--steps",
-                                                 "--warmup", "--nproc", "--device",  "--comm-hook"};
+    static const std::vector<std::string> kFlags{"--model",  "--batch",     "--threads",
+                                                 "--steps",  "--warmup",    "--nproc",
+                                                 "--device", "--comm-hook", "--sync"};
     RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
                   "unknown flag '", arg, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
@@ -96,6 +107,10 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--comm-hook") {
       trainer::parse_comm_hook(value);  // a bad name stops here, listing the hooks
       o.comm_hook = value;
+    } else if (arg == "--sync") {
+      RINGLET_CHECK(value == "ddp" || value == "barrier", ValueError, "--sync: '", value,
+                    "' is neither ddp nor barrier");
+      o.sync = value;
     } else {
       RINGLET_THROW(ValueError, "unknown flag '", arg, "'");
     }
@@ -152,7 +167,8 @@ Timings measure(const Options& o, collectives::Communicator* comm,
   nn::CrossEntropyLoss criterion;
   nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
   std::unique_ptr<trainer::DistributedDataParallel> ddp;
-  if (comm != nullptr && comm->size() > 1) {
+  const bool several = comm != nullptr && comm->size() > 1;
+  if (several && o.sync == "ddp") {
     ddp = std::make_unique<trainer::DistributedDataParallel>(
         model, *comm,
         trainer::DDPOptions{.device_space = space,
@@ -170,7 +186,11 @@ Timings measure(const Options& o, collectives::Communicator* comm,
     loss.backward();
     settle();
     const auto t2 = Clock::now();
-    if (ddp) ddp->finish_gradient_sync();
+    if (ddp) {
+      ddp->finish_gradient_sync();
+    } else if (several) {
+      comm->barrier()->wait(core::Deadline::after(std::chrono::minutes(1)));
+    }
     const auto t3 = Clock::now();
     phase[0].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     phase[1].push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
@@ -230,14 +250,15 @@ nlohmann::json report_splits(const std::vector<core::TimeSplit>& splits) {
 void report(const Options& o, int world, const Timings& t) {
   const double images_per_s = world * o.batch / t.step_ms * 1e3;
   std::printf("# ranks: %d\n", world);
-  std::printf("# train_bench: %s, batch %d, %d thread(s), on %s, median of %d steps%s%s\n",
+  std::printf("# train_bench: %s, batch %d, %d thread(s), on %s, median of %d steps%s%s%s\n",
               o.model.c_str(), o.batch, o.threads, o.device.str().c_str(), o.steps,
               o.comm_hook == "none" ? "" : ", comm hook ",
-              o.comm_hook == "none" ? "" : o.comm_hook.c_str());
+              o.comm_hook == "none" ? "" : o.comm_hook.c_str(),
+              world > 1 && o.sync == "barrier" ? ", no DDP: a barrier a step" : "");
   std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
-  std::printf("  of which forward %.2f, backward %.2f, gradient sync wait %.2f ms\n", t.forward_ms,
-              t.backward_ms, t.sync_ms);
+  std::printf("  of which forward %.2f, backward %.2f, %s wait %.2f ms\n", t.forward_ms,
+              t.backward_ms, o.sync == "barrier" ? "barrier" : "gradient sync", t.sync_ms);
   const nlohmann::json splits = report_splits(t.splits);
   nlohmann::json line{{"bench", "train_bench"},
                       {"model", o.model},
@@ -253,6 +274,7 @@ void report(const Options& o, int world, const Timings& t) {
                       {"time_split", splits},
                       {"nproc", world},
                       {"comm_hook", o.comm_hook},
+                      {"sync", o.sync},
                       {"device", o.device.str()}};
   std::cout << line.dump() << std::endl;
 }
@@ -288,6 +310,6 @@ int main(int argc, char** argv) {
       "train_bench",
       "usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]\n"
       "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n"
-      "                   [--comm-hook none|fp16_compress|bf16_compress]\n",
+      "                   [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]\n",
       argc, argv, parse, [&](const Options& o) { return run(o, argc, argv); });
 }

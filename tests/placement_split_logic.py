@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The bench scripts' split of their runs by CPU placement, on made-up runs (a `meson test`):
 bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
-scaling within each placement, its estimate of the lockstep wait and its means of train_bench's
-time_split. A placement where only
+scaling within each placement, its estimate of the lockstep wait, its means of train_bench's
+time_split and its summary (the ceilings, and the step's growth from one to ddp split into
+contention, lockstep and gradient sync). A placement where only
 one side ran gives no ratio; mixed and unknown runs count in no placement; a run caught apart
 does not drag the near figure.
 
@@ -88,6 +89,31 @@ def check_time_split(ddp_scaling):
           "time_split: an unknown round makes the median unknown")
 
 
+def split(computing):
+    return {"computing_ms": computing, "preempted_ms": 0.5, "blocked_ms": 1.0,
+            "other_threads_ms": 0.2, "apart_ms": 0.0}
+
+
+def check_summary(ddp_scaling):
+    """ddp_scaling.report on made-up rounds: medians, both ceilings, and one -> ddp split into
+    its three parts, which add up."""
+    results = {"one": [30.0, 31.0, 50.0], "pair": [32.0, 33.0, 31.0],
+               "lockstep": [34.0, 36.0, 35.0], "ddp": [36.0, 37.0, 38.0]}
+    states = {name: ["unknown"] * 3 for name in results}
+    splits = {name: [split(v) for v in values] for name, values in results.items()}
+    s = ddp_scaling.report((results, states, [0.1, 0.3, 0.2], splits))
+    check(close(s["scaling"], 2 * 31.0 / 37.0) and close(s["ceiling"], 2 * 31.0 / 32.0) and
+          close(s["lockstep_ceiling"], 2 * 31.0 / 35.0),
+          f"summary: 2 x one over ddp, pair and lockstep, medians ({s['step_ms']})")
+    check(close(s["contention_ms"], 1.0) and close(s["lockstep_cost_ms"], 3.0) and
+          close(s["gradient_sync_ms"], 2.0) and close(s["lockstep_ms"], 0.2),
+          "summary: one -> ddp is +1 contention, +3 lockstep, +2 gradient sync")
+    check(close(s["contention_ms"] + s["lockstep_cost_ms"] + s["gradient_sync_ms"], 37.0 - 31.0),
+          "summary: the three parts add up to ddp - one")
+    check(close(s["time_split"]["lockstep"]["computing_ms"], 35.0),
+          "summary: lockstep's time_split is its own")
+
+
 def main():
     sys.path.insert(0, os.path.join(sys.argv[1], "bench"))
     import dtype_rates  # noqa: E402
@@ -96,6 +122,7 @@ def main():
     check_ddp_scaling(ddp_scaling)
     check_lockstep(ddp_scaling)
     check_time_split(ddp_scaling)
+    check_summary(ddp_scaling)
     return finish()
 
 

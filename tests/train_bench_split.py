@@ -4,7 +4,9 @@ a few steps each. Every rank has an entry; its mean step agrees with the step ti
 lists one by one; computing, preempted and blocked are not negative and fit in the step; two
 ranks' steps are as long as each other (they wait for each other); the communicator's threads
 show CPU time beside the ranks' main threads, and a single rank's process, which has none,
-shows almost none (under a tenth of its computing).
+shows almost none (under a tenth of its computing). With --sync barrier (no DDP, a barrier a
+step) two ranks still keep in step, say so in the JSON, and their communicator threads move no
+gradients (far less CPU than DDP's); a --sync that is neither is refused, naming the value.
 
 usage: train_bench_split.py BUILD_DIR
 """
@@ -16,8 +18,9 @@ import sys
 from checks import check, finish  # tests/checks.py
 
 
-def run(build, nproc):
-    cmd = [f"{build}/bench/train_bench", "--steps", "10", "--warmup", "1", "--nproc", str(nproc)]
+def run(build, nproc, *extra):
+    cmd = [f"{build}/bench/train_bench", "--steps", "10", "--warmup", "1", "--nproc", str(nproc),
+           *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
@@ -64,7 +67,28 @@ def main():
     check(all(s["other_threads_ms"] > 0.01 for s in two["time_split"]),
           "2 ranks: each rank's communicator threads used CPU "
           f"({[round(s['other_threads_ms'], 3) for s in two['time_split']]} ms a step)")
+    check_barrier(build, two)
     return finish()
+
+
+def check_barrier(build, ddp):
+    """--sync barrier against the DDP run: lockstep without gradient traffic."""
+    check(ddp["sync"] == "ddp", f"2 ranks: sync ddp by default ({ddp['sync']})")
+    lock = run(build, 2, "--sync", "barrier")
+    check_entries(lock, 2)
+    check(lock["sync"] == "barrier", f"--sync barrier: the JSON says so ({lock['sync']})")
+    walls = [s["wall_ms"] for s in lock["time_split"]]
+    check(max(walls) - min(walls) <= 0.1 * max(walls),
+          f"--sync barrier: in lockstep, mean steps {walls} within 10% of each other")
+    theirs = max(s["other_threads_ms"] for s in lock["time_split"])
+    ddps = min(s["other_threads_ms"] for s in ddp["time_split"])
+    check(theirs < 0.5 * ddps,
+          f"--sync barrier: the communicator threads move no gradients ({theirs:.3f} ms of CPU "
+          f"a step, DDP's {ddps:.3f})")
+    bad = subprocess.run([f"{build}/bench/train_bench", "--sync", "allreduce"],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode != 0 and "--sync: 'allreduce'" in bad.stderr,
+          f"--sync allreduce refused, naming it (exit {bad.returncode}: {bad.stderr.strip()[:80]})")
 
 
 if __name__ == "__main__":
