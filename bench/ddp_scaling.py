@@ -21,7 +21,8 @@ PyTorch's runs always take the median of 50 steps (train_fmnist.py's own count).
 The table gives the median of each over the rounds and images/s; then the scaling of ddp over
 one (2 x one / ddp), the ceilings pair and lockstep set (2 x one / pair, 2 x one / lockstep),
 where the gap goes (pair - one: contention of two processes; lockstep - pair: waiting for each
-other once a step; ddp - lockstep: DDP's gradient sync, its all-reduces and copies), what
+other once a step; ddp - lockstep: DDP's gradient sync, its all-reduces and copies; the last two
+also round by round, by_round), what
 lockstep would cost if the ranks' steps were independent (lockstep_ms: the pair's step times,
 train_bench's step_samples_ms, paired at random, each step taking the slower rank's time),
 where the runs' steps went as measured in one, pair, lockstep and ddp (train_bench's
@@ -238,6 +239,15 @@ def by_placement(results, states):
     return out
 
 
+def by_round(results):
+    """The medians over the rounds of lockstep - pair and ddp - lockstep within each round: the
+    runs of one round ran back to back, so the machine's drift between rounds cancels."""
+    def median_gap(later, earlier):
+        return statistics.median(b - a for a, b in zip(results[earlier], results[later]))
+    return {"lockstep_cost_ms": median_gap("lockstep", "pair"),
+            "gradient_sync_ms": median_gap("ddp", "lockstep")}
+
+
 def report(measured):
     results, states, lockstep, splits = measured
     med = {name: statistics.median(v) for name, v in results.items()}
@@ -262,6 +272,10 @@ def report(measured):
           f"processes on this machine, {summary['lockstep_cost_ms']:+.2f} ms waiting for each "
           f"other once a step (lockstep - pair), {summary['gradient_sync_ms']:+.2f} ms DDP's "
           f"gradient sync (ddp - lockstep)")
+    summary["by_round"] = by_round(results)
+    print(f"# round by round (the runs back to back), medians: lockstep - pair "
+          f"{summary['by_round']['lockstep_cost_ms']:+.2f} ms, ddp - lockstep "
+          f"{summary['by_round']['gradient_sync_ms']:+.2f} ms")
     print(f"# waiting in lockstep as the pair's steps paired at random would have it: about "
           f"{summary['lockstep_ms']:.2f} ms (each step takes the slower rank's time)")
     summary["time_split"] = {name: median_split(v) for name, v in splits.items()}

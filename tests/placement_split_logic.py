@@ -3,7 +3,7 @@
 bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
 scaling within each placement, its estimate of the lockstep wait, its means of train_bench's
 time_split and its summary (the ceilings, and the step's growth from one to ddp split into
-contention, lockstep and gradient sync). A placement where only
+contention, lockstep and gradient sync, over the medians and round by round). A placement where only
 one side ran gives no ratio; mixed and unknown runs count in no placement; a run caught apart
 does not drag the near figure.
 
@@ -98,7 +98,7 @@ def check_summary(ddp_scaling):
     """ddp_scaling.report on made-up rounds: medians, both ceilings, and one -> ddp split into
     its three parts, which add up."""
     results = {"one": [30.0, 31.0, 50.0], "pair": [32.0, 33.0, 31.0],
-               "lockstep": [34.0, 36.0, 35.0], "ddp": [36.0, 37.0, 38.0]}
+               "lockstep": [34.0, 40.0, 35.0], "ddp": [39.0, 37.0, 36.0]}
     states = {name: ["unknown"] * 3 for name in results}
     splits = {name: [split(v) for v in values] for name, values in results.items()}
     s = ddp_scaling.report((results, states, [0.1, 0.3, 0.2], splits))
@@ -110,6 +110,10 @@ def check_summary(ddp_scaling):
           "summary: one -> ddp is +1 contention, +3 lockstep, +2 gradient sync")
     check(close(s["contention_ms"] + s["lockstep_cost_ms"] + s["gradient_sync_ms"], 37.0 - 31.0),
           "summary: the three parts add up to ddp - one")
+    check(close(s["by_round"]["lockstep_cost_ms"], 4.0) and
+          close(s["by_round"]["gradient_sync_ms"], 1.0),
+          f"summary: round by round, lockstep - pair +2, +7, +4 and ddp - lockstep +5, -3, +1 "
+          f"have medians +4 and +1, not the medians' differences ({s['by_round']})")
     check(close(s["time_split"]["lockstep"]["computing_ms"], 35.0),
           "summary: lockstep's time_split is its own")
 
