@@ -21,14 +21,13 @@ PyTorch's runs always take the median of 50 steps (train_fmnist.py's own count).
 The table gives the median of each over the rounds and images/s; then the scaling of ddp over
 one (2 x one / ddp), the ceilings pair and lockstep set (2 x one / pair, 2 x one / lockstep),
 where the gap goes (pair - one: contention of two processes; lockstep - pair: waiting for each
-other once a step; ddp - lockstep: DDP's gradient sync, its all-reduces and copies; the last two
-also round by round, by_round), what
-lockstep would cost if the ranks' steps were independent (lockstep_ms: the pair's step times,
-train_bench's step_samples_ms, paired at random, each step taking the slower rank's time),
-where the runs' steps went as measured in one, pair, lockstep and ddp (train_bench's
-time_split, mean over the ranks or processes, median over the rounds: computing, preempted,
-blocked, other threads' CPU; and how far the ranks' computing lay apart), and ddp against
-torch_ddp. The last line is JSON.
+other once a step; ddp - lockstep: DDP's gradient sync, its all-reduces and copies; the last
+two also round by round, by_round), what lockstep would cost if the ranks' steps were
+independent (lockstep_ms: the pair's step times, train_bench's step_samples_ms, paired at
+random, each step taking the slower rank's time), where the runs' steps went as measured in
+one, pair, lockstep and ddp (train_bench's time_split, mean over the ranks or processes, median
+over the rounds: computing, preempted, blocked, other threads' CPU; and how far the ranks'
+computing lay apart), and ddp against torch_ddp. The last line is JSON.
 
 Placement: bench/core_probe runs beside the runs as a monitor (when built), and each run is
 labelled with where the host had the two virtual CPUs meanwhile (near: sharing a core or a

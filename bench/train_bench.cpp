@@ -2,12 +2,11 @@
 // and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
 // JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
 // breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
-// backward, or the barrier's with --sync barrier; 0 with one rank), step_samples_ms, the full steps
-// one by one (rank 0's with
-// --nproc; bench/ddp_scaling.py reads them), and time_split: for each rank, where its main
-// thread's full step went on average (core/thread_clocks.h): computing, preempted (ready but
-// waiting for a core), blocked (asleep: waiting for the other ranks, mostly; on a VM also
-// the host's steal), and the CPU time of the rank's other threads meanwhile (the
+// backward, or the barrier's with --sync barrier; 0 with one rank), step_samples_ms, the full
+// steps one by one (rank 0's with --nproc; bench/ddp_scaling.py reads them), and time_split: for
+// each rank, where its main thread's full step went on average (core/thread_clocks.h): computing,
+// preempted (ready but waiting for a core), blocked (asleep: waiting for the other ranks, mostly;
+// on a VM also the host's steal), and the CPU time of the rank's other threads meanwhile (the
 // communicator's, and an emulated device's workers). Compare with PyTorch in the same run:
 // bench/peers/train_torch.sh 3 step.
 //
@@ -189,7 +188,7 @@ Timings measure(const Options& o, collectives::Communicator* comm,
     if (ddp) {
       ddp->finish_gradient_sync();
     } else if (several) {
-      comm->barrier()->wait(core::Deadline::after(std::chrono::minutes(1)));
+      comm->barrier()->wait(core::Deadline::after(comm->timeout()));
     }
     const auto t3 = Clock::now();
     phase[0].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -249,16 +248,17 @@ nlohmann::json report_splits(const std::vector<core::TimeSplit>& splits) {
 
 void report(const Options& o, int world, const Timings& t) {
   const double images_per_s = world * o.batch / t.step_ms * 1e3;
+  const bool barrier = world > 1 && o.sync == "barrier";
   std::printf("# ranks: %d\n", world);
   std::printf("# train_bench: %s, batch %d, %d thread(s), on %s, median of %d steps%s%s%s\n",
               o.model.c_str(), o.batch, o.threads, o.device.str().c_str(), o.steps,
               o.comm_hook == "none" ? "" : ", comm hook ",
               o.comm_hook == "none" ? "" : o.comm_hook.c_str(),
-              world > 1 && o.sync == "barrier" ? ", no DDP: a barrier a step" : "");
+              barrier ? ", no DDP: a barrier a step" : "");
   std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
   std::printf("  of which forward %.2f, backward %.2f, %s wait %.2f ms\n", t.forward_ms,
-              t.backward_ms, o.sync == "barrier" ? "barrier" : "gradient sync", t.sync_ms);
+              t.backward_ms, barrier ? "barrier" : "gradient sync", t.sync_ms);
   const nlohmann::json splits = report_splits(t.splits);
   nlohmann::json line{{"bench", "train_bench"},
                       {"model", o.model},

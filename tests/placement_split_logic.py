@@ -3,9 +3,9 @@
 bench/dtype_rates.py's ratio to float within each placement, and bench/ddp_scaling.py's
 scaling within each placement, its estimate of the lockstep wait, its means of train_bench's
 time_split and its summary (the ceilings, and the step's growth from one to ddp split into
-contention, lockstep and gradient sync, over the medians and round by round). A placement where only
-one side ran gives no ratio; mixed and unknown runs count in no placement; a run caught apart
-does not drag the near figure.
+contention, lockstep and gradient sync, over the medians and round by round). A placement where
+only one side ran gives no ratio; mixed and unknown runs count in no placement; a run caught
+apart does not drag the near figure.
 
 usage: placement_split_logic.py SOURCE_ROOT
 """
