@@ -41,8 +41,27 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
 
 AlgoThresholds default_thresholds() { return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes}; }
 
+namespace {
+
+Algorithm choose_for_device(AlgoRequest request, PeerAccess access, int world_size) {
+  if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::direct) {
+    request = AlgoRequest::automatic;
+  }
+  const bool automatic = request == AlgoRequest::automatic;
+  if (world_size > 1 && access.device_windows && (automatic || request == AlgoRequest::window)) {
+    return Algorithm::window;
+  }
+  if (access.hosts && (automatic || request == AlgoRequest::hierarchical)) {
+    return Algorithm::hierarchical;
+  }
+  return Algorithm::ring;
+}
+
+}  // namespace
+
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
-                            PeerAccess access, int world_size, std::size_t bytes) {
+                            PeerAccess access, int world_size, std::size_t bytes, Buffers buffers) {
+  if (buffers == Buffers::device) return choose_for_device(request, access, world_size);
   const bool automatic = request == AlgoRequest::automatic;
   if (world_size > 1 && access.windows &&
       (request == AlgoRequest::window || (automatic && bytes >= thresholds.window_min_bytes))) {

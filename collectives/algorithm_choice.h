@@ -32,14 +32,24 @@ struct PeerAccess {
   bool peers_readable = false;  // every pair can read each other's memory (shm with CMA)
   bool windows = false;         // every rank mapped every other rank's shared window
   bool hosts = false;           // several hosts, the same number (>= 2) of ranks on each
+  bool device_windows = false;  // device buffers: every rank opened every rank's device window
 };
 
-// The algorithm of an all-reduce of `bytes` per rank. Shared windows when the ranks have them,
-// from window_min_bytes; else recursive doubling up to rd_max_bytes, then cross-memory attach
-// from direct_min_bytes where the ranks can read each other's memory, the hierarchical
-// all-reduce where the ranks are on several hosts (access.hosts), and the ring in between and
-// everywhere else. An explicit request wins where its algorithm can run, else the ring.
+// Where the buffers live: host memory, or a device's (reached through a BufferSpace).
+enum class Buffers { host, device };
+
+// The algorithm of an all-reduce of `bytes` per rank.
+// Host buffers: shared windows when the ranks have them, from window_min_bytes; else recursive
+// doubling up to rd_max_bytes, then cross-memory attach from direct_min_bytes where the ranks
+// can read each other's memory, the hierarchical all-reduce where the ranks are on several hosts
+// (access.hosts), and the ring in between and everywhere else.
+// Device buffers: the device windows at every size where the ranks opened them, else the
+// hierarchical all-reduce on several hosts, else the ring (both staged through the host);
+// recursive doubling and cross-memory attach are host algorithms, so a request for them counts
+// as automatic there.
+// An explicit request wins where its algorithm can run, else the ring.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
-                            PeerAccess access, int world_size, std::size_t bytes);
+                            PeerAccess access, int world_size, std::size_t bytes,
+                            Buffers buffers = Buffers::host);
 
 }  // namespace ringlet::collectives

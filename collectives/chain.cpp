@@ -2,7 +2,7 @@
 // each rank forwarding slice k as soon as it arrived. Reduce: root+1 -> ... -> root, each rank
 // adding its contribution to a slice before passing it on. Barrier: in round k every rank
 // signals rank + 2^k and waits for rank - 2^k; after ceil(log2 n) rounds everyone has arrived.
-// Device buffers (ctx.space) travel through pinned staging: slices are copied out before they
+// Device buffers (the op's space) travel through pinned staging: slices are copied out before they
 // are sent, received into staging (and forwarded from there), and reduced on the device
 // straight out of the pinned double buffer.
 #include <algorithm>
@@ -30,13 +30,14 @@ Slicing slicing(const ChannelContext& ctx, std::size_t count, DType dtype) {
 
 }  // namespace
 
-void chain_broadcast(ChannelContext& ctx, char* data, std::size_t count, DType dtype, int root) {
+void chain_broadcast(const ChannelContext& ctx, char* data, std::size_t count, DType dtype,
+                     int root) {
   const int n = ctx.size;
   if (n == 1) return;
   const int pos = (ctx.rank - root + n) % n;
   const bool forwards = pos < n - 1;
   const Slicing s = slicing(ctx, count, dtype);
-  BufferSpace* space = ctx.space;
+  BufferSpace* space = ctx.space();
   // Where the slices are received and sent from: the data, or (device) pinned staging.
   char* wire = space != nullptr ? space->staging(0, count * s.es) : data;
   const auto start = std::chrono::steady_clock::now();
@@ -63,8 +64,8 @@ void chain_broadcast(ChannelContext& ctx, char* data, std::size_t count, DType d
   ctx.trace(0, "BCAST", -1, forwards ? ctx.right() : ctx.left(), count * s.es, start);
 }
 
-void chain_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-                  int root) {
+void chain_reduce(const ChannelContext& ctx, char* data, std::size_t count, DType dtype,
+                  ReduceOp op, int root) {
   const int n = ctx.size;
   if (n == 1) return;
   const int pos = (ctx.rank - root - 1 + 2 * n) % n;  // 0 starts the chain, n-1 is the root
@@ -72,7 +73,7 @@ void chain_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtyp
   const auto start = std::chrono::steady_clock::now();
   std::vector<transport::RequestPtr> sends;
   const bool receives = pos > 0, forwards = pos < n - 1;
-  BufferSpace* space = ctx.space;
+  BufferSpace* space = ctx.space();
   char* tmp = !receives          ? nullptr
               : space != nullptr ? space->staging(2, 2 * s.slice * s.es)
                                  : ctx.scratch_bytes(2 * s.slice * s.es);
@@ -105,7 +106,7 @@ void chain_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtyp
   ctx.trace(0, "REDUCE", -1, forwards ? ctx.right() : ctx.left(), count * s.es, start);
 }
 
-void dissemination_barrier(ChannelContext& ctx) {
+void dissemination_barrier(const ChannelContext& ctx) {
   const int n = ctx.size;
   char token = 1, got = 0;
   int step = 0;

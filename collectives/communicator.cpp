@@ -38,7 +38,8 @@ struct Communicator::Impl {
         tracer(options.trace_dir, mesh.rank),
         failures(store_, options.name + "/error", mesh.rank,
                  [this](const std::string& reason) { abort_connections(reason); }),
-        scheduler([this](ChannelContext& ctx, Task& task) { execute(ctx, task); }) {}
+        scheduler(mesh.rank, mesh.world_size,
+                  [this](ChannelContext& ctx, Task& task) { execute(ctx, task); }) {}
 
   transport::Store& store;
   int rank, size;
@@ -46,9 +47,10 @@ struct Communicator::Impl {
   Tracer tracer;
   FailurePolicy failures;
   PeerAccess access;
-  SharedWindows windows;
-  HostRings host_rings;  // the hierarchical all-reduce's rings (when access.hosts)
-  std::mutex mutex;      // guards the seq counters
+  SharedWindows windows;  // this rank's shared window and its peers', when access.windows
+  Windows host_windows;   // the same, as the window algorithm reads them
+  HostRings host_rings;   // the hierarchical all-reduce's rings (when access.hosts)
+  std::mutex mutex;       // guards the seq counters
   std::uint64_t next_seq = 0, next_p2p = 0;
   // Set once the destructor stopped the channels: a send/recv still pending then fails while
   // its connection is destroyed, and must not reach for the channels being torn down.
@@ -59,13 +61,11 @@ struct Communicator::Impl {
     for (int c = 0; c < options.channels; ++c) {
       transport::MeshOptions m = mesh;
       m.prefix = core::str(options.name, "/ch", c, "/", mesh.prefix);
-      ChannelContext& ctx = scheduler.add_channel(transport::Mesh::connect(store, m, deadline));
-      ctx.rank = rank;
-      ctx.size = size;
-      ctx.tracer = &tracer;
-      ctx.slice_bytes = options.slice_bytes;
-      ctx.piece_bytes = options.piece_bytes;
+      ChannelConfig& config = scheduler.add_channel(transport::Mesh::connect(store, m, deadline));
+      config.tracer = &tracer;
+      config.slice_bytes = options.slice_bytes;
     }
+    host_rings.piece_bytes = options.piece_bytes;
   }
 
   // Agrees with every rank on cross-memory reads and shared windows (channel 0's), and checks
@@ -87,8 +87,7 @@ struct Communicator::Impl {
       windows = setup_shared_windows(store, core::str(options.name, "/window/", mesh.prefix, "/"),
                                      rank, size, options.window_bytes, deadline);
       access.windows = !windows.mapped.empty();
-      scheduler.context(0).windows = windows.mapped;
-      scheduler.context(0).window_bytes = windows.bytes;
+      host_windows = Windows{windows.mapped, windows.bytes};
     }
     RINGLET_CHECK(access.windows || size == 1 || options.algo != AlgoRequest::window, ValueError,
                   "RINGLET_ALGO=window needs every rank on one host with shm connections that can "
@@ -103,7 +102,10 @@ struct Communicator::Impl {
     for (int p = 0; p < size; ++p) host_of[p] = scheduler.mesh(0).host_of(p);
     const Topology topology(host_of);
     access.hosts = topology.regular();
-    if (access.hosts) host_rings = {topology.local_ranks(rank), topology.cross_ranks(rank)};
+    if (access.hosts) {
+      host_rings.local = topology.local_ranks(rank);
+      host_rings.cross = topology.cross_ranks(rank);
+    }
     RINGLET_CHECK(access.hosts || options.algo != AlgoRequest::hierarchical, ValueError,
                   "RINGLET_ALGO=hierarchical needs ranks on several hosts with the same number, at "
                   "least 2, on each; these ranks are on ",
@@ -127,72 +129,60 @@ struct Communicator::Impl {
       task.work->fail(f);
       return;
     }
-    begin_op(ctx, task);
+    ctx.op.begin(task.kind, task.fingerprint, core::Deadline::after(options.timeout));
     try {
-      if (task.collective && ctx.channel == 0 && !task.self_checked) {
+      if (task.collective && ctx.channel.channel == 0 && !task.self_checked) {
         post_fingerprint(ctx, task);
-      } else if (task.gate && !task.gate->wait(ctx.deadline)) {
+      } else if (task.gate && !task.gate->wait(ctx.op.deadline)) {
         task.work->fail(failures.current());  // channel 0 failed: its error is the cause
         return;
       }
       task.run(ctx);
-      ctx.fingerprint.settle(ctx.deadline, &ctx.waiting_on);  // if nothing waited for it
+      ctx.op.fingerprint.settle(ctx.op.deadline, &ctx.op.waiting_on);  // if nothing waited
       complete(ctx, task);
     } catch (...) {
       std::exception_ptr error = std::current_exception();
       // The transport may have failed on the data of a mismatched op before the check.
-      if (auto mismatch = ctx.fingerprint.abandon()) error = mismatch;
+      if (auto mismatch = ctx.op.fingerprint.abandon()) error = mismatch;
       if (task.gate) task.gate->open(false);
-      task.work->fail(failures.op_failed(ctx, error));
+      task.work->fail(failures.op_failed(ctx.op, error));
     }
   }
 
-  void begin_op(ChannelContext& ctx, const Task& task) {
-    ctx.op_name = task.op_name;
-    ctx.seq = task.seq;
-    ctx.deadline = core::Deadline::after(options.timeout);
-    ctx.waiting_on = -1;
-    ctx.bytes_done = 0;
-    ctx.next_step = 0;
-    ctx.op_fingerprint = task.fingerprint;
-    ctx.deferred = nullptr;
-    ctx.space = nullptr;  // a device op's body sets it
-  }
-
-  void post_fingerprint(ChannelContext& ctx, const Task& task) {
+  void post_fingerprint(const ChannelContext& ctx, const Task& task) {
     auto gate = task.gate;
     if (size == 1) {
       if (gate) gate->open(true);
       return;
     }
-    ctx.fingerprint.post(ctx.peer(ctx.left()), ctx.peer(ctx.right()), task.fingerprint, rank,
-                         ctx.left(), ctx.right(), [gate] {
-                           if (gate) gate->open(true);
-                         });
+    ctx.op.fingerprint.post(ctx.peer(ctx.left()), ctx.peer(ctx.right()), task.fingerprint, rank,
+                            ctx.left(), ctx.right(), [gate] {
+                              if (gate) gate->open(true);
+                            });
   }
 
   // Completes this channel's part, or, for an op that completes asynchronously (send/recv),
   // arranges for its transport request to complete it.
-  void complete(ChannelContext& ctx, Task& task) {
-    if (!ctx.deferred) {
+  void complete(const ChannelContext& ctx, Task& task) {
+    if (!ctx.op.deferred) {
       task.work->part_done();
       return;
     }
     auto work = task.work;
-    auto check = std::move(ctx.deferred_check);
-    ctx.deferred->then([work, check] {
+    auto check = std::move(ctx.op.deferred_check);
+    ctx.op.deferred->then([work, check] {
       if (auto error = check()) {
         work->fail(error);
       } else {
         work->part_done();
       }
     });
-    ctx.deferred = nullptr;
+    ctx.op.deferred = nullptr;
   }
 
   // Queues `run` on channel `channel` (or on every channel when channel < 0, with a shared
   // gate, as run_split(ctx, c)); a small collective may run on the calling thread instead.
-  WorkPtr submit(const char* op_name, bool collective, Fingerprint fp, int channel,
+  WorkPtr submit(OpKind kind, bool collective, Fingerprint fp, int channel,
                  std::function<void(ChannelContext&)> run_one,
                  std::function<void(ChannelContext&, int)> run_split = {},
                  bool self_checked = false, BufferSpace* space = nullptr) {
@@ -201,14 +191,14 @@ struct Communicator::Impl {
       fp.seq = collective ? next_seq++ : next_p2p++;
     }
     const int parts = channel < 0 ? scheduler.channels() : 1;
-    auto work = std::make_shared<Work>(rank, op_name, fp.seq, parts);
+    auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, parts);
     if (auto f = failures.current()) {
       work->fail(f);
       return work;
     }
     auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
     if (space != nullptr) run_one = on_space(space, std::move(run_one));
-    Task task{std::move(run_one), work, op_name, fp.seq, collective, self_checked, fp, gate};
+    Task task{std::move(run_one), work, kind, fp.seq, collective, self_checked, fp, gate};
     // Device ops never run on the caller's thread: it would wait for the device.
     if (parts == 1 && collective && space == nullptr && fits_inline(fp) &&
         scheduler.run_inline(channel, task)) {
@@ -234,7 +224,7 @@ struct Communicator::Impl {
     std::function<void()> after_caller = space->order_after_caller();
     return [space, after_caller = std::move(after_caller),
             body = std::move(body)](ChannelContext& ctx) {
-      ctx.space = space;
+      ctx.op.space = space;
       after_caller();
       body(ctx);
       space->fence();
@@ -251,16 +241,16 @@ struct Communicator::Impl {
   // collectives identically on both sides) but not waited there: the Work completes when the
   // transport request does, so a recv posted before a send cannot block the send.
   // `then` (device buffers) runs once the request succeeded, before the Work completes.
-  WorkPtr submit_p2p(const char* op_name, int peer, std::size_t bytes,
+  WorkPtr submit_p2p(OpKind kind, int peer, std::size_t bytes,
                      std::function<transport::RequestPtr(transport::Connection&)> post,
                      BufferSpace* space = nullptr, std::function<void()> then = {}) {
     return submit(
-        op_name, false, {}, 0,
-        [this, op_name, peer, bytes, post, then](ChannelContext& ctx) {
+        kind, false, {}, 0,
+        [this, kind, peer, bytes, post, then](ChannelContext& ctx) {
           transport::RequestPtr request = post(ctx.peer(peer));
-          ctx.deferred = request;
-          ctx.deferred_check = [this, request, peer, bytes, op_name, seq = ctx.seq, then] {
-            auto error = p2p_error(request, op_name, seq, peer, bytes);
+          ctx.op.deferred = request;
+          ctx.op.deferred_check = [this, request, peer, bytes, kind, seq = ctx.op.seq, then] {
+            auto error = p2p_error(request, kind, seq, peer, bytes);
             if (!error && then) then();
             return error;
           };
@@ -269,8 +259,8 @@ struct Communicator::Impl {
   }
 
   // The error of a finished send/recv (it fails the communicator), or null.
-  std::exception_ptr p2p_error(const transport::RequestPtr& request, const char* op_name,
-                               std::uint64_t seq, int peer, std::size_t bytes) {
+  std::exception_ptr p2p_error(const transport::RequestPtr& request, OpKind kind, std::uint64_t seq,
+                               int peer, std::size_t bytes) {
     std::string problem;
     if (request->failed()) {
       try {
@@ -278,13 +268,13 @@ struct Communicator::Impl {
       } catch (const std::exception& e) {
         problem = e.what();
       }
-    } else if (std::string(op_name) == "recv" && request->bytes() != bytes) {
+    } else if (kind == OpKind::recv && request->bytes() != bytes) {
       problem = core::str("expected ", bytes, " bytes, got a message of ", request->bytes());
     }
     if (problem.empty()) return nullptr;
     const std::string message =
-        core::str("rank ", rank, ": ", op_name, " seq ", seq, " with rank ", peer, " failed after ",
-                  request->bytes(), " bytes: ", problem);
+        core::str("rank ", rank, ": ", op_kind_name(kind), " seq ", seq, " with rank ", peer,
+                  " failed after ", request->bytes(), " bytes: ", problem);
     return failures.fail(message, message);
   }
 
@@ -335,46 +325,55 @@ std::string Communicator::transports() const {
 }
 
 Algorithm Communicator::all_reduce_algorithm(std::size_t bytes, const BufferSpace* space) const {
-  if (space != nullptr) {
-    // Device buffers: the device windows over IPC (one host), the hierarchical all-reduce
-    // (several hosts), or the ring, staged through the host.
-    const AlgoRequest algo = impl_->options.algo;
-    if (impl_->size > 1 && !space->windows().empty() && algo != AlgoRequest::ring &&
-        algo != AlgoRequest::hierarchical) {
-      return Algorithm::window;
-    }
-    const bool hierarchical = algo == AlgoRequest::automatic || algo == AlgoRequest::hierarchical;
-    return impl_->access.hosts && hierarchical ? Algorithm::hierarchical : Algorithm::ring;
-  }
-  return choose_all_reduce(impl_->options.algo, impl_->options.thresholds, impl_->access,
-                           impl_->size, bytes);
+  PeerAccess access = impl_->access;
+  access.device_windows = space != nullptr && !space->windows().empty();
+  return choose_all_reduce(impl_->options.algo, impl_->options.thresholds, access, impl_->size,
+                           bytes, space != nullptr ? Buffers::device : Buffers::host);
 }
 
 namespace {
 
 // avg is a sum divided once at the end, by the host's kernel or the device's.
-void divide_for_avg(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op) {
+void divide_for_avg(const ChannelContext& ctx, char* data, std::size_t count, DType dtype,
+                    ReduceOp op) {
   if (op != ReduceOp::avg) return;
-  if (ctx.space != nullptr) {
-    ctx.space->divide_by(data, count, dtype, ctx.size);
+  if (ctx.space() != nullptr) {
+    ctx.space()->divide_by(data, count, dtype, ctx.size);
   } else {
     divide_by(data, count, dtype, ctx.size);
   }
 }
 
-// One channel's all-reduce of data[0, count) by `algorithm`; `send` is the input (== data in
-// place); `rings` are the hierarchical algorithm's.
-void run_all_reduce(ChannelContext& ctx, Algorithm algorithm, const HostRings* rings,
-                    const char* send, char* data, std::size_t count, DType dtype, ReduceOp op) {
-  switch (algorithm) {
-    case Algorithm::recursive_doubling:
-      rd_all_reduce(ctx, data, count, dtype, op, send != data ? send : nullptr);
+// What an all-reduce runs on besides its buffers: the shared windows (the host's, or a device
+// space's) and the hierarchical all-reduce's rings.
+struct AllReducePlan {
+  Algorithm algorithm;
+  const Windows* host_windows;
+  const HostRings* rings;
+};
+
+// One channel's all-reduce of data[0, count) (input == data in place). A single rank only
+// copies; every algorithm runs with two ranks or more.
+void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const char* input,
+                    char* data, std::size_t count, DType dtype, ReduceOp op) {
+  if (ctx.size == 1) {
+    copy_within(ctx, data, input, count * core::dtype_size(dtype));
+    return;
+  }
+  switch (plan.algorithm) {
+    case Algorithm::recursive_doubling: rd_all_reduce(ctx, input, data, count, dtype, op); break;
+    case Algorithm::direct: direct_all_reduce(ctx, input, data, count, dtype, op); break;
+    case Algorithm::ring: ring_all_reduce(ctx, input, data, count, dtype, op); break;
+    case Algorithm::window: {
+      BufferSpace* space = ctx.space();
+      const Windows device_windows =
+          space != nullptr ? Windows{space->windows(), space->window_bytes()} : Windows{};
+      const Windows& windows = space != nullptr ? device_windows : *plan.host_windows;
+      window_all_reduce(ctx, windows, input, data, count, dtype, op);
       break;
-    case Algorithm::window: window_all_reduce(ctx, data, count, dtype, op, send); break;
-    case Algorithm::direct: direct_all_reduce(ctx, data, count, dtype, op, send); break;
-    case Algorithm::ring: ring_all_reduce(ctx, data, count, dtype, op, send); break;
+    }
     case Algorithm::hierarchical:
-      hierarchical_all_reduce(ctx, *rings, data, count, dtype, op, send);
+      hierarchical_all_reduce(ctx, *plan.rings, input, data, count, dtype, op);
       break;
   }
   divide_for_avg(ctx, data, count, dtype, op);
@@ -391,39 +390,28 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   Fingerprint fp{OpKind::all_reduce, dtype, op, 0, -1, count, 0};
   const auto* in = static_cast<const char*>(send);
   auto* out = static_cast<char*>(recv);
-  const Algorithm algorithm = all_reduce_algorithm(count * es, space);
-  const HostRings* rings = &impl_->host_rings;
+  const AllReducePlan plan{all_reduce_algorithm(count * es, space), &impl_->host_windows,
+                           &impl_->host_rings};
   if (core::log_enabled(core::LogLevel::debug)) {
     core::log(core::LogLevel::debug, "rank ", impl_->rank, ": all_reduce of ", count * es,
               " bytes (", core::dtype_name(dtype), ", ", reduce_op_name(op), ") runs ",
-              algorithm_name(algorithm), " over ", transports(),
+              algorithm_name(plan.algorithm), " over ", transports(),
               space != nullptr ? " on device buffers" : "");
   }
-  if (space != nullptr) {
-    return impl_->submit(
-        "all_reduce", true, fp, 0,
-        [=](ChannelContext& ctx) {
-          run_all_reduce(ctx, algorithm, rings, in, out, count, dtype, op);
-        },
-        {}, algorithm == Algorithm::window, space);
-  }
-  const int channels = impl_->scheduler.channels();
   // The rings check the fingerprint through channel 0's exchange with the neighbours; the
-  // others carry it in their own messages. Only the rings split over channels.
-  const bool rings_only = algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical;
-  if (!rings_only || channels == 1) {
+  // others carry it in their own messages. Only host rings split over channels.
+  const bool rings = plan.algorithm == Algorithm::ring || plan.algorithm == Algorithm::hierarchical;
+  const int channels = impl_->scheduler.channels();
+  if (!rings || channels == 1 || space != nullptr) {
     return impl_->submit(
-        "all_reduce", true, fp, 0,
-        [=](ChannelContext& ctx) {
-          run_all_reduce(ctx, algorithm, rings, in, out, count, dtype, op);
-        },
-        {}, !rings_only);
+        OpKind::all_reduce, true, fp, 0,
+        [=](ChannelContext& ctx) { run_all_reduce(ctx, plan, in, out, count, dtype, op); }, {},
+        !rings, space);
   }
-  return impl_->submit("all_reduce", true, fp, -1, {}, [=](ChannelContext& ctx, int c) {
+  return impl_->submit(OpKind::all_reduce, true, fp, -1, {}, [=](ChannelContext& ctx, int c) {
     const std::size_t begin = split_offset(count, channels, c);
     const std::size_t end = split_offset(count, channels, c + 1);
-    run_all_reduce(ctx, algorithm, rings, in + begin * es, out + begin * es, end - begin, dtype,
-                   op);
+    run_all_reduce(ctx, plan, in + begin * es, out + begin * es, end - begin, dtype, op);
   });
 }
 
@@ -436,7 +424,7 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
   const int n = impl_->size, r = impl_->rank;
   Fingerprint fp{OpKind::reduce_scatter, dtype, op, 0, -1, recv_count, 0};
   return impl_->submit(
-      "reduce_scatter", true, fp, 0,
+      OpKind::reduce_scatter, true, fp, 0,
       [=](ChannelContext& ctx) {
         // A working copy of the input (host memory, or the device space's scratch).
         const std::size_t bytes = recv_count * n * es;
@@ -461,7 +449,7 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
   const int r = impl_->rank;
   Fingerprint fp{OpKind::all_gather, dtype, ReduceOp::sum, 0, -1, send_count, 0};
   return impl_->submit(
-      "all_gather", true, fp, 0,
+      OpKind::all_gather, true, fp, 0,
       [=](ChannelContext& ctx) {
         char* mine = static_cast<char*>(recv) + r * send_count * es;
         copy_within(ctx, mine, send, send_count * es);
@@ -477,7 +465,7 @@ WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int 
   impl_->check_buffer(data, count, "buffer", "broadcast");
   Fingerprint fp{OpKind::broadcast, dtype, ReduceOp::sum, 0, root, count, 0};
   return impl_->submit(
-      "broadcast", true, fp, 0,
+      OpKind::broadcast, true, fp, 0,
       [=](ChannelContext& ctx) {
         chain_broadcast(ctx, static_cast<char*>(data), count, dtype, root);
       },
@@ -494,7 +482,7 @@ WorkPtr Communicator::reduce(const void* send, void* recv, std::size_t count, DT
   const bool is_root = impl_->rank == root;
   Fingerprint fp{OpKind::reduce, dtype, op, 0, root, count, 0};
   return impl_->submit(
-      "reduce", true, fp, 0,
+      OpKind::reduce, true, fp, 0,
       [=](ChannelContext& ctx) {
         // The root reduces into recv; the others into a working copy of their input.
         std::vector<char> host;
@@ -511,7 +499,7 @@ WorkPtr Communicator::reduce(const void* send, void* recv, std::size_t count, DT
 
 WorkPtr Communicator::barrier() {
   Fingerprint fp{OpKind::barrier, DType::u8, ReduceOp::sum, 0, -1, 0, 0};
-  return impl_->submit("barrier", true, fp, 0,
+  return impl_->submit(OpKind::barrier, true, fp, 0,
                        [](ChannelContext& ctx) { dissemination_barrier(ctx); });
 }
 
@@ -523,14 +511,14 @@ WorkPtr Communicator::send(const void* data, std::size_t count, DType dtype, int
   impl_->check_buffer(data, count, "buffer", "send");
   const std::size_t bytes = count * core::dtype_size(dtype);
   if (space == nullptr) {
-    return impl_->submit_p2p("send", peer, bytes,
+    return impl_->submit_p2p(OpKind::send, peer, bytes,
                              [=](transport::Connection& c) { return c.send(data, bytes); });
   }
   // Device buffer: copied out into pinned memory of its own (after the caller's stream), sent
   // from there; the memory lives until the send is done.
   auto pinned = space->host_buffer(bytes);
   return impl_->submit_p2p(
-      "send", peer, bytes,
+      OpKind::send, peer, bytes,
       [=](transport::Connection& c) {
         space->copy(pinned.get(), data, bytes);
         space->fence();
@@ -548,14 +536,15 @@ WorkPtr Communicator::recv(void* data, std::size_t count, DType dtype, int peer,
   impl_->check_buffer(data, count, "buffer", "recv");
   const std::size_t bytes = count * core::dtype_size(dtype);
   if (space == nullptr) {
-    return impl_->submit_p2p("recv", peer, bytes,
+    return impl_->submit_p2p(OpKind::recv, peer, bytes,
                              [=](transport::Connection& c) { return c.recv(data, bytes); });
   }
   // Device buffer: received into pinned memory, copied into place once complete.
   auto pinned = space->host_buffer(bytes);
   return impl_->submit_p2p(
-      "recv", peer, bytes, [=](transport::Connection& c) { return c.recv(pinned.get(), bytes); },
-      space, [=] { space->copy_now(data, pinned.get(), bytes); });
+      OpKind::recv, peer, bytes,
+      [=](transport::Connection& c) { return c.recv(pinned.get(), bytes); }, space,
+      [=] { space->copy_now(data, pinned.get(), bytes); });
 }
 
 void Communicator::abort(const std::string& reason) {

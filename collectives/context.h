@@ -1,6 +1,14 @@
-// ChannelContext: the view of one channel an algorithm runs one collective's part on: the
-// channel's mesh and ring neighbours, the op's deadline and fingerprint, scratch memory,
-// tracing, and bookkeeping for error messages (the peer being waited on, bytes moved).
+// ChannelContext: the view an algorithm runs one channel's part of a collective on. It joins
+// three things with three lifetimes, none of which it owns:
+// - ChannelConfig: the channel, fixed when the communicator connects (its mesh, index, tracer,
+//   slice size);
+// - OpState: the current op, reset as each op begins (its kind, seq, deadline, fingerprint,
+//   buffers' space, and the bookkeeping its error message names: the peer waited on, bytes);
+// - AlgorithmStates: what each algorithm keeps across ops (window rounds, the hierarchical
+//   all-reduce's second thread, scratch memory), one object per type, each type declared in its
+//   algorithm's own file;
+// with the ring the algorithm runs over: rank and size are positions in `members` (global
+// ranks). sub_ring() makes a new view over a subset of the ranks; the caller's is untouched.
 // Algorithms throw; the communicator wraps the error with this context.
 #pragma once
 
@@ -12,6 +20,8 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <numeric>
+#include <typeinfo>
 #include <vector>
 
 #include "collectives/buffer_space.h"
@@ -24,145 +34,199 @@
 
 namespace ringlet::collectives {
 
-struct ChannelContext {
+// The channel: one mesh (a connection to every peer) and how its ops are traced and sliced.
+struct ChannelConfig {
   transport::Mesh* mesh = nullptr;
-  // The ring an algorithm runs over: rank and size are positions in `members` (global ranks),
-  // or in the whole communicator while `members` is empty. A hierarchical algorithm runs rings
-  // over subsets of the ranks inside a SubRing (below); peer(), wait() and trace() take
-  // positions and name global ranks.
-  int rank = 0;
-  int size = 1;
-  std::vector<int> members;
-  int channel = 0;
+  int channel = 0;  // its index, the trace's row
   Tracer* tracer = nullptr;
   std::size_t slice_bytes = 0;  // 0: each connection's preferred size (ring), 512 KiB (others)
-  std::vector<char> scratch;    // reused across ops
-  // The hierarchical all-reduce's pipelining unit (0: one piece), and the context of the thread
-  // that runs its host ring beside the cross-host ring (made at the first such op, its scratch
-  // kept across ops).
-  std::size_t piece_bytes = 0;
-  std::unique_ptr<ChannelContext> host_ring;
-  // Shared windows (window all-reduce): windows[p] is rank p's window as mapped here (this
-  // rank's own at [rank]); empty when the ranks have none. window_rounds counts the rounds run
-  // over them, across ops: round k stages into half k % 2.
-  std::vector<std::byte*> windows;
-  std::size_t window_bytes = 0;
-  std::uint64_t window_rounds = 0;
-  // per op
-  const char* op_name = "";
+};
+
+// The op the channel runs now. begin() resets it; the fingerprint exchange outlives a failed op
+// (a receive of it may still be pending), so it is reused, never replaced.
+struct OpState {
+  OpKind kind = OpKind::all_reduce;
   BufferSpace* space = nullptr;  // device buffers: how to reach them; null for host buffers
   std::uint64_t seq = 0;
   core::Deadline deadline = core::Deadline::never();
-  int waiting_on = -1;           // the peer of the last wait (for error messages)
+  int waiting_on = -1;           // the global rank of the last wait (for error messages)
   std::uint64_t bytes_done = 0;  // payload bytes sent + received in this op
-  // Set by an op that completes asynchronously (send/recv): the Work finishes when this
-  // request does; deferred_check returns its error, if any.
+  // Ring passes number their trace steps from here, so the passes of one op (a hierarchical
+  // all-reduce runs three) keep distinct step numbers.
+  int next_step = 0;
+  // The op's fingerprint: its own exchange with the ring neighbours (ring-style algorithms,
+  // settled at the first wait), and the value itself, for algorithms that carry it in their own
+  // messages (recursive doubling, the first exchange round).
+  FingerprintExchange fingerprint;
+  Fingerprint op_fingerprint;
+  // Set by an op that completes asynchronously (send/recv): the Work finishes when this request
+  // does; deferred_check returns its error, if any.
   transport::RequestPtr deferred;
   std::function<std::exception_ptr()> deferred_check;
 
-  int global_rank(int r) const { return members.empty() ? r : members[r]; }
-  transport::Connection& peer(int r) { return mesh->peer(global_rank(r)); }
+  void begin(OpKind op_kind, const Fingerprint& fp, core::Deadline op_deadline) {
+    kind = op_kind;
+    space = nullptr;  // a device op's body sets it
+    seq = fp.seq;
+    deadline = op_deadline;
+    waiting_on = -1;
+    bytes_done = 0;
+    next_step = 0;
+    op_fingerprint = fp;
+    deferred = nullptr;
+    deferred_check = nullptr;
+  }
+  const char* name() const { return op_kind_name(kind); }
+};
+
+// Each algorithm's state kept across ops: one object per type, made on first use. The types are
+// declared where they are used (window.cpp's rounds, hierarchical.cpp's host ring), so no
+// algorithm's fields show here.
+class AlgorithmStates {
+ public:
+  template <class T>
+  T& get() {
+    for (const auto& held : held_) {
+      if (held->type() == typeid(T)) return static_cast<Held<T>&>(*held).value;
+    }
+    held_.push_back(std::make_unique<Held<T>>());
+    return static_cast<Held<T>&>(*held_.back()).value;
+  }
+
+ private:
+  struct Base {
+    virtual ~Base() = default;
+    virtual const std::type_info& type() const = 0;
+  };
+  template <class T>
+  struct Held final : Base {
+    T value{};
+    const std::type_info& type() const override { return typeid(T); }
+  };
+  std::vector<std::unique_ptr<Base>> held_;
+};
+
+// Memory an algorithm borrows for the length of a call (received slices, staged messages).
+struct Scratch {
+  std::vector<char> bytes;
+};
+
+class ChannelContext {
+ public:
+  // The whole communicator's ring.
+  ChannelContext(ChannelConfig& channel_config, OpState& op_state, AlgorithmStates& algo_states,
+                 int rank_in_ring, int ring_size)
+      : ChannelContext(channel_config, op_state, algo_states, rank_in_ring, all(ring_size), "RS",
+                       "AG") {}
+
+  // A view over the ranks `ranks` (global ranks in ring order, this rank among them): rank and
+  // size become positions there, and ring passes label their trace steps with the two phases.
+  ChannelContext sub_ring(const std::vector<int>& ranks, const char* reduce = "RS",
+                          const char* gather = "AG") const {
+    const int me = global_rank(rank);
+    const auto position = std::find(ranks.begin(), ranks.end(), me);
+    RINGLET_CHECK(position != ranks.end(), Error, "rank ", me, " is not in its own sub-ring");
+    return ChannelContext(channel, op, states, static_cast<int>(position - ranks.begin()), ranks,
+                          reduce, gather);
+  }
+  // The same ring on other channel state and op state (a second thread of one op).
+  ChannelContext moved_to(ChannelConfig& other_channel, OpState& other_op,
+                          AlgorithmStates& other_states) const {
+    return ChannelContext(other_channel, other_op, other_states, rank, members, reduce_phase,
+                          gather_phase);
+  }
+
+  ChannelConfig& channel;
+  OpState& op;
+  AlgorithmStates& states;
+  const int rank;
+  const int size;
+  const std::vector<int> members;  // global ranks; members[rank] is this rank
+  const char* const reduce_phase;
+  const char* const gather_phase;
+
+  int global_rank(int r) const { return members[r]; }
+  transport::Connection& peer(int r) const { return channel.mesh->peer(global_rank(r)); }
+  int right() const { return (rank + 1) % size; }
+  int left() const { return (rank + size - 1) % size; }
+  BufferSpace* space() const { return op.space; }
+
   // The slice size on the link to `c`: both of its ends pick the same, as it is one transport.
   std::size_t slice_for(const transport::Connection& c) const {
-    return slice_bytes != 0 ? slice_bytes : c.preferred_slice_bytes();
+    return channel.slice_bytes != 0 ? channel.slice_bytes : c.preferred_slice_bytes();
   }
   // One slice size for algorithms that forward slices across links (chains) or keep them in
   // cache (direct).
   std::size_t uniform_slice() const {
-    return slice_bytes != 0 ? slice_bytes : transport::kDefaultSliceBytes;
+    return channel.slice_bytes != 0 ? channel.slice_bytes : transport::kDefaultSliceBytes;
   }
-  int right() const { return (rank + 1) % size; }
-  int left() const { return (rank + size - 1) % size; }
-
-  // The current collective's fingerprint: its own exchange with the neighbours (ring-style
-  // algorithms, settled at the first wait), and the value itself, for algorithms that carry it
-  // in their own messages (recursive doubling, the first exchange round).
-  FingerprintExchange fingerprint;
-  Fingerprint op_fingerprint;
-  // Rings over subsets of the ranks (hierarchical) check the fingerprint with their own
-  // neighbours too; kept here so that a pending exchange's buffers outlive a failed op.
-  FingerprintExchange sub_ring_fingerprints[2];
-  // Ring passes number their trace steps from here (reset per op), so the passes of one op
-  // (a hierarchical all-reduce runs three) keep distinct step numbers; and label them with
-  // these phases.
-  int next_step = 0;
-  const char* reduce_phase = "RS";
-  const char* gather_phase = "AG";
 
   // Throws CollectiveError naming both fingerprints when `peer`'s message shows another
   // collective (see check_message).
   void check_message(const char* message, std::size_t bytes, std::size_t expected_bytes,
-                     bool starts_with_fingerprint, int peer) const {
+                     bool starts_with_fingerprint, int peer_rank) const {
     collectives::check_message(message, bytes, expected_bytes, starts_with_fingerprint,
-                               global_rank(rank), op_fingerprint, global_rank(peer));
+                               global_rank(rank), op.op_fingerprint, global_rank(peer_rank));
   }
-  core::CollectiveError mismatch_error(int peer) const {
-    return collectives::mismatch_error(global_rank(rank), op_fingerprint, global_rank(peer),
+  core::CollectiveError mismatch_error(int peer_rank) const {
+    return collectives::mismatch_error(global_rank(rank), op.op_fingerprint, global_rank(peer_rank),
                                        nullptr);
   }
 
-  void wait(const transport::RequestPtr& request, int peer_rank) {
-    fingerprint.settle(deadline, &waiting_on);
-    waiting_on = global_rank(peer_rank);
-    request->wait(deadline);
-    bytes_done += request->bytes();
+  // Waits for a request to `peer_rank` (a position) within the op's deadline, after the op's
+  // fingerprint exchange.
+  void wait(const transport::RequestPtr& request, int peer_rank) const {
+    op.fingerprint.settle(op.deadline, &op.waiting_on);
+    op.waiting_on = global_rank(peer_rank);
+    request->wait(op.deadline);
+    op.bytes_done += request->bytes();
   }
+  // Notes that the op now waits on `peer_rank` (a position) by other means (a peer's memory).
+  void waiting_for(int peer_rank) const { op.waiting_on = global_rank(peer_rank); }
 
-  char* scratch_bytes(std::size_t bytes) {
+  char* scratch_bytes(std::size_t bytes) const {
+    std::vector<char>& scratch = states.get<Scratch>().bytes;
     if (scratch.size() < bytes) scratch.resize(bytes);
     return scratch.data();
   }
 
   void trace(int step, const char* phase, int chunk, int peer_rank, std::uint64_t bytes,
-             std::chrono::steady_clock::time_point start) {
-    if (tracer == nullptr || !tracer->enabled()) return;
-    tracer->record(TraceEvent{op_name, seq, step, phase, chunk, global_rank(peer_rank), channel,
-                              bytes, start, std::chrono::steady_clock::now()});
+             std::chrono::steady_clock::time_point start) const {
+    if (channel.tracer == nullptr || !channel.tracer->enabled()) return;
+    channel.tracer->record(TraceEvent{op.name(), op.seq, step, phase, chunk, global_rank(peer_rank),
+                                      channel.channel, bytes, start,
+                                      std::chrono::steady_clock::now()});
   }
-};
-
-// Runs the algorithms called in its scope over a subset of the ranks: `ranks` (global ranks in
-// ring order, this rank among them) become positions 0..size-1, and ring passes label their
-// trace steps `reduce_phase` / `gather_phase`. Restores the whole ring on exit.
-class SubRing {
- public:
-  SubRing(ChannelContext& ctx, const std::vector<int>& ranks, const char* reduce_phase = "RS",
-          const char* gather_phase = "AG")
-      : ctx_(ctx), rank_(ctx.rank), size_(ctx.size), members_(ctx.members) {
-    const int me = ctx.global_rank(ctx.rank);
-    const auto position = std::find(ranks.begin(), ranks.end(), me);
-    RINGLET_CHECK(position != ranks.end(), Error, "rank ", me, " is not in its own sub-ring");
-    ctx.members = ranks;
-    ctx.size = static_cast<int>(ranks.size());
-    ctx.rank = static_cast<int>(position - ranks.begin());
-    ctx.reduce_phase = reduce_phase;
-    ctx.gather_phase = gather_phase;
-  }
-  ~SubRing() {
-    ctx_.members = std::move(members_);
-    ctx_.rank = rank_;
-    ctx_.size = size_;
-    ctx_.reduce_phase = "RS";
-    ctx_.gather_phase = "AG";
-  }
-  SubRing(const SubRing&) = delete;
-  SubRing& operator=(const SubRing&) = delete;
 
  private:
-  ChannelContext& ctx_;
-  int rank_, size_;
-  std::vector<int> members_;
+  ChannelContext(ChannelConfig& channel_config, OpState& op_state, AlgorithmStates& algo_states,
+                 int rank_in_ring, std::vector<int> ring, const char* reduce, const char* gather)
+      : channel(channel_config),
+        op(op_state),
+        states(algo_states),
+        rank(rank_in_ring),
+        size(static_cast<int>(ring.size())),
+        members(std::move(ring)),
+        reduce_phase(reduce),
+        gather_phase(gather) {}
+
+  static std::vector<int> all(int n) {
+    std::vector<int> ranks(static_cast<std::size_t>(n));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    return ranks;
+  }
 };
 
-// Copies between two buffers of the op (host or device, as ctx.space says); done on return.
-inline void copy_within(ChannelContext& ctx, void* dst, const void* src, std::size_t bytes) {
+// Copies between two buffers of the op (host or device, as the op's space says); done on
+// return.
+inline void copy_within(const ChannelContext& ctx, void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0 || dst == src) return;
-  if (ctx.space == nullptr) {
+  if (ctx.space() == nullptr) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  ctx.space->copy(dst, src, bytes);
-  ctx.space->fence();
+  ctx.space()->copy(dst, src, bytes);
+  ctx.space()->fence();
 }
 
 // Balanced split of `count` elements into `parts`: part i is [offset(i), offset(i + 1)).

@@ -30,17 +30,11 @@ struct Where {
 
 }  // namespace
 
-void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-                       const char* input) {
+void direct_all_reduce(const ChannelContext& ctx, const char* input, char* data, std::size_t count,
+                       DType dtype, ReduceOp op) {
   const int n = ctx.size, r = ctx.rank;
   const std::size_t es = core::dtype_size(dtype);
-  if (input == data) input = nullptr;
-  if (n == 1) {
-    if (input != nullptr && count > 0) std::memcpy(data, input, count * es);
-    return;
-  }
-  const Where mine{ctx.op_fingerprint,
-                   reinterpret_cast<std::uintptr_t>(input != nullptr ? input : data),
+  const Where mine{ctx.op.op_fingerprint, reinterpret_cast<std::uintptr_t>(input),
                    reinterpret_cast<std::uintptr_t>(data)};
   std::vector<Where> where(static_cast<std::size_t>(n));
   exchange(ctx, mine, where, true);
@@ -49,7 +43,7 @@ void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
   const std::size_t begin = split_offset(count, n, r);
   const std::size_t len = split_offset(count, n, r + 1) - begin;
   char* chunk = data + begin * es;
-  if (input != nullptr && len > 0) std::memcpy(chunk, input + begin * es, len * es);
+  if (input != data && len > 0) std::memcpy(chunk, input + begin * es, len * es);
   const std::size_t slice = std::max<std::size_t>(1, ctx.uniform_slice() / es);
   char* scratch = ctx.scratch_bytes(std::min(slice, std::max<std::size_t>(len, 1)) * es);
   std::vector<std::chrono::steady_clock::time_point> started(static_cast<std::size_t>(n));
@@ -58,12 +52,12 @@ void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
     for (int k = 1; k < n; ++k) {
       const int p = (r + k) % n;
       if (off == 0) started[p] = std::chrono::steady_clock::now();
-      ctx.waiting_on = p;
+      ctx.waiting_for(p);
       ctx.peer(p).read_peer(scratch, where[p].input + (begin + off) * es, m * es);
       reduce_into(chunk + off * es, scratch, m, dtype, op);
     }
   }
-  ctx.bytes_done += len * es * static_cast<std::size_t>(n - 1);
+  ctx.op.bytes_done += len * es * static_cast<std::size_t>(n - 1);
   for (int k = 1; k < n; ++k) {
     const int p = (r + k) % n;
     if (len == 0) started[p] = std::chrono::steady_clock::now();
@@ -77,9 +71,9 @@ void direct_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
     const auto start = std::chrono::steady_clock::now();
     const std::size_t b = split_offset(count, n, p);
     const std::size_t bytes = (split_offset(count, n, p + 1) - b) * es;
-    ctx.waiting_on = p;
+    ctx.waiting_for(p);
     if (bytes > 0) ctx.peer(p).read_peer(data + b * es, where[p].output + b * es, bytes);
-    ctx.bytes_done += bytes;
+    ctx.op.bytes_done += bytes;
     ctx.trace(n - 2 + k, "AG", p, p, bytes, start);
   }
   notify_all(ctx, 3);

@@ -3,7 +3,7 @@
 
 namespace ringlet::collectives {
 
-void notify_all(ChannelContext& ctx, std::uint64_t token) {
+void notify_all(const ChannelContext& ctx, std::uint64_t token) {
   std::vector<std::uint64_t> theirs(static_cast<std::size_t>(ctx.size));
   exchange(ctx, token, theirs, false);
   for (int p = 0; p < ctx.size; ++p) {

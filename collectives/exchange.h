@@ -19,7 +19,7 @@ namespace ringlet::collectives {
 // fingerprint (T's first member; `first_round`), and only its receives have room for a longer
 // message. Later rounds follow fingerprints already checked.
 template <class T>
-void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs, bool first_round) {
+void exchange(const ChannelContext& ctx, const T& mine, std::vector<T>& theirs, bool first_round) {
   const int n = ctx.size, r = ctx.rank;
   const std::size_t room = sizeof(T) + (first_round ? kMismatchRoom : 0);
   const std::unique_ptr<char[]> inbox(new char[room * static_cast<std::size_t>(n)]);
@@ -46,6 +46,6 @@ void exchange(ChannelContext& ctx, const T& mine, std::vector<T>& theirs, bool f
 
 // A round whose message is an 8-byte token naming it; a peer that sends another token is in
 // another collective (or another round of it).
-void notify_all(ChannelContext& ctx, std::uint64_t token);
+void notify_all(const ChannelContext& ctx, std::uint64_t token);
 
 }  // namespace ringlet::collectives

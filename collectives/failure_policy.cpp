@@ -39,7 +39,7 @@ std::exception_ptr FailurePolicy::fail(const std::string& message,
   return current();
 }
 
-std::exception_ptr FailurePolicy::op_failed(const ChannelContext& ctx, std::exception_ptr error) {
+std::exception_ptr FailurePolicy::op_failed(const OpState& op, std::exception_ptr error) {
   std::string cause;
   bool timed_out = false, peer_failed = false;
   try {
@@ -54,9 +54,9 @@ std::exception_ptr FailurePolicy::op_failed(const ChannelContext& ctx, std::exce
     cause = e.what();
   }
   const std::string local = core::str(
-      "rank ", rank_, ": ", ctx.op_name, " seq ", ctx.seq, " failed",
-      ctx.waiting_on >= 0 ? core::str(" waiting for rank ", ctx.waiting_on) : std::string(),
-      " after ", ctx.bytes_done, " bytes", timed_out ? " (deadline passed)" : "", ": ", cause);
+      "rank ", rank_, ": ", op.name(), " seq ", op.seq, " failed",
+      op.waiting_on >= 0 ? core::str(" waiting for rank ", op.waiting_on) : std::string(),
+      " after ", op.bytes_done, " bytes", timed_out ? " (deadline passed)" : "", ": ", cause);
   const std::string root = publish_root_cause(local, peer_failed);
   const std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
   return fail(message, core::str("rank ", rank_, " aborted: ", local));

@@ -26,9 +26,9 @@ class FailurePolicy {
   // Records `message` as the communicator's failure unless one is recorded already (then
   // connections are aborted with `abort_reason`); returns the communicator's failure.
   std::exception_ptr fail(const std::string& message, const std::string& abort_reason);
-  // Turns an algorithm's exception on `ctx` into the op's error: names the rank, op, seq, peer
+  // Turns an algorithm's exception during `op` into the op's error: names the rank, op, seq, peer
   // waited on and bytes done, adds the published root cause, and fails the communicator.
-  std::exception_ptr op_failed(const ChannelContext& ctx, std::exception_ptr error);
+  std::exception_ptr op_failed(const OpState& op, std::exception_ptr error);
 
  private:
   std::string publish_root_cause(const std::string& local, bool peer_failed);

@@ -16,7 +16,7 @@
 // "local RS", "cross RS", "cross AG", "local AG".
 //
 // Pipelining: run one after the other, steps 1 and 3 leave the link between hosts idle (on 2
-// simulated hosts, 45 of 315 ms at 64 MiB). So a host buffer larger than ctx.piece_bytes is cut
+// simulated hosts, 45 of 315 ms at 64 MiB). So a host buffer larger than rings.piece_bytes is cut
 // into pieces, and a second thread runs the host ring beside the cross-host ring: while piece k
 // crosses between hosts, the host ring reduce-scatters piece k + 1 and gathers piece k - 1.
 // Only the first reduce-scatter and the last gather are not hidden. The two rings use different
@@ -35,83 +35,95 @@
 namespace ringlet::collectives {
 namespace {
 
-// Posts the op's fingerprint to `ranks`' ring neighbours (the whole ring's exchange checks only
-// the global ones), before any of the op's data goes to them: every rank posts the whole ring's,
+// What the hierarchical all-reduce keeps across ops on a channel: the fingerprint exchanges of
+// its two rings (kept so that a pending one's buffers outlive a failed op), and the state of
+// the second thread that runs the host ring of a pipelined op (its own trace row, op
+// bookkeeping and scratch; made at the first such op, kept across ops).
+struct HierarchicalState {
+  FingerprintExchange sub_ring_fingerprints[2];
+  ChannelConfig host_channel;
+  OpState host_op;
+  AlgorithmStates host_states;
+};
+
+// Posts the op's fingerprint to `ring`'s neighbours (the whole ring's exchange checks only the
+// global ones), before any of the op's data goes to them: every rank posts the whole ring's,
 // the local ring's, then the cross ring's, so each connection carries them in the order its
 // receiver expects.
-void post_sub_ring_fingerprint(ChannelContext& ctx, const std::vector<int>& ranks,
-                               FingerprintExchange& exchange) {
-  SubRing ring(ctx, ranks);
-  if (ctx.size == 1) return;
-  exchange.post(ctx.peer(ctx.left()), ctx.peer(ctx.right()), ctx.op_fingerprint,
-                ctx.global_rank(ctx.rank), ctx.global_rank(ctx.left()),
-                ctx.global_rank(ctx.right()), {});
+void post_sub_ring_fingerprint(const ChannelContext& ring, FingerprintExchange& exchange) {
+  if (ring.size == 1) return;
+  exchange.post(ring.peer(ring.left()), ring.peer(ring.right()), ring.op.op_fingerprint,
+                ring.global_rank(ring.rank), ring.global_rank(ring.left()),
+                ring.global_rank(ring.right()), {});
 }
 
 // Checks the op's fingerprint with every neighbour: the whole ring's (posted before the op), the
 // host ring's and the cross ring's; a mismatch throws before any data moves. All of it on this
 // thread, before a pipelined op's second one shares the host's connections.
-void check_fingerprints(ChannelContext& ctx, const HostRings& rings) {
-  post_sub_ring_fingerprint(ctx, rings.local, ctx.sub_ring_fingerprints[0]);
-  post_sub_ring_fingerprint(ctx, rings.cross, ctx.sub_ring_fingerprints[1]);
-  for (FingerprintExchange& exchange : ctx.sub_ring_fingerprints) {
-    exchange.settle(ctx.deadline, &ctx.waiting_on);
-  }
-  ctx.fingerprint.settle(ctx.deadline, &ctx.waiting_on);
+void check_fingerprints(const ChannelContext& ctx, const HostRings& rings) {
+  FingerprintExchange* exchanges = ctx.states.get<HierarchicalState>().sub_ring_fingerprints;
+  post_sub_ring_fingerprint(ctx.sub_ring(rings.local), exchanges[0]);
+  post_sub_ring_fingerprint(ctx.sub_ring(rings.cross), exchanges[1]);
+  for (int k = 0; k < 2; ++k) exchanges[k].settle(ctx.op.deadline, &ctx.op.waiting_on);
+  ctx.op.fingerprint.settle(ctx.op.deadline, &ctx.op.waiting_on);
 }
 
 // A piece of the op's buffer, split into the host's l parts: part i of it crosses between hosts
 // with local rank i.
 struct Piece {
   char* data;
-  const char* input;  // null in place
+  const char* input;  // == data in place
   std::vector<std::size_t> parts;
 };
 
-// The op's pieces, each about ctx.piece_bytes (one piece when that is 0, for device buffers,
+// The op's pieces, each about rings.piece_bytes (one piece when that is 0, for device buffers,
 // and for a buffer smaller than two pieces); at most one per element and kMaxPieces in all, so
 // that a tiny piece size costs messages, not an op that never ends.
 constexpr std::size_t kMaxPieces = 1024;
 
-std::vector<Piece> pieces_of(const ChannelContext& ctx, int local_ranks, char* data,
-                             const char* input, std::size_t count, std::size_t es) {
+std::vector<Piece> pieces_of(const ChannelContext& ctx, const HostRings& rings, const char* input,
+                             char* data, std::size_t count, std::size_t es) {
   std::size_t n = 1;
-  if (ctx.piece_bytes > 0 && ctx.space == nullptr && count > 0) {
-    n = std::clamp<std::size_t>(count * es / ctx.piece_bytes, 1, std::min(count, kMaxPieces));
+  if (rings.piece_bytes > 0 && ctx.space() == nullptr && count > 0) {
+    n = std::clamp<std::size_t>(count * es / rings.piece_bytes, 1, std::min(count, kMaxPieces));
   }
   const std::vector<std::size_t> at = balanced(count, static_cast<int>(n));
+  const int local_ranks = static_cast<int>(rings.local.size());
   std::vector<Piece> pieces;
   for (std::size_t k = 0; k < n; ++k) {
-    pieces.push_back(Piece{data + at[k] * es, input != nullptr ? input + at[k] * es : nullptr,
-                           balanced(at[k + 1] - at[k], local_ranks)});
+    pieces.push_back(
+        Piece{data + at[k] * es, input + at[k] * es, balanced(at[k + 1] - at[k], local_ranks)});
   }
   return pieces;
 }
 
-// The three phases of one piece, each one pass over one ring (the SubRing in scope).
-void reduce_over_host(ChannelContext& ctx, const Piece& p, DType dtype, ReduceOp op) {
-  ring_reduce_scatter(ctx, p.data, p.parts, dtype, op, p.input);
+// The three phases of one piece, each one pass over one ring.
+void reduce_over_host(const ChannelContext& host, const Piece& p, DType dtype, ReduceOp op) {
+  ring_reduce_scatter(host, p.input, p.data, p.parts, dtype, op);
 }
-void reduce_across_hosts(ChannelContext& ctx, const Piece& p, int mine, DType dtype, ReduceOp op) {
-  const std::size_t es = core::dtype_size(dtype);
-  ring_all_reduce(ctx, p.data + p.parts[mine] * es, p.parts[mine + 1] - p.parts[mine], dtype, op);
+void reduce_across_hosts(const ChannelContext& across, const Piece& p, int mine, DType dtype,
+                         ReduceOp op) {
+  char* part = p.data + p.parts[mine] * core::dtype_size(dtype);
+  ring_all_reduce(across, part, part, p.parts[mine + 1] - p.parts[mine], dtype, op);
 }
-void gather_over_host(ChannelContext& ctx, const Piece& p, DType dtype) {
-  ring_all_gather(ctx, p.data, p.parts, dtype);
+void gather_over_host(const ChannelContext& host, const Piece& p, DType dtype) {
+  ring_all_gather(host, p.data, p.parts, dtype);
 }
 
-void run_in_order(ChannelContext& ctx, const HostRings& rings, const Piece& p, int mine,
+// The host's ring and the ring across hosts of this rank, as views with their trace labels.
+ChannelContext host_ring(const ChannelContext& ctx, const HostRings& rings) {
+  return ctx.sub_ring(rings.local, "local RS", "local AG");
+}
+ChannelContext cross_ring(const ChannelContext& ctx, const HostRings& rings) {
+  return ctx.sub_ring(rings.cross, "cross RS", "cross AG");
+}
+
+void run_in_order(const ChannelContext& ctx, const HostRings& rings, const Piece& p, int mine,
                   DType dtype, ReduceOp op) {
-  {
-    SubRing host(ctx, rings.local, "local RS", "local AG");
-    reduce_over_host(ctx, p, dtype, op);
-  }
-  {
-    SubRing across(ctx, rings.cross, "cross RS", "cross AG");
-    reduce_across_hosts(ctx, p, mine, dtype, op);
-  }
-  SubRing host(ctx, rings.local, "local RS", "local AG");
-  gather_over_host(ctx, p, dtype);
+  const ChannelContext host = host_ring(ctx, rings);
+  reduce_over_host(host, p, dtype, op);
+  reduce_across_hosts(cross_ring(ctx, rings), p, mine, dtype, op);
+  gather_over_host(host, p, dtype);
 }
 
 // What the two threads of a pipelined op tell each other: how many pieces the host ring has
@@ -183,33 +195,21 @@ class PieceBoard {
   std::exception_ptr failure_;
 };
 
-// The host ring's thread's context, kept by the channel's: the channel's mesh and trace (on a
-// row of its own), the op's deadline and fingerprint (checked already), fresh bookkeeping.
-ChannelContext& host_ring_context(ChannelContext& ctx) {
-  if (!ctx.host_ring) ctx.host_ring = std::make_unique<ChannelContext>();
-  ChannelContext& host = *ctx.host_ring;
-  host.mesh = ctx.mesh;
-  host.rank = ctx.rank;
-  host.size = ctx.size;
-  host.members = ctx.members;
-  host.channel = kHostRingLane + ctx.channel;
-  host.tracer = ctx.tracer;
-  host.slice_bytes = ctx.slice_bytes;
-  host.op_name = ctx.op_name;
-  host.seq = ctx.seq;
-  host.deadline = ctx.deadline;
-  host.op_fingerprint = ctx.op_fingerprint;
-  host.waiting_on = -1;
-  host.bytes_done = 0;
-  host.next_step = 0;
-  return host;
+// The context of the thread that runs the host ring beside this one: the channel's mesh and
+// tracer (on a row of its own), the op's deadline and fingerprint (checked already), fresh
+// bookkeeping, its own scratch.
+ChannelContext host_ring_thread(const ChannelContext& ctx, const HostRings& rings) {
+  HierarchicalState& state = ctx.states.get<HierarchicalState>();
+  state.host_channel = ctx.channel;
+  state.host_channel.channel = kHostRingLane + ctx.channel.channel;
+  state.host_op.begin(ctx.op.kind, ctx.op.op_fingerprint, ctx.op.deadline);
+  return host_ring(ctx, rings).moved_to(state.host_channel, state.host_op, state.host_states);
 }
 
 // The host ring's order, the same on every rank of a host: reduce-scatter piece 0; then for
 // each later piece k, reduce-scatter k and gather k - 1 once it crossed; gather the last.
-void host_ring_side(ChannelContext& host, const HostRings& rings, const std::vector<Piece>& pieces,
-                    PieceBoard& board, DType dtype, ReduceOp op) {
-  SubRing ring(host, rings.local, "local RS", "local AG");
+void host_ring_side(const ChannelContext& host, const std::vector<Piece>& pieces, PieceBoard& board,
+                    DType dtype, ReduceOp op) {
   for (std::size_t k = 0; k <= pieces.size(); ++k) {
     if (k < pieces.size()) {
       reduce_over_host(host, pieces[k], dtype, op);
@@ -222,45 +222,40 @@ void host_ring_side(ChannelContext& host, const HostRings& rings, const std::vec
   }
 }
 
-void cross_ring_side(ChannelContext& ctx, const HostRings& rings, const std::vector<Piece>& pieces,
-                     int mine, PieceBoard& board, DType dtype, ReduceOp op) {
-  SubRing across(ctx, rings.cross, "cross RS", "cross AG");
+void cross_ring_side(const ChannelContext& across, const std::vector<Piece>& pieces, int mine,
+                     PieceBoard& board, DType dtype, ReduceOp op) {
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     board.await_reduced(k);
-    reduce_across_hosts(ctx, pieces[k], mine, dtype, op);
+    reduce_across_hosts(across, pieces[k], mine, dtype, op);
     board.crossed();
   }
 }
 
 // The cross-host ring on this thread, the host ring on a second one; the op's first failure is
 // rethrown once both ended, with the peer its thread waited on.
-void run_pipelined(ChannelContext& ctx, const HostRings& rings, const std::vector<Piece>& pieces,
-                   int mine, DType dtype, ReduceOp op) {
-  ChannelContext& host = host_ring_context(ctx);
-  PieceBoard board(ctx.deadline);
+void run_pipelined(const ChannelContext& ctx, const HostRings& rings,
+                   const std::vector<Piece>& pieces, int mine, DType dtype, ReduceOp op) {
+  const ChannelContext host = host_ring_thread(ctx, rings);
+  PieceBoard board(ctx.op.deadline);
   bool host_failed_first = false;
   std::thread host_thread([&] {
-    host_failed_first = board.run([&] { host_ring_side(host, rings, pieces, board, dtype, op); });
+    host_failed_first = board.run([&] { host_ring_side(host, pieces, board, dtype, op); });
   });
-  board.run([&] { cross_ring_side(ctx, rings, pieces, mine, board, dtype, op); });
+  board.run([&] { cross_ring_side(cross_ring(ctx, rings), pieces, mine, board, dtype, op); });
   host_thread.join();
-  ctx.bytes_done += host.bytes_done;
-  if (host_failed_first) ctx.waiting_on = host.waiting_on;
+  ctx.op.bytes_done += host.op.bytes_done;
+  if (host_failed_first) ctx.op.waiting_on = host.op.waiting_on;
   if (std::exception_ptr error = board.failure()) std::rethrow_exception(error);
 }
 
 }  // namespace
 
-void hierarchical_all_reduce(ChannelContext& ctx, const HostRings& rings, char* data,
-                             std::size_t count, DType dtype, ReduceOp op, const char* input) {
-  if (input == data) input = nullptr;
+void hierarchical_all_reduce(const ChannelContext& ctx, const HostRings& rings, const char* input,
+                             char* data, std::size_t count, DType dtype, ReduceOp op) {
   check_fingerprints(ctx, rings);
-  const int mine = [&] {  // this rank's place in its host ring: the part it carries across
-    SubRing host(ctx, rings.local);
-    return ctx.rank;
-  }();
-  const std::vector<Piece> pieces = pieces_of(ctx, static_cast<int>(rings.local.size()), data,
-                                              input, count, core::dtype_size(dtype));
+  const int mine = ctx.sub_ring(rings.local).rank;  // the part it carries across hosts
+  const std::vector<Piece> pieces =
+      pieces_of(ctx, rings, input, data, count, core::dtype_size(dtype));
   if (pieces.size() == 1) {
     run_in_order(ctx, rings, pieces.front(), mine, dtype, op);
   } else {

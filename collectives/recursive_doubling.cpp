@@ -27,8 +27,8 @@ constexpr std::size_t kHead = sizeof(Fingerprint);
 // One rank's part: its buffers and the steps it takes.
 class Doubling {
  public:
-  Doubling(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-           const char* input)
+  Doubling(const ChannelContext& ctx, const char* input, char* data, std::size_t count, DType dtype,
+           ReduceOp op)
       : ctx_(ctx),
         data_(data),
         count_(count),
@@ -36,18 +36,14 @@ class Doubling {
         op_(op),
         es_(core::dtype_size(dtype)),
         bytes_(count * es_),
-        mine_(input != nullptr ? input : data),
+        mine_(input),
         capacity_(kHead + bytes_ + kMismatchRoom) {}
 
   void run() {
     const int n = ctx_.size, r = ctx_.rank;
-    if (n == 1) {
-      if (mine_ != data_ && bytes_ > 0) std::memcpy(data_, mine_, bytes_);
-      return;
-    }
     out_ = ctx_.scratch_bytes(kHead + bytes_ + capacity_);  // [fp | data], then room to receive
     in_ = out_ + kHead + bytes_;
-    std::memcpy(out_, &ctx_.op_fingerprint, kHead);
+    std::memcpy(out_, &ctx_.op.op_fingerprint, kHead);
     int p = 1;
     while (p * 2 <= n) p *= 2;
     const int rem = n - p;
@@ -101,7 +97,7 @@ class Doubling {
       if (send->done() &&
           link.recv_in_place(
               [&](const std::byte* m, std::size_t got) { return reduce_in_place(m, got, partner); },
-              capacity_, ctx_.deadline)) {
+              capacity_, ctx_.op.deadline)) {
         ctx_.wait(send, partner);  // done: reports its failure, if any
         ctx_.trace(step_++, "RD", -1, partner, bytes_, start);
         return;
@@ -117,7 +113,7 @@ class Doubling {
 
   transport::RequestPtr send_data(int peer) {
     transport::Connection& to = ctx_.peer(peer);
-    if (auto sent = to.try_send_joined({&ctx_.op_fingerprint, kHead}, {mine_, bytes_})) {
+    if (auto sent = to.try_send_joined({&ctx_.op.op_fingerprint, kHead}, {mine_, bytes_})) {
       return sent;
     }
     if (bytes_ > 0) std::memcpy(out_ + kHead, mine_, bytes_);
@@ -148,7 +144,7 @@ class Doubling {
     return true;
   }
 
-  ChannelContext& ctx_;
+  const ChannelContext& ctx_;
   char* data_;
   std::size_t count_;
   DType dtype_;
@@ -164,9 +160,9 @@ class Doubling {
 
 }  // namespace
 
-void rd_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-                   const char* input) {
-  Doubling(ctx, data, count, dtype, op, input).run();
+void rd_all_reduce(const ChannelContext& ctx, const char* input, char* data, std::size_t count,
+                   DType dtype, ReduceOp op) {
+  Doubling(ctx, input, data, count, dtype, op).run();
 }
 
 }  // namespace ringlet::collectives

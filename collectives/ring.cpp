@@ -13,7 +13,7 @@
 // receiving chunk k + 1 (a "step"). Each chunk moves as slices (one message each) sized as its
 // link prefers; received slices land in a double buffer and are reduced while the next arrives.
 //
-// Device buffers (ctx.space set) are staged: the link carries host memory, so primitive t's
+// Device buffers (the op's space set) are staged: the link carries host memory, so primitive t's
 // chunk passes through pinned staging buffer t % 2 (what it receives, and what it sends on; the
 // send of t stays in flight while t + 1 receives into the other buffer). A sent chunk is copied
 // out of the device slice by slice, each slice's send overlapping the next slice's copy; received
@@ -40,12 +40,12 @@ std::size_t slice_length(std::size_t n, std::size_t per, std::size_t k) {
 }
 
 // One pass round the ring over `data`, split into chunks at `offsets` (n + 1 element offsets).
-// With `input` (out of place), this rank's own values are read from there: the first send and
-// every reduce take them from the input instead of data.
+// This rank's own values are read from `input` (data in place): the first send and every
+// reduce take them from there.
 class RingPass {
  public:
-  RingPass(ChannelContext& ctx, char* data, std::vector<std::size_t> offsets, DType dtype,
-           ReduceOp op, const char* input)
+  RingPass(const ChannelContext& ctx, const char* input, char* data,
+           std::vector<std::size_t> offsets, DType dtype, ReduceOp op)
       : ctx_(ctx),
         data_(data),
         input_(input),
@@ -53,7 +53,7 @@ class RingPass {
         dtype_(dtype),
         op_(op),
         es_(core::dtype_size(dtype)),
-        space_(ctx.space) {
+        space_(ctx.space()) {
     for (int c = 0; c + 1 < static_cast<int>(offsets_.size()); ++c) {
       chunk_bytes_ = std::max(chunk_bytes_, count(c) * es_);
     }
@@ -64,7 +64,7 @@ class RingPass {
 
   void send(int c) {
     next_primitive();
-    post_send(c, input_ != nullptr ? input_ : data_);
+    post_send(c, input_);
   }
   void recv_reduce_send(int c) {
     recv_reduce(c);
@@ -90,7 +90,8 @@ class RingPass {
     finish_send();
   }
 
-  // From here on, steps are traced as gathering (ctx.gather_phase, "AG") instead of reducing.
+  // From here on, steps are traced as gathering (the ring's gather phase, "AG") instead of
+  // reducing.
   void gathering() { phase_ = ctx_.gather_phase; }
 
  private:
@@ -132,7 +133,7 @@ class RingPass {
     for (auto& s : sends_) ctx_.wait(s, ctx_.right());
     sends_.clear();
     if (sending_ >= 0) {
-      ctx_.trace(ctx_.next_step++, phase_, sending_, ctx_.right(), sending_bytes_, step_start_);
+      ctx_.trace(ctx_.op.next_step++, phase_, sending_, ctx_.right(), sending_bytes_, step_start_);
     }
     sending_ = -1;
   }
@@ -167,7 +168,7 @@ class RingPass {
     const std::size_t n = count(c), slices = slice_count(n, per);
     char* tmp =
         space_ != nullptr ? space_->staging(2, 2 * per * es_) : ctx_.scratch_bytes(2 * per * es_);
-    const char* own = at(input_ != nullptr ? input_ : data_, c);
+    const char* own = at(input_, c);
     transport::RequestPtr pending = from.recv(tmp, slice_length(n, per, 0) * es_);
     for (std::size_t k = 0; k < slices; ++k) {
       transport::RequestPtr next;
@@ -199,9 +200,9 @@ class RingPass {
                   "RINGLET_HIER_PIECE_BYTES must be the same on every rank)");
   }
 
-  ChannelContext& ctx_;
+  const ChannelContext& ctx_;
   char* data_;
-  const char* input_;
+  const char* input_;  // == data_ in place
   std::vector<std::size_t> offsets_;
   DType dtype_;
   ReduceOp op_;
@@ -225,16 +226,10 @@ std::vector<std::size_t> blocks(std::size_t block, int n) {
 
 }  // namespace
 
-void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-                     const char* input) {
-  if (input == data) input = nullptr;
+void ring_all_reduce(const ChannelContext& ctx, const char* input, char* data, std::size_t count,
+                     DType dtype, ReduceOp op) {
   const int n = ctx.size, r = ctx.rank;
-  if (n == 1) {
-    if (input != nullptr && count > 0)
-      copy_within(ctx, data, input, count * core::dtype_size(dtype));
-    return;
-  }
-  RingPass ring(ctx, data, balanced(count, n), dtype, op, input);
+  RingPass ring(ctx, input, data, balanced(count, n), dtype, op);
   ring.send(ring.chunk(r - 1));
   for (int j = 2; j <= n - 1; ++j) ring.recv_reduce_send(ring.chunk(r - j));
   ring.recv_reduce_copy_send(ring.chunk(r));
@@ -243,38 +238,36 @@ void ring_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType d
   ring.recv(ring.chunk(r + 1));
 }
 
-void ring_reduce_scatter(ChannelContext& ctx, char* data, std::vector<std::size_t> offsets,
-                         DType dtype, ReduceOp op, const char* input) {
-  if (input == data) input = nullptr;
+void ring_reduce_scatter(const ChannelContext& ctx, const char* input, char* data,
+                         std::vector<std::size_t> offsets, DType dtype, ReduceOp op) {
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) {
-    if (input != nullptr && offsets.back() > 0)
-      copy_within(ctx, data, input, offsets.back() * core::dtype_size(dtype));
+    copy_within(ctx, data, input, offsets.back() * core::dtype_size(dtype));
     return;
   }
-  RingPass ring(ctx, data, std::move(offsets), dtype, op, input);
+  RingPass ring(ctx, input, data, std::move(offsets), dtype, op);
   ring.send(ring.chunk(r - 1));
   for (int j = 2; j <= n - 1; ++j) ring.recv_reduce_send(ring.chunk(r - j));
   ring.recv_reduce(ring.chunk(r));
 }
 
-void ring_all_gather(ChannelContext& ctx, char* data, std::vector<std::size_t> offsets,
+void ring_all_gather(const ChannelContext& ctx, char* data, std::vector<std::size_t> offsets,
                      DType dtype) {
   const int n = ctx.size, r = ctx.rank;
   if (n == 1) return;
-  RingPass ring(ctx, data, std::move(offsets), dtype, ReduceOp::sum, nullptr);
+  RingPass ring(ctx, data, data, std::move(offsets), dtype, ReduceOp::sum);
   ring.gathering();
   ring.send(ring.chunk(r));
   for (int j = 1; j <= n - 2; ++j) ring.recv_copy_send(ring.chunk(r - j));
   ring.recv(ring.chunk(r + 1));
 }
 
-void ring_reduce_scatter_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype,
-                                ReduceOp op) {
-  ring_reduce_scatter(ctx, data, blocks(block, ctx.size), dtype, op);
+void ring_reduce_scatter_blocks(const ChannelContext& ctx, char* data, std::size_t block,
+                                DType dtype, ReduceOp op) {
+  ring_reduce_scatter(ctx, data, data, blocks(block, ctx.size), dtype, op);
 }
 
-void ring_all_gather_blocks(ChannelContext& ctx, char* data, std::size_t block, DType dtype) {
+void ring_all_gather_blocks(const ChannelContext& ctx, char* data, std::size_t block, DType dtype) {
   ring_all_gather(ctx, data, blocks(block, ctx.size), dtype);
 }
 

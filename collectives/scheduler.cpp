@@ -17,17 +17,24 @@ bool Gate::wait(core::Deadline deadline) {
   return state_ == 1;
 }
 
-Scheduler::Scheduler(Execute execute) : execute_(std::move(execute)) {}
+Scheduler::Scheduler(int rank, int size, Execute execute)
+    : rank_(rank), size_(size), execute_(std::move(execute)) {}
 
 Scheduler::~Scheduler() { stop(); }
 
-ChannelContext& Scheduler::add_channel(std::unique_ptr<transport::Mesh> mesh) {
+ChannelConfig& Scheduler::add_channel(std::unique_ptr<transport::Mesh> mesh) {
   auto ch = std::make_unique<Channel>();
   ch->mesh = std::move(mesh);
-  ch->ctx.mesh = ch->mesh.get();
-  ch->ctx.channel = static_cast<int>(channels_.size());
+  ch->config.mesh = ch->mesh.get();
+  ch->config.channel = static_cast<int>(channels_.size());
   channels_.push_back(std::move(ch));
-  return channels_.back()->ctx;
+  return channels_.back()->config;
+}
+
+// The channel's whole ring as the view its task runs on.
+void Scheduler::execute(Channel& ch, Task& task) {
+  ChannelContext ctx(ch.config, ch.op, ch.states, rank_, size_);
+  execute_(ctx, task);
 }
 
 void Scheduler::start() {
@@ -58,7 +65,7 @@ void Scheduler::loop(Channel& ch) {
       ch.queue.pop_front();
       ch.busy = true;
     }
-    execute_(ch.ctx, task);
+    execute(ch, task);
     std::lock_guard lock(ch.mutex);
     ch.busy = false;
   }
@@ -71,7 +78,7 @@ bool Scheduler::run_inline(int channel, Task& task) {
     if (!ch.queue.empty() || ch.busy || ch.running_inline) return false;
     ch.running_inline = true;
   }
-  execute_(ch.ctx, task);
+  execute(ch, task);
   bool queued;
   {
     std::lock_guard lock(ch.mutex);

@@ -38,7 +38,7 @@ class Gate {
 struct Task {
   std::function<void(ChannelContext&)> run;
   WorkPtr work;
-  const char* op_name = "";
+  OpKind kind = OpKind::all_reduce;
   std::uint64_t seq = 0;
   bool collective = false;     // carries a fingerprint
   bool self_checked = false;   // its algorithm sends the fingerprint with its own messages
@@ -50,16 +50,17 @@ class Scheduler {
  public:
   // How a channel runs a task (the communicator's: fingerprint, algorithm, failure handling).
   using Execute = std::function<void(ChannelContext&, Task&)>;
-  explicit Scheduler(Execute execute);
+  // `rank` of `size`: the ring every channel's ops run over.
+  Scheduler(int rank, int size, Execute execute);
   ~Scheduler();  // stop()
 
-  // Before start(): adds a channel over `mesh`; returns its context for the caller to fill in.
-  ChannelContext& add_channel(std::unique_ptr<transport::Mesh> mesh);
+  // Before start(): adds a channel over `mesh`; returns its configuration for the caller to
+  // fill in.
+  ChannelConfig& add_channel(std::unique_ptr<transport::Mesh> mesh);
   void start();  // one progress thread per channel
   void stop();   // runs what is queued (the communicator fails it once aborted), joins
 
   int channels() const { return static_cast<int>(channels_.size()); }
-  ChannelContext& context(int channel) { return channels_[channel]->ctx; }
   transport::Mesh& mesh(int channel) { return *channels_[channel]->mesh; }
 
   // Executes `task` on this thread if channel `channel` is idle (nothing queued, nothing
@@ -70,7 +71,9 @@ class Scheduler {
 
  private:
   struct Channel {
-    ChannelContext ctx;
+    ChannelConfig config;
+    OpState op;
+    AlgorithmStates states;
     std::unique_ptr<transport::Mesh> mesh;
     std::thread thread;
     std::mutex mutex;
@@ -81,7 +84,9 @@ class Scheduler {
     bool stopping = false;
   };
   void loop(Channel& ch);
+  void execute(Channel& ch, Task& task);
 
+  int rank_, size_;
   Execute execute_;
   std::vector<std::unique_ptr<Channel>> channels_;
 };

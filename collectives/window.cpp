@@ -15,10 +15,10 @@
 // of an op carries its fingerprint. Chunk r is reduced by rank r alone, so every rank ends
 // with identical bits.
 //
-// Device buffers (ctx.space with windows) run the same protocol over device windows that every
-// rank opened over IPC: the copies and reductions are the device's (the reduction reads the
-// peers' windows in place), and a fence precedes each round's message, so a peer is told only
-// about memory the device has finished writing.
+// Device buffers (the op's space, with the device windows it opened) run the same protocol over
+// device windows that every rank opened over IPC: the copies and reductions are the device's (the
+// reduction reads the peers' windows in place), and a fence precedes each round's message, so a
+// peer is told only about memory the device has finished writing.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -41,6 +41,12 @@ struct Staged {
 };
 
 std::uint64_t token(std::uint64_t round, int phase) { return round * 2 + phase; }
+
+// The rounds run over the windows, across ops: round k stages into half k % 2. Every rank runs
+// the same sequence of window ops, so every rank counts the same rounds.
+struct WindowRounds {
+  std::uint64_t next = 0;
+};
 
 // The bytes of one piece: half a window, rounded down to 64 bytes.
 std::size_t piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
@@ -69,30 +75,26 @@ struct WindowMemory {
 
 }  // namespace
 
-void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType dtype, ReduceOp op,
-                       const char* input) {
+void window_all_reduce(const ChannelContext& ctx, const Windows& shared, const char* input,
+                       char* data, std::size_t count, DType dtype, ReduceOp op) {
   const int n = ctx.size, r = ctx.rank;
   const std::size_t es = core::dtype_size(dtype);
-  if (input == nullptr) input = data;
-  if (n == 1) {
-    copy_within(ctx, data, input, count * es);
-    return;
-  }
-  const WindowMemory mem{ctx.space};
-  const std::vector<std::byte*>& windows = ctx.space ? ctx.space->windows() : ctx.windows;
-  const std::size_t half_bytes =
-      piece_bytes(ctx.space ? ctx.space->window_bytes() : ctx.window_bytes);
+  const WindowMemory mem{ctx.space()};
+  const std::vector<std::byte*>& windows = shared.mapped;
+  const std::size_t half_bytes = piece_bytes(shared.bytes);
   const std::size_t piece = half_bytes / es;
   RINGLET_CHECK(!windows.empty() && piece > 0, Error, "rank ", r,
                 ": window all-reduce without shared windows");
+  std::uint64_t& rounds = ctx.states.get<WindowRounds>().next;
   // On the host the reduction goes in cache-sized slices; a device reduces a chunk in one
   // kernel per peer (slices would only multiply the launches).
-  const std::size_t slice = ctx.space ? piece : std::max<std::size_t>(1, kReduceSliceBytes / es);
+  const std::size_t slice =
+      ctx.space() != nullptr ? piece : std::max<std::size_t>(1, kReduceSliceBytes / es);
   std::size_t begin = 0;
   int step = 0;
   do {
     const std::size_t m = std::min(piece, count - begin);
-    const std::uint64_t round = ctx.window_rounds++;
+    const std::uint64_t round = rounds++;
     const auto window = [&](int p) {
       return reinterpret_cast<char*>(windows[p]) + (round % 2) * half_bytes;
     };
@@ -106,7 +108,7 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
     }
     mem.fence();
     if (begin == 0) {
-      const Staged mine{ctx.op_fingerprint, token(round, 0)};
+      const Staged mine{ctx.op.op_fingerprint, token(round, 0)};
       std::vector<Staged> theirs(static_cast<std::size_t>(n));
       exchange(ctx, mine, theirs, true);
       for (int p = 0; p < n; ++p) {
@@ -128,16 +130,16 @@ void window_all_reduce(ChannelContext& ctx, char* data, std::size_t count, DType
     }
     if (len > 0) mem.copy(window(r) + offset(r) * es, own, len * es);
     mem.fence();
-    ctx.bytes_done += len * es * static_cast<std::size_t>(n - 1);
+    ctx.op.bytes_done += len * es * static_cast<std::size_t>(n - 1);
     for (int k = 1; k < n; ++k) ctx.trace(step++, "RS", r, (r + k) % n, len * es, start);
     notify_all(ctx, token(round, 1));
 
     for (int k = 1; k < n; ++k) {
       const int q = (r + k) % n;
       start = std::chrono::steady_clock::now();
-      ctx.waiting_on = q;
+      ctx.waiting_for(q);
       mem.copy(data + (begin + offset(q)) * es, window(q) + offset(q) * es, length(q) * es);
-      ctx.bytes_done += length(q) * es;
+      ctx.op.bytes_done += length(q) * es;
       ctx.trace(step++, "AG", q, q, length(q) * es, start);
     }
     mem.fence();

@@ -22,14 +22,24 @@ constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
 // What the communicator agrees on for ranks connected by `transport`: "tcp" (nothing shared),
 // "shm" (cross-memory reads and shared windows), "shm-nowin" (RINGLET_SHM_WINDOW_BYTES=0), or
 // "shm-nocma" (RINGLET_SHM_CMA=0: neither), or "hosts" (several hosts with the same number, at
-// least 2, of ranks on each: the hierarchical all-reduce can run). A single rank reads its own
-// memory, has no windows.
+// least 2, of ranks on each: the hierarchical all-reduce can run). Device buffers: "ipc" (every
+// rank opened every rank's device window; the host connections are shm), "staged" (no device
+// windows: ranks on one host over tcp), "staged-hosts" (several hosts, no device windows). A
+// single rank reads its own memory, has no windows.
 PeerAccess access_of(const std::string& transport, int world_size) {
-  if (world_size == 1) return {true, false, false};
-  if (transport == "shm") return {true, true, false};
-  if (transport == "shm-nowin") return {true, false, false};
-  if (transport == "hosts") return {false, false, true};
-  return {false, false, false};
+  PeerAccess access;
+  if (world_size == 1) {
+    access.peers_readable = true;
+  } else if (transport == "shm") {
+    access.peers_readable = access.windows = true;
+  } else if (transport == "shm-nowin") {
+    access.peers_readable = true;
+  } else if (transport == "hosts" || transport == "staged-hosts") {
+    access.hosts = true;
+  } else if (transport == "ipc") {
+    access.peers_readable = access.windows = access.device_windows = true;
+  }
+  return access;
 }
 
 struct Row {
@@ -38,7 +48,10 @@ struct Row {
   std::size_t bytes;
   AlgoRequest request;
   Algorithm expected;
+  Buffers buffers = Buffers::host;
 };
+
+constexpr auto device = Buffers::device;
 
 constexpr auto automatic = AlgoRequest::automatic;
 constexpr auto ring = Algorithm::ring;
@@ -94,6 +107,24 @@ const std::vector<Row> kTable = {
     {"hosts", 4, 4 * KiB, AlgoRequest::hierarchical, hierarchical},
     {"hosts", 4, 64 * MiB, AlgoRequest::ring, ring},
     {"tcp", 4, 64 * MiB, AlgoRequest::hierarchical, ring},
+    // Device buffers: the device windows at every size where every rank opened them, else the
+    // hierarchical all-reduce across hosts, else the ring (staged through the host).
+    {"ipc", 2, 8, automatic, window, device},
+    {"ipc", 4, 64 * MiB, automatic, window, device},
+    {"staged", 2, 8, automatic, ring, device},
+    {"staged", 4, 64 * MiB, automatic, ring, device},
+    {"staged-hosts", 4, 8, automatic, hierarchical, device},
+    {"staged-hosts", 4, 64 * MiB, automatic, hierarchical, device},
+    {"ipc", 1, 4 * KiB, automatic, ring, device},
+    // ... where explicit requests for device algorithms win where they can run, and requests
+    // for host-only ones (rd, direct) count as automatic.
+    {"ipc", 2, 4 * KiB, AlgoRequest::ring, ring, device},
+    {"ipc", 2, 4 * KiB, AlgoRequest::recursive_doubling, window, device},
+    {"ipc", 2, 64 * MiB, AlgoRequest::direct, window, device},
+    {"staged", 2, 4 * KiB, AlgoRequest::window, ring, device},
+    {"staged", 2, 4 * KiB, AlgoRequest::recursive_doubling, ring, device},
+    {"staged-hosts", 4, 4 * KiB, AlgoRequest::ring, ring, device},
+    {"staged-hosts", 4, 4 * KiB, AlgoRequest::direct, hierarchical, device},
 };
 
 void set_env(const char* name, const char* value) {
@@ -112,9 +143,10 @@ TEST_CASE("all-reduce algorithm: size x transport x world size (default threshol
     CAPTURE(row.world_size);
     CAPTURE(row.bytes);
     CAPTURE(static_cast<int>(row.request));
-    const Algorithm got =
-        choose_all_reduce(row.request, default_thresholds(),
-                          access_of(row.transport, row.world_size), row.world_size, row.bytes);
+    CAPTURE(row.buffers == device);
+    const Algorithm got = choose_all_reduce(row.request, default_thresholds(),
+                                            access_of(row.transport, row.world_size),
+                                            row.world_size, row.bytes, row.buffers);
     CHECK(std::string(algorithm_name(got)) == algorithm_name(row.expected));
   }
 }
