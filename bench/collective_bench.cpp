@@ -21,10 +21,10 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/isa.h"
+#include "distributed/device_space.h"
+#include "distributed/rank_device.h"
 #include "tensor/device/runtime.h"
 #include "tensor/device/stream.h"
-#include "trainer/device_space.h"
-#include "trainer/distributed.h"
 #include "transport/rendezvous.h"
 
 namespace ringlet::bench {
@@ -146,8 +146,8 @@ class Runner {
  public:
   // Ops run on ringlet's communicator (on the space's device buffers, if any) or, with a peer
   // engine, on the peer's (on buffers of the engine's device).
-  Runner(Collective coll, const BenchOptions& o, Communicator& comm, trainer::DeviceSpace* space,
-         PeerEngine* peer)
+  Runner(Collective coll, const BenchOptions& o, Communicator& comm,
+         distributed::DeviceSpace* space, PeerEngine* peer)
       : coll_(coll),
         o_(o),
         comm_(comm),
@@ -369,9 +369,9 @@ class Runner {
   const BenchOptions& o_;
   Communicator& comm_;
   int rank_, n_;
-  trainer::DeviceSpace* space_;  // ringlet's ops on device buffers: through this space
-  PeerEngine* peer_;             // a peer program: its ops instead of ringlet's
-  std::deque<WorkPtr> pending_;  // ringlet's ops issued and not yet waited for
+  distributed::DeviceSpace* space_;  // ringlet's ops on device buffers: through this space
+  PeerEngine* peer_;                 // a peer program: its ops instead of ringlet's
+  std::deque<WorkPtr> pending_;      // ringlet's ops issued and not yet waited for
   std::vector<char> send_, recv_;
   std::unique_ptr<DeviceBuffers> dev_;  // device buffers, when the benchmark uses them
   DType t_ = DType::f32;
@@ -492,8 +492,8 @@ nlohmann::json result_json(const char* prefix, const Result& r) {
 
 // The device space of -g 1 / --device (null for host buffers): device local rank % count, cuda
 // when -g 1 alone and a GPU is there, else the emulated device.
-std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
-                                                   transport::Store& store) {
+std::unique_ptr<distributed::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
+                                                       transport::Store& store) {
   std::string kind = o.device;
   if (kind == "cpu" && o.gpu_flag) {
     kind = tensor::device::usable_gpu_count() > 0 ? "cuda" : "emu";
@@ -503,11 +503,11 @@ std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Commun
   if (kind == "cpu") return nullptr;
   transport::InitInfo info;
   info.local_rank = comm.rank();
-  const core::Device device = trainer::rank_device(kind, info);
-  trainer::DeviceSpaceOptions so;
-  so.link = trainer::parse_device_link(o.link);
-  return trainer::DeviceSpace::create(store, "bench/device", comm.rank(), comm.size(), device, so,
-                                      core::Deadline::after(120s));
+  const core::Device device = distributed::rank_device(kind, info);
+  distributed::DeviceSpaceOptions so;
+  so.link = distributed::parse_device_link(o.link);
+  return distributed::DeviceSpace::create(store, "bench/device", comm.rank(), comm.size(), device,
+                                          so, core::Deadline::after(120s));
 }
 
 // Where the measured ops run: a peer program's engine, ringlet's communicator on a device space
@@ -515,7 +515,7 @@ std::unique_ptr<trainer::DeviceSpace> device_space(const BenchOptions& o, Commun
 // transport and device columns.
 struct Backend {
   std::unique_ptr<PeerEngine> engine;
-  std::unique_ptr<trainer::DeviceSpace> space;
+  std::unique_ptr<distributed::DeviceSpace> space;
   std::string label, device;
 };
 

@@ -48,15 +48,15 @@
 #include "core/env.h"
 #include "core/thread_clocks.h"
 #include "core/threads.h"
+#include "distributed/ddp.h"
+#include "distributed/launch/launcher.h"
+#include "distributed/process_group.h"
+#include "distributed/rank_times.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
 #include "tensor/device/stream.h"
 #include "tensor/ops.h"
-#include "trainer/ddp.h"
-#include "trainer/distributed.h"
-#include "trainer/launch/launcher.h"
-#include "trainer/rank_times.h"
 #include "transport/discovery.h"
 
 using namespace ringlet;
@@ -104,7 +104,7 @@ Options parse(int argc, char** argv) {
       o.device = core::parse_device(value);
       o.device_text = value;
     } else if (arg == "--comm-hook") {
-      trainer::parse_comm_hook(value);  // a bad name stops here, listing the hooks
+      distributed::parse_comm_hook(value);  // a bad name stops here, listing the hooks
       o.comm_hook = value;
     } else if (arg == "--sync") {
       RINGLET_CHECK(value == "ddp" || value == "barrier", ValueError, "--sync: '", value,
@@ -140,12 +140,12 @@ struct Timings {
 
 // Starts o.nproc local ranks, each running this same command (they see WORLD_SIZE).
 int launch_ranks(const Options& o, int argc, char** argv) {
-  trainer::LaunchOptions launch;
+  distributed::LaunchOptions launch;
   launch.nproc_per_node = o.nproc;
   launch.quiet_others = true;
   std::vector<std::string> command{"/proc/self/exe"};
   command.insert(command.end(), argv + 1, argv + argc);
-  return trainer::launch(launch, command, std::cout, std::cerr);
+  return distributed::launch(launch, command, std::cout, std::cerr);
 }
 
 // The model on one synthetic batch, stepped as the trainer steps it (DDP with the gradients
@@ -165,14 +165,14 @@ Timings measure(const Options& o, collectives::Communicator* comm,
   const auto settle = [&] { tensor::device::synchronize(o.device); };
   nn::CrossEntropyLoss criterion;
   nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
-  std::unique_ptr<trainer::DistributedDataParallel> ddp;
+  std::unique_ptr<distributed::DistributedDataParallel> ddp;
   const bool several = comm != nullptr && comm->size() > 1;
   if (several && o.sync == "ddp") {
-    ddp = std::make_unique<trainer::DistributedDataParallel>(
+    ddp = std::make_unique<distributed::DistributedDataParallel>(
         model, *comm,
-        trainer::DDPOptions{.device_space = space,
-                            .gradient_as_bucket_view = true,
-                            .comm_hook = trainer::parse_comm_hook(o.comm_hook)});
+        distributed::DDPOptions{.device_space = space,
+                                .gradient_as_bucket_view = true,
+                                .comm_hook = distributed::parse_comm_hook(o.comm_hook)});
   }
 
   std::vector<double> phase[3];  // forward, backward, gradient sync wait
@@ -226,7 +226,7 @@ Timings slowest(const Timings& t, collectives::Communicator& comm) {
   double values[5] = {t.fwd_bwd_ms, t.step_ms, t.forward_ms, t.backward_ms, t.sync_ms};
   comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)->wait(deadline);
   Timings out{values[0], values[1], values[2], values[3], values[4], t.steps_ms, {}};
-  out.splits = trainer::gather_splits(&comm, t.splits.front(), deadline);
+  out.splits = distributed::gather_splits(&comm, t.splits.front(), deadline);
   return out;
 }
 
@@ -243,7 +243,7 @@ nlohmann::json report_splits(const std::vector<core::TimeSplit>& splits) {
         "%.2f ms; other threads' CPU %.2f ms\n",
         r, s.wall_ms, s.computing_ms, preempted, s.blocked_ms, s.other_threads_ms);
   }
-  return trainer::splits_json(splits);
+  return distributed::splits_json(splits);
 }
 
 void report(const Options& o, int world, const Timings& t) {
@@ -285,13 +285,13 @@ int run(Options o, int argc, char** argv) {
     const bool worker = transport::launched_as_rank();
     if (o.nproc > 1 && !worker) return launch_ranks(o, argc, argv);
     core::set_num_threads(o.threads);
-    trainer::DistributedContext job;
+    distributed::DistributedContext job;
     if (worker) {
       const auto deadline = core::Deadline::after(std::chrono::minutes(5));
-      job = trainer::join_from_environment("bench", deadline);
+      job = distributed::join_from_environment("bench", deadline);
       if (!o.device.is_cpu()) {
-        o.device = trainer::rank_device(o.device_text, job.info);
-        trainer::attach_device(job, "bench", o.device, deadline);
+        o.device = distributed::rank_device(o.device_text, job.info);
+        distributed::attach_device(job, "bench", o.device, deadline);
       }
     }
     collectives::Communicator* comm = job.comm.get();

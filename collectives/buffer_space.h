@@ -1,6 +1,6 @@
 // BufferSpace: where a collective's buffers live, as the algorithms see it. Host buffers need
 // none (the algorithms load and store them directly, as they always have); a device's buffers
-// come with a space (trainer/device_space.h bridges one to the device runtime) through which
+// come with a space (bridge/device_space.h bridges one to the device runtime) through which
 // the algorithms move and combine them:
 // - copy and reduce_into queue work on the space's communication stream; either side may be
 //   the device's memory, a peer's device memory mapped over IPC, or the space's pinned host

@@ -7,7 +7,7 @@
 //   the calling thread instead, saving two thread hand-offs; its Work is done on return.
 // - Buffers are (pointer, count, dtype) on the host; they must stay valid until the Work is
 //   done. send == recv means in place.
-// - Device buffers come with their BufferSpace (buffer_space.h; trainer/device_space.h makes
+// - Device buffers come with their BufferSpace (buffer_space.h; bridge/device_space.h makes
 //   one for a device): the op is ordered after the caller's current stream at issue, runs on
 //   the space's communication stream (device windows over IPC when every rank has them, else
 //   staged through pinned host memory over the connections) with the reductions on the device,

@@ -20,6 +20,9 @@
 #include "collectives/trace.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
+#include "distributed/ddp.h"
+#include "distributed/device_space.h"
+#include "distributed/sync_batch_norm.h"
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
 #include "nn/conv2d.h"
@@ -32,9 +35,6 @@
 #include "temp_dir.h"
 #include "tensor/ops.h"
 #include "trainer/data/distributed_sampler.h"
-#include "trainer/ddp.h"
-#include "trainer/device_space.h"
-#include "trainer/sync_batch_norm.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -115,8 +115,8 @@ std::vector<std::vector<float>> state_of(nn::Module& m) {
 }
 
 // `steps` DDP steps of rank `rank`'s half (32) of batch(0), batch(1), ..., on `device`.
-void ddp_steps(trainer::DistributedDataParallel& ddp, nn::SGD& opt, Data (*batch)(int), int rank,
-               int steps, core::Device device) {
+void ddp_steps(distributed::DistributedDataParallel& ddp, nn::SGD& opt, Data (*batch)(int),
+               int rank, int steps, core::Device device) {
   nn::CrossEntropyLoss local_loss;
   for (int s = 0; s < steps; ++s) {
     const Data d = batch(s);
@@ -175,7 +175,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
     options.name = view ? "ddp-eq-view" : "ddp-eq";
     run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
       auto model = mlp(rank == 0 ? 1 : 99);  // rank 1 starts elsewhere: DDP must broadcast
-      trainer::DistributedDataParallel ddp(model, comm, {.gradient_as_bucket_view = view});
+      distributed::DistributedDataParallel ddp(model, comm, {.gradient_as_bucket_view = view});
       nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
       ddp_steps(ddp, opt, batch, rank, kSteps, core::Device::cpu());
       // The MLP's 4 parameters fit one bucket: as views, their .grads share its storage.
@@ -194,7 +194,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
 namespace {
 
 using DeviceRankBody = std::function<void(int rank, core::Device dev, Communicator& comm,
-                                          trainer::DeviceSpace& space)>;
+                                          distributed::DeviceSpace& space)>;
 
 // Two ranks as threads, rank r on device_of(r), each with a communicator and a device space
 // named `name`; the first rank's error is rethrown after both joined.
@@ -210,7 +210,7 @@ void run_device_ranks(const std::string& name, const std::function<core::Device(
         const auto deadline = core::Deadline::after(60s);
         // Ranks are threads here, so the space stages through the host (no IPC in one
         // process); it outlives the communicator.
-        auto space = trainer::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
+        auto space = distributed::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
         CommOptions options;
         options.name = name;
         auto comm = Communicator::create(store, mesh_options(rank, 2, "shm", options.name), options,
@@ -236,10 +236,10 @@ void device_equivalence(const std::function<core::Device(int)>& device_of) {
     std::vector<std::vector<std::vector<float>>> got(2);
     run_device_ranks(
         view ? "ddp-dev-view" : "ddp-dev", device_of,
-        [&](int rank, core::Device dev, Communicator& comm, trainer::DeviceSpace& space) {
+        [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
           auto model = mlp(rank == 0 ? 1 : 99);
           model->to(dev);
-          trainer::DistributedDataParallel ddp(
+          distributed::DistributedDataParallel ddp(
               model, comm, {.device_space = &space, .gradient_as_bucket_view = view});
           nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
           ddp_steps(ddp, opt, batch, rank, kSteps, dev);
@@ -286,8 +286,8 @@ std::vector<std::vector<std::vector<float>>> host_syncbn_run(bool sync, int step
   options.name = sync ? "syncbn" : "localbn";
   run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
     auto model = conv_bn(3);
-    if (sync) converted[rank] = trainer::convert_sync_batchnorm(*model, comm);
-    trainer::DistributedDataParallel ddp(model, comm);
+    if (sync) converted[rank] = distributed::convert_sync_batchnorm(*model, comm);
+    distributed::DistributedDataParallel ddp(model, comm);
     nn::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
     ddp_steps(ddp, opt, image_batch, rank, steps, core::Device::cpu());
     got[rank] = state_of(*model);
@@ -307,11 +307,11 @@ void device_syncbn_equivalence(const std::function<core::Device(int)>& device_of
     std::vector<int> converted(2, 0);
     run_device_ranks(
         sync ? "dev-syncbn" : "dev-localbn", device_of,
-        [&](int rank, core::Device dev, Communicator& comm, trainer::DeviceSpace& space) {
+        [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
           auto model = conv_bn(3);
           model->to(dev);
-          if (sync) converted[rank] = trainer::convert_sync_batchnorm(*model, comm);
-          trainer::DistributedDataParallel ddp(model, comm, {.device_space = &space});
+          if (sync) converted[rank] = distributed::convert_sync_batchnorm(*model, comm);
+          distributed::DistributedDataParallel ddp(model, comm, {.device_space = &space});
           nn::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
           ddp_steps(ddp, opt, image_batch, rank, kSteps, dev);
           got[rank] = state_of(*model);
@@ -360,9 +360,9 @@ TEST_CASE("forward broadcasts rank 0's buffers unless broadcast_buffers is off")
       tensor::Generator gen(4);
       auto model = std::make_shared<nn::Sequential>();
       model->add(std::make_shared<nn::BatchNorm2d>(2));
-      trainer::DDPOptions ddp_options;
+      distributed::DDPOptions ddp_options;
       ddp_options.broadcast_buffers = broadcast;
-      trainer::DistributedDataParallel ddp(model, comm, ddp_options);
+      distributed::DistributedDataParallel ddp(model, comm, ddp_options);
       // A training forward on different data moves each rank's running statistics apart;
       // rank 1 also changes its batch counter (an i64 buffer).
       tensor::NoGradGuard no_grad;
@@ -415,7 +415,7 @@ TEST_CASE("the buffer broadcast carries buffers of any dtype and size, padded to
   options.name = "ddp-odd-buffers";
   run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
     auto model = std::make_shared<OddBuffers>();
-    trainer::DistributedDataParallel ddp(model, comm, trainer::DDPOptions{});
+    distributed::DistributedDataParallel ddp(model, comm, distributed::DDPOptions{});
     // Each rank moves its buffers apart; the next forward gives every rank rank 0's values.
     for (auto& [name, b] : model->named_buffers()) {
       tensor::NoGradGuard no_grad;
@@ -439,7 +439,7 @@ TEST_CASE("buckets follow PyTorch's assignment: a bucket closes once it reaches 
     // PyTorch 1.13, dist._compute_bucket_assignment_by_size over fmnist_cnn's reversed
     // parameters with limits [1 MiB, 25 MiB]: [[fc2.bias, fc2.weight, fc1.bias, fc1.weight],
     // [the conv and BatchNorm parameters]], 402826 and 19008 elements.
-    trainer::DistributedDataParallel cnn(nn::make_model("fmnist_cnn", gen, 10, 1), comm);
+    distributed::DistributedDataParallel cnn(nn::make_model("fmnist_cnn", gen, 10, 1), comm);
     CHECK(cnn.bucket_sizes() == std::vector<std::size_t>{402826, 19008});
     // Caps of 0.25 MiB = 65536 floats. Weights in reverse order: 1000, 40000, 40000, 100000.
     // The first bucket closes at 81000 >= 65536; the large weight fills the next one alone.
@@ -448,9 +448,9 @@ TEST_CASE("buckets follow PyTorch's assignment: a bucket closes once it reaches 
     model->add(std::make_shared<nn::Linear>(100, 400, gen, false));
     model->add(std::make_shared<nn::Linear>(400, 100, gen, false));
     model->add(std::make_shared<nn::Linear>(100, 10, gen, false));
-    trainer::DDPOptions caps;
+    distributed::DDPOptions caps;
     caps.first_bucket_mb = caps.bucket_cap_mb = 0.25;
-    trainer::DistributedDataParallel ddp(model, comm, caps);
+    distributed::DistributedDataParallel ddp(model, comm, caps);
     CHECK(ddp.bucket_sizes() == std::vector<std::size_t>{1000 + 40000 + 40000, 100000});
   });
 }
@@ -470,10 +470,10 @@ TEST_CASE("the first bucket's all-reduce starts before backward ends") {
       model->add(std::make_shared<nn::Linear>(256, 256, gen));
       model->add(std::make_shared<nn::ReLU>());
     }
-    trainer::DDPOptions ddp_options;
+    distributed::DDPOptions ddp_options;
     ddp_options.first_bucket_mb = 0.3;
     ddp_options.bucket_cap_mb = 0.3;
-    trainer::DistributedDataParallel ddp(model, comm, ddp_options);
+    distributed::DistributedDataParallel ddp(model, comm, ddp_options);
     CHECK(ddp.num_buckets() >= 3);
     const Tensor x = tensor::randn({512, 256}, gen);
     Tensor loss = tensor::mean(ddp.forward(x));
@@ -508,7 +508,7 @@ struct HookedGrads {
   std::uint64_t ready_bytes = 0;  // the "bucket k ready" instants' bytes
 };
 
-HookedGrads hooked_grads(trainer::CommHook hook, const std::string& name) {
+HookedGrads hooked_grads(distributed::CommHook hook, const std::string& name) {
   namespace fs = std::filesystem;
   const fs::path dir = ringlet::testing::process_temp_path("ringlet_ddp_hook_" + name);
   fs::remove_all(dir);
@@ -518,7 +518,7 @@ HookedGrads hooked_grads(trainer::CommHook hook, const std::string& name) {
   HookedGrads out;
   run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
     auto model = mlp(1);
-    trainer::DistributedDataParallel ddp(model, comm, {.comm_hook = hook});
+    distributed::DistributedDataParallel ddp(model, comm, {.comm_hook = hook});
     const Data d = batch(0);
     const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
     const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
@@ -553,7 +553,7 @@ std::vector<std::vector<float>> local_grads(int rank) {
 }
 
 TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the average rounded") {
-  const HookedGrads exact = hooked_grads(trainer::CommHook::none, "none");
+  const HookedGrads exact = hooked_grads(distributed::CommHook::none, "none");
   REQUIRE(exact.wire_bytes > 0);
   REQUIRE(exact.ready_bytes > 0);
   const auto g0 = local_grads(0), g1 = local_grads(1);
@@ -561,12 +561,12 @@ TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the avera
   // significant bits, 2^-8 for bf16's 8), and so is their sum: the error is at most
   // u (|g0| + |g1|) / 2 + u |sum|, plus f16's subnormal spacing (6e-8) near zero.
   struct Case {
-    trainer::CommHook hook;
+    distributed::CommHook hook;
     std::string name;
     double u;
   };
-  for (const Case& c : {Case{trainer::CommHook::fp16_compress, "fp16", 0x1p-11},
-                        Case{trainer::CommHook::bf16_compress, "bf16", 0x1p-8}}) {
+  for (const Case& c : {Case{distributed::CommHook::fp16_compress, "fp16", 0x1p-11},
+                        Case{distributed::CommHook::bf16_compress, "bf16", 0x1p-8}}) {
     const HookedGrads got = hooked_grads(c.hook, c.name);
     const double u = c.u;
     INFO(c.name);
@@ -586,7 +586,7 @@ TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the avera
     }
     CHECK(rounded > total / 4);  // the hook ran: most values lost bits
   }
-  CHECK_THROWS_WITH_AS(trainer::parse_comm_hook("fp8_compress"),
+  CHECK_THROWS_WITH_AS(distributed::parse_comm_hook("fp8_compress"),
                        doctest::Contains("valid: none, fp16_compress, bf16_compress"),
                        core::ValueError);
 }
@@ -599,15 +599,15 @@ TEST_CASE("unused parameters, find_unused_parameters and no_sync") {
     auto model = std::make_shared<TwoHeads>(gen);
     const Tensor x = tensor::randn({8, 4}, gen);
     {
-      trainer::DistributedDataParallel ddp(model, comm);
+      distributed::DistributedDataParallel ddp(model, comm);
       tensor::sum(model->forward(x)).backward();  // "spare" never used
       CHECK_THROWS_WITH_AS(ddp.finish_gradient_sync(),
                            doctest::Contains("spare.weight, spare.bias"), core::ValueError);
     }
     model->zero_grad();
-    trainer::DDPOptions find;
+    distributed::DDPOptions find;
     find.find_unused_parameters = true;
-    trainer::DistributedDataParallel ddp(model, comm, find);
+    distributed::DistributedDataParallel ddp(model, comm, find);
     tensor::sum(ddp.forward(x)).backward();
     ddp.finish_gradient_sync();
     CHECK(model->spare().parameters()[0].grad().to_vector<float>() == std::vector<float>(16, 0.0f));

@@ -19,9 +19,9 @@
 #include "collective_values.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
+#include "distributed/device_space.h"
 #include "temp_dir.h"
 #include "tensor/device/stream.h"
-#include "trainer/device_space.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -34,7 +34,7 @@ const auto kWait = 60s;
 struct Rank {
   int rank, size;
   Communicator& comm;
-  trainer::DeviceSpace& space;
+  distributed::DeviceSpace& space;
   device::Runtime& rt;
   device::Stream stream;  // the compute stream: where inputs are queued and results read
 };
@@ -57,7 +57,7 @@ TypedBuffer read_back(Rank& r, const collectives::WorkPtr& work, const DeviceBuf
                       DType dtype, std::size_t count) {
   static int turn = 0;
   if (++turn % 2 == 0) {
-    trainer::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+    distributed::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
   } else {
     work->wait(core::Deadline::after(kWait));
   }
@@ -161,7 +161,7 @@ int until_failure(Rank& r) {
   DeviceBuffer d(r, data);
   for (int i = 0; i < 100000; ++i) {
     auto work = r.comm.all_reduce(d.ptr, d.ptr, 1 << 20, DType::f32, ReduceOp::sum, &r.space);
-    trainer::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+    distributed::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
     r.rt.synchronize(r.stream.handle());
   }
   return 0;
@@ -183,15 +183,15 @@ int run_rank(const Job& job, int rank, int port) {
   options.slice_bytes = 4096;  // many staged slices per chunk
   if (job.mode == "fault") options.timeout = 20s;
   // The space first: the communicator's progress thread uses it until the communicator goes.
-  trainer::DeviceSpaceOptions so;
+  distributed::DeviceSpaceOptions so;
   // "hosts": staged, ranks 0 .. n/2-1 on one simulated host and the rest on another.
   const bool hosts = job.link == "hosts";
-  so.link = trainer::parse_device_link(hosts ? "shm" : job.link);
+  so.link = distributed::parse_device_link(hosts ? "shm" : job.link);
   so.window_bytes = 64 * 1024;  // pieces of 32 KiB: many window rounds
   const core::Device dev =
       job.device == "cuda" ? core::Device::cuda(0) : core::Device::emu(rank % 2);
-  auto space =
-      trainer::DeviceSpace::create(store, "dev", rank, job.n, dev, so, core::Deadline::after(30s));
+  auto space = distributed::DeviceSpace::create(store, "dev", rank, job.n, dev, so,
+                                                core::Deadline::after(30s));
   const std::string transport = job.link == "tcp" ? "tcp" : "shm";
   transport::MeshOptions mesh = mesh_options(rank, job.n, hosts ? "auto" : transport, "m");
   if (hosts) mesh.host_id = rank < job.n / 2 ? "host-a" : "host-b";

@@ -26,13 +26,13 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "distributed/launch/launcher.h"
 #include "ringlet_command.h"
 #include "temp_dir.h"
-#include "trainer/launch/launcher.h"
 
 namespace fs = std::filesystem;
-using ringlet::trainer::launch;
-using ringlet::trainer::LaunchOptions;
+using ringlet::distributed::launch;
+using ringlet::distributed::LaunchOptions;
 using namespace ringlet::testing;
 
 namespace {

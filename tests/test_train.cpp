@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cifar_files.h"
+#include "distributed/rank_times.h"
 #include "nn/flatten.h"
 #include "nn/linear.h"
 #include "nn/sequential.h"
@@ -25,7 +26,6 @@
 #include "trainer/cli/usage.h"
 #include "trainer/data/data_loader.h"
 #include "trainer/progress.h"
-#include "trainer/rank_times.h"
 #include "trainer/train.h"
 
 using namespace ringlet;
@@ -102,19 +102,20 @@ TEST_CASE("tta flip by hand: the mean of an image's and its mirror's logits deci
 TEST_CASE("rank times: one rank's split as is, several ranks' ranges and their slowest") {
   using ringlet::core::TimeSplit;
   const TimeSplit fast{42.64, 36.4, 0.74, 5.5, 0.67}, slow{42.76, 41.83, 0.51, 0.31, 0.65};
-  const auto one = ringlet::trainer::gather_splits(nullptr, fast, ringlet::core::Deadline::never());
+  const auto one =
+      ringlet::distributed::gather_splits(nullptr, fast, ringlet::core::Deadline::never());
   REQUIRE(one.size() == 1);
   CHECK(one[0].computing_ms == 36.4);
-  CHECK(ringlet::trainer::describe_splits(one) ==
+  CHECK(ringlet::distributed::describe_splits(one) ==
         "a step 42.64 ms: computing 36.40 ms, preempted 0.74 ms, blocked 5.50 ms");
-  CHECK(ringlet::trainer::describe_splits({fast, slow}) ==
+  CHECK(ringlet::distributed::describe_splits({fast, slow}) ==
         "a step 42.70 ms: computing 36.40-41.83 ms (rank 1 the slowest), preempted 0.51-0.74 ms, "
         "blocked 0.31-5.50 ms");
   TimeSplit unknown = slow;
   unknown.preempted_ms = std::nan("");
-  CHECK(ringlet::trainer::describe_splits({fast, unknown}) ==
+  CHECK(ringlet::distributed::describe_splits({fast, unknown}) ==
         "a step 42.70 ms: computing 36.40-41.83 ms (rank 1 the slowest), blocked 0.31-5.50 ms");
-  const auto json = ringlet::trainer::splits_json({fast, unknown});
+  const auto json = ringlet::distributed::splits_json({fast, unknown});
   REQUIRE(json.size() == 2);
   CHECK(json[1]["rank"] == 1);
   CHECK(json[1]["preempted_ms"].is_null());

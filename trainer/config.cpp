@@ -11,11 +11,11 @@
 #include "core/device.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "distributed/launch/launcher.h"
 #include "tensor/device/runtime.h"
-#include "trainer/cli/usage.h"
 #include "trainer/config_value.h"
 #include "trainer/data/dataset_catalog.h"
-#include "trainer/launch/launcher.h"
+#include "trainer/usage_error.h"
 #include "trainer/yaml_config.h"
 
 namespace ringlet::trainer {
@@ -73,7 +73,7 @@ double parse_number(const std::string& text, const std::string& key) {
     } catch (const std::exception&) {  // out of range: refused below
     }
   }
-  throw cli::UsageError(
+  throw UsageError(
       core::str("--", key, ": '", text, "' is not a finite decimal number (such as 0.05 or 1e-4)"));
 }
 
@@ -136,7 +136,7 @@ Field optional_int_field(const char* key, std::optional<int> TrainConfig::*membe
     try {
       return json(core::parse_int(text, "--" + key));
     } catch (const std::exception&) {
-      throw cli::UsageError(core::str("--", key, ": '", text, "' is not a whole number"));
+      throw UsageError(core::str("--", key, ": '", text, "' is not a whole number"));
     }
   };
   f.type_name = "an integer or null";
@@ -201,23 +201,23 @@ json parse_value(const json& current, const std::string& text, const std::string
     if (current.is_boolean()) {
       if (text == "true" || text == "1") return true;
       if (text == "false" || text == "0") return false;
-      throw cli::UsageError(core::str("--", key, ": expected true or false, got '", text, "'"));
+      throw UsageError(core::str("--", key, ": expected true or false, got '", text, "'"));
     }
     if (current.is_number_integer() || current.is_number_unsigned()) {
       return json(core::parse_int(text, "--" + key));
     }
     return json(parse_number(text, key));
-  } catch (const cli::UsageError&) {
+  } catch (const UsageError&) {
     throw;
   } catch (const std::exception&) {
     const bool whole = current.is_number_integer() || current.is_number_unsigned();
-    throw cli::UsageError(
+    throw UsageError(
         core::str("--", key, ": '", text, "' is not a valid ", whole ? "whole number" : "value"));
   }
 }
 
 void check(bool ok, const std::string& what) {
-  if (!ok) throw cli::UsageError("invalid config: " + what);
+  if (!ok) throw UsageError("invalid config: " + what);
 }
 
 // mean or std: empty (the dataset's), one value for every channel, or one per channel.
@@ -252,7 +252,7 @@ bool same_path(const std::string& a, const std::string& b) {
 void check_data(const TrainConfig& c) {
   const DatasetInfo* data = find_dataset(c.dataset);
   if (data == nullptr) {
-    const std::string hint = cli::nearest(c.dataset, [] {
+    const std::string hint = nearest(c.dataset, [] {
       std::vector<std::string> names;
       for (const auto& d : dataset_catalog()) names.push_back(d.name);
       return names;
@@ -319,8 +319,7 @@ Augmentations parse_augment(const std::string& augment) {
                  : name == "flip"  ? &out.flip
                  : name == "erase" ? &out.erase
                                    : nullptr;
-    if (slot == nullptr)
-      cli::throw_unknown("invalid config: augment", "augmentation", name, kNames);
+    if (slot == nullptr) throw_unknown("invalid config: augment", "augmentation", name, kNames);
     check(!*slot, "augment names '" + name + "' twice, in '" + augment + "'");
     *slot = true;
     if (comma == std::string::npos) break;
@@ -345,7 +344,7 @@ void TrainConfig::merge_json(const json& in, const std::string& source) {
   RINGLET_CHECK(in.is_object(), ValueError, source, ": the config must be a JSON object");
   for (const auto& [key, value] : in.items()) {
     const Field* f = find(key);
-    if (f == nullptr) cli::throw_unknown(source, "config key", key, config_keys());
+    if (f == nullptr) throw_unknown(source, "config key", key, config_keys());
     try {
       f->set(*this, value);
     } catch (const ConfigValueError& e) {
@@ -363,7 +362,7 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& args,
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.rfind("--", 0) != 0) {
-      throw cli::UsageError(
+      throw UsageError(
           core::str("unexpected argument '", arg, "' (options look like --key value)"));
     }
     std::string key = arg.substr(2), text;
@@ -379,28 +378,28 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& args,
       std::vector<std::string> choices;
       for (const auto& k : config_keys()) choices.push_back("--" + k);
       for (const auto& k : allowed_extra) choices.push_back(k);
-      cli::throw_unknown("", "option", "--" + key, choices);
+      throw_unknown("", "option", "--" + key, choices);
     }
     if (!inline_value) {
       if (f->is_flag && (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)) {
         text = "true";
       } else {
-        if (i + 1 >= args.size()) throw cli::UsageError(core::str(arg, " needs a value"));
+        if (i + 1 >= args.size()) throw UsageError(core::str(arg, " needs a value"));
         text = args[++i];
       }
     }
     try {
       f->set(*this, f->parse ? f->parse(text, key) : parse_value(f->get(*this), text, key));
     } catch (const ConfigValueError& e) {
-      throw cli::UsageError(core::str("--", key, " ", e.what()));
+      throw UsageError(core::str("--", key, " ", e.what()));
     }
   }
 }
 
 void TrainConfig::validate() const {
   check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
-  check(nproc >= 1 && nproc <= kMaxWorkersPerNode,
-        core::str("nproc must be in [1, ", kMaxWorkersPerNode, "], got ", nproc));
+  check(nproc >= 1 && nproc <= distributed::kMaxWorkersPerNode,
+        core::str("nproc must be in [1, ", distributed::kMaxWorkersPerNode, "], got ", nproc));
   check(max_restarts >= 0 && max_restarts <= 100,
         core::str("max_restarts must be in [0, 100], got ", max_restarts));
   check(batch_size >= 1, core::str("batch_size must be >= 1, got ", batch_size));

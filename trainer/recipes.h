@@ -24,7 +24,7 @@ std::filesystem::path recipes_dir();
 std::vector<Recipe> list_recipes();
 
 // The file `--recipe` names: a path as it is when it contains a '/' or ends in .json, else
-// recipes_dir()/NAME.json. An unknown name is a cli::UsageError naming the nearest recipe,
+// recipes_dir()/NAME.json. An unknown name is a UsageError naming the nearest recipe,
 // every available one and the folder looked in.
 std::filesystem::path find_recipe(const std::string& name_or_path);
 

@@ -6,8 +6,8 @@
 
 #include "core/error.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/cli/usage.h"
 #include "trainer/config.h"
+#include "trainer/usage_error.h"
 
 namespace ringlet::trainer {
 namespace {
@@ -85,15 +85,15 @@ std::vector<RecipeChange> check_resume_changes(const RunRecord& run, const Train
     }
   }
   if (!refused.empty()) {
-    throw cli::UsageError(
+    throw UsageError(
         core::str("--resume continues the recipe its checkpoint ", run.checkpoint.string(),
                   " was trained with; this command changes ", refused,
                   ". Drop those options, or start a new run (another --out, or --reset)"));
   }
   if (config.epochs < run.epoch) {
-    throw cli::UsageError(
-        core::str("--resume: the run has finished ", run.epoch, " epochs; --epochs ", config.epochs,
-                  " would end before them (--epochs must be >= ", run.epoch, ")"));
+    throw UsageError(core::str("--resume: the run has finished ", run.epoch, " epochs; --epochs ",
+                               config.epochs,
+                               " would end before them (--epochs must be >= ", run.epoch, ")"));
   }
   return changes;
 }

@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/cli/usage.h"
 #include "trainer/step_trace.h"
+#include "trainer/usage_error.h"
 
 namespace ringlet::trainer {
 namespace fs = std::filesystem;
@@ -48,7 +48,7 @@ void refuse_used(const fs::path& dir) {
   if (found.empty()) return;
   std::string names;
   for (const fs::path& f : found) names += (names.empty() ? "" : ", ") + f.filename().string();
-  throw cli::UsageError(core::str(
+  throw UsageError(core::str(
       "run directory ", dir.string(), " already holds a run (", names,
       "): pass --resume to continue it, --reset to discard it and start over, or another --out"));
 }

@@ -19,6 +19,9 @@
 #include "core/file_io.h"
 #include "core/thread_clocks.h"
 #include "core/threads.h"
+#include "distributed/ddp.h"
+#include "distributed/rank_times.h"
+#include "distributed/sync_batch_norm.h"
 #include "nn/adam.h"
 #include "nn/autocast.h"
 #include "nn/clip_grad.h"
@@ -30,14 +33,11 @@
 #include "tensor/ops.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
-#include "trainer/ddp.h"
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
-#include "trainer/rank_times.h"
 #include "trainer/run_dir.h"
 #include "trainer/step_trace.h"
-#include "trainer/sync_batch_norm.h"
 #include "trainer/tensorboard.h"
 
 namespace ringlet::trainer {
@@ -151,10 +151,10 @@ struct Run {
   core::DType precision;
   nn::GradScaler scaler;
   nn::CrossEntropyLoss criterion;
-  std::unique_ptr<DistributedDataParallel> ddp;  // null on a single rank
-  std::unique_ptr<Progress> progress;            // while the epochs train
-  std::unique_ptr<EventWriter> events;           // rank 0: TensorBoard's event file
-  std::unique_ptr<StepTrace> trace;              // trace_steps (or RINGLET_TRACE)
+  std::unique_ptr<distributed::DistributedDataParallel> ddp;  // null on a single rank
+  std::unique_ptr<Progress> progress;                         // while the epochs train
+  std::unique_ptr<EventWriter> events;                        // rank 0: TensorBoard's event file
+  std::unique_ptr<StepTrace> trace;                           // trace_steps (or RINGLET_TRACE)
   int start_epoch = 0;
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
   core::Device device;    // where the model computes (batches are moved there)
@@ -247,7 +247,7 @@ void place_on_device(Run& run) {
 // After the resume, so that every rank starts from the loaded (equal) parameters.
 void distribute(Run& run) {
   if (run.c.sync_bn) {
-    const int layers = convert_sync_batchnorm(*run.model, *run.comm);
+    const int layers = distributed::convert_sync_batchnorm(*run.model, *run.comm);
     run.out << "SyncBatchNorm: " << layers << " BatchNorm layer(s) use the global batch statistics"
             << std::endl;
   }
@@ -255,11 +255,11 @@ void distribute(Run& run) {
   // buckets (no copy back after each all-reduce).
   RINGLET_CHECK(run.device.is_cpu() || run.space != nullptr, DeviceError, "training on ",
                 run.device, " with several ranks needs the device's space");
-  run.ddp = std::make_unique<DistributedDataParallel>(
+  run.ddp = std::make_unique<distributed::DistributedDataParallel>(
       run.model, *run.comm,
-      DDPOptions{.device_space = run.device.is_cpu() ? nullptr : run.space,
-                 .gradient_as_bucket_view = true,
-                 .comm_hook = parse_comm_hook(run.c.comm_hook)});
+      distributed::DDPOptions{.device_space = run.device.is_cpu() ? nullptr : run.space,
+                              .gradient_as_bucket_view = true,
+                              .comm_hook = distributed::parse_comm_hook(run.c.comm_hook)});
   if (run.c.comm_hook != "none") {
     run.out << "DDP comm hook: " << run.c.comm_hook << " (buckets all-reduced in half precision)"
             << std::endl;
@@ -431,7 +431,7 @@ class EvalTally {
 // The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes). Every
 // rank calls it: the ranks' step splits are gathered here.
 void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const EvalResult& eval) {
-  const std::vector<core::TimeSplit> ranks = gather_splits(
+  const std::vector<core::TimeSplit> ranks = distributed::gather_splits(
       run.comm, core::mean_split(stats.splits),
       core::Deadline::after(run.comm != nullptr ? run.comm->timeout() : std::chrono::minutes(1)));
   const double images_per_s =
@@ -446,7 +446,7 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
     run.out << ", " << stats.skipped << " step(s) skipped on overflow, loss scale "
             << std::setprecision(0) << run.scaler.get_scale();
   }
-  run.out << "; " << describe_splits(ranks) << std::endl;
+  run.out << "; " << distributed::describe_splits(ranks) << std::endl;
   nlohmann::json record{{"epoch", epoch + 1},           {"step", run.step},
                         {"loss", stats.mean_loss()},    {"test_loss", eval.loss},
                         {"accuracy", eval.accuracy},    {"lr", lr},
@@ -461,7 +461,7 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
     if (key != "epoch" && key != "step")
       run.events->scalar("epoch/" + key, value.get<double>(), run.step);
   }
-  record["ranks"] = splits_json(ranks);
+  record["ranks"] = distributed::splits_json(ranks);
   core::append_line(metrics_path(run.run_dir.path),
                     record.dump());  // before the checkpoint: see run_dir.h
   save_checkpoint(

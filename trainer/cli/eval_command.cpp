@@ -9,11 +9,11 @@
 #include <iostream>
 
 #include "core/env.h"
+#include "distributed/launch/launcher.h"
+#include "distributed/process_group.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
 #include "trainer/data/dataset_catalog.h"
-#include "trainer/distributed.h"
-#include "trainer/launch/launcher.h"
 #include "trainer/train.h"
 #include "transport/discovery.h"
 
@@ -128,9 +128,9 @@ void print_eval(const EvalResult& r, const TrainConfig& c, std::ostream& out) {
 
 // One rank of `ringlet eval --nproc N`: its shard, the sums all-reduced, rank 0 reports.
 int eval_worker(EvalArgs parsed, std::ostream& out) {
-  DistributedContext job =
-      join_from_environment("eval", core::Deadline::after(default_rdzv_timeout()));
-  parsed.config.device = core::str(rank_device(parsed.config.device, job.info));
+  distributed::DistributedContext job = distributed::join_from_environment(
+      "eval", core::Deadline::after(distributed::default_rdzv_timeout()));
+  parsed.config.device = core::str(distributed::rank_device(parsed.config.device, job.info));
   const EvalResult r = evaluate_checkpoint(parsed.checkpoint, parsed.config, job.comm.get());
   if (job.info.rank == 0) print_eval(r, parsed.config, out);
   return 0;
@@ -147,12 +147,12 @@ int eval_command(const std::vector<std::string>& args, std::ostream& out) {
   const bool worker = transport::launched_as_rank();
   if (!worker) print_plan(parsed, out);
   if (parsed.config.nproc > 1 && !worker) {
-    LaunchOptions launch_options;
+    distributed::LaunchOptions launch_options;
     launch_options.nproc_per_node = parsed.config.nproc;
-    launch_options.rdzv_timeout = default_rdzv_timeout();
+    launch_options.rdzv_timeout = distributed::default_rdzv_timeout();
     std::vector<std::string> command{"/proc/self/exe", "eval"};
     command.insert(command.end(), args.begin(), args.end());
-    return launch(launch_options, command, out, std::cerr);
+    return distributed::launch(launch_options, command, out, std::cerr);
   }
   if (worker) return eval_worker(parsed, out);
   print_eval(evaluate_checkpoint(parsed.checkpoint, parsed.config), parsed.config, out);

@@ -7,11 +7,11 @@
 #include <thread>
 
 #include "core/env.h"
+#include "distributed/launch/hosts.h"
+#include "distributed/launch/launcher.h"
+#include "distributed/launch/worker_logs.h"
 #include "tensor/device/runtime.h"
 #include "trainer/cli/usage.h"
-#include "trainer/launch/hosts.h"
-#include "trainer/launch/launcher.h"
-#include "trainer/launch/worker_logs.h"
 
 namespace ringlet::trainer::cli {
 
@@ -124,11 +124,11 @@ int nproc_flag(const std::string& value) {
     const int gpus = tensor::device::usable_gpu_count();
     n = gpus > 0 ? gpus : cores;
   } else {
-    return int_flag("--nproc-per-node", value, 1, kMaxWorkersPerNode);
+    return int_flag("--nproc-per-node", value, 1, distributed::kMaxWorkersPerNode);
   }
-  if (n > kMaxWorkersPerNode) {
+  if (n > distributed::kMaxWorkersPerNode) {
     throw UsageError(core::str("launch: --nproc-per-node ", value, " means ", n,
-                               " workers, more than the ", kMaxWorkersPerNode,
+                               " workers, more than the ", distributed::kMaxWorkersPerNode,
                                " a node may run; give a number"));
   }
   return n;
@@ -149,8 +149,8 @@ int streams_flag(const std::string& flag, const std::string& value) {
 
 // What the command line says, before the flags that depend on each other are combined.
 struct LaunchArgs {
-  LaunchOptions options;
-  HostsOptions hosts;
+  distributed::LaunchOptions options;
+  distributed::HostsOptions hosts;
   bool help = false;
   bool node_flags = false;  // --nnodes / --node-rank, which a host list replaces
   bool standalone = false, no_python = false, module = false;
@@ -161,7 +161,7 @@ struct LaunchArgs {
 };
 
 void set_flag(LaunchArgs& a, const std::string& flag, std::string value) {
-  LaunchOptions& o = a.options;
+  distributed::LaunchOptions& o = a.options;
   if (flag == "--nproc-per-node") {
     o.nproc_per_node = nproc_flag(value);
   } else if (flag == "--nnodes") {
@@ -184,7 +184,8 @@ void set_flag(LaunchArgs& a, const std::string& flag, std::string value) {
   } else if (flag == "--max-restarts") {
     o.max_restarts = int_flag(flag, value, 0, 1000000);
   } else if (flag == "--rdzv-timeout") {
-    o.rdzv_timeout = std::chrono::seconds(int_flag(flag, value, 1, kMaxRdzvTimeoutSeconds));
+    o.rdzv_timeout =
+        std::chrono::seconds(int_flag(flag, value, 1, distributed::kMaxRdzvTimeoutSeconds));
   } else if (flag == "--rdzv-backend") {
     if (value != "static" && value != "c10d") {
       throw UsageError("launch: --rdzv-backend " + value +
@@ -206,7 +207,8 @@ void set_flag(LaunchArgs& a, const std::string& flag, std::string value) {
     o.log_dir = value;
   } else if (flag == "--hosts" || flag == "--hostfile") {
     try {
-      a.hosts.hosts = flag == "--hosts" ? parse_host_list(value) : read_hostfile(value);
+      a.hosts.hosts = flag == "--hosts" ? distributed::parse_host_list(value)
+                                        : distributed::read_hostfile(value);
     } catch (const core::ValueError& e) {
       throw UsageError(e.what());
     }
@@ -223,7 +225,7 @@ void set_switch(LaunchArgs& a, const std::string& flag) {
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& args) {
   LaunchArgs a;
-  a.options.rdzv_timeout = default_rdzv_timeout();
+  a.options.rdzv_timeout = distributed::default_rdzv_timeout();
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -255,12 +257,12 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& args) {
 
 // --standalone and --rdzv-backend c10d say where the store listens, as torchrun reads them.
 void apply_rendezvous(LaunchArgs& a) {
-  LaunchOptions& o = a.options;
+  distributed::LaunchOptions& o = a.options;
   if (a.standalone) {
     if (o.nnodes > 1) throw UsageError("launch: --standalone runs one node; drop --nnodes");
     o.master_addr = "127.0.0.1";
     o.master_port = 0;
-    if (o.run_id == "none") o.run_id = core::str("standalone_", free_port());
+    if (o.run_id == "none") o.run_id = core::str("standalone_", distributed::free_port());
     return;
   }
   if (a.rdzv_backend == "static") {
@@ -312,14 +314,14 @@ std::vector<std::string> worker_command(const LaunchArgs& a) {
 
 // The per-rank log files: --log-dir alone writes and shows both streams.
 void apply_logs(LaunchArgs& a) {
-  LaunchOptions& o = a.options;
+  distributed::LaunchOptions& o = a.options;
   if (o.log_dir.empty()) {
     if (a.streams_given && (o.tee | o.redirects) != 0) {
       throw UsageError("launch: --tee and --redirects write per-rank files: give --log-dir DIR");
     }
     return;
   }
-  if (!a.streams_given) o.tee = kStdout | kStderr;
+  if (!a.streams_given) o.tee = distributed::kStdout | distributed::kStderr;
 }
 
 }  // namespace
@@ -333,7 +335,7 @@ int launch_command(const std::vector<std::string>& args, std::ostream& out, std:
   apply_rendezvous(a);
   apply_logs(a);
   const std::vector<std::string> command = worker_command(a);
-  LaunchOptions& options = a.options;
+  distributed::LaunchOptions& options = a.options;
   options.omp_one_thread = true;
   if (!a.hosts.hosts.empty()) {
     if (a.node_flags) {
@@ -342,7 +344,7 @@ int launch_command(const std::vector<std::string>& args, std::ostream& out, std:
     if (options.max_restarts > 0) {
       throw UsageError("launch: --max-restarts with several hosts is not supported yet");
     }
-    return launch_hosts(options, a.hosts, command, out, err);
+    return distributed::launch_hosts(options, a.hosts, command, out, err);
   }
   if (options.node_rank >= options.nnodes) {
     throw UsageError("launch: --node-rank " + std::to_string(options.node_rank) +
@@ -355,7 +357,7 @@ int launch_command(const std::vector<std::string>& args, std::ostream& out, std:
   if (options.nnodes > 1 && options.max_restarts > 0) {
     throw UsageError("launch: --max-restarts with --nnodes > 1 is not supported yet");
   }
-  return launch(options, command, out, err);
+  return distributed::launch(options, command, out, err);
 }
 
 }  // namespace ringlet::trainer::cli

@@ -1,5 +1,5 @@
-// `ringlet launch`: argument parsing around trainer/launch/launcher.h, with torchrun's flag names
-// (dashes or underscores) and `--` or the first non-option word starting the command to run.
+// `ringlet launch`: argument parsing around distributed/launch/launcher.h, with torchrun's flag
+// names (dashes or underscores) and `--` or the first non-option word starting the command to run.
 //   ringlet launch --nproc-per-node N [--nnodes M --node-rank R] [--master-addr A]
 //                  [--master-port P] [--max-restarts K] [--rdzv-timeout S] [--quiet-others]
 //                  [--] command args...

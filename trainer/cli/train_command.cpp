@@ -9,13 +9,13 @@
 #include <sstream>
 
 #include "core/env.h"
+#include "distributed/launch/launcher.h"
+#include "distributed/process_group.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
 #include "trainer/config_help.h"
 #include "trainer/data/dataset_catalog.h"
-#include "trainer/distributed.h"
-#include "trainer/launch/launcher.h"
 #include "trainer/recipes.h"
 #include "trainer/resume_check.h"
 #include "trainer/run_dir.h"
@@ -53,18 +53,19 @@ int train_worker(TrainConfig config, std::ostream& out) {
     if (saved) config.resume_from.clear();
   }
   // how long to wait for the other ranks: the launcher's --rdzv-timeout
-  const auto rdzv = default_rdzv_timeout();
-  DistributedContext job = join_from_environment("train", core::Deadline::after(rdzv));
+  const auto rdzv = distributed::default_rdzv_timeout();
+  distributed::DistributedContext job =
+      distributed::join_from_environment("train", core::Deadline::after(rdzv));
   if (restart > 0 && job.info.rank == 0) {
     out << "restart " << restart << ": "
         << (config.resume ? "resuming from the last checkpoint"
                           : "no checkpoint yet, starting over")
         << std::endl;
   }
-  const core::Device device = rank_device(config.device, job.info);
+  const core::Device device = distributed::rank_device(config.device, job.info);
   if (!device.is_cpu() && job.info.world_size > 1) {
     config.device = core::str(device);
-    attach_device(job, "train", device, core::Deadline::after(rdzv));
+    distributed::attach_device(job, "train", device, core::Deadline::after(rdzv));
   }
   const TrainResult result = train(config, out, job.comm.get(), job.space.get());
   if (job.info.rank == 0) {
@@ -198,17 +199,17 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
     // Start nproc local workers running this same command; each one sees WORLD_SIZE and so
     // takes the distributed path below.
     // The run directory is fixed here, so that every worker (and every restart) uses one.
-    LaunchOptions launch_options;
+    distributed::LaunchOptions launch_options;
     launch_options.nproc_per_node = config.nproc;
     launch_options.max_restarts = config.max_restarts;
-    launch_options.rdzv_timeout = default_rdzv_timeout();  // the workers get it too
+    launch_options.rdzv_timeout = distributed::default_rdzv_timeout();  // the workers get it too
     std::vector<std::string> command{"/proc/self/exe", "train"};
     command.insert(command.end(), args.begin(), args.end());
     if (config.out.empty()) {
       command.push_back("--out");
       command.push_back(default_run_dir());
     }
-    return launch(launch_options, command, out, std::cerr);
+    return distributed::launch(launch_options, command, out, std::cerr);
   }
   if (worker) return train_worker(config, out);
   const TrainResult result = train(config, out);

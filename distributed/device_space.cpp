@@ -1,5 +1,5 @@
 // DeviceSpace: streams, staging, the device reductions, and the IPC windows' set-up.
-#include "trainer/device_space.h"
+#include "distributed/device_space.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 namespace {
 
 namespace device = tensor::device;
@@ -221,4 +221,4 @@ void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stre
   });
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 // Stream bits, as torchrun's Std: 1 stdout, 2 stderr, 3 both.
 constexpr int kStdout = 1, kStderr = 2;
@@ -36,4 +36,4 @@ class WorkerLogs {
   std::vector<std::array<std::unique_ptr<std::ofstream>, 2>> files_;
 };
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

@@ -27,7 +27,7 @@
 #include "tensor/device/stream.h"
 #include "transport/store.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 enum class DeviceLink { automatic, ipc, staged };
 // "auto", "ipc", "staged" (also "tcp" and "shm", the staged links' names in the benches).
@@ -89,4 +89,4 @@ class DeviceSpace final : public collectives::BufferSpace {
 void wait_on_stream(const collectives::WorkPtr& work, const tensor::device::Stream& stream,
                     core::Deadline deadline);
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

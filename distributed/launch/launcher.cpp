@@ -2,7 +2,7 @@
 // nodes, start the workers, then one poll() loop over their output pipes and a self-pipe fed by
 // the SIGINT/SIGTERM handler, reaping exits every kPollMs. The first failure (or a forwarded
 // signal) stops everyone: SIGTERM to each worker's process group, SIGKILL after stop_grace.
-#include "trainer/launch/launcher.h"
+#include "distributed/launch/launcher.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -29,12 +29,12 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/random.h"
-#include "trainer/launch/worker_logs.h"
-#include "trainer/launch/worker_process.h"
+#include "distributed/launch/worker_logs.h"
+#include "distributed/launch/worker_process.h"
 #include "transport/rendezvous.h"
 #include "transport/tcp_store.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 namespace {
 
@@ -499,4 +499,4 @@ int launch(LaunchOptions options, const std::vector<std::string>& command, std::
   }
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

@@ -1,7 +1,7 @@
 // Starting, signalling and reaping the worker processes of `ringlet launch`. Between fork and
 // execve the child only makes async-signal-safe calls: the launcher may run threads (the store
 // server), and a child of a threaded process may not allocate or take locks.
-#include "trainer/launch/worker_process.h"
+#include "distributed/launch/worker_process.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 namespace {
 
@@ -193,4 +193,4 @@ void WorkerProcess::close_fd(int stream) {
   fds_[stream] = -1;
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

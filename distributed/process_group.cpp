@@ -1,11 +1,11 @@
 // join_from_environment: see distributed.h.
-#include "trainer/distributed.h"
+#include "distributed/process_group.h"
 
 #include "core/error.h"
 #include "tensor/device/runtime.h"
 #include "transport/rendezvous.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 DistributedContext join_from_environment(const std::string& name, core::Deadline deadline) {
   DistributedContext ctx;
@@ -23,23 +23,14 @@ DistributedContext join_from_environment(const std::string& name, core::Deadline
   return ctx;
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed
 
-namespace ringlet::trainer {
-
-core::Device rank_device(const std::string& text, const transport::InitInfo& info) {
-  core::Device device = core::parse_device(text);
-  if (device.is_cpu() || text.find(':') != std::string::npos) return device;
-  const int count = tensor::device::device_count(device.kind);
-  RINGLET_CHECK(count > 0, DeviceError, "device ", text, ": none of that kind here");
-  device.index = info.local_rank % count;
-  return device;
-}
+namespace ringlet::distributed {
 
 void attach_device(DistributedContext& job, const std::string& name, core::Device device,
                    core::Deadline deadline) {
-  job.space = DeviceSpace::create(*job.store, name, job.info.rank, job.info.world_size, device, {},
-                                  deadline);
+  job.space = distributed::DeviceSpace::create(*job.store, name, job.info.rank, job.info.world_size,
+                                               device, {}, deadline);
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

@@ -18,7 +18,7 @@
 
 #include "core/rank_limits.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 // The most workers one node runs, for `ringlet launch` and `ringlet train/eval --nproc` alike.
 inline constexpr int kMaxWorkersPerNode = core::kMaxLocalRanks;
@@ -80,4 +80,4 @@ int free_port();
 int launch(LaunchOptions options, const std::vector<std::string>& command, std::ostream& out,
            std::ostream& err);
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

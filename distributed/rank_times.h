@@ -13,7 +13,7 @@
 #include "collectives/communicator.h"
 #include "core/thread_clocks.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 // Every rank's `mine`, in rank order (all ranks call it, as a collective); {mine} without a
 // communicator.
@@ -31,4 +31,4 @@ nlohmann::json splits_json(const std::vector<core::TimeSplit>& ranks);
 // one.
 std::string describe_splits(const std::vector<core::TimeSplit>& ranks);
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

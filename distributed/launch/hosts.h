@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/launch/launcher.h"
+#include "distributed/launch/launcher.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 struct HostsOptions {
   std::vector<std::string> hosts;  // node i runs on hosts[i]; hosts[0] is this machine
@@ -40,4 +40,4 @@ std::string remote_launch_command(const LaunchOptions& options, const HostsOptio
 int launch_hosts(LaunchOptions options, const HostsOptions& hosts,
                  const std::vector<std::string>& command, std::ostream& out, std::ostream& err);
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

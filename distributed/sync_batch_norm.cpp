@@ -1,10 +1,10 @@
 // convert_sync_batchnorm: a stats reducer (a blocking f64 all-reduce with the communicator's
 // deadline) installed in every BatchNorm2d, found by walking the module tree.
-#include "trainer/sync_batch_norm.h"
+#include "distributed/sync_batch_norm.h"
 
 #include "nn/batch_norm.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 int convert_sync_batchnorm(nn::Module& module, collectives::Communicator& comm) {
   int converted = 0;
@@ -22,4 +22,4 @@ int convert_sync_batchnorm(nn::Module& module, collectives::Communicator& comm) 
   return converted;
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

@@ -1,7 +1,7 @@
 // launch_hosts: node launchers over ssh, node 0 in this process. The ssh children inherit this
 // process's stdout and stderr (their lines are already rank-prefixed by the remote launchers);
 // when node 0 fails they are stopped (SIGTERM, then SIGKILL), so nothing is left running here.
-#include "trainer/launch/hosts.h"
+#include "distributed/launch/hosts.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,7 +20,7 @@
 #include "core/env.h"
 #include "core/error.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -174,4 +174,4 @@ int launch_hosts(LaunchOptions options, const HostsOptions& given,
   return status != 0 ? status : first_failure;
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

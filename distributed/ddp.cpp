@@ -1,7 +1,7 @@
 // DDP reducer: buckets, gradient hooks, in-order bucket launches and the final copy-back.
 // Hooks hold the state through a weak_ptr: they stay registered on the parameters (autograd
 // hooks cannot be removed) but do nothing once the DDP object is gone.
-#include "trainer/ddp.h"
+#include "distributed/ddp.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,10 +10,10 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "distributed/device_space.h"
 #include "tensor/ops.h"
-#include "trainer/device_space.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 struct DistributedDataParallel::State {
   struct Slot {
@@ -135,7 +135,7 @@ struct DistributedDataParallel::State {
       for (auto& b : buffers) {
         auto work =
             comm->broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0, space);
-        wait_on_stream(work, tensor::device::current_stream(device), deadline);
+        distributed::wait_on_stream(work, tensor::device::current_stream(device), deadline);
       }
       return;
     }
@@ -284,7 +284,7 @@ void DistributedDataParallel::finish_gradient_sync() {
   const auto deadline = core::Deadline::after(comm_.timeout());
   for (auto& b : st.buckets) {
     if (st.space != nullptr) {  // the stream waits; the host goes on
-      wait_on_stream(b.work, tensor::device::current_stream(st.device), deadline);
+      distributed::wait_on_stream(b.work, tensor::device::current_stream(st.device), deadline);
     } else {
       b.work->wait(deadline);
     }
@@ -325,4 +325,4 @@ std::vector<std::size_t> DistributedDataParallel::bucket_sizes() const {
   return out;
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

@@ -35,7 +35,7 @@
 #include "collectives/communicator.h"
 #include "nn/module.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 // How a bucket travels: as it is, or compressed to half precision for the all-reduce.
 enum class CommHook { none, fp16_compress, bf16_compress };
@@ -43,7 +43,7 @@ enum class CommHook { none, fp16_compress, bf16_compress };
 CommHook parse_comm_hook(const std::string& name);
 
 struct DDPOptions {
-  // The device's space (trainer/device_space.h) when the module is on a device: buckets live
+  // The device's space (bridge/device_space.h) when the module is on a device: buckets live
   // there, all-reduces run on its communication stream, and the caller's stream waits for them
   // (wait_on_stream: no host synchronization on the emulated device; on CUDA the host waits).
   // Null for a module on the host.
@@ -91,4 +91,4 @@ class DistributedDataParallel {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

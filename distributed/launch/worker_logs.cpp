@@ -1,12 +1,12 @@
 // torchrun's per-rank log files: the layout, and the flags that choose the streams.
-#include "trainer/launch/worker_logs.h"
+#include "distributed/launch/worker_logs.h"
 
 #include <cstdio>
 
 #include "core/error.h"
 #include "core/random.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 namespace fs = std::filesystem;
 
@@ -54,4 +54,4 @@ void WorkerLogs::flush() {
   }
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

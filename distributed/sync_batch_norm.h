@@ -7,9 +7,9 @@
 #include "collectives/communicator.h"
 #include "nn/module.h"
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 // Returns the number of BatchNorm2d layers converted.
 int convert_sync_batchnorm(nn::Module& module, collectives::Communicator& comm);
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

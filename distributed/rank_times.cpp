@@ -1,12 +1,12 @@
 // Every rank's step split: one all-gather of five numbers per rank, and how to show them.
-#include "trainer/rank_times.h"
+#include "distributed/rank_times.h"
 
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 namespace {
 
@@ -74,4 +74,4 @@ std::string describe_splits(const std::vector<core::TimeSplit>& ranks) {
   return text.str();
 }
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed

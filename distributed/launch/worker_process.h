@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace ringlet::trainer {
+namespace ringlet::distributed {
 
 // Finds `name` like execvp: a name with a '/' is taken as a path, otherwise each PATH directory
 // is tried in order. Throws core::ValueError naming the command when nothing executable is found.
@@ -91,4 +91,4 @@ class LineBuffer {
   std::string partial_;
 };
 
-}  // namespace ringlet::trainer
+}  // namespace ringlet::distributed
