@@ -22,13 +22,24 @@
 #include "core/dtype.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "tensor/cuda/runtime.h"
+#include "tensor/cuda/device_runtime.h"
+#include "tensor/device/runtime.h"
 
 using namespace ringlet;
 namespace tcuda = ringlet::tensor::cuda;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+tensor::device::Runtime& gpu() { return tensor::device::runtime(core::Device::cuda(0)); }
+
+void* upload(const std::vector<char>& host) {
+  void* d = gpu().malloc(host.size());
+  RINGLET_CHECK(d != nullptr, OutOfMemoryError, host.size(), " bytes do not fit on the GPU");
+  gpu().copy_async(d, host.data(), host.size(), gpu().compute_stream());
+  gpu().synchronize(gpu().compute_stream());
+  return d;
+}
 
 // Seconds per call: the median over `reps` of (10 calls, then synchronize) / 10.
 template <class F>
@@ -37,7 +48,7 @@ double time_per_call(int reps, F call) {
   for (int r = 0; r < reps; ++r) {
     const auto start = Clock::now();
     for (int k = 0; k < 10; ++k) call();
-    tcuda::synchronize(0);
+    gpu().synchronize(gpu().compute_stream());
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / 10);
   }
   return bench::median(times);
@@ -83,25 +94,23 @@ void bench_size(std::size_t bytes, core::DType dtype, int reps) {
     a[i] = static_cast<char>(i % 7);  // small values in every byte: finite in every dtype
     b[i] = static_cast<char>(i % 5);
   }
-  void* dst = tcuda::device_malloc(a.size(), 0);
-  void* src = tcuda::device_malloc(b.size(), 0);
-  void* copy = tcuda::device_malloc(a.size(), 0);
-  RINGLET_CHECK(dst != nullptr && src != nullptr && copy != nullptr, OutOfMemoryError, bytes,
-                " bytes x 3 do not fit on the GPU");
-  tcuda::copy_host_to_device(dst, a.data(), a.size(), 0);
-  tcuda::copy_host_to_device(src, b.data(), b.size(), 0);
-  collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
+  void* const stream = gpu().compute_stream();
+  void* dst = upload(a);
+  void* src = upload(b);
+  void* copy = upload(a);
+  collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0, stream);
   std::vector<char> got(a.size());
-  tcuda::copy_device_to_host(got.data(), dst, got.size(), 0);
+  gpu().copy_async(got.data(), dst, got.size(), stream);
+  gpu().synchronize(stream);
   collectives::reduce_into(a.data(), b.data(), count, dtype, collectives::ReduceOp::sum);
   RINGLET_CHECK(std::memcmp(got.data(), a.data(), a.size()) == 0, Error,
                 "the device kernel's sum differs from the host kernel's");
 
   const double reduce_s = time_per_call(reps, [&] {
-    collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0);
+    collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0, stream);
   });
   const double copy_s =
-      time_per_call(reps, [&] { tcuda::copy_device_to_device(copy, src, a.size(), 0); });
+      time_per_call(reps, [&] { gpu().copy_async(copy, src, a.size(), stream); });
   const double reduce_gbps = 3.0 * a.size() / reduce_s / 1e9;
   const double copy_gbps = 2.0 * a.size() / copy_s / 1e9;
   std::printf("  %12zu %10s %12.1f %12.1f %8.3f\n", a.size(),
@@ -115,9 +124,9 @@ void bench_size(std::size_t bytes, core::DType dtype, int reps) {
                                      {"ratio", reduce_gbps / copy_gbps}}
                           .dump()
                           .c_str());
-  tcuda::device_free(dst, 0);
-  tcuda::device_free(src, 0);
-  tcuda::device_free(copy, 0);
+  gpu().free(dst);
+  gpu().free(src);
+  gpu().free(copy);
 }
 
 int run(const Options& o) {

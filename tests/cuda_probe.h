@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tensor/cuda/runtime.h"
+#include "tensor/cuda/device_runtime.h"
 
 namespace ringlet::testing {
 

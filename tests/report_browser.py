@@ -85,7 +85,8 @@ def main():
     ringlet = sys.argv[1]
     chrome = browser()
     if chrome is None:
-        print("SKIP: no chromium-headless-shell or chromium (scripts/install-deps.sh --report)")
+        print("skipped: no chromium-headless-shell or chromium to render the page "
+              "(scripts/install-deps.sh --report installs it)")
         return SKIP
     with tempfile.TemporaryDirectory(prefix="ringlet_report_") as tmp:
         run = os.path.join(tmp, "run")

@@ -13,7 +13,8 @@
 #include "collectives/reduce_kernels.h"
 #include "core/dtype.h"
 #include "device_op_suite.h"
-#include "tensor/cuda/runtime.h"
+#include "tensor/cuda/device_runtime.h"
+#include "tensor/device/runtime.h"
 #include "tensor/ops.h"
 #include "tensor/storage.h"
 
@@ -30,16 +31,6 @@ TEST_CASE("tensor round-trips through device memory") {
   const Tensor device = host.to(Device::cuda(0));
   CHECK(device.device() == Device::cuda(0));
   CHECK(device.cpu().to_vector<float>() == host.to_vector<float>());
-}
-
-TEST_CASE("add_f32 kernel matches the CPU add") {
-  Generator gen(8);
-  const Tensor a = randn({1000}, gen), b = randn({1000}, gen);
-  const Tensor da = a.to(Device::cuda(0)), db = b.to(Device::cuda(0));
-  Tensor out = empty({1000}, DType::f32, Device::cuda(0));
-  cuda::add_f32(static_cast<float*>(out.raw_data()), static_cast<const float*>(da.raw_data()),
-                static_cast<const float*>(db.raw_data()), 1000, 0);
-  CHECK(out.cpu().to_vector<float>() == add(a, b).to_vector<float>());  // exact: one rounding each
 }
 
 TEST_CASE("the caching allocator reuses freed device blocks and keeps statistics") {
@@ -109,6 +100,26 @@ std::vector<char> small_integers(DType dtype, std::size_t count, int seed) {
   return bytes;
 }
 
+
+// cuda:0's runtime, and blocking copies through its compute stream (where the kernels under test
+// run too, so a copy back follows them).
+device::Runtime& gpu() { return device::runtime(Device::cuda(0)); }
+
+void* upload(const std::vector<char>& host) {
+  void* d = gpu().malloc(host.size());
+  REQUIRE(d != nullptr);
+  gpu().copy_async(d, host.data(), host.size(), gpu().compute_stream());
+  gpu().synchronize(gpu().compute_stream());
+  return d;
+}
+
+std::vector<char> download(const void* d, std::size_t bytes) {
+  std::vector<char> host(bytes);
+  gpu().copy_async(host.data(), d, bytes, gpu().compute_stream());
+  gpu().synchronize(gpu().compute_stream());
+  return host;
+}
+
 }  // namespace
 
 TEST_CASE("collective reduction kernels on device memory match the host kernels bit for bit") {
@@ -126,29 +137,24 @@ TEST_CASE("collective reduction kernels on device memory match the host kernels 
           std::vector<char> expected = a;
           collectives::reduce_into(expected.data() + offset * es, b.data() + offset * es, count,
                                    dtype, op);
-          void* da = cuda::device_malloc(a.size(), dev);
-          void* db = cuda::device_malloc(b.size(), dev);
-          cuda::copy_host_to_device(da, a.data(), a.size(), dev);
-          cuda::copy_host_to_device(db, b.data(), b.size(), dev);
+          void* da = upload(a);
+          void* db = upload(b);
           collectives::cuda::reduce_into(static_cast<char*>(da) + offset * es,
                                          static_cast<char*>(db) + offset * es, count, dtype, op,
-                                         dev);
-          std::vector<char> got(a.size());
-          cuda::copy_device_to_host(got.data(), da, got.size(), dev);  // after the kernel
-          cuda::device_free(da, dev);
-          cuda::device_free(db, dev);
+                                         dev, gpu().compute_stream());
+          const std::vector<char> got = download(da, a.size());  // after the kernel
+          gpu().free(da);
+          gpu().free(db);
           CHECK(std::memcmp(got.data(), expected.data(), got.size()) == 0);
         }
       }
     }
     std::vector<char> host = small_integers(dtype, 1001, 3);
-    void* d = cuda::device_malloc(host.size(), dev);
-    cuda::copy_host_to_device(d, host.data(), host.size(), dev);
-    collectives::cuda::divide_by(d, 1001, dtype, 3, dev);
+    void* d = upload(host);
+    collectives::cuda::divide_by(d, 1001, dtype, 3, dev, gpu().compute_stream());
     collectives::divide_by(host.data(), 1001, dtype, 3);
-    std::vector<char> got(host.size());
-    cuda::copy_device_to_host(got.data(), d, got.size(), dev);
-    cuda::device_free(d, dev);
+    const std::vector<char> got = download(d, host.size());
+    gpu().free(d);
     INFO(dtype, " divide_by 3");
     CHECK(std::memcmp(got.data(), host.data(), got.size()) == 0);
   }

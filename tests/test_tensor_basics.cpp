@@ -1,7 +1,7 @@
 // Storage, creation, dtypes and printing.
 #include <doctest/doctest.h>
 
-#include "tensor/cuda/runtime.h"
+#include "tensor/cuda/device_runtime.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;

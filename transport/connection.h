@@ -1,5 +1,5 @@
 // Connection: an ordered, reliable, framed link to one peer, the one interface every
-// transport (tcp, shm; later cuda_ipc, rdma) implements and collectives use.
+// transport (tcp, shm, rdma) implements and collectives use.
 //
 // Semantics:
 //  - send(buf) / recv(buf) are asynchronous and return a Request; buffers are caller-owned and
@@ -11,9 +11,11 @@
 //  - A dead peer (EOF, reset, killed process) or a protocol violation fails every pending and
 //    later request with PeerError naming local rank, peer rank, transport and bytes moved.
 //  - abort(reason) does the same on purpose (e.g. after a timeout in a collective).
-//  - Buffers carry a Device so that device-memory transports (cuda_ipc; rdma with registered
-//    memory and one-sided writes) can be added behind the same calls; host transports reject
-//    device buffers with DeviceError.
+//  - Buffers carry a Device; every transport here moves host memory and rejects a device buffer
+//    with DeviceError. Device buffers reach the collectives through a BufferSpace instead
+//    (collectives/buffer_space.h): staged through pinned host memory over these connections, or
+//    read in place from device windows the ranks opened over IPC. A transport that moves device
+//    memory itself (GPUDirect RDMA with registered device memory) would take them here.
 #pragma once
 
 #include <cstddef>

@@ -214,6 +214,19 @@ class CudaRuntime final : public device::Runtime {
 
 }  // namespace
 
+bool built_with_cuda() { return true; }
+
+int device_count() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+    cudaGetLastError();  // clear the sticky error: no GPU is an answer here
+    return 0;
+  }
+  check(status, "cudaGetDeviceCount");
+  return count;
+}
+
 device::Runtime& device_runtime(int index) {
   static std::once_flag once[16];
   static CudaRuntime* runtimes[16] = {};

@@ -10,7 +10,6 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "tensor/cuda/device_runtime.h"
-#include "tensor/cuda/runtime.h"
 #include "tensor/emu/emu_runtime.h"
 
 namespace ringlet::tensor::device {

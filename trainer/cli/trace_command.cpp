@@ -58,7 +58,7 @@ constexpr const char* kMergeHelp =
     "  -o, --output OUT.json   the merged trace to write (required)\n"
     "  -h, --help              show this help\n";
 
-int merge_command(const std::vector<std::string>& args, std::ostream& out) {
+int trace_merge_command(const std::vector<std::string>& args, std::ostream& out) {
   const std::vector<std::string> options = {"-o", "--output", "-h", "--help"};
   std::vector<std::string> positional;
   std::string output;
@@ -110,7 +110,7 @@ std::int64_t count_value(const std::string& flag, const std::string& text, std::
   return value;
 }
 
-int report_command(const std::vector<std::string>& args, std::ostream& out) {
+int trace_report_command(const std::vector<std::string>& args, std::ostream& out) {
   const std::vector<std::string> options = {"--seq",       "--limit", "--p2p",
                                             "--transport", "-h",      "--help"};
   TraceReportOptions o;
@@ -161,8 +161,8 @@ int trace_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (sub == "merge") return merge_command(rest, out);
-  if (sub == "report") return report_command(rest, out);
+  if (sub == "merge") return trace_merge_command(rest, out);
+  if (sub == "report") return trace_report_command(rest, out);
   throw_unknown("trace", "subcommand", sub, {"merge", "report"});
 }
 
