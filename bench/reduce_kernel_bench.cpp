@@ -109,8 +109,7 @@ void bench_size(std::size_t bytes, core::DType dtype, int reps) {
   const double reduce_s = time_per_call(reps, [&] {
     collectives::cuda::reduce_into(dst, src, count, dtype, collectives::ReduceOp::sum, 0, stream);
   });
-  const double copy_s =
-      time_per_call(reps, [&] { gpu().copy_async(copy, src, a.size(), stream); });
+  const double copy_s = time_per_call(reps, [&] { gpu().copy_async(copy, src, a.size(), stream); });
   const double reduce_gbps = 3.0 * a.size() / reduce_s / 1e9;
   const double copy_gbps = 2.0 * a.size() / copy_s / 1e9;
   std::printf("  %12zu %10s %12.1f %12.1f %8.3f\n", a.size(),

@@ -100,7 +100,6 @@ std::vector<char> small_integers(DType dtype, std::size_t count, int seed) {
   return bytes;
 }
 
-
 // cuda:0's runtime, and blocking copies through its compute stream (where the kernels under test
 // run too, so a copy back follows them).
 device::Runtime& gpu() { return device::runtime(Device::cuda(0)); }

@@ -253,6 +253,10 @@ TEST_CASE("ringlet report: one self-contained page with curves, recipe, history 
   // Where each rank's step went in the last epoch; a run queue's wait not known shows "-".
   CHECK(contains(html, "<h2>Ranks</h2>"));
   CHECK(contains(html,
+                 "<th>step</th><th>= computing</th><th>+ preempted</th><th>+ blocked</th>"
+                 "<th>other threads' CPU (not in the sum)</th>"));
+  CHECK(contains(html, "so with several running at once on several cores it can exceed the step"));
+  CHECK(contains(html,
                  "<tr><td>0</td><td>42.64</td><td>36.40</td><td>0.74</td><td>5.50</td>"
                  "<td>0.67</td></tr>"));
   CHECK(contains(html, "<tr><td>1</td><td>42.65</td><td>41.83</td><td>-</td><td>0.31</td>"));
@@ -275,6 +279,44 @@ TEST_CASE("ringlet report: one self-contained page with curves, recipe, history 
   CHECK(r.status == 0);
   CHECK(contains(r.output, "not traced"));
   CHECK(contains(read_text(run / "report.html"), "Train with <code>--trace_steps N</code>"));
+}
+
+TEST_CASE("ringlet report of a short run: points, not lines; nothing on the frame; a note") {
+  testing::TempDir tmp("ringlet_report");
+  const fs::path run = tmp.path / "run";
+  write_run(run);
+  // One epoch of a short run: two logged steps, one epoch record.
+  write_text(
+      run / "metrics.jsonl",
+      R"({"epoch": 1, "step": 62, "loss": 0.9, "test_loss": 0.7, "accuracy": 0.80, "lr": 0.05, "images_per_s": 900, "seconds": 1.5}
+)");
+  write_text(run / "steps.jsonl",
+             R"({"epoch": 1, "step": 50, "loss": 1.2, "lr": 0.05, "images_per_s": 800}
+{"epoch": 1, "step": 62, "loss": 0.8, "lr": 0.05, "images_per_s": 900}
+)");
+  const CommandResult r = run_ringlet("report '" + run.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string html = read_text(run / "report.html");
+  CHECK(contains(html, "A short run: 2 logged step(s) and 1 epoch(s), drawn as points"));
+  CHECK(contains(html, "only 2 logged steps"));
+  CHECK(contains(html, "only 1 epoch<"));
+  // Every point has its marker (2 steps x 3 step series + 4 epoch points), none on the frame:
+  // the plot area is x in (62, 444), y in (30, 216).
+  const std::regex circle("<circle cx='([0-9.]+)' cy='([0-9.]+)'");
+  int markers = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), circle);
+       it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1].str()), y = std::stod((*it)[2].str());
+    CAPTURE(x);
+    CAPTURE(y);
+    CHECK(x > 62.5);
+    CHECK(x < 443.5);
+    CHECK(y > 30.5);
+    CHECK(y < 215.5);
+    ++markers;
+  }
+  CHECK(markers == 10);
 }
 
 TEST_CASE("ringlet report: bad input says what and where") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/file_io.h"
 #include "trainer/report/run_records.h"
 #include "trainer/report/svg_chart.h"
@@ -26,7 +27,7 @@ constexpr const char* kStyle =
     "h3{font-size:15px}table{border-collapse:collapse;font-size:12px;margin:8px 0}"
     "td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}"
     "th{background:#f3f3f3}td.key{text-align:left}.charts svg{margin:4px}"
-    "code{background:#f3f3f3;padding:0 3px}";
+    "code{background:#f3f3f3;padding:0 3px}p.note{color:#555;font-size:13px}";
 
 // (x, y) of every record that has both keys as numbers.
 std::vector<std::pair<double, double>> points(const std::vector<json>& records, const char* x,
@@ -85,6 +86,12 @@ std::string summary_html(const RunRecords& run) {
   return html.str();
 }
 
+// "only 2 logged steps" when a run has few records of a kind, else "".
+std::string few_points_note(std::size_t n, const char* what) {
+  if (n > kFewPoints) return "";
+  return core::str("only ", n, " ", what, n == 1 ? "" : "s");
+}
+
 std::string charts_html(const RunRecords& run) {
   const ChartSeries step_loss{"loss (logged steps)", "#1f77b4", points(run.steps, "step", "loss")};
   const ChartSeries train_loss{"train loss (epoch)", "#ff7f0e", points(run.epochs, "step", "loss"),
@@ -100,12 +107,25 @@ std::string charts_html(const RunRecords& run) {
                               points(run.steps, "step", "images_per_s")};
   const ChartSeries epoch_rate{"images/s (epoch)", "#e377c2",
                                points(run.epochs, "step", "images_per_s"), true};
+  // A short run logs few steps and epochs: each chart says so, and the page says what to change.
+  const std::string steps_note = few_points_note(run.steps.size(), "logged step");
+  const std::string epochs_note = few_points_note(run.epochs.size(), "epoch");
   std::ostringstream html;
-  html << "<h2>Curves</h2><div class='charts'>"
-       << line_chart_svg({"Loss", "step", "loss"}, {step_loss, train_loss, test_loss})
-       << line_chart_svg({"Test accuracy", "epoch", "accuracy"}, {accuracy})
-       << line_chart_svg({"Learning rate", "step", "lr"}, {lr})
-       << line_chart_svg({"Throughput", "step", "images/s"}, {step_rate, epoch_rate}) << "</div>";
+  html << "<h2>Curves</h2>";
+  if (!steps_note.empty()) {
+    html << "<p class='note'>A short run: " << run.steps.size() << " logged step(s) and "
+         << run.epochs.size()
+         << " epoch(s), drawn as points; a line between two of them is no curve. "
+            "<code>--log_every N</code> logs every N steps (lower it for more points).</p>";
+  }
+  html << "<div class='charts'>"
+       << line_chart_svg({"Loss", "step", "loss", 460, 260, steps_note},
+                         {step_loss, train_loss, test_loss})
+       << line_chart_svg({"Test accuracy", "epoch", "accuracy", 460, 260, epochs_note}, {accuracy})
+       << line_chart_svg({"Learning rate", "step", "lr", 460, 260, steps_note}, {lr})
+       << line_chart_svg({"Throughput", "step", "images/s", 460, 260, steps_note},
+                         {step_rate, epoch_rate})
+       << "</div>";
   return html.str();
 }
 
@@ -136,10 +156,15 @@ std::string ranks_html(const std::vector<json>& epochs) {
   if (ranks == nullptr) return "";
   std::ostringstream html;
   html << "<h2>Ranks</h2><p>Where each rank's training step went in the last epoch (mean per "
-          "step, ms): computing, preempted (ready, waiting for a core), blocked (waiting for "
-          "the other ranks or for data). A rank that computes faster waits for the slowest, "
-          "blocked.</p><table><tr><th>rank</th><th>step</th><th>computing</th><th>preempted</th>"
-          "<th>blocked</th><th>other threads' CPU</th></tr>";
+          "step, ms). The step is the wall time of the rank's training thread, and it splits "
+          "three ways: computing + preempted (ready, waiting for a core) + blocked (asleep: "
+          "waiting for the other ranks or for data) = step. A rank that computes faster waits "
+          "for the slowest, blocked. Other threads' CPU is not part of that sum: it is the CPU "
+          "time the rank's other threads (data loader workers, the communicator's threads, "
+          "kernel threads) used during the step, added up over those threads, so with several "
+          "running at once on several cores it can exceed the step.</p><table><tr><th>rank</th>"
+          "<th>step</th><th>= computing</th><th>+ preempted</th><th>+ blocked</th>"
+          "<th>other threads' CPU (not in the sum)</th></tr>";
   for (const json& r : *ranks) {
     if (!r.is_object()) continue;
     html << "<tr><td>" << field(r, "rank", "?") << "</td><td>" << ms_cell(r, "wall_ms")

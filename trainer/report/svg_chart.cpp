@@ -1,5 +1,5 @@
-// line_chart_svg: maps data to a plot area inside fixed margins; y spans the data padded by 5%
-// (a flat series gets a band around its value), x spans the data exactly.
+// line_chart_svg: maps data to a plot area inside fixed margins; both axes span the data padded
+// by 5% (a single value gets a band around it, so its point sits in the middle).
 #include "trainer/report/svg_chart.h"
 
 #include <algorithm>
@@ -37,15 +37,17 @@ struct Frame {
   }
 };
 
-void pad_y(Range& y) {
-  if (y.high == y.low) {
-    const double band = y.low == 0 ? 1.0 : std::fabs(y.low) * 0.1;
-    y.low -= band;
-    y.high += band;
+// A single value gets a band around it (10% of its size, or 1 around 0); a range 5% more on
+// each side.
+void pad(Range& r) {
+  if (r.high == r.low) {
+    const double band = r.low == 0 ? 1.0 : std::fabs(r.low) * 0.1;
+    r.low -= band;
+    r.high += band;
   } else {
-    const double pad = (y.high - y.low) * 0.05;
-    y.low -= pad;
-    y.high += pad;
+    const double margin = (r.high - r.low) * 0.05;
+    r.low -= margin;
+    r.high += margin;
   }
 }
 
@@ -72,14 +74,19 @@ void draw_axes(const Frame& f, std::ostringstream& svg) {
       << "</text>";
   svg << "<text x='" << kLeft << "' y='18' font-size='14' font-weight='bold'>"
       << escape_html(f.o.title) << "</text>";
+  if (!f.o.note.empty()) {
+    svg << "<text class='note' x='" << right << "' y='18' text-anchor='end' font-size='10' "
+        << "fill='#777'>" << escape_html(f.o.note) << "</text>";
+  }
 }
 
 void draw_series(const Frame& f, const ChartSeries& s, std::size_t index, std::ostringstream& svg) {
   std::string points;
+  const bool dots = s.dots || s.points.size() <= kFewPoints;
   for (const auto& [x, y] : s.points) {
     if (!std::isfinite(y) || !std::isfinite(x)) continue;
     points += fixed(f.px(x)) + "," + fixed(f.py(y)) + " ";
-    if (s.dots) {
+    if (dots) {
       svg << "<circle cx='" << fixed(f.px(x)) << "' cy='" << fixed(f.py(y)) << "' r='3' fill='"
           << s.color << "'/>";
     }
@@ -164,7 +171,8 @@ std::string line_chart_svg(const ChartOptions& options, const std::vector<ChartS
         << options.height / 2 << "' text-anchor='middle' fill='#888'>no data</text></svg>";
     return svg.str();
   }
-  pad_y(f.y);
+  pad(f.x);
+  pad(f.y);
   draw_axes(f, svg);
   for (std::size_t i = 0; i < series.size(); ++i) draw_series(f, series[i], i, svg);
   svg << "</svg>";
