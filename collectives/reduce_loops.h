@@ -10,7 +10,7 @@
 // width. f16/bf16 are combined in f32 and rounded back once per element: at the baseline
 // through a float scratch block (widen, combine, round back; each loop vectorizes), at the
 // avx2 and avx512 levels a register at a time (reduce_vectors.h). Every level gives the same
-// bits (tests/test_reduce_kernels.cpp compares each with the baseline).
+// bits (tests/collectives/test_reduce_kernels.cpp compares each with the baseline).
 //
 // Vectorization of the baseline (SSE2), checked with `-O3 -fopt-info-vec-optimized`, GCC 12:
 // every f32 and f64 loop (sum prod min max, divide) is vectorized, and so are all loops of the

@@ -2,9 +2,9 @@
 // per instruction-set level (core/isa.h): the host reduction (collectives/reduce_loops.h) and
 // tensor's flat loops (tensor/cpu/flat_loops_impl.h) use them, and the vector loops' tails do.
 // Bit for bit the same as core's out-of-line half_to_float & co. (core/dtype.h;
-// tests/test_reduce_kernels.cpp compares them over every 16-bit value). Everything has internal
-// linkage: each level's translation unit gets its own copy, compiled with its own flags, and
-// the linker can never hand one level another level's instructions.
+// tests/collectives/test_reduce_kernels.cpp compares them over every 16-bit value). Everything has
+// internal linkage: each level's translation unit gets its own copy, compiled with its own flags,
+// and the linker can never hand one level another level's instructions.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +28,8 @@ inline std::uint32_t select(std::uint32_t mask, std::uint32_t a, std::uint32_t b
 }
 
 // Branch-free f16/bf16 conversions, bit-for-bit the same as core's (round to nearest even,
-// NaN made quiet, overflow to inf; tests/test_reduce_kernels.cpp compares them over every
-// 16-bit value). core's are out-of-line with branches, which held f16 reduction to ~0.4 GB/s;
+// NaN made quiet, overflow to inf; tests/collectives/test_reduce_kernels.cpp compares them over
+// every 16-bit value). core's are out-of-line with branches, which held f16 reduction to ~0.4 GB/s;
 // written as selects these inline into the block loops and vectorize.
 inline float half_to_float(std::uint16_t h) {
   constexpr std::uint32_t kExpMask = 0x7c00u << 13;  // f16 exponent, moved to f32's position

@@ -4,8 +4,9 @@
 # (it pulls in udev and upgrades systemd) and never needs PyTorch: `--golden` adds
 # python3-torch and python3-numpy, which only tests/golden/make_golden.py uses; `--fuzz` adds
 # clang and its libFuzzer runtime, which scripts/fuzz.sh uses; `--slurm` adds Slurm's daemons,
-# clients and munge, which tests/slurm_test.py starts privately (not as services); `--report`
-# adds Chromium's headless shell, which tests/report_browser.py renders a report with.
+# clients and munge, which tests/trainer/slurm_test.py starts privately (not as services);
+# `--report`
+# adds Chromium's headless shell, which tests/trainer/report_browser.py renders a report with.
 #
 # usage: scripts/install-deps.sh [--golden] [--fuzz] [--slurm] [--report] [--dry-run]
 set -euo pipefail

@@ -8,7 +8,7 @@ Neither doctest nor meson prints that form, so this reads meson's JSON log
   - counts an executable meson reports as SKIP (exit status 77) as one skipped test, with the
     reason it printed (its lines containing `skipped:`);
   - lists, under an executable whose doctest summary counts skipped test cases, the reasons
-    it printed for them (lines containing `skipped:`, which tests/doctest_main.cpp prints
+    it printed for them (lines containing `skipped:`, which tests/helpers/doctest_main.cpp prints
     for every test case with a skip decorator);
   - counts an executable that failed, timed out or crashed as at least one failed test, even
     when it printed no doctest summary or a summary with no failures;

@@ -1,6 +1,6 @@
 // What each config key means and the values it takes, for `ringlet train --help`: one line per
-// key, kept next to no code so that it reads as a reference. tests/test_config.cpp checks that
-// every key has its line.
+// key, kept next to no code so that it reads as a reference. tests/trainer/test_config.cpp checks
+// that every key has its line.
 #pragma once
 
 #include <string>

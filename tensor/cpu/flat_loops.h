@@ -7,8 +7,8 @@
 // The ops (tensor/ops/elementwise.cpp, norm.cpp, pool.cpp, cpu/copy.cpp) call through the table of
 // the level in use for the flat case and keep their generic loops for the rest. Every level gives
 // the baseline's bits (products are not fused: -ffp-contract=off; the selects are the scalar
-// kernels'; f16/bf16 round as core's conversions); tests/test_flat_loops.cpp checks each level
-// this machine has against the baseline.
+// kernels'; f16/bf16 round as core's conversions); tests/tensor/test_flat_loops.cpp checks each
+// level this machine has against the baseline.
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@ linear) under PyTorch's bfloat16 autocast on the CPU: the linear layers take bf1
 accumulate in f32 and return bf16; the parameters stay f32; the loss is computed in f32 from the
 bf16 logits.
 
-tests/test_autocast.cpp replays it with nn::Autocast(bf16). There is no convolution here:
+tests/nn/test_autocast.cpp replays it with nn::Autocast(bf16). There is no convolution here:
 PyTorch 1.13's CPU bf16 convolution accumulates in bf16 (on a 3x3, 2-channel case it lands up
 to 0.06 away from the f32-accumulated result), which is not the f32 accumulation that mixed
 precision means (and that cuDNN does), so test_autocast checks Conv2d against that definition

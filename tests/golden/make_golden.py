@@ -1,7 +1,7 @@
 """Writes tests/golden/ops.json: PyTorch's forward and backward results for every op family
 ringlet implements, plus one forward/backward step of a tiny FMNIST-style CNN.
 
-tests/test_golden.cpp replays each case and compares; it never needs PyTorch. Regenerate
+tests/tensor/test_golden.cpp replays each case and compares; it never needs PyTorch. Regenerate
 (Debian's python3-torch, PyTorch 1.13) with
     cd <repo root> && /usr/bin/python3 tests/golden/make_golden.py
 and commit the new ops.json; a new case's name also goes into kExpectedCases there. Output is

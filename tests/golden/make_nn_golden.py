@@ -1,5 +1,5 @@
 """Writes tests/golden/nn.json: PyTorch's results for ringlet's nn modules, replayed by
-tests/test_nn_golden.cpp (which never needs PyTorch). Regenerate with Debian's PyTorch 1.13:
+tests/nn/test_nn_golden.cpp (which never needs PyTorch). Regenerate with Debian's PyTorch 1.13:
     cd <repo root> && /usr/bin/python3 tests/golden/make_nn_golden.py
 A new case's name also goes into kExpectedCases in test_nn_golden.cpp.
 

@@ -1,5 +1,5 @@
 """Writes tests/golden/optim.json: PyTorch 1.13's optimizer updates, LR schedules and
-gradient clipping, which tests/test_optim.cpp replays without PyTorch.
+gradient clipping, which tests/nn/test_optim.cpp replays without PyTorch.
 
 Regenerate (Debian's python3-torch) with
     cd <repo root> && /usr/bin/python3 tests/golden/make_optim_golden.py

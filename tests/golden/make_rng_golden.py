@@ -1,5 +1,5 @@
 """Writes tests/golden/rng.json: what PyTorch's CPU generator draws after torch.manual_seed(s),
-replayed by tests/test_torch_seed.cpp (which never needs PyTorch). Regenerate with Debian's
+replayed by tests/trainer/test_torch_seed.cpp (which never needs PyTorch). Regenerate with Debian's
 PyTorch 1.13:
     cd <repo root> && /usr/bin/python3 tests/golden/make_rng_golden.py
 

@@ -1,6 +1,6 @@
 """Writes tests/golden/train_steps.json: PyTorch 1.13 training train_fmnist.py's CNN for 10 SGD
 steps and, separately, 10 Adam steps from the same initial weights on the same 10 batches,
-which tests/test_train_golden.cpp replays with ringlet (never needing PyTorch). Regenerate with
+which tests/nn/test_train_golden.cpp replays with ringlet (never needing PyTorch). Regenerate with
     cd <repo root> && /usr/bin/python3 tests/golden/make_train_golden.py
 
 Nothing large is stored as decimals (the file stays far below 1 MB):

@@ -1,7 +1,7 @@
 // The libibverbs provider: verbs.h over real InfiniBand and RoCE devices. The thinnest layer
 // the transport has: each call is the verbs call of the same name, its failures turned into
 // core errors naming the device. Built with -Drdma (libibverbs-dev); not run on a machine
-// without an RDMA device (tests/test_rdma.cpp skips its hardware case there).
+// without an RDMA device (tests/transport/test_rdma.cpp skips its hardware case there).
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 
-from checks import check, finish  # tests/checks.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from checks import check, finish  # tests/helpers/checks.py
 
 
 def run(args):

@@ -13,9 +13,11 @@ usage: train_bench_split.py BUILD_DIR
 import json
 import statistics
 import subprocess
+import os
 import sys
 
-from checks import check, finish  # tests/checks.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from checks import check, finish  # tests/helpers/checks.py
 
 
 def run(build, nproc, *extra):

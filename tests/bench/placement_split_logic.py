@@ -12,7 +12,8 @@ usage: placement_split_logic.py SOURCE_ROOT
 import os
 import sys
 
-from checks import check, finish  # tests/checks.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from checks import check, finish  # tests/helpers/checks.py
 
 
 def close(a, b):

@@ -2,10 +2,10 @@
 // 10.77.0.2). Processes in different namespaces count as different hosts (host_identity), so
 // ranks across them connect over tcp and ranks within one over shm. One training job spans
 // them, started (1) by a node launcher run in each namespace, and (2) by `ringlet launch
-// --hosts` in the first, which reaches the second through tests/netns_ssh.sh in place of ssh;
-// (3) all_reduce_perf on 2 x 2 ranks runs the hierarchical all-reduce, chosen by itself. Creating
-// namespaces needs root (CAP_NET_ADMIN); without it this executable prints why and exits 77, which
-// meson reports as SKIP.
+// --hosts` in the first, which reaches the second through tests/helpers/netns_ssh.sh in place of
+// ssh; (3) all_reduce_perf on 2 x 2 ranks runs the hierarchical all-reduce, chosen by itself.
+// Creating namespaces needs root (CAP_NET_ADMIN); without it this executable prints why and exits
+// 77, which meson reports as SKIP.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 #include <sys/wait.h>
@@ -101,7 +101,7 @@ TEST_CASE("two node launchers, one per network namespace, train one job over tcp
 
 TEST_CASE("ringlet launch --hosts starts the other node through ssh (a namespace stand-in)") {
   const fs::path out = fs::temp_directory_path() / ("ringlet_hosts_" + std::to_string(::getpid()));
-  const std::string ssh = std::string(RINGLET_SOURCE_ROOT) + "/tests/netns_ssh.sh";
+  const std::string ssh = std::string(RINGLET_SOURCE_ROOT) + "/tests/helpers/netns_ssh.sh";
   const std::string env =
       "RINGLET_SSH='" + ssh + "' RINGLET_TEST_NETNS='" + kAddr[1] + "=" + g_ns[1] + "' ";
   CommandResult result = finish_command(

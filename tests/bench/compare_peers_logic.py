@@ -23,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-from checks import FAILURES, check, finish  # tests/checks.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from checks import FAILURES, check, finish  # tests/helpers/checks.py
 
 
 def ours(transport, np_, size, ip_us, oop_us, ip_busbw=1.0, oop_busbw=1.0, wrong=0):
