@@ -55,6 +55,7 @@
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
+#include "tensor/device/counters.h"
 #include "tensor/device/stream.h"
 #include "tensor/ops.h"
 #include "transport/discovery.h"
@@ -75,15 +76,16 @@ struct Options {
   core::Device device;
   std::string comm_hook = "none";
   std::string sync = "ddp";  // with several ranks: DDP, or only a barrier a step (no gradients)
+  int block = 10;            // on a device: steps per timed block (one host sync each)
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    static const std::vector<std::string> kFlags{"--model",  "--batch",     "--threads",
-                                                 "--steps",  "--warmup",    "--nproc",
-                                                 "--device", "--comm-hook", "--sync"};
+    static const std::vector<std::string> kFlags{"--model",  "--batch", "--threads", "--steps",
+                                                 "--warmup", "--nproc", "--device",  "--comm-hook",
+                                                 "--sync",   "--block"};
     RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
                   "unknown flag '", arg, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
@@ -106,6 +108,8 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--comm-hook") {
       distributed::parse_comm_hook(value);  // a bad name stops here, listing the hooks
       o.comm_hook = value;
+    } else if (arg == "--block") {
+      o.block = static_cast<int>(core::parse_int(value, "--block"));
     } else if (arg == "--sync") {
       RINGLET_CHECK(value == "ddp" || value == "barrier", ValueError, "--sync: '", value,
                     "' is neither ddp nor barrier");
@@ -114,8 +118,9 @@ Options parse(int argc, char** argv) {
       RINGLET_THROW(ValueError, "unknown flag '", arg, "'");
     }
   }
-  RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1,
-                ValueError, "--batch, --threads, --steps and --nproc must be >= 1");
+  RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1 &&
+                    o.block >= 1,
+                ValueError, "--batch, --threads, --steps, --nproc and --block must be >= 1");
   if (!o.device.is_cpu()) tensor::device::check_device(o.device);
   return o;
 }
@@ -136,6 +141,8 @@ struct Timings {
   double forward_ms = 0, backward_ms = 0, sync_ms = 0;  // over every forward+backward run
   std::vector<double> steps_ms;
   std::vector<core::TimeSplit> splits;
+  // On a device: what a full step queued and waited for, per step (tensor/device/counters.h).
+  double stream_ops = 0, host_syncs = 0, driver_allocs = 0;
 };
 
 // Starts o.nproc local ranks, each running this same command (they see WORLD_SIZE).
@@ -148,53 +155,80 @@ int launch_ranks(const Options& o, int argc, char** argv) {
   return distributed::launch(launch, command, std::cout, std::cerr);
 }
 
-// The model on one synthetic batch, stepped as the trainer steps it (DDP with the gradients
-// in its buckets when there are several ranks): o.warmup forward+backward runs, then o.steps
-// timed forward+backward runs, then o.steps timed full steps.
-Timings measure(const Options& o, collectives::Communicator* comm,
-                collectives::BufferSpace* space) {
-  tensor::Generator gen(0);
-  const bool mnist = o.model == "fmnist_cnn";
-  const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
-  auto model = nn::make_model(o.model, gen, 10, channels);
-  model->train();
-  model->to(o.device);
-  const tensor::Tensor x = tensor::randn({o.batch, channels, side, side}, gen).to(o.device);
-  const tensor::Tensor y = tensor::randint(0, 10, {o.batch}, gen).to(o.device);
-  // A phase ends when the device has run it, not when its kernels are queued.
-  const auto settle = [&] { tensor::device::synchronize(o.device); };
-  nn::CrossEntropyLoss criterion;
-  nn::SGD sgd(model->parameters(), {.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
-  std::unique_ptr<distributed::DistributedDataParallel> ddp;
-  const bool several = comm != nullptr && comm->size() > 1;
-  if (several && o.sync == "ddp") {
-    ddp = std::make_unique<distributed::DistributedDataParallel>(
-        model, *comm,
-        distributed::DDPOptions{.device_space = space,
-                                .gradient_as_bucket_view = true,
-                                .comm_hook = distributed::parse_comm_hook(o.comm_hook)});
+// The model on one synthetic batch, stepped as the trainer steps it (DDP with the gradients in
+// its buckets when there are several ranks, or only a barrier a step with --sync barrier).
+struct Bench {
+  Bench(const Options& o, collectives::Communicator* comm, collectives::BufferSpace* space)
+      : gen(0), comm(comm), several(comm != nullptr && comm->size() > 1) {
+    const bool mnist = o.model == "fmnist_cnn";
+    const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
+    model = nn::make_model(o.model, gen, 10, channels);
+    model->train();
+    model->to(o.device);
+    x = tensor::randn({o.batch, channels, side, side}, gen).to(o.device);
+    y = tensor::randint(0, 10, {o.batch}, gen).to(o.device);
+    sgd = std::make_unique<nn::SGD>(
+        model->parameters(), nn::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
+    if (several && o.sync == "ddp") {
+      ddp = std::make_unique<distributed::DistributedDataParallel>(
+          model, *comm,
+          distributed::DDPOptions{.device_space = space,
+                                  .gradient_as_bucket_view = true,
+                                  .comm_hook = distributed::parse_comm_hook(o.comm_hook)});
+    }
   }
-
-  std::vector<double> phase[3];  // forward, backward, gradient sync wait
-  auto fwd_bwd = [&] {
-    sgd.zero_grad();
-    const auto t0 = Clock::now();
-    tensor::Tensor loss = criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
-    settle();
-    const auto t1 = Clock::now();
-    loss.backward();
-    settle();
-    const auto t2 = Clock::now();
+  tensor::Tensor forward() {
+    return criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
+  }
+  // After backward: DDP's wait for its all-reduces, or the barrier.
+  void sync() {
     if (ddp) {
       ddp->finish_gradient_sync();
     } else if (several) {
       comm->barrier()->wait(core::Deadline::after(comm->timeout()));
     }
+  }
+  // forward + backward (+ the update): the loss, not read.
+  tensor::Tensor step(bool update) {
+    sgd->zero_grad();
+    tensor::Tensor loss = forward();
+    loss.backward();
+    sync();
+    if (update) sgd->step();
+    return loss;
+  }
+
+  tensor::Generator gen;
+  collectives::Communicator* comm;
+  bool several;
+  std::shared_ptr<nn::Module> model;
+  tensor::Tensor x, y;
+  nn::CrossEntropyLoss criterion;
+  std::unique_ptr<nn::SGD> sgd;
+  std::unique_ptr<distributed::DistributedDataParallel> ddp;
+};
+
+void check_loss(double loss) {
+  RINGLET_CHECK(std::isfinite(loss), Error, "train_bench: the loss is not finite");
+}
+
+// On the host: o.warmup forward+backward runs, then o.steps timed forward+backward runs (with
+// the time of each phase), then o.steps timed full steps.
+Timings measure_host(const Options& o, Bench& b) {
+  std::vector<double> phase[3];  // forward, backward, gradient sync wait
+  auto fwd_bwd = [&] {
+    b.sgd->zero_grad();
+    const auto t0 = Clock::now();
+    tensor::Tensor loss = b.forward();
+    const auto t1 = Clock::now();
+    loss.backward();
+    const auto t2 = Clock::now();
+    b.sync();
     const auto t3 = Clock::now();
     phase[0].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     phase[1].push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
     phase[2].push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
-    RINGLET_CHECK(std::isfinite(loss.item()), Error, "train_bench: the loss is not finite");
+    check_loss(loss.item());
   };
   std::vector<double> fb, full;
   std::vector<core::TimeSplit> splits;
@@ -208,8 +242,7 @@ Timings measure(const Options& o, collectives::Communicator* comm,
   core::ThreadClocks before = core::ThreadClocks::now();
   for (int i = 0; i < o.steps; ++i) {
     fwd_bwd();
-    sgd.step();
-    settle();
+    b.sgd->step();
     const core::ThreadClocks after = core::ThreadClocks::now();
     splits.push_back(core::split_between(before, after));
     full.push_back(splits.back().wall_ms);
@@ -219,6 +252,51 @@ Timings measure(const Options& o, collectives::Communicator* comm,
                  median(phase[2]), full,         {core::mean_split(splits)}};
 }
 
+// On a device: steps queue back to back, and the host waits once per block of o.block steps
+// (as PyTorch is timed with events around many steps): a step's time is its block's over its
+// steps, medians over the blocks. The block's last loss comes back through pinned memory in
+// that same wait. No phase split (that would take a wait per phase): forward_ms and the others
+// are 0. Counts: what the full steps queued and waited for, per step.
+Timings measure_device(const Options& o, Bench& b) {
+  const int blocks = std::max(1, (o.steps + o.block - 1) / o.block);
+  auto run_block = [&](bool update, std::vector<core::TimeSplit>* splits) {
+    const core::ThreadClocks before = core::ThreadClocks::now();
+    tensor::Tensor loss;
+    for (int i = 0; i < o.block; ++i) loss = b.step(update);
+    const tensor::Tensor read = loss.to(core::Device::cpu(), /*non_blocking=*/true);
+    tensor::device::synchronize(o.device);
+    check_loss(read.item());
+    const core::TimeSplit split = core::split_between(before, core::ThreadClocks::now());
+    if (splits != nullptr) splits->push_back(split);
+    return split.wall_ms / o.block;
+  };
+  for (int i = 0; i < o.warmup; ++i) b.step(true);
+  tensor::device::synchronize(o.device);
+  std::vector<double> fb, full;
+  for (int k = 0; k < blocks; ++k) fb.push_back(run_block(false, nullptr));
+  std::vector<core::TimeSplit> splits;
+  const tensor::device::DeviceCounts start = tensor::device::device_counts(o.device);
+  for (int k = 0; k < blocks; ++k) full.push_back(run_block(true, &splits));
+  const tensor::device::DeviceCounts used = tensor::device::device_counts(o.device) - start;
+  core::TimeSplit per_step = core::mean_split(splits);
+  for (double* v : {&per_step.wall_ms, &per_step.computing_ms, &per_step.preempted_ms,
+                    &per_step.blocked_ms, &per_step.other_threads_ms}) {
+    *v /= o.block;
+  }
+  Timings t{median(fb), median(full), 0, 0, 0, full, {per_step}};
+  const double steps = static_cast<double>(blocks) * o.block;
+  t.stream_ops = static_cast<double>(used.stream_ops) / steps;
+  t.host_syncs = static_cast<double>(used.host_syncs) / steps;
+  t.driver_allocs = static_cast<double>(used.driver_allocs) / steps;
+  return t;
+}
+
+Timings measure(const Options& o, collectives::Communicator* comm,
+                collectives::BufferSpace* space) {
+  Bench b(o, comm, space);
+  return o.device.is_cpu() ? measure_host(o, b) : measure_device(o, b);
+}
+
 // Every rank's medians become the slowest rank's (it sets the pace), and every rank learns
 // where each rank's step went.
 Timings slowest(const Timings& t, collectives::Communicator& comm) {
@@ -226,6 +304,9 @@ Timings slowest(const Timings& t, collectives::Communicator& comm) {
   double values[5] = {t.fwd_bwd_ms, t.step_ms, t.forward_ms, t.backward_ms, t.sync_ms};
   comm.all_reduce(values, values, 5, core::DType::f64, collectives::ReduceOp::max)->wait(deadline);
   Timings out{values[0], values[1], values[2], values[3], values[4], t.steps_ms, {}};
+  out.stream_ops = t.stream_ops;  // rank 0's
+  out.host_syncs = t.host_syncs;
+  out.driver_allocs = t.driver_allocs;
   out.splits = distributed::gather_splits(&comm, t.splits.front(), deadline);
   return out;
 }
@@ -257,8 +338,16 @@ void report(const Options& o, int world, const Timings& t) {
               barrier ? ", no DDP: a barrier a step" : "");
   std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
-  std::printf("  of which forward %.2f, backward %.2f, %s wait %.2f ms\n", t.forward_ms,
-              t.backward_ms, barrier ? "barrier" : "gradient sync", t.sync_ms);
+  if (o.device.is_cpu()) {
+    std::printf("  of which forward %.2f, backward %.2f, %s wait %.2f ms\n", t.forward_ms,
+                t.backward_ms, barrier ? "barrier" : "gradient sync", t.sync_ms);
+  }
+  if (!o.device.is_cpu()) {
+    std::printf(
+        "  per step (rank 0): %.1f stream operations, %.2f host synchronizations, %.2f "
+        "driver allocations; one host wait per %d steps\n",
+        t.stream_ops, t.host_syncs, t.driver_allocs, o.block);
+  }
   const nlohmann::json splits = report_splits(t.splits);
   nlohmann::json line{{"bench", "train_bench"},
                       {"model", o.model},
@@ -275,7 +364,11 @@ void report(const Options& o, int world, const Timings& t) {
                       {"nproc", world},
                       {"comm_hook", o.comm_hook},
                       {"sync", o.sync},
-                      {"device", o.device.str()}};
+                      {"device", o.device.str()},
+                      {"per_step",
+                       {{"stream_ops", t.stream_ops},
+                        {"host_syncs", t.host_syncs},
+                        {"driver_allocs", t.driver_allocs}}}};
   std::cout << line.dump() << std::endl;
 }
 

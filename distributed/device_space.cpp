@@ -11,6 +11,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "tensor/device/counters.h"
 
 namespace ringlet::distributed {
 namespace {
@@ -153,6 +154,7 @@ void DeviceSpace::reduce_into(void* dst, const void* src, std::size_t count, DTy
   if (count == 0) return;
   if (op == ReduceOp::avg) op = ReduceOp::sum;  // the division comes once, at the end
   if (device_.is_cuda()) {
+    device::count_stream_ops(device_);
     collectives::cuda::reduce_into(dst, src, count, dtype, op, device_.index, comm_.handle());
     return;
   }
@@ -162,6 +164,7 @@ void DeviceSpace::reduce_into(void* dst, const void* src, std::size_t count, DTy
 void DeviceSpace::divide_by(void* data, std::size_t count, DType dtype, int divisor) {
   if (count == 0) return;
   if (device_.is_cuda()) {
+    device::count_stream_ops(device_);
     collectives::cuda::divide_by(data, count, dtype, divisor, device_.index, comm_.handle());
     return;
   }

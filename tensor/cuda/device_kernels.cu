@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "tensor/device/counters.h"
 #include "tensor/kernels/device_kernels_impl.h"
 
 namespace ringlet::tensor::kernels {
@@ -41,6 +42,13 @@ cublasHandle_t cublas_handle() {  // with cublas_mutex() held
   return handles[device];
 }
 
+// One stream operation on the thread's current device (ops make their device current first).
+void count_launch() {
+  int device = 0;
+  cudaGetDevice(&device);
+  device::count_stream_ops(core::Device::cuda(device));
+}
+
 void check_cublas(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
     RINGLET_THROW(DeviceError, what, " failed (cuBLAS status ", static_cast<int>(status), ")");
@@ -52,6 +60,7 @@ struct CudaExec {
   static void gemm(Stream stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                    std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
                    T beta, T* c, std::int64_t ldc) {
+    count_launch();
     std::lock_guard lock(cublas_mutex());
     cublasHandle_t handle = cublas_handle();
     check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(stream)), "cublasSetStream");
@@ -74,6 +83,7 @@ struct CudaExec {
 
   template <class F>
   static void launch(Stream stream, std::int64_t n, const F& f) {
+    count_launch();
     constexpr unsigned kThreads = 256;
     const auto blocks = static_cast<unsigned>(
         std::min<std::int64_t>((n + kThreads - 1) / kThreads, std::int64_t{1} << 20));

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "tensor/cuda/device_runtime.h"
+#include "tensor/device/counters.h"
 
 namespace ringlet::tensor::cuda {
 namespace {
@@ -95,6 +96,11 @@ class CudaRuntime final : public device::Runtime {
     RINGLET_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     std::size_t free_bytes = 0;
     RINGLET_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &capacity_));
+    // Mapped pinned memory: with unified addressing kernels write it at the host's address.
+    RINGLET_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&error_words_),
+                                     2 * sizeof(std::uint64_t),
+                                     cudaHostAllocPortable | cudaHostAllocMapped));
+    error_words_[0] = error_words_[1] = 0;
   }
 
   core::Device device() const override { return core::Device::cuda(index_); }
@@ -110,10 +116,12 @@ class CudaRuntime final : public device::Runtime {
       return nullptr;
     }
     RINGLET_CUDA_CHECK(status);
+    device::count_driver_alloc(device());
     return ptr;
   }
   void free(void* ptr) override {
     select();
+    device::count_host_sync(device());  // cudaFree waits for the device
     RINGLET_CUDA_CHECK(cudaFree(ptr));
   }
 
@@ -131,15 +139,18 @@ class CudaRuntime final : public device::Runtime {
                   device::StreamHandle stream) override {
     if (bytes == 0) return;
     select();
+    device::count_stream_ops(device());
     RINGLET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)));
   }
   void host_func(device::StreamHandle stream, std::function<void()> fn) override {
+    device::count_stream_ops(device());
     auto* boxed = new HostFunc{std::move(fn), &failure_mutex_, &failure_};
     const cudaError_t status = cudaLaunchHostFunc(as_stream(stream), run_host_func, boxed);
     if (status != cudaSuccess) delete boxed;
     RINGLET_CUDA_CHECK(status);
   }
   void synchronize(device::StreamHandle stream) override {
+    device::count_host_sync(device());
     poll_until_done([s = as_stream(stream)] { return cudaStreamQuery(s); }, "stream synchronize",
                     index_);
     std::lock_guard lock(failure_mutex_);
@@ -168,17 +179,20 @@ class CudaRuntime final : public device::Runtime {
     return true;
   }
   void synchronize_event(device::EventHandle event) override {
+    device::count_host_sync(device());
     poll_until_done([e = as_event(event)] { return cudaEventQuery(e); }, "event synchronize",
                     index_);
   }
 
   void* host_alloc_pinned(std::size_t bytes) override {
+    device::count_driver_alloc(device());
     void* ptr = nullptr;
     RINGLET_CUDA_CHECK(
         cudaHostAlloc(&ptr, bytes == 0 ? 1 : bytes, cudaHostAllocPortable | cudaHostAllocMapped));
     return ptr;
   }
   void host_free_pinned(void* ptr) override { RINGLET_CUDA_CHECK(cudaFreeHost(ptr)); }
+  void* error_words() override { return error_words_; }
 
   std::string ipc_export(void* ptr) override {
     select();
@@ -203,11 +217,18 @@ class CudaRuntime final : public device::Runtime {
  private:
   static cudaStream_t as_stream(device::StreamHandle s) { return static_cast<cudaStream_t>(s); }
   static cudaEvent_t as_event(device::EventHandle e) { return static_cast<cudaEvent_t>(e); }
-  void select() const { RINGLET_CUDA_CHECK(cudaSetDevice(index_)); }
+  // The device is set once per thread, not per call: cudaGetDevice reads the runtime's
+  // thread-local state, and cudaSetDevice runs only when another device is current.
+  void select() const {
+    int current = -1;
+    RINGLET_CUDA_CHECK(cudaGetDevice(&current));
+    if (current != index_) RINGLET_CUDA_CHECK(cudaSetDevice(index_));
+  }
 
   int index_;
   std::size_t capacity_ = 0;
   cudaStream_t compute_ = nullptr;
+  std::uint64_t* error_words_ = nullptr;  // never freed: the runtime lives as long as the process
   std::mutex failure_mutex_;
   std::exception_ptr failure_;  // a host function's, sticky as a kernel's failure
 };

@@ -65,6 +65,10 @@ class Runtime {
   virtual void* host_alloc_pinned(std::size_t bytes) = 0;
   virtual void host_free_pinned(void* ptr) = 0;
 
+  // Two 64-bit words of host memory kernels of this device write directly (mapped pinned
+  // memory on a GPU): the device's sticky error (tensor/device/sticky_error.h).
+  virtual void* error_words() = 0;
+
   // Inter-process memory, as cudaIpcGetMemHandle / cudaIpcOpenMemHandle: ipc_export names
   // memory that malloc() returned (the whole allocation) by a string another process of this
   // host passes to ipc_open, which maps it there (on any device's runtime: kernels of one

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tensor/device/sticky_error.h"
 
 namespace ringlet::tensor::device {
 namespace {
@@ -34,7 +35,10 @@ void require_runtime(Device device, const char* what) {
 
 }  // namespace
 
-void Stream::synchronize() const { runtime(device_).synchronize(handle_); }
+void Stream::synchronize() const {
+  runtime(device_).synchronize(handle_);
+  raise_sticky_error(device_);
+}
 
 Stream compute_stream(Device device) {
   require_runtime(device, "compute_stream");
@@ -79,6 +83,7 @@ void synchronize(Device device) {
   }
   rt.synchronize(rt.compute_stream());
   for (const auto& owner : streams) rt.synchronize(owner.get());
+  raise_sticky_error(device);
 }
 
 StreamGuard::StreamGuard(const Stream& stream) : device_(stream.device()) {
@@ -109,7 +114,10 @@ void Event::wait(const Stream& stream) const {
 }
 
 bool Event::query() const { return runtime(device_).query(handle_.get()); }
-void Event::synchronize() const { runtime(device_).synchronize_event(handle_.get()); }
+void Event::synchronize() const {
+  runtime(device_).synchronize_event(handle_.get());
+  raise_sticky_error(device_);
+}
 
 Event record_event(const Stream& stream) {
   Event event(stream.device());

@@ -17,6 +17,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "tensor/device/counters.h"
 
 namespace ringlet::tensor::emu {
 namespace {
@@ -50,7 +51,8 @@ EmuRuntime::EmuRuntime(int index)
       capacity_(static_cast<std::size_t>(
                     core::env_int("RINGLET_EMU_MEMORY_MB", 4096, 1, std::int64_t{1} << 24))
                 << 20),
-      compute_(std::make_unique<StreamQueue>(core::str("emu:", index, " compute stream"),
+      compute_(std::make_unique<StreamQueue>(core::Device::emu(index),
+                                             core::str("emu:", index, " compute stream"),
                                              static_cast<std::uint64_t>(index) << 32)) {}
 
 EmuRuntime::~EmuRuntime() = default;
@@ -80,6 +82,7 @@ void* EmuRuntime::malloc(std::size_t bytes) {
     return nullptr;
   }
   std::memset(ptr, 0xff, bytes);  // never-written memory reads as NaN
+  device::count_driver_alloc(device());
   std::lock_guard lock(memory_mutex_);
   mappings_[ptr] = Mapping{bytes, fd};
   return ptr;
@@ -93,6 +96,7 @@ void EmuRuntime::drain_streams() {
 
 void EmuRuntime::free(void* ptr) {
   if (ptr == nullptr) return;
+  device::count_host_sync(device());  // as cudaFree, it waits for the device
   drain_streams();
   std::size_t bytes = 0;
   {
@@ -155,7 +159,7 @@ void EmuRuntime::ipc_close(void* ptr) {
 
 device::StreamHandle EmuRuntime::create_stream() {
   const std::uint64_t id = ++next_stream_;
-  auto* q = new StreamQueue(core::str("emu:", index_, " stream ", id),
+  auto* q = new StreamQueue(device(), core::str("emu:", index_, " stream ", id),
                             (static_cast<std::uint64_t>(index_) << 32) | id);
   std::lock_guard lock(streams_mutex_);
   streams_.insert(q);
@@ -175,14 +179,19 @@ void EmuRuntime::destroy_stream(device::StreamHandle stream) {
 void EmuRuntime::copy_async(void* dst, const void* src, std::size_t bytes,
                             device::StreamHandle stream) {
   if (bytes == 0) return;
+  device::count_stream_ops(device());
   queue(stream).enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
 }
 
 void EmuRuntime::host_func(device::StreamHandle stream, std::function<void()> fn) {
+  device::count_stream_ops(device());
   queue(stream).enqueue(std::move(fn));
 }
 
-void EmuRuntime::synchronize(device::StreamHandle stream) { queue(stream).synchronize(); }
+void EmuRuntime::synchronize(device::StreamHandle stream) {
+  device::count_host_sync(device());
+  queue(stream).synchronize();
+}
 
 device::EventHandle EmuRuntime::create_event() {
   return new EventRef(std::make_shared<EmuEvent>());
@@ -224,6 +233,7 @@ bool EmuRuntime::query(device::EventHandle event) {
 }
 
 void EmuRuntime::synchronize_event(device::EventHandle event) {
+  device::count_host_sync(device());
   EmuEvent& e = *event_of(event);
   std::uint64_t target = 0;
   {
@@ -234,6 +244,7 @@ void EmuRuntime::synchronize_event(device::EventHandle event) {
 }
 
 void* EmuRuntime::host_alloc_pinned(std::size_t bytes) {
+  device::count_driver_alloc(device());
   void* ptr = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
   RINGLET_CHECK(ptr != nullptr, OutOfMemoryError, "pinned host memory: ", bytes,
                 " bytes could not be allocated");

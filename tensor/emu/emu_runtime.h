@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -46,6 +47,7 @@ class EmuRuntime final : public device::Runtime {
 
   void* host_alloc_pinned(std::size_t bytes) override;
   void host_free_pinned(void* ptr) override;
+  void* error_words() override { return error_words_; }
 
   std::string ipc_export(void* ptr) override;
   void* ipc_open(const std::string& handle) override;
@@ -54,6 +56,7 @@ class EmuRuntime final : public device::Runtime {
  private:
   int index_;
   std::size_t capacity_;
+  alignas(16) std::uint64_t error_words_[2] = {0, 0};
   std::mutex memory_mutex_;
   std::size_t mapped_ = 0;
   struct Mapping {

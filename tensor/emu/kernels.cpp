@@ -3,6 +3,7 @@
 // kernel threads, core::parallel_for, when there are many), and GEMM as OpenBLAS there.
 #include "core/threads.h"
 #include "tensor/cpu/blas.h"
+#include "tensor/device/counters.h"
 #include "tensor/emu/emu_runtime.h"
 #include "tensor/kernels/device_kernels_impl.h"
 
@@ -12,6 +13,7 @@ namespace {
 struct EmuExec {
   template <class F>
   static void launch(Stream stream, std::int64_t n, const F& f) {
+    device::count_stream_ops(emu::queue(stream).device());
     emu::queue(stream).enqueue([f, n] {
       core::parallel_for(n, std::int64_t{1} << 15, [&f](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i) f(i);
@@ -24,6 +26,7 @@ struct EmuExec {
   static void gemm(Stream stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                    std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
                    T beta, T* c, std::int64_t ldc) {
+    device::count_stream_ops(emu::queue(stream).device());
     emu::queue(stream).enqueue(
         [=] { cpu::gemm(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc); });
   }

@@ -22,8 +22,8 @@ std::atomic<int>& jitter_us() {
 void StreamQueue::set_jitter(int max_us) { jitter_us().store(max_us < 0 ? 0 : max_us); }
 int StreamQueue::jitter() { return jitter_us().load(); }
 
-StreamQueue::StreamQueue(std::string name, std::uint64_t seed)
-    : name_(std::move(name)), rng_state_(seed), thread_([this] { run(); }) {}
+StreamQueue::StreamQueue(core::Device device, std::string name, std::uint64_t seed)
+    : device_(device), name_(std::move(name)), rng_state_(seed), thread_([this] { run(); }) {}
 
 StreamQueue::~StreamQueue() {
   {

@@ -19,16 +19,19 @@
 #include <string>
 #include <thread>
 
+#include "core/device.h"
+
 namespace ringlet::tensor::emu {
 
 class StreamQueue {
  public:
-  StreamQueue(std::string name, std::uint64_t seed);
+  StreamQueue(core::Device device, std::string name, std::uint64_t seed);
   ~StreamQueue();  // runs what is queued, then stops the thread
   StreamQueue(const StreamQueue&) = delete;
   StreamQueue& operator=(const StreamQueue&) = delete;
 
   const std::string& name() const { return name_; }
+  core::Device device() const { return device_; }
   void enqueue(std::function<void()> task);
   // Blocks until every task queued before the call has run (TimeoutError at the device
   // deadline); rethrows the stream's failure.
@@ -47,6 +50,7 @@ class StreamQueue {
   void run();
   void sleep_jitter();
 
+  core::Device device_;
   std::string name_;
   std::uint64_t rng_state_;
   std::mutex mutex_;

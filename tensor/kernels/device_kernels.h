@@ -136,9 +136,10 @@ class DeviceKernels {
                                       double eps, int reduction, const void* logits,
                                       const std::int64_t* labels, const double* lse, const void* g,
                                       void* grad, Stream stream) = 0;
-  // bad[i] = 1 where labels[i] is outside [0, classes).
+  // Records a label outside [0, classes) in the device's sticky error words `error` with `code`
+  // (tensor/device/sticky_error.h); the host sees it at its next synchronization.
   virtual void check_labels(std::int64_t n, std::int64_t classes, const std::int64_t* labels,
-                            std::uint8_t* bad, Stream stream) = 0;
+                            std::uint64_t* error, std::uint64_t code, Stream stream) = 0;
   // One SGD step on n contiguous elements (buf nullptr without momentum).
   virtual void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,
                    const SgdParams& o, Stream stream) = 0;

@@ -459,8 +459,8 @@ class KernelsImpl final : public DeviceKernels {
   }
 
   void check_labels(std::int64_t n, std::int64_t classes, const std::int64_t* labels,
-                    std::uint8_t* bad, Stream stream) override {
-    launch(stream, n, LabelCheckFn{classes, labels, bad});
+                    std::uint64_t* error, std::uint64_t code, Stream stream) override {
+    if (n > 0) launch(stream, n, LabelCheckFn{classes, labels, error, code});
   }
 
   void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,

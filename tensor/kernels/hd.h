@@ -25,6 +25,16 @@ using core::BFloat16;
 using core::DType;
 using core::Half;
 
+// One 64-bit store that several threads may race on (the sticky error words): whole on either
+// side, relaxed.
+RINGLET_HD void store_word(std::uint64_t* p, std::uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  *static_cast<volatile std::uint64_t*>(p) = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 RINGLET_HD float half_to_float(Half h) {
 #if defined(__CUDA_ARCH__)
   return __half2float(__ushort_as_half(h.bits));

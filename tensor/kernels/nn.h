@@ -290,13 +290,23 @@ struct CrossEntropyGradFn {
   }
 };
 
-// Whether every label lies in [0, classes): a device-side count of the bad ones.
+// Whether every label lies in [0, classes): a bad one is recorded in the device's sticky error
+// words (tensor/device/sticky_error.h) as one packed store, code | index | value (saturated to
+// 32 bits), after the limit; of several bad labels any one may be the one recorded.
 struct LabelCheckFn {
   std::int64_t classes;
   const std::int64_t* labels;
-  std::uint8_t* bad;
+  std::uint64_t* error;
+  std::uint64_t code;
   RINGLET_HD void operator()(std::int64_t i) const {
-    bad[i] = labels[i] < 0 || labels[i] >= classes;
+    const std::int64_t v = labels[i];
+    if (v >= 0 && v < classes) return;
+    const std::int64_t low = -2147483647 - 1, high = 2147483647;
+    const std::int64_t saturated = v > high ? high : v < low ? low : v;
+    const std::uint64_t index = i > 0xffffff ? 0xffffff : static_cast<std::uint64_t>(i);
+    store_word(error + 1, static_cast<std::uint64_t>(classes));
+    store_word(error, code << 56 | index << 32 |
+                          static_cast<std::uint32_t>(static_cast<std::int32_t>(saturated)));
   }
 };
 

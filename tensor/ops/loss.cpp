@@ -11,6 +11,7 @@
 
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
+#include "tensor/device/sticky_error.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -70,16 +71,14 @@ std::vector<double> per_sample_scale(const Tensor& g, Reduction reduction, std::
   return std::vector<double>(static_cast<std::size_t>(n), scale);
 }
 
-// Labels on a device, checked there: one host read of how many are out of range (a failing
-// batch is then read back to name the first).
-Tensor device_labels(const char* op, const Tensor& target, std::int64_t classes) {
+// Labels on a device, checked there: a bad one sets the device's sticky error, which the host
+// sees at its next synchronization (no read of its own here).
+Tensor device_labels(device::StickyCode code, const Tensor& target, std::int64_t classes) {
   const Tensor labels = target.to(DType::i64).contiguous();
-  const std::int64_t n = labels.numel();
-  Tensor bad = Tensor::empty({n}, DType::u8, labels.device());
-  kernels_for(labels.device())
-      .check_labels(n, classes, static_cast<const std::int64_t*>(labels.raw_data()),
-                    static_cast<std::uint8_t*>(bad.raw_data()), stream_for(labels.device()));
-  if (n > 0 && sum(bad).item() > 0) class_indices(op, labels.cpu(), classes);  // throws
+  const Device dev = labels.device();
+  kernels_for(dev).check_labels(
+      labels.numel(), classes, static_cast<const std::int64_t*>(labels.raw_data()),
+      device::sticky_error_words(dev), static_cast<std::uint64_t>(code), stream_for(dev));
   return labels;
 }
 
@@ -87,7 +86,7 @@ Tensor cross_entropy_device(const Tensor& logits, const Tensor& target, Reductio
                             double eps) {
   require_floating(logits, "cross_entropy");
   const std::int64_t n = logits.size(0), classes = logits.size(1);
-  const Tensor labels = device_labels("cross_entropy", target, classes);
+  const Tensor labels = device_labels(device::StickyCode::cross_entropy_label, target, classes);
   const Tensor x = logits.detach().contiguous();
   Tensor per_sample = Tensor::empty({n}, x.dtype(), x.device());
   Tensor lse = Tensor::empty({n}, DType::f64, x.device());
@@ -183,7 +182,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
   if (!log_probs.device().is_cpu()) {
     // -log_probs[i, target_i], by a gather (whose backward scatters the gradient back).
     require_floating(log_probs, "nll_loss");
-    const Tensor labels = device_labels("nll_loss", target, log_probs.size(1));
+    const Tensor labels =
+        device_labels(device::StickyCode::nll_loss_label, target, log_probs.size(1));
     const Tensor picked = gather(log_probs, 1, labels.view({labels.numel(), 1}));
     return reduce_losses(neg(picked.view({labels.numel()})), reduction);
   }

@@ -267,9 +267,27 @@ TEST_CASE("device softmax, log_softmax, cross_entropy and argmax match the CPU")
     check_same(argmax(on_device(x), 1), argmax(x, 1), 0, "argmax");
     check_same(max(on_device(x), 0).first, max(x, 0).first, 0, "max values");
   }
+  // A bad label is found on the device: no read at the op, the next synchronization names it
+  // (then it is cleared), as a CUDA device assert surfaces.
   const Tensor x = randn({2, 3}, gen);
   const Tensor bad = from_vector({0, 3}, {2}, DType::i64);
-  CHECK_THROWS_AS(cross_entropy(on_device(x), on_device(bad)), ValueError);
+  Tensor loss;
+  CHECK_NOTHROW(loss = cross_entropy(on_device(x), on_device(bad)));
+  CHECK_THROWS_WITH_AS(loss.item(),
+                       doctest::Contains("cross_entropy: target[1] = 3 is out of range for 3 "
+                                         "classes (expected [0, 3); found on "),
+                       ValueError);
+  CHECK(std::isfinite(
+      cross_entropy(on_device(x), on_device(from_vector({0, 2}, {2}, DType::i64))).item()));
+  // nll_loss gathers, and the gather's own bounds check reads back: the label's error is
+  // reported there, at that synchronization.
+  const Tensor negative = from_vector({-5, 1}, {2}, DType::i64);
+  const auto nll = [&] {
+    nll_loss(log_softmax(on_device(x), 1), on_device(negative));
+    device::synchronize(suite_device());
+  };
+  CHECK_THROWS_WITH_AS(nll(), doctest::Contains("nll_loss: target[0] = -5 is out of range"),
+                       ValueError);
 }
 
 TEST_CASE("device batch_norm matches the CPU in training and evaluation") {
