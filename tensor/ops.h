@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tensor/autograd.h"
+#include "tensor/determinism.h"
 #include "tensor/generator.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/creation.h"

@@ -167,6 +167,7 @@ const std::vector<Field>& fields() {
       field("clip_grad_norm", &TrainConfig::clip_grad_norm),
       field("precision", &TrainConfig::precision),
       field("device", &TrainConfig::device),
+      field("deterministic", &TrainConfig::deterministic),
       field("seed", &TrainConfig::seed),
       field("workers", &TrainConfig::workers),
       field("threads", &TrainConfig::threads),

@@ -42,6 +42,9 @@ struct TrainConfig {
   // cpu | emu[:N] | cuda[:N]: where the model computes; with nproc > 1 each rank takes the
   // device (local rank % count), DDP and SyncBatchNorm included.
   std::string device = "cpu";
+  // On a device: true runs every op as the CPU decomposes it (the emulated device then trains
+  // bit for bit as the CPU); false (default) takes the fast path (tensor/determinism.h).
+  bool deterministic = false;
   int workers = 2;  // data loader threads
   int threads = 0;  // compute threads; 0 = RINGLET_NUM_THREADS / all cores
   // Input normalization: one value per channel, or one for every channel; empty means the

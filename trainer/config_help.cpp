@@ -31,6 +31,10 @@ const std::string& config_key_help(const std::string& key) {
       {"clip_grad_norm", "clip the gradients' total 2-norm to this, > 0; 0 = off"},
       {"precision", "f32 | bf16 | f16 (mixed precision; f16 scales the loss)"},
       {"device", "cpu | emu[:N] | cuda[:N]: where the model computes"},
+      {"deterministic",
+       "true | false: on a device, true runs each op as the CPU decomposes it (the emulated "
+       "device then trains bit for bit as the CPU); false, the fast path: one batched GEMM per "
+       "convolution pass, cuDNN and tensor cores where enabled on a GPU"},
       {"seed", "the model's initialization (as torch.manual_seed), shuffling, augmentation"},
       {"workers", "data loader threads, 0-64"},
       {"threads", "compute threads per rank, 0-1024; 0 = the cores shared among local ranks"},

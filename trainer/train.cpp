@@ -548,6 +548,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   config.fill_dataset_defaults();
   Run run(std::move(config), out, comm, space);
   share_cores(run);
+  tensor::set_deterministic(run.c.deterministic);
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
   run.out << "config: " << run.c.to_json().dump() << std::endl;
   make_loaders(run);

@@ -81,6 +81,39 @@ struct CudaExec {
     }
   }
 
+  // The batch as one cuBLAS call (strided batched GEMM), with the same operand swap.
+  template <class T>
+  static void gemm_batched(Stream stream, bool trans_a, bool trans_b, std::int64_t m,
+                           std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+                           std::int64_t stride_a, const T* b, std::int64_t ldb,
+                           std::int64_t stride_b, T beta, T* c, std::int64_t ldc,
+                           std::int64_t stride_c, std::int64_t batch) {
+    count_launch();
+    std::lock_guard lock(cublas_mutex());
+    cublasHandle_t handle = cublas_handle();
+    check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+    const T alpha = 1;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
+    const auto count = static_cast<int>(batch);
+    if constexpr (std::is_same_v<T, float>) {
+      check_cublas(
+          cublasSgemmStridedBatched(handle, op_b, op_a, N, M, K, &alpha, b, static_cast<int>(ldb),
+                                    stride_b, a, static_cast<int>(lda), stride_a, &beta, c,
+                                    static_cast<int>(ldc), stride_c, count),
+          "cublasSgemmStridedBatched");
+    } else if constexpr (std::is_same_v<T, double>) {
+      check_cublas(
+          cublasDgemmStridedBatched(handle, op_b, op_a, N, M, K, &alpha, b, static_cast<int>(ldb),
+                                    stride_b, a, static_cast<int>(lda), stride_a, &beta, c,
+                                    static_cast<int>(ldc), stride_c, count),
+          "cublasDgemmStridedBatched");
+    } else {
+      RINGLET_THROW(DTypeError, "matmul on a GPU takes f32 or f64");
+    }
+  }
+
   template <class F>
   static void launch(Stream stream, std::int64_t n, const F& f) {
     count_launch();

@@ -30,6 +30,22 @@ struct EmuExec {
     emu::queue(stream).enqueue(
         [=] { cpu::gemm(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc); });
   }
+
+  // One task (one stream operation) running the batch's GEMMs in order.
+  template <class T>
+  static void gemm_batched(Stream stream, bool trans_a, bool trans_b, std::int64_t m,
+                           std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+                           std::int64_t stride_a, const T* b, std::int64_t ldb,
+                           std::int64_t stride_b, T beta, T* c, std::int64_t ldc,
+                           std::int64_t stride_c, std::int64_t batch) {
+    device::count_stream_ops(emu::queue(stream).device());
+    emu::queue(stream).enqueue([=] {
+      for (std::int64_t i = 0; i < batch; ++i) {
+        cpu::gemm(trans_a, trans_b, m, n, k, T(1), a + i * stride_a, lda, b + i * stride_b, ldb,
+                  beta, c + i * stride_c, ldc);
+      }
+    });
+  }
 };
 
 }  // namespace

@@ -57,6 +57,17 @@ class DeviceKernels {
   virtual void gemm(DType dtype, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                     std::int64_t k, const void* a, std::int64_t lda, const void* b,
                     std::int64_t ldb, double beta, void* c, std::int64_t ldc, Stream stream) = 0;
+  // `batch` GEMMs as one library call: c_i = op(a_i) op(b_i) + beta c_i, with x_i = x + i *
+  // stride_x (elements; a stride of 0 shares the operand), row-major as gemm().
+  virtual void gemm_batched(DType dtype, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                            std::int64_t k, const void* a, std::int64_t lda, std::int64_t stride_a,
+                            const void* b, std::int64_t ldb, std::int64_t stride_b, double beta,
+                            void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
+                            Stream stream) = 0;
+  // In place over contiguous data seen as [outer, channels, inner]: x = act(x + bias[channel])
+  // (bias may be null: the activation only). A convolution's or a linear layer's epilogue.
+  virtual void bias_act(DType dtype, std::int64_t outer, std::int64_t channels, std::int64_t inner,
+                        const void* bias, void* data, Activation act, Stream stream) = 0;
   // Convolution's column matrix [rows, batch * L] of contiguous NCHW images, and its adjoint.
   virtual void im2col(DType dtype, const ConvShape& g, std::int64_t batch, const void* image,
                       void* col, Stream stream) = 0;

@@ -5,6 +5,8 @@
 // (tensor/emu/kernels.cpp); and
 //   template <class T> static void gemm(Stream, bool ta, bool tb, m, n, k, const T* a, lda,
 //                                       const T* b, ldb, T beta, T* c, ldc);
+//   template <class T> static void gemm_batched(Stream, ta, tb, m, n, k, a, lda, stride_a, b,
+//                                               ldb, stride_b, T beta, c, ldc, stride_c, batch);
 // (cuBLAS, or OpenBLAS on the stream's thread). Included by exactly those two files.
 #pragma once
 
@@ -202,6 +204,35 @@ class KernelsImpl final : public DeviceKernels {
         Exec::template gemm<T>(stream, trans_a, trans_b, m, n, k, static_cast<const T*>(a), lda,
                                static_cast<const T*>(b), ldb, static_cast<T>(beta),
                                static_cast<T*>(c), ldc);
+      }
+    });
+  }
+
+  void gemm_batched(DType dtype, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                    std::int64_t k, const void* a, std::int64_t lda, std::int64_t stride_a,
+                    const void* b, std::int64_t ldb, std::int64_t stride_b, double beta, void* c,
+                    std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
+                    Stream stream) override {
+    if (batch == 0) return;
+    dispatch_arith(dtype, false, "matmul", [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {  // integers never get here
+        Exec::template gemm_batched<T>(stream, trans_a, trans_b, m, n, k, static_cast<const T*>(a),
+                                       lda, stride_a, static_cast<const T*>(b), ldb, stride_b,
+                                       static_cast<T>(beta), static_cast<T*>(c), ldc, stride_c,
+                                       batch);
+      }
+    });
+  }
+
+  void bias_act(DType dtype, std::int64_t outer, std::int64_t channels, std::int64_t inner,
+                const void* bias, void* data, Activation act, Stream stream) override {
+    const std::int64_t n = outer * channels * inner;
+    if (n == 0 || (bias == nullptr && act == Activation::none)) return;
+    dispatch_arith(dtype, false, "bias and activation", [&]<class T>() {
+      if constexpr (std::is_floating_point_v<T>) {
+        launch(
+            stream, n,
+            BiasActFn<T>{channels, inner, static_cast<const T*>(bias), static_cast<T*>(data), act});
       }
     });
   }

@@ -68,6 +68,28 @@ struct Col2imFn {
   }
 };
 
+// An epilogue's activation, applied after the bias (PyTorch's relu: NaN stays NaN).
+enum class Activation : std::uint8_t { none, relu };
+
+template <class T>
+RINGLET_HD T activate(T x, Activation act) {
+  if (act == Activation::relu) return x > T(0) || x != x ? x : T(0);
+  return x;
+}
+
+// x = act(x + bias[c]) over [outer, channels, inner]; one thread per element.
+template <class T>
+struct BiasActFn {
+  std::int64_t channels, inner;
+  const T* bias;  // null: no bias
+  T* data;
+  Activation act;
+  RINGLET_HD void operator()(std::int64_t e) const {
+    const T shifted = bias != nullptr ? data[e] + bias[(e / inner) % channels] : data[e];
+    data[e] = activate(shifted, act);
+  }
+};
+
 struct PoolShape {
   std::int64_t height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
   std::int64_t out_h, out_w;

@@ -14,6 +14,7 @@
 #include "tensor/cpu/blas.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/im2col.h"
+#include "tensor/ops/conv_device.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -103,13 +104,6 @@ Tensor batch_im2col(const cpu::ConvGeometry& g, const Tensor& x) {
   return col;
 }
 
-// Whether to run one GEMM over the whole batch (and transpose between [O, N*L] and NCHW) or
-// one GEMM per image straight into NCHW. The batched GEMM is faster only when the products
-// are deep enough (rows = C*kH*kW) for the GEMM time to outweigh the transposes.
-bool batched_gemm(const cpu::ConvGeometry& g, std::int64_t batch) {
-  return batch > 1 && g.col_rows() >= kBatchedMinRows;
-}
-
 // Sum of a run, returned in f64; eight independent partial sums let the adds pipeline.
 template <class T>
 double sum_run(const T* p, std::int64_t n) {
@@ -132,7 +126,7 @@ Tensor forward(const cpu::ConvGeometry& g, const Tensor& x, const Tensor& w, con
   Tensor out = Tensor::empty({batch, out_ch, g.out_h, g.out_w}, x.dtype());
   T* to = out.data<T>();
   const T* b = bias.defined() ? bias.data<T>() : nullptr;
-  if (!batched_gemm(g, batch)) {
+  if (!conv_batched_gemm(g, batch)) {
     // Start from the bias and let each image's GEMM add to it (beta = 1).
     core::parallel_for(batch * out_ch, kPlaneGrain, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t p = begin; p < end; ++p) {
@@ -196,7 +190,7 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   if (!needs[0] && !needs[1]) return grads;
 
   // The GEMMs read dy either per image ([O, L] blocks of NCHW) or, batched, as [O, N*L].
-  const bool batched = batched_gemm(g, batch);
+  const bool batched = conv_batched_gemm(g, batch);
   Tensor dy_t;
   if (batched && needs[1]) {
     dy_t = Tensor::empty({out_ch, ld}, go.dtype());
@@ -242,153 +236,25 @@ std::vector<Tensor> backward(const Saved& s, const Tensor& grad_output,
   return grads;
 }
 
-// --- on a device: the CPU's decomposition (im2col of the batch, then one batched GEMM or one
-// GEMM per image by the same rule, the same per-image input gradient and col2im), as device
-// kernels queued on the current stream, so the emulated device computes what the CPU does.
-
-kernels::ConvShape device_shape(const cpu::ConvGeometry& g) {
-  return {g.channels, g.height, g.width,      g.kernel_h,   g.kernel_w, g.stride_h, g.stride_w,
-          g.pad_h,    g.pad_w,  g.dilation_h, g.dilation_w, g.out_h,    g.out_w};
-}
-
-// c = op(a) op(b) + beta c on device memory at element offsets; row strides as stored.
-struct DeviceGemm {
-  const Tensor& like;  // dtype and device
-  void operator()(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
-                  std::int64_t a_at, std::int64_t lda, const Tensor& b, std::int64_t b_at,
-                  std::int64_t ldb, double beta, const Tensor& c, std::int64_t c_at,
-                  std::int64_t ldc) const {
-    const auto es = static_cast<std::int64_t>(core::dtype_size(like.dtype()));
-    kernels_for(like.device())
-        .gemm(like.dtype(), ta, tb, m, n, k, static_cast<const char*>(a.raw_data()) + a_at * es,
-              lda, static_cast<const char*>(b.raw_data()) + b_at * es, ldb, beta,
-              static_cast<char*>(c.raw_data()) + c_at * es, ldc, stream_for(like.device()));
-  }
-};
-
-struct DeviceSaved {
-  cpu::ConvGeometry geometry;
-  Shape input_shape;
-  Tensor weight, col;  // contiguous, detached
-};
-
-Tensor device_forward(const cpu::ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
-                      Tensor& col) {
-  const std::int64_t batch = x.size(0), out_ch = w.size(0), cols = g.col_cols();
-  const std::int64_t ld = batch * cols, rows = g.col_rows();
-  col = Tensor::empty({rows, ld}, x.dtype(), x.device());
-  kernels_for(x.device())
-      .im2col(x.dtype(), device_shape(g), batch, x.raw_data(), col.raw_data(),
-              stream_for(x.device()));
-  const DeviceGemm gemm{x};
-  if (!batched_gemm(g, batch)) {
-    // Start from the bias and let each image's GEMM add to it (beta = 1), as the CPU does.
-    Tensor out = Tensor::empty({batch, out_ch, g.out_h, g.out_w}, x.dtype(), x.device());
-    if (b.defined()) {
-      copy_(out, b.view({1, out_ch, 1, 1}));
-    } else {
-      fill_(out, 0.0);
-    }
-    for (std::int64_t n = 0; n < batch; ++n) {
-      gemm(false, false, out_ch, cols, rows, w, 0, rows, col, n * cols, ld, 1.0, out,
-           n * out_ch * cols, cols);
-    }
-    return out;
-  }
-  Tensor product = Tensor::empty({out_ch, ld}, x.dtype(), x.device());
-  gemm(false, false, out_ch, ld, rows, w, 0, rows, col, 0, ld, 0.0, product, 0, ld);
-  Tensor out = product.view({out_ch, batch, g.out_h, g.out_w}).permute({1, 0, 2, 3}).contiguous();
-  if (b.defined()) add_(out, b.view({1, out_ch, 1, 1}));
-  return out;
-}
-
-std::vector<Tensor> device_backward(const DeviceSaved& s, const Tensor& grad_output,
-                                    const std::vector<bool>& needs) {
-  const cpu::ConvGeometry& g = s.geometry;
-  const std::int64_t batch = s.input_shape[0], out_ch = s.weight.size(0);
-  const std::int64_t cols = g.col_cols(), ld = batch * cols, rows = g.col_rows();
-  std::vector<Tensor> grads(3);
-  const Tensor dy = grad_output.contiguous();
-  const Device dev = dy.device();
-  if (ld == 0) {  // empty batch
-    if (needs[0]) grads[0] = zeros(s.input_shape, dy.dtype(), dev);
-    if (needs[1]) grads[1] = zeros(s.weight.shape(), dy.dtype(), dev);
-    if (needs[2]) grads[2] = zeros({out_ch}, dy.dtype(), dev);
-    return grads;
-  }
-  if (needs[2]) {
-    grads[2] = Tensor::empty({out_ch}, dy.dtype(), dev);
-    Tensor partial = Tensor::empty({batch * out_ch}, DType::f64, dev);
-    kernels_for(dev).conv_bias_grad(dy.dtype(), batch, out_ch, cols, dy.raw_data(),
-                                    grads[2].raw_data(), static_cast<double*>(partial.raw_data()),
-                                    stream_for(dev));
-  }
-  if (!needs[0] && !needs[1]) return grads;
-  const DeviceGemm gemm{dy};
-  const bool batched = batched_gemm(g, batch);
-  if (needs[1]) {
-    RINGLET_CHECK(s.col.defined(), AutogradError, kOp,
-                  ": the weight started requiring grad after the forward pass; run it again");
-    grads[1] = Tensor::empty(s.weight.shape(), dy.dtype(), dev);
-    if (batched) {
-      const Tensor dy_t = dy.view({batch, out_ch, cols}).permute({1, 0, 2}).contiguous();
-      gemm(false, true, out_ch, rows, ld, dy_t, 0, ld, s.col, 0, ld, 0.0, grads[1], 0, rows);
-    } else {
-      for (std::int64_t n = 0; n < batch; ++n) {
-        gemm(false, true, out_ch, rows, cols, dy, n * out_ch * cols, cols, s.col, n * cols, ld,
-             n == 0 ? 0.0 : 1.0, grads[1], 0, rows);
-      }
-    }
-  }
-  if (needs[0]) {
-    // One image at a time, as the CPU: its column gradient, then col2im into its planes.
-    Tensor scratch = Tensor::empty({rows, cols}, dy.dtype(), dev);
-    grads[0] = Tensor::empty(s.input_shape, dy.dtype(), dev);
-    const std::int64_t image_size = g.channels * g.height * g.width;
-    const auto es = static_cast<std::int64_t>(core::dtype_size(dy.dtype()));
-    for (std::int64_t n = 0; n < batch; ++n) {
-      gemm(true, false, rows, cols, out_ch, s.weight, 0, rows, dy, n * out_ch * cols, cols, 0.0,
-           scratch, 0, cols);
-      kernels_for(dev).col2im(dy.dtype(), device_shape(g), 1, scratch.raw_data(),
-                              static_cast<char*>(grads[0].raw_data()) + n * image_size * es,
-                              stream_for(dev));
-    }
-  }
-  return grads;
-}
-
-Tensor conv2d_device(const cpu::ConvGeometry& g, const Tensor& input, const Tensor& weight,
-                     const Tensor& bias) {
-  RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
-                ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
-  const Tensor x = input.detach().contiguous();
-  const Tensor w = weight.detach().contiguous();
-  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
-  Tensor col, out;
-  {
-    NoGradGuard no_grad;
-    if (x.size(0) == 0) {
-      out = Tensor::empty({0, w.size(0), g.out_h, g.out_w}, x.dtype(), x.device());
-    } else {
-      out = device_forward(g, x, w, b, col);
-    }
-  }
-  if (!any_requires_grad({input, weight, bias})) return out;
-  const bool weight_grad = grad_enabled() && weight.requires_grad();
-  auto saved =
-      std::make_shared<DeviceSaved>(DeviceSaved{g, x.shape(), w, weight_grad ? col : Tensor()});
-  return record(kOp, out, {input, weight, bias},
-                [saved](const Tensor& grad_output, const std::vector<bool>& needs) {
-                  return device_backward(*saved, grad_output, needs);
-                });
-}
-
 }  // namespace
+
+// Whether to run one GEMM over the whole batch (and transpose between [O, N*L] and NCHW) or
+// one GEMM per image straight into NCHW. The batched GEMM is faster only when the products
+// are deep enough (rows = C*kH*kW) for the GEMM time to outweigh the transposes.
+bool conv_batched_gemm(const cpu::ConvGeometry& g, std::int64_t batch) {
+  return batch > 1 && g.col_rows() >= kBatchedMinRows;
+}
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
+  return conv2d(input, weight, bias, options, kernels::Activation::none);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options, kernels::Activation act) {
   const cpu::ConvGeometry g = validate(input, weight, bias, options);
-  if (!input.device().is_cpu()) return conv2d_device(g, input, weight, bias);
+  if (!input.device().is_cpu()) return conv2d_device(g, input, weight, bias, act);
+  if (act == kernels::Activation::relu) return relu(conv2d(input, weight, bias, options));
   const Tensor x = input.detach().contiguous();
   const Tensor w = weight.detach().contiguous();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();

@@ -1,8 +1,10 @@
-// 2-D convolution (cross-correlation, as PyTorch) through im2col + one GEMM per batch.
+// 2-D convolution (cross-correlation, as PyTorch) through im2col + GEMMs; on a device the whole
+// batch at once, or the CPU's decomposition when deterministic (tensor/determinism.h).
 #pragma once
 
 #include <array>
 
+#include "tensor/kernels/nn.h"
 #include "tensor/tensor.h"
 
 namespace ringlet::tensor {
@@ -16,5 +18,8 @@ struct Conv2dOptions {
 // input [N, C, H, W], weight [O, C, kH, kW], bias [O] or undefined -> [N, O, oH, oW].
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               const Conv2dOptions& options = {});
+// ... then `act` (relu: relu(conv2d(...)), with the bias and the ReLU as one kernel on a device).
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options, kernels::Activation act);
 
 }  // namespace ringlet::tensor

@@ -300,6 +300,9 @@ Tensor log(const Tensor& a) { return unary({Unary::log}, a); }
 Tensor sqrt(const Tensor& a) { return unary({Unary::sqrt}, a); }
 Tensor abs(const Tensor& a) { return unary({Unary::abs}, a); }
 Tensor relu(const Tensor& a) { return unary({Unary::relu}, a); }
+Tensor relu_gradient(const Tensor& grad, const Tensor& relu_output) {
+  return unary_gradient({Unary::relu}, grad, relu_output, relu_output);
+}
 Tensor sigmoid(const Tensor& a) { return unary({Unary::sigmoid}, a); }
 Tensor tanh(const Tensor& a) { return unary({Unary::tanh}, a); }
 Tensor clamp(const Tensor& a, double min, double max) {

@@ -27,6 +27,9 @@ Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor abs(const Tensor& a);   // grad sign(a), 0 at 0 (as PyTorch)
 Tensor relu(const Tensor& a);  // grad 0 at 0 (as PyTorch)
+// grad where relu's output is > 0, else 0: relu's backward from its output (fused ops keep only
+// that).
+Tensor relu_gradient(const Tensor& grad, const Tensor& relu_output);
 Tensor sigmoid(const Tensor& a);
 Tensor tanh(const Tensor& a);
 // Clamps into [min, max]; grad 1 inside (bounds included, as PyTorch), 0 outside.

@@ -46,6 +46,21 @@ inline void check_same(const Tensor& device_result, const Tensor& cpu_result, do
 
 inline Tensor on_device(const Tensor& t) { return t.to(suite_device()); }
 
+// Runs `check(tol)` on the deterministic path (the CPU's decomposition: bit for bit on the
+// emulated device, `gemm_tol` on a GPU) and on the fast path (batched GEMMs: sums in another
+// order, within `fast_tol` of the CPU).
+template <class F>
+void on_both_paths(double gemm_tol, double fast_tol, F check) {
+  {
+    INFO("deterministic path");
+    DeterministicGuard exact(true);
+    check(suite_tolerance() == 0 ? 0.0 : gemm_tol);
+  }
+  INFO("fast path");
+  DeterministicGuard fast(false);
+  check(std::max(fast_tol, suite_tolerance() == 0 ? 0.0 : gemm_tol));
+}
+
 // Inputs: a contiguous tensor, a transposed (non-contiguous) view, and a broadcast row.
 struct Inputs {
   Tensor a, b, a_t, row;
@@ -222,18 +237,23 @@ TEST_CASE("device matmul and linear match the CPU (GEMM: OpenBLAS on emu, cuBLAS
 TEST_CASE("device conv2d and max_pool2d match the CPU, forward and backward") {
   using namespace suite;
   Generator gen(22);
-  const double tol = suite_tolerance() == 0 ? 0 : 1e-4;  // emu: the CPU's GEMM decomposition
   const Tensor x = randn({2, 3, 9, 8}, gen, DType::f64);
   const Tensor w = randn({4, 3, 3, 3}, gen, DType::f64), b = randn({4}, gen, DType::f64);
-  check_op(
-      "conv2d", {x, w, b}, [](auto& v) { return conv2d(v[0], v[1], v[2]); }, tol);
-  check_op(
-      "conv2d stride 2, padding 1, dilation 2", {x, w},
-      [](auto& v) {
-        return conv2d(v[0], v[1], {},
-                      Conv2dOptions{.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}});
-      },
-      tol);
+  on_both_paths(1e-4, 1e-12, [&](double tol) {
+    check_op(
+        "conv2d", {x, w, b}, [](auto& v) { return conv2d(v[0], v[1], v[2]); }, tol);
+    check_op(
+        "conv2d stride 2, padding 1, dilation 2", {x, w},
+        [](auto& v) {
+          return conv2d(v[0], v[1], {},
+                        Conv2dOptions{.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}});
+        },
+        tol);
+    // The bias and the ReLU in one epilogue on a device: relu(conv2d(...)) on the CPU.
+    check_op(
+        "conv2d + relu", {x, w, b},
+        [](auto& v) { return conv2d(v[0], v[1], v[2], {}, kernels::Activation::relu); }, tol);
+  });
   check_op(
       "max_pool2d 2x2", {x}, [](auto& v) { return max_pool2d(v[0], Pool2dOptions{}); }, 0);
   check_op(
@@ -491,10 +511,12 @@ TEST_CASE("device gradients of binary ops, the rest of the unary ops, where, cat
   // A convolution deep enough (8 x 3 x 3 = 72 rows) for the CPU's batched GEMM path.
   const Tensor x = randn({3, 8, 6, 5}, gen, DType::f64);
   const Tensor w = randn({5, 8, 3, 3}, gen, DType::f64), b = randn({5}, gen, DType::f64);
-  check_op(
-      "conv2d, batched GEMM", {x, w, b},
-      [](auto& v) {
-        return conv2d(v[0], v[1], v[2], Conv2dOptions{.padding = {1, 1}});
-      },
-      suite_tolerance() == 0 ? 0 : 1e-4);
+  on_both_paths(1e-4, 1e-12, [&](double tol) {
+    check_op(
+        "conv2d, batched GEMM", {x, w, b},
+        [](auto& v) {
+          return conv2d(v[0], v[1], v[2], Conv2dOptions{.padding = {1, 1}});
+        },
+        tol);
+  });
 }

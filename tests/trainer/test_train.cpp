@@ -189,14 +189,15 @@ TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU, b
   const auto on_cpu = trainer::train(c, cpu_log);
   fs::remove_all(dir);
   c.device = "emu";
+  c.deterministic = true;  // the CPU's decomposition of every op
   const auto on_emu = trainer::train(c, emu_log);
   INFO(emu_log.str());
   CHECK(emu_log.str().find("device: emu:0") != std::string::npos);
   CHECK(on_emu.epochs_done == 3);
   CHECK(on_emu.last_eval.examples == 500);
   CHECK(on_emu.last_eval.accuracy > 0.5);
-  // The emulated device runs the CPU's arithmetic (the same GEMM decomposition, batch norm
-  // and reductions' order where it matters), so the run is the CPU's, bit for bit.
+  // Deterministic, the emulated device runs the CPU's arithmetic (the same GEMM decomposition,
+  // batch norm and reductions' order where it matters), so the run is the CPU's, bit for bit.
   CHECK(on_emu.last_eval.accuracy == on_cpu.last_eval.accuracy);
   CHECK(on_emu.last_eval.loss == on_cpu.last_eval.loss);
   // The checkpoint holds host tensors: evaluating it on the CPU gives the same accuracy.
