@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "nn/device_groups.h"
 #include "tensor/ops.h"
 #include "tensor/ops/device_dispatch.h"
 
@@ -134,6 +135,7 @@ std::vector<std::string> Adam::buffer_names() const {
 
 void Adam::step() {
   tensor::NoGradGuard no_grad;
+  DeviceGroups<tensor::kernels::AdamTensor> on_devices;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = gradient_of(i);
     if (!g.defined()) continue;
@@ -154,17 +156,15 @@ void Adam::step() {
                         options_.amsgrad};
     const std::int64_t n = p.numel();
     if (!p.device().is_cpu()) {
-      // The same update as one device kernel (buffers loaded on the host move over first).
-      for (Tensor& b : st.buffers) {
+      for (Tensor& b : st.buffers) {  // buffers loaded on the host move over first
         if (b.device() != p.device()) b = b.to(p.device());
       }
-      const tensor::kernels::AdamParams o{s.beta1,        s.beta2,     s.eps,
-                                          s.weight_decay, s.step_size, s.bias_correction2_sqrt,
-                                          s.lr,           s.decoupled};
-      tensor::kernels_for(p.device())
-          .adam(p.dtype(), n, p.raw_data(), g.raw_data(), st.buffers[0].raw_data(),
-                st.buffers[1].raw_data(), options_.amsgrad ? st.buffers[2].raw_data() : nullptr, o,
-                tensor::stream_for(p.device()));
+      on_devices.add(
+          p.device(), p.dtype(),
+          {p.raw_data(), g.raw_data(), st.buffers[0].raw_data(), st.buffers[1].raw_data(),
+           options_.amsgrad ? st.buffers[2].raw_data() : nullptr, n, s.step_size,
+           s.bias_correction2_sqrt},
+          g);
       continue;
     }
     if (p.dtype() == core::DType::f32) {
@@ -177,6 +177,14 @@ void Adam::step() {
                   options_.amsgrad ? st.buffers[2].data<double>() : nullptr, n, s);
     }
   }
+  // The same update on each device as one launch over its parameters (each with its own bias
+  // corrections), queued on the device's current stream.
+  const tensor::kernels::AdamParams o{options_.beta1,        options_.beta2, options_.eps,
+                                      options_.weight_decay, lr(),           decoupled_};
+  on_devices.run([&](core::Device device, core::DType dtype,
+                     const tensor::kernels::AdamTensor* tensors, int count) {
+    tensor::kernels_for(device).adam(dtype, tensors, count, o, tensor::stream_for(device));
+  });
 }
 
 }  // namespace ringlet::nn

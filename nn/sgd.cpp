@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "nn/device_groups.h"
 #include "tensor/ops.h"
 #include "tensor/ops/device_dispatch.h"
 
@@ -102,6 +103,7 @@ std::vector<std::string> SGD::buffer_names() const {
 void SGD::step() {
   tensor::NoGradGuard no_grad;
   const bool with_momentum = options_.momentum != 0;
+  DeviceGroups<tensor::kernels::SgdTensor> on_devices;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = gradient_of(i);
     if (!g.defined()) continue;
@@ -116,13 +118,9 @@ void SGD::step() {
     }
     const std::int64_t n = p.numel();
     if (!p.device().is_cpu()) {
-      // The same update as one device kernel, queued on the device's current stream.
-      const tensor::kernels::SgdParams o{
-          lr(), options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov,
-          first};
-      tensor::kernels_for(p.device())
-          .sgd(p.dtype(), n, p.raw_data(), g.raw_data(), with_momentum ? buf.raw_data() : nullptr,
-               o, tensor::stream_for(p.device()));
+      on_devices.add(
+          p.device(), p.dtype(),
+          {p.raw_data(), g.raw_data(), with_momentum ? buf.raw_data() : nullptr, n, first}, g);
       continue;
     }
     if (p.dtype() == core::DType::f32) {
@@ -133,6 +131,14 @@ void SGD::step() {
                  n, options_, lr(), first);
     }
   }
+  // The same update on each device as one launch over its parameters, queued on the device's
+  // current stream.
+  const tensor::kernels::SgdParams o{lr(), options_.momentum, options_.dampening,
+                                     options_.weight_decay, options_.nesterov};
+  on_devices.run([&](core::Device device, core::DType dtype,
+                     const tensor::kernels::SgdTensor* tensors, int count) {
+    tensor::kernels_for(device).sgd(dtype, tensors, count, o, nullptr, tensor::stream_for(device));
+  });
 }
 
 }  // namespace ringlet::nn

@@ -15,17 +15,33 @@ namespace ringlet::tensor::kernels {
 
 using Stream = void*;  // the device's stream handle
 
+// The hyperparameters of one multi-tensor Adam/AdamW step.
 struct AdamParams {
   double beta1, beta2, eps, weight_decay;
-  double step_size;              // lr / (1 - beta1^t)
-  double bias_correction2_sqrt;  // sqrt(1 - beta2^t)
   double lr;
   bool decoupled;  // AdamW
+};
+// One tensor of it: contiguous, n elements, with its own bias corrections.
+struct AdamTensor {
+  void* param;
+  const void* grad;
+  void *m, *v, *vmax;  // vmax: amsgrad only, else nullptr
+  std::int64_t n;
+  double step_size;              // lr / (1 - beta1^t)
+  double bias_correction2_sqrt;  // sqrt(1 - beta2^t)
 };
 
 struct SgdParams {
   double lr, momentum, dampening, weight_decay;
-  bool nesterov, first;  // first: the momentum buffer starts from the gradient
+  bool nesterov;
+};
+// One tensor of a multi-tensor SGD step: contiguous, n elements.
+struct SgdTensor {
+  void* param;
+  const void* grad;
+  void* buf;  // momentum buffer, nullptr without momentum
+  std::int64_t n;
+  bool first;  // the momentum buffer starts from the gradient
 };
 
 class DeviceKernels {
@@ -151,12 +167,14 @@ class DeviceKernels {
   // (tensor/device/sticky_error.h); the host sees it at its next synchronization.
   virtual void check_labels(std::int64_t n, std::int64_t classes, const std::int64_t* labels,
                             std::uint64_t* error, std::uint64_t code, Stream stream) = 0;
-  // One SGD step on n contiguous elements (buf nullptr without momentum).
-  virtual void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,
-                   const SgdParams& o, Stream stream) = 0;
-  // One Adam/AdamW step (vmax nullptr without amsgrad).
-  virtual void adam(DType dtype, std::int64_t n, void* param, const void* grad, void* m, void* v,
-                    void* vmax, const AdamParams& o, Stream stream) = 0;
+  // One SGD step over `count` tensors of one dtype, as few launches as the kernel's table takes
+  // (kMaxMultiTensors a launch), PyTorch's foreach SGD. `lr`: the rate in device memory (f64),
+  // read when the kernel runs (a captured step's rate changes between replays); null: o.lr.
+  virtual void sgd(DType dtype, const SgdTensor* tensors, int count, const SgdParams& o,
+                   const double* lr, Stream stream) = 0;
+  // One Adam/AdamW step over `count` tensors, as few launches as that.
+  virtual void adam(DType dtype, const AdamTensor* tensors, int count, const AdamParams& o,
+                    Stream stream) = 0;
 };
 
 // The kernels of a device kind (DeviceError for cpu; NotBuiltError for cuda without CUDA).

@@ -103,6 +103,26 @@ struct SumKernel {
 
 template <class Exec>
 class KernelsImpl final : public DeviceKernels {
+  // Fills a multi-tensor kernel's table with tensors[0, count) (fill(slot, tensor) for each
+  // non-empty one) and calls run() each time kMaxMultiTensors are in, or the last ones are.
+  template <class Entry, class Fill, class Run>
+  static void for_table(const Entry* tensors, int count, TensorRanges& ranges, Fill fill, Run run) {
+    ranges.count = 0;
+    std::int64_t total = 0;
+    for (int i = 0; i < count; ++i) {
+      if (tensors[i].n == 0) continue;
+      total += tensors[i].n;
+      ranges.end[ranges.count] = total;
+      fill(ranges.count, tensors[i]);
+      if (++ranges.count == kMaxMultiTensors) {
+        run();
+        ranges.count = 0;
+        total = 0;
+      }
+    }
+    if (ranges.count > 0) run();
+  }
+
  public:
   void fill(const View& out, double value, Stream stream) override {
     dispatch_all(out.dtype, "fill", [&]<class T>() {
@@ -494,47 +514,54 @@ class KernelsImpl final : public DeviceKernels {
     if (n > 0) launch(stream, n, LabelCheckFn{classes, labels, error, code});
   }
 
-  void sgd(DType dtype, std::int64_t n, void* param, const void* grad, void* buf,
-           const SgdParams& o, Stream stream) override {
+  void sgd(DType dtype, const SgdTensor* tensors, int count, const SgdParams& o, const double* lr,
+           Stream stream) override {
     dispatch_arith(dtype, false, "SGD", [&]<class T>() {
       if constexpr (std::is_floating_point_v<T>) {  // integers never get here
-        SgdFn<T> f{static_cast<T*>(param),
-                   static_cast<const T*>(grad),
-                   static_cast<T*>(buf),
-                   static_cast<T>(o.weight_decay),
-                   static_cast<T>(o.momentum),
-                   static_cast<T>(1 - o.dampening),
-                   static_cast<T>(-o.lr),
-                   o.weight_decay != 0,
-                   o.nesterov,
-                   o.first};
-        launch(stream, n, f);
+        MultiSgdFn<T> f{};
+        f.step = SgdStep<T>{static_cast<T>(o.weight_decay), static_cast<T>(o.momentum),
+                            static_cast<T>(1 - o.dampening), o.weight_decay != 0, o.nesterov};
+        f.neg_lr = static_cast<T>(-o.lr);
+        f.lr = lr;
+        for_table(
+            tensors, count, f.ranges,
+            [&](int slot, const SgdTensor& t) {
+              f.p[slot] = static_cast<T*>(t.param);
+              f.grad[slot] = static_cast<const T*>(t.grad);
+              f.buf[slot] = static_cast<T*>(t.buf);
+              f.first[slot] = t.first;
+            },
+            [&] { launch(stream, f.ranges.end[f.ranges.count - 1], f); });
       }
     });
   }
 
-  void adam(DType dtype, std::int64_t n, void* param, const void* grad, void* m, void* v,
-            void* vmax, const AdamParams& o, Stream stream) override {
+  void adam(DType dtype, const AdamTensor* tensors, int count, const AdamParams& o,
+            Stream stream) override {
     dispatch_arith(dtype, false, "Adam", [&]<class T>() {
       if constexpr (std::is_floating_point_v<T>) {  // integers never get here
-        AdamFn<T> f{};
-        f.p = static_cast<T*>(param);
-        f.grad = static_cast<const T*>(grad);
-        f.m = static_cast<T*>(m);
-        f.v = static_cast<T*>(v);
-        f.vmax = static_cast<T*>(vmax);
-        f.wd = static_cast<T>(o.weight_decay);
-        f.decay = static_cast<T>(1 - o.lr * o.weight_decay);
-        f.beta1 = static_cast<T>(o.beta1);
-        f.beta2 = static_cast<T>(o.beta2);
-        f.one_minus_beta1 = static_cast<T>(1 - o.beta1);
-        f.one_minus_beta2 = static_cast<T>(1 - o.beta2);
-        f.bc2_sqrt = static_cast<T>(o.bias_correction2_sqrt);
-        f.eps = static_cast<T>(o.eps);
-        f.neg_step_size = static_cast<T>(-o.step_size);
-        f.l2 = !o.decoupled && o.weight_decay != 0;
-        f.decoupled = o.decoupled;
-        launch(stream, n, f);
+        MultiAdamFn<T> f{};
+        f.step.wd = static_cast<T>(o.weight_decay);
+        f.step.decay = static_cast<T>(1 - o.lr * o.weight_decay);
+        f.step.beta1 = static_cast<T>(o.beta1);
+        f.step.beta2 = static_cast<T>(o.beta2);
+        f.step.one_minus_beta1 = static_cast<T>(1 - o.beta1);
+        f.step.one_minus_beta2 = static_cast<T>(1 - o.beta2);
+        f.step.eps = static_cast<T>(o.eps);
+        f.step.l2 = !o.decoupled && o.weight_decay != 0;
+        f.step.decoupled = o.decoupled;
+        for_table(
+            tensors, count, f.ranges,
+            [&](int slot, const AdamTensor& t) {
+              f.p[slot] = static_cast<T*>(t.param);
+              f.grad[slot] = static_cast<const T*>(t.grad);
+              f.m[slot] = static_cast<T*>(t.m);
+              f.v[slot] = static_cast<T*>(t.v);
+              f.vmax[slot] = static_cast<T*>(t.vmax);
+              f.bc2_sqrt[slot] = static_cast<T>(t.bias_correction2_sqrt);
+              f.neg_step_size[slot] = static_cast<T>(-t.step_size);
+            },
+            [&] { launch(stream, f.ranges.end[f.ranges.count - 1], f); });
       }
     });
   }

@@ -335,21 +335,60 @@ struct LabelCheckFn {
 // SGD's update of one element, PyTorch's steps with fused multiply-adds where PyTorch's CPU
 // kernels fuse (nn/sgd.cpp); `first` starts the momentum buffer from the gradient.
 template <class T>
-struct SgdFn {
-  T* p;
-  const T* grad;
-  T* buf;                                  // nullptr without momentum
-  T weight_decay, momentum, keep, neg_lr;  // keep = 1 - dampening
-  bool decay, nesterov, first;
-  RINGLET_HD void operator()(std::int64_t i) const {
-    T g = grad[i];
-    g = decay ? hd_fma(weight_decay, p[i], g) : g;
+struct SgdStep {
+  T weight_decay, momentum, keep;  // keep = 1 - dampening
+  bool decay, nesterov;
+  RINGLET_HD void operator()(T& p, T g, T* buf, bool first, T neg_lr) const {
+    g = decay ? hd_fma(weight_decay, p, g) : g;
     if (buf != nullptr) {
-      const T b = first ? g : hd_fma(keep, g, buf[i] * momentum);
-      buf[i] = b;
+      const T b = first ? g : hd_fma(keep, g, *buf * momentum);
+      *buf = b;
       g = nesterov ? hd_fma(momentum, b, g) : b;
     }
-    p[i] = hd_fma(neg_lr, g, p[i]);
+    p = hd_fma(neg_lr, g, p);
+  }
+};
+
+// The tensors of one multi-tensor launch: element i belongs to the tensor whose range holds it
+// (end[t] is the running total of the sizes).
+inline constexpr int kMaxMultiTensors = 24;
+struct TensorRanges {
+  std::int64_t end[kMaxMultiTensors];
+  int count;
+  // The tensor of element i (binary search over the running totals).
+  RINGLET_HD int of(std::int64_t i) const {
+    int lo = 0, hi = count - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (i < end[mid]) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  }
+  RINGLET_HD std::int64_t begin(int t) const { return t == 0 ? 0 : end[t - 1]; }
+};
+
+// One SGD step over up to kMaxMultiTensors tensors in one launch (PyTorch's foreach SGD). The
+// learning rate is read from device memory when `lr` is set (a captured step's rate changes
+// between replays), else it is neg_lr's.
+template <class T>
+struct MultiSgdFn {
+  TensorRanges ranges;
+  T* p[kMaxMultiTensors];
+  const T* grad[kMaxMultiTensors];
+  T* buf[kMaxMultiTensors];  // nullptr without momentum
+  bool first[kMaxMultiTensors];
+  SgdStep<T> step;
+  T neg_lr;
+  const double* lr;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    const int t = ranges.of(i);
+    const std::int64_t j = i - ranges.begin(t);
+    const T rate = lr != nullptr ? static_cast<T>(-*lr) : neg_lr;
+    step(p[t][j], grad[t][j], buf[t] != nullptr ? buf[t] + j : nullptr, first[t], rate);
   }
 };
 
@@ -451,29 +490,47 @@ struct GatherBackwardFn {
 
 // Adam / AdamW for one element: PyTorch's steps, fused where its CPU kernels fuse
 // (nn/adam.cpp's loop).
+// One Adam/AdamW step of one element (nn/adam.cpp's arithmetic).
 template <class T>
-struct AdamFn {
-  T* p;
-  const T* grad;
-  T *m, *v, *vmax;  // vmax: amsgrad only, else nullptr
-  T wd, decay, beta1, beta2, one_minus_beta1, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
+struct AdamStep {
+  T wd, decay, beta1, beta2, one_minus_beta1, one_minus_beta2, eps;
   bool l2, decoupled;
-  RINGLET_HD void operator()(std::int64_t i) const {
-    T pi = p[i];
-    T g = grad[i];
+  RINGLET_HD void operator()(T& p, T g, T& m, T& v, T* vmax, T bc2_sqrt, T neg_step_size) const {
+    T pi = p;
     pi = decoupled ? pi * decay : pi;
     g = l2 ? hd_fma(wd, pi, g) : g;
-    const T mi = hd_fma(one_minus_beta1, g, m[i] * beta1);
-    const T vi = hd_fma(one_minus_beta2 * g, g, v[i] * beta2);
-    m[i] = mi;
-    v[i] = vi;
+    const T mi = hd_fma(one_minus_beta1, g, m * beta1);
+    const T vi = hd_fma(one_minus_beta2 * g, g, v * beta2);
+    m = mi;
+    v = vi;
     T second = vi;
     if (vmax != nullptr) {
-      second = vmax[i] < vi ? vi : vmax[i];
-      vmax[i] = second;
+      second = *vmax < vi ? vi : *vmax;
+      *vmax = second;
     }
     const T denom = hd_sqrt(second) / bc2_sqrt + eps;
-    p[i] = pi + neg_step_size * mi / denom;
+    p = pi + neg_step_size * mi / denom;
+  }
+};
+
+// One Adam/AdamW step over up to kMaxMultiTensors tensors in one launch, each with its own bias
+// corrections (its own step count).
+template <class T>
+struct MultiAdamFn {
+  TensorRanges ranges;
+  T* p[kMaxMultiTensors];
+  const T* grad[kMaxMultiTensors];
+  T* m[kMaxMultiTensors];
+  T* v[kMaxMultiTensors];
+  T* vmax[kMaxMultiTensors];  // amsgrad only, else nullptr
+  T bc2_sqrt[kMaxMultiTensors];
+  T neg_step_size[kMaxMultiTensors];
+  AdamStep<T> step;
+  RINGLET_HD void operator()(std::int64_t i) const {
+    const int t = ranges.of(i);
+    const std::int64_t j = i - ranges.begin(t);
+    step(p[t][j], grad[t][j], m[t][j], v[t][j], vmax[t] != nullptr ? vmax[t] + j : nullptr,
+         bc2_sqrt[t], neg_step_size[t]);
   }
 };
 
