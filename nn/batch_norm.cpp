@@ -28,6 +28,10 @@ BatchNorm2d::BatchNorm2d(std::int64_t num_features, const BatchNormOptions& opti
 }
 
 Tensor BatchNorm2d::forward(const Tensor& input) {
+  return forward(input, tensor::Activation::none);
+}
+
+Tensor BatchNorm2d::forward(const Tensor& input, tensor::Activation act) {
   RINGLET_CHECK(input.dim() == 4 && input.size(1) == num_features_, ShapeError, "BatchNorm2d(",
                 num_features_, "): input must be [N, ", num_features_, ", H, W], got ",
                 tensor::shape_str(input.shape()));
@@ -43,7 +47,7 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
   const Tensor rm = tracking ? running_mean_ : Tensor();
   const Tensor rv = tracking ? running_var_ : Tensor();
   return tensor::batch_norm(input, rm, rv, weight_, bias_, use_batch_stats, momentum, options_.eps,
-                            reducer_);
+                            reducer_, act);
 }
 
 std::string BatchNorm2d::extra_repr() const {

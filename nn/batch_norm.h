@@ -27,6 +27,8 @@ class BatchNorm2d : public Module {
 
   // input [N, C, H, W]. Without tracked statistics, eval also uses the batch statistics.
   Tensor forward(const Tensor& input) override;
+  // ... then `act`: relu(forward(input)), the normalization and the ReLU one kernel on a device.
+  Tensor forward(const Tensor& input, tensor::Activation act);
   std::string type_name() const override { return reducer_ ? "SyncBatchNorm" : "BatchNorm2d"; }
   // Synchronizes the training statistics through `reducer` (empty: back to local statistics).
   void set_stats_reducer(tensor::StatsReducer reducer) { reducer_ = std::move(reducer); }

@@ -25,7 +25,9 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Size2 kernel
   if (options.bias) bias_ = register_parameter("bias", b);
 }
 
-Tensor Conv2d::forward(const Tensor& input) {
+Tensor Conv2d::forward(const Tensor& input) { return forward(input, tensor::Activation::none); }
+
+Tensor Conv2d::forward(const Tensor& input, tensor::Activation act) {
   RINGLET_CHECK(input.dim() == 4 && input.size(1) == in_channels_, ShapeError, "Conv2d(",
                 in_channels_, ", ", out_channels_, "): input must be [N, ", in_channels_,
                 ", H, W], got ", tensor::shape_str(input.shape()));
@@ -34,9 +36,9 @@ Tensor Conv2d::forward(const Tensor& input) {
   o.padding = {options_.padding.h, options_.padding.w};
   o.dilation = {options_.dilation.h, options_.dilation.w};
   if (autocast_precision() != core::DType::f32) {
-    return autocast(tensor::conv2d(autocast(input), autocast(weight_), autocast(bias_), o));
+    return autocast(tensor::conv2d(autocast(input), autocast(weight_), autocast(bias_), o, act));
   }
-  return tensor::conv2d(input, weight_, bias_, o);
+  return tensor::conv2d(input, weight_, bias_, o, act);
 }
 
 std::string Conv2d::extra_repr() const {

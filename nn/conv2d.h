@@ -5,6 +5,7 @@
 
 #include "nn/module.h"
 #include "tensor/generator.h"
+#include "tensor/kernels/activation.h"
 
 namespace ringlet::nn {
 
@@ -22,6 +23,8 @@ class Conv2d : public Module {
          tensor::Generator& gen, const Conv2dOptions& options = {});
 
   Tensor forward(const Tensor& input) override;
+  // ... then `act`: relu(forward(input)), the bias and the ReLU one kernel on a device.
+  Tensor forward(const Tensor& input, tensor::Activation act);
   std::string type_name() const override { return "Conv2d"; }
   std::string extra_repr() const override;
 

@@ -21,14 +21,16 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, tensor::Gene
   if (bias) bias_ = register_parameter("bias", b);
 }
 
-Tensor Linear::forward(const Tensor& input) {
+Tensor Linear::forward(const Tensor& input) { return forward(input, tensor::Activation::none); }
+
+Tensor Linear::forward(const Tensor& input, tensor::Activation act) {
   RINGLET_CHECK(input.dim() >= 1 && input.size(-1) == in_features_, ShapeError,
                 "Linear(in_features=", in_features_, "): input shape ",
                 tensor::shape_str(input.shape()), " does not end in ", in_features_);
   if (autocast_precision() != core::DType::f32) {
-    return autocast(tensor::linear(autocast(input), autocast(weight_), autocast(bias_)));
+    return autocast(tensor::linear(autocast(input), autocast(weight_), autocast(bias_), act));
   }
-  return tensor::linear(input, weight_, bias_);
+  return tensor::linear(input, weight_, bias_, act);
 }
 
 std::string Linear::extra_repr() const {

@@ -5,6 +5,7 @@
 
 #include "nn/module.h"
 #include "tensor/generator.h"
+#include "tensor/kernels/activation.h"
 
 namespace ringlet::nn {
 
@@ -15,6 +16,8 @@ class Linear : public Module {
          bool bias = true);
 
   Tensor forward(const Tensor& input) override;
+  // ... then `act`: relu(forward(input)), the bias and the ReLU one kernel on a device.
+  Tensor forward(const Tensor& input, tensor::Activation act);
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;
 

@@ -34,7 +34,7 @@ ResNet::ResNet(const std::vector<std::int64_t>& widths, const std::vector<int>& 
 }
 
 Tensor ResNet::forward(const Tensor& input) {
-  Tensor x = tensor::relu(bn1_->forward(conv1_->forward(input)));
+  Tensor x = bn1_->forward(conv1_->forward(input), tensor::Activation::relu);
   for (const auto& layer : layers_) x = layer->forward(x);
   return fc_->forward(tensor::flatten(avgpool_->forward(x), 1));
 }

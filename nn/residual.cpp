@@ -28,7 +28,7 @@ BasicBlock::BasicBlock(std::int64_t in_channels, std::int64_t out_channels, std:
 }
 
 Tensor BasicBlock::forward(const Tensor& input) {
-  Tensor out = tensor::relu(bn1_->forward(conv1_->forward(input)));
+  Tensor out = bn1_->forward(conv1_->forward(input), tensor::Activation::relu);
   out = bn2_->forward(conv2_->forward(out));
   const Tensor shortcut = downsample_ ? downsample_->forward(input) : input;
   return tensor::relu(tensor::add(out, shortcut));

@@ -1,7 +1,9 @@
 // Sequential as torch.nn.Sequential: children named "0", "1", ... in order, each fed the
 // previous one's output. Those names are the state-dict prefixes PyTorch uses ("3.weight").
-// A ReLU followed by a MaxPool2d (those classes exactly) run as one op, the pool taking the
-// maximum of relu(x) without relu's output (the same values and gradients; the CNNs' pattern).
+// Fusions (those classes exactly; the same values and gradients): on the host a ReLU followed by
+// a MaxPool2d runs as one op, the pool taking the maximum of relu(x) without relu's output (the
+// CNNs' pattern); on a device a Linear, Conv2d or BatchNorm2d followed by a ReLU applies it in
+// its own kernel.
 #pragma once
 
 #include <cstddef>

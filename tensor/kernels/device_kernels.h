@@ -138,7 +138,7 @@ class DeviceKernels {
   virtual void batch_norm_normalize(DType dtype, const BnShape& l, const void* x,
                                     const double* mean, const double* invstd, const void* w,
                                     std::int64_t stride_w, const void* b, std::int64_t stride_b,
-                                    void* y, Stream stream) = 0;
+                                    void* y, Activation act, Stream stream) = 0;
   virtual void batch_norm_backward_sums(DType dtype, const BnShape& l, const void* x,
                                         const void* dy, const double* mean, const double* invstd,
                                         double* sum_dy, double* sum_dy_xhat, double* partial,

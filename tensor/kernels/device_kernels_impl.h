@@ -412,11 +412,13 @@ class KernelsImpl final : public DeviceKernels {
 
   void batch_norm_normalize(DType dtype, const BnShape& l, const void* x, const double* mean,
                             const double* invstd, const void* w, std::int64_t stride_w,
-                            const void* b, std::int64_t stride_b, void* y, Stream stream) override {
+                            const void* b, std::int64_t stride_b, void* y, Activation act,
+                            Stream stream) override {
     dispatch_arith(dtype, false, "batch_norm", [&]<class T>() {
-      launch(stream, l.batch * l.channels * l.spatial,
-             BnNormalizeFn<T>{l, static_cast<const T*>(x), mean, invstd, static_cast<const T*>(w),
-                              static_cast<const T*>(b), stride_w, stride_b, static_cast<T*>(y)});
+      launch(
+          stream, l.batch * l.channels * l.spatial,
+          BnNormalizeFn<T>{l, static_cast<const T*>(x), mean, invstd, static_cast<const T*>(w),
+                           static_cast<const T*>(b), stride_w, stride_b, static_cast<T*>(y), act});
     });
   }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "tensor/kernels/activation.h"
 #include "tensor/kernels/hd.h"
 #include "tensor/kernels/strided.h"
 
@@ -67,15 +68,6 @@ struct Col2imFn {
     image[e] = acc;
   }
 };
-
-// An epilogue's activation, applied after the bias (PyTorch's relu: NaN stays NaN).
-enum class Activation : std::uint8_t { none, relu };
-
-template <class T>
-RINGLET_HD T activate(T x, Activation act) {
-  if (act == Activation::relu) return x > T(0) || x != x ? x : T(0);
-  return x;
-}
 
 // x = act(x + bias[c]) over [outer, channels, inner]; one thread per element.
 template <class T>
@@ -661,11 +653,12 @@ struct BnNormalizeFn {
   const T* b;  // nullptr: 0
   std::int64_t stride_w, stride_b;
   T* y;
+  Activation act;  // applied to the normalized value (batch norm + ReLU as one kernel)
   RINGLET_HD void operator()(std::int64_t e) const {
     const std::int64_t c = (e / l.spatial) % l.channels;
     const double scale = invstd[c] * (w ? static_cast<double>(w[c * stride_w]) : 1.0);
     const double shift = (b ? static_cast<double>(b[c * stride_b]) : 0.0) - mean[c] * scale;
-    y[e] = x[e] * static_cast<T>(scale) + static_cast<T>(shift);
+    y[e] = activate(x[e] * static_cast<T>(scale) + static_cast<T>(shift), act);
   }
 };
 

@@ -201,6 +201,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return linear(x, weight, bias, Activation::none);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act) {
   RINGLET_CHECK(weight.dim() == 2, ShapeError, "linear: weight must be 2-D [out, in], got shape ",
                 shape_str(weight.shape()));
   RINGLET_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError, "linear: input of shape ",
@@ -214,13 +218,18 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   out_features, "])");
   }
   check_operands("linear", x, weight, bias);
+  const bool on_device = !x.device().is_cpu();
+  if (!on_device && act == Activation::relu) return relu(linear(x, weight, bias));
   const std::int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
   const Tensor x_rows = x.detach().reshape({rows, in});
   const Tensor w = weight.detach();
   Tensor out = product(x_rows, transposed(w));
-  if (bias.defined() && !out.device().is_cpu()) {
-    NoGradGuard no_grad;
-    add_(out, bias.detach());  // broadcast over the rows, on the device
+  if (on_device) {
+    // The bias over the rows and the activation, in one epilogue kernel.
+    const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+    kernels_for(out.device())
+        .bias_act(out.dtype(), rows, out_features, 1, b.defined() ? b.raw_data() : nullptr,
+                  out.raw_data(), act, stream_for(out.device()));
   } else if (bias.defined()) {
     const Tensor b = bias.detach().contiguous();
     cpu::dispatch_floating(out.dtype(), "linear", [&]<class T>() {
@@ -234,9 +243,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
   out_shape.push_back(out_features);
   out = as_shape(out, out_shape);
+  // With the ReLU in the kernel, the backward masks the gradient with the output first.
+  const Tensor relu_out = act == Activation::relu ? out.detach() : Tensor();
   return record("LinearBackward", out, {x, weight, bias},
-                [x_rows, w, x_shape = x.shape(), rows, out_features](
-                    const Tensor& g, const std::vector<bool>& needs) {
+                [x_rows, w, x_shape = x.shape(), rows, out_features, relu_out](
+                    const Tensor& grad, const std::vector<bool>& needs) {
+                  const Tensor g = relu_out.defined() ? relu_gradient(grad, relu_out) : grad;
                   const Tensor g_rows = g.reshape({rows, out_features});
                   Tensor gx, gw, gb;
                   if (needs[0]) gx = product(g_rows, w).reshape(x_shape);

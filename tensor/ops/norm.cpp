@@ -494,7 +494,8 @@ DeviceStats device_stats(const kernels::BnShape& l, const Tensor& x, Tensor& run
 
 Tensor batch_norm_device(const Layout& layout, const Tensor& input, Tensor running_mean,
                          Tensor running_var, const Tensor& weight, const Tensor& bias,
-                         bool training, double momentum, double eps, const StatsReducer& reducer) {
+                         bool training, double momentum, double eps, const StatsReducer& reducer,
+                         Activation act) {
   RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
                 ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
   const kernels::BnShape l{layout.batch, layout.channels, layout.spatial};
@@ -509,16 +510,33 @@ Tensor batch_norm_device(const Layout& layout, const Tensor& input, Tensor runni
   kernels_for(dev).batch_norm_normalize(
       x.dtype(), l, x.raw_data(), static_cast<const double*>(stats.mean.raw_data()),
       static_cast<const double*>(stats.invstd.raw_data()), data_or_null(w), stride_or_zero(w),
-      data_or_null(b), stride_or_zero(b), out.raw_data(), stream_for(dev));
+      data_or_null(b), stride_or_zero(b), out.raw_data(), act, stream_for(dev));
   if (!any_requires_grad({input, weight, bias})) return out;
-  return record(
-      kOp, out, {input, weight, bias},
-      [l, x, w, stats, training, sync](const Tensor& grad_output, const std::vector<bool>& needs) {
-        return batch_norm_device_backward(l, x, w, stats, training, sync, grad_output, needs);
-      });
+  // With the ReLU in the kernel, the backward masks the gradient with the output first.
+  const Tensor relu_out = act == Activation::relu ? out.detach() : Tensor();
+  return record(kOp, out, {input, weight, bias},
+                [l, x, w, stats, training, sync, relu_out](const Tensor& grad_output,
+                                                           const std::vector<bool>& needs) {
+                  const Tensor g =
+                      relu_out.defined() ? relu_gradient(grad_output, relu_out) : grad_output;
+                  return batch_norm_device_backward(l, x, w, stats, training, sync, g, needs);
+                });
 }
 
 }  // namespace
+
+Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps, const StatsReducer& reducer, Activation act) {
+  if (!input.device().is_cpu()) {
+    const Layout l = validate(input, running_mean, running_var, weight, bias, training);
+    return batch_norm_device(l, input, running_mean, running_var, weight, bias, training, momentum,
+                             eps, reducer, act);
+  }
+  const Tensor out = batch_norm(input, std::move(running_mean), std::move(running_var), weight,
+                                bias, training, momentum, eps, reducer);
+  return act == Activation::relu ? relu(out) : out;
+}
 
 Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
@@ -526,7 +544,7 @@ Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
   const Layout l = validate(input, running_mean, running_var, weight, bias, training);
   if (!input.device().is_cpu()) {
     return batch_norm_device(l, input, running_mean, running_var, weight, bias, training, momentum,
-                             eps, reducer);
+                             eps, reducer, Activation::none);
   }
   const Tensor x = input.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach() : Tensor();

@@ -12,6 +12,7 @@
 #include <functional>
 #include <vector>
 
+#include "tensor/kernels/activation.h"
 #include "tensor/tensor.h"
 
 namespace ringlet::tensor {
@@ -22,5 +23,10 @@ using StatsReducer = std::function<void(std::vector<double>& values)>;
 Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
                   double eps = 1e-5, const StatsReducer& reducer = {});
+// ... then `act` (relu: relu(batch_norm(...)); on a device the normalization and the ReLU are
+// one kernel).
+Tensor batch_norm(const Tensor& input, Tensor running_mean, Tensor running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps, const StatsReducer& reducer, Activation act);
 
 }  // namespace ringlet::tensor

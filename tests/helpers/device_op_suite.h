@@ -231,6 +231,10 @@ TEST_CASE("device matmul and linear match the CPU (GEMM: OpenBLAS on emu, cuBLAS
     const Tensor w = randn({4, 7}, gen, dtype), bias = randn({4}, gen, dtype);
     check_op(
         "linear", {a, w, bias}, [](auto& v) { return linear(v[0], v[1], v[2]); }, tol);
+    // The bias and the ReLU in one epilogue on a device: relu(linear(...)) on the CPU.
+    check_op(
+        "linear + relu", {a, w, bias},
+        [](auto& v) { return linear(v[0], v[1], v[2], Activation::relu); }, tol);
   }
 }
 
@@ -316,6 +320,14 @@ TEST_CASE("device batch_norm matches the CPU in training and evaluation") {
   const double tol = suite_tolerance() == 0 ? 0 : 1e-9;  // the CPU's arithmetic on emu
   const Tensor x = randn({4, 3, 5, 5}, gen, DType::f64);
   const Tensor w = rand({3}, gen, DType::f64), b = randn({3}, gen, DType::f64);
+  // The normalization and the ReLU in one kernel on a device: relu(batch_norm(...)) on the CPU.
+  check_op(
+      "batch_norm + relu", {x, w, b},
+      [](auto& v) {
+        return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true, 0.1, 1e-5, {},
+                          Activation::relu);
+      },
+      tol);
   check_op(
       "batch_norm f32 without affine", {x.to(DType::f32)},
       [](auto& v) {
