@@ -38,24 +38,41 @@ double norm_of(const T* x, std::int64_t n, double p) {
   return std::pow(acc, 1.0 / p);
 }
 
-// A device gradient's norm in device ops, accumulated in f64 in the same order as norm_of.
-double device_norm(const Tensor& g, double p) {
+// A device gradient's norm accumulated in device ops, in f64 and in the same order as norm_of,
+// as a one-element device tensor (the p-th root is taken on the host, by finish_norm).
+Tensor device_norm_sum(const Tensor& g, double p) {
   const Tensor x = tensor::abs(g.to(core::DType::f64));
-  if (std::isinf(p))
-    return x.numel() == 0 ? 0.0 : tensor::max(x.reshape({x.numel()}), 0).first.item();
-  if (p == 2) return std::sqrt(tensor::sum(tensor::mul(x, x)).item());
-  if (p == 1) return tensor::sum(x).item();
-  return std::pow(tensor::sum(tensor::pow(x, p)).item(), 1.0 / p);
+  if (std::isinf(p)) {
+    if (x.numel() == 0) return tensor::zeros({1}, core::DType::f64, g.device());
+    return tensor::max(x.reshape({x.numel()}), 0).first.reshape({1});
+  }
+  if (p == 2) return tensor::sum(tensor::mul(x, x)).reshape({1});
+  if (p == 1) return tensor::sum(x).reshape({1});
+  return tensor::sum(tensor::pow(x, p)).reshape({1});
+}
+
+double finish_norm(double sum, double p) {
+  if (std::isinf(p) || p == 1) return sum;
+  if (p == 2) return std::sqrt(sum);
+  return std::pow(sum, 1.0 / p);
 }
 
 // Each parameter's norm is rounded to T, as PyTorch's per-tensor norms are, then their norm.
+// The device gradients' sums come back in one read (one host synchronization).
 template <class T>
 T total_norm(const std::vector<Tensor>& grads, double p) {
+  std::vector<Tensor> on_device;
+  for (const Tensor& g : grads) {
+    if (!g.device().is_cpu()) on_device.push_back(device_norm_sum(g, p));
+  }
+  const std::vector<double> sums =
+      on_device.empty() ? std::vector<double>() : tensor::cat(on_device, 0).to_vector<double>();
   std::vector<T> norms;
   norms.reserve(grads.size());
+  std::size_t next = 0;
   for (const Tensor& g : grads) {
     norms.push_back(static_cast<T>(g.device().is_cpu() ? norm_of(g.data<T>(), g.numel(), p)
-                                                       : device_norm(g, p)));
+                                                       : finish_norm(sums[next++], p)));
   }
   return static_cast<T>(norm_of(norms.data(), static_cast<std::int64_t>(norms.size()), p));
 }

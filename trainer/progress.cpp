@@ -41,15 +41,20 @@ void Progress::begin_epoch(int epoch, std::int64_t batches) {
   window_examples_ = window_images_ = window_skipped_ = 0;
 }
 
-bool Progress::wants_grad_norm() const {
-  const std::int64_t next = epoch_steps_ + 1;
-  return next % options_.log_every == 0 || next == batches_;
+bool Progress::wants_grad_norm(std::int64_t epoch_step) const {
+  return epoch_step % options_.log_every == 0 || epoch_step == batches_;
 }
 
 void Progress::step(const StepSample& sample) {
   ++epoch_steps_;
   ++steps_done_;
   window_images_ += sample.examples;
+  if (sample.device) {
+    window_device_.stream_ops += sample.device->stream_ops;
+    window_device_.host_syncs += sample.device->host_syncs;
+    window_device_.driver_allocs += sample.device->driver_allocs;
+    ++window_device_steps_;
+  }
   if (sample.skipped) {
     ++window_skipped_;
   } else {
@@ -64,6 +69,8 @@ void Progress::step(const StepSample& sample) {
   window_start_ = Clock::now();
   window_loss_sum_ = 0;
   window_examples_ = window_images_ = window_skipped_ = 0;
+  window_device_ = {};
+  window_device_steps_ = 0;
 }
 
 void Progress::end_epoch() {
@@ -107,7 +114,14 @@ void Progress::log_window(const StepSample& last) {
     line << " lr " << std::setprecision(6) << last.lr;
     if (last.grad_norm) line << " grad_norm " << std::setprecision(4) << *last.grad_norm;
     if (last.loss_scale) line << " loss_scale " << std::setprecision(0) << *last.loss_scale;
-    line << " " << std::setprecision(0) << rate << " img/s eta " << format_seconds(eta) << "\n";
+    line << " " << std::setprecision(0) << rate << " img/s eta " << format_seconds(eta);
+    if (window_device_steps_ > 0) {
+      const double n = static_cast<double>(window_device_steps_);
+      line << std::setprecision(1) << " | a step: " << window_device_.stream_ops / n
+           << " stream ops, " << window_device_.host_syncs / n << " host syncs, "
+           << window_device_.driver_allocs / n << " driver allocs";
+    }
+    line << "\n";
     out_ << line.str() << std::flush;
   }
   if (options_.events != nullptr) {
@@ -127,6 +141,12 @@ void Progress::log_window(const StepSample& last) {
   if (last.loss_scale) {
     record["loss_scale"] = *last.loss_scale;
     record["skipped"] = window_skipped_;
+  }
+  if (window_device_steps_ > 0) {
+    const double n = static_cast<double>(window_device_steps_);
+    record["device_per_step"] = {{"stream_ops", window_device_.stream_ops / n},
+                                 {"host_syncs", window_device_.host_syncs / n},
+                                 {"driver_allocs", window_device_.driver_allocs / n}};
   }
   core::append_line(options_.steps_file, record.dump());
 }

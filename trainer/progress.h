@@ -7,7 +7,11 @@
 //   {"epoch": 3, "step": 1138, "loss": 0.71, "lr": 0.098, "grad_norm": 1.9,
 //    "images_per_s": 4263, "eta_s": 612.4}                 (+ "loss_scale", "skipped" on f16)
 // "epoch" is the epoch in progress (1-based), so a resume drops the records of an epoch its
-// checkpoint does not hold (run_dir.h). The ETA is the steps left at this command's rate.
+// checkpoint does not hold (run_dir.h). The ETA is the steps left at this command's rate. On a
+// device both also say what a step queued and waited for, on average over the window:
+//   "device_per_step": {"stream_ops": 68, "host_syncs": 1, "driver_allocs": 0}
+// (tensor/device/counters.h). Each step's loss is read one step late, when the next step has
+// been queued, so a window's line comes one step after its last step.
 #pragma once
 
 #include <chrono>
@@ -16,6 +20,8 @@
 #include <optional>
 #include <ostream>
 #include <string>
+
+#include "tensor/device/counters.h"
 
 namespace ringlet::trainer {
 
@@ -42,6 +48,8 @@ struct StepSample {
   double lr = 0;
   std::optional<double> grad_norm;   // measured on the steps wants_grad_norm() names
   std::optional<double> loss_scale;  // f16
+  // On a device: what the step queued and waited for (tensor/device/counters.h).
+  std::optional<tensor::device::DeviceCounts> device;
 };
 
 class Progress {
@@ -49,8 +57,9 @@ class Progress {
   Progress(std::ostream& out, ProgressOptions options);
 
   void begin_epoch(int epoch, std::int64_t batches);
-  // Whether the epoch's next step ends a window (its gradient norm is then worth measuring).
-  bool wants_grad_norm() const;
+  // Whether the epoch's step `epoch_step` (1-based) ends a window (its gradient norm is then
+  // worth measuring).
+  bool wants_grad_norm(std::int64_t epoch_step) const;
   void step(const StepSample& sample);
   void end_epoch();
 
@@ -73,6 +82,9 @@ class Progress {
   double window_loss_sum_ = 0;
   // Examples of the window's steps that counted (not skipped), and of all its steps.
   std::int64_t window_examples_ = 0, window_images_ = 0, window_skipped_ = 0;
+  // A device's counts over the window's steps, and how many steps had them.
+  tensor::device::DeviceCounts window_device_;
+  std::int64_t window_device_steps_ = 0;
   Clock::time_point window_start_;
 };
 

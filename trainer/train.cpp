@@ -30,6 +30,8 @@
 #include "nn/lr_schedule.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
+#include "tensor/device/counters.h"
+#include "tensor/device/late_reads.h"
 #include "tensor/ops.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
@@ -158,6 +160,8 @@ struct Run {
   int start_epoch = 0;
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
   core::Device device;    // where the model computes (batches are moved there)
+  // Each step's loss, read one step late (a device's step then waits for nothing new).
+  tensor::device::LateReads late_losses;
 };
 
 // Several local ranks share the cores unless --threads says otherwise.
@@ -316,7 +320,14 @@ StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
     optimizer_step(run, sample, measure_norm);
   }
   sample.step = ++run.step;
-  if (!sample.skipped) sample.loss = loss.item();
+  run.late_losses.push(loss);  // read by the next step (finish_sample)
+  return sample;
+}
+
+// A step's sample with its loss, read one step late.
+StepSample finish_sample(Run& run, StepSample sample) {
+  const double loss = run.late_losses.pop();
+  if (!sample.skipped) sample.loss = loss;
   return sample;
 }
 
@@ -337,31 +348,43 @@ std::optional<Batch> next_batch(Run& run, EpochIterator& epoch) {
   return epoch.next();
 }
 
+// A step whose loss has come back: the epoch's sums and the progress.
+void count_step(Run& run, int epoch, const StepSample& sample, EpochStats& stats) {
+  if (sample.skipped) {
+    ++stats.skipped;
+  } else {
+    RINGLET_CHECK(std::isfinite(sample.loss), Error, "epoch ", epoch + 1, " step ", sample.step,
+                  ": the loss is ", sample.loss, " (diverged; try a smaller --lr)");
+    stats.loss_sum += sample.loss * static_cast<double>(sample.examples);
+    stats.seen += sample.examples;
+  }
+  run.progress->step(sample);
+}
+
+// Each step is counted when the next one has been queued (its loss read one step late), the
+// epoch's last once the loop ends.
 EpochStats train_epoch(Run& run, int epoch) {
   const auto start = Clock::now();
   auto it = run.train_loader->begin_epoch(epoch);
   run.progress->begin_epoch(epoch, it.num_batches());
   EpochStats stats;
+  std::optional<StepSample> pending;
   core::ThreadClocks before = core::ThreadClocks::now();  // a step's start: the last one's end
   for (;;) {
     auto batch = next_batch(run, it);
     if (!batch) break;
-    const StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm());
+    const tensor::device::DeviceCounts counts = tensor::device::device_counts(run.device);
+    StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm(stats.steps + 1));
+    if (pending) count_step(run, epoch, finish_sample(run, *pending), stats);
+    if (!run.device.is_cpu()) sample.device = tensor::device::device_counts(run.device) - counts;
+    pending = sample;
     run.trace->end_step();
     ++stats.steps;
-    if (sample.skipped) {
-      ++stats.skipped;
-    } else {
-      RINGLET_CHECK(std::isfinite(sample.loss), Error, "epoch ", epoch + 1, " step ", run.step,
-                    ": the loss is ", sample.loss, " (diverged; try a smaller --lr)");
-      stats.loss_sum += sample.loss * static_cast<double>(sample.examples);
-      stats.seen += sample.examples;
-    }
-    run.progress->step(sample);
     const core::ThreadClocks after = core::ThreadClocks::now();
     stats.splits.push_back(core::split_between(before, after));
     before = after;
   }
+  if (pending) count_step(run, epoch, finish_sample(run, *pending), stats);
   run.progress->end_epoch();
   stats.seconds = seconds_since(start);
   return stats;

@@ -140,7 +140,10 @@ TEST_CASE("progress: a window of skipped steps has no loss, and its images still
                    .examples = 8,
                    .lr = 0.1,
                    .grad_norm = std::nullopt,
-                   .loss_scale = 1024.0});
+                   .loss_scale = 1024.0,
+                   .device = step <= 2 ? std::nullopt
+                                       : std::optional<tensor::device::DeviceCounts>(
+                                             {step == 3 ? 60u : 70u, 1, 0})});
   }
   INFO(out.str());
   CHECK(contains(out.str(), "step 2/4 loss - (every step skipped) lr 0.100000"));
@@ -155,6 +158,12 @@ TEST_CASE("progress: a window of skipped steps has no loss, and its images still
   CHECK(windows[0]["images_per_s"].get<double>() > 0);  // 16 images went through
   CHECK(windows[1]["loss"] == 1.5);
   CHECK(windows[1]["skipped"] == 0);
+  // On a device each window also says what a step queued and waited for, on average.
+  CHECK(!windows[0].contains("device_per_step"));
+  CHECK(windows[1]["device_per_step"]["stream_ops"] == 65.0);
+  CHECK(windows[1]["device_per_step"]["host_syncs"] == 1.0);
+  CHECK(windows[1]["device_per_step"]["driver_allocs"] == 0.0);
+  CHECK(contains(out.str(), "| a step: 65.0 stream ops, 1.0 host syncs, 0.0 driver allocs"));
 }
 
 TEST_CASE("a short run on 2,000 real images learns") {
