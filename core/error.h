@@ -59,6 +59,10 @@ class CollectiveError : public Error {  // a collective failed (collectives laye
  public:
   using Error::Error;
 };
+class CaptureError : public Error {  // work a device graph capture cannot hold
+ public:
+  using Error::Error;
+};
 
 // The system's words for an errno value (by default the calling thread's current errno).
 inline std::string errno_text(int error = errno) { return std::generic_category().message(error); }

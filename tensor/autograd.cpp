@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "tensor/op_context.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ringlet::tensor {
@@ -13,11 +14,21 @@ namespace {
 thread_local bool t_grad_enabled = true;
 thread_local BackwardObserver t_backward_observer;
 
+// Runs a node's backward with the thread's op context naming it (tensor/op_context.h).
+std::vector<Tensor> apply_noted(Node& node, const Tensor& grad_output,
+                                const std::vector<bool>& needs) {
+  struct Note {
+    explicit Note(const std::string& name) { detail::note_backward_op(&name); }
+    ~Note() { detail::note_backward_op(nullptr); }
+  } note(node.name());
+  return node.apply(grad_output, needs);
+}
+
 std::vector<Tensor> apply_observed(Node& node, const Tensor& grad_output,
                                    const std::vector<bool>& needs) {
-  if (!t_backward_observer) return node.apply(grad_output, needs);
+  if (!t_backward_observer) return apply_noted(node, grad_output, needs);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Tensor> grads = node.apply(grad_output, needs);
+  std::vector<Tensor> grads = apply_noted(node, grad_output, needs);
   t_backward_observer(node, start, std::chrono::steady_clock::now());
   return grads;
 }
@@ -57,6 +68,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 }
 
 Tensor record(const char* name, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  detail::note_forward_op(name);
   if (!any_requires_grad(inputs)) return out;
   auto& impl = out.impl();
   impl.requires_grad = true;

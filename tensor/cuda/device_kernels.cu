@@ -29,17 +29,36 @@ std::mutex& cublas_mutex() {
   return mutex;
 }
 
-cublasHandle_t cublas_handle() {  // with cublas_mutex() held
+// Each handle's workspace, allocated with the handle: cublasSetStream resets a handle to the
+// library's default pool, whose memory a graph capture cannot allocate, so every call sets this
+// one again (as PyTorch does).
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+struct CublasHandle {
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+};
+
+// The device's handle, pointed at `stream` with its workspace (with cublas_mutex() held).
+cublasHandle_t cublas_handle(cudaStream_t stream) {
   int device = 0;
   cudaGetDevice(&device);
-  static cublasHandle_t handles[16] = {};
-  if (handles[device] == nullptr) {
-    const cublasStatus_t status = cublasCreate(&handles[device]);
+  static CublasHandle handles[16] = {};
+  CublasHandle& h = handles[device];
+  if (h.handle == nullptr) {
+    const cublasStatus_t status = cublasCreate(&h.handle);
     if (status != CUBLAS_STATUS_SUCCESS)
       RINGLET_THROW(DeviceError, "cublasCreate failed on cuda:", device, " (status ",
                     static_cast<int>(status), ")");
+    if (cudaMalloc(&h.workspace, kCublasWorkspaceBytes) != cudaSuccess) {
+      cudaGetLastError();
+      RINGLET_THROW(OutOfMemoryError, "cuda:", device, ": no room for cuBLAS's workspace");
+    }
   }
-  return handles[device];
+  if (cublasSetStream(h.handle, stream) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(h.handle, h.workspace, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS) {
+    RINGLET_THROW(DeviceError, "cuBLAS: setting the stream and workspace failed on cuda:", device);
+  }
+  return h.handle;
 }
 
 // One stream operation on the thread's current device (ops make their device current first).
@@ -62,8 +81,7 @@ struct CudaExec {
                    T beta, T* c, std::int64_t ldc) {
     count_launch();
     std::lock_guard lock(cublas_mutex());
-    cublasHandle_t handle = cublas_handle();
-    check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+    cublasHandle_t handle = cublas_handle(static_cast<cudaStream_t>(stream));
     const T alpha = 1;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -90,8 +108,7 @@ struct CudaExec {
                            std::int64_t stride_c, std::int64_t batch) {
     count_launch();
     std::lock_guard lock(cublas_mutex());
-    cublasHandle_t handle = cublas_handle();
-    check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+    cublasHandle_t handle = cublas_handle(static_cast<cudaStream_t>(stream));
     const T alpha = 1;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

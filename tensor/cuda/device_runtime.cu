@@ -3,6 +3,7 @@
 // honour the device deadline instead of blocking forever in the driver.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "tensor/cuda/device_runtime.h"
 #include "tensor/device/counters.h"
+#include "tensor/op_context.h"
 
 namespace ringlet::tensor::cuda {
 namespace {
@@ -143,6 +145,11 @@ class CudaRuntime final : public device::Runtime {
     RINGLET_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)));
   }
   void host_func(device::StreamHandle stream, std::function<void()> fn) override {
+    if (stream_capturing(stream)) {
+      refuse_in_capture(
+          "a host function (an upload from pageable host memory, or a callback "
+          "on the stream)");
+    }
     device::count_stream_ops(device());
     auto* boxed = new HostFunc{std::move(fn), &failure_mutex_, &failure_};
     const cudaError_t status = cudaLaunchHostFunc(as_stream(stream), run_host_func, boxed);
@@ -150,6 +157,11 @@ class CudaRuntime final : public device::Runtime {
     RINGLET_CUDA_CHECK(status);
   }
   void synchronize(device::StreamHandle stream) override {
+    if (stream_capturing(stream)) {
+      refuse_in_capture(
+          "a wait of the host for the stream (a host read: item(), cpu(), "
+          "to_vector)");
+    }
     device::count_host_sync(device());
     poll_until_done([s = as_stream(stream)] { return cudaStreamQuery(s); }, "stream synchronize",
                     index_);
@@ -179,6 +191,7 @@ class CudaRuntime final : public device::Runtime {
     return true;
   }
   void synchronize_event(device::EventHandle event) override {
+    if (capturing()) refuse_in_capture("a wait of the host for an event");
     device::count_host_sync(device());
     poll_until_done([e = as_event(event)] { return cudaEventQuery(e); }, "event synchronize",
                     index_);
@@ -193,6 +206,32 @@ class CudaRuntime final : public device::Runtime {
   }
   void host_free_pinned(void* ptr) override { RINGLET_CUDA_CHECK(cudaFreeHost(ptr)); }
   void* error_words() override { return error_words_; }
+
+  void begin_capture(device::StreamHandle stream) override {
+    select();
+    RINGLET_CUDA_CHECK(cudaStreamBeginCapture(as_stream(stream), cudaStreamCaptureModeThreadLocal));
+    ++captures_;
+  }
+  device::GraphHandle end_capture(device::StreamHandle stream) override {
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(as_stream(stream), &graph);
+    --captures_;
+    RINGLET_CUDA_CHECK(ended);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    RINGLET_CUDA_CHECK(made);
+    return exec;
+  }
+  void launch_graph(device::GraphHandle graph, device::StreamHandle stream) override {
+    select();
+    device::count_stream_ops(device());
+    RINGLET_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), as_stream(stream)));
+  }
+  void destroy_graph(device::GraphHandle graph) override {
+    RINGLET_CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)));
+  }
+  bool capturing() const override { return captures_.load() > 0; }
 
   std::string ipc_export(void* ptr) override {
     select();
@@ -216,6 +255,15 @@ class CudaRuntime final : public device::Runtime {
 
  private:
   static cudaStream_t as_stream(device::StreamHandle s) { return static_cast<cudaStream_t>(s); }
+  static bool stream_capturing(device::StreamHandle s) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    RINGLET_CUDA_CHECK(cudaStreamIsCapturing(as_stream(s), &status));
+    return status != cudaStreamCaptureStatusNone;
+  }
+  [[noreturn]] void refuse_in_capture(const std::string& what) const {
+    RINGLET_THROW(CaptureError, "cuda:", index_, ": ", what, " cannot be captured into a graph ",
+                  "(while capturing, in ", tensor::current_op(), ")");
+  }
   static cudaEvent_t as_event(device::EventHandle e) { return static_cast<cudaEvent_t>(e); }
   // The device is set once per thread, not per call: cudaGetDevice reads the runtime's
   // thread-local state, and cudaSetDevice runs only when another device is current.
@@ -229,6 +277,7 @@ class CudaRuntime final : public device::Runtime {
   std::size_t capacity_ = 0;
   cudaStream_t compute_ = nullptr;
   std::uint64_t* error_words_ = nullptr;  // never freed: the runtime lives as long as the process
+  std::atomic<int> captures_{0};          // streams capturing now
   std::mutex failure_mutex_;
   std::exception_ptr failure_;  // a host function's, sticky as a kernel's failure
 };

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "tensor/device/stream.h"
+#include "tensor/op_context.h"
 
 namespace ringlet::tensor::device {
 namespace {
@@ -21,7 +22,17 @@ DeviceAllocator::DeviceAllocator(Device device)
     : device_(device),
       runtime_(runtime(device)),
       cache_(
-          {.allocate = [this](std::size_t bytes) { return runtime_.malloc(bytes); },
+          {.allocate =
+               [this](std::size_t bytes) {
+                 // Called with mutex_ held: a cache miss while a stream captures.
+                 RINGLET_CHECK(capture_stream_ == nullptr, CaptureError, device_, ": ", bytes,
+                               " bytes that the allocator's cache does not hold (a new "
+                               "allocation reaches the driver, which a graph capture cannot "
+                               "hold; run the work once before capturing it, so that the cache "
+                               "holds its blocks), in ",
+                               current_op());
+                 return runtime_.malloc(bytes);
+               },
            .release = [this](void* ptr) { runtime_.free(ptr); },
            .name = core::str(device, " (capacity ", runtime(device).memory_capacity(), " bytes)")},
           kDeviceGranule, 0, SIZE_MAX) {}
@@ -29,16 +40,32 @@ DeviceAllocator::DeviceAllocator(Device device)
 void* DeviceAllocator::allocate(std::size_t bytes) {
   const StreamHandle stream = current_stream(device_).handle();
   std::lock_guard lock(mutex_);
-  collect_pending(false);
+  const bool captured = capture_stream_ != nullptr && stream == capture_stream_;
+  if (captured && bytes > 0) {  // the pool's own freed blocks first
+    std::vector<PoolBlock>& free = pools_[capture_pool_];
+    const std::size_t size = cache_.size_class(bytes);
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (it->size != size) continue;
+      void* ptr = it->ptr;
+      free.erase(it);
+      live_[ptr] = Live{stream, {}, capture_pool_};
+      return ptr;
+    }
+  }
+  if (captured) {
+    // Blocks still waiting for other streams cannot be waited for now: leave them.
+  } else {
+    collect_pending(false);
+  }
   void* ptr = nullptr;
   try {
     ptr = cache_.allocate(bytes, tag(stream));
   } catch (const core::OutOfMemoryError&) {
-    if (pending_.empty()) throw;
+    if (pending_.empty() || captured) throw;
     collect_pending(true);  // blocks other streams still read: wait for them, then retry
     ptr = cache_.allocate(bytes, tag(stream));
   }
-  if (ptr != nullptr) live_[ptr] = Live{stream, {}};
+  if (ptr != nullptr) live_[ptr] = Live{stream, {}, captured ? capture_pool_ : 0};
   return ptr;
 }
 
@@ -50,6 +77,13 @@ void DeviceAllocator::deallocate(void* ptr, std::size_t bytes) {
                 ") this allocator does not hold");
   Live live = std::move(it->second);
   live_.erase(it);
+  if (live.pool != 0) {  // the graph's: it waits in the graph's pool
+    const auto pool = pools_.find(live.pool);
+    if (pool != pools_.end()) {
+      pool->second.push_back(PoolBlock{ptr, cache_.size_class(bytes), live.stream});
+      return;
+    }
+  }
   if (live.used_on.empty()) {
     cache_.deallocate(ptr, bytes, tag(live.stream));
     return;
@@ -85,6 +119,33 @@ void DeviceAllocator::collect_pending(bool wait) {
     for (EventHandle e : it->events) runtime_.destroy_event(e);
     cache_.deallocate(it->ptr, it->bytes, tag(it->stream));
     it = pending_.erase(it);
+  }
+}
+
+int DeviceAllocator::begin_capture(StreamHandle stream) {
+  std::lock_guard lock(mutex_);
+  RINGLET_CHECK(capture_stream_ == nullptr, CaptureError, device_,
+                ": a graph capture is already in progress on this device");
+  capture_stream_ = stream;
+  capture_pool_ = ++next_pool_;
+  pools_[capture_pool_];
+  return capture_pool_;
+}
+
+void DeviceAllocator::end_capture() {
+  std::lock_guard lock(mutex_);
+  capture_stream_ = nullptr;
+  capture_pool_ = 0;
+}
+
+void DeviceAllocator::release_pool(int pool) {
+  std::lock_guard lock(mutex_);
+  const auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  for (const PoolBlock& b : it->second) cache_.deallocate(b.ptr, b.size, tag(b.stream));
+  pools_.erase(it);
+  for (auto& [ptr, live] : live_) {
+    if (live.pool == pool) live.pool = 0;
   }
 }
 

@@ -8,6 +8,11 @@
 // - Out of memory: blocks still waiting for their events are waited for, the cache gives back
 //   what it holds, and the allocation is tried once more; then an OutOfMemoryError says what
 //   was asked, what tensors hold and what is cached, and the device's capacity.
+// - Graph capture (tensor/device/graph.h): while a stream captures, its allocations are the
+//   graph's: served from the cache (a miss would reach the driver, which a capture cannot hold:
+//   CaptureError), and the graph's for as long as it lives: freed, such a block waits in the
+//   graph's pool, which only a capture into that pool takes from, so a replay never finds its
+//   memory handed to another tensor. Releasing the pool returns them to the cache.
 // Plus the pinned host allocator: host memory the device copies asynchronously (cudaHostAlloc
 // on a machine with a GPU; aligned host memory otherwise, where the emulated device needs no
 // pinning), cached like the host's.
@@ -35,10 +40,22 @@ class DeviceAllocator final : public Allocator {
   BlockCacheStats stats() const;
   void empty();
 
+  // Graph capture on `stream` (one at a time per device): returns the new pool's id.
+  int begin_capture(StreamHandle stream);
+  void end_capture();
+  // The graph is gone: its pool's blocks go back to the cache, its live ones become ordinary.
+  void release_pool(int pool);
+
  private:
   struct Live {
     StreamHandle stream;                // allocated on
     std::vector<StreamHandle> used_on;  // record_stream()'s other streams
+    int pool = 0;                       // the graph's whose capture allocated it, else 0
+  };
+  struct PoolBlock {
+    void* ptr;
+    std::size_t size;  // its size class
+    StreamHandle stream;
   };
   struct Pending {
     void* ptr;
@@ -54,6 +71,9 @@ class DeviceAllocator final : public Allocator {
   std::mutex mutex_;
   std::unordered_map<void*, Live> live_;
   std::deque<Pending> pending_;
+  StreamHandle capture_stream_ = nullptr;  // the stream capturing now, if any
+  int capture_pool_ = 0, next_pool_ = 0;
+  std::unordered_map<int, std::vector<PoolBlock>> pools_;  // live pools' freed blocks
 };
 
 // The allocator of a device (created on first use, never destroyed) after checking it exists.

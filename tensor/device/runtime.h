@@ -20,6 +20,7 @@ namespace ringlet::tensor::device {
 using core::Device;
 using StreamHandle = void*;
 using EventHandle = void*;
+using GraphHandle = void*;
 
 class Runtime {
  public:
@@ -68,6 +69,19 @@ class Runtime {
   // Two 64-bit words of host memory kernels of this device write directly (mapped pinned
   // memory on a GPU): the device's sticky error (tensor/device/sticky_error.h).
   virtual void* error_words() = 0;
+
+  // Graph capture (CUDA's stream capture, in thread-local mode): between begin_capture and
+  // end_capture, work queued on `stream` is recorded instead of run; end_capture returns it as
+  // a graph that launch_graph queues, whole, as one stream operation (the same kernels on the
+  // same memory, in the same order). What a capture cannot hold is refused with a CaptureError
+  // while capturing: a synchronize of the stream or of an event, a host function. (Allocations
+  // are refused by the caching allocator: tensor/device/graph.h.)
+  virtual void begin_capture(StreamHandle stream) = 0;
+  virtual GraphHandle end_capture(StreamHandle stream) = 0;
+  virtual void launch_graph(GraphHandle graph, StreamHandle stream) = 0;
+  virtual void destroy_graph(GraphHandle graph) = 0;
+  // Whether some stream of this device is capturing now.
+  virtual bool capturing() const = 0;
 
   // Inter-process memory, as cudaIpcGetMemHandle / cudaIpcOpenMemHandle: ipc_export names
   // memory that malloc() returned (the whole allocation) by a string another process of this

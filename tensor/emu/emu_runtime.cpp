@@ -18,6 +18,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "tensor/device/counters.h"
+#include "tensor/op_context.h"
 
 namespace ringlet::tensor::emu {
 namespace {
@@ -42,6 +43,18 @@ void wait_for_record(EmuEvent& e, std::uint64_t target, const char* who) {
     RINGLET_THROW(TimeoutError, who, ": an event was not reached within ", timeout.count(),
                   " ms (RINGLET_DEVICE_TIMEOUT sets the deadline)");
   }
+}
+
+// A captured graph: the tasks, shared with every launch still queued (destroying the graph
+// while a replay waits on a stream is safe, as cudaGraphExecDestroy).
+struct EmuGraph {
+  std::shared_ptr<const std::vector<std::function<void()>>> tasks;
+};
+
+// The error for work a capture cannot hold, naming the op that queued it.
+[[noreturn]] void refuse_in_capture(core::Device device, const std::string& what) {
+  RINGLET_THROW(CaptureError, device, ": ", what, " cannot be captured into a graph (while ",
+                "capturing, in ", tensor::current_op(), ")");
 }
 
 }  // namespace
@@ -184,11 +197,21 @@ void EmuRuntime::copy_async(void* dst, const void* src, std::size_t bytes,
 }
 
 void EmuRuntime::host_func(device::StreamHandle stream, std::function<void()> fn) {
+  if (queue(stream).capturing()) {
+    refuse_in_capture(device(),
+                      "a host function (an upload from pageable host memory, or a "
+                      "callback on the stream)");
+  }
   device::count_stream_ops(device());
   queue(stream).enqueue(std::move(fn));
 }
 
 void EmuRuntime::synchronize(device::StreamHandle stream) {
+  if (queue(stream).capturing()) {
+    refuse_in_capture(device(),
+                      "a wait of the host for the stream (a host read: item(), cpu(), "
+                      "to_vector)");
+  }
   device::count_host_sync(device());
   queue(stream).synchronize();
 }
@@ -233,6 +256,7 @@ bool EmuRuntime::query(device::EventHandle event) {
 }
 
 void EmuRuntime::synchronize_event(device::EventHandle event) {
+  if (capturing()) refuse_in_capture(device(), "a wait of the host for an event");
   device::count_host_sync(device());
   EmuEvent& e = *event_of(event);
   std::uint64_t target = 0;
@@ -242,6 +266,26 @@ void EmuRuntime::synchronize_event(device::EventHandle event) {
   }
   wait_for_record(e, target, "event synchronize");
 }
+
+void EmuRuntime::begin_capture(device::StreamHandle stream) {
+  queue(stream).begin_capture();
+  ++captures_;
+}
+
+device::GraphHandle EmuRuntime::end_capture(device::StreamHandle stream) {
+  auto tasks = queue(stream).end_capture();
+  --captures_;
+  return new EmuGraph{std::make_shared<const std::vector<std::function<void()>>>(std::move(tasks))};
+}
+
+void EmuRuntime::launch_graph(device::GraphHandle graph, device::StreamHandle stream) {
+  device::count_stream_ops(device());
+  queue(stream).enqueue([tasks = static_cast<EmuGraph*>(graph)->tasks] {
+    for (const auto& task : *tasks) task();
+  });
+}
+
+void EmuRuntime::destroy_graph(device::GraphHandle graph) { delete static_cast<EmuGraph*>(graph); }
 
 void* EmuRuntime::host_alloc_pinned(std::size_t bytes) {
   device::count_driver_alloc(device());

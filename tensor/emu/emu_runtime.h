@@ -49,6 +49,12 @@ class EmuRuntime final : public device::Runtime {
   void host_free_pinned(void* ptr) override;
   void* error_words() override { return error_words_; }
 
+  void begin_capture(device::StreamHandle stream) override;
+  device::GraphHandle end_capture(device::StreamHandle stream) override;
+  void launch_graph(device::GraphHandle graph, device::StreamHandle stream) override;
+  void destroy_graph(device::GraphHandle graph) override;
+  bool capturing() const override { return captures_.load() > 0; }
+
   std::string ipc_export(void* ptr) override;
   void* ipc_open(const std::string& handle) override;
   void ipc_close(void* ptr) override;
@@ -66,6 +72,7 @@ class EmuRuntime final : public device::Runtime {
   std::unordered_map<void*, Mapping> mappings_;
   std::unordered_map<void*, std::size_t> opened_;  // peers' memory ipc_open mapped
   std::atomic<std::uint64_t> next_stream_{0};
+  std::atomic<int> captures_{0};  // streams capturing now
   std::unique_ptr<StreamQueue> compute_;
   std::mutex streams_mutex_;
   std::set<StreamQueue*> streams_;  // those create_stream made and destroy_stream has not

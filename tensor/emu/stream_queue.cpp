@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <utility>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -37,10 +38,33 @@ StreamQueue::~StreamQueue() {
 void StreamQueue::enqueue(std::function<void()> task) {
   {
     std::lock_guard lock(mutex_);
+    if (capturing_) {
+      captured_.push_back(std::move(task));
+      return;
+    }
     tasks_.push_back(std::move(task));
     ++queued_;
   }
   wake_.notify_one();
+}
+
+void StreamQueue::begin_capture() {
+  std::lock_guard lock(mutex_);
+  RINGLET_CHECK(!capturing_, DeviceError, name_, ": a capture is already in progress");
+  capturing_ = true;
+  captured_.clear();
+}
+
+std::vector<std::function<void()>> StreamQueue::end_capture() {
+  std::lock_guard lock(mutex_);
+  RINGLET_CHECK(capturing_, DeviceError, name_, ": end_capture without begin_capture");
+  capturing_ = false;
+  return std::exchange(captured_, {});
+}
+
+bool StreamQueue::capturing() const {
+  std::lock_guard lock(mutex_);
+  return capturing_;
 }
 
 void StreamQueue::synchronize() {

@@ -8,6 +8,9 @@
 // is what the stream tests need to expose a missing wait.
 // A task that throws marks the stream failed (CUDA's sticky error): later tasks are skipped
 // and synchronize() rethrows the first failure, naming the stream.
+// Capture (CUDA's stream capture): between begin_capture() and end_capture(), enqueue() keeps
+// tasks instead of running them; end_capture() hands them over, to be run again and again
+// (tasks must not consume what they capture).
 #pragma once
 
 #include <condition_variable>
@@ -18,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/device.h"
 
@@ -33,6 +37,9 @@ class StreamQueue {
   const std::string& name() const { return name_; }
   core::Device device() const { return device_; }
   void enqueue(std::function<void()> task);
+  void begin_capture();  // DeviceError when already capturing
+  std::vector<std::function<void()>> end_capture();
+  bool capturing() const;
   // Blocks until every task queued before the call has run (TimeoutError at the device
   // deadline); rethrows the stream's failure.
   void synchronize();
@@ -53,12 +60,14 @@ class StreamQueue {
   core::Device device_;
   std::string name_;
   std::uint64_t rng_state_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::deque<std::function<void()>> tasks_;
   std::uint64_t queued_ = 0, finished_ = 0;
   std::exception_ptr failure_;
   bool stopping_ = false;
+  bool capturing_ = false;
+  std::vector<std::function<void()>> captured_;
   std::thread thread_;
 };
 

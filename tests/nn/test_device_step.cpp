@@ -12,6 +12,7 @@
 #include "nn/models.h"
 #include "nn/sgd.h"
 #include "tensor/device/counters.h"
+#include "tensor/device/graph.h"
 #include "tensor/device/late_reads.h"
 #include "tensor/device/stream.h"
 #include "tensor/ops.h"
@@ -40,14 +41,23 @@ struct Step {
     sgd = std::make_unique<nn::SGD>(
         model->parameters(), nn::SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 5e-4});
   }
-  // One step; returns the loss of the step before (read one step late), NaN for the first.
-  double run() {
+  // One step's work, queued: its loss, not read.
+  Tensor queue_step() {
     sgd->zero_grad();
     Tensor loss = criterion.forward(model->forward(x), y);
     loss.backward();
     sgd->step();
-    losses.push(loss);
+    return loss;
+  }
+  // One step; returns the loss of the step before (read one step late), NaN for the first.
+  double run() {
+    losses.push(queue_step());
     return losses.pending() > 1 ? losses.pop() : NAN;
+  }
+  std::vector<std::vector<float>> params() const {
+    std::vector<std::vector<float>> out;
+    for (const Tensor& p : model->parameters()) out.push_back(p.cpu().to_vector<float>());
+    return out;
   }
 };
 
@@ -77,4 +87,29 @@ TEST_CASE("fmnist_cnn batch 64 on a device: at most 80 stream operations and 1 h
     CAPTURE(i);
     CHECK(losses[i] == doctest::Approx(on_host.run()).epsilon(1e-4));
   }
+}
+
+TEST_CASE("a captured training step replays bit for bit as the eager one, with no host wait") {
+  const tensor::DeterministicGuard fast(false);
+  Step eager(kDevice), graphed(kDevice);
+  for (int i = 0; i < 3; ++i) {  // the same warm-up on both (momentum buffers, the caches)
+    eager.run();
+    graphed.run();
+  }
+  Tensor loss;  // the graph's static output
+  const auto graph = tensor::device::Graph::capture(tensor::device::current_stream(kDevice),
+                                                    [&] { loss = graphed.queue_step(); });
+  constexpr int kSteps = 4;
+  const auto before = tensor::device::device_counts(kDevice);
+  for (int i = 0; i < kSteps; ++i) graph->replay();
+  const auto used = tensor::device::device_counts(kDevice) - before;
+  CHECK(used.stream_ops == kSteps);  // a launch a step
+  CHECK(used.host_syncs == 0);
+  for (int i = 0; i < kSteps; ++i) eager.run();
+  eager.losses.push(eager.queue_step());
+  graph->replay();
+  // The same kernels on the same values: the parameters and the last loss, bit for bit.
+  CHECK(graphed.params() == eager.params());
+  while (eager.losses.pending() > 1) eager.losses.pop();
+  CHECK(loss.item() == eager.losses.pop());
 }
