@@ -32,9 +32,15 @@
 // Started by a launcher (RANK/WORLD_SIZE set, as `ringlet launch` on several nodes does) it is
 // one rank of that job.
 //
+// On a device, --block N steps run between host waits, --cuda_graph on replays the full step
+// as one captured graph (tensor/device/graph.h) after a warm-up, and --deterministic on takes
+// the ops' CPU decomposition instead of the fast path (tensor/determinism.h). JSON then carries
+// per_step: the stream operations, host synchronizations and driver allocations of a full step.
+//
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
 //                    [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]
+//                    [--block 10] [--cuda_graph on|off] [--deterministic on|off]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -56,6 +62,7 @@
 #include "nn/models.h"
 #include "nn/sgd.h"
 #include "tensor/device/counters.h"
+#include "tensor/device/graph.h"
 #include "tensor/device/stream.h"
 #include "tensor/ops.h"
 #include "transport/discovery.h"
@@ -77,15 +84,17 @@ struct Options {
   std::string comm_hook = "none";
   std::string sync = "ddp";  // with several ranks: DDP, or only a barrier a step (no gradients)
   int block = 10;            // on a device: steps per timed block (one host sync each)
+  bool cuda_graph = false;   // on a device: full steps as replays of one captured step
+  bool deterministic = false;
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    static const std::vector<std::string> kFlags{"--model",  "--batch", "--threads", "--steps",
-                                                 "--warmup", "--nproc", "--device",  "--comm-hook",
-                                                 "--sync",   "--block"};
+    static const std::vector<std::string> kFlags{
+        "--model",  "--batch",     "--threads", "--steps", "--warmup",     "--nproc",
+        "--device", "--comm-hook", "--sync",    "--block", "--cuda_graph", "--deterministic"};
     RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
                   "unknown flag '", arg, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
@@ -108,6 +117,10 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--comm-hook") {
       distributed::parse_comm_hook(value);  // a bad name stops here, listing the hooks
       o.comm_hook = value;
+    } else if (arg == "--cuda_graph" || arg == "--deterministic") {
+      RINGLET_CHECK(value == "on" || value == "off", ValueError, arg, ": '", value,
+                    "' is neither on nor off");
+      (arg == "--cuda_graph" ? o.cuda_graph : o.deterministic) = value == "on";
     } else if (arg == "--block") {
       o.block = static_cast<int>(core::parse_int(value, "--block"));
     } else if (arg == "--sync") {
@@ -122,6 +135,9 @@ Options parse(int argc, char** argv) {
                     o.block >= 1,
                 ValueError, "--batch, --threads, --steps, --nproc and --block must be >= 1");
   if (!o.device.is_cpu()) tensor::device::check_device(o.device);
+  RINGLET_CHECK(!o.cuda_graph || !o.device.is_cpu(), ValueError,
+                "--cuda_graph on needs a device (--device cuda or emu): a graph captures a "
+                "device's work");
   return o;
 }
 
@@ -206,6 +222,8 @@ struct Bench {
   nn::CrossEntropyLoss criterion;
   std::unique_ptr<nn::SGD> sgd;
   std::unique_ptr<distributed::DistributedDataParallel> ddp;
+  std::unique_ptr<tensor::device::Graph> graph;  // --cuda_graph on: the full step, captured
+  tensor::Tensor graph_loss;                     // its static output
 };
 
 void check_loss(double loss) {
@@ -262,7 +280,14 @@ Timings measure_device(const Options& o, Bench& b) {
   auto run_block = [&](bool update, std::vector<core::TimeSplit>* splits) {
     const core::ThreadClocks before = core::ThreadClocks::now();
     tensor::Tensor loss;
-    for (int i = 0; i < o.block; ++i) loss = b.step(update);
+    for (int i = 0; i < o.block; ++i) {
+      if (update && b.graph != nullptr) {
+        b.graph->replay();
+        loss = b.graph_loss;
+      } else {
+        loss = b.step(update);
+      }
+    }
     const tensor::Tensor read = loss.to(core::Device::cpu(), /*non_blocking=*/true);
     tensor::device::synchronize(o.device);
     check_loss(read.item());
@@ -274,6 +299,15 @@ Timings measure_device(const Options& o, Bench& b) {
   tensor::device::synchronize(o.device);
   std::vector<double> fb, full;
   for (int k = 0; k < blocks; ++k) fb.push_back(run_block(false, nullptr));
+  if (o.cuda_graph) {
+    // The full step captured once, after full steps warmed the cache with its blocks, and
+    // replayed from then on; its static output is the loss.
+    for (int i = 0; i < 3; ++i) b.step(true);
+    tensor::Tensor loss;
+    b.graph = tensor::device::Graph::capture(tensor::device::current_stream(o.device),
+                                             [&] { loss = b.step(true); });
+    b.graph_loss = loss;
+  }
   std::vector<core::TimeSplit> splits;
   const tensor::device::DeviceCounts start = tensor::device::device_counts(o.device);
   for (int k = 0; k < blocks; ++k) full.push_back(run_block(true, &splits));
@@ -293,6 +327,7 @@ Timings measure_device(const Options& o, Bench& b) {
 
 Timings measure(const Options& o, collectives::Communicator* comm,
                 collectives::BufferSpace* space) {
+  tensor::set_deterministic(o.deterministic);
   Bench b(o, comm, space);
   return o.device.is_cpu() ? measure_host(o, b) : measure_device(o, b);
 }
@@ -345,8 +380,9 @@ void report(const Options& o, int world, const Timings& t) {
   if (!o.device.is_cpu()) {
     std::printf(
         "  per step (rank 0): %.1f stream operations, %.2f host synchronizations, %.2f "
-        "driver allocations; one host wait per %d steps\n",
-        t.stream_ops, t.host_syncs, t.driver_allocs, o.block);
+        "driver allocations; one host wait per %d steps%s\n",
+        t.stream_ops, t.host_syncs, t.driver_allocs, o.block,
+        o.cuda_graph ? "; full steps replay a captured graph" : "");
   }
   const nlohmann::json splits = report_splits(t.splits);
   nlohmann::json line{{"bench", "train_bench"},
@@ -365,6 +401,8 @@ void report(const Options& o, int world, const Timings& t) {
                       {"comm_hook", o.comm_hook},
                       {"sync", o.sync},
                       {"device", o.device.str()},
+                      {"cuda_graph", o.cuda_graph},
+                      {"deterministic", o.deterministic},
                       {"per_step",
                        {{"stream_ops", t.stream_ops},
                         {"host_syncs", t.host_syncs},
@@ -403,6 +441,10 @@ int main(int argc, char** argv) {
       "train_bench",
       "usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]\n"
       "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n"
-      "                   [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]\n",
+      "                   [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]\n"
+      "                   [--block 10] [--cuda_graph on|off] [--deterministic on|off]\n"
+      "  On a device: --block steps per host wait; --cuda_graph on replays the full step as one\n"
+      "  captured graph; --deterministic on takes each op's CPU decomposition (bit for bit on the\n"
+      "  emulated device), off (default) the fast path (one batched GEMM per convolution pass).\n",
       argc, argv, parse, [&](const Options& o) { return run(o, argc, argv); });
 }

@@ -32,6 +32,11 @@ class Adam : public Optimizer {
 
   void step() override;
   const AdamOptions& options() const { return options_; }
+  std::string prepare_capture(core::Device) override {
+    return name() +
+           "'s bias corrections follow the host's step count: its step cannot be "
+           "captured into a graph (use sgd)";
+  }
 
  protected:
   Adam(std::string name, std::vector<tensor::Tensor> params, AdamOptions options, bool decoupled);

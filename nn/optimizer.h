@@ -66,6 +66,19 @@ class Optimizer {
   double initial_lr() const { return initial_lr_; }
 
   const std::vector<tensor::Tensor>& parameters() const { return params_; }
+
+  // Graph capture (tensor/device/graph.h). A captured step replays the kernel arguments it was
+  // captured with, so what changes from step to step must be read from device memory.
+  // prepare_capture() moves it there and says whether this optimizer can be captured ("" yes;
+  // else why not: Adam's bias corrections follow the host's step count). From then on,
+  // stage_step() must run before each step, replayed or not: it copies this step's values
+  // (SGD: the learning rate) to the device, outside the graph.
+  virtual std::string prepare_capture(core::Device device) {
+    (void)device;
+    return name_ + "'s step is not captured yet";
+  }
+  virtual void stage_step() {}
+
   // Name of the algorithm, for errors ("SGD", "Adam", "AdamW").
   const std::string& name() const { return name_; }
 

@@ -137,8 +137,22 @@ void SGD::step() {
                                      options_.weight_decay, options_.nesterov};
   on_devices.run([&](core::Device device, core::DType dtype,
                      const tensor::kernels::SgdTensor* tensors, int count) {
-    tensor::kernels_for(device).sgd(dtype, tensors, count, o, nullptr, tensor::stream_for(device));
+    const bool staged = lr_on_device_.defined() && lr_on_device_.device() == device;
+    tensor::kernels_for(device).sgd(
+        dtype, tensors, count, o,
+        staged ? static_cast<const double*>(lr_on_device_.raw_data()) : nullptr,
+        tensor::stream_for(device));
   });
+}
+
+std::string SGD::prepare_capture(core::Device device) {
+  lr_on_device_ = tensor::full({}, lr(), core::DType::f64, device);
+  return "";
+}
+
+void SGD::stage_step() {
+  if (!lr_on_device_.defined()) return;
+  tensor::copy_(lr_on_device_, tensor::full({}, lr(), core::DType::f64));
 }
 
 }  // namespace ringlet::nn

@@ -26,6 +26,9 @@ class SGD : public Optimizer {
 
   void step() override;
   const SGDOptions& options() const { return options_; }
+  // Captured steps read the learning rate from a device scalar that stage_step() fills.
+  std::string prepare_capture(core::Device device) override;
+  void stage_step() override;
 
  protected:
   std::vector<std::string> buffer_names() const override;
@@ -34,6 +37,7 @@ class SGD : public Optimizer {
 
  private:
   SGDOptions options_;  // options_.lr is only the initial value; Optimizer::lr() is current
+  tensor::Tensor lr_on_device_;  // f64 [], once prepare_capture() ran
 };
 
 }  // namespace ringlet::nn

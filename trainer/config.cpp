@@ -168,6 +168,7 @@ const std::vector<Field>& fields() {
       field("precision", &TrainConfig::precision),
       field("device", &TrainConfig::device),
       field("deterministic", &TrainConfig::deterministic),
+      field("cuda_graph", &TrainConfig::cuda_graph),
       field("seed", &TrainConfig::seed),
       field("workers", &TrainConfig::workers),
       field("threads", &TrainConfig::threads),
@@ -428,6 +429,8 @@ void TrainConfig::validate() const {
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
+        "cuda_graph must be auto, on or off, got '" + cuda_graph + "'");
   check(comm_hook == "none" || comm_hook == "fp16_compress" || comm_hook == "bf16_compress",
         "comm_hook must be none, fp16_compress or bf16_compress, got '" + comm_hook + "'");
   check(trace_steps >= 0 && trace_steps <= 100000,

@@ -45,6 +45,9 @@ struct TrainConfig {
   // On a device: true runs every op as the CPU decomposes it (the emulated device then trains
   // bit for bit as the CPU); false (default) takes the fast path (tensor/determinism.h).
   bool deterministic = false;
+  // auto | on | off: the training step captured as one graph after a warm-up and replayed
+  // (trainer/step_graph.h); auto captures on a GPU when the step can be.
+  std::string cuda_graph = "auto";
   int workers = 2;  // data loader threads
   int threads = 0;  // compute threads; 0 = RINGLET_NUM_THREADS / all cores
   // Input normalization: one value per channel, or one for every channel; empty means the

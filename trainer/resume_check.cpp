@@ -16,9 +16,9 @@ using nlohmann::json;
 
 // The keys a resume may change: none of them alters what the run learns from which batches.
 bool resumable(const std::string& key) {
-  static const std::array<const char*, 11> kKeys = {
-      "epochs",   "max_restarts", "workers", "threads",     "log_every",    "device",
-      "data_dir", "limit_test",   "tta",     "trace_steps", "deterministic"};
+  static const std::array<const char*, 12> kKeys = {
+      "epochs",   "max_restarts", "workers", "threads",     "log_every",     "device",
+      "data_dir", "limit_test",   "tta",     "trace_steps", "deterministic", "cuda_graph"};
   return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
 }
 

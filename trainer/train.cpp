@@ -39,6 +39,7 @@
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
 #include "trainer/run_dir.h"
+#include "trainer/step_graph.h"
 #include "trainer/step_trace.h"
 #include "trainer/tensorboard.h"
 
@@ -162,6 +163,7 @@ struct Run {
   core::Device device;    // where the model computes (batches are moved there)
   // Each step's loss, read one step late (a device's step then waits for nothing new).
   tensor::device::LateReads late_losses;
+  std::unique_ptr<StepGraph> graph;  // --cuda_graph: the step captured and replayed
 };
 
 // Several local ranks share the cores unless --threads says otherwise.
@@ -289,7 +291,40 @@ void optimizer_step(Run& run, StepSample& sample, bool measure_norm) {
 // One optimizer step on one batch, as the progress sees it: its loss, or skipped when the f16
 // gradients overflowed (the scale shrank, nothing was learned); the gradient norm when asked
 // (after DDP's averaging, unscaled) or when clipping measured it.
+// One step as a graph replays it (or runs it eagerly while warming up): no tracing, no DDP, no
+// loss scaling or clipping (StepGraph::unsupported); the gradient norm read after it, when
+// asked.
+StepSample graph_step(Run& run, const Batch& batch, bool measure_norm) {
+  StepSample sample;
+  sample.examples = batch.labels.numel();
+  sample.lr = run.optimizer->lr();
+  const tensor::Tensor loss = run.graph->step(batch.images, batch.labels);
+  if (measure_norm) sample.grad_norm = nn::grad_norm(run.model->parameters());
+  sample.step = ++run.step;
+  run.late_losses.push(loss);
+  return sample;
+}
+
+// The graph's work: one whole step on device inputs, its loss not read.
+void set_up_graph(Run& run) {
+  run.graph = std::make_unique<StepGraph>(
+      run.device, *run.optimizer,
+      [&run](const tensor::Tensor& images, const tensor::Tensor& labels) {
+        run.optimizer->zero_grad();
+        tensor::Tensor logits;
+        {
+          nn::Autocast amp(run.precision);
+          logits = run.model->forward(images);
+        }
+        tensor::Tensor loss = run.criterion.forward(logits, labels);
+        loss.backward();
+        run.optimizer->step();
+        return loss;
+      });
+}
+
 StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
+  if (run.graph) return graph_step(run, batch, measure_norm);
   collectives::Tracer* tracer = run.trace->tracer();
   const collectives::TraceScope step_span(tracer, "step", "step", run.step + 1);
   run.optimizer->zero_grad();
@@ -572,6 +607,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   Run run(std::move(config), out, comm, space);
   share_cores(run);
   tensor::set_deterministic(run.c.deterministic);
+  const bool graphed = StepGraph::wanted(run.c, run.world, run.out);  // refused before any write
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
   run.out << "config: " << run.c.to_json().dump() << std::endl;
   make_loaders(run);
@@ -580,6 +616,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   place_on_device(run);
   if (run.world > 1) distribute(run);
   run.trace = std::make_unique<StepTrace>(run.comm, run.rank, run.run_dir.path, run.c.trace_steps);
+  if (graphed) set_up_graph(run);
   return train_epochs(run);
 }
 

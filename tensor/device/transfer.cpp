@@ -23,17 +23,25 @@ void release_after(const Stream& stream, std::shared_ptr<Storage> keep) {
   });
 }
 
-Tensor host_to_device(const Tensor& host, Device target) {
+// The host tensor as the source of an asynchronous copy: itself when pinned, else a pinned copy.
+Tensor pinned_source(const Tensor& host) {
   Tensor src = host.contiguous();
-  if (!src.storage()->pinned()) {
-    Tensor staged = empty_pinned(src.shape(), src.dtype());
-    if (src.nbytes() > 0) std::memcpy(staged.raw_data(), src.raw_data(), src.nbytes());
-    src = staged;
-  }
-  Tensor out = Tensor::empty(src.shape(), src.dtype(), target);
+  if (src.storage()->pinned()) return src;
+  Tensor staged = empty_pinned(src.shape(), src.dtype());
+  if (src.nbytes() > 0) std::memcpy(staged.raw_data(), src.raw_data(), src.nbytes());
+  return staged;
+}
+
+void copy_to_device(const Tensor& host, void* dst, Device target) {
+  const Tensor src = pinned_source(host);
   const Stream stream = current_stream(target);
-  runtime(target).copy_async(out.raw_data(), src.raw_data(), src.nbytes(), stream.handle());
+  runtime(target).copy_async(dst, src.raw_data(), src.nbytes(), stream.handle());
   release_after(stream, src.storage());
+}
+
+Tensor host_to_device(const Tensor& host, Device target) {
+  Tensor out = Tensor::empty(host.shape(), host.dtype(), target);
+  copy_to_device(host, out.raw_data(), target);
   return out;
 }
 
@@ -59,6 +67,16 @@ Tensor transfer(const Tensor& src, Device target, bool non_blocking) {
   if (src.device().is_cpu()) return host_to_device(src, target);
   if (target.is_cpu()) return device_to_host(src, non_blocking);
   return host_to_device(device_to_host(src, false), target);
+}
+
+void upload_into(const Tensor& host, Tensor& target) {
+  RINGLET_CHECK(host.device().is_cpu() && !target.device().is_cpu() && target.is_contiguous() &&
+                    host.dtype() == target.dtype() && host.shape() == target.shape(),
+                DeviceError, "upload_into: a host tensor of ", host.dtype(), " ",
+                shape_str(host.shape()), " into a contiguous device tensor of the same, not ",
+                target.device(), " ", target.dtype(), " ", shape_str(target.shape()),
+                target.is_contiguous() ? "" : " (not contiguous)");
+  copy_to_device(host, target.raw_data(), target.device());
 }
 
 Tensor pin_memory(const Tensor& host) {

@@ -16,6 +16,10 @@
 namespace ringlet::tensor::device {
 
 Tensor transfer(const Tensor& src, Device target, bool non_blocking);
+// Copies a host tensor into an existing contiguous device tensor of its dtype and shape, staged
+// as above: one copy on the target's current stream (a static input of a captured graph is
+// refilled so, before each replay).
+void upload_into(const Tensor& host, Tensor& target);
 // A copy of a host tensor in pinned memory (Tensor::pin_memory()).
 Tensor pin_memory(const Tensor& host);
 // Marks t's memory as used on `stream` too (torch's record_stream): when t is freed, its block

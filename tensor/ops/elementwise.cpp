@@ -16,6 +16,7 @@
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/flat_ops.h"
 #include "tensor/cpu/loops.h"
+#include "tensor/device/transfer.h"
 #include "tensor/kernels/elementwise.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
@@ -393,6 +394,11 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
   RINGLET_CHECK(shape == dst.shape(), ShapeError, "copy_: source of shape ", shape_str(src.shape()),
                 " does not broadcast to the destination's shape ", shape_str(dst.shape()));
   if (dst.device() != src.device()) {
+    if (src.device().is_cpu() && dst.is_contiguous() && src.shape() == dst.shape() &&
+        src.dtype() == dst.dtype()) {
+      device::upload_into(src, dst);  // straight into place: one copy on the stream
+      return dst;
+    }
     // Across devices: move the source over first (a staged, stream-ordered transfer).
     const Tensor moved = src.to(dst.device());
     return copy_(dst, moved);

@@ -186,6 +186,56 @@ TEST_CASE("a short run on 2,000 real images learns") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("--cuda_graph on: the captured and replayed step trains bit for bit as the eager one") {
+  const fs::path dir = ringlet::testing::process_temp_path("ringlet_train_graph");
+  trainer::TrainConfig c = small_run(dir);
+  c.device = "emu";
+  c.limit_train = 704;  // 11 steps an epoch: 3 warm-up, the capture, replays, a short last batch
+  c.limit_test = 128;
+  c.epochs = 2;
+  std::map<std::string, trainer::TrainResult> runs;
+  std::map<std::string, std::string> logs;
+  for (const std::string mode : {"on", "off"}) {
+    fs::remove_all(dir);
+    c.cuda_graph = mode;
+    std::ostringstream log;
+    runs[mode] = trainer::train(c, log);
+    logs[mode] = log.str();
+    fs::copy_file(dir / "checkpoint.safetensors", dir.string() + "." + mode + ".safetensors",
+                  fs::copy_options::overwrite_existing);
+  }
+  INFO(logs["on"]);
+  CHECK(contains(logs["on"], "cuda_graph: the step is captured after 3 eager steps"));
+  CHECK_FALSE(contains(logs["off"], "cuda_graph:"));
+  CHECK(runs["on"].last_eval.loss == runs["off"].last_eval.loss);
+  CHECK(runs["on"].last_eval.accuracy == runs["off"].last_eval.accuracy);
+  ringlet::testing::check_same_tensors(
+      trainer::safetensors::read(dir.string() + ".on.safetensors"),
+      trainer::safetensors::read(dir.string() + ".off.safetensors"));
+  // What a captured step cannot hold is refused before the run directory is touched.
+  const auto refused = [&](trainer::TrainConfig bad, const std::string& why) {
+    fs::remove_all(dir);
+    bad.cuda_graph = "on";
+    std::ostringstream log;
+    CHECK_THROWS_WITH_AS(trainer::train(bad, log), doctest::Contains(why.c_str()),
+                         trainer::cli::UsageError);
+    CHECK_FALSE(fs::exists(dir / "config.json"));
+  };
+  trainer::TrainConfig adam = c;
+  adam.optimizer = "adam";
+  adam.lr = 1e-3;
+  refused(adam, "adam's bias corrections follow the host's step count");
+  trainer::TrainConfig clipped = c;
+  clipped.clip_grad_norm = 1.0;
+  refused(clipped, "clipping reads the gradients' norm on the host every step");
+  trainer::TrainConfig host = c;
+  host.device = "cpu";
+  refused(host, "a graph captures a device's work");
+  fs::remove_all(dir);
+  for (const std::string mode : {"on", "off"})
+    fs::remove(dir.string() + "." + mode + ".safetensors");
+}
+
 TEST_CASE("--device emu trains like the CPU: the same run on the emulated GPU, bit for bit") {
   const fs::path dir = ringlet::testing::process_temp_path("ringlet_train_emu");
   fs::remove_all(dir);
