@@ -3,6 +3,7 @@
 
 #include "nn/autocast.h"
 #include "nn/init.h"
+#include "tensor/math_mode.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/creation.h"
 
@@ -36,6 +37,7 @@ Tensor Conv2d::forward(const Tensor& input, tensor::Activation act) {
   o.padding = {options_.padding.h, options_.padding.w};
   o.dilation = {options_.dilation.h, options_.dilation.w};
   if (autocast_precision() != core::DType::f32) {
+    const tensor::TensorCoreScope half(true);  // the convolution's operands are half values
     return autocast(tensor::conv2d(autocast(input), autocast(weight_), autocast(bias_), o, act));
   }
   return tensor::conv2d(input, weight_, bias_, o, act);

@@ -3,6 +3,7 @@
 
 #include "nn/autocast.h"
 #include "nn/init.h"
+#include "tensor/math_mode.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/matmul.h"
 
@@ -28,6 +29,7 @@ Tensor Linear::forward(const Tensor& input, tensor::Activation act) {
                 "Linear(in_features=", in_features_, "): input shape ",
                 tensor::shape_str(input.shape()), " does not end in ", in_features_);
   if (autocast_precision() != core::DType::f32) {
+    const tensor::TensorCoreScope half(true);  // the GEMMs' operands are half values
     return autocast(tensor::linear(autocast(input), autocast(weight_), autocast(bias_), act));
   }
   return tensor::linear(input, weight_, bias_, act);

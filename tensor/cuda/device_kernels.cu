@@ -9,6 +9,7 @@
 
 #include "tensor/device/counters.h"
 #include "tensor/kernels/device_kernels_impl.h"
+#include "tensor/math_mode.h"
 
 namespace ringlet::tensor::kernels {
 namespace {
@@ -54,9 +55,16 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
       RINGLET_THROW(OutOfMemoryError, "cuda:", device, ": no room for cuBLAS's workspace");
     }
   }
+  // Tensor cores (TF32) when the thread allows them (tensor/math_mode.h), else plain f32.
+  const cublasMath_t math =
+      tensor_cores_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
   if (cublasSetStream(h.handle, stream) != CUBLAS_STATUS_SUCCESS ||
-      cublasSetWorkspace(h.handle, h.workspace, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS) {
-    RINGLET_THROW(DeviceError, "cuBLAS: setting the stream and workspace failed on cuda:", device);
+      cublasSetWorkspace(h.handle, h.workspace, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetMathMode(h.handle, math) != CUBLAS_STATUS_SUCCESS) {
+    RINGLET_THROW(DeviceError,
+                  "cuBLAS: setting the stream, workspace and math mode failed on "
+                  "cuda:",
+                  device);
   }
   return h.handle;
 }

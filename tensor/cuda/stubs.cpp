@@ -1,6 +1,7 @@
 // Linked instead of the CUDA library when ringlet is built without CUDA: every entry point
 // throws NotBuiltError, so callers need no #ifdef.
 #include "core/error.h"
+#include "tensor/cuda/cudnn_conv.h"
 #include "tensor/cuda/device_runtime.h"
 #include "tensor/kernels/device_kernels.h"
 
@@ -14,6 +15,23 @@ namespace {
 bool built_with_cuda() { return false; }
 int device_count() { not_built("cuda::device_count"); }
 device::Runtime& device_runtime(int) { not_built("cuda::device_runtime"); }
+
+const std::string& cudnn_unavailable() {
+  static const std::string why = "this build has no CUDA";
+  return why;
+}
+void cudnn_forward(const CudnnShape&, const void*, const void*, void*, void*, int,
+                   const Workspace&) {
+  not_built("cuda::cudnn_forward");
+}
+void cudnn_backward_data(const CudnnShape&, const void*, const void*, void*, void*, int,
+                         const Workspace&) {
+  not_built("cuda::cudnn_backward_data");
+}
+void cudnn_backward_filter(const CudnnShape&, const void*, const void*, void*, void*, int,
+                           const Workspace&) {
+  not_built("cuda::cudnn_backward_filter");
+}
 
 }  // namespace ringlet::tensor::cuda
 

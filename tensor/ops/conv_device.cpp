@@ -2,14 +2,17 @@
 // - deterministic: the CPU's decomposition, kernel for kernel, so the emulated device computes
 //   exactly what the CPU does;
 // - fast: the whole batch in one batched GEMM per pass (3 kernels forward, about 6 backward,
-//   whatever the batch), the bias and an optional ReLU in the forward GEMM's epilogue.
+//   whatever the batch), the bias and an optional ReLU in the forward GEMM's epilogue; on a GPU
+//   with cuDNN (f32), one cuDNN call per pass instead, its algorithm searched once per shape.
 #include "tensor/ops/conv_device.h"
 
 #include <memory>
 #include <vector>
 
 #include "tensor/autograd.h"
+#include "tensor/cuda/cudnn_conv.h"
 #include "tensor/determinism.h"
+#include "tensor/math_mode.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -172,6 +175,7 @@ struct FastSaved {
   Shape input_shape;
   Tensor weight, col, out;  // out: the activation's output (ReLU's mask), when there is one
   kernels::Activation act;
+  bool half;  // the forward ran on half-precision values (autocast): the same math backward
 };
 
 Tensor fast_forward(const cpu::ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& b,
@@ -192,6 +196,7 @@ Tensor fast_forward(const cpu::ConvGeometry& g, const Tensor& x, const Tensor& w
 
 std::vector<Tensor> fast_backward(const FastSaved& s, const Tensor& grad_output,
                                   const std::vector<bool>& needs) {
+  const TensorCoreScope math(s.half);
   const cpu::ConvGeometry& g = s.geometry;
   const std::int64_t batch = s.input_shape[0], out_ch = s.weight.size(0);
   const std::int64_t cols = g.col_cols(), ld = batch * cols, rows = g.col_rows();
@@ -226,8 +231,96 @@ std::vector<Tensor> fast_backward(const FastSaved& s, const Tensor& grad_output,
   return grads;
 }
 
+// --- On a GPU with cuDNN (tensor/cuda/cudnn_conv.h): each pass one cuDNN call on the NCHW
+// tensors themselves (no column matrix), the bias and the activation in the epilogue kernel.
+
+struct CudnnSaved {
+  cuda::CudnnShape shape;
+  Shape input_shape;
+  Tensor x, weight, out;  // out: the activation's output (ReLU's mask), when there is one
+  kernels::Activation act;
+  bool half;
+};
+
+cuda::CudnnShape cudnn_shape(const cpu::ConvGeometry& g, std::int64_t batch, std::int64_t out_ch) {
+  const auto i = [](std::int64_t v) { return static_cast<int>(v); };
+  return {i(batch),        i(g.channels), i(g.height),   i(g.width),
+          i(out_ch),       i(g.kernel_h), i(g.kernel_w), i(g.stride_h),
+          i(g.stride_w),   i(g.pad_h),    i(g.pad_w),    i(g.dilation_h),
+          i(g.dilation_w), i(g.out_h),    i(g.out_w),    tensor_cores_allowed()};
+}
+
+bool use_cudnn(const Tensor& x) {
+  return x.device().is_cuda() && x.dtype() == DType::f32 && cuda::cudnn_unavailable().empty();
+}
+
+// A workspace for one cuDNN call from the caching allocator, freed (stream-ordered) with `keep`.
+cuda::Workspace workspace_on(Device dev, Tensor& keep) {
+  return [dev, &keep](std::size_t bytes) -> void* {
+    if (bytes == 0) return nullptr;
+    keep = Tensor::empty({static_cast<std::int64_t>(bytes)}, DType::u8, dev);
+    return keep.raw_data();
+  };
+}
+
+std::vector<Tensor> cudnn_backward(const CudnnSaved& s, const Tensor& grad_output,
+                                   const std::vector<bool>& needs) {
+  const TensorCoreScope math(s.half);
+  Tensor dy = grad_output.contiguous();
+  if (s.act == kernels::Activation::relu) dy = relu_gradient(dy, s.out);
+  const Device dev = dy.device();
+  void* stream = stream_for(dev);
+  std::vector<Tensor> grads(3);
+  if (needs[2]) {
+    grads[2] = Tensor::empty({s.shape.o}, dy.dtype(), dev);
+    Tensor partial = Tensor::empty({s.shape.n * s.shape.o}, DType::f64, dev);
+    kernels_for(dev).conv_bias_grad(dy.dtype(), s.shape.n, s.shape.o, s.shape.out_h * s.shape.out_w,
+                                    dy.raw_data(), grads[2].raw_data(),
+                                    static_cast<double*>(partial.raw_data()), stream);
+  }
+  Tensor keep;
+  if (needs[1]) {
+    grads[1] = Tensor::empty(s.weight.shape(), dy.dtype(), dev);
+    cuda::cudnn_backward_filter(s.shape, s.x.raw_data(), dy.raw_data(), grads[1].raw_data(), stream,
+                                dev.index, workspace_on(dev, keep));
+  }
+  if (needs[0]) {
+    grads[0] = Tensor::empty(s.input_shape, dy.dtype(), dev);
+    cuda::cudnn_backward_data(s.shape, s.weight.raw_data(), dy.raw_data(), grads[0].raw_data(),
+                              stream, dev.index, workspace_on(dev, keep));
+  }
+  return grads;
+}
+
+Tensor cudnn_conv2d(const cpu::ConvGeometry& g, const Tensor& input, const Tensor& weight,
+                    const Tensor& bias, kernels::Activation act) {
+  const Tensor x = input.detach().contiguous();
+  const Tensor w = weight.detach().contiguous();
+  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
+  const Device dev = x.device();
+  const cuda::CudnnShape shape = cudnn_shape(g, x.size(0), w.size(0));
+  Tensor out = Tensor::empty({x.size(0), w.size(0), g.out_h, g.out_w}, x.dtype(), dev);
+  {
+    Tensor keep;
+    cuda::cudnn_forward(shape, x.raw_data(), w.raw_data(), out.raw_data(), stream_for(dev),
+                        dev.index, workspace_on(dev, keep));
+  }
+  kernels_for(dev).bias_act(x.dtype(), x.size(0), w.size(0), g.out_h * g.out_w,
+                            b.defined() ? b.raw_data() : nullptr, out.raw_data(), act,
+                            stream_for(dev));
+  if (!any_requires_grad({input, weight, bias})) return out;
+  auto saved = std::make_shared<CudnnSaved>(
+      CudnnSaved{shape, x.shape(), x, w, act == kernels::Activation::none ? Tensor() : out.detach(),
+                 act, half_operands()});
+  return record(kOp, out, {input, weight, bias},
+                [saved](const Tensor& grad_output, const std::vector<bool>& needs) {
+                  return cudnn_backward(*saved, grad_output, needs);
+                });
+}
+
 Tensor fast_conv2d(const cpu::ConvGeometry& g, const Tensor& input, const Tensor& weight,
                    const Tensor& bias, kernels::Activation act) {
+  if (use_cudnn(input)) return cudnn_conv2d(g, input, weight, bias, act);
   const Tensor x = input.detach().contiguous();
   const Tensor w = weight.detach().contiguous();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
@@ -240,7 +333,7 @@ Tensor fast_conv2d(const cpu::ConvGeometry& g, const Tensor& input, const Tensor
   const bool weight_grad = grad_enabled() && weight.requires_grad();
   auto saved = std::make_shared<FastSaved>(
       FastSaved{g, x.shape(), w, weight_grad ? col : Tensor(),
-                act == kernels::Activation::none ? Tensor() : out.detach(), act});
+                act == kernels::Activation::none ? Tensor() : out.detach(), act, half_operands()});
   return record(kOp, out, {input, weight, bias},
                 [saved](const Tensor& grad_output, const std::vector<bool>& needs) {
                   return fast_backward(*saved, grad_output, needs);

@@ -12,6 +12,7 @@
 #include "tensor/cpu/blas.h"
 #include "tensor/cpu/dispatch.h"
 #include "tensor/cpu/loops.h"
+#include "tensor/math_mode.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -246,8 +247,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   // With the ReLU in the kernel, the backward masks the gradient with the output first.
   const Tensor relu_out = act == Activation::relu ? out.detach() : Tensor();
   return record("LinearBackward", out, {x, weight, bias},
-                [x_rows, w, x_shape = x.shape(), rows, out_features, relu_out](
-                    const Tensor& grad, const std::vector<bool>& needs) {
+                [x_rows, w, x_shape = x.shape(), rows, out_features, relu_out,
+                 half = half_operands()](const Tensor& grad, const std::vector<bool>& needs) {
+                  const TensorCoreScope math(half);  // the forward's operands, the same math
                   const Tensor g = relu_out.defined() ? relu_gradient(grad, relu_out) : grad;
                   const Tensor g_rows = g.reshape({rows, out_features});
                   Tensor gx, gw, gb;
