@@ -41,6 +41,7 @@
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
 //                    [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]
 //                    [--block 10] [--cuda_graph on|off] [--deterministic on|off]
+//                    [--tf32 on|off]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -86,6 +87,7 @@ struct Options {
   int block = 10;            // on a device: steps per timed block (one host sync each)
   bool cuda_graph = false;   // on a device: full steps as replays of one captured step
   bool deterministic = false;
+  bool tf32 = false;  // on a GPU: f32 GEMMs and convolutions on tensor cores (TF32)
 };
 
 Options parse(int argc, char** argv) {
@@ -93,8 +95,9 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     static const std::vector<std::string> kFlags{
-        "--model",  "--batch",     "--threads", "--steps", "--warmup",     "--nproc",
-        "--device", "--comm-hook", "--sync",    "--block", "--cuda_graph", "--deterministic"};
+        "--model",      "--batch",         "--threads",   "--steps", "--warmup",
+        "--nproc",      "--device",        "--comm-hook", "--sync",  "--block",
+        "--cuda_graph", "--deterministic", "--tf32"};
     RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
                   "unknown flag '", arg, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
@@ -117,10 +120,13 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--comm-hook") {
       distributed::parse_comm_hook(value);  // a bad name stops here, listing the hooks
       o.comm_hook = value;
-    } else if (arg == "--cuda_graph" || arg == "--deterministic") {
+    } else if (arg == "--cuda_graph" || arg == "--deterministic" || arg == "--tf32") {
       RINGLET_CHECK(value == "on" || value == "off", ValueError, arg, ": '", value,
                     "' is neither on nor off");
-      (arg == "--cuda_graph" ? o.cuda_graph : o.deterministic) = value == "on";
+      bool& flag = arg == "--cuda_graph"      ? o.cuda_graph
+                   : arg == "--deterministic" ? o.deterministic
+                                              : o.tf32;
+      flag = value == "on";
     } else if (arg == "--block") {
       o.block = static_cast<int>(core::parse_int(value, "--block"));
     } else if (arg == "--sync") {
@@ -328,6 +334,7 @@ Timings measure_device(const Options& o, Bench& b) {
 Timings measure(const Options& o, collectives::Communicator* comm,
                 collectives::BufferSpace* space) {
   tensor::set_deterministic(o.deterministic);
+  tensor::set_allow_tf32(o.tf32);
   Bench b(o, comm, space);
   return o.device.is_cpu() ? measure_host(o, b) : measure_device(o, b);
 }
@@ -403,6 +410,7 @@ void report(const Options& o, int world, const Timings& t) {
                       {"device", o.device.str()},
                       {"cuda_graph", o.cuda_graph},
                       {"deterministic", o.deterministic},
+                      {"tf32", o.tf32},
                       {"per_step",
                        {{"stream_ops", t.stream_ops},
                         {"host_syncs", t.host_syncs},
@@ -443,8 +451,10 @@ int main(int argc, char** argv) {
       "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n"
       "                   [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]\n"
       "                   [--block 10] [--cuda_graph on|off] [--deterministic on|off]\n"
+      "                   [--tf32 on|off]\n"
       "  On a device: --block steps per host wait; --cuda_graph on replays the full step as one\n"
       "  captured graph; --deterministic on takes each op's CPU decomposition (bit for bit on the\n"
-      "  emulated device), off (default) the fast path (one batched GEMM per convolution pass).\n",
+      "  emulated device), off (default) the fast path (one batched GEMM per convolution pass);\n"
+      "  --tf32 on lets a GPU's f32 GEMMs and convolutions use tensor cores (TF32).\n",
       argc, argv, parse, [&](const Options& o) { return run(o, argc, argv); });
 }

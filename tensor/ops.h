@@ -4,6 +4,7 @@
 #include "tensor/autograd.h"
 #include "tensor/determinism.h"
 #include "tensor/generator.h"
+#include "tensor/math_mode.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/dropout.h"

@@ -169,6 +169,7 @@ const std::vector<Field>& fields() {
       field("device", &TrainConfig::device),
       field("deterministic", &TrainConfig::deterministic),
       field("cuda_graph", &TrainConfig::cuda_graph),
+      field("allow_tf32", &TrainConfig::allow_tf32),
       field("seed", &TrainConfig::seed),
       field("workers", &TrainConfig::workers),
       field("threads", &TrainConfig::threads),

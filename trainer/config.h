@@ -48,6 +48,8 @@ struct TrainConfig {
   // auto | on | off: the training step captured as one graph after a warm-up and replayed
   // (trainer/step_graph.h); auto captures on a GPU when the step can be.
   std::string cuda_graph = "auto";
+  // On a GPU: f32 GEMMs and convolutions on tensor cores in TF32 (tensor/math_mode.h).
+  bool allow_tf32 = false;
   int workers = 2;  // data loader threads
   int threads = 0;  // compute threads; 0 = RINGLET_NUM_THREADS / all cores
   // Input normalization: one value per channel, or one for every channel; empty means the

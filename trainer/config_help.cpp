@@ -35,6 +35,9 @@ const std::string& config_key_help(const std::string& key) {
        "true | false: on a device, true runs each op as the CPU decomposes it (the emulated "
        "device then trains bit for bit as the CPU); false, the fast path: one batched GEMM per "
        "convolution pass, cuDNN and tensor cores where enabled on a GPU"},
+      {"allow_tf32",
+       "true | false: on a GPU, f32 GEMMs and convolutions on tensor cores in TF32 (10-bit "
+       "mantissas, f32 accumulation); bf16/f16 autocast uses them either way"},
       {"cuda_graph",
        "auto | on | off: capture the training step as one graph after 3 eager steps and replay "
        "it (sgd, f32 or bf16, one rank, no clipping or tracing); auto: on a GPU when it can"},

@@ -16,9 +16,10 @@ using nlohmann::json;
 
 // The keys a resume may change: none of them alters what the run learns from which batches.
 bool resumable(const std::string& key) {
-  static const std::array<const char*, 12> kKeys = {
-      "epochs",   "max_restarts", "workers", "threads",     "log_every",     "device",
-      "data_dir", "limit_test",   "tta",     "trace_steps", "deterministic", "cuda_graph"};
+  static const std::array<const char*, 13> kKeys = {
+      "epochs",        "max_restarts", "workers",    "threads", "log_every",
+      "device",        "data_dir",     "limit_test", "tta",     "trace_steps",
+      "deterministic", "cuda_graph",   "allow_tf32"};
   return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
 }
 

@@ -607,6 +607,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   Run run(std::move(config), out, comm, space);
   share_cores(run);
   tensor::set_deterministic(run.c.deterministic);
+  tensor::set_allow_tf32(run.c.allow_tf32);
   const bool graphed = StepGraph::wanted(run.c, run.world, run.out);  // refused before any write
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
   run.out << "config: " << run.c.to_json().dump() << std::endl;
