@@ -41,7 +41,7 @@
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
 //                    [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]
 //                    [--block 10] [--cuda_graph on|off] [--deterministic on|off]
-//                    [--tf32 on|off]
+//                    [--tf32 on|off] [--precision f32|bf16]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -59,6 +59,7 @@
 #include "distributed/launch/launcher.h"
 #include "distributed/process_group.h"
 #include "distributed/rank_times.h"
+#include "nn/autocast.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
@@ -88,6 +89,7 @@ struct Options {
   bool cuda_graph = false;   // on a device: full steps as replays of one captured step
   bool deterministic = false;
   bool tf32 = false;  // on a GPU: f32 GEMMs and convolutions on tensor cores (TF32)
+  core::DType precision = core::DType::f32;  // bf16: the forward under autocast
 };
 
 Options parse(int argc, char** argv) {
@@ -95,9 +97,9 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     static const std::vector<std::string> kFlags{
-        "--model",      "--batch",         "--threads",   "--steps", "--warmup",
-        "--nproc",      "--device",        "--comm-hook", "--sync",  "--block",
-        "--cuda_graph", "--deterministic", "--tf32"};
+        "--model",      "--batch",         "--threads",   "--steps",    "--warmup",
+        "--nproc",      "--device",        "--comm-hook", "--sync",     "--block",
+        "--cuda_graph", "--deterministic", "--tf32",      "--precision"};
     RINGLET_CHECK(std::find(kFlags.begin(), kFlags.end(), arg) != kFlags.end(), ValueError,
                   "unknown flag '", arg, "'");
     RINGLET_CHECK(i + 1 < argc, ValueError, arg, " needs a value");
@@ -127,6 +129,10 @@ Options parse(int argc, char** argv) {
                    : arg == "--deterministic" ? o.deterministic
                                               : o.tf32;
       flag = value == "on";
+    } else if (arg == "--precision") {
+      RINGLET_CHECK(value == "f32" || value == "bf16", ValueError, "--precision: '", value,
+                    "' is neither f32 nor bf16");
+      o.precision = value == "bf16" ? core::DType::bf16 : core::DType::f32;
     } else if (arg == "--block") {
       o.block = static_cast<int>(core::parse_int(value, "--block"));
     } else if (arg == "--sync") {
@@ -181,7 +187,7 @@ int launch_ranks(const Options& o, int argc, char** argv) {
 // its buckets when there are several ranks, or only a barrier a step with --sync barrier).
 struct Bench {
   Bench(const Options& o, collectives::Communicator* comm, collectives::BufferSpace* space)
-      : gen(0), comm(comm), several(comm != nullptr && comm->size() > 1) {
+      : gen(0), precision(o.precision), comm(comm), several(comm != nullptr && comm->size() > 1) {
     const bool mnist = o.model == "fmnist_cnn";
     const std::int64_t channels = mnist ? 1 : 3, side = mnist ? 28 : 32;
     model = nn::make_model(o.model, gen, 10, channels);
@@ -200,7 +206,12 @@ struct Bench {
     }
   }
   tensor::Tensor forward() {
-    return criterion.forward(ddp ? ddp->forward(x) : model->forward(x), y);
+    tensor::Tensor logits;
+    {
+      nn::Autocast amp(precision);
+      logits = ddp ? ddp->forward(x) : model->forward(x);
+    }
+    return criterion.forward(logits, y);
   }
   // After backward: DDP's wait for its all-reduces, or the barrier.
   void sync() {
@@ -221,6 +232,7 @@ struct Bench {
   }
 
   tensor::Generator gen;
+  core::DType precision;
   collectives::Communicator* comm;
   bool several;
   std::shared_ptr<nn::Module> model;
@@ -411,6 +423,7 @@ void report(const Options& o, int world, const Timings& t) {
                       {"cuda_graph", o.cuda_graph},
                       {"deterministic", o.deterministic},
                       {"tf32", o.tf32},
+                      {"precision", core::dtype_name(o.precision)},
                       {"per_step",
                        {{"stream_ops", t.stream_ops},
                         {"host_syncs", t.host_syncs},
@@ -451,10 +464,11 @@ int main(int argc, char** argv) {
       "                   [--steps 50] [--warmup 10] [--nproc 1] [--device cpu|emu|cuda[:N]]\n"
       "                   [--comm-hook none|fp16_compress|bf16_compress] [--sync ddp|barrier]\n"
       "                   [--block 10] [--cuda_graph on|off] [--deterministic on|off]\n"
-      "                   [--tf32 on|off]\n"
+      "                   [--tf32 on|off] [--precision f32|bf16]\n"
       "  On a device: --block steps per host wait; --cuda_graph on replays the full step as one\n"
       "  captured graph; --deterministic on takes each op's CPU decomposition (bit for bit on the\n"
       "  emulated device), off (default) the fast path (one batched GEMM per convolution pass);\n"
-      "  --tf32 on lets a GPU's f32 GEMMs and convolutions use tensor cores (TF32).\n",
+      "  --tf32 on lets a GPU's f32 GEMMs and convolutions use tensor cores (TF32); --precision\n"
+      "  bf16 runs the forward under bf16 autocast (tensor cores on a GPU).\n",
       argc, argv, parse, [&](const Options& o) { return run(o, argc, argv); });
 }

@@ -20,10 +20,11 @@ namespace {
 #define RINGLET_CUDNN_FUNCTIONS(X)                                                               \
   X(cudnnGetErrorString)                                                                         \
   X(cudnnCreate)                                                                                 \
-  X(cudnnSetStream) X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor)                 \
-      X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor)                               \
-          X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor)                 \
-              X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithmEx)           \
+  X(cudnnSetStream)                                                                              \
+  X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor)    \
+      X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)                          \
+          X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionMathType)                      \
+              X(cudnnFindConvolutionForwardAlgorithmEx)                                          \
                   X(cudnnFindConvolutionBackwardDataAlgorithmEx)                                 \
                       X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                           \
                           X(cudnnGetConvolutionForwardAlgorithm_v7)                              \

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# bench/gpu_check.sh: every GPU test and benchmark of ringlet in one run, for a GPU machine lent
+# for minutes (about 6 of them on an H100; each command has its own time limit, the whole at most
+# 8 minutes), with the build copied from a machine without a GPU. In order:
+#   0. versions: the GPU, its driver, the CUDA runtime this build links, PyTorch and its cuDNN
+#      (whose library directory is put on LD_LIBRARY_PATH, so ringlet's cuDNN loads too);
+#   1. tests: test_cuda (the device op suite, the caching allocator, the collectives' kernels),
+#      the CUDA cases of test_device_collectives and test_ddp;
+#   2. the training step: fmnist_cnn (batch 64) and resnet20 on CIFAR-shaped input (batch 128),
+#      ringlet's train_bench next to PyTorch's step_forms_gpu.py, in three forms each: eager
+#      (f32), tuned (bf16 autocast; PyTorch with channels-last and cudnn.benchmark, ringlet's
+#      step also graphed, its best form) and graphed (f32, the whole step captured and
+#      replayed); both timed the same way: blocks of steps between two host synchronizations,
+#      medians over the blocks;
+#   3. collectives: all_reduce_perf -g 1 -np 2 and -np 4 over ipc (8 B - 256 MiB), the
+#      device-to-device copy (reduce_kernel_bench), NCCL's one-rank table beside ringlet's;
+#   4. DDP on the one GPU: train_bench --nproc 2 beside one rank and beside PyTorch DDP over gloo
+#      (NCCL refuses two ranks on one GPU: its refusal is printed);
+#   5. the table of everything, last; every raw line is in $OUT.
+# usage: bench/gpu_check.sh [BUILD_DIR]      (default build; OUT=dir keeps the logs, results)
+# Without a GPU (or with GPU_CHECK_DRY=1) it runs its CPU-side part: the same pipeline on the
+# emulated device with a few steps, PyTorch's and NCCL's runs skipped (saying so), and the table.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/../build}
+out=${OUT:-$(mktemp -d /tmp/gpu_check.XXXXXX)}
+mkdir -p "$out"
+started=$SECONDS
+
+say() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
+# run NAME LIMIT_S COMMAND...: the command's output in $out/NAME.log, shown, its status noted.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  echo "+ $*"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local status=$?
+  tail -n 25 "$out/$name.log"
+  echo "$name $status" >>"$out/status.txt"
+  [ "$status" -eq 124 ] && echo "gpu_check: $name ran past its ${limit} s and was stopped"
+  return 0
+}
+
+say "0. versions"
+gpu=0
+if [ "${GPU_CHECK_DRY:-0}" != 1 ] && command -v nvidia-smi >/dev/null 2>&1 &&
+  nvidia-smi -L >/dev/null 2>&1; then
+  gpu=1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+fi
+ldd "$build/tests/tensor/test_cuda" 2>/dev/null | grep -E "cudart|cublas" || echo "(no CUDA libraries linked)"
+torch_py=$(command -v python3)
+cudnn_dir=$("$torch_py" - <<'PY' 2>/dev/null
+import os
+try:
+    import nvidia.cudnn as c
+    print(os.path.join(os.path.dirname(c.__file__), "lib"))
+except Exception:
+    pass
+PY
+)
+[ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH="$cudnn_dir:${LD_LIBRARY_PATH:-}"
+"$torch_py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
+'cudnn', torch.backends.cudnn.version(), 'gpu', torch.cuda.is_available())" 2>/dev/null ||
+  echo "(no PyTorch: its runs are skipped)"
+echo "cuDNN for ringlet: ${cudnn_dir:-the default library path}"
+if [ "$gpu" = 1 ]; then
+  device=cuda steps=100 block=20 warmup=10 big_batch=128 max_bytes=256M
+else
+  echo "no GPU here (or GPU_CHECK_DRY=1): the CPU-side part, on the emulated device"
+  device=emu steps=2 block=1 warmup=1 big_batch=8 max_bytes=64K
+fi
+
+say "1. tests"
+run test_cuda 150 "$build/tests/tensor/test_cuda"
+if [ "$gpu" = 1 ]; then
+  run device_collectives_cuda 180 "$build/tests/test_device_collectives" -tc='*CUDA GPU*'
+  run ddp_cuda 120 "$build/tests/test_ddp" -tc='*CUDA GPU*'
+fi
+
+say "2. the training step"
+bench=("$build/bench/train_bench" --device "$device" --steps "$steps" --block "$block"
+  --warmup "$warmup")
+for model in fmnist_cnn:64 "resnet20:$big_batch"; do
+  m=${model%%:*} b=${model##*:}
+  run "step_${m}_eager" 120 "${bench[@]}" --model "$m" --batch "$b"
+  run "step_${m}_tuned" 120 "${bench[@]}" --model "$m" --batch "$b" --precision bf16 \
+    --cuda_graph on
+  run "step_${m}_graphed" 120 "${bench[@]}" --model "$m" --batch "$b" --cuda_graph on
+  for form in eager tuned graphed; do
+    if [ "$gpu" = 1 ]; then
+      run "torch_${m}_${form}" 120 "$torch_py" "$here/peers/src/step_forms_gpu.py" \
+        --model "$m" --batch "$b" --form "$form" --steps "$steps" --block "$block"
+    else
+      echo "skipped: PyTorch's $m $form step (no GPU)"
+    fi
+  done
+done
+
+say "3. collectives"
+for np in 2 4; do
+  run "all_reduce_np$np" 150 "$build/bench/all_reduce_perf" -np "$np" -g 1 -t ipc -b 8 \
+    -e "$max_bytes" -f 4
+done
+run all_reduce_np1 60 "$build/bench/all_reduce_perf" -np 1 -g 1 -b 8 -e "$max_bytes" -f 4
+if [ "$gpu" = 1 ]; then
+  run copy_bandwidth 60 "$build/bench/reduce_kernel_bench" --sizes 64M,256M
+  if [ -x "$build/bench/nccl_all_reduce_perf" ]; then
+    run nccl_np1 60 "$build/bench/nccl_all_reduce_perf" -np 1 -b 8 -e "$max_bytes" -f 4
+  else
+    echo "skipped: NCCL's table (this build has no nccl_all_reduce_perf)"
+  fi
+else
+  echo "skipped: the device-to-device copy and NCCL's table (no GPU)"
+fi
+
+say "4. DDP on one GPU"
+run ddp_np2 180 "${bench[@]}" --model fmnist_cnn --batch 64 --nproc 2
+if [ "$gpu" = 1 ]; then
+  run torch_ddp_gloo 180 "$torch_py" "$here/peers/src/train_step_gpu.py" --nproc 2 \
+    --backend gloo
+  run torch_ddp_nccl 120 "$torch_py" "$here/peers/src/train_step_gpu.py" --nproc 2 \
+    --backend nccl
+else
+  echo "skipped: PyTorch DDP (no GPU)"
+fi
+
+say "5. the table"
+"$torch_py" "$here/gpu_check_table.py" "$out" | tee "$out/table.txt"
+echo "gpu_check: done in $((SECONDS - started)) s; logs and results.json in $out"
