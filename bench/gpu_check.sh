@@ -97,6 +97,18 @@ for model in fmnist_cnn:64 "resnet20:$big_batch"; do
   done
 done
 
+# Which kernels the tuned step ran: with NVIDIA's profiler on the machine, their names, and how
+# many are tensor-core kernels (cuBLAS's and cuDNN's name theirs xmma, hmma, tensorop, tf32...).
+if [ "$gpu" = 1 ] && command -v nsys >/dev/null 2>&1; then
+  run kernels_tuned 150 nsys profile --stats=true --force-overwrite true -o "$out/tuned" \
+    "${bench[@]}" --model resnet20 --batch "$big_batch" --precision bf16 --steps 20
+  grep -iE "xmma|hmma|tensorop|tf32|bf16|s16816|s1688|gmma|wgmma" "$out/kernels_tuned.log" |
+    head -n 10 >"$out/tensor_core_kernels.txt"
+  echo "tensor-core kernels seen: $(wc -l <"$out/tensor_core_kernels.txt") (names in tensor_core_kernels.txt)"
+else
+  echo "skipped: the kernels' names (no GPU, or no nsys on this machine): tensor cores not verified"
+fi
+
 say "3. collectives"
 for np in 2 4; do
   run "all_reduce_np$np" 150 "$build/bench/all_reduce_perf" -np "$np" -g 1 -t ipc -b 8 \
