@@ -430,6 +430,8 @@ void TrainConfig::validate() const {
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
   check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
+  check(deterministic == "auto" || deterministic == "on" || deterministic == "off",
+        "deterministic must be auto, on or off, got '" + deterministic + "'");
   check(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
         "cuda_graph must be auto, on or off, got '" + cuda_graph + "'");
   check(comm_hook == "none" || comm_hook == "fp16_compress" || comm_hook == "bf16_compress",
@@ -476,6 +478,11 @@ TrainConfig load_config(const std::string& path) {
   TrainConfig config;
   config.merge_json(load_config_json(path), path);
   return config;
+}
+
+bool TrainConfig::deterministic_on(const std::string& device_text) const {
+  if (deterministic != "auto") return deterministic == "on";
+  return core::parse_device(device_text).is_emu();
 }
 
 }  // namespace ringlet::trainer

@@ -42,9 +42,12 @@ struct TrainConfig {
   // cpu | emu[:N] | cuda[:N]: where the model computes; with nproc > 1 each rank takes the
   // device (local rank % count), DDP and SyncBatchNorm included.
   std::string device = "cpu";
-  // On a device: true runs every op as the CPU decomposes it (the emulated device then trains
-  // bit for bit as the CPU); false (default) takes the fast path (tensor/determinism.h).
-  bool deterministic = false;
+  // auto | on | off, on a device: on runs every op as the CPU decomposes it (the emulated device
+  // then trains bit for bit as the CPU); off takes the fast path (tensor/determinism.h); auto is
+  // on for the emulated device (whose runs exist to match the CPU's), off for a GPU.
+  std::string deterministic = "auto";
+  // The setting `deterministic` resolves to on `device`.
+  bool deterministic_on(const std::string& device_text) const;
   // auto | on | off: the training step captured as one graph after a warm-up and replayed
   // (trainer/step_graph.h); auto captures on a GPU when the step can be.
   std::string cuda_graph = "auto";

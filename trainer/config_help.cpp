@@ -32,9 +32,10 @@ const std::string& config_key_help(const std::string& key) {
       {"precision", "f32 | bf16 | f16 (mixed precision; f16 scales the loss)"},
       {"device", "cpu | emu[:N] | cuda[:N]: where the model computes"},
       {"deterministic",
-       "true | false: on a device, true runs each op as the CPU decomposes it (the emulated "
-       "device then trains bit for bit as the CPU); false, the fast path: one batched GEMM per "
-       "convolution pass, cuDNN and tensor cores where enabled on a GPU"},
+       "auto | on | off: on a device, on runs each op as the CPU decomposes it (the emulated "
+       "device then trains bit for bit as the CPU); off, the fast path: one batched GEMM per "
+       "convolution pass, cuDNN and tensor cores where enabled on a GPU; auto: on for emu, off "
+       "for cuda"},
       {"allow_tf32",
        "true | false: on a GPU, f32 GEMMs and convolutions on tensor cores in TF32 (10-bit "
        "mantissas, f32 accumulation); bf16/f16 autocast uses them either way"},

@@ -606,7 +606,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   config.fill_dataset_defaults();
   Run run(std::move(config), out, comm, space);
   share_cores(run);
-  tensor::set_deterministic(run.c.deterministic);
+  tensor::set_deterministic(run.c.deterministic_on(run.c.device));
   tensor::set_allow_tf32(run.c.allow_tf32);
   const bool graphed = StepGraph::wanted(run.c, run.world, run.out);  // refused before any write
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);

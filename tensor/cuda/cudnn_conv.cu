@@ -17,21 +17,21 @@
 namespace ringlet::tensor::cuda {
 namespace {
 
-#define RINGLET_CUDNN_FUNCTIONS(X)                                                               \
-  X(cudnnGetErrorString)                                                                         \
-  X(cudnnCreate)                                                                                 \
-  X(cudnnSetStream)                                                                              \
-  X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor)    \
-      X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)                          \
-          X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionMathType)                      \
-              X(cudnnFindConvolutionForwardAlgorithmEx)                                          \
-                  X(cudnnFindConvolutionBackwardDataAlgorithmEx)                                 \
-                      X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                           \
-                          X(cudnnGetConvolutionForwardAlgorithm_v7)                              \
-                              X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                     \
-                                  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)               \
-                                      X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) \
-                                          X(cudnnConvolutionBackwardFilter)
+#define RINGLET_CUDNN_FUNCTIONS(X)                                                           \
+  X(cudnnGetErrorString)                                                                     \
+  X(cudnnCreate)                                                                             \
+  X(cudnnSetStream)                                                                          \
+  X(cudnnCreateTensorDescriptor)                                                             \
+  X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) \
+      X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor)                 \
+          X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithmEx)           \
+              X(cudnnFindConvolutionBackwardDataAlgorithmEx)                                 \
+                  X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                           \
+                      X(cudnnGetConvolutionForwardAlgorithm_v7)                              \
+                          X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                     \
+                              X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)               \
+                                  X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) \
+                                      X(cudnnConvolutionBackwardFilter)
 
 // The library's functions, or why they could not be had.
 struct Api {
