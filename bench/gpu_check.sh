@@ -12,6 +12,7 @@
 #      step also graphed, its best form) and graphed (f32, the whole step captured and
 #      replayed); both timed the same way: blocks of steps between two host synchronizations,
 #      medians over the blocks;
+#      then ringlet train --device cuda --epochs 3 (fmnist_cnn; its test accuracy);
 #   3. collectives: all_reduce_perf -g 1 -np 2 and -np 4 over ipc (8 B - 256 MiB), the
 #      device-to-device copy (reduce_kernel_bench), NCCL's one-rank table beside ringlet's;
 #   4. DDP on the one GPU: train_bench --nproc 2 beside one rank and beside PyTorch DDP over gloo
@@ -107,6 +108,21 @@ if [ "$gpu" = 1 ] && command -v nsys >/dev/null 2>&1; then
   echo "tensor-core kernels seen: $(wc -l <"$out/tensor_core_kernels.txt") (names in tensor_core_kernels.txt)"
 else
   echo "skipped: the kernels' names (no GPU, or no nsys on this machine): tensor cores not verified"
+fi
+
+# The issue's accuracy bar: fmnist_cnn trained 3 epochs on the GPU (the dataset's files from
+# FMNIST_DIR, by default Debian's dataset-fashion-mnist; a GPU machine without them skips).
+data=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+if [ -e "$data/train-images-idx3-ubyte.gz" ] || [ -e "$data/train-images-idx3-ubyte" ]; then
+  if [ "$gpu" = 1 ]; then
+    train=(--epochs 3)
+  else
+    train=(--epochs 1 --limit_train 256 --limit_test 256)
+  fi
+  run train_device 240 "$build/trainer/ringlet" train --device "$device" "${train[@]}" \
+    --data_dir "$data" --out "$out/train_device" --reset true
+else
+  echo "skipped: ringlet train on the device (no Fashion-MNIST in $data; set FMNIST_DIR)"
 fi
 
 say "3. collectives"

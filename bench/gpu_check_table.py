@@ -101,9 +101,30 @@ def ddp_row(out):
     return row
 
 
+def training_row(out):
+    """The last epoch of ringlet train on the device (its run directory's metrics.jsonl)."""
+    records = json_lines(os.path.join(out, "train_device", "metrics.jsonl"))
+    epochs = [r for r in records if "accuracy" in r]
+    if not epochs:
+        return None
+    last = epochs[-1]
+    return {"epochs": last.get("epoch"), "accuracy": last.get("accuracy"),
+            "seconds": sum(r.get("seconds", 0) for r in epochs),
+            "images_per_s": last.get("images_per_s")}
+
+
 def tensor_core_kernels(out):
     path = os.path.join(out, "tensor_core_kernels.txt")
     return [line.strip() for line in open(path)] if os.path.exists(path) else None
+
+
+def print_training(training):
+    if training is None:
+        print("\ntraining: not run (no dataset, or it failed: see train_device.log)")
+        return
+    print(f"\ntraining, ringlet train on the device, {training['epochs']} epoch(s):"
+          f" test accuracy {fmt(training['accuracy'], 4)} (the bar on a GPU: >= 0.89 after 3),"
+          f" {fmt(training['seconds'], 1)} s training, {fmt(training['images_per_s'], 0)} images/s")
 
 
 def print_table(tests, steps, reduce, ddp, kernels):
@@ -141,10 +162,12 @@ def main():
     out = sys.argv[1]
     tests = statuses(out)
     steps, reduce, ddp = step_rows(out), all_reduce_rows(out), ddp_row(out)
-    kernels = tensor_core_kernels(out)
+    kernels, training = tensor_core_kernels(out), training_row(out)
     print_table(tests, steps, reduce, ddp, kernels)
+    print_training(training)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"statuses": tests, "steps": steps, "tensor_core_kernels": kernels,
+                   "training": training,
                    "all_reduce": {str(k): v for k, v in reduce.items()}, "ddp": ddp}, f, indent=1)
     failed = [n for n, s in tests.items() if s not in (0, 77)]
     if failed:

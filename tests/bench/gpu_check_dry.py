@@ -2,7 +2,8 @@
 """bench/gpu_check.sh's CPU-side part (a meson test): the script run with GPU_CHECK_DRY=1 on the
 emulated device, a few steps each. Every run it makes must pass (or skip, saying why), the last
 table must come out, and results.json must hold ringlet's six training-step figures (two models
-x three forms), the all-reduce rows with no wrong element, and the DDP row.
+x three forms), the all-reduce rows with no wrong element, the DDP row and, where the dataset is
+installed, a short ringlet train on the device with its accuracy.
 
 usage: gpu_check_dry.py SOURCE_ROOT BUILD_DIR
 """
@@ -42,6 +43,12 @@ def main():
         for np in ("1", "2", "4"):
             check(results["all_reduce"][np]["wrong"] == 0, f"all-reduce on {np} rank(s): 0 wrong")
         check(results["ddp"]["ringlet_np2_images_s"] is not None, "the DDP row")
+        if os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+            training = results["training"]
+            check(training is not None and 0 <= training["accuracy"] <= 1,
+                  f"ringlet train ran on the device and reported its accuracy: {training}")
+        else:
+            check("skipped: ringlet train on the device" in text, "the training run skips")
         check(all(s in (0, 77) for s in results["statuses"].values()),
               f"every run passed or skipped: {results['statuses']}")
     return finish()
