@@ -14,6 +14,10 @@ namespace {
 constexpr std::size_t kRdMaxBytes = 64 * 1024;
 constexpr std::size_t kDirectMinBytes = 1024 * 1024;
 constexpr std::size_t kWindowMinBytes = 32 * 1024;
+// Device flags: one-shot reads every rank's whole buffer (n x the bytes per rank), two-shot
+// moves each byte about twice but runs two more barriers' worth of kernels per piece. Not yet
+// measured on a GPU: the point where vLLM's custom all-reduce switches for 2 GPUs (256 KiB).
+constexpr std::size_t kOneShotMaxBytes = 256 * 1024;
 
 }  // namespace
 
@@ -24,6 +28,8 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::direct: return "direct";
     case Algorithm::window: return "window";
     case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::one_shot: return "one_shot";
+    case Algorithm::two_shot: return "two_shot";
   }
   return "unknown";
 }
@@ -35,16 +41,41 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
   if (text == "direct") return AlgoRequest::direct;
   if (text == "window") return AlgoRequest::window;
   if (text == "hierarchical") return AlgoRequest::hierarchical;
+  if (text == "one_shot") return AlgoRequest::one_shot;
+  if (text == "two_shot") return AlgoRequest::two_shot;
   RINGLET_THROW(ValueError, source, "='", text,
-                "' is not one of auto, ring, rd, direct, window, hierarchical");
+                "' is not one of auto, ring, rd, direct, window, hierarchical, one_shot, two_shot");
 }
 
-AlgoThresholds default_thresholds() { return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes}; }
+AlgoThresholds default_thresholds() {
+  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes};
+}
 
 namespace {
 
-Algorithm choose_for_device(AlgoRequest request, PeerAccess access, int world_size) {
+// With device flags: what the request names where it can run (the window request is two-shot),
+// else by size.
+Algorithm choose_device_flags(AlgoRequest request, const AlgoThresholds& thresholds,
+                              PeerAccess access, std::size_t bytes) {
+  const bool fits_one_shot = bytes <= access.device_area_bytes;
+  if (request == AlgoRequest::one_shot && fits_one_shot) return Algorithm::one_shot;
+  if (request == AlgoRequest::two_shot || request == AlgoRequest::window) {
+    return Algorithm::two_shot;
+  }
+  return fits_one_shot && bytes <= thresholds.one_shot_max_bytes ? Algorithm::one_shot
+                                                                 : Algorithm::two_shot;
+}
+
+Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& thresholds,
+                            PeerAccess access, int world_size, std::size_t bytes) {
   if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::direct) {
+    request = AlgoRequest::automatic;
+  }
+  const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical;
+  if (world_size > 1 && access.device_windows && access.device_flags && !host_driven) {
+    return choose_device_flags(request, thresholds, access, bytes);
+  }
+  if (request == AlgoRequest::one_shot || request == AlgoRequest::two_shot) {
     request = AlgoRequest::automatic;
   }
   const bool automatic = request == AlgoRequest::automatic;
@@ -61,7 +92,12 @@ Algorithm choose_for_device(AlgoRequest request, PeerAccess access, int world_si
 
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes, Buffers buffers) {
-  if (buffers == Buffers::device) return choose_for_device(request, access, world_size);
+  if (buffers == Buffers::device) {
+    return choose_for_device(request, thresholds, access, world_size, bytes);
+  }
+  if (request == AlgoRequest::one_shot || request == AlgoRequest::two_shot) {
+    request = AlgoRequest::automatic;  // device algorithms
+  }
   const bool automatic = request == AlgoRequest::automatic;
   if (world_size > 1 && access.windows &&
       (request == AlgoRequest::window || (automatic && bytes >= thresholds.window_min_bytes))) {

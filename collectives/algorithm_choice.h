@@ -9,11 +9,20 @@
 
 namespace ringlet::collectives {
 
-enum class Algorithm { ring, recursive_doubling, direct, window, hierarchical };
+enum class Algorithm { ring, recursive_doubling, direct, window, hierarchical, one_shot, two_shot };
 // What the user asked for (RINGLET_ALGO / CommOptions::algo).
-enum class AlgoRequest { automatic, ring, recursive_doubling, direct, window, hierarchical };
+enum class AlgoRequest {
+  automatic,
+  ring,
+  recursive_doubling,
+  direct,
+  window,
+  hierarchical,
+  one_shot,
+  two_shot
+};
 
-// "ring", "rd", "direct", "window", "hierarchical"
+// "ring", "rd", "direct", "window", "hierarchical", "one_shot", "two_shot"
 const char* algorithm_name(Algorithm algorithm);
 // "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
@@ -21,9 +30,10 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
 // Where `automatic` switches, in bytes per rank. Measured with all_reduce_perf on 2 cores (see
 // algorithm_choice.cpp).
 struct AlgoThresholds {
-  std::size_t rd_max_bytes;      // recursive doubling up to this
-  std::size_t direct_min_bytes;  // cross-memory attach from this
-  std::size_t window_min_bytes;  // shared windows from this
+  std::size_t rd_max_bytes;        // recursive doubling up to this
+  std::size_t direct_min_bytes;    // cross-memory attach from this
+  std::size_t window_min_bytes;    // shared windows from this
+  std::size_t one_shot_max_bytes;  // device buffers with device flags: one-shot up to this
 };
 AlgoThresholds default_thresholds();
 
@@ -33,6 +43,8 @@ struct PeerAccess {
   bool windows = false;         // every rank mapped every other rank's shared window
   bool hosts = false;           // several hosts, the same number (>= 2) of ranks on each
   bool device_windows = false;  // device buffers: every rank opened every rank's device window
+  bool device_flags = false;    // ... and they synchronize through flags in them (no host)
+  std::size_t device_area_bytes = 0;  // with device flags: each window's staged area
 };
 
 // Where the buffers live: host memory, or a device's (reached through a BufferSpace).
@@ -43,10 +55,13 @@ enum class Buffers { host, device };
 // doubling up to rd_max_bytes, then cross-memory attach from direct_min_bytes where the ranks
 // can read each other's memory, the hierarchical all-reduce where the ranks are on several hosts
 // (access.hosts), and the ring in between and everywhere else.
-// Device buffers: the device windows at every size where the ranks opened them, else the
-// hierarchical all-reduce on several hosts, else the ring (both staged through the host);
-// recursive doubling and cross-memory attach are host algorithms, so a request for them counts
-// as automatic there.
+// Device buffers: where the ranks synchronize through device flags (device_collectives.h),
+// one-shot up to one_shot_max_bytes (and what the staged area holds), two-shot above (a request
+// for the window gets two-shot, the window protocol with device flags); else the host-driven
+// device windows where the ranks opened them, else the hierarchical all-reduce on several hosts,
+// else the ring (both staged through the host). Recursive doubling and cross-memory attach are
+// host algorithms, and one-shot and two-shot device ones: a request for one where it cannot run
+// counts as automatic.
 // An explicit request wins where its algorithm can run, else the ring.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes,

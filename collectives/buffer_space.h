@@ -6,23 +6,40 @@
 //   the device's memory, a peer's device memory mapped over IPC, or the space's pinned host
 //   staging (which the device reads and writes at the same address, as mapped pinned memory).
 // - fence() waits until everything queued has run: before a message tells a peer that memory
-//   is ready, and before staging is reused.
+//   is ready, and before staging is reused. It is a host wait, counted for the calling thread
+//   (host_waits_here), which is how the communicator counts its ops' host waits.
 // - copy_now() is the one blocking copy, on a stream of its own (for completions).
 // - order_after_caller() runs on the caller's thread when the op is issued and returns what the
 //   progress thread runs first: making the communication stream wait for the caller's stream
 //   (an event), so the op sees what the caller queued before it, as with NCCL.
 // The reduction itself runs on the device: the space queues the device's reduction kernels.
+// Device collectives with no host in the loop (device_collectives.h): a space whose ranks can
+// signal each other through flags in their device windows (device_sync()) gives each op a
+// DeviceIssue on the stream it runs on, the group of windows the protocols use and the ranks'
+// shared host blocks (device_control.h); the communicator then issues its collectives there,
+// from the caller's thread, instead of on the progress thread with fences and messages.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "collectives/device_collectives.h"
+#include "collectives/device_issue.h"
 #include "collectives/types.h"
 
 namespace ringlet::collectives {
+
+class DeviceControl;
+
+// Host waits for a device made on this thread so far (fence() counts them).
+inline std::uint64_t& host_waits_here() {
+  thread_local std::uint64_t count = 0;
+  return count;
+}
 
 class BufferSpace {
  public:
@@ -36,7 +53,10 @@ class BufferSpace {
   virtual void reduce_into(void* dst, const void* src, std::size_t count, DType dtype,
                            ReduceOp op) = 0;
   virtual void divide_by(void* data, std::size_t count, DType dtype, int divisor) = 0;
-  virtual void fence() = 0;
+  void fence() {
+    ++host_waits_here();
+    wait_for_device();
+  }
 
   // Pinned host memory, `slot` 0..3, at least `bytes`, kept across ops.
   virtual char* staging(int slot, std::size_t bytes) = 0;
@@ -55,6 +75,19 @@ class BufferSpace {
   // connections).
   virtual const std::vector<std::byte*>& windows() const = 0;
   virtual std::size_t window_bytes() const = 0;
+
+  // Device-side synchronization (see above); the rest is only called where it is true.
+  virtual bool device_sync() const { return false; }
+  virtual std::unique_ptr<DeviceIssue> issue_on_device() { return nullptr; }
+  virtual const DeviceGroup* device_group() const { return nullptr; }
+  virtual DeviceControl* device_control() { return nullptr; }
+  // After a failure (`reason`): sets every flag of this rank's window from the host, so that
+  // device waits queued on them pass (what they guard is void by then), and makes the device's
+  // next synchronization throw the failure. The watchdog calls it.
+  virtual void release_flags(const std::string& /*reason*/) {}
+
+ protected:
+  virtual void wait_for_device() = 0;  // fence()'s wait
 };
 
 // `dst = own op src` for a space: own == dst in place.

@@ -6,12 +6,16 @@
 #include "collectives/communicator.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "collectives/algorithms.h"
+#include "collectives/device_control.h"
+#include "collectives/device_watchdog.h"
 #include "collectives/failure_policy.h"
 #include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
@@ -51,10 +55,17 @@ struct Communicator::Impl {
   Windows host_windows;   // the same, as the window algorithm reads them
   HostRings host_rings;   // the hierarchical all-reduce's rings (when access.hosts)
   std::mutex mutex;       // guards the seq counters
+  // One device op is queued at a time: its sequence number, fingerprint and device work
+  // must reach the device in the same order on every thread that issues.
+  std::mutex device_issue;
   std::uint64_t next_seq = 0, next_p2p = 0;
   // Set once the destructor stopped the channels: a send/recv still pending then fails while
   // its connection is destroyed, and must not reach for the channels being torn down.
   std::atomic<bool> stopped{false};
+  std::atomic<std::uint64_t> ops{0}, host_waits{0};
+  std::atomic<int> space_ops_queued{0};  // device ops on the progress thread, not yet run
+  DeviceWatchdog watchdog{[this](const std::string& m) { return failures.fail(m, m); },
+                          [this] { return failures.current(); }};
   Scheduler scheduler;  // last: its threads stop before the rest goes
 
   void connect_channels(const transport::MeshOptions& mesh, core::Deadline deadline) {
@@ -190,6 +201,7 @@ struct Communicator::Impl {
       std::lock_guard lock(mutex);
       fp.seq = collective ? next_seq++ : next_p2p++;
     }
+    ++ops;
     const int parts = channel < 0 ? scheduler.channels() : 1;
     auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, parts);
     if (auto f = failures.current()) {
@@ -218,17 +230,85 @@ struct Communicator::Impl {
 
   // A device op's body, as the progress thread runs it: after the caller's stream's work so
   // far (the event order_after_caller recorded at issue), with the space, and with its device
-  // work done before the Work completes.
-  static std::function<void(ChannelContext&)> on_space(BufferSpace* space,
-                                                       std::function<void(ChannelContext&)> body) {
+  // work done before the Work completes. Its fences are the op's host waits.
+  std::function<void(ChannelContext&)> on_space(BufferSpace* space,
+                                                std::function<void(ChannelContext&)> body) {
     std::function<void()> after_caller = space->order_after_caller();
-    return [space, after_caller = std::move(after_caller),
+    ++space_ops_queued;
+    return [this, space, after_caller = std::move(after_caller),
             body = std::move(body)](ChannelContext& ctx) {
+      const std::uint64_t before = host_waits_here();
+      struct Done {
+        Impl* impl;
+        std::uint64_t before;
+        ~Done() {
+          impl->host_waits += host_waits_here() - before;
+          --impl->space_ops_queued;
+        }
+      } done{this, before};
       ctx.op.space = space;
       after_caller();
       body(ctx);
       space->fence();
     };
+  }
+
+  // A device collective with no host in the loop (device_collectives.h): its fingerprint checked
+  // against the peers' records, its work queued on the device from this thread by `body`, and
+  // the watchdog watching it until the device has run it. An op being captured into a graph is
+  // done here: it runs when the graph does.
+  WorkPtr issue_on_device(OpKind kind, Fingerprint fp, BufferSpace& space,
+                          const std::function<void(DeviceIssue&, const DeviceGroup&)>& body) {
+    std::lock_guard issuing(device_issue);
+    {
+      std::lock_guard lock(mutex);
+      fp.seq = next_seq++;
+    }
+    ++ops;
+    auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq);
+    if (auto f = failures.current()) {
+      work->fail(f);
+      return work;
+    }
+    DeviceControl* control = space.device_control();
+    try {
+      if (control != nullptr) check_fingerprint(*control, fp);
+      after_queued_space_ops();
+      std::unique_ptr<DeviceIssue> issue = space.issue_on_device();
+      body(*issue, *space.device_group());
+      std::shared_ptr<DeviceCompletion> completion = issue->finish();
+      work->complete_on_device(completion);
+      if (completion->captured()) return work;  // done: it runs with the graph
+      watchdog.watch(work, std::move(completion), &space, core::Deadline::after(options.timeout),
+                     work->describe());
+    } catch (const std::exception& e) {
+      // Some of the op may be queued: the communicator fails, and the peers learn it.
+      const std::string message = core::str(work->describe(), ": ", e.what());
+      work->fail(failures.fail(message, message));
+      if (control != nullptr) control->set_failed(message);
+      space.release_flags(message);
+    }
+    return work;
+  }
+
+  void check_fingerprint(DeviceControl& control, const Fingerprint& fp) {
+    control.publish(fp);
+    if (auto bad = control.mismatch(fp)) {
+      throw mismatch_error(rank, fp, bad->first, &bad->second);
+    }
+  }
+
+  // Device ops still queued on the progress thread (sends, receives) run first: they may read
+  // or write what this op does. A host wait, and only then.
+  void after_queued_space_ops() {
+    if (space_ops_queued.load() == 0) return;
+    ++host_waits;
+    const auto deadline = core::Deadline::after(options.timeout);
+    while (space_ops_queued.load() > 0) {
+      RINGLET_CHECK(!deadline.expired(), TimeoutError, "rank ", rank,
+                    ": device ops queued before this one did not finish in time");
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
   bool fits_inline(const Fingerprint& fp) const {
@@ -327,6 +407,10 @@ std::string Communicator::transports() const {
 Algorithm Communicator::all_reduce_algorithm(std::size_t bytes, const BufferSpace* space) const {
   PeerAccess access = impl_->access;
   access.device_windows = space != nullptr && !space->windows().empty();
+  access.device_flags = space != nullptr && space->device_sync();
+  if (access.device_flags && space->device_group() != nullptr && impl_->size > 1) {
+    access.device_area_bytes = space->device_group()->area_bytes();
+  }
   return choose_all_reduce(impl_->options.algo, impl_->options.thresholds, access, impl_->size,
                            bytes, space != nullptr ? Buffers::device : Buffers::host);
 }
@@ -375,6 +459,10 @@ void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const 
     case Algorithm::hierarchical:
       hierarchical_all_reduce(ctx, *plan.rings, input, data, count, dtype, op);
       break;
+    case Algorithm::one_shot:
+    case Algorithm::two_shot:
+      RINGLET_THROW(Error, "rank ", ctx.rank, ": ", algorithm_name(plan.algorithm),
+                    " runs on the device, not on a channel");
   }
   divide_for_avg(ctx, data, count, dtype, op);
 }
@@ -397,6 +485,14 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
               " bytes (", core::dtype_name(dtype), ", ", reduce_op_name(op), ") runs ",
               algorithm_name(plan.algorithm), " over ", transports(),
               space != nullptr ? " on device buffers" : "");
+  }
+  if (space != nullptr && space->device_sync()) {
+    const auto algorithm = plan.algorithm == Algorithm::one_shot ? DeviceAlgorithm::one_shot
+                                                                 : DeviceAlgorithm::two_shot;
+    return impl_->issue_on_device(
+        OpKind::all_reduce, fp, *space, [=](DeviceIssue& d, const DeviceGroup& g) {
+          device_all_reduce(d, g, algorithm, send, recv, count, dtype, op);
+        });
   }
   // The rings check the fingerprint through channel 0's exchange with the neighbours; the
   // others carry it in their own messages. Only host rings split over channels.
@@ -423,6 +519,12 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
   const std::size_t es = core::dtype_size(dtype);
   const int n = impl_->size, r = impl_->rank;
   Fingerprint fp{OpKind::reduce_scatter, dtype, op, 0, -1, recv_count, 0};
+  if (space != nullptr && space->device_sync()) {
+    return impl_->issue_on_device(OpKind::reduce_scatter, fp, *space,
+                                  [=](DeviceIssue& d, const DeviceGroup& g) {
+                                    device_reduce_scatter(d, g, send, recv, recv_count, dtype, op);
+                                  });
+  }
   return impl_->submit(
       OpKind::reduce_scatter, true, fp, 0,
       [=](ChannelContext& ctx) {
@@ -448,6 +550,12 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
   const std::size_t es = core::dtype_size(dtype);
   const int r = impl_->rank;
   Fingerprint fp{OpKind::all_gather, dtype, ReduceOp::sum, 0, -1, send_count, 0};
+  if (space != nullptr && space->device_sync()) {
+    return impl_->issue_on_device(OpKind::all_gather, fp, *space,
+                                  [=](DeviceIssue& d, const DeviceGroup& g) {
+                                    device_all_gather(d, g, send, recv, send_count, dtype);
+                                  });
+  }
   return impl_->submit(
       OpKind::all_gather, true, fp, 0,
       [=](ChannelContext& ctx) {
@@ -464,6 +572,12 @@ WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int 
   impl_->check_rank(root, "root", "broadcast");
   impl_->check_buffer(data, count, "buffer", "broadcast");
   Fingerprint fp{OpKind::broadcast, dtype, ReduceOp::sum, 0, root, count, 0};
+  if (space != nullptr && space->device_sync()) {
+    return impl_->issue_on_device(OpKind::broadcast, fp, *space,
+                                  [=](DeviceIssue& d, const DeviceGroup& g) {
+                                    device_broadcast(d, g, data, count, dtype, root);
+                                  });
+  }
   return impl_->submit(
       OpKind::broadcast, true, fp, 0,
       [=](ChannelContext& ctx) {
@@ -481,6 +595,12 @@ WorkPtr Communicator::reduce(const void* send, void* recv, std::size_t count, DT
   const std::size_t es = core::dtype_size(dtype);
   const bool is_root = impl_->rank == root;
   Fingerprint fp{OpKind::reduce, dtype, op, 0, root, count, 0};
+  if (space != nullptr && space->device_sync()) {
+    return impl_->issue_on_device(OpKind::reduce, fp, *space,
+                                  [=](DeviceIssue& d, const DeviceGroup& g) {
+                                    device_reduce(d, g, send, recv, count, dtype, op, root);
+                                  });
+  }
   return impl_->submit(
       OpKind::reduce, true, fp, 0,
       [=](ChannelContext& ctx) {
@@ -553,6 +673,18 @@ void Communicator::abort(const std::string& reason) {
 }
 
 bool Communicator::aborted() const { return impl_->failures.current() != nullptr; }
+
+CommCounters Communicator::counters() const {
+  CommCounters c;
+  c.ops = impl_->ops.load();
+  c.host_waits = impl_->host_waits.load();
+  for (int ch = 0; ch < impl_->scheduler.channels(); ++ch) {
+    for (int p = 0; p < impl_->size; ++p) {
+      if (p != impl_->rank) c.host_messages += impl_->scheduler.mesh(ch).peer(p).messages_sent();
+    }
+  }
+  return c;
+}
 
 Tracer& Communicator::tracer() { return impl_->tracer; }
 

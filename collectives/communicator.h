@@ -7,12 +7,18 @@
 //   the calling thread instead, saving two thread hand-offs; its Work is done on return.
 // - Buffers are (pointer, count, dtype) on the host; they must stay valid until the Work is
 //   done. send == recv means in place.
-// - Device buffers come with their BufferSpace (buffer_space.h; bridge/device_space.h makes
-//   one for a device): the op is ordered after the caller's current stream at issue, runs on
-//   the space's communication stream (device windows over IPC when every rank has them, else
-//   staged through pinned host memory over the connections) with the reductions on the device,
-//   and its Work completes once the device work is done. Same fingerprints, deadlines and
-//   failure handling as host buffers; device ops run on channel 0 and never inline.
+// - Device buffers come with their BufferSpace (buffer_space.h; distributed/device_space.h makes
+//   one for a device): the op is ordered after the caller's current stream at issue and its Work
+//   completes once the device has run it. Where the ranks synchronize through flags in their
+//   device windows (device_collectives.h), a collective is queued on the device from the
+//   caller's thread in one go: one-shot or two-shot kernels between flag barriers, no progress
+//   thread, no host wait, no message; its fingerprint checked against the peers' records in
+//   shared host memory (device_control.h), a watchdog thread failing it at its deadline or when
+//   a peer fails or dies (device_watchdog.h); issued while the caller's stream is captured, it
+//   becomes part of the graph. Otherwise it runs on channel 0's progress thread, on the space's
+//   communication stream (host-driven device windows over IPC, or staged through pinned host
+//   memory over the connections), fenced between steps; never inline. Sends and receives of
+//   device buffers always take that path.
 // - Each collective carries its Fingerprint (fingerprint.h); a rank whose peer disagrees
 //   fails, and so does every other rank, with both fingerprints in the message.
 // - Every wait is bounded by the op's deadline (RINGLET_TIMEOUT ms, default 10 minutes). A dead
@@ -49,6 +55,17 @@ namespace ringlet::collectives {
 // Every failed collective: names the local rank, the op, its seq, the peer waited on, the
 // bytes done, and (when another rank saw it first) the root cause.
 using core::CollectiveError;
+
+// What this rank's ops have cost its host so far (all_reduce_perf prints them per op): ops
+// issued; host waits for a device made on their behalf (fences between steps; a device op with
+// device flags makes none); messages sent on the connections, every channel (fingerprints and
+// handshakes included; a device op with device flags sends none).
+struct CommCounters {
+  std::uint64_t ops = 0, host_waits = 0, host_messages = 0;
+  CommCounters operator-(const CommCounters& before) const {
+    return {ops - before.ops, host_waits - before.host_waits, host_messages - before.host_messages};
+  }
+};
 
 class Communicator {
  public:
@@ -94,6 +111,8 @@ class Communicator {
   // Fails every queued and later op with `reason`.
   void abort(const std::string& reason);
   bool aborted() const;
+
+  CommCounters counters() const;
 
   struct Impl;
 

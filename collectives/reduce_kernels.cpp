@@ -2,7 +2,10 @@
 // instruction-set level in use (collectives/reduce_table.h; the loops are reduce_loops.h).
 #include "collectives/reduce_kernels.h"
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "collectives/reduce_table.h"
@@ -73,6 +76,22 @@ void reduce_pair(void* dst, const void* a, const void* src, std::size_t count, D
   RINGLET_CHECK(dst != nullptr && a != nullptr && src != nullptr, ValueError,
                 "reduce_into: null buffer for ", count, " elements of ", dtype);
   reduce_table(isa).combine[static_cast<std::size_t>(dtype)][column](dst, a, src, count);
+}
+
+void reduce_many(void* dst, const void* const* srcs, int sources, std::size_t count, DType dtype,
+                 ReduceOp op) {
+  RINGLET_CHECK(sources >= 1, ValueError, "reduce_many: no source");
+  const std::size_t es = core::dtype_size(dtype);
+  constexpr std::size_t kBlockBytes = 16 * 1024;  // stays in L1 while every source is added
+  const std::size_t block = std::max<std::size_t>(1, kBlockBytes / es);
+  alignas(64) std::byte scratch[kBlockBytes + 64];
+  for (std::size_t begin = 0; begin < count; begin += block) {
+    const std::size_t n = std::min(block, count - begin);
+    const auto at = [&](const void* p) { return static_cast<const std::byte*>(p) + begin * es; };
+    std::memcpy(scratch, at(srcs[0]), n * es);
+    for (int k = 1; k < sources; ++k) reduce_into(scratch, at(srcs[k]), n, dtype, op);
+    std::memcpy(static_cast<std::byte*>(dst) + begin * es, scratch, n * es);
+  }
 }
 
 void divide_by(void* data, std::size_t count, DType dtype, int divisor) {

@@ -19,6 +19,10 @@ void reduce_pair(void* dst, const void* a, const void* b, std::size_t count, DTy
                  ReduceOp op);
 void reduce_pair(void* dst, const void* a, const void* b, std::size_t count, DType dtype,
                  ReduceOp op, core::Isa isa);
+// dst[i] = srcs[0][i] op srcs[1][i] op ... in that order (the bits of a chain of reduce_into
+// calls); dst may be any of the sources (it is written block by block from a scratch block).
+void reduce_many(void* dst, const void* const* srcs, int sources, std::size_t count, DType dtype,
+                 ReduceOp op);
 // dst[i] /= divisor (integers: truncating division, as PyTorch's avg on integers).
 void divide_by(void* data, std::size_t count, DType dtype, int divisor);
 void divide_by(void* data, std::size_t count, DType dtype, int divisor, core::Isa isa);

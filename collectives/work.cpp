@@ -1,6 +1,11 @@
-// Work completion: a collective split over channels is done when every part reported.
+// Work completion: a collective split over channels is done when every part reported; a device
+// op when its device completion is.
 #include "collectives/work.h"
 
+#include <chrono>
+#include <thread>
+
+#include "collectives/device_issue.h"
 #include "core/error.h"
 
 namespace ringlet::collectives {
@@ -9,9 +14,28 @@ std::string Work::describe() const {
   return core::str("rank ", rank_, ": ", op_name_, " seq ", seq_);
 }
 
+bool Work::device_done() const {
+  if (!done_ && device_ != nullptr && device_->done()) done_ = true;
+  return done_;
+}
+
 void Work::wait(core::Deadline deadline) {
   std::unique_lock lock(mutex_);
-  if (!core::wait_until(cv_, lock, deadline, [this] { return done_; })) {
+  if (device_ != nullptr) {
+    // The device gives no wake-up: poll its event, briefly at first (a host wait the caller
+    // asked for; the stream-side wait, distributed::wait_on_stream, makes none).
+    auto pause = std::chrono::microseconds(1);
+    while (!device_done()) {
+      lock.unlock();
+      if (deadline.expired()) {
+        RINGLET_THROW(TimeoutError, describe(),
+                      ": wait() timed out (the collective is still running on the device)");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(100));
+      lock.lock();
+    }
+  } else if (!core::wait_until(cv_, lock, deadline, [this] { return done_; })) {
     RINGLET_THROW(TimeoutError, describe(), ": wait() timed out (the collective is still running)");
   }
   if (error_) std::rethrow_exception(error_);
@@ -19,7 +43,7 @@ void Work::wait(core::Deadline deadline) {
 
 bool Work::done() const {
   std::lock_guard lock(mutex_);
-  return done_;
+  return device_done();
 }
 
 std::exception_ptr Work::error() const {
@@ -44,6 +68,16 @@ void Work::fail(std::exception_ptr error) {
     error_ = std::move(error);
   }
   cv_.notify_all();
+}
+
+void Work::complete_on_device(std::shared_ptr<DeviceCompletion> completion) {
+  std::lock_guard lock(mutex_);
+  device_ = std::move(completion);
+}
+
+std::shared_ptr<DeviceCompletion> Work::device_completion() const {
+  std::lock_guard lock(mutex_);
+  return device_;
 }
 
 }  // namespace ringlet::collectives

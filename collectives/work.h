@@ -1,6 +1,9 @@
 // Work: the handle of one asynchronous collective. The communicator's progress thread(s)
 // complete or fail it; callers wait with a deadline. A failed Work rethrows its error (a
 // CollectiveError naming local rank, failed peer, op, seq and bytes done) from every wait().
+// A device op issued with no host in the loop (device_issue.h) holds its DeviceCompletion
+// instead: it is done once the device has run it (an event query), and a wait() polls that;
+// the communicator's watchdog fails it when its deadline passes or a peer fails first.
 #pragma once
 
 #include <condition_variable>
@@ -13,6 +16,8 @@
 #include "core/deadline.h"
 
 namespace ringlet::collectives {
+
+class DeviceCompletion;
 
 class Work {
  public:
@@ -30,6 +35,9 @@ class Work {
   // --- for the communicator: each of `parts` channel parts reports once ---
   void part_done();
   void fail(std::exception_ptr error);
+  // A device op: done when `completion` is (set once, at issue).
+  void complete_on_device(std::shared_ptr<DeviceCompletion> completion);
+  std::shared_ptr<DeviceCompletion> device_completion() const;
 
  private:
   mutable std::mutex mutex_;
@@ -38,8 +46,10 @@ class Work {
   const char* op_name_;
   std::uint64_t seq_;
   int parts_left_;
-  bool done_ = false;
+  mutable bool done_ = false;  // a device op's turns true when a query finds it done
   std::exception_ptr error_;
+  std::shared_ptr<DeviceCompletion> device_;
+  bool device_done() const;  // under mutex_: done_, after asking the device
 };
 
 using WorkPtr = std::shared_ptr<Work>;

@@ -47,6 +47,7 @@ struct DistributedDataParallel::State {
   std::vector<tensor::Tensor> views;  // param -> its slot of its bucket, shaped like the param
   std::vector<tensor::Tensor> buffers;
   std::vector<std::byte> staging;  // every buffer's bytes, padded to 4-byte words: one broadcast
+  tensor::Tensor device_staging;   // the same words in device memory, for buffers on a device
   std::mutex mutex;  // hooks run on the backward thread; keep the bookkeeping simple and safe
 
   void reset() {
@@ -131,18 +132,14 @@ struct DistributedDataParallel::State {
   // statistics are f32, its batch counters i64; a broadcast combines nothing, so one buffer of
   // 4-byte words carries both): one synchronization per forward, not one per buffer or dtype.
   void broadcast_buffers_from_rank0(core::Deadline deadline) {
-    if (space != nullptr) {  // on the device: one broadcast per buffer, the stream waits
-      for (auto& b : buffers) {
-        auto work =
-            comm->broadcast(b.raw_data(), static_cast<std::size_t>(b.numel()), b.dtype(), 0, space);
-        distributed::wait_on_stream(work, tensor::device::current_stream(device), deadline);
-      }
-      return;
-    }
     std::size_t total = 0;
     for (const auto& b : buffers) total += b.nbytes();
     if (total == 0) return;
     const std::size_t words = (total + 3) / 4;
+    if (space != nullptr) {
+      broadcast_on_device(words, deadline);
+      return;
+    }
     staging.assign(words * 4, std::byte{0});
     const auto each = [&](auto&& fn) {
       std::size_t offset = 0;
@@ -156,6 +153,31 @@ struct DistributedDataParallel::State {
     comm->broadcast(staging.data(), words, core::DType::i32, 0)->wait(deadline);
     if (comm->rank() != 0)
       each([](std::byte* b, std::byte* at, std::size_t n) { std::memcpy(b, at, n); });
+  }
+
+  // The same on the device: the buffers copied into one device buffer of words on the caller's
+  // stream, broadcast, copied back once the stream has waited for it; the host never waits.
+  void broadcast_on_device(std::size_t words, core::Deadline deadline) {
+    if (!device_staging.defined() || device_staging.numel() != static_cast<std::int64_t>(words)) {
+      device_staging =
+          tensor::Tensor::empty({static_cast<std::int64_t>(words)}, tensor::DType::i32, device);
+    }
+    tensor::device::Runtime& rt = tensor::device::runtime(device);
+    const tensor::device::Stream stream = tensor::device::current_stream(device);
+    auto* flat = static_cast<std::byte*>(device_staging.raw_data());
+    const auto copy_each = [&](bool into_flat) {
+      std::size_t offset = 0;
+      for (const auto& b : buffers) {
+        auto* own = static_cast<std::byte*>(b.raw_data());
+        rt.copy_async(into_flat ? flat + offset : own, into_flat ? own : flat + offset, b.nbytes(),
+                      stream.handle());
+        offset += b.nbytes();
+      }
+    };
+    if (comm->rank() == 0) copy_each(true);
+    auto work = comm->broadcast(flat, words, core::DType::i32, 0, space);
+    distributed::wait_on_stream(work, stream, deadline);
+    if (comm->rank() != 0) copy_each(false);
   }
 
   void on_grad(std::size_t index, const tensor::Tensor& grad) {

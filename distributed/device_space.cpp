@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
 
 #include "collectives/cuda/reduce.h"
 #include "collectives/peer_memory.h"
@@ -12,6 +15,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "tensor/device/counters.h"
+#include "tensor/device/sticky_error.h"
+#include "tensor/emu/emu_runtime.h"
 
 namespace ringlet::distributed {
 namespace {
@@ -19,6 +24,30 @@ namespace {
 namespace device = tensor::device;
 using collectives::DType;
 using collectives::ReduceOp;
+
+// What a peer published about its window.
+struct PeerWindow {
+  std::string host, handle;
+  long pid = 0;
+  std::uintptr_t address = 0;
+};
+
+PeerWindow parse_peer_window(const std::string& value) {
+  PeerWindow peer;
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  for (std::size_t cut; (cut = value.find('\n', begin)) != std::string::npos; begin = cut + 1) {
+    parts.push_back(value.substr(begin, cut - begin));
+  }
+  parts.push_back(value.substr(begin));
+  RINGLET_CHECK(parts.size() == 4, DeviceError, "a device window's record \"", value,
+                "\" is not host, pid, handle and address");
+  peer.host = parts[0];
+  peer.pid = std::stol(parts[1]);
+  peer.handle = parts[2];
+  peer.address = static_cast<std::uintptr_t>(std::stoull(parts[3]));
+  return peer;
+}
 
 constexpr int kStagingSlots = 4;
 
@@ -33,7 +62,79 @@ std::size_t window_bytes_from_env() {
       core::env_int("RINGLET_DEVICE_WINDOW_BYTES", 16 << 20, 4096, std::int64_t{1} << 34));
 }
 
+// A device op with device flags: an event recorded after its work, or a captured op (it runs
+// whenever its graph does; nothing here waits for it).
+class EventCompletion final : public collectives::DeviceCompletion {
+ public:
+  explicit EventCompletion(std::shared_ptr<device::Event> event) : event_(std::move(event)) {}
+  bool done() override { return event_ == nullptr || event_->query(); }
+  bool captured() const override { return event_ == nullptr; }
+  const device::Event* event() const { return event_.get(); }
+
+ private:
+  std::shared_ptr<device::Event> event_;  // null when captured
+};
+
 }  // namespace
+
+// One op's work on one stream: copies, the device's reductions (collectives/cuda's kernels; on
+// the emulated device the host kernels as tasks of the stream), flag writes and waits.
+class DeviceSpace::Issue final : public collectives::DeviceIssue {
+ public:
+  Issue(DeviceSpace& space, device::Stream stream, bool captured)
+      : space_(space), stream_(std::move(stream)), captured_(captured) {}
+
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    space_.runtime_.copy_async(dst, src, bytes, stream_.handle());
+  }
+  void reduce(void* dst, const std::vector<const void*>& srcs, std::size_t count, DType dtype,
+              ReduceOp op) override {
+    if (count == 0) return;
+    if (op == ReduceOp::avg) op = ReduceOp::sum;
+    const core::Device dev = space_.device_;
+    if (dev.is_cuda()) {
+      const int launches =
+          collectives::cuda::reduce_many(dst, srcs.data(), static_cast<int>(srcs.size()), count,
+                                         dtype, op, dev.index, stream_.handle());
+      device::count_stream_ops(dev, static_cast<std::uint64_t>(launches));
+      return;
+    }
+    device::count_stream_ops(dev);
+    tensor::emu::queue(stream_.handle()).enqueue([=] {
+      collectives::reduce_many(dst, srcs.data(), static_cast<int>(srcs.size()), count, dtype, op);
+    });
+  }
+  void divide_by(void* data, std::size_t count, DType dtype, int divisor) override {
+    if (count == 0) return;
+    const core::Device dev = space_.device_;
+    device::count_stream_ops(dev);
+    if (dev.is_cuda()) {
+      collectives::cuda::divide_by(data, count, dtype, divisor, dev.index, stream_.handle());
+      return;
+    }
+    tensor::emu::queue(stream_.handle()).enqueue([=] {
+      collectives::divide_by(data, count, dtype, divisor);
+    });
+  }
+  void signal(std::uint32_t* flag) override {
+    space_.runtime_.write_value32(flag, 1, stream_.handle());
+  }
+  void wait_flag(std::uint32_t* flag) override {
+    space_.runtime_.wait_value32(flag, 1, stream_.handle());
+    space_.runtime_.write_value32(flag, 0, stream_.handle());
+  }
+  std::shared_ptr<collectives::DeviceCompletion> finish() override {
+    if (captured_) return std::make_shared<EventCompletion>(nullptr);
+    auto event = std::make_shared<device::Event>(space_.device_);
+    event->record(stream_);
+    return std::make_shared<EventCompletion>(std::move(event));
+  }
+
+ private:
+  DeviceSpace& space_;
+  device::Stream stream_;
+  bool captured_;
+};
 
 DeviceLink parse_device_link(const std::string& text) {
   if (text == "auto") return DeviceLink::automatic;
@@ -48,7 +149,9 @@ DeviceSpace::DeviceSpace(core::Device device)
       runtime_(device::runtime(device)),
       comm_(device::new_stream(device)),
       p2p_(device::new_stream(device)),
-      staging_(kStagingSlots, {nullptr, 0}) {}
+      staging_(kStagingSlots, {nullptr, 0}),
+      after_caller_(std::make_unique<device::Event>(device)),
+      release_(device::new_stream(device)) {}
 
 std::unique_ptr<DeviceSpace> DeviceSpace::create(transport::Store& store, const std::string& key,
                                                  int rank, int size, core::Device device,
@@ -57,11 +160,13 @@ std::unique_ptr<DeviceSpace> DeviceSpace::create(transport::Store& store, const 
   RINGLET_CHECK(!device.is_cpu(), ValueError, "a device space needs a device, not the host");
   std::unique_ptr<DeviceSpace> space(new DeviceSpace(device));
   if (size > 1) space->open_windows(store, key + "/devwin/", rank, size, options, deadline);
+  space->agree_on_device_flags(store, key + "/devflags/", rank, size, options, deadline);
   return space;
 }
 
-// Every rank publishes "host\nhandle" of its window (an empty handle when it has none), opens
-// every peer's, and the ranks agree: windows only when every rank opened every window.
+// Every rank publishes "host\npid\nhandle\naddress" of its window (an empty handle when it has
+// none), opens every peer's (a rank of this same process: its address), and the ranks agree:
+// windows only when every rank opened every window.
 void DeviceSpace::open_windows(transport::Store& store, const std::string& key, int rank, int size,
                                DeviceSpaceOptions options, core::Deadline deadline) {
   window_bytes_ = options.window_bytes != 0 ? options.window_bytes : window_bytes_from_env();
@@ -77,22 +182,25 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
     }
   }
   const std::string host = host_name();
-  store.set(key + std::to_string(rank), host + "\n" + handle);
+  store.set(key + std::to_string(rank), core::str(host, "\n", ::getpid(), "\n", handle, "\n",
+                                                  reinterpret_cast<std::uintptr_t>(own_window_)));
   std::vector<std::byte*> mapped(static_cast<std::size_t>(size), nullptr);
+  opened_.assign(static_cast<std::size_t>(size), false);
   mapped[rank] = own_window_;
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
-    const std::string value = store.get(key + std::to_string(p), deadline);
-    const auto cut = value.find('\n');
-    const std::string peer_host = value.substr(0, cut), peer_handle = value.substr(cut + 1);
+    const PeerWindow peer = parse_peer_window(store.get(key + std::to_string(p), deadline));
     if (!problem.empty()) continue;
-    if (peer_host != host) {
-      problem = core::str("rank ", p, " is on host ", peer_host, ", this rank on ", host);
-    } else if (peer_handle.empty()) {
+    if (peer.host != host) {
+      problem = core::str("rank ", p, " is on host ", peer.host, ", this rank on ", host);
+    } else if (peer.handle.empty()) {
       problem = core::str("rank ", p, " has no device window");
+    } else if (peer.pid == ::getpid()) {
+      mapped[p] = reinterpret_cast<std::byte*>(peer.address);  // a thread of this process
     } else {
       try {
-        mapped[p] = static_cast<std::byte*>(runtime_.ipc_open(peer_handle));
+        mapped[p] = static_cast<std::byte*>(runtime_.ipc_open(peer.handle));
+        opened_[p] = true;
       } catch (const std::exception& e) {
         problem = core::str("rank ", p, "'s window cannot be opened: ", e.what());
       }
@@ -105,8 +213,9 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
     return;
   }
   for (int p = 0; p < size; ++p) {
-    if (p != rank && mapped[p] != nullptr) runtime_.ipc_close(mapped[p]);
+    if (opened_[p]) runtime_.ipc_close(mapped[p]);
   }
+  opened_.clear();
   if (own_window_ != nullptr) runtime_.free(own_window_);
   own_window_ = nullptr;
   RINGLET_CHECK(options.link != DeviceLink::ipc, DeviceError, "rank ", rank, " on ", device_,
@@ -125,9 +234,11 @@ DeviceSpace::~DeviceSpace() {
   } catch (const std::exception& e) {
     core::log(core::LogLevel::debug, device_, ": device space closing after: ", e.what());
   }
+  control_.reset();  // tells the peers this rank left
   for (std::size_t p = 0; p < windows_.size(); ++p) {
-    if (windows_[p] != nullptr && windows_[p] != own_window_) runtime_.ipc_close(windows_[p]);
+    if (opened_[p]) runtime_.ipc_close(windows_[p]);
   }
+  if (ones_ != nullptr) runtime_.host_free_pinned(ones_);
   if (own_window_ != nullptr) runtime_.free(own_window_);
   for (auto& [ptr, bytes] : staging_) {
     if (ptr != nullptr) runtime_.host_free_pinned(ptr);
@@ -171,7 +282,7 @@ void DeviceSpace::divide_by(void* data, std::size_t count, DType dtype, int divi
   runtime_.host_func(comm_.handle(), [=] { collectives::divide_by(data, count, dtype, divisor); });
 }
 
-void DeviceSpace::fence() { runtime_.synchronize(comm_.handle()); }
+void DeviceSpace::wait_for_device() { runtime_.synchronize(comm_.handle()); }
 
 // Buffers grow (at least doubling) and the smaller ones are kept until the space goes: a free
 // in mid-run would wait for every stream of the device (as cudaFree does), and a stream may be
@@ -211,8 +322,96 @@ void DeviceSpace::copy_now(void* dst, const void* src, std::size_t bytes) {
   runtime_.synchronize(p2p_.handle());
 }
 
+// Device flags: when the ranks can run collectives with no host in the loop, and the group
+// the protocols use. Every rank reaches the same answer (the last step is a vote).
+void DeviceSpace::agree_on_device_flags(transport::Store& store, const std::string& key, int rank,
+                                        int size, DeviceSpaceOptions options,
+                                        core::Deadline deadline) {
+  const bool wanted =
+      options.flags != DeviceFlags::off && core::env_int("RINGLET_DEVICE_FLAGS", 1, 0, 1) == 1;
+  if (size == 1) {  // nothing to synchronize with: the ops are copies on the device
+    device_sync_ = wanted;
+    group_ = collectives::DeviceGroup{0, 1, {}, 0};
+    return;
+  }
+  if (windows_.empty()) return;  // every rank agreed on that already
+  std::string problem;
+  control_ = collectives::DeviceControl::connect(store, key + "control/", rank, size, deadline);
+  if (!wanted) {
+    problem = "RINGLET_DEVICE_FLAGS=0";
+  } else if (control_ == nullptr) {
+    problem = "the ranks cannot share a host block";
+  } else if (size > collectives::kDeviceMaxRanks) {
+    problem = core::str(size, " ranks: at most ", collectives::kDeviceMaxRanks);
+  } else if (window_bytes_ < collectives::kDeviceFlagBytes + 256) {
+    problem = core::str("a window of ", window_bytes_, " bytes leaves no room");
+  } else if (!runtime_.stream_memory_ops() && !control_->one_process()) {
+    problem = "the device has no stream memory operations, and the ranks are processes";
+  }
+  if (problem.empty()) clear_own_flags();
+  const bool all =
+      collectives::all_ranks_agree(store, key + "ok/", rank, size, problem.empty(), deadline);
+  if (!all) {
+    core::log(core::LogLevel::info, "rank ", rank, " on ", device_,
+              ": device collectives are driven by the host (no device flags: ",
+              problem.empty() ? "another rank cannot use them" : problem, ")");
+    control_.reset();
+    return;
+  }
+  device_sync_ = true;
+  group_ = collectives::DeviceGroup{rank, size, windows_, window_bytes_};
+  ones_ = static_cast<char*>(runtime_.host_alloc_pinned(collectives::kDeviceFlagBytes));
+  std::vector<std::uint32_t> ones(collectives::kDeviceFlagBytes / 4, 1);
+  std::memcpy(ones_, ones.data(), collectives::kDeviceFlagBytes);
+}
+
+// The flags start clear (the device's fresh memory is not zero): written before this rank votes,
+// so before any peer can signal.
+void DeviceSpace::clear_own_flags() {
+  char* zeros = static_cast<char*>(runtime_.host_alloc_pinned(collectives::kDeviceFlagBytes));
+  std::memset(zeros, 0, collectives::kDeviceFlagBytes);
+  runtime_.copy_async(own_window_, zeros, collectives::kDeviceFlagBytes, comm_.handle());
+  runtime_.synchronize(comm_.handle());
+  runtime_.host_free_pinned(zeros);
+}
+
+// On the caller's stream while it is being captured; else on the communication stream, after
+// the caller's stream's work so far.
+std::unique_ptr<collectives::DeviceIssue> DeviceSpace::issue_on_device() {
+  const device::Stream caller = device::current_stream(device_);
+  if (runtime_.is_capturing(caller.handle())) return std::make_unique<Issue>(*this, caller, true);
+  after_caller_->record(caller);
+  after_caller_->wait(comm_);
+  return std::make_unique<Issue>(*this, comm_, false);
+}
+
+void DeviceSpace::release_flags(const std::string& reason) {
+  if (!device_sync_ || own_window_ == nullptr) return;
+  device::post_device_failure(device_, reason);
+  const std::size_t words = 2 * static_cast<std::size_t>(group_.size);
+  if (device_.is_cuda()) {
+    runtime_.copy_async(own_window_, ones_, words * 4, release_.handle());
+    runtime_.synchronize(release_.handle());
+    return;
+  }
+  auto* flags = reinterpret_cast<std::uint32_t*>(own_window_);
+  for (std::size_t i = 0; i < words; ++i) {
+    std::atomic_ref(flags[i]).store(1, std::memory_order_release);
+  }
+}
+
 void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stream,
                     core::Deadline deadline) {
+  if (auto completion = work->device_completion()) {
+    // With device flags: the stream waits for the op's event (nothing, for a captured op:
+    // it was recorded on the capturing stream, in order).
+    if (auto error = work->error()) std::rethrow_exception(error);
+    const auto* ours = dynamic_cast<const EventCompletion*>(completion.get());
+    RINGLET_CHECK(ours != nullptr, DeviceError, "wait_on_stream: ", work->describe(),
+                  " ran on another kind of device space");
+    if (ours->event() != nullptr) ours->event()->wait(stream);
+    return;
+  }
   if (stream.device().is_cuda()) {
     // A blocking host function would hold the driver's callback thread while the op's own
     // stream work (and its fences on the progress thread) need the driver: it hangs on a GPU.

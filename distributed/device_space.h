@@ -5,16 +5,23 @@
 //   kernels, run as tasks on that stream's thread, bit for bit what the CUDA kernels compute).
 // - Each op is ordered after the caller's current stream by an event recorded at issue.
 // - Same host: every rank allocates a device window and exports it (ipc_export); the ranks
-//   swap the handles through the store and open each other's, so all-reduce runs through the
-//   windows (reducing straight out of the peers' device memory), as the host's window
-//   algorithm does through shared memory. Several ranks may share one device: each is its own
-//   process with its own window. Otherwise (other hosts, link staged, or a window that cannot
-//   be opened) every op is staged through pinned host memory over the connections.
+//   swap the handles through the store and open each other's (ranks that are threads of one
+//   process use each other's pointers: a handle cannot be opened where it was exported).
+//   Several ranks may share one device. Otherwise (other hosts, link staged, or a window that
+//   cannot be opened) every op is staged through pinned host memory over the connections.
+// - Device flags (collectives/device_collectives.h): with windows, where the device can wait on
+//   a flag as a stream operation (or every rank is a thread of this process, where a flag kernel
+//   may spin), and with the ranks' shared host blocks (collectives/device_control.h), every rank
+//   agreeing, collectives run with no host in the loop: issue_on_device() queues each op on the
+//   communication stream after the caller's stream (or on the caller's stream while it is being
+//   captured) and its completion is an event. RINGLET_DEVICE_FLAGS=0 (or options) turns this off:
+//   the windows are then driven by the host (fenced, messaged), as before.
 // - wait_on_stream() makes a stream wait for a Work without blocking the host (NCCL's
-//   semantics) on the emulated device; a failed Work fails that stream, whose next synchronize
-//   throws the collective's error. On CUDA the host waits (as PyTorch's gloo backend does for
-//   CUDA tensors): a CUDA host function must not wait for other CUDA work, and the op's last
-//   fence has finished its device work, so the stream needs nothing more.
+//   semantics): for an op with device flags, an event wait on either device (a failure found
+//   later is posted to the device: its next synchronization throws the collective's error); for
+//   a host-driven op on the emulated device, a host function on the stream that fails it; on
+//   CUDA, a host-driven op makes the host wait (as PyTorch's gloo backend does for CUDA tensors:
+//   a CUDA host function must not wait for other CUDA work).
 #pragma once
 
 #include <memory>
@@ -22,6 +29,7 @@
 #include <vector>
 
 #include "collectives/buffer_space.h"
+#include "collectives/device_control.h"
 #include "collectives/work.h"
 #include "core/deadline.h"
 #include "tensor/device/stream.h"
@@ -33,8 +41,12 @@ enum class DeviceLink { automatic, ipc, staged };
 // "auto", "ipc", "staged" (also "tcp" and "shm", the staged links' names in the benches).
 DeviceLink parse_device_link(const std::string& text);
 
+enum class DeviceFlags { automatic, off };
+
 struct DeviceSpaceOptions {
   DeviceLink link = DeviceLink::automatic;
+  // automatic: device flags where they can run (RINGLET_DEVICE_FLAGS=0 turns them off).
+  DeviceFlags flags = DeviceFlags::automatic;
   // Each rank's device window (RINGLET_DEVICE_WINDOW_BYTES, default 16 MiB): two halves, a
   // piece of the buffer per half.
   std::size_t window_bytes = 0;  // 0: from the environment
@@ -58,7 +70,6 @@ class DeviceSpace final : public collectives::BufferSpace {
   void reduce_into(void* dst, const void* src, std::size_t count, collectives::DType dtype,
                    collectives::ReduceOp op) override;
   void divide_by(void* data, std::size_t count, collectives::DType dtype, int divisor) override;
-  void fence() override;
   char* staging(int slot, std::size_t bytes) override;
   char* scratch(std::size_t bytes) override;
   std::shared_ptr<char> host_buffer(std::size_t bytes) override;
@@ -66,10 +77,23 @@ class DeviceSpace final : public collectives::BufferSpace {
   const std::vector<std::byte*>& windows() const override { return windows_; }
   std::size_t window_bytes() const override { return window_bytes_; }
 
+  bool device_sync() const override { return device_sync_; }
+  std::unique_ptr<collectives::DeviceIssue> issue_on_device() override;
+  const collectives::DeviceGroup* device_group() const override { return &group_; }
+  collectives::DeviceControl* device_control() override { return control_.get(); }
+  void release_flags(const std::string& reason) override;
+
+ protected:
+  void wait_for_device() override;
+
  private:
+  class Issue;
   explicit DeviceSpace(core::Device device);
   void open_windows(transport::Store& store, const std::string& key, int rank, int size,
                     DeviceSpaceOptions options, core::Deadline deadline);
+  void agree_on_device_flags(transport::Store& store, const std::string& key, int rank, int size,
+                             DeviceSpaceOptions options, core::Deadline deadline);
+  void clear_own_flags();
 
   core::Device device_;
   tensor::device::Runtime& runtime_;
@@ -80,7 +104,14 @@ class DeviceSpace final : public collectives::BufferSpace {
   std::vector<char*> retired_pinned_, retired_device_;  // outgrown, freed with the space
   std::byte* own_window_ = nullptr;
   std::vector<std::byte*> windows_;  // [rank] is own_window_; empty without IPC
+  std::vector<bool> opened_;         // [p]: windows_[p] came from ipc_open (not a thread's)
   std::size_t window_bytes_ = 0;
+  bool device_sync_ = false;
+  collectives::DeviceGroup group_;
+  std::unique_ptr<collectives::DeviceControl> control_;
+  std::unique_ptr<tensor::device::Event> after_caller_;  // reused: a wait takes its last record
+  tensor::device::Stream release_;                       // release_flags' copies (CUDA)
+  char* ones_ = nullptr;                                 // pinned: the flag words, all 1
 };
 
 // Work queued on `stream` after this call waits until `work` is done; on the emulated device the

@@ -18,6 +18,7 @@
 //    memory itself (GPUDirect RDMA with registered device memory) would take them here.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,9 @@ class Connection {
   virtual const char* transport() const = 0;  // "tcp", "shm", ...
   virtual std::uint64_t bytes_sent() const = 0;
   virtual std::uint64_t bytes_received() const = 0;
+  // Messages posted on this connection (sends and joined sends), for the communicator's count
+  // of host messages per op.
+  std::uint64_t messages_sent() const { return messages_sent_.load(std::memory_order_relaxed); }
 
   // Single-copy reads of the peer's memory, for transports between processes of one host that
   // allow them (shm: Linux cross-memory attach). read_peer copies `bytes` at address `remote`
@@ -100,6 +104,12 @@ class Connection {
   // Conveniences for host memory.
   RequestPtr send(const void* data, std::size_t bytes) { return send(ConstBuffer{data, bytes}); }
   RequestPtr recv(void* data, std::size_t bytes) { return recv(Buffer{data, bytes}); }
+
+ protected:
+  void count_message() { messages_sent_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> messages_sent_{0};
 };
 
 }  // namespace ringlet::transport

@@ -128,6 +128,43 @@ __global__ void reduce_vectors(uint4* __restrict__ dst, const uint4* __restrict_
   }
 }
 
+// dst = srcs[0] op srcs[1] op ..., each pair combined (and 16-bit floats rounded) as the
+// pairwise kernels do, so the bits equal a chain of reduce_into calls. dst may be any source:
+// every element is read by the thread that writes it.
+constexpr int kMaxSources = 8;
+struct Sources {
+  const void* at[kMaxSources];
+  int count;
+};
+
+template <class Op, class T>
+__global__ void reduce_many_elements(T* dst, Sources srcs, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    T acc = static_cast<const T*>(srcs.at[0])[i];
+    for (int k = 1; k < srcs.count; ++k)
+      acc = combine<Op>(acc, static_cast<const T*>(srcs.at[k])[i]);
+    dst[i] = acc;
+  }
+}
+
+template <class Op, class T>
+__global__ void reduce_many_vectors(uint4* dst, Sources srcs, std::size_t vectors) {
+  constexpr int kPer = sizeof(uint4) / sizeof(T);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < vectors;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    uint4 a = static_cast<const uint4*>(srcs.at[0])[i];
+    T* x = reinterpret_cast<T*>(&a);
+    for (int s = 1; s < srcs.count; ++s) {
+      const uint4 b = static_cast<const uint4*>(srcs.at[s])[i];
+      const T* y = reinterpret_cast<const T*>(&b);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) x[k] = combine<Op>(x[k], y[k]);
+    }
+    dst[i] = a;
+  }
+}
+
 template <class T>
 __global__ void divide_elements(T* __restrict__ data, std::size_t n, int divisor) {
   using W = Widen<T>;
@@ -170,6 +207,57 @@ void launch_reduce(void* dst, const void* src, std::size_t count, int device, cu
   check(cudaGetLastError(), "launching a reduction kernel");
 }
 
+template <class Op, class T>
+void launch_reduce_many(void* dst, const Sources& srcs, std::size_t count, int device,
+                        cudaStream_t stream) {
+  constexpr std::size_t kPer = sizeof(uint4) / sizeof(T);
+  bool aligned = reinterpret_cast<std::uintptr_t>(dst) % sizeof(uint4) == 0;
+  for (int k = 0; k < srcs.count; ++k) {
+    aligned = aligned && reinterpret_cast<std::uintptr_t>(srcs.at[k]) % sizeof(uint4) == 0;
+  }
+  std::size_t done = 0;
+  if (aligned && count >= kPer) {
+    const std::size_t vectors = count / kPer;
+    reduce_many_vectors<Op, T><<<blocks_for(vectors, device), kThreads, 0, stream>>>(
+        static_cast<uint4*>(dst), srcs, vectors);
+    done = vectors * kPer;
+  }
+  if (done < count) {
+    Sources rest = srcs;
+    for (int k = 0; k < rest.count; ++k) rest.at[k] = static_cast<const T*>(rest.at[k]) + done;
+    reduce_many_elements<Op, T><<<blocks_for(count - done, device), kThreads, 0, stream>>>(
+        static_cast<T*>(dst) + done, rest, count - done);
+  }
+  check(cudaGetLastError(), "launching a reduction kernel");
+}
+
+template <class T>
+void launch_many_for_op(void* dst, const Sources& srcs, std::size_t count, ReduceOp op, int device,
+                        cudaStream_t stream) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: return launch_reduce_many<Sum, T>(dst, srcs, count, device, stream);
+    case ReduceOp::prod: return launch_reduce_many<Prod, T>(dst, srcs, count, device, stream);
+    case ReduceOp::min: return launch_reduce_many<Min, T>(dst, srcs, count, device, stream);
+    case ReduceOp::max: return launch_reduce_many<Max, T>(dst, srcs, count, device, stream);
+  }
+  throw std::invalid_argument("cuda::reduce_many: unknown reduce op");
+}
+
+void launch_many(void* dst, const Sources& srcs, std::size_t count, DType dtype, ReduceOp op,
+                 int device, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::f32: return launch_many_for_op<float>(dst, srcs, count, op, device, stream);
+    case DType::f64: return launch_many_for_op<double>(dst, srcs, count, op, device, stream);
+    case DType::f16: return launch_many_for_op<F16>(dst, srcs, count, op, device, stream);
+    case DType::bf16: return launch_many_for_op<BF16>(dst, srcs, count, op, device, stream);
+    case DType::i32: return launch_many_for_op<std::int32_t>(dst, srcs, count, op, device, stream);
+    case DType::i64: return launch_many_for_op<std::int64_t>(dst, srcs, count, op, device, stream);
+    default: break;
+  }
+  throw std::invalid_argument("cuda::reduce_many: dtype not supported on device");
+}
+
 template <class T>
 void launch_for_op(void* dst, const void* src, std::size_t count, ReduceOp op, int device,
                    cudaStream_t stream) {
@@ -207,6 +295,25 @@ void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, Red
     default: break;
   }
   throw std::invalid_argument("cuda::reduce_into: dtype not supported on device");
+}
+
+int reduce_many(void* dst, const void* const* srcs, int sources, std::size_t count, DType dtype,
+                ReduceOp op, int device, void* stream_ptr) {
+  if (sources < 1) throw std::invalid_argument("cuda::reduce_many: no source");
+  if (count == 0) return 0;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  const auto stream = static_cast<cudaStream_t>(stream_ptr);
+  // Up to kMaxSources a launch; a longer list continues from dst: (dst op next ...), the same
+  // order of combination.
+  int launches = 0;
+  for (int first = 0; first < sources;) {
+    Sources batch{};
+    if (first > 0) batch.at[batch.count++] = dst;
+    while (batch.count < kMaxSources && first < sources) batch.at[batch.count++] = srcs[first++];
+    launch_many(dst, batch, count, dtype, op, device, stream);
+    ++launches;
+  }
+  return launches;
 }
 
 void divide_by(void* data, std::size_t count, DType dtype, int divisor, int device,

@@ -17,6 +17,11 @@ namespace ringlet::collectives::cuda {
 // unless equal.
 void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op,
                  int device, void* stream = nullptr);
+// dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[sources-1][i], combined in that order (the
+// bits of a chain of reduce_into calls); dst may be any of the sources. Returns the kernel
+// launches it queued (one per 8 sources).
+int reduce_many(void* dst, const void* const* srcs, int sources, std::size_t count, DType dtype,
+                ReduceOp op, int device, void* stream = nullptr);
 // data[i] /= divisor (integers: truncating division), as the host divide_by.
 void divide_by(void* data, std::size_t count, DType dtype, int divisor, int device,
                void* stream = nullptr);

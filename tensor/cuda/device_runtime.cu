@@ -1,6 +1,7 @@
 // device::Runtime over cudart. One object per GPU, created on first use and never destroyed.
 // Host waits (stream and event synchronize) poll cudaStreamQuery / cudaEventQuery so that they
 // honour the device deadline instead of blocking forever in the driver.
+#include <cuda.h>  // the driver's types for its stream memory operations (no -lcuda)
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -89,6 +90,49 @@ bool from_hex(const std::string& text, void* data, std::size_t bytes) {
     static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(hi * 16 + lo);
   }
   return true;
+}
+
+// The driver's stream memory operations, found through the runtime (the driver library is
+// never linked): null where the driver has none.
+struct StreamMemoryOps {
+  using Write = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  using Wait = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+  Write write = nullptr;
+  Wait wait = nullptr;
+};
+
+const StreamMemoryOps& stream_memory_ops_entry_points() {
+  static const StreamMemoryOps ops = [] {
+    StreamMemoryOps found;
+    void* write = nullptr;
+    void* wait = nullptr;
+    cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &write, 11070, cudaEnableDefault,
+                                         &status) == cudaSuccess &&
+        status == cudaDriverEntryPointSuccess &&
+        cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &wait, 11070, cudaEnableDefault,
+                                         &status) == cudaSuccess &&
+        status == cudaDriverEntryPointSuccess) {
+      found.write = reinterpret_cast<StreamMemoryOps::Write>(write);
+      found.wait = reinterpret_cast<StreamMemoryOps::Wait>(wait);
+    }
+    cudaGetLastError();
+    return found;
+  }();
+  return ops;
+}
+
+// The flag kernels where the driver has no stream memory operations: one thread each. The wait
+// spins (with pauses), so it may only wait for a flag that a kernel resident at the same time
+// sets: ranks that are threads of one process.
+__global__ void write_flag_kernel(unsigned int* addr, unsigned int value) {
+  __threadfence_system();
+  *reinterpret_cast<volatile unsigned int*>(addr) = value;
+}
+
+__global__ void wait_flag_kernel(const unsigned int* addr, unsigned int value) {
+  while (*reinterpret_cast<const volatile unsigned int*>(addr) != value) __nanosleep(256);
+  __threadfence_system();
 }
 
 class CudaRuntime final : public device::Runtime {
@@ -232,6 +276,33 @@ class CudaRuntime final : public device::Runtime {
     RINGLET_CUDA_CHECK(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)));
   }
   bool capturing() const override { return captures_.load() > 0; }
+  bool is_capturing(device::StreamHandle stream) override { return stream_capturing(stream); }
+
+  void write_value32(void* addr, std::uint32_t value, device::StreamHandle stream) override {
+    select();
+    device::count_stream_ops(device());
+    if (const auto& ops = stream_memory_ops_entry_points(); ops.write != nullptr) {
+      check_driver(ops.write(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(addr),
+                             value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                   "cuStreamWriteValue32");
+      return;
+    }
+    write_flag_kernel<<<1, 1, 0, as_stream(stream)>>>(static_cast<unsigned int*>(addr), value);
+    RINGLET_CUDA_CHECK(cudaGetLastError());
+  }
+  void wait_value32(void* addr, std::uint32_t value, device::StreamHandle stream) override {
+    select();
+    device::count_stream_ops(device());
+    if (const auto& ops = stream_memory_ops_entry_points(); ops.wait != nullptr) {
+      check_driver(ops.wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(addr),
+                            value, CU_STREAM_WAIT_VALUE_EQ),
+                   "cuStreamWaitValue32");
+      return;
+    }
+    wait_flag_kernel<<<1, 1, 0, as_stream(stream)>>>(static_cast<const unsigned int*>(addr), value);
+    RINGLET_CUDA_CHECK(cudaGetLastError());
+  }
+  bool stream_memory_ops() override { return stream_memory_ops_entry_points().wait != nullptr; }
 
   std::string ipc_export(void* ptr) override {
     select();
@@ -265,6 +336,10 @@ class CudaRuntime final : public device::Runtime {
                   "(while capturing, in ", tensor::current_op(), ")");
   }
   static cudaEvent_t as_event(device::EventHandle e) { return static_cast<cudaEvent_t>(e); }
+  static void check_driver(CUresult status, const char* what) {
+    RINGLET_CHECK(status == CUDA_SUCCESS, DeviceError, "CUDA driver error ",
+                  static_cast<int>(status), " in ", what);
+  }
   // The device is set once per thread, not per call: cudaGetDevice reads the runtime's
   // thread-local state, and cudaSetDevice runs only when another device is current.
   void select() const {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -80,8 +81,22 @@ class Runtime {
   virtual GraphHandle end_capture(StreamHandle stream) = 0;
   virtual void launch_graph(GraphHandle graph, StreamHandle stream) = 0;
   virtual void destroy_graph(GraphHandle graph) = 0;
-  // Whether some stream of this device is capturing now.
+  // Whether some stream of this device is capturing now; whether `stream` is.
   virtual bool capturing() const = 0;
+  virtual bool is_capturing(StreamHandle stream) = 0;
+
+  // Stream memory operations: 32-bit flags in device memory (this device's, or a peer's opened
+  // over IPC) that the device writes and waits for, so that ranks synchronize with no host in the
+  // loop (collectives/device_collectives.h). write_value32 queues `*addr = value`, made visible
+  // after every write of the work queued before it; wait_value32 queues a wait: the stream's
+  // later work starts once `*addr == value`. Both may be captured. On a GPU they are the
+  // driver's stream memory operations where stream_memory_ops() says so (the wait holds the
+  // stream in the GPU's front end; no kernel spins), else one-thread kernels, whose wait spins
+  // and so may only wait for a flag that a kernel of this same process sets. On the emulated
+  // device the stream's thread polls the flag, within the device deadline.
+  virtual void write_value32(void* addr, std::uint32_t value, StreamHandle stream) = 0;
+  virtual void wait_value32(void* addr, std::uint32_t value, StreamHandle stream) = 0;
+  virtual bool stream_memory_ops() = 0;
 
   // Inter-process memory, as cudaIpcGetMemHandle / cudaIpcOpenMemHandle: ipc_export names
   // memory that malloc() returned (the whole allocation) by a string another process of this

@@ -3,6 +3,8 @@
 #include "tensor/device/sticky_error.h"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 
 #include "core/error.h"
 #include "tensor/device/runtime.h"
@@ -19,7 +21,26 @@ const char* op_of(StickyCode code) {
   return "a device op";
 }
 
+struct PostedFailures {
+  std::mutex mutex;
+  std::map<std::pair<int, int>, std::string> by_device;
+};
+
+PostedFailures& posted() {
+  static PostedFailures failures;
+  return failures;
+}
+
+std::pair<int, int> key_of(core::Device device) {
+  return {static_cast<int>(device.kind), device.index};
+}
+
 }  // namespace
+
+void post_device_failure(core::Device device, const std::string& message) {
+  std::lock_guard lock(posted().mutex);
+  posted().by_device.emplace(key_of(device), message);
+}
 
 std::uint64_t* sticky_error_words(core::Device device) {
   return static_cast<std::uint64_t*>(runtime(device).error_words());
@@ -27,6 +48,15 @@ std::uint64_t* sticky_error_words(core::Device device) {
 
 void raise_sticky_error(core::Device device) {
   if (device.is_cpu()) return;
+  {
+    std::lock_guard lock(posted().mutex);
+    const auto it = posted().by_device.find(key_of(device));
+    if (it != posted().by_device.end()) {
+      const std::string message = it->second;
+      posted().by_device.erase(it);
+      throw core::CollectiveError(message);
+    }
+  }
   std::uint64_t* words = sticky_error_words(device);
   std::atomic_ref<std::uint64_t> packed(words[0]);
   const std::uint64_t word = packed.load(std::memory_order_acquire);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/device.h"
 
@@ -21,6 +22,12 @@ enum class StickyCode : std::uint64_t { none = 0, cross_entropy_label = 1, nll_l
 std::uint64_t* sticky_error_words(core::Device device);
 
 // Throws ValueError describing the recorded error, if any (and clears it). A no-op on the host.
+// A failure the host posted for the device's work comes first: a CollectiveError.
 void raise_sticky_error(core::Device device);
+
+// A failure the host found for work queued on `device` (a collective whose peer died, released
+// so that the device's queue drains): the device's next synchronization throws it, once, as a
+// CollectiveError with `message`. The first posted stays until then.
+void post_device_failure(core::Device device, const std::string& message);
 
 }  // namespace ringlet::tensor::device

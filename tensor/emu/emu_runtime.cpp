@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "core/env.h"
 #include "core/error.h"
@@ -286,6 +289,38 @@ void EmuRuntime::launch_graph(device::GraphHandle graph, device::StreamHandle st
 }
 
 void EmuRuntime::destroy_graph(device::GraphHandle graph) { delete static_cast<EmuGraph*>(graph); }
+
+// Flags are plain words of shared mappings: the write is a release store, the wait polls with
+// acquire loads (yielding first, then sleeping up to 100 us), so what the writer's stream wrote
+// before the flag is visible after it, in another process too.
+void EmuRuntime::write_value32(void* addr, std::uint32_t value, device::StreamHandle stream) {
+  device::count_stream_ops(device());
+  queue(stream).enqueue([addr, value] {
+    std::atomic_ref(*static_cast<std::uint32_t*>(addr)).store(value, std::memory_order_release);
+  });
+}
+
+void EmuRuntime::wait_value32(void* addr, std::uint32_t value, device::StreamHandle stream) {
+  device::count_stream_ops(device());
+  StreamQueue& q = queue(stream);
+  q.enqueue([addr, value, name = q.name()] {
+    const std::atomic_ref flag(*static_cast<std::uint32_t*>(addr));
+    const auto timeout = device::wait_timeout();
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::microseconds(2);
+    for (int spins = 0; flag.load(std::memory_order_acquire) != value; ++spins) {
+      if (spins < 64) {
+        std::this_thread::yield();
+        continue;
+      }
+      RINGLET_CHECK(std::chrono::steady_clock::now() < deadline, TimeoutError, name,
+                    ": a flag wait (", addr, " == ", value, ") was not satisfied within ",
+                    timeout.count(), " ms (RINGLET_DEVICE_TIMEOUT sets the deadline)");
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(100));
+    }
+  });
+}
 
 void* EmuRuntime::host_alloc_pinned(std::size_t bytes) {
   device::count_driver_alloc(device());

@@ -20,6 +20,11 @@
 
 namespace ringlet::tensor::emu {
 
+// The stream behind an emulated device's handle (kernels queue on it).
+inline StreamQueue& queue(device::StreamHandle stream) {
+  return *static_cast<StreamQueue*>(stream);
+}
+
 class EmuRuntime final : public device::Runtime {
  public:
   explicit EmuRuntime(int index);
@@ -54,6 +59,11 @@ class EmuRuntime final : public device::Runtime {
   void launch_graph(device::GraphHandle graph, device::StreamHandle stream) override;
   void destroy_graph(device::GraphHandle graph) override;
   bool capturing() const override { return captures_.load() > 0; }
+  bool is_capturing(device::StreamHandle stream) override { return queue(stream).capturing(); }
+
+  void write_value32(void* addr, std::uint32_t value, device::StreamHandle stream) override;
+  void wait_value32(void* addr, std::uint32_t value, device::StreamHandle stream) override;
+  bool stream_memory_ops() override { return true; }
 
   std::string ipc_export(void* ptr) override;
   void* ipc_open(const std::string& handle) override;
@@ -78,10 +88,5 @@ class EmuRuntime final : public device::Runtime {
   std::set<StreamQueue*> streams_;  // those create_stream made and destroy_stream has not
   void drain_streams();             // every queued task has run (free's precondition)
 };
-
-// The stream behind an emulated device's handle (kernels queue on it).
-inline StreamQueue& queue(device::StreamHandle stream) {
-  return *static_cast<StreamQueue*>(stream);
-}
 
 }  // namespace ringlet::tensor::emu

@@ -24,8 +24,9 @@ constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
 // "shm-nocma" (RINGLET_SHM_CMA=0: neither), or "hosts" (several hosts with the same number, at
 // least 2, of ranks on each: the hierarchical all-reduce can run). Device buffers: "ipc" (every
 // rank opened every rank's device window; the host connections are shm), "staged" (no device
-// windows: ranks on one host over tcp), "staged-hosts" (several hosts, no device windows). A
-// single rank reads its own memory, has no windows.
+// windows: ranks on one host over tcp), "staged-hosts" (several hosts, no device windows),
+// "flags" (ipc whose ranks synchronize through device flags, an 8 MiB staged area per window),
+// "flags-64k" (the same with a 64 KiB area). A single rank reads its own memory, has no windows.
 PeerAccess access_of(const std::string& transport, int world_size) {
   PeerAccess access;
   if (world_size == 1) {
@@ -38,6 +39,9 @@ PeerAccess access_of(const std::string& transport, int world_size) {
     access.hosts = true;
   } else if (transport == "ipc") {
     access.peers_readable = access.windows = access.device_windows = true;
+  } else if (transport == "flags" || transport == "flags-64k") {
+    access.peers_readable = access.windows = access.device_windows = access.device_flags = true;
+    access.device_area_bytes = transport == "flags" ? 8 * MiB : 64 * KiB;
   }
   return access;
 }
@@ -59,6 +63,8 @@ constexpr auto rd = Algorithm::recursive_doubling;
 constexpr auto direct = Algorithm::direct;
 constexpr auto window = Algorithm::window;
 constexpr auto hierarchical = Algorithm::hierarchical;
+constexpr auto one_shot = Algorithm::one_shot;
+constexpr auto two_shot = Algorithm::two_shot;
 
 const std::vector<Row> kTable = {
     // tcp: recursive doubling up to 64 KiB, the ring above, whatever the world size.
@@ -125,6 +131,27 @@ const std::vector<Row> kTable = {
     {"staged", 2, 4 * KiB, AlgoRequest::recursive_doubling, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::ring, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::direct, hierarchical, device},
+    // Device flags: one-shot up to 256 KiB (and what the staged area holds), two-shot above.
+    {"flags", 2, 8, automatic, one_shot, device},
+    {"flags", 4, 64 * KiB, automatic, one_shot, device},
+    {"flags", 2, 256 * KiB, automatic, one_shot, device},
+    {"flags", 2, 256 * KiB + 4, automatic, two_shot, device},
+    {"flags", 4, 64 * MiB, automatic, two_shot, device},
+    {"flags-64k", 2, 64 * KiB, automatic, one_shot, device},
+    {"flags-64k", 2, 128 * KiB, automatic, two_shot, device},
+    {"flags", 1, 4 * KiB, automatic, ring, device},
+    // ... requests: one-shot where the area holds it, the window request is two-shot, ring and
+    // hierarchical stay host-driven; one- and two-shot requests elsewhere count as automatic.
+    {"flags", 2, 4 * MiB, AlgoRequest::one_shot, one_shot, device},
+    {"flags", 2, 64 * MiB, AlgoRequest::one_shot, two_shot, device},
+    {"flags", 2, 8, AlgoRequest::two_shot, two_shot, device},
+    {"flags", 2, 8, AlgoRequest::window, two_shot, device},
+    {"flags", 2, 8, AlgoRequest::ring, ring, device},
+    {"flags", 4, 8, AlgoRequest::hierarchical, ring, device},
+    {"flags", 2, 8, AlgoRequest::recursive_doubling, one_shot, device},
+    {"ipc", 2, 8, AlgoRequest::one_shot, window, device},
+    {"staged", 2, 8, AlgoRequest::two_shot, ring, device},
+    {"shm", 2, 4 * KiB, AlgoRequest::one_shot, rd},
 };
 
 void set_env(const char* name, const char* value) {
@@ -167,10 +194,13 @@ TEST_CASE("algorithm requests parse by name; a bad one names the source and the 
   CHECK(parse_algo_request("rd", "X") == AlgoRequest::recursive_doubling);
   CHECK(parse_algo_request("window", "X") == AlgoRequest::window);
   CHECK(parse_algo_request("hierarchical", "X") == AlgoRequest::hierarchical);
+  CHECK(parse_algo_request("one_shot", "X") == AlgoRequest::one_shot);
+  CHECK(parse_algo_request("two_shot", "X") == AlgoRequest::two_shot);
   CHECK(std::string(algorithm_name(Algorithm::hierarchical)) == "hierarchical");
+  CHECK(std::string(algorithm_name(Algorithm::two_shot)) == "two_shot");
   CHECK_THROWS_WITH_AS(parse_algo_request("tree", "RINGLET_ALGO"),
                        doctest::Contains("RINGLET_ALGO='tree' is not one of auto, ring, rd, "
-                                         "direct, window, hierarchical"),
+                                         "direct, window, hierarchical, one_shot, two_shot"),
                        ringlet::core::ValueError);
 }
 

@@ -6,7 +6,7 @@
 // SyncBatchNorm: 2 ranks x 32 with synchronized statistics match 1 rank x 64, buffers included
 // (and plain BatchNorm, as a control, does not). On the emulated device, DDP's buckets
 // all-reduced on the communication stream give the same parameters as the host's reference,
-// with and without SyncBatchNorm.
+// with and without SyncBatchNorm; with device flags a step's only host wait is the loss read.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -33,6 +33,7 @@
 #include "nn/sequential.h"
 #include "nn/sgd.h"
 #include "temp_dir.h"
+#include "tensor/device/counters.h"
 #include "tensor/ops.h"
 #include "trainer/data/distributed_sampler.h"
 
@@ -208,8 +209,8 @@ void run_device_ranks(const std::string& name, const std::function<core::Device(
       try {
         const core::Device dev = device_of(rank);
         const auto deadline = core::Deadline::after(60s);
-        // Ranks are threads here, so the space stages through the host (no IPC in one
-        // process); it outlives the communicator.
+        // Ranks are threads here: the spaces use each other's windows as plain pointers
+        // (and device flags where they can); the space outlives the communicator.
         auto space = distributed::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
         CommOptions options;
         options.name = name;
@@ -331,6 +332,63 @@ void device_syncbn_equivalence(const std::function<core::Device(int)>& device_of
 
 TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (stream-ordered)") {
   device_equivalence([](int rank) { return core::Device::emu(rank); });
+}
+
+// A DDP step on a device with device flags: the forward's buffer broadcast and the buckets'
+// all-reduces are ordered on the streams, so the host waits only where it reads the loss.
+void host_waits_per_step(const std::function<core::Device(int)>& device_of) {
+  std::vector<tensor::device::DeviceCounts> used(2);
+  std::vector<collectives::CommCounters> comm_used(2);
+  std::vector<std::uint64_t> loss_read_syncs(2);
+  std::vector<bool> flags(2);
+  run_device_ranks(
+      "ddp-waits", device_of,
+      [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
+        flags[rank] = space.device_sync();
+        auto model = conv_bn(3);  // BatchNorm: buffers broadcast every forward
+        model->to(dev);
+        distributed::DistributedDataParallel ddp(model, comm, {.device_space = &space});
+        nn::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
+        nn::CrossEntropyLoss loss_fn;
+        std::vector<Data> data;
+        for (int s = 0; s < 6; ++s) {
+          const Data d = image_batch(s);
+          data.push_back({tensor::narrow(d.x, 0, rank * 32, 32).contiguous().to(dev),
+                          tensor::narrow(d.y, 0, rank * 32, 32).contiguous().to(dev)});
+        }
+        const auto step = [&](const Data& d) {
+          opt.zero_grad();
+          Tensor loss = loss_fn.forward(ddp.forward(d.x), d.y);
+          loss.backward();
+          ddp.finish_gradient_sync();
+          opt.step();
+          return loss;
+        };
+        step(data[0]);
+        step(data[1]).item();  // warmed up: caches filled, kernels chosen
+        const auto before = tensor::device::device_counts(dev);
+        const collectives::CommCounters comm_before = comm.counters();
+        Tensor loss;
+        for (int s = 2; s < 6; ++s) loss = step(data[s]);
+        used[rank] = tensor::device::device_counts(dev) - before;
+        comm_used[rank] = comm.counters() - comm_before;
+        const auto before_read = tensor::device::device_counts(dev);
+        CHECK(std::isfinite(loss.item()));
+        loss_read_syncs[rank] = (tensor::device::device_counts(dev) - before_read).host_syncs;
+      });
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank ", rank);
+    REQUIRE(flags[rank]);
+    CHECK(used[rank].host_syncs == 0);
+    CHECK(comm_used[rank].host_waits == 0);
+    CHECK(comm_used[rank].host_messages == 0);
+    CHECK(comm_used[rank].ops == 8);  // per step: the buffer broadcast and one bucket
+    CHECK(loss_read_syncs[rank] == 1);
+  }
+}
+
+TEST_CASE("on the emulated device: a DDP step waits on the host only where the loss is read") {
+  host_waits_per_step([](int rank) { return core::Device::emu(rank); });
 }
 
 TEST_CASE("on a CUDA GPU: 2 ranks x batch 32 (both on cuda:0) match 1 rank x batch 64" *

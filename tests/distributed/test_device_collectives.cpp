@@ -6,15 +6,19 @@
 // the emulated streams' jitter on. Each op's input is queued on the compute stream without waiting
 // (the op must order itself after it), and half of the results are read after wait_on_stream (the
 // stream waits, not the host). Then the other collectives, and a rank killed with SIGKILL during a
-// device all-reduce. The same matrix and fault test run on a CUDA GPU where there is one (all ranks
-// on cuda:0, several per GPU), and skip visibly where there is none.
+// device all-reduce. With device flags (the ipc link), steady-state all-reduces make no host wait
+// and send no host message, counted by the communicator, for 1-4 ranks as processes and as
+// threads of one process. The same matrix and fault test run on a CUDA GPU where there is one
+// (all ranks on cuda:0, several per GPU), and skip visibly where there is none.
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "collective_values.h"
 #include "comm_ranks.h"
@@ -167,10 +171,71 @@ int until_failure(Rank& r) {
   return 0;
 }
 
+// Steady state with device flags: all-reduces of one-shot and two-shot sizes, each read through
+// the compute stream, with the communicator's counters before and after: not one host wait or
+// host message per op. Returns the number of wrong things (printed).
+int host_free(Rank& r) {
+  int wrong = 0;
+  const auto expect = [&](bool ok, const std::string& what) {
+    if (!ok && ++wrong <= 5)
+      std::fprintf(stderr, "rank %d n=%d: %s\n", r.rank, r.size, what.c_str());
+  };
+  const std::size_t counts[] = {1, 1000, 100000, 1 << 20};  // f32: 4 B, 4 KB, 400 KB, 4 MiB
+  struct Buffers {
+    std::size_t count;
+    std::unique_ptr<DeviceBuffer> in, out;
+  };
+  std::vector<Buffers> buffers;
+  for (std::size_t count : counts) {
+    TypedBuffer send(DType::f32, count), none(DType::f32, count);
+    for (std::size_t i = 0; i < count; ++i) send.set(i, value(r.rank, i, ReduceOp::sum));
+    buffers.push_back(
+        {count, std::make_unique<DeviceBuffer>(r, send), std::make_unique<DeviceBuffer>(r, none)});
+    r.rt.synchronize(r.stream.handle());  // the copies read `send` and `none`
+  }
+  const auto round = [&] {
+    for (const Buffers& b : buffers) {
+      auto work =
+          r.comm.all_reduce(b.in->ptr, b.out->ptr, b.count, DType::f32, ReduceOp::sum, &r.space);
+      distributed::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+    }
+  };
+  round();  // the first op of each kind may set things up
+  const collectives::CommCounters before = r.comm.counters();
+  for (int i = 0; i < 5; ++i) round();
+  r.rt.synchronize(r.stream.handle());  // every op has run: its host work is counted
+  const collectives::CommCounters used = r.comm.counters() - before;
+  std::fprintf(stderr, "rank %d n=%d: %llu ops, %llu host waits, %llu host messages\n", r.rank,
+               r.size, static_cast<unsigned long long>(used.ops),
+               static_cast<unsigned long long>(used.host_waits),
+               static_cast<unsigned long long>(used.host_messages));
+  expect(used.ops == 20, "not 20 ops counted");
+  expect(used.host_waits == 0, "host waits in steady state");
+  expect(used.host_messages == 0, "host messages in steady state");
+  if (r.size > 1) {
+    expect(r.comm.all_reduce_algorithm(4, &r.space) == collectives::Algorithm::one_shot,
+           "4 bytes are not one-shot");
+    expect(r.comm.all_reduce_algorithm(4 << 20, &r.space) == collectives::Algorithm::two_shot,
+           "4 MiB are not two-shot");
+  }
+  for (const Buffers& b : buffers) {
+    TypedBuffer got(DType::f32, b.count);
+    r.rt.copy_async(got.bytes.data(), b.out->ptr, got.bytes.size(), r.stream.handle());
+    r.rt.synchronize(r.stream.handle());
+    for (std::size_t i = 0; i < b.count; ++i) {
+      if (got.get(i) != expected(r.size, i, ReduceOp::sum, DType::f32)) {
+        expect(false, core::str("count ", b.count, ": [", i, "] wrong"));
+        break;
+      }
+    }
+  }
+  return wrong;
+}
+
 struct Job {
   int n;
   std::string link;            // ipc, tcp, shm
-  std::string mode;            // matrix, fault
+  std::string mode;            // matrix, fault, counters
   std::string device = "emu";  // emu: rank r on emu:(r % 2); cuda: every rank on cuda:0
 };
 
@@ -207,7 +272,7 @@ int run_rank(const Job& job, int rank, int port) {
   int wrong = 0;
   try {
     if (job.mode == "fault") return until_failure(r);
-    wrong = all_reduce_matrix(r) + others(r);
+    wrong = job.mode == "counters" ? host_free(r) : all_reduce_matrix(r) + others(r);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     ::_exit(2);
@@ -284,6 +349,54 @@ TEST_CASE("device collectives staged over shm") {
   for (int n = 2; n <= 4; ++n) run_matrix(n, "shm");
 }
 
+// Ranks as threads of one process (each other's windows are plain pointers), counting host work
+// per op as host_free does; run in a forked child (stderr into `log`), so that this process
+// starts no device thread before the other tests fork.
+int counters_as_threads(int n, const std::string& log) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid != 0) return wait_child(pid, 240s);
+  std::freopen(log.c_str(), "w", stderr);
+  std::setvbuf(stderr, nullptr, _IONBF, 0);
+  MemoryStore store;
+  std::vector<int> status(static_cast<std::size_t>(n), 3);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        distributed::DeviceSpaceOptions so;
+        so.link = distributed::DeviceLink::ipc;
+        so.window_bytes = 64 * 1024;
+        const core::Device dev = core::Device::emu(rank % 2);
+        auto space = distributed::DeviceSpace::create(store, "dev", rank, n, dev, so,
+                                                      core::Deadline::after(30s));
+        CommOptions options;
+        options.name = "dev";
+        auto comm = Communicator::create(store, mesh_options(rank, n, "shm", "m"), options,
+                                         core::Deadline::after(30s));
+        if (n > 1 && !space->ipc()) {
+          status[rank] = 5;
+          return;
+        }
+        // Each rank its own stream, as a process has its own compute stream: ranks that share
+        // a stream would queue one rank's wait before another's part of the same op.
+        const device::Stream own = device::new_stream(dev);
+        const device::StreamGuard current(own);
+        Rank r{rank, n, *comm, *space, device::runtime(dev), own};
+        const int wrong = host_free(r);
+        comm->barrier()->wait(core::Deadline::after(kWait));
+        status[rank] = wrong == 0 ? 0 : 1;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+        status[rank] = 2;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::fflush(stderr);
+  ::_exit(*std::max_element(status.begin(), status.end()));
+}
+
 void run_fault(const std::string& link, const std::string& device) {
   INFO("link ", link, " on ", device);
   Ranks ranks({3, link, "fault", device});
@@ -301,6 +414,29 @@ void run_fault(const std::string& link, const std::string& device) {
   wait_child(ranks.pids[1], 5s);
 }
 
+TEST_CASE("device all-reduces in steady state: no host wait, no host message (1-4 processes)") {
+  for (int n = 1; n <= 4; ++n) {
+    INFO("n=", n);
+    Ranks ranks({n, "ipc", "counters"});
+    for (int r = 0; r < n; ++r) {
+      const int status = wait_child(ranks.pids[r], 240s);
+      INFO("rank ", r, " log:\n", ranks.log(r));
+      CHECK(status == 0);
+    }
+  }
+}
+TEST_CASE("device all-reduces in steady state: no host wait, no host message (1-4 threads)") {
+  TempDir dir;
+  for (int n = 1; n <= 4; ++n) {
+    const std::string log = dir.path.string() + "/threads" + std::to_string(n) + ".log";
+    const int status = counters_as_threads(n, log);
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    INFO("n=", n, " log:\n", text.str());
+    CHECK(status == 0);
+  }
+}
 TEST_CASE("device collectives on 2 simulated hosts x 2 ranks: the hierarchical all-reduce") {
   run_matrix(4, "hosts");
 }

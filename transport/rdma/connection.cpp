@@ -144,6 +144,7 @@ RequestPtr RdmaConnection::send(ConstBuffer buffer) {
                 " cannot send device memory (", buffer.device.str(),
                 ") yet; stage it in host memory");
   RequestPtr request = make_request(RequestLabel::Kind::send, buffer.bytes);
+  count_message();
   SendOp op;
   op.request = request;
   op.data = static_cast<const std::byte*>(buffer.data);

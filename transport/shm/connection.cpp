@@ -137,6 +137,7 @@ RequestPtr ShmConnection::send(ConstBuffer buffer) {
   Op op;
   op.src = static_cast<const std::byte*>(buffer.data);
   op.bytes = buffer.bytes;
+  count_message();
   return post(send_, std::move(op), RequestLabel::Kind::send);
 }
 
@@ -155,6 +156,7 @@ RequestPtr ShmConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
       RequestLabel{RequestLabel::Kind::send, local_rank_, peer_rank_, bytes, "shm"});
   request->add_bytes(bytes);
   bytes_sent_ += bytes;
+  count_message();
   request->complete();
   return request;
 }

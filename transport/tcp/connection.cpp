@@ -599,6 +599,7 @@ TcpConnection::~TcpConnection() {
 RequestPtr TcpConnection::send(ConstBuffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, impl_->who(),
                 ": tcp sends host memory; got a buffer on ", buffer.device);
+  count_message();
   return impl_->post({}, buffer);
 }
 
@@ -607,6 +608,7 @@ RequestPtr TcpConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
       !impl_->one_frame(head.bytes + body.bytes)) {
     return nullptr;
   }
+  count_message();
   return impl_->post(head, body);
 }
 

@@ -1,0 +1,97 @@
+// DeviceWatchdog: the tick, the checks and the release after a failure.
+#include "collectives/device_watchdog.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/error.h"
+
+namespace ringlet::collectives {
+namespace {
+
+constexpr auto kTick = std::chrono::milliseconds(5);
+// Once the communicator closes, released work gets this long to drain before the thread ends.
+constexpr auto kDrainOnClose = std::chrono::seconds(10);
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
+
+}  // namespace
+
+DeviceWatchdog::DeviceWatchdog(std::function<std::exception_ptr(const std::string&)> fail,
+                               std::function<std::exception_ptr()> current)
+    : fail_(std::move(fail)), current_(std::move(current)) {}
+
+DeviceWatchdog::~DeviceWatchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DeviceWatchdog::watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion,
+                           BufferSpace* space, core::Deadline deadline, std::string what) {
+  std::lock_guard lock(mutex_);
+  ops_.push_back({std::move(work), std::move(completion), space, deadline, std::move(what)});
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+}
+
+// The communicator's failure, if there is one now: already recorded, or found here (a deadline
+// passed, a peer failed or exited while an op was in flight).
+std::exception_ptr DeviceWatchdog::check(std::vector<InFlight>& ops) {
+  if (auto failed = current_()) return failed;
+  for (const InFlight& op : ops) {
+    if (op.deadline.expired()) {
+      return fail_(core::str(op.what, " did not finish on the device before its deadline ",
+                             "(RINGLET_TIMEOUT): a peer never reached the same op"));
+    }
+    if (DeviceControl* control = op.space->device_control()) {
+      const std::string trouble = control->peer_trouble();
+      if (!trouble.empty()) {
+        return fail_(core::str(op.what, " failed while waiting on the device: ", trouble));
+      }
+    }
+  }
+  return nullptr;
+}
+
+void DeviceWatchdog::loop() {
+  std::unique_lock lock(mutex_);
+  std::optional<core::Deadline> give_up;  // set once closing
+  while (true) {
+    if (stopping_) {
+      if (!give_up) give_up = core::Deadline::after(kDrainOnClose);
+      if (ops_.empty() || give_up->expired()) break;
+    }
+    wake_.wait_for(lock, kTick);
+    std::vector<InFlight> ops = std::move(ops_);
+    ops_.clear();
+    lock.unlock();
+    std::erase_if(ops, [](const InFlight& op) { return op.completion->done(); });
+    std::exception_ptr failed = ops.empty() ? nullptr : check(ops);
+    if (failed) {
+      const std::string reason = message_of(failed);
+      for (InFlight& op : ops) {
+        op.work->fail(failed);
+        if (DeviceControl* control = op.space->device_control()) control->set_failed(reason);
+        op.space->release_flags(reason);
+      }
+    }
+    lock.lock();
+    // Ops still queued on the device stay watched (released again next tick when failed).
+    ops_.insert(ops_.begin(), std::make_move_iterator(ops.begin()),
+                std::make_move_iterator(ops.end()));
+    if (stopping_ && !failed) break;  // a clean close: nothing in flight is failing
+  }
+}
+
+}  // namespace ringlet::collectives

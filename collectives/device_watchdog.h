@@ -1,0 +1,63 @@
+// DeviceWatchdog: the host thread that keeps device ops with no host in the loop
+// (device_collectives.h) from hanging. Off the ops' path, every few milliseconds, it looks at
+// the ops in flight: one past its deadline, or any op while a peer has failed or exited (its
+// DeviceControl says so), fails the communicator (`fail`, which names the cause), marks this
+// rank failed for its own peers to see, and fails every op in flight with that error. The
+// device may still be waiting on a flag the peer will never set: the watchdog then releases the
+// flags of this rank's window (BufferSpace::release_flags) every tick until the queued work has
+// drained, as NCCL's abort flag releases its kernels.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/buffer_space.h"
+#include "collectives/device_control.h"
+#include "collectives/device_issue.h"
+#include "collectives/work.h"
+#include "core/deadline.h"
+
+namespace ringlet::collectives {
+
+class DeviceWatchdog {
+ public:
+  // fail(message): records the communicator's failure (the first wins) and returns it.
+  // current(): the communicator's failure, or null (one seen elsewhere counts too).
+  DeviceWatchdog(std::function<std::exception_ptr(const std::string&)> fail,
+                 std::function<std::exception_ptr()> current);
+  ~DeviceWatchdog();
+  DeviceWatchdog(const DeviceWatchdog&) = delete;
+  DeviceWatchdog& operator=(const DeviceWatchdog&) = delete;
+
+  // Watches one op until its completion is done; `what` names it ("rank 0: all_reduce seq 3").
+  void watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion, BufferSpace* space,
+             core::Deadline deadline, std::string what);
+
+ private:
+  struct InFlight {
+    WorkPtr work;
+    std::shared_ptr<DeviceCompletion> completion;
+    BufferSpace* space;
+    core::Deadline deadline;
+    std::string what;
+  };
+  void loop();
+  std::exception_ptr check(std::vector<InFlight>& ops);
+
+  std::function<std::exception_ptr(const std::string&)> fail_;
+  std::function<std::exception_ptr()> current_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<InFlight> ops_;
+  bool stopping_ = false;
+  std::thread thread_;  // started by the first watch()
+};
+
+}  // namespace ringlet::collectives
