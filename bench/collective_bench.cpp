@@ -112,6 +112,8 @@ struct Result {
   double us = 0, algbw = 0, busbw = 0;
   std::int64_t wrong = -1;  // -1: not checked
   long iters = 0;
+  // This rank's communicator's host work per timed op (-1: a peer engine ran them).
+  double host_waits = -1, host_messages = -1;
 };
 
 // Device buffers: a device's memory mirroring the host buffers the harness fills and checks
@@ -184,6 +186,10 @@ class Runner {
       elapsed = combine(timed(g, in_place, r.iters));
     }
     const double sec = elapsed / static_cast<double>(r.iters);
+    if (peer_ == nullptr && timed_.ops > 0) {
+      r.host_waits = static_cast<double>(timed_.host_waits) / static_cast<double>(timed_.ops);
+      r.host_messages = static_cast<double>(timed_.host_messages) / static_cast<double>(timed_.ops);
+    }
     r.us = sec * 1e6;
     r.algbw = g.alg_bytes / 1e9 / sec;
     r.busbw = r.algbw * g.bus_factor;
@@ -317,12 +323,16 @@ class Runner {
     if (dev_) dev_->blocking_copy(recv_.data(), dev_->recv, dev_->bytes);
   }
 
+  // The time of `iters` ops; timed_ holds what the communicator counted for them.
   double timed(const Geometry& g, bool ip, long iters) {
     wait(comm_.barrier());
+    const collectives::CommCounters before = comm_.counters();
     const auto t0 = Clock::now();
     for (long i = 0; i < iters; ++i) issue(g, ip);
     drain();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    timed_ = comm_.counters() - before;
+    return elapsed;
   }
 
   // nccl-tests' InitData: inputs where the op reads them, a sentinel where results land.
@@ -377,6 +387,7 @@ class Runner {
   DType t_ = DType::f32;
   ReduceOp op_ = ReduceOp::sum;
   std::int64_t local_errors_ = 0;
+  collectives::CommCounters timed_;  // what the last timed() counted
 };
 
 std::string time_str(double us) {  // nccl-tests' widths: 2, 1 or 0 decimals
@@ -487,7 +498,29 @@ nlohmann::json result_json(const char* prefix, const Result& r) {
   nlohmann::json j{
       {p + "_us", r.us}, {p + "_algbw", r.algbw}, {p + "_busbw", r.busbw}, {p + "_iters", r.iters}};
   j[p + "_wrong"] = r.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.wrong);
+  if (r.host_waits >= 0) {
+    j[p + "_host_waits"] = r.host_waits;
+    j[p + "_host_messages"] = r.host_messages;
+  }
   return j;
+}
+
+// After the table (comment lines, so the table stays nccl-tests'): rank 0's host work per op.
+void print_host_work(const std::vector<std::string>& rows) {
+  if (rows.empty()) return;
+  std::printf(
+      "#\n# Host work per op (rank 0's communicator, the timed ops; out-of-place | "
+      "in-place):\n");
+  std::printf("# %10s  %8s  %8s | %8s  %8s\n", "size (B)", "waits", "messages", "waits",
+              "messages");
+  for (const auto& row : rows) std::printf("%s\n", row.c_str());
+}
+
+std::string host_work_row(std::size_t bytes, const Result& oop, const Result& ip) {
+  char row[96];
+  std::snprintf(row, sizeof row, "# %10zu  %8.2f  %8.2f | %8.2f  %8.2f", bytes, oop.host_waits,
+                oop.host_messages, ip.host_waits, ip.host_messages);
+  return row;
 }
 
 // The device space of -g 1 / --device (null for host buffers): device local rank % count, cuda
@@ -549,7 +582,7 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
   print_header(o, store, rank, n, backend.label, backend.device);
   if (rank == 0 && !backend.engine) print_algorithms(coll, o, comm, backend.space.get());
   Runner runner(coll, o, comm, backend.space.get(), backend.engine.get());
-  std::vector<std::string> json_lines;
+  std::vector<std::string> json_lines, host_rows;
   double busbw_sum = 0;
   int busbw_count = 0;
   const std::vector<ReduceOp> ops = reducing ? o.ops : std::vector<ReduceOp>{ReduceOp::sum};
@@ -585,6 +618,7 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
         }
         busbw_sum += oop.busbw + ip.busbw;
         busbw_count += 2;
+        if (oop.host_waits >= 0) host_rows.push_back(host_work_row(bytes, oop, ip));
         nlohmann::json j{{"bench", program},
                          {"op", op_label(coll)},
                          {"size", bytes},
@@ -608,6 +642,7 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
   }
   const auto errors = runner.sum_across(runner.local_errors());
   if (rank == 0) {
+    print_host_work(host_rows);
     std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(errors),
                 errors ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g \n", busbw_count ? busbw_sum / busbw_count : 0.0);

@@ -72,9 +72,14 @@ def all_reduce_rows(out):
         records = first_all(out, f"all_reduce_np{np}")
         small = [r["ip_us"] for r in records if r.get("size", 1 << 40) <= 64 * 1024]
         big = [r for r in records if r.get("size") == 64 * 1024 * 1024]
+        waits = [r[k] for r in records for k in ("ip_host_waits", "oop_host_waits") if k in r]
+        messages = [r[k] for r in records for k in ("ip_host_messages", "oop_host_messages")
+                    if k in r]
         rows[np] = {"small_max_us": max(small) if small else None,
                     "busbw_64M": big[0].get("ip_busbw") if big else None,
-                    "wrong": sum(r.get("ip_wrong", 0) + r.get("oop_wrong", 0) for r in records)}
+                    "wrong": sum(r.get("ip_wrong", 0) + r.get("oop_wrong", 0) for r in records),
+                    "max_host_waits_per_op": max(waits, default=None),
+                    "max_host_messages_per_op": max(messages, default=None)}
     nccl = first_all(out, "nccl_np1")
     rows["nccl_np1_small_max_us"] = max((r["ip_us"] for r in nccl if r.get("size", 0) <= 65536),
                                         default=None)
@@ -148,7 +153,9 @@ def print_table(tests, steps, reduce, ddp, kernels):
     for np in (1, 2, 4):
         r = reduce[np]
         print(f"  {np} rank(s): slowest of 8 B-64 KiB {fmt(r['small_max_us'], 1)} us,"
-              f" busbw at 64 MiB {fmt(r['busbw_64M'])} GB/s, #wrong {r['wrong']}")
+              f" busbw at 64 MiB {fmt(r['busbw_64M'])} GB/s, #wrong {r['wrong']},"
+              f" host waits / messages per op at most {fmt(r['max_host_waits_per_op'], 1)}"
+              f" / {fmt(r['max_host_messages_per_op'], 1)}")
     print(f"  NCCL, 1 rank: slowest of 8 B-64 KiB {fmt(reduce['nccl_np1_small_max_us'], 1)} us;"
           f" device-to-device copy {fmt(reduce['copy_gbps'], 0)} GB/s")
     print("\nDDP, fmnist_cnn batch 64 per rank, 2 ranks on one GPU:")
