@@ -10,9 +10,12 @@
 
 namespace ringlet::trainer {
 
-std::string StepGraph::unsupported(const TrainConfig& c, int world) {
+std::string StepGraph::unsupported(const TrainConfig& c, int world, bool device_flags) {
   if (core::parse_device(c.device).is_cpu()) return "a graph captures a device's work";
-  if (world > 1) return "several ranks: DDP's all-reduces are not captured";
+  if (world > 1 && !device_flags) {
+    return "several ranks without device flags: DDP's collectives are driven by the host";
+  }
+  if (world > 1 && c.sync_bn) return "SyncBatchNorm's statistics cross through the host";
   if (c.precision == "f16") {
     return "f16's loss scaling reads the gradients' overflow on the host every step";
   }
@@ -24,9 +27,9 @@ std::string StepGraph::unsupported(const TrainConfig& c, int world) {
   return "";
 }
 
-bool StepGraph::wanted(const TrainConfig& c, int world, std::ostream& out) {
+bool StepGraph::wanted(const TrainConfig& c, int world, bool device_flags, std::ostream& out) {
   if (c.cuda_graph == "off") return false;
-  const std::string why = unsupported(c, world);
+  const std::string why = unsupported(c, world, device_flags);
   if (c.cuda_graph == "on") {
     if (!why.empty()) {
       throw UsageError("--cuda_graph on: this run's step cannot be captured (" + why + ")");

@@ -28,12 +28,13 @@ class StepGraph {
   using Work =
       std::function<tensor::Tensor(const tensor::Tensor& images, const tensor::Tensor& labels)>;
 
-  // Why this run's step cannot be captured ("" when it can): the CPU, several ranks, f16's
-  // loss scaling, clipping, an optimizer other than SGD, tracing.
-  static std::string unsupported(const TrainConfig& c, int world);
+  // Why this run's step cannot be captured ("" when it can): the CPU, several ranks whose
+  // collectives are driven by the host (`device_flags` false: no device flags), f16's loss
+  // scaling, clipping, an optimizer other than SGD, tracing.
+  static std::string unsupported(const TrainConfig& c, int world, bool device_flags);
   // Whether --cuda_graph (auto, on, off) captures this run's step; "on" with a reason not to
   // is a UsageError naming it. `out` hears which it is.
-  static bool wanted(const TrainConfig& c, int world, std::ostream& out);
+  static bool wanted(const TrainConfig& c, int world, bool device_flags, std::ostream& out);
 
   StepGraph(core::Device device, nn::Optimizer& optimizer, Work work);
 

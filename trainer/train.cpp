@@ -305,7 +305,8 @@ StepSample graph_step(Run& run, const Batch& batch, bool measure_norm) {
   return sample;
 }
 
-// The graph's work: one whole step on device inputs, its loss not read.
+// The graph's work: one whole step on device inputs, its loss not read. With several ranks,
+// DDP's buffer broadcast and bucket all-reduces are captured with it (device flags).
 void set_up_graph(Run& run) {
   run.graph = std::make_unique<StepGraph>(
       run.device, *run.optimizer,
@@ -314,10 +315,11 @@ void set_up_graph(Run& run) {
         tensor::Tensor logits;
         {
           nn::Autocast amp(run.precision);
-          logits = run.model->forward(images);
+          logits = run.ddp ? run.ddp->forward(images) : run.model->forward(images);
         }
         tensor::Tensor loss = run.criterion.forward(logits, labels);
         loss.backward();
+        if (run.ddp) run.ddp->finish_gradient_sync();
         run.optimizer->step();
         return loss;
       });
@@ -608,7 +610,9 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   share_cores(run);
   tensor::set_deterministic(run.c.deterministic_on(run.c.device));
   tensor::set_allow_tf32(run.c.allow_tf32);
-  const bool graphed = StepGraph::wanted(run.c, run.world, run.out);  // refused before any write
+  // Refused before any write; several ranks need collectives that a graph can hold.
+  const bool device_flags = run.space != nullptr && run.space->device_sync();
+  const bool graphed = StepGraph::wanted(run.c, run.world, device_flags, run.out);
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
   run.out << "config: " << run.c.to_json().dump() << std::endl;
   make_loaders(run);

@@ -490,6 +490,35 @@ TEST_CASE("the CIFAR-10 recipes train on generated CIFAR-10 files, overrides on 
   CHECK(ringlet::testing::contains(result.output, "dataset cifar10 needs --data_dir DIR"));
 }
 
+TEST_CASE("--cuda_graph on with 2 ranks (device flags): DDP's collectives captured, bit for bit") {
+  std::map<std::string, ringlet::testing::TempDir> runs;
+  std::map<std::string, std::string> logs;
+  for (const std::string mode : {"on", "off"}) {
+    const auto& dir = runs.try_emplace(mode, "ringlet_graph_ddp_" + mode).first->second;
+    // 11 steps an epoch per rank: 3 warm-up, the capture, replays, a short last batch.
+    const CommandResult result = ringlet_train(
+        "--nproc 2 --device emu --deterministic off --cuda_graph " + mode +
+        " --epochs 1 --limit_train 1408 --limit_test 128 --threads 1 --workers 1 --log_every 1000"
+        " --seed 3 --out '" +
+        dir.path.string() + "'");
+    INFO(result.output);
+    REQUIRE(result.status == 0);
+    logs[mode] = result.output;
+  }
+  CHECK(contains(logs["on"], "cuda_graph: the step is captured after 3 eager steps"));
+  ringlet::testing::check_same_tensors(
+      trainer::safetensors::read(runs.at("on").path / "checkpoint.safetensors"),
+      trainer::safetensors::read(runs.at("off").path / "checkpoint.safetensors"));
+  // Without device flags the ranks' collectives are the host's: refused, saying so.
+  const CommandResult refused = ringlet::testing::finish_command(ringlet::testing::start_command(
+      "timeout 120 env RINGLET_DEVICE_FLAGS=0 '" + ringlet::testing::require_ringlet_binary() +
+      "' train --nproc 2 --device emu --cuda_graph on --epochs 1 --limit_train 256"
+      " --limit_test 64 --threads 1 --workers 1 --out '" +
+      runs.at("on").path.string() + "/x'"));
+  CHECK(refused.status != 0);
+  CHECK(contains(refused.output, "several ranks without device flags"));
+}
+
 TEST_CASE("2 ranks over rdma (emulated device) end with tcp's parameters, bit for bit") {
   std::map<std::string, ringlet::testing::TempDir> runs;
   for (const std::string transport : {"tcp", "rdma"}) {
