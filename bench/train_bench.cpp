@@ -306,8 +306,10 @@ Timings measure_device(const Options& o, Bench& b) {
         loss = b.step(update);
       }
     }
+    // The step's stream: DDP's collectives are ordered into it, so its end is the block's (a
+    // whole-device synchronize would wait on every stream, one host wait each).
     const tensor::Tensor read = loss.to(core::Device::cpu(), /*non_blocking=*/true);
-    tensor::device::synchronize(o.device);
+    tensor::device::current_stream(o.device).synchronize();
     check_loss(read.item());
     const core::TimeSplit split = core::split_between(before, core::ThreadClocks::now());
     if (splits != nullptr) splits->push_back(split);
