@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "bench/bench_version.h"
 #include "bench/machine_info.h"
@@ -406,10 +408,11 @@ void print_header(const BenchOptions& o, transport::Store& store, int rank, int 
   store.set("bench/rank_line/" + std::to_string(rank), line);
   if (rank != 0) return;
   std::printf(
-      "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "# nThread %d nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
       "agg iters: 1 validation: %d graph: 0\n",
-      o.min_bytes, o.max_bytes, o.step_factor > 1 ? o.step_factor : o.step_bytes,
-      o.step_factor > 1 ? "factor" : "bytes", o.warmup, o.iters, o.check);
+      o.threads ? o.np : 1, o.min_bytes, o.max_bytes,
+      o.step_factor > 1 ? o.step_factor : o.step_bytes, o.step_factor > 1 ? "factor" : "bytes",
+      o.warmup, o.iters, o.check);
   if (o.blocking != 0) {
     std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
   }
@@ -550,6 +553,9 @@ struct Backend {
   std::unique_ptr<PeerEngine> engine;
   std::unique_ptr<distributed::DeviceSpace> space;
   std::string label, device;
+  // --threads: this rank's own stream, current on its thread (ranks that shared one stream
+  // would queue one rank's wait ahead of another's part of the same op).
+  std::unique_ptr<tensor::device::StreamGuard> own_stream;
 };
 
 Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store& store,
@@ -562,6 +568,10 @@ Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store
     return b;
   }
   b.space = device_space(o, comm, store);
+  if (o.threads && b.space) {
+    b.own_stream = std::make_unique<tensor::device::StreamGuard>(
+        tensor::device::new_stream(b.space->device()));
+  }
   // The transports this rank's connections actually use (auto resolved), not the request.
   const std::string transports = comm.transports();
   b.label = b.space ? core::str(transports, ", ", b.space->ipc() ? "ipc" : "staged") : transports;
@@ -655,12 +665,64 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
 
 }  // namespace
 
+// One rank's whole run over `setup`'s store: its communicator, every size, and the ends.
+int run_rank(Collective coll, const std::string& program, const BenchOptions& o,
+             const RankSetup& setup, LiveComm& live, const PeerProgram* peer) {
+  const auto deadline = core::Deadline::after(120s);
+  transport::MeshOptions mesh;
+  mesh.rank = setup.rank;
+  mesh.world_size = setup.world_size;
+  mesh.prefix = "bench/mesh";
+  mesh.job_token = transport::job_token(*setup.store, setup.rank, deadline);
+  mesh.transport = o.transport;
+  mesh.store_host = setup.store_host;
+  collectives::CommOptions options;
+  options.name = "bench/comm";
+  if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
+  auto comm = Communicator::create(*setup.store, mesh, options, deadline);
+  LiveComm::Publish publish(live, *comm);  // withdrawn before comm is destroyed
+  const int status = run_all(coll, program, o, *comm, *setup.store, peer);
+  comm->barrier()->wait(core::Deadline::after(comm->timeout()));
+  // Nobody tears down its connections until every rank is past the last collective.
+  transport::store_barrier(*setup.store, "bench/done", setup.world_size,
+                           core::Deadline::after(comm->timeout()));
+  return status;
+}
+
+// --threads: the -np ranks as threads of this process around one store; a rank that fails
+// says so, and its closed connections fail the others' ops at once.
+int run_as_threads(Collective coll, const std::string& program, const BenchOptions& o) {
+  transport::TcpStoreServer server("127.0.0.1", 0);
+  std::vector<int> status(static_cast<std::size_t>(o.np), 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < o.np; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        RankSetup setup;
+        setup.rank = r;
+        setup.world_size = o.np;
+        setup.store = std::make_unique<transport::TcpStore>("127.0.0.1", server.port(),
+                                                            core::Deadline::after(60s));
+        LiveComm live;
+        status[r] = run_rank(coll, program, o, setup, live, nullptr);
+      } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s (rank %d, a thread): %s\n", program.c_str(), r, e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return *std::max_element(status.begin(), status.end());
+}
+
 int collective_bench_main(Collective coll, int argc, char** argv, const PeerProgram* peer) {
   const std::string program = (peer ? peer->prefix : std::string()) + program_name(coll);
   BenchOptions o;
   try {
     o = parse_bench_options(program, argc, argv);
     core::active_isa();  // a bad RINGLET_ISA is a usage error too, before any rank starts
+    RINGLET_CHECK(!o.threads || peer == nullptr, ValueError,
+                  "--threads runs ringlet's ranks; the peer programs run one rank a process");
   } catch (const std::exception& e) {  // a usage error: exit 2, as every program does
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return 2;
@@ -671,6 +733,7 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
       std::printf("%s", usage(program).c_str());
       return 0;
     }
+    if (o.threads) return run_as_threads(coll, program, o);
     rank = o.child_rank > 0 ? o.child_rank : 0;
     RankSetup setup = setup_ranks(o, program.c_str());
     rank = setup.rank;
@@ -686,24 +749,7 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
     }
     int status = 0;
     try {
-      const auto deadline = core::Deadline::after(120s);
-      transport::MeshOptions mesh;
-      mesh.rank = setup.rank;
-      mesh.world_size = setup.world_size;
-      mesh.prefix = "bench/mesh";
-      mesh.job_token = transport::job_token(*setup.store, setup.rank, deadline);
-      mesh.transport = o.transport;
-      mesh.store_host = setup.store_host;
-      collectives::CommOptions options;
-      options.name = "bench/comm";
-      if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
-      auto comm = Communicator::create(*setup.store, mesh, options, deadline);
-      LiveComm::Publish publish(live, *comm);  // withdrawn before comm is destroyed
-      status = run_all(coll, program, o, *comm, *setup.store, peer);
-      comm->barrier()->wait(core::Deadline::after(comm->timeout()));
-      // Nobody tears down its connections until every rank is past the last collective.
-      transport::store_barrier(*setup.store, "bench/done", setup.world_size,
-                               core::Deadline::after(comm->timeout()));
+      status = run_rank(coll, program, o, setup, live, peer);
     } catch (...) {
       if (watcher && !watcher->failure().empty()) {
         std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), watcher->failure().c_str());

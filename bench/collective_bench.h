@@ -56,8 +56,9 @@ struct BenchOptions {
   std::string device = "cpu";
   bool gpu_flag = false;
   std::string link = "auto";
-  int np = 0;           // -np: ranks to spawn (0 = not given)
-  int child_rank = -1;  // set on ranks spawned by -np
+  int np = 0;            // -np: ranks to spawn (0 = not given)
+  bool threads = false;  // --threads: the -np ranks as threads of this process
+  int child_rank = -1;   // set on ranks spawned by -np
   int store_port = 0;
   std::vector<std::string> args;  // argv[1..], forwarded to spawned ranks
 };

@@ -89,6 +89,7 @@ const std::map<std::string, std::string> kLongNames{{"minbytes", "b"},
                                                     {"child-rank", "child-rank"},
                                                     {"store-port", "store-port"},
                                                     {"corrupt", "corrupt"},
+                                                    {"threads", "threads"},
                                                     {"device", "device"}};
 
 const std::map<std::string, std::string> kUnsupported{
@@ -104,9 +105,11 @@ std::string usage(const std::string& program) {
       "       [-n iters] [-w warmup_iters] [-c 0|1] [-d "
       "float|double|half|bfloat16|int32|int64|all]\n"
       "       [-o sum|prod|min|max|avg|all] [-r root] [-z 0|1] [-a 0|1|2|3] [-T timeout_s] [-g 1]\n"
-      "       [--min-time seconds] [--corrupt]\n"
+      "       [--min-time seconds] [--corrupt] [--threads]\n"
       "  -np N        spawn N local ranks (processes); without it, a launcher's RANK/WORLD_SIZE/\n"
       "               MASTER_ADDR/MASTER_PORT make this process one rank (else 1 rank)\n"
+      "  --threads    the -np ranks as threads of this process (ranks sharing a device then\n"
+      "               share its context), each with its own communicator and stream\n"
       "  -t           transport between ranks: tcp, shm, rdma (RINGLET_IB_DEVICE picks the\n"
       "               device; emu0 is the emulated one), ipc (device buffers: device windows\n"
       "               shared over IPC), auto (default: RINGLET_TRANSPORT or auto)\n"
@@ -226,6 +229,8 @@ void check_combination(const BenchOptions& o) {
                                   : "-i 0 never grows: give a step of at least 1 byte");
   RINGLET_CHECK(o.child_rank < 0 || (o.np > o.child_rank && o.store_port > 0), ValueError,
                 "--child-rank is for ranks spawned by -np (needs -np and --store-port)");
+  RINGLET_CHECK(!o.threads || (o.np > 0 && o.child_rank < 0), ValueError,
+                "--threads runs the ranks -np N asks for: add -np");
 }
 
 }  // namespace
@@ -237,8 +242,8 @@ BenchOptions parse_bench_options(const std::string& program, int argc, char** ar
     const std::string arg = argv[i];
     FlagArgument parsed = split_flag(arg, program);
     const std::string& flag = parsed.flag;
-    if (flag == "corrupt") {
-      o.corrupt = true;
+    if (flag == "corrupt" || flag == "threads") {
+      (flag == "corrupt" ? o.corrupt : o.threads) = true;
       continue;
     }
     if (flag == "h") {

@@ -13,7 +13,8 @@
 #      replayed); both timed the same way: blocks of steps between two host synchronizations,
 #      medians over the blocks;
 #      then ringlet train --device cuda --epochs 3 (fmnist_cnn; its test accuracy);
-#   3. collectives: all_reduce_perf -g 1 -np 2 and -np 4 over ipc (8 B - 256 MiB), the
+#   3. collectives: all_reduce_perf -g 1 -np 2 and -np 4 over ipc (8 B - 256 MiB), -np 2 with
+#      the ranks as threads (one context), with host waits and messages per op; the
 #      device-to-device copy (reduce_kernel_bench), NCCL's one-rank table beside ringlet's;
 #   4. DDP on the one GPU: train_bench --nproc 2 beside one rank and beside PyTorch DDP over gloo
 #      (NCCL refuses two ranks on one GPU: its refusal is printed);
@@ -130,6 +131,8 @@ for np in 2 4; do
   run "all_reduce_np$np" 150 "$build/bench/all_reduce_perf" -np "$np" -g 1 -t ipc -b 8 \
     -e "$max_bytes" -f 4
 done
+run all_reduce_np2_threads 150 "$build/bench/all_reduce_perf" -np 2 --threads -g 1 -t ipc \
+  -b 8 -e "$max_bytes" -f 4
 run all_reduce_np1 60 "$build/bench/all_reduce_perf" -np 1 -g 1 -b 8 -e "$max_bytes" -f 4
 if [ "$gpu" = 1 ]; then
   run copy_bandwidth 60 "$build/bench/reduce_kernel_bench" --sizes 64M,256M

@@ -68,7 +68,7 @@ def step_rows(out):
 
 def all_reduce_rows(out):
     rows = {}
-    for np in (1, 2, 4):
+    for np in (1, 2, 4, "2_threads"):
         records = first_all(out, f"all_reduce_np{np}")
         small = [r["ip_us"] for r in records if r.get("size", 1 << 40) <= 64 * 1024]
         big = [r for r in records if r.get("size") == 64 * 1024 * 1024]
@@ -150,9 +150,9 @@ def print_table(tests, steps, reduce, ddp, kernels):
         print(f"  tensor-core kernels in the tuned resnet20 step: {len(kernels)} kinds"
               + (f", e.g. {kernels[0][:90]}" if kernels else ""))
     print("\nall-reduce on device buffers (-g 1, ipc):")
-    for np in (1, 2, 4):
+    for np in (1, 2, 4, "2_threads"):
         r = reduce[np]
-        print(f"  {np} rank(s): slowest of 8 B-64 KiB {fmt(r['small_max_us'], 1)} us,"
+        print(f"  {str(np).replace('_', ' as ')} rank(s): slowest of 8 B-64 KiB {fmt(r['small_max_us'], 1)} us,"
               f" busbw at 64 MiB {fmt(r['busbw_64M'])} GB/s, #wrong {r['wrong']},"
               f" host waits / messages per op at most {fmt(r['max_host_waits_per_op'], 1)}"
               f" / {fmt(r['max_host_messages_per_op'], 1)}")

@@ -6,7 +6,9 @@ usage: bench_programs.py BUILD_DIR ringlet|nccl
 ringlet: all_reduce_perf and its siblings with -np 2/3 on host and emulated-device buffers
 (ipc and staged over tcp), every dtype x op for all_reduce: each prints nccl-tests' table with
 #wrong 0 in every row and "Out of bounds values : 0 OK"; --corrupt (one spoiled element per
-check) must make the run fail, so the check is shown to catch a wrong result.
+check) must make the run fail, so the check is shown to catch a wrong result. Device buffers
+over ipc (device flags), ranks as processes and as threads (--threads): the host-work lines after
+the table say 0 host waits and 0 host messages per op at every size.
 
 nccl: the NCCL peer programs print the same table with #wrong 0 when this machine has a GPU
 per rank; where it has not, they must fail with the sentence that says so, and the test exits
@@ -77,7 +79,25 @@ def ringlet(build):
     if proc.returncode == 0 or "FAILED" not in proc.stdout:
         problems.append(f"{what}: a spoiled result was not reported (status {proc.returncode})")
     print(f"{what}: status {proc.returncode} (must fail)")
-    return problems + what_ran(build)
+    return problems + host_work(build, sizes) + what_ran(build)
+
+
+HOST_WORK = re.compile(r"^# +(\d+) +([\d.]+) +([\d.]+) \| +([\d.]+) +([\d.]+)$", re.M)
+
+
+def host_work(build, sizes):
+    """Device all-reduces over ipc with device flags: no host wait or message per op."""
+    problems = []
+    for mode in ([], ["--threads"]):
+        args = ["-np", "3", *mode, "-g", "1", "--device", "emu", "-t", "ipc"] + sizes
+        what, proc = run(build, "all_reduce_perf", args)
+        problems += check_table(what, proc, 2)
+        found = HOST_WORK.findall(proc.stdout)
+        busy = [r for r in found if any(float(v) != 0 for v in r[1:])]
+        if len(found) != 2 or busy:
+            problems.append(f"{what}: host work per op {found} (expected 2 rows of zeros)")
+        print(f"{what}: host work per op {found}")
+    return problems
 
 
 DEBUG_CHOICE = re.compile(r"rank (\d+): all_reduce of (\d+) bytes \(f32, sum\) runs (\w+) over (\S+)")
