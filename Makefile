@@ -8,6 +8,8 @@
 #   make sanitize ASan+UBSan over every test, TSan over the threaded layers (scripts/sanitize.sh)
 #   make fuzz     the libFuzzer targets of tests/fuzz, FUZZ_TIME seconds each (scripts/fuzz.sh)
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
+#   make install  the library, headers, ringlet.pc, the CMake package, the ringlet program and
+#                 its recipes (package/README.md), under PREFIX (default /usr/local), in DESTDIR
 #
 # Variables: BUILD (build dir, default build), MESON_OPTS (e.g. -Dcuda=disabled; applied with
 # `meson configure` when BUILD is already configured, since `meson setup` would ignore them),
@@ -22,16 +24,16 @@ PYTHON ?= python3
 CLANG_FORMAT ?= clang-format
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build test sanitize fuzz train bench format format-check clean
+.PHONY: help deps build test sanitize fuzz train bench format format-check clean install
 
 help:
-	@sed -n '5,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '5,16p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- setup -----------------------------------------------------------------------------------
 
 # A cheap presence check (no dpkg, no network): one file or program per required package.
 # scripts/install-deps.sh runs only when one of them is missing, and installs only what is.
-DEP_TOOLS := meson ninja pkg-config g++ ccache $(PYTHON)
+DEP_TOOLS := meson ninja pkg-config g++ ccache cmake $(PYTHON)
 DEP_FILES := /usr/include/asio.hpp /usr/include/xtensor/xarray.hpp \
              /usr/include/xtensor-blas/xlinalg.hpp /usr/include/xtl/xtl_config.hpp \
              /usr/include/xsimd/xsimd.hpp /usr/include/nlohmann/json.hpp \
@@ -123,6 +125,12 @@ train: build
 bench: build
 	$(BUILD)/bench/ops_bench $(BENCH_ARGS)
 	$(BUILD)/bench/p2p_perf
+
+PREFIX ?=
+DESTDIR ?=
+install: build
+	@if [ -n "$(PREFIX)" ]; then $(MESON) configure $(BUILD) -Dprefix=$(PREFIX); fi
+	$(MESON) install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda build-asan build-tsan build-fuzz

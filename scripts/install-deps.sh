@@ -13,6 +13,7 @@ set -euo pipefail
 
 packages=(
   meson ninja-build pkg-config g++ make
+  cmake  # tests/package/consumer_test.py builds examples/ as a CMake project
   libibverbs-dev libasio-dev
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
   nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev libyaml-cpp-dev

@@ -32,7 +32,12 @@ std::string first_comment_line(const fs::path& file) {
 
 fs::path recipes_dir() {
   if (const auto env = core::env_string("RINGLET_RECIPES_DIR"); env && !env->empty()) return *env;
-  return RINGLET_DEFAULT_RECIPES_DIR;
+  // The source tree's, for a build; an installed program's lie beside it (bin/../share/...).
+  std::error_code ec;
+  if (fs::is_directory(RINGLET_DEFAULT_RECIPES_DIR, ec)) return RINGLET_DEFAULT_RECIPES_DIR;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path installed = self.parent_path().parent_path() / RINGLET_INSTALLED_RECIPES_DIR;
+  return ec || !fs::is_directory(installed, ec) ? fs::path(RINGLET_DEFAULT_RECIPES_DIR) : installed;
 }
 
 std::vector<Recipe> list_recipes() {
