@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""ringlet as a library, from outside (a `meson test`).
+
+usage: consumer_test.py BUILD_DIR SOURCE_ROOT
+
+Installs the build into a scratch directory (`meson install --destdir`), then builds examples/
+out of tree against the installed tree twice, as a user's project would: with meson through
+pkg-config (ringlet.pc) and with CMake through find_package(ringlet) (ringlet::ringlet). Each
+example runs with 2 ranks under the installed `ringlet launch`: all_reduce's sums are exact on
+both ranks; ddp_toy's loss falls and both ranks end with equal parameters. ringlet.pc's `cuda`
+variable says whether the library carries CUDA, as the build says.
+Exits 77 (meson: SKIP) saying why where nothing is installed (the sanitizer and fuzz builds)
+or cmake is missing (scripts/install-deps.sh installs it).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+def sh(cmd, env=None, timeout=600):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                           f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def installed_paths(build, destdir):
+    options = {o["name"]: o["value"] for o in
+               json.loads(sh(["meson", "introspect", build, "--buildoptions"]))}
+    prefix = destdir + options["prefix"]
+    return prefix, os.path.join(prefix, options["libdir"]), options
+
+
+def run_example(ringlet, exe, env):
+    proc = subprocess.run([ringlet, "launch", "--nproc-per-node", "2", exe], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **env})
+    return proc.returncode, proc.stdout
+
+
+def check_runs(ringlet, built, env):
+    problems = []
+    status, out = run_example(ringlet, os.path.join(built, "all_reduce"), env)
+    if status != 0 or out.count(": exact") != 2:
+        problems.append(f"{built}/all_reduce: status {status}, output:\n{out}")
+    status, out = run_example(ringlet, os.path.join(built, "ddp_toy"), env)
+    if status != 0 or out.count("(fell); parameters equal on every rank: yes") != 2:
+        problems.append(f"{built}/ddp_toy: status {status}, output:\n{out}")
+    print(f"{built}: all_reduce and ddp_toy with 2 ranks: {'ok' if not problems else 'FAILED'}")
+    return problems
+
+
+def main():
+    build, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if not os.path.exists(os.path.join(build, "package", "libringlet.so")):
+        print("skipped: this build installs nothing (sanitizer or fuzz build)")
+        return SKIP
+    if shutil.which("cmake") is None:
+        print("skipped: cmake is not installed (scripts/install-deps.sh installs it)")
+        return SKIP
+    scratch = tempfile.mkdtemp(prefix="ringlet_consumer_")
+    try:
+        destdir = os.path.join(scratch, "root")
+        sh(["meson", "install", "-C", build, "--no-rebuild", "--destdir", destdir, "--strip",
+            "--quiet"])
+        prefix, libdir, options = installed_paths(build, destdir)
+        ringlet = os.path.join(prefix, options["bindir"], "ringlet")
+        pc_env = {"PKG_CONFIG_PATH": os.path.join(libdir, "pkgconfig")}
+        cuda = sh(["pkg-config", "--variable=cuda", "ringlet"], env=pc_env).strip()
+        with open(os.path.join(build, "meson-info", "intro-targets.json")) as f:
+            has_cuda = any(s.get("language") == "cuda" for t in json.load(f)
+                           for s in t.get("target_sources", []))
+        problems = [] if cuda == ("yes" if has_cuda else "no") else [
+            f"ringlet.pc says cuda={cuda}, the build {'has' if has_cuda else 'has no'} CUDA"]
+        with_meson, with_cmake = os.path.join(scratch, "meson"), os.path.join(scratch, "cmake")
+        sh(["meson", "setup", with_meson, os.path.join(root, "examples")], env=pc_env)
+        sh(["ninja", "-C", with_meson])
+        sh(["cmake", "-S", os.path.join(root, "examples"), "-B", with_cmake,
+            f"-DCMAKE_PREFIX_PATH={prefix}"])
+        sh(["cmake", "--build", with_cmake])
+        # The meson-built programs find libringlet.so as an installed one would be found.
+        problems += check_runs(ringlet, with_meson, {"LD_LIBRARY_PATH": libdir})
+        problems += check_runs(ringlet, with_cmake, {})
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        problems = [str(e)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for p in problems:
+        print("FAILED:", p)
+    print(f"{1 if not problems else 0} passed, {1 if problems else 0} failed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
