@@ -10,6 +10,7 @@
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
 #   make install  the library, headers, ringlet.pc, the CMake package, the ringlet program and
 #                 its recipes (package/README.md), under PREFIX (default /usr/local), in DESTDIR
+#   make deb      Debian packages ringlet and libringlet-dev of the build, in BUILD/deb
 #
 # Variables: BUILD (build dir, default build), MESON_OPTS (e.g. -Dcuda=disabled; applied with
 # `meson configure` when BUILD is already configured, since `meson setup` would ignore them),
@@ -24,10 +25,10 @@ PYTHON ?= python3
 CLANG_FORMAT ?= clang-format
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build test sanitize fuzz train bench format format-check clean install
+.PHONY: help deps build test sanitize fuzz train bench format format-check clean install deb
 
 help:
-	@sed -n '5,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '5,17p' Makefile | sed 's/^# \{0,1\}//'
 
 # --- setup -----------------------------------------------------------------------------------
 
@@ -131,6 +132,9 @@ DESTDIR ?=
 install: build
 	@if [ -n "$(PREFIX)" ]; then $(MESON) configure $(BUILD) -Dprefix=$(PREFIX); fi
 	$(MESON) install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
+
+deb: build
+	bash scripts/make_deb.sh $(BUILD) $(BUILD)/deb
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-nocuda $(BUILD)-cuda build-asan build-tsan build-fuzz

@@ -8,7 +8,9 @@ out of tree against the installed tree twice, as a user's project would: with me
 pkg-config (ringlet.pc) and with CMake through find_package(ringlet) (ringlet::ringlet). Each
 example runs with 2 ranks under the installed `ringlet launch`: all_reduce's sums are exact on
 both ranks; ddp_toy's loss falls and both ranks end with equal parameters. ringlet.pc's `cuda`
-variable says whether the library carries CUDA, as the build says.
+variable says whether the library carries CUDA, as the build says. Then the Debian packages
+(scripts/make_deb.sh, `make deb`): their file lists hold what each must, and the examples built
+against the packages unpacked into a scratch root (dpkg -x) run as above.
 Exits 77 (meson: SKIP) saying why where nothing is installed (the sanitizer and fuzz builds)
 or cmake is missing (scripts/install-deps.sh installs it).
 """
@@ -56,6 +58,38 @@ def check_runs(ringlet, built, env):
     return problems
 
 
+DEB_FILES = {
+    "ringlet": ["./usr/bin/ringlet", "./usr/share/ringlet/recipes/fmnist_fast.json"],
+    "libringlet-dev": ["./usr/include/ringlet/distributed/ddp.h",
+                       "/libringlet.so.0", "/pkgconfig/ringlet.pc",
+                       "/cmake/ringlet/ringletConfig.cmake"],
+}
+
+
+def check_debs(build, root, scratch):
+    """make_deb.sh's packages: what each holds, and the examples built against them."""
+    out = os.path.join(scratch, "debs")
+    debs = sh(["bash", os.path.join(root, "scripts", "make_deb.sh"), build, out]).split()
+    problems, unpacked = [], os.path.join(scratch, "debroot")
+    for deb in debs:
+        name = os.path.basename(deb).split("_")[0]
+        listing = sh(["dpkg-deb", "-c", deb])
+        missing = [f for f in DEB_FILES.get(name, ["?"]) if f not in listing]
+        if missing:
+            problems.append(f"{os.path.basename(deb)} lacks {missing}")
+        sh(["dpkg-deb", "-x", deb, unpacked])
+    print(f"debs: {' '.join(os.path.basename(d) for d in debs)}")
+    libdir = os.path.dirname(next(iter(
+        os.path.join(d, f) for d, _, fs in os.walk(unpacked) for f in fs if f == "ringlet.pc")))
+    libdir = os.path.dirname(libdir)  # .../lib/<triplet>
+    built = os.path.join(scratch, "from_debs")
+    sh(["meson", "setup", built, os.path.join(root, "examples")],
+       env={"PKG_CONFIG_PATH": os.path.join(libdir, "pkgconfig")})
+    sh(["ninja", "-C", built])
+    ringlet = os.path.join(unpacked, "usr", "bin", "ringlet")
+    return problems + check_runs(ringlet, built, {})
+
+
 def main():
     build, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     if not os.path.exists(os.path.join(build, "package", "libringlet.so")):
@@ -84,9 +118,10 @@ def main():
         sh(["cmake", "-S", os.path.join(root, "examples"), "-B", with_cmake,
             f"-DCMAKE_PREFIX_PATH={prefix}"])
         sh(["cmake", "--build", with_cmake])
-        # The meson-built programs find libringlet.so as an installed one would be found.
-        problems += check_runs(ringlet, with_meson, {"LD_LIBRARY_PATH": libdir})
+        # Both find libringlet.so through their run path (ringlet.pc's, CMake's).
+        problems += check_runs(ringlet, with_meson, {})
         problems += check_runs(ringlet, with_cmake, {})
+        problems += check_debs(build, root, scratch)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         problems = [str(e)]
     finally:

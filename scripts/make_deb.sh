@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Debian packages of a build, without building again: `meson install` into a scratch tree
+# (relocatable: the pkg-config and CMake files find their prefix, the program its recipes),
+# moved under /usr and split in two, each packed with dpkg-deb:
+#   ringlet          the ringlet program and its recipes (the program links ringlet statically)
+#   libringlet-dev   libringlet.so.* and its headers, ringlet.pc, the CMake package
+# CUDA's libraries are not Debian packages: a build with CUDA needs them at run time from the
+# CUDA Toolkit, as the build did (the description says which build it is).
+#
+# usage: scripts/make_deb.sh [BUILD_DIR] [OUT_DIR]      (make deb: build, then this)
+set -euo pipefail
+build=${1:-build}
+out=${2:-$build/deb}
+root=$(cd "$(dirname "$0")/.." && pwd)
+version=$(meson introspect "$build" --projectinfo | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
+arch=$(dpkg --print-architecture)
+triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)
+cuda=$(grep -q '"language": "cuda"' "$build/meson-info/intro-targets.json" && echo yes || echo no)
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+meson install -C "$build" --no-rebuild --destdir "$stage/install" --strip --quiet
+prefix=$(meson introspect "$build" --buildoptions |
+  python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+tree="$stage/install$prefix"
+[ -d "$tree/lib/$triplet" ] || { echo "make_deb: no lib/$triplet in the installed tree" >&2; exit 1; }
+
+# package NAME SECTION DEPENDS DESCRIPTION PATH...: the paths (relative to the prefix) under /usr.
+package() {
+  local name=$1 section=$2 depends=$3 description=$4
+  shift 4
+  local dir="$stage/$name"
+  mkdir -p "$dir/DEBIAN" "$dir/usr/share/doc/$name"
+  for path in "$@"; do
+    mkdir -p "$dir/usr/$(dirname "$path")"
+    cp -a "$tree/$path" "$dir/usr/$path"
+  done
+  cp "$root/README.md" "$dir/usr/share/doc/$name/README.md"
+  printf 'ringlet, a from-scratch data-parallel training stack.\nCopyright: %s ringlet developers\n' \
+    "$(date +%Y)" >"$dir/usr/share/doc/$name/copyright"
+  printf '%s (%s) unstable; urgency=low\n\n  * Packed from a build by scripts/make_deb.sh.\n\n -- %s  %s\n' \
+    "$name" "$version" "ringlet developers <developers@ringlet.dev>" "$(date -R)" |
+    gzip -9n >"$dir/usr/share/doc/$name/changelog.gz"
+  # A shared library: not executable, ldconfig run on install, its shlibs for dependents.
+  if compgen -G "$dir/usr/lib/*/libringlet.so.*.*" >/dev/null; then
+    chmod 0644 "$dir"/usr/lib/*/libringlet.so.*.*
+    echo "activate-noawait ldconfig" >"$dir/DEBIAN/triggers"
+    echo "libringlet 0 $name (>= $version)" >"$dir/DEBIAN/shlibs"
+  fi
+  local size
+  size=$(du -sk "$dir/usr" | cut -f1)
+  cat >"$dir/DEBIAN/control" <<CONTROL
+Package: $name
+Version: $version
+Architecture: $arch
+Section: $section
+Priority: optional
+Maintainer: ringlet developers <developers@ringlet.dev>
+Installed-Size: $size
+Depends: $depends
+Description: $description
+ Collectives (ring all-reduce over tcp, shm, rdma, device windows),
+ tensors with autograd on CPUs and GPUs, nn, DDP and a torchrun-style
+ launcher, with no PyTorch, NCCL, Gloo or MPI inside. Built with CUDA:
+ $cuda (its runtime and cuBLAS then come from the CUDA Toolkit).
+CONTROL
+  mkdir -p "$out"
+  dpkg-deb --root-owner-group --build "$dir" "$out/${name}_${version}_${arch}.deb" >/dev/null
+  echo "$out/${name}_${version}_${arch}.deb"
+}
+
+runtime="libc6, libstdc++6, libopenblas0 | libopenblas0-pthread, zlib1g, libyaml-cpp0.7, libibverbs1"
+package ringlet science "$runtime" "data-parallel training from scratch (program)" \
+  bin/ringlet share/ringlet
+package libringlet-dev libdevel "$runtime, nlohmann-json3-dev, libasio-dev" \
+  "data-parallel training from scratch (library, headers)" \
+  "lib/$triplet/libringlet.so" "lib/$triplet/libringlet.so.0" \
+  "lib/$triplet/libringlet.so.$version" "lib/$triplet/pkgconfig" "lib/$triplet/cmake" \
+  include/ringlet
