@@ -7,7 +7,9 @@ Installs the build into a scratch directory (`meson install --destdir`), then bu
 out of tree against the installed tree twice, as a user's project would: with meson through
 pkg-config (ringlet.pc) and with CMake through find_package(ringlet) (ringlet::ringlet). Each
 example runs with 2 ranks under the installed `ringlet launch`: all_reduce's sums are exact on
-both ranks; ddp_toy's loss falls and both ranks end with equal parameters. ringlet.pc's `cuda`
+both ranks; ddp_toy's loss falls and both ranks end with equal parameters; train_cifar's loss
+falls over 2 epochs, a second run resumes for a third, and on the emulated device its first
+epoch's losses are the CPU's. ringlet.pc's `cuda`
 variable says whether the library carries CUDA, as the build says. Then the Debian packages
 (scripts/make_deb.sh, `make deb`): their file lists hold what each must, and the examples built
 against the packages unpacked into a scratch root (dpkg -x) run as above.
@@ -16,6 +18,7 @@ or cmake is missing (scripts/install-deps.sh installs it).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,10 +43,35 @@ def installed_paths(build, destdir):
     return prefix, os.path.join(prefix, options["libdir"]), options
 
 
-def run_example(ringlet, exe, env):
-    proc = subprocess.run([ringlet, "launch", "--nproc-per-node", "2", exe], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **env})
+def run_example(ringlet, exe, env, *args):
+    proc = subprocess.run([ringlet, "launch", "--nproc-per-node", "2", exe, *args],
+                          capture_output=True, text=True, timeout=180, env={**os.environ, **env})
     return proc.returncode, proc.stdout
+
+
+EPOCH = re.compile(r"rank (\d) epoch (\d): mean loss ([\d.]+)")
+
+
+def check_train_cifar(ringlet, built, scratch):
+    """2 epochs on the CPU, then resumed for a third; 1 epoch on the emulated device, whose
+    losses are the CPU's (the emulated device computes as the CPU does)."""
+    exe, run = os.path.join(built, "train_cifar"), os.path.join(scratch, "cifar_run")
+    problems = []
+    status, out = run_example(ringlet, exe, {}, "--epochs", "2", "--out", run)
+    losses = {(int(r), int(e)): float(l) for r, e, l in EPOCH.findall(out)}
+    if status != 0 or len(losses) != 4 or any(losses[r, 2] >= losses[r, 1] for r in (0, 1)):
+        problems.append(f"train_cifar, 2 epochs: status {status}, losses {losses}:\n{out}")
+    status, out = run_example(ringlet, exe, {}, "--epochs", "3", "--out", run)
+    if status != 0 or out.count("resumed after epoch 2") != 2 or len(EPOCH.findall(out)) != 2:
+        problems.append(f"train_cifar, resumed for a third epoch: status {status}:\n{out}")
+    status, out = run_example(ringlet, exe, {}, "--epochs", "1", "--device", "emu", "--out",
+                              os.path.join(scratch, "cifar_emu"))
+    emu = {(int(r), int(e)): float(l) for r, e, l in EPOCH.findall(out)}
+    if status != 0 or emu != {k: v for k, v in losses.items() if k[1] == 1}:
+        problems.append(f"train_cifar on emu: losses {emu}, the CPU's {losses}:\n{out}")
+    print(f"{built}: train_cifar: 2 epochs {losses}, resumed, emu {emu}: "
+          f"{'ok' if not problems else 'FAILED'}")
+    return problems
 
 
 def check_runs(ringlet, built, env):
@@ -120,6 +148,7 @@ def main():
         sh(["cmake", "--build", with_cmake])
         # Both find libringlet.so through their run path (ringlet.pc's, CMake's).
         problems += check_runs(ringlet, with_meson, {})
+        problems += check_train_cifar(ringlet, with_meson, scratch)
         problems += check_runs(ringlet, with_cmake, {})
         problems += check_debs(build, root, scratch)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
