@@ -71,7 +71,17 @@ def check_train_cifar(ringlet, built, scratch):
         problems.append(f"train_cifar on emu: losses {emu}, the CPU's {losses}:\n{out}")
     print(f"{built}: train_cifar: 2 epochs {losses}, resumed, emu {emu}: "
           f"{'ok' if not problems else 'FAILED'}")
-    return problems
+    return problems, losses
+
+
+def check_train_cifar_again(ringlet, built, scratch, losses):
+    """Another build of train_cifar: its first epoch is the first build's."""
+    status, out = run_example(ringlet, os.path.join(built, "train_cifar"), {}, "--epochs", "1",
+                              "--out", os.path.join(scratch, "cifar_again"))
+    again = {(int(r), int(e)): float(l) for r, e, l in EPOCH.findall(out)}
+    ok = status == 0 and again and again == {k: v for k, v in losses.items() if k[1] == 1}
+    print(f"{built}: train_cifar, 1 epoch: {again}: {'ok' if ok else 'FAILED'}")
+    return [] if ok else [f"{built}/train_cifar: status {status}, losses {again}:\n{out}"]
 
 
 def check_runs(ringlet, built, env):
@@ -148,7 +158,8 @@ def main():
         sh(["cmake", "--build", with_cmake])
         # Both find libringlet.so through their run path (ringlet.pc's, CMake's).
         problems += check_runs(ringlet, with_meson, {})
-        problems += check_train_cifar(ringlet, with_meson, scratch)
+        found, losses = check_train_cifar(ringlet, with_meson, scratch)
+        problems += found + check_train_cifar_again(ringlet, with_cmake, scratch, losses)
         problems += check_runs(ringlet, with_cmake, {})
         problems += check_debs(build, root, scratch)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
