@@ -340,7 +340,7 @@ void host_waits_per_step(const std::function<core::Device(int)>& device_of) {
   std::vector<tensor::device::DeviceCounts> used(2);
   std::vector<collectives::CommCounters> comm_used(2);
   std::vector<std::uint64_t> loss_read_syncs(2);
-  std::vector<bool> flags(2);
+  std::vector<char> flags(2);  // not vector<bool>: each rank's thread writes its own element
   run_device_ranks(
       "ddp-waits", device_of,
       [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
