@@ -42,16 +42,6 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kMaxInFlight = 64;  // ops queued at once (the queue needs no more)
 
-const char* program_name(Collective c) {
-  switch (c) {
-    case Collective::all_reduce: return "all_reduce_perf";
-    case Collective::all_gather: return "all_gather_perf";
-    case Collective::reduce_scatter: return "reduce_scatter_perf";
-    case Collective::broadcast: return "broadcast_perf";
-  }
-  return "collective_perf";
-}
-
 const char* op_label(Collective c) {
   switch (c) {
     case Collective::all_reduce: return "all_reduce";
@@ -508,6 +498,29 @@ nlohmann::json result_json(const char* prefix, const Result& r) {
   return j;
 }
 
+// One size's JSON line (after the table): what ran, where, and both results.
+std::string result_row(const std::string& program, Collective coll, std::size_t bytes,
+                       const Geometry& g, DType t, const char* redop, int root, int n,
+                       const std::string& transport, const std::string& algo, const Result& oop,
+                       const Result& ip) {
+  nlohmann::json j{{"bench", program},
+                   {"op", op_label(coll)},
+                   {"size", bytes},
+                   {"count", g.param_count},
+                   {"type", type_name(t)},
+                   {"redop", redop},
+                   {"root", root},
+                   {"nranks", n},
+                   {"transport", transport},
+                   {"algo", algo},
+                   {"host", host_name()},
+                   {"isa", isa_in_use()},
+                   {"commit", RINGLET_BENCH_COMMIT}};
+  j.update(result_json("oop", oop));
+  j.update(result_json("ip", ip));
+  return j.dump();
+}
+
 // After the table (comment lines, so the table stays nccl-tests'): rank 0's host work per op.
 void print_host_work(const std::vector<std::string>& rows) {
   if (rows.empty()) return;
@@ -579,6 +592,8 @@ Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store
   return b;
 }
 
+}  // namespace
+
 // Runs every (type, op, size) on this rank; returns the exit status.
 int run_all(Collective coll, const std::string& program, const BenchOptions& o, Communicator& comm,
             transport::Store& store, const PeerProgram* peer) {
@@ -629,24 +644,11 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
         busbw_sum += oop.busbw + ip.busbw;
         busbw_count += 2;
         if (oop.host_waits >= 0) host_rows.push_back(host_work_row(bytes, oop, ip));
-        nlohmann::json j{{"bench", program},
-                         {"op", op_label(coll)},
-                         {"size", bytes},
-                         {"count", g.param_count},
-                         {"type", type_name(t)},
-                         {"redop", redop},
-                         {"root", root},
-                         {"nranks", n},
-                         {"transport", backend.label},
-                         {"algo", backend.engine ? backend.engine->label()
-                                                 : algorithm_of(coll, comm, backend.space.get(),
-                                                                g.send_count * w)},
-                         {"host", host_name()},
-                         {"isa", isa_in_use()},
-                         {"commit", RINGLET_BENCH_COMMIT}};
-        j.update(result_json("oop", oop));
-        j.update(result_json("ip", ip));
-        json_lines.push_back(j.dump());
+        const std::string algo =
+            backend.engine ? backend.engine->label()
+                           : algorithm_of(coll, comm, backend.space.get(), g.send_count * w);
+        json_lines.push_back(
+            result_row(program, coll, bytes, g, t, redop, root, n, backend.label, algo, oop, ip));
       }
     }
   }
@@ -661,115 +663,6 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
     std::fflush(stdout);
   }
   return errors == 0 ? 0 : 1;
-}
-
-}  // namespace
-
-// One rank's whole run over `setup`'s store: its communicator, every size, and the ends.
-int run_rank(Collective coll, const std::string& program, const BenchOptions& o,
-             const RankSetup& setup, LiveComm& live, const PeerProgram* peer) {
-  const auto deadline = core::Deadline::after(120s);
-  transport::MeshOptions mesh;
-  mesh.rank = setup.rank;
-  mesh.world_size = setup.world_size;
-  mesh.prefix = "bench/mesh";
-  mesh.job_token = transport::job_token(*setup.store, setup.rank, deadline);
-  mesh.transport = o.transport;
-  mesh.store_host = setup.store_host;
-  collectives::CommOptions options;
-  options.name = "bench/comm";
-  if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
-  auto comm = Communicator::create(*setup.store, mesh, options, deadline);
-  LiveComm::Publish publish(live, *comm);  // withdrawn before comm is destroyed
-  const int status = run_all(coll, program, o, *comm, *setup.store, peer);
-  comm->barrier()->wait(core::Deadline::after(comm->timeout()));
-  // Nobody tears down its connections until every rank is past the last collective.
-  transport::store_barrier(*setup.store, "bench/done", setup.world_size,
-                           core::Deadline::after(comm->timeout()));
-  return status;
-}
-
-// --threads: the -np ranks as threads of this process around one store; a rank that fails
-// says so, and its closed connections fail the others' ops at once.
-int run_as_threads(Collective coll, const std::string& program, const BenchOptions& o) {
-  transport::TcpStoreServer server("127.0.0.1", 0);
-  std::vector<int> status(static_cast<std::size_t>(o.np), 1);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < o.np; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        RankSetup setup;
-        setup.rank = r;
-        setup.world_size = o.np;
-        setup.store = std::make_unique<transport::TcpStore>("127.0.0.1", server.port(),
-                                                            core::Deadline::after(60s));
-        LiveComm live;
-        status[r] = run_rank(coll, program, o, setup, live, nullptr);
-      } catch (const std::exception& e) {
-        std::fflush(stdout);
-        std::fprintf(stderr, "%s (rank %d, a thread): %s\n", program.c_str(), r, e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return *std::max_element(status.begin(), status.end());
-}
-
-int collective_bench_main(Collective coll, int argc, char** argv, const PeerProgram* peer) {
-  const std::string program = (peer ? peer->prefix : std::string()) + program_name(coll);
-  BenchOptions o;
-  try {
-    o = parse_bench_options(program, argc, argv);
-    core::active_isa();  // a bad RINGLET_ISA is a usage error too, before any rank starts
-    RINGLET_CHECK(!o.threads || peer == nullptr, ValueError,
-                  "--threads runs ringlet's ranks; the peer programs run one rank a process");
-  } catch (const std::exception& e) {  // a usage error: exit 2, as every program does
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
-    return 2;
-  }
-  int rank = 0;
-  try {
-    if (o.np < 0) {
-      std::printf("%s", usage(program).c_str());
-      return 0;
-    }
-    if (o.threads) return run_as_threads(coll, program, o);
-    rank = o.child_rank > 0 ? o.child_rank : 0;
-    RankSetup setup = setup_ranks(o, program.c_str());
-    rank = setup.rank;
-
-    // A spawned rank that dies aborts the communicator (or, before it exists, the store), so
-    // rank 0 fails at once naming that rank instead of waiting for a timeout.
-    LiveComm live;
-    std::unique_ptr<ChildWatcher> watcher;
-    if (!setup.children.empty()) {
-      watcher = std::make_unique<ChildWatcher>(setup.children, [&](const std::string& why) {
-        if (!live.abort(why) && setup.server) setup.server->stop();
-      });
-    }
-    int status = 0;
-    try {
-      status = run_rank(coll, program, o, setup, live, peer);
-    } catch (...) {
-      if (watcher && !watcher->failure().empty()) {
-        std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), watcher->failure().c_str());
-      }
-      throw;
-    }
-    if (watcher) {
-      const std::string problem = watcher->wait_all(60);
-      RINGLET_CHECK(problem.empty(), Error, problem);
-    }
-    setup.store.reset();
-    if (setup.server) setup.server->wait_until_idle(core::Deadline::after(10s));
-    // Wrong results fail the job once, through rank 0's status; a spawned rank exiting non-zero
-    // would read as a crash to rank 0's watcher.
-    return o.child_rank > 0 ? 0 : status;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s (rank %d): %s\n", program.c_str(), rank, e.what());
-    return 1;
-  }
 }
 
 }  // namespace ringlet::bench

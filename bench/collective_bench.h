@@ -81,6 +81,11 @@ struct RankSetup {
 // launcher) and no -np: discover() + open_store().
 RankSetup setup_ranks(const BenchOptions& options, const char* program);
 
+// One rank's sweep over every (type, op, size) on `comm` (ringlet's, or `peer`'s engine);
+// rank 0 prints the table. Returns the exit status (collective_bench.cpp).
+int run_all(Collective coll, const std::string& program, const BenchOptions& o,
+            collectives::Communicator& comm, transport::Store& store, const PeerProgram* peer);
+
 // Watches the spawned ranks from a thread: the first one that dies with a non-zero status or a
 // signal is reported through on_failure (once) with a message naming it.
 class ChildWatcher {
