@@ -32,7 +32,7 @@ template <class T>
 void relu_loop(void* out, const void* x, std::int64_t n) {
   T* o = static_cast<T*>(out);
   const T* a = static_cast<const T*>(x);
-  for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > T(0) ? a[i] : T(0);
+  for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] > T(0) || a[i] != a[i] ? a[i] : T(0);
 }
 
 template <class T>
@@ -44,7 +44,7 @@ void relu_grad_loop(void* out, const void* g, const void* x, std::int64_t n) {
     // Both loads unconditional, so the select is a mask: as `x > 0 ? dy[i] : 0` the load of
     // dy[i] is conditional, and the loop would not vectorize where there are no masked loads.
     const T grad = dy[i], value = a[i];
-    o[i] = value > T(0) ? grad : T(0);
+    o[i] = value <= T(0) ? T(0) : grad;  // a NaN passes the gradient, as PyTorch's
   }
 }
 
@@ -61,9 +61,9 @@ T binary(T a, T b) {
   } else if constexpr (Op == 3) {
     return a / b;
   } else if constexpr (Op == 5) {
-    return a > b ? a : b;
+    return a > b || a != a ? a : b;  // a NaN on either side wins
   } else {
-    return a < b ? a : b;
+    return a < b || a != a ? a : b;
   }
 }
 
@@ -205,10 +205,10 @@ int window_argmax(const T c[4]) {
 
 // Outputs [from, to) of output row oy, one at a time.
 // The position a window's gradient goes to: its maximum's, or none after relu where the value
-// is not > 0 (relu_grad_loop's select).
+// is <= 0 (relu_grad_loop's select; a NaN passes).
 template <class T>
 std::uint8_t gradient_position(int k, T value, bool relu) {
-  return relu && !(value > T(0)) ? kNoGradient : static_cast<std::uint8_t>(k);
+  return relu && value <= T(0) ? kNoGradient : static_cast<std::uint8_t>(k);
 }
 
 template <class T>
@@ -219,7 +219,7 @@ void max_2x2_scalar(const T* plane, std::int64_t width, std::int64_t oy, std::in
   for (std::int64_t ox = from; ox < to; ++ox) {
     T c[4] = {top[2 * ox], top[2 * ox + 1], bottom[2 * ox], bottom[2 * ox + 1]};
     if (relu) {
-      for (T& v : c) v = v > T(0) ? v : T(0);  // relu_loop's select
+      for (T& v : c) v = v > T(0) || v != v ? v : T(0);  // relu_loop's select
     }
     const int k = window_argmax(c);
     values[ox] = c[k];
@@ -292,10 +292,10 @@ inline bool max_2x2_eight(__m256 c0, __m256 c1, __m256 c2, __m256 c3, bool relu,
   return true;
 }
 
-// relu_loop's select lane by lane: x > 0 ? x : +0 (a NaN becomes +0 too). Four plain calls,
+// relu_loop's select lane by lane: x unless x <= 0, then +0 (a NaN stays). Four plain calls,
 // no initializer_list (a std:: template the per-level unit must not emit).
 inline __m256 relu_lanes(__m256 c) {
-  return _mm256_and_ps(c, _mm256_cmp_ps(c, _mm256_setzero_ps(), _CMP_GT_OQ));
+  return _mm256_and_ps(c, _mm256_cmp_ps(c, _mm256_setzero_ps(), _CMP_NLE_UQ));
 }
 inline void relu_lanes(__m256& c0, __m256& c1, __m256& c2, __m256& c3) {
   c0 = relu_lanes(c0);

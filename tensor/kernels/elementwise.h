@@ -70,9 +70,9 @@ struct BinaryFn {
     else if constexpr (Op == BinaryOp::pow)
       return static_cast<T>(hd_pow(x, y));
     else if constexpr (Op == BinaryOp::maximum)
-      return x > y ? x : y;
+      return x > y || x != x ? x : y;  // a NaN on either side wins, as PyTorch's
     else if constexpr (Op == BinaryOp::minimum)
-      return x < y ? x : y;
+      return x < y || x != x ? x : y;
   }
 };
 
@@ -95,7 +95,7 @@ struct UnaryFn {
     else if constexpr (Op == UnaryOp::abs)
       return x < T(0) ? static_cast<T>(-x) : x;
     else if constexpr (Op == UnaryOp::relu)
-      return x > T(0) ? x : T(0);
+      return x > T(0) || x != x ? x : T(0);  // NaN stays NaN
     else if constexpr (Op == UnaryOp::sigmoid)
       return static_cast<T>(1 / (1 + hd_exp(-static_cast<double>(x))));
     else if constexpr (Op == UnaryOp::tanh)
@@ -127,7 +127,7 @@ struct UnaryGradFn {
     else if constexpr (Op == UnaryOp::abs)
       return x > T(0) ? g : x < T(0) ? static_cast<T>(-g) : T(0);
     else if constexpr (Op == UnaryOp::relu)
-      return x > T(0) ? g : T(0);
+      return x <= T(0) ? T(0) : g;  // PyTorch's threshold rule: a NaN passes the gradient
     else if constexpr (Op == UnaryOp::sigmoid)
       return g * (y * (T(1) - y));
     else if constexpr (Op == UnaryOp::tanh)

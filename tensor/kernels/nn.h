@@ -277,7 +277,9 @@ struct CrossEntropyRowFn {
     lse[i] = top + hd_log(total);
     const double nll = lse[i] - double(row[labels[i]]);
     const double smooth = double(classes) * lse[i] - row_sum;
-    loss[i] = static_cast<T>((1.0 - eps) * nll + eps / double(classes) * smooth);
+    // Without smoothing its term is left out, not multiplied by 0: a -inf logit makes it inf.
+    const double value = (1.0 - eps) * nll + (eps != 0.0 ? eps / double(classes) * smooth : 0.0);
+    loss[i] = static_cast<T>(value);
   }
 };
 
@@ -675,7 +677,7 @@ struct BnBackwardTotalsFn {
 };
 
 // dx = a * dy + b * (x - mean) + k, with a, b, k folded per channel (training: through the
-// batch statistics; evaluation: dx = a * dy).
+// batch statistics; evaluation: dx = a * dy, x unread, so a NaN input passes no NaN back).
 template <class T>
 struct BnBackwardInputFn {
   BnShape l;
@@ -696,7 +698,7 @@ struct BnBackwardInputFn {
     const T b = static_cast<T>(-scale * invstd[c] * xhat_coef);
     const T k = static_cast<T>(-scale * dy_shift);
     const T m = static_cast<T>(mean[c]);
-    dx[e] = a * dy[e] + b * (x[e] - m) + k;
+    dx[e] = training ? a * dy[e] + b * (x[e] - m) + k : a * dy[e];
   }
 };
 

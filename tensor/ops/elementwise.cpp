@@ -168,11 +168,13 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
     case Binary::maximum:
     case Binary::minimum:
       rule = [a = a.detach(), b = b.detach(), op](const Tensor& g, const std::vector<bool>& n) {
-        // The winner takes the gradient; ties split it evenly (as PyTorch).
-        const Tensor wins_a = (op == Binary::maximum ? gt(a, b) : lt(a, b)).to(g.dtype());
-        const Tensor ties = eq(a, b).to(g.dtype());
-        const Tensor share_a = add(wins_a, mul(ties, 0.5));
-        const Tensor share_b = sub(sub(ones_like(share_a), wins_a), mul(ties, 0.5));
+        // The loser gets no gradient, ties split it evenly and, where a NaN makes the pair
+        // unordered, both get all of it (PyTorch's rule).
+        const Tensor a_loses = (op == Binary::maximum ? lt(a, b) : gt(a, b)).to(g.dtype());
+        const Tensor b_loses = (op == Binary::maximum ? gt(a, b) : lt(a, b)).to(g.dtype());
+        const Tensor half_ties = mul(eq(a, b).to(g.dtype()), 0.5);
+        const Tensor share_a = sub(sub(ones_like(a_loses), a_loses), half_ties);
+        const Tensor share_b = sub(sub(ones_like(b_loses), b_loses), half_ties);
         return std::vector<Tensor>{n[0] ? sum_to(mul(g, share_a), a.shape()) : Tensor(),
                                    n[1] ? sum_to(mul(g, share_b), b.shape()) : Tensor()};
       };

@@ -145,7 +145,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
       lse[i] = top + std::log(total);
       const double nll = lse[i] - double(row[labels[i] * s1]);
       const double smooth = double(classes) * lse[i] - row_sum;
-      loss[i] = static_cast<T>((1.0 - eps) * nll + eps / double(classes) * smooth);
+      // Without smoothing its term is left out, not multiplied by 0: a -inf logit makes it inf.
+      const double value = (1.0 - eps) * nll + (eps != 0.0 ? eps / double(classes) * smooth : 0.0);
+      loss[i] = static_cast<T>(value);
     }
   });
   Tensor out;

@@ -248,8 +248,9 @@ void channel_sums_dy(const Saved& s, const T* dy, const T* x, std::int64_t c, do
 }
 
 // Channel c's input gradient: dx = scale * (dy - mean(dy) - xhat * mean(dy * xhat)) in
-// training; in eval the statistics are constants and only dx = scale * dy remains. Folded into
-// dx = a * dy + b * (x - mean) + k, evaluated in T.
+// training; in eval the statistics are constants and only dx = scale * dy remains (x unread, so
+// a NaN input passes no NaN back, as PyTorch's). Folded into dx = a * dy + b * (x - mean) + k,
+// evaluated in T.
 template <class T>
 void channel_input_grad(const Saved& s, const T* dy, const T* x, std::int64_t c, double sum_dy,
                         double sum_dy_xhat, T* dx) {
@@ -266,7 +267,9 @@ void channel_input_grad(const Saved& s, const T* dy, const T* x, std::int64_t c,
   const cpu::FlatLoops::NormGrad norm_grad = cpu::flat_loops().norm_grad[cpu::kFlatRow<T>];
   for (std::int64_t n = 0; n < l.batch; ++n) {
     const std::int64_t at = (n * l.channels + c) * l.spatial;
-    if (l.spatial >= kAffineCallMin) {
+    if (!s.training) {
+      for (std::int64_t i = 0; i < l.spatial; ++i) dx[at + i] = a * dy[at + i];
+    } else if (l.spatial >= kAffineCallMin) {
       norm_grad(dx + at, dy + at, x + at, l.spatial, a, b, m, k);
     } else {  // short runs: not worth a call each
       for (std::int64_t i = 0; i < l.spatial; ++i) {

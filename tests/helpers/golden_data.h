@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -33,10 +34,30 @@ inline core::DType golden_dtype(const nlohmann::json& tensor) {
   return golden_dtype(tensor.at("dtype").get<std::string>());
 }
 
-// A stored tensor: {"dtype", "shape", "values"} (values as exact decimals).
+// A stored tensor's values: exact decimals, or "nan", "inf" and "-inf" (JSON has no number for
+// them; tests/golden/make_nonfinite_golden.py writes them so).
+inline std::vector<double> golden_values(const nlohmann::json& j) {
+  std::vector<double> values;
+  for (const nlohmann::json& v : j.at("values")) {
+    if (!v.is_string()) {
+      values.push_back(v.get<double>());
+      continue;
+    }
+    const std::string s = v.get<std::string>();
+    if (s == "nan") {
+      values.push_back(std::numeric_limits<double>::quiet_NaN());
+    } else if (s == "inf" || s == "-inf") {
+      values.push_back((s == "inf" ? 1 : -1) * std::numeric_limits<double>::infinity());
+    } else {
+      throw std::runtime_error("golden file: value \"" + s + "\" is not a number");
+    }
+  }
+  return values;
+}
+
+// A stored tensor: {"dtype", "shape", "values"} (values as golden_values reads them).
 inline tensor::Tensor golden_tensor(const nlohmann::json& j) {
-  return tensor::from_vector(j.at("values").get<std::vector<double>>(),
-                             j.at("shape").get<tensor::Shape>(), golden_dtype(j));
+  return tensor::from_vector(golden_values(j), j.at("shape").get<tensor::Shape>(), golden_dtype(j));
 }
 
 // n float32 values uniform in [low, high), element i from splitmix64(seed + (i + 1) * golden).

@@ -371,8 +371,8 @@ namespace {
 
 // The 2x2 stride-2 max pool by its rule, one window at a time: the first maximum row by row,
 // the last NaN where there is one (PyTorch's `val > max || isnan(val)` scan), as its position
-// in the window. The caller applies relu to the plane first for the fused form, which gives
-// kNoGradient where the value is not > 0.
+// in the window. The caller applies relu to the plane first for the fused form (a NaN stays
+// NaN), which gives kNoGradient where the value is <= 0 (a NaN passes the gradient).
 template <class T>
 void reference_pool(const std::vector<T>& plane, std::int64_t width, std::int64_t out_h,
                     std::int64_t out_w, bool relu, std::vector<T>& values,
@@ -388,7 +388,7 @@ void reference_pool(const std::vector<T>& plane, std::int64_t width, std::int64_
       const T value = plane[in_window[k]];
       values[oy * out_w + ox] = value;
       position[oy * out_w + ox] =
-          relu && !(value > T(0)) ? kNoGradient : static_cast<std::uint8_t>(k);
+          relu && value <= T(0) ? kNoGradient : static_cast<std::uint8_t>(k);
     }
   }
 }
@@ -416,8 +416,8 @@ void check_pool_level(const FlatLoops& loops, std::size_t d, std::mt19937& rng, 
       std::vector<T> want(outputs), got(outputs);
       std::vector<std::uint8_t> want_at(outputs), got_at(outputs, 99);
       std::vector<T> pooled = plane;
-      if (relu) {  // relu_loop's select, as the relu op gives it
-        for (T& v : pooled) v = v > T(0) ? v : T(0);
+      if (relu) {  // relu_loop's select, as the relu op gives it: NaN stays NaN
+        for (T& v : pooled) v = v > T(0) || std::isnan(v) ? v : T(0);
       }
       reference_pool(pooled, width, out_h, out_w, relu, want, want_at);
       loops.max_pool_2x2[d](plane.data(), width, out_h, out_w, relu, got.data(), got_at.data());

@@ -1,8 +1,10 @@
 // Replays tests/golden/ops.json, written by PyTorch 1.13 (tests/golden/make_golden.py): every
 // op family's forward and backward, and one training step of a tiny FMNIST-style CNN, must
-// match PyTorch's outputs and gradients. The JSON is committed, so this test never needs
-// PyTorch. The C++ side lists every case it expects: a case missing from the file, or a case
-// the file has that the C++ does not know, fails the test.
+// match PyTorch's outputs and gradients. tests/golden/nonfinite.json (make_nonfinite_golden.py)
+// holds the same ops with NaN and +-inf inputs: they must come out where PyTorch's do, on the
+// CPU and on the emulated device. The JSON is committed, so this test never needs PyTorch. The
+// C++ side lists every case it expects: a case missing from a file, or a case a file has that
+// the C++ does not know, fails the test.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -56,6 +58,39 @@ const std::vector<std::string> kExpectedCases = {
     "cross_entropy_smooth_sum", "nll_loss_mean", "nll_loss_sum", "mse_loss_mean", "mse_loss_sum",
     "mse_loss_none", "gather_dim1", "gather_dim0", "index_select_dim0", "index_select_dim1"};
 
+// Every op case make_nonfinite_golden.py writes.
+const std::vector<std::string> kNonfiniteCases = {"relu_nonfinite",
+                                                  "sigmoid_nonfinite",
+                                                  "tanh_nonfinite",
+                                                  "exp_nonfinite",
+                                                  "clamp_nonfinite",
+                                                  "maximum_nan",
+                                                  "minimum_nan",
+                                                  "mul_inf_zero",
+                                                  "sum_nonfinite",
+                                                  "mean_nonfinite",
+                                                  "var_nonfinite",
+                                                  "max_dim_nan",
+                                                  "min_dim_nan",
+                                                  "max_full_nan",
+                                                  "argmax_nan",
+                                                  "softmax_nonfinite",
+                                                  "log_softmax_nonfinite",
+                                                  "linear_nan_weight",
+                                                  "matmul_inf",
+                                                  "conv2d_nan_pixel",
+                                                  "max_pool2d_nonfinite",
+                                                  "avg_pool2d_nonfinite",
+                                                  "batch_norm_nan_train",
+                                                  "batch_norm_nan_eval",
+                                                  "cross_entropy_nan_mean",
+                                                  "cross_entropy_nan_none",
+                                                  "cross_entropy_inf_mean",
+                                                  "cross_entropy_inf_none",
+                                                  "cross_entropy_minus_inf_mean",
+                                                  "cross_entropy_minus_inf_none",
+                                                  "mse_loss_inf"};
+
 // allclose: |actual - expected| <= atol + rtol * |expected|, elementwise.
 struct Tolerance {
   double atol = 1e-5;
@@ -68,14 +103,21 @@ const json& golden() {
   return data;
 }
 
+const json& nonfinite_golden() {
+  static const json data = ringlet::testing::load_golden("nonfinite.json");
+  return data;
+}
+
 // Compares `actual` with the stored tensor; records one failure per mismatching tensor that
-// names the first few differing elements (flat row-major index, expected, actual).
-void check_close(const std::string& what, const Tensor& actual, const json& expected,
+// names the first few differing elements (flat row-major index, expected, actual). NaN matches
+// only NaN, and an infinity only the same infinity.
+void check_close(const std::string& what, const Tensor& actual_anywhere, const json& expected,
                  Tolerance tol) {
-  if (!actual.defined()) {
+  if (!actual_anywhere.defined()) {
     FAIL_CHECK(what << ": no tensor (expected shape " << expected.at("shape").dump() << ")");
     return;
   }
+  const Tensor actual = actual_anywhere.cpu();
   const Shape shape = expected.at("shape").get<Shape>();
   if (actual.shape() != shape) {
     FAIL_CHECK(what << ": shape " << shape_str(actual.shape()) << ", expected "
@@ -87,7 +129,7 @@ void check_close(const std::string& what, const Tensor& actual, const json& expe
     FAIL_CHECK(what << ": dtype " << actual.dtype() << ", expected " << dtype);
     return;
   }
-  const auto want = expected.at("values").get<std::vector<double>>();
+  const auto want = ringlet::testing::golden_values(expected);
   const auto got = actual.to_vector<double>();
   // Integer outputs (indices) must match exactly.
   const Tolerance t = dtype == DType::f32 ? tol : Tolerance{0, 0};
@@ -95,9 +137,10 @@ void check_close(const std::string& what, const Tensor& actual, const json& expe
   int bad = 0;
   double worst = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
+    if (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) continue;
     const double diff = std::abs(got[i] - want[i]);
     const double allowed = t.atol + t.rtol * std::abs(want[i]);
-    if (!(diff <= allowed)) {  // also catches NaN
+    if (!(diff <= allowed)) {  // also catches NaN and infinities
       if (bad < 5) {
         report.precision(9);
         report << "\n  [" << i << "] expected " << want[i] << ", actual " << got[i] << " (|diff| "
@@ -325,9 +368,9 @@ const std::map<std::string, OpFn>& op_table() {
   return table;
 }
 
-// Runs one case: forward, the stored upstream gradient backward, then compares outputs,
-// input gradients and inputs updated in place.
-void run_case(const json& c) {
+// Runs one case on `device`: forward, the stored upstream gradient backward, then compares
+// outputs, input gradients and inputs updated in place.
+void run_case(const json& c, core::Device device = core::Device::cpu()) {
   const auto name = c.at("name").get<std::string>();
   const auto op = c.at("op").get<std::string>();
   const auto it = op_table().find(op);
@@ -338,7 +381,7 @@ void run_case(const json& c) {
 
   Inputs inputs;
   for (const json& j : c.at("inputs")) {
-    Tensor t = ringlet::testing::golden_tensor(j);
+    Tensor t = ringlet::testing::golden_tensor(j).to(device);
     if (j.contains("grad")) t.requires_grad_();
     inputs.push_back(t);
   }
@@ -353,7 +396,7 @@ void run_case(const json& c) {
   }
 
   if (c.contains("grad_output")) {
-    outputs[0].backward(ringlet::testing::golden_tensor(c.at("grad_output")));
+    outputs[0].backward(ringlet::testing::golden_tensor(c.at("grad_output")).to(device));
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const json& j = c.at("inputs")[i];
       if (j.contains("grad")) {
@@ -368,39 +411,66 @@ void run_case(const json& c) {
   }
 }
 
-}  // namespace
-
-TEST_CASE("golden: the file holds exactly the cases this test knows") {
+// Every case of `file` is one this test can run, named once, and in `expected`; every name in
+// `expected` is in the file.
+void check_case_names(const json& file, const std::vector<std::string>& expected_names,
+                      const std::string& file_name) {
   std::set<std::string> in_file;
-  for (const json& c : golden().at("cases")) {
+  for (const json& c : file.at("cases")) {
     const auto name = c.at("name").get<std::string>();
     CHECK_MESSAGE(in_file.insert(name).second, "duplicate golden case " << name);
     CHECK_MESSAGE(op_table().count(c.at("op").get<std::string>()) == 1,
                   "golden case " << name << " has op " << c.at("op") << " this test cannot run");
   }
-  const std::set<std::string> expected(kExpectedCases.begin(), kExpectedCases.end());
+  const std::set<std::string> expected(expected_names.begin(), expected_names.end());
   for (const auto& name : expected) {
-    CHECK_MESSAGE(in_file.count(name) == 1, "golden case " << name << " missing from ops.json");
+    CHECK_MESSAGE(in_file.count(name) == 1,
+                  "golden case " << name << " missing from " << file_name);
   }
   for (const auto& name : in_file) {
-    CHECK_MESSAGE(expected.count(name) == 1, "golden case " << name << " is not in kExpectedCases");
+    CHECK_MESSAGE(expected.count(name) == 1,
+                  "golden case " << name << " of " << file_name << " is not in this test's list");
   }
-  CHECK_MESSAGE(golden().contains("cnn"), "the tiny CNN case is missing from ops.json");
 }
 
-TEST_CASE("golden: every op matches PyTorch forward and backward") {
+// Runs every case of `file` on `device`; returns how many ran to the end.
+int run_all_cases(const json& file, core::Device device) {
   int ran = 0;
-  for (const json& c : golden().at("cases")) {
+  for (const json& c : file.at("cases")) {
     const auto name = c.at("name").get<std::string>();
     // One case's exception (an op that throws, a malformed entry) must not hide the others.
     try {
-      run_case(c);
+      run_case(c, device);
       ++ran;
     } catch (const std::exception& e) {
       FAIL_CHECK("golden case " << name << " threw: " << std::string(e.what()));
     }
   }
-  CHECK(ran == static_cast<int>(kExpectedCases.size()));
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE("golden: the files hold exactly the cases this test knows") {
+  check_case_names(golden(), kExpectedCases, "ops.json");
+  CHECK_MESSAGE(golden().contains("cnn"), "the tiny CNN case is missing from ops.json");
+  check_case_names(nonfinite_golden(), kNonfiniteCases, "nonfinite.json");
+}
+
+TEST_CASE("golden: every op matches PyTorch forward and backward") {
+  CHECK(run_all_cases(golden(), core::Device::cpu()) == static_cast<int>(kExpectedCases.size()));
+}
+
+// NaN and infinities travel through forward and backward as in PyTorch: a NaN weight behind a
+// ReLU makes NaN logits, a NaN in a pooling window wins it, inf * 0 is NaN.
+TEST_CASE("golden: NaN and infinities propagate as in PyTorch, on the CPU") {
+  CHECK(run_all_cases(nonfinite_golden(), core::Device::cpu()) ==
+        static_cast<int>(kNonfiniteCases.size()));
+}
+
+TEST_CASE("golden: NaN and infinities propagate as in PyTorch, on the emulated device") {
+  CHECK(run_all_cases(nonfinite_golden(), core::Device::emu(0)) ==
+        static_cast<int>(kNonfiniteCases.size()));
 }
 
 // The FMNIST-CNN of the peers' baseline shrunk to 4/8 channels and 16 hidden units, composed
