@@ -641,6 +641,11 @@ EvalResult evaluate_checkpoint(const std::string& path, TrainConfig c,
   const int rank = comm != nullptr ? comm->rank() : 0, world = comm != nullptr ? comm->size() : 1;
   auto model = build_model(c);
   load_checkpoint(path, *model, nullptr);
+  // As a resume: weights that hold NaN or an infinity would only print a NaN loss.
+  const std::string bad = first_non_finite(*model);
+  RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", path, " holds NaN or infinite values in ",
+                bad,
+                ": there is nothing to evaluate (the run had diverged, or the file is damaged)");
   const core::Device device = core::parse_device(c.device);
   if (!device.is_cpu()) model->to(device);
   return evaluate(*model, *make_test_loader(c, rank, world), eval_options(c, comm));

@@ -5,6 +5,7 @@
 // a missing checkpoint and a file that is none are errors that say so.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -152,6 +153,35 @@ TEST_CASE("ringlet eval: loss, accuracy and per class; tta; ranks, devices and d
     const CommandResult missing = ringlet_eval(ckpt + " --data_dir '" + dir.path.string() + "'");
     CHECK(missing.status == 1);
     CHECK(contains(missing.output, dir.path.string()));
+  }
+  SUBCASE("weights holding NaN are refused naming the tensor; a flipped data byte is caught") {
+    trainer::safetensors::File file = trainer::safetensors::read(checkpoint);
+    std::string poisoned;
+    for (auto& [name, t] : file.tensors) {
+      if (name.rfind("model.", 0) == 0 && t.dim() == 2 && t.dtype() == core::DType::f32) {
+        for (int i = 0; i < 16; ++i) t.data<float>()[i * 7] = std::nanf("");
+        poisoned = name.substr(6);
+        break;
+      }
+    }
+    REQUIRE_FALSE(poisoned.empty());
+    const fs::path nan_run = dir.path / "nan.safetensors";
+    trainer::safetensors::write(nan_run, file.tensors, file.metadata);
+    const CommandResult nan = ringlet_eval("--checkpoint '" + nan_run.string() + "'");
+    INFO(nan.output);
+    CHECK(nan.status == 1);
+    CHECK(contains(nan.output, "holds NaN or infinite values in " + poisoned));
+    CHECK_FALSE(contains(nan.output, "test accuracy"));
+
+    std::ifstream in(checkpoint, std::ios::binary);
+    std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    bytes[bytes.size() - 3] ^= 0x01;  // a low bit of the last tensor: the value stays finite
+    const fs::path flipped = dir.path / "flipped.safetensors";
+    std::ofstream(flipped, std::ios::binary) << bytes;
+    const CommandResult damaged = ringlet_eval("--checkpoint '" + flipped.string() + "'");
+    INFO(damaged.output);
+    CHECK(damaged.status == 1);
+    CHECK(contains(damaged.output, "fails its CRC-32 check"));
   }
   SUBCASE("what eval does not take, no checkpoint, and a file that is none") {
     const CommandResult lr = ringlet_eval(ckpt + " --lr 0.1");

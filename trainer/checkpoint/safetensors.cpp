@@ -13,9 +13,11 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "core/file_io.h"
+#include "trainer/checkpoint/checksum.h"
 
 namespace ringlet::trainer::safetensors {
 
@@ -237,8 +239,8 @@ const Tensor& File::at(const std::string& name) const {
 
 void write(const fs::path& path, const NamedTensors& tensors, const Metadata& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
   std::vector<Tensor> data;  // contiguous CPU copies, in order
+  std::vector<TensorBytes> bytes_of;
   std::set<std::string> seen;
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
@@ -250,9 +252,15 @@ void write(const fs::path& path, const NamedTensors& tensors, const Metadata& me
     header[name] = {{"dtype", dtype_to_name(t.dtype())},
                     {"shape", t.shape()},
                     {"data_offsets", {offset, offset + bytes}}};
+    bytes_of.push_back({name, offset, offset + bytes, data.back().raw_data()});
     offset += bytes;
   }
-  std::string text = header.dump();
+  Metadata with_checksum = metadata;
+  with_checksum[kChecksumKey] = checksum_text(bytes_of);
+  nlohmann::ordered_json full = nlohmann::ordered_json::object();
+  full["__metadata__"] = with_checksum;
+  full.update(header);
+  std::string text = full.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-byte aligned
   const std::uint64_t header_len = text.size();
 
@@ -290,7 +298,8 @@ struct Header {
   Fd file;
   std::uint64_t header_len = 0;
   std::vector<Entry> entries;
-  Metadata metadata;
+  Metadata metadata;                    // without the checksum
+  std::optional<std::string> checksum;  // the file's checksum value, where it has one
 };
 
 void read_header(const fs::path& path, Header& out) {
@@ -313,6 +322,11 @@ void read_header(const fs::path& path, Header& out) {
     out.entries.push_back(parse_entry(path, name, info, data_bytes));
   }
   check_coverage(path, out.entries, data_bytes);
+  const auto checksum = out.metadata.find(kChecksumKey);
+  if (checksum != out.metadata.end()) {
+    out.checksum = checksum->second;
+    out.metadata.erase(checksum);
+  }
 }
 
 }  // namespace
@@ -322,12 +336,19 @@ File read(const fs::path& path) {
   read_header(path, header);
   File result;
   result.metadata = std::move(header.metadata);
+  std::vector<TensorBytes> bytes_of;
   for (const Entry& e : header.entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (e.end > e.begin) {
       read_at(path, header.file.fd, t.raw_data(), e.end - e.begin, 8 + header.header_len + e.begin);
     }
+    bytes_of.push_back({e.name, e.begin, e.end, t.raw_data()});
     result.tensors.emplace_back(e.name, std::move(t));
+  }
+  if (header.checksum) {
+    verify_checksums(path, *header.checksum, bytes_of);
+  } else {
+    notice_unverified(path);
   }
   return result;
 }

@@ -31,22 +31,23 @@ using Metadata = std::map<std::string, std::string>;
 
 struct File {
   NamedTensors tensors;  // in the order of their data in the file (= the order written)
-  Metadata metadata;
+  Metadata metadata;     // as written (the checksum is the format's, not part of it)
   // The tensor called `name`; CheckpointError naming the file's tensors when absent.
   const tensor::Tensor& at(const std::string& name) const;
 };
 
 // Writes `tensors` (any device and layout; copied to contiguous CPU bytes) in the given order,
-// with `metadata` as "__metadata__" (omitted when empty). Atomic: the bytes go to a temporary
-// file in the same directory, which is fsynced and renamed over `path`, and the directory is
-// fsynced, so a crash leaves either the old file or the new one, never a torn one. Names must
-// be unique, non-empty and not "__metadata__".
+// with `metadata` and the tensors' checksums (checksum.h) as "__metadata__". Atomic: the bytes go
+// to a temporary file in the same directory, which is fsynced and renamed over `path`, and the
+// directory is fsynced, so a crash leaves either the old file or the new one, never a torn one.
+// Names must be unique, non-empty and not "__metadata__".
 void write(const std::filesystem::path& path, const NamedTensors& tensors,
            const Metadata& metadata = {});
 
 // Reads and validates a whole file: header length against the file size (before allocating
 // anything), JSON syntax, duplicate names, dtype names, shapes, offsets against shape x dtype
-// size, and full coverage of the data without gaps or overlaps. Tensors come back on the CPU.
+// size, full coverage of the data without gaps or overlaps, and each tensor's checksum where
+// the file has them (a notice on stderr where it has none). Tensors come back on the CPU.
 File read(const std::filesystem::path& path);
 // The metadata alone: the header is read and checked as read() checks it, the tensors are not.
 Metadata read_metadata(const std::filesystem::path& path);
