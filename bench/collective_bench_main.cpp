@@ -9,6 +9,7 @@
 #include "bench/peer_engine.h"
 #include "core/error.h"
 #include "core/isa.h"
+#include "transport/job_footprint.h"
 #include "transport/rendezvous.h"
 
 namespace ringlet::bench {
@@ -96,6 +97,12 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
     if (o.np < 0) {
       std::printf("%s", usage(program).c_str());
       return 0;
+    }
+    if (o.np > 1 && o.child_rank < 0) {
+      // Each rank holds its send, receive and check buffers of the largest size, and a runtime.
+      transport::check_local_job_fits({o.np,
+                                       3 * static_cast<std::uint64_t>(o.max_bytes) + (64ull << 20),
+                                       core::str(program, " -np ", o.np, " -e ", o.max_bytes)});
     }
     if (o.threads) return run_as_threads(coll, program, o);
     rank = o.child_rank > 0 ? o.child_rank : 0;

@@ -140,7 +140,8 @@ struct Communicator::Impl {
       task.work->fail(f);
       return;
     }
-    ctx.op.begin(task.kind, task.fingerprint, core::Deadline::after(options.timeout));
+    ctx.op.begin(task.kind, task.fingerprint, core::Deadline::after(options.timeout),
+                 options.timeout);
     try {
       if (task.collective && ctx.channel.channel == 0 && !task.self_checked) {
         post_fingerprint(ctx, task);

@@ -49,8 +49,9 @@ struct OpState {
   BufferSpace* space = nullptr;  // device buffers: how to reach them; null for host buffers
   std::uint64_t seq = 0;
   core::Deadline deadline = core::Deadline::never();
-  int waiting_on = -1;           // the global rank of the last wait (for error messages)
-  std::uint64_t bytes_done = 0;  // payload bytes sent + received in this op
+  std::chrono::milliseconds timeout{0};  // what the deadline was set from (for error messages)
+  int waiting_on = -1;                   // the global rank of the last wait (for error messages)
+  std::uint64_t bytes_done = 0;          // payload bytes sent + received in this op
   // Ring passes number their trace steps from here, so the passes of one op (a hierarchical
   // all-reduce runs three) keep distinct step numbers.
   int next_step = 0;
@@ -64,11 +65,13 @@ struct OpState {
   transport::RequestPtr deferred;
   std::function<std::exception_ptr()> deferred_check;
 
-  void begin(OpKind op_kind, const Fingerprint& fp, core::Deadline op_deadline) {
+  void begin(OpKind op_kind, const Fingerprint& fp, core::Deadline op_deadline,
+             std::chrono::milliseconds op_timeout) {
     kind = op_kind;
     space = nullptr;  // a device op's body sets it
     seq = fp.seq;
     deadline = op_deadline;
+    timeout = op_timeout;
     waiting_on = -1;
     bytes_done = 0;
     next_step = 0;

@@ -51,8 +51,9 @@ std::exception_ptr DeviceWatchdog::check(std::vector<InFlight>& ops) {
   if (auto failed = current_()) return failed;
   for (const InFlight& op : ops) {
     if (op.deadline.expired()) {
-      return fail_(core::str(op.what, " did not finish on the device before its deadline ",
-                             "(RINGLET_TIMEOUT): a peer never reached the same op"));
+      return fail_(
+          core::str(op.what, " did not finish on the device before its deadline ",
+                    "(RINGLET_TIMEOUT, in milliseconds): a peer never reached the same op"));
     }
     if (DeviceControl* control = op.space->device_control()) {
       const std::string trouble = control->peer_trouble();

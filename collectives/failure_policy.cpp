@@ -53,10 +53,14 @@ std::exception_ptr FailurePolicy::op_failed(const OpState& op, std::exception_pt
   } catch (const std::exception& e) {
     cause = e.what();
   }
-  const std::string local = core::str(
-      "rank ", rank_, ": ", op.name(), " seq ", op.seq, " failed",
-      op.waiting_on >= 0 ? core::str(" waiting for rank ", op.waiting_on) : std::string(),
-      " after ", op.bytes_done, " bytes", timed_out ? " (deadline passed)" : "", ": ", cause);
+  const std::string deadline =
+      timed_out ? core::str(" (its deadline of ", op.timeout.count(),
+                            " ms passed; RINGLET_TIMEOUT sets it, in milliseconds)")
+                : std::string();
+  const std::string local =
+      core::str("rank ", rank_, ": ", op.name(), " seq ", op.seq, " failed",
+                op.waiting_on >= 0 ? core::str(" waiting for rank ", op.waiting_on) : std::string(),
+                " after ", op.bytes_done, " bytes", deadline, ": ", cause);
   const std::string root = publish_root_cause(local, peer_failed);
   const std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
   return fail(message, core::str("rank ", rank_, " aborted: ", local));

@@ -202,7 +202,7 @@ ChannelContext host_ring_thread(const ChannelContext& ctx, const HostRings& ring
   HierarchicalState& state = ctx.states.get<HierarchicalState>();
   state.host_channel = ctx.channel;
   state.host_channel.channel = kHostRingLane + ctx.channel.channel;
-  state.host_op.begin(ctx.op.kind, ctx.op.op_fingerprint, ctx.op.deadline);
+  state.host_op.begin(ctx.op.kind, ctx.op.op_fingerprint, ctx.op.deadline, ctx.op.timeout);
   return host_ring(ctx, rings).moved_to(state.host_channel, state.host_op, state.host_states);
 }
 

@@ -2,10 +2,13 @@
 // so to_json, merge_json, the overrides and the "did you mean" hint cannot disagree.
 #include "trainer/config.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "core/device.h"
@@ -39,6 +42,53 @@ Field field(const char* key, T TrainConfig::*member) {
   return Field{key, [member](const TrainConfig& c) { return json(c.*member); },
                [member](TrainConfig& c, const json& v) { c.*member = config_value<T>(v); },
                std::is_same_v<T, bool>};
+}
+
+// The whole-number keys' own ranges, in one place: validate() checks them, and a value past the
+// key's type (an int's 2^31) is refused naming this range, not the type's.
+struct WholeRange {
+  const char* key;
+  std::int64_t least, most;  // most = kNoMost: no upper bound of the key's own
+  const char* note = "";
+};
+constexpr std::int64_t kNoMost = std::numeric_limits<std::int64_t>::max();
+
+const std::vector<WholeRange>& whole_ranges() {
+  static const std::vector<WholeRange> ranges = {
+      {"epochs", 1, kNoMost},
+      {"nproc", 1, distributed::kMaxWorkersPerNode},
+      {"max_restarts", 0, 100},
+      {"batch_size", 1, kNoMost},
+      {"workers", 0, 64},
+      {"limit_train", 0, kNoMost, " (0 = all)"},
+      {"limit_test", 0, kNoMost, " (0 = all)"},
+      {"log_every", 1, kNoMost},
+      {"trace_steps", 0, 100000, " (0 = off)"},
+      {"step_size", 1, kNoMost},
+      {"threads", 0, 1024, " (0 = the machine's)"},
+  };
+  return ranges;
+}
+
+const WholeRange* whole_range(const std::string& key) {
+  for (const WholeRange& r : whole_ranges()) {
+    if (key == r.key) return &r;
+  }
+  return nullptr;
+}
+
+std::string range_text(const WholeRange& r) {
+  return r.most == kNoMost ? core::str(">= ", r.least)
+                           : core::str("in [", r.least, ", ", r.most, "]");
+}
+
+// What a key takes and got, for a value its setter refused: a whole-number key's own range, not
+// its type's, else the setter's words.
+std::string value_error(const std::string& key, const json& value, const ConfigValueError& e) {
+  const WholeRange* r = whole_range(key);
+  if (r == nullptr || value.is_null()) return e.what();
+  return core::str("takes a whole number ", range_text(*r), r->note, ", got ", value.dump(), " (",
+                   value.type_name(), ")");
 }
 
 // Whether text is a decimal number as JSON and Python write them: an optional sign, digits with
@@ -351,7 +401,7 @@ void TrainConfig::merge_json(const json& in, const std::string& source) {
     try {
       f->set(*this, value);
     } catch (const ConfigValueError& e) {
-      RINGLET_THROW(ValueError, source, ": key '", key, "' ", e.what());
+      RINGLET_THROW(ValueError, source, ": key '", key, "' ", value_error(key, value, e));
     } catch (const json::exception&) {
       RINGLET_THROW(ValueError, source, ": key '", key, "' has the wrong type (expected ",
                     f->type_name != nullptr ? f->type_name : f->get(*this).type_name(), ", got ",
@@ -391,21 +441,23 @@ void TrainConfig::apply_overrides(const std::vector<std::string>& args,
         text = args[++i];
       }
     }
+    json value;
     try {
-      f->set(*this, f->parse ? f->parse(text, key) : parse_value(f->get(*this), text, key));
+      value = f->parse ? f->parse(text, key) : parse_value(f->get(*this), text, key);
+      f->set(*this, value);
     } catch (const ConfigValueError& e) {
-      throw UsageError(core::str("--", key, " ", e.what()));
+      throw UsageError(core::str("--", key, " ", value_error(key, value, e)));
     }
   }
 }
 
 void TrainConfig::validate() const {
-  check(epochs >= 1, core::str("epochs must be >= 1, got ", epochs));
-  check(nproc >= 1 && nproc <= distributed::kMaxWorkersPerNode,
-        core::str("nproc must be in [1, ", distributed::kMaxWorkersPerNode, "], got ", nproc));
-  check(max_restarts >= 0 && max_restarts <= 100,
-        core::str("max_restarts must be in [0, 100], got ", max_restarts));
-  check(batch_size >= 1, core::str("batch_size must be >= 1, got ", batch_size));
+  const json values = to_json();
+  for (const WholeRange& r : whole_ranges()) {
+    const auto v = values.at(r.key).get<std::int64_t>();
+    check(v >= r.least && v <= r.most,
+          core::str(r.key, " must be ", range_text(r), r.note, ", got ", v));
+  }
   check(lr > 0, core::str("lr must be > 0, got ", lr));
   check(momentum >= 0 && momentum < 1, core::str("momentum must be in [0, 1), got ", momentum));
   check(weight_decay >= 0, core::str("weight_decay must be >= 0, got ", weight_decay));
@@ -413,12 +465,10 @@ void TrainConfig::validate() const {
         "optimizer must be sgd, adam or adamw, got '" + optimizer + "'");
   check(schedule == "none" || schedule == "step" || schedule == "cosine",
         "schedule must be none, step or cosine, got '" + schedule + "'");
-  check(workers >= 0 && workers <= 64, core::str("workers must be in [0, 64], got ", workers));
   check(label_smoothing >= 0 && label_smoothing < 1,
         core::str("label_smoothing must be in [0, 1), got ", label_smoothing));
   check(precision == "f32" || precision == "bf16" || precision == "f16",
         "precision must be f32, bf16 or f16, got '" + precision + "'");
-  check(limit_train >= 0 && limit_test >= 0, "limit_train and limit_test must be >= 0");
   check(!(resume && reset), "--resume and --reset contradict each other");
   check(!resume || !out.empty(), "--resume needs --out DIR, the run directory to continue");
   check(resume_from.empty() || !resume,
@@ -429,20 +479,15 @@ void TrainConfig::validate() const {
             (out.empty() ? "none given" : "it names the source") + "; --resume continues a run)");
   check(warmup_epochs >= 0 && warmup_epochs < epochs,
         core::str("warmup_epochs must be in [0, epochs), got ", warmup_epochs));
-  check(log_every >= 1, core::str("log_every must be >= 1, got ", log_every));
   check(deterministic == "auto" || deterministic == "on" || deterministic == "off",
         "deterministic must be auto, on or off, got '" + deterministic + "'");
   check(cuda_graph == "auto" || cuda_graph == "on" || cuda_graph == "off",
         "cuda_graph must be auto, on or off, got '" + cuda_graph + "'");
   check(comm_hook == "none" || comm_hook == "fp16_compress" || comm_hook == "bf16_compress",
         "comm_hook must be none, fp16_compress or bf16_compress, got '" + comm_hook + "'");
-  check(trace_steps >= 0 && trace_steps <= 100000,
-        core::str("trace_steps must be in [0, 100000] (0 = off), got ", trace_steps));
   check(clip_grad_norm >= 0,
         core::str("clip_grad_norm must be >= 0 (0 = off), got ", clip_grad_norm));
-  check(step_size >= 1, core::str("step_size must be >= 1, got ", step_size));
   check(gamma > 0, core::str("gamma must be > 0, got ", gamma));
-  check(threads >= 0 && threads <= 1024, core::str("threads must be in [0, 1024], got ", threads));
   check_device(*this);
   check_data(*this);
 }
@@ -460,8 +505,12 @@ void TrainConfig::fill_dataset_defaults() {
 }
 
 json load_config_json(const std::string& path) {
+  std::error_code ec;
+  RINGLET_CHECK(!std::filesystem::is_directory(path, ec), ValueError, "config file ", path,
+                " is a directory (--config takes a .json, .yaml or .yml file)");
   std::ifstream in(path);
-  RINGLET_CHECK(in.good(), ValueError, "config file ", path, " cannot be opened");
+  RINGLET_CHECK(in.good(), ValueError, "config file ", path,
+                " cannot be opened: ", std::strerror(errno));
   if (is_yaml_path(path)) {
     std::ostringstream text;
     text << in.rdbuf();

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -35,6 +36,7 @@
 #include "tensor/ops.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/safetensors.h"
+#include "trainer/data/dataset_catalog.h"
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
@@ -42,6 +44,7 @@
 #include "trainer/step_graph.h"
 #include "trainer/step_trace.h"
 #include "trainer/tensorboard.h"
+#include "transport/job_footprint.h"
 
 namespace ringlet::trainer {
 namespace fs = std::filesystem;
@@ -379,6 +382,28 @@ struct EpochStats {
   double mean_loss() const { return loss_sum / std::max<double>(1, static_cast<double>(seen)); }
 };
 
+// What to try after a divergence: the learning rate, unless the input normalization alone puts
+// pixels (in [0, 1]) far outside the range a network trains in.
+std::string divergence_hint(const TrainConfig& c) {
+  double reach = 0;
+  for (std::size_t k = 0; k < c.mean.size(); ++k) {
+    const double s = c.std.size() == c.mean.size() ? c.std[k] : c.std.empty() ? 1.0 : c.std[0];
+    reach = std::max({reach, std::abs(c.mean[k]) / s, std::abs(1 - c.mean[k]) / s});
+  }
+  if (reach > 1e4) {
+    const auto list = [](const std::vector<double>& values) {
+      std::string text;
+      for (const double v : values) text += (text.empty() ? "" : ",") + core::str(v);
+      return text;
+    };
+    return core::str("diverged: --mean ", list(c.mean), " and --std ", list(c.std),
+                     " normalize pixels to magnitudes ",
+                     std::isfinite(reach) ? core::str("up to ", reach) : "past double's range",
+                     "; check them");
+  }
+  return "diverged; try a smaller --lr";
+}
+
 // The next batch, the wait for it traced as "data".
 std::optional<Batch> next_batch(Run& run, EpochIterator& epoch) {
   const collectives::TraceScope span(run.trace->tracer(), "data", "data");
@@ -391,7 +416,7 @@ void count_step(Run& run, int epoch, const StepSample& sample, EpochStats& stats
     ++stats.skipped;
   } else {
     RINGLET_CHECK(std::isfinite(sample.loss), Error, "epoch ", epoch + 1, " step ", sample.step,
-                  ": the loss is ", sample.loss, " (diverged; try a smaller --lr)");
+                  ": the loss is ", sample.loss, " (", divergence_hint(run.c), ")");
     stats.loss_sum += sample.loss * static_cast<double>(sample.examples);
     stats.seen += sample.examples;
   }
@@ -534,11 +559,12 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
 // checkpoint is written, so the last checkpoint on disk is the last good one.
 void stop_if_diverged(const Run& run, int epoch, const EvalResult& eval) {
   RINGLET_CHECK(std::isfinite(eval.loss), Error, "epoch ", epoch + 1, ": the test loss is ",
-                eval.loss, " (diverged; try a smaller --lr); the checkpoint of epoch ", epoch,
+                eval.loss, " (", divergence_hint(run.c), "); the checkpoint of epoch ", epoch,
                 " is kept");
   const std::string bad = first_non_finite(*run.model);
   RINGLET_CHECK(bad.empty(), Error, "epoch ", epoch + 1, ": ", bad,
-                " holds NaN or infinite values (diverged; try a smaller --lr); the checkpoint of "
+                " holds NaN or infinite values (", divergence_hint(run.c),
+                "); the checkpoint of "
                 "epoch ",
                 epoch, " is kept");
 }
@@ -630,9 +656,29 @@ TrainConfig checkpoint_config(const std::string& path) {
   auto it = metadata.find("config");
   RINGLET_CHECK(it != metadata.end(), ValueError, "checkpoint ", path,
                 " has no config in its metadata");
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    RINGLET_THROW(ValueError, "checkpoint ", path, ": metadata 'config' is not valid JSON (",
+                  e.what(), ")");
+  }
   TrainConfig c;
-  c.merge_json(nlohmann::json::parse(it->second), path);
+  c.merge_json(config, core::str("checkpoint ", path, ": metadata 'config'"));
   return c;
+}
+
+void check_local_ranks_fit(const TrainConfig& c, const std::string& command) {
+  const DatasetInfo* data = find_dataset(c.dataset);
+  const std::int64_t images = data != nullptr && data->format == DatasetFormat::cifar_binary
+                                  ? 60000
+                                  : 70000;  // train + test
+  const std::int64_t pixels = data != nullptr ? data->channels * data->side * data->side : 784;
+  transport::LocalJob job;
+  job.ranks = c.nproc;
+  job.private_bytes_per_rank = static_cast<std::uint64_t>(images * pixels) + (512ull << 20);
+  job.what = core::str(command, " --nproc ", c.nproc);
+  transport::check_local_job_fits(job);
 }
 
 EvalResult evaluate_checkpoint(const std::string& path, TrainConfig c,

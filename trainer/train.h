@@ -43,6 +43,11 @@ struct TrainResult {
   std::int64_t skipped_steps = 0;  // f16: steps skipped because the gradients overflowed
 };
 
+// Refuses, with the figures, `c.nproc` local ranks that would not fit this machine's memory
+// (transport/job_footprint.h): each rank holds its dataset's images and a runtime of about
+// 512 MiB (a fashion-mnist rank peaks at 0.5-0.65 GB); `command` names the job in the message.
+void check_local_ranks_fit(const TrainConfig& c, const std::string& command);
+
 // Evaluates the model (in eval mode, without gradients) on the loader's examples.
 // ValueError when options.classes is not given (> 0) or a label is outside it.
 EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options);

@@ -76,14 +76,15 @@ std::optional<std::uint64_t> parse_token(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<TcpStoreServer> host_tcp_store(const std::string& addr, int port) {
-  if (tcp::is_loopback_host(addr)) return std::make_unique<TcpStoreServer>(addr, port);
+std::unique_ptr<TcpStoreServer> host_tcp_store(const std::string& addr, int port,
+                                               const std::string& port_name) {
+  if (tcp::is_loopback_host(addr)) return std::make_unique<TcpStoreServer>(addr, port, port_name);
   try {
-    return std::make_unique<TcpStoreServer>("::", port);
+    return std::make_unique<TcpStoreServer>("::", port, port_name);
   } catch (const core::Error& e) {
     core::log(core::LogLevel::debug, "store: IPv6 wildcard bind failed (", e.what(),
               "); trying 0.0.0.0");
-    return std::make_unique<TcpStoreServer>("0.0.0.0", port);
+    return std::make_unique<TcpStoreServer>("0.0.0.0", port, port_name);
   }
 }
 
@@ -97,7 +98,8 @@ std::unique_ptr<Store> open_store(const InitInfo& info, core::Deadline deadline,
                 ValueError, "open_store: unknown InitInfo source '", info.source, "'");
   std::unique_ptr<TcpStoreServer> server;
   if (info.rank == 0 && !store_hosted_by_launcher(env)) {
-    server = host_tcp_store(info.master_addr, info.master_port);
+    server = host_tcp_store(info.master_addr, info.master_port,
+                            info.source == "tcp" ? "init_method port" : "MASTER_PORT");
     core::log(core::LogLevel::info, "store: rank 0 hosts the store on port ", server->port(),
               " for ", info.world_size, " ranks (", info.source, " init)");
   }

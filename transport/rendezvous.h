@@ -22,7 +22,8 @@ namespace ringlet::transport {
 // interface ("::", which also takes IPv4 clients, or "0.0.0.0" where IPv6 is off), since the
 // name other hosts use for this one may resolve to an address it cannot bind (a loopback
 // alias). port 0 picks an ephemeral port. Throws core::Error naming the port it cannot bind.
-std::unique_ptr<TcpStoreServer> host_tcp_store(const std::string& addr, int port);
+std::unique_ptr<TcpStoreServer> host_tcp_store(const std::string& addr, int port,
+                                               const std::string& port_name = "MASTER_PORT");
 
 // source "tcp"/"env"/"slurm"/"ompi": rank 0 hosts the store on master_port (host_tcp_store)
 // unless RINGLET_STORE_HOSTED=1 says the launcher hosts it; every rank, rank 0 included,

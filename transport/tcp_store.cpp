@@ -331,7 +331,8 @@ struct TcpStoreServer::Impl {
   }
 };
 
-TcpStoreServer::TcpStoreServer(const std::string& host, int port) : impl_(new Impl) {
+TcpStoreServer::TcpStoreServer(const std::string& host, int port, const std::string& port_name)
+    : impl_(new Impl) {
   RINGLET_CHECK(port >= 0 && port <= 65535, ValueError, "store server: port ", port,
                 " is out of range [0, 65535]");
   asio::error_code ec;
@@ -361,9 +362,10 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port) : impl_(new Im
   }
   RINGLET_CHECK(impl_->acceptor.is_open(), Error, "store server: cannot listen on ",
                 host_port(strip_brackets(host), port), ": ", last_error,
-                port != 0 ? " (is another job or a stale process using this port? choose another "
-                            "MASTER_PORT)"
-                          : "");
+                port != 0 ? core::str(" (is another job or a stale process using this port? "
+                                      "choose another ",
+                                      port_name, ")")
+                          : std::string());
   impl_->accept_next();
   impl_->thread = std::thread([impl = impl_.get()] {
     // Handlers do not throw by design; if one does (e.g. bad_alloc), log it and keep serving.

@@ -22,11 +22,12 @@ inline constexpr std::chrono::milliseconds kDefaultStoreTimeout{60000};
 // Serves the store on host:port from its own thread until stop() or destruction. host is a
 // local address to bind ("127.0.0.1", "::1", "0.0.0.0", "::" (dual-stack), or a name that
 // resolves to one); port 0 picks an ephemeral port, see port(). Throws core::Error naming
-// host:port when it cannot bind (e.g. the port is in use). Any number of clients may be
+// host:port when it cannot bind (e.g. the port is in use), and `port_name`, where the user set
+// the port (MASTER_PORT, --rdzv-endpoint), as what to change. Any number of clients may be
 // connected; a get/wait parks the request without blocking anyone else.
 class TcpStoreServer {
  public:
-  TcpStoreServer(const std::string& host, int port);
+  TcpStoreServer(const std::string& host, int port, const std::string& port_name = "MASTER_PORT");
   ~TcpStoreServer();  // stop()
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;

@@ -32,6 +32,7 @@
 #include "distributed/launch/worker_logs.h"
 #include "distributed/launch/worker_process.h"
 #include "transport/rendezvous.h"
+#include "transport/stale_objects.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::distributed {
@@ -109,10 +110,11 @@ class SignalPipe {
 };
 
 struct AttemptResult {
-  int status = 0;        // 0, the failing worker's shell status, or 128 + the forwarded signal
-  int failed_rank = -1;  // the first worker that failed on its own, -1 if none
-  std::string failure;   // what the failing worker did: "failed with signal 9 (SIGKILL)", ...
-  int interrupt = 0;     // the signal the launcher got, 0 if none
+  int status = 0;           // 0, the failing worker's shell status, or 128 + the forwarded signal
+  int failed_rank = -1;     // the first worker that failed on its own, -1 if none
+  std::string failure;      // what the failing worker did: "failed with signal 9 (SIGKILL)", ...
+  int interrupt = 0;        // the signal the launcher got, 0 if none
+  std::vector<pid_t> pids;  // the attempt's workers, all exited and reaped by finish()
 };
 
 std::string signal_name(int sig) {
@@ -182,6 +184,7 @@ class Attempt {
     if (result_.failed_rank < 0 && result_.interrupt != 0) {
       result_.status = 128 + result_.interrupt;
     }
+    for (const auto& w : workers_) result_.pids.push_back(w->pid());
     out_.flush();
     err_.flush();
     return result_;
@@ -474,12 +477,19 @@ int launch(LaunchOptions options, const std::vector<std::string>& command, std::
     // a new port, so a straggler of the old attempt cannot reach the new one.
     std::unique_ptr<transport::TcpStoreServer> server;
     if (options.node_rank == 0)
-      server = transport::host_tcp_store(options.master_addr, options.master_port);
+      server =
+          transport::host_tcp_store(options.master_addr, options.master_port, options.port_name);
     const int port = server ? server->port() : options.master_port;
     const Env common = job_environment(options, attempt, port, agree_on_job(options, port));
     WorkerLogs logs(log_root, attempt, options.nproc_per_node, log_root.empty() ? 0 : options.tee,
                     log_root.empty() ? 0 : options.redirects);
     const AttemptResult result = run_attempt(options, logs, program, command, common, out, err);
+    // Every worker has exited: what a killed one left in /dev/shm goes now, not at the next job.
+    const int swept = transport::remove_objects_of(result.pids);
+    if (swept > 0) {
+      err << "ringlet launch: removed " << swept
+          << " shared-memory object(s) the exited workers left in /dev/shm\n";
+    }
     if (server && !server->wait_until_idle(Deadline::after(kStoreLinger))) {
       err << "ringlet launch: store clients still connected " << kStoreLinger.count()
           << " s after the workers exited; closing the store\n";

@@ -34,6 +34,7 @@ struct LaunchOptions {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0 = pick a free port (single node only: other nodes must know it)
+  std::string port_name = "--master-port";  // where the user set it, for error messages
   // On a worker failure, stop all workers and start them all again, this many times at most
   // (single node only). Each attempt gets a fresh store (a new port when master_port is 0) and a
   // new job token; workers see RINGLET_RESTART_COUNT. `ringlet train` workers of a restarted

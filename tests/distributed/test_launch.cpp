@@ -149,6 +149,27 @@ TEST_CASE("launch: a worker killed by a signal gives 128 + signal") {
   CHECK(contains(r.err, "rank 0 failed with signal 9 (SIGKILL)"));
 }
 
+// What killed workers leave in /dev/shm (an unattached shm segment, the emulated RDMA device's
+// objects: named with their creator's pid) is removed once every worker has exited.
+TEST_CASE("launch: shared-memory objects of killed workers are removed when they exit") {
+  const std::string marker = "launchtest" + std::to_string(::getpid());
+  const auto left = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+      n += e.path().filename().string().find(marker) != std::string::npos;
+    return n;
+  };
+  // Rank 0 dies once rank 1 has made its objects too (a bounded wait).
+  const Result r = run_sh(
+      nproc(2), "touch /dev/shm/ringlet-shm-$$-" + marker + "-$RANK /dev/shm/ringlet-ibemu-$$-" +
+                    marker + "-$RANK; if [ \"$RANK\" = 0 ]; then for i in $(seq 100); do " +
+                    "ls /dev/shm/ringlet-ibemu-*-" + marker + "-1 >/dev/null 2>&1 && break; " +
+                    "sleep 0.05; done; kill -9 $$; fi; sleep 30");
+  CHECK(r.status == 128 + SIGKILL);
+  CHECK(left() == 0);
+  CHECK(contains(r.err, "removed 4 shared-memory object(s) the exited workers left"));
+}
+
 TEST_CASE("launch: a worker that ignores SIGTERM is killed after the grace period") {
   LaunchOptions o = nproc(2);
   o.stop_grace = std::chrono::milliseconds(500);

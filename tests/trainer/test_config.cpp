@@ -91,10 +91,13 @@ TEST_CASE("numbers are exact: nothing wraps, coerces, reads hex or is non-finite
     }
     return std::string("accepted");
   };
-  const std::string int_range = "takes a whole number in [-2147483648, 2147483647]";
+  // A whole-number key names its own range, not its type's (epochs and batch_size: >= 1).
+  const std::string int_range = "takes a whole number >= 1";
   // 4294967297 would wrap to 1, 10000000000 to 1410065408
   CHECK(flag_error({"--epochs", "4294967297"}).find(int_range) != std::string::npos);
   CHECK(flag_error({"--epochs", "10000000000"}).find(int_range) != std::string::npos);
+  CHECK(flag_error({"--workers", "10000000000"}).find("takes a whole number in [0, 64]") !=
+        std::string::npos);
   CHECK(flag_error({"--batch_size", "64.5"}).find("not a valid whole number") != std::string::npos);
   CHECK(flag_error({"--seed", "-1"}).find("takes a whole number in [0, 18446744073709551615]") !=
         std::string::npos);

@@ -147,6 +147,7 @@ int eval_command(const std::vector<std::string>& args, std::ostream& out) {
   const bool worker = transport::launched_as_rank();
   if (!worker) print_plan(parsed, out);
   if (parsed.config.nproc > 1 && !worker) {
+    check_local_ranks_fit(parsed.config, "ringlet eval");
     distributed::LaunchOptions launch_options;
     launch_options.nproc_per_node = parsed.config.nproc;
     launch_options.rdzv_timeout = distributed::default_rdzv_timeout();

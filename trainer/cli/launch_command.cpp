@@ -285,6 +285,7 @@ void apply_rendezvous(LaunchArgs& a) {
   if (host.empty())
     throw UsageError("launch: --rdzv-endpoint '" + a.rdzv_endpoint + "' has no host");
   o.master_addr = host;
+  o.port_name = "--rdzv-endpoint port";
   o.master_port =
       has_port ? int_flag("--rdzv-endpoint port", a.rdzv_endpoint.substr(colon + 1), 1, 65535)
                : kC10dDefaultPort;

@@ -196,6 +196,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
     out << "recipe " << parsed.recipe << ": " << parsed.recipe_file.string() << std::endl;
   }
   if (config.nproc > 1 && !worker) {
+    check_local_ranks_fit(config, "ringlet train");
     // Start nproc local workers running this same command; each one sees WORLD_SIZE and so
     // takes the distributed path below.
     // The run directory is fixed here, so that every worker (and every restart) uses one.

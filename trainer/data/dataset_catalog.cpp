@@ -68,7 +68,16 @@ std::shared_ptr<const Dataset> open_dataset(const DatasetInfo& info,
   if (info.format == DatasetFormat::cifar_binary) {
     return std::make_shared<CifarDataset>(CifarDataset::open(dir, split));
   }
-  return std::make_shared<IdxDataset>(IdxDataset::open(dir, split));
+  auto idx = std::make_shared<IdxDataset>(IdxDataset::open(dir, split));
+  // The models are built for the dataset's image size: other images would fail deep in the
+  // forward pass (a Linear layer's input size), far from the cause.
+  if (idx->rows() != info.side || idx->cols() != info.side) {
+    throw DataError(core::str(dir.string(), ": the ", split == Split::train ? "train" : "test",
+                              " images are ", idx->rows(), "x", idx->cols(), " pixels, but ",
+                              info.name, "'s models take ", info.side, "x", info.side,
+                              " images (--dataset names the dataset, --data_dir its files)"));
+  }
+  return idx;
 }
 
 }  // namespace ringlet::trainer

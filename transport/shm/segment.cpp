@@ -47,12 +47,20 @@ static_assert(kControlOffset[1] + sizeof(ShmRingControl) <= kHeaderBytes);
 
 SegmentHeader* header_of(void* base) { return static_cast<SegmentHeader*>(base); }
 
-std::size_t configured_ring_bytes() {
+}  // namespace
+
+std::size_t ShmSegment::configured_ring_bytes() {
   const auto bytes = core::env_int("RINGLET_SHM_RING_BYTES", 4 << 20, 4096, std::int64_t{1} << 30);
   RINGLET_CHECK((bytes & (bytes - 1)) == 0, ValueError, "environment variable ",
                 "RINGLET_SHM_RING_BYTES=", bytes, " is not a power of two");
   return static_cast<std::size_t>(bytes);
 }
+
+std::size_t ShmSegment::configured_segment_bytes() {
+  return kHeaderBytes + 2 * configured_ring_bytes();
+}
+
+namespace {
 
 // The identity of this process's pid namespace (0 if unknown).
 std::uint64_t pid_namespace() {

@@ -30,6 +30,9 @@ class ShmSegment {
   // pid namespace that is gone, never attached. Returns how many. create() calls it once per
   // process, so a job killed in its connect phase leaves nothing past the next job's start.
   static int remove_stale(const std::string& dir = "/dev/shm");
+  // The ring capacity create() uses (RINGLET_SHM_RING_BYTES), and a segment's whole size.
+  static std::size_t configured_ring_bytes();
+  static std::size_t configured_segment_bytes();
 
   ShmSegment(ShmSegment&& other) noexcept;
   ShmSegment& operator=(ShmSegment&&) = delete;
