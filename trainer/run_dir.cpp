@@ -190,6 +190,8 @@ RunDir prepare_run_dir(TrainConfig& c, int rank, std::ostream& out) {
     }
   }
   if (rank != 0) return result;
+  std::error_code ec;
+  result.made_here = !resuming(c) && (!fs::exists(result.path) || fs::is_empty(result.path, ec));
   fs::create_directories(result.path);
   result.lock = std::make_unique<RunLock>(result.path);
   if (!result.lock->stale_holder().empty()) {
@@ -206,6 +208,15 @@ RunDir prepare_run_dir(TrainConfig& c, int rank, std::ostream& out) {
         << (leftovers.size() > 1 ? ", ..." : "") << ")" << std::endl;
   }
   return result;
+}
+
+void undo_new_run_dir(RunDir& dir) {
+  if (!dir.made_here) return;
+  std::error_code ec;
+  for (const char* file : {"config.json", "history.jsonl"}) fs::remove(dir.path / file, ec);
+  dir.lock.reset();  // releases it; the file goes next
+  fs::remove(dir.path / "lock", ec);
+  fs::remove(dir.path, ec);  // only when nothing else is in it
 }
 
 }  // namespace ringlet::trainer

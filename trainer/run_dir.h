@@ -44,6 +44,7 @@ struct RunDir {
   std::unique_ptr<RunLock> lock;      // rank 0's, held for the run
   std::vector<RecipeChange> changes;  // what a resume changed in the run's recipe
   bool from_checkpoint = false;       // a resume with a checkpoint to load
+  bool made_here = false;             // rank 0 made it a run just now: it was missing or empty
 };
 
 // Sets config.out to default_run_dir() when it is empty and makes the directory ready:
@@ -53,5 +54,10 @@ struct RunDir {
 //    newer than the checkpoint, then writes config.json and the history record.
 // Nothing is written before every check has passed.
 RunDir prepare_run_dir(TrainConfig& config, int rank, std::ostream& out);
+
+// A start that failed before training (data, model, devices): a directory prepare_run_dir made
+// a run just now gets its files (config.json, history.jsonl, lock) removed, and itself when it
+// is empty then, so that it does not look used. Anything else is left as it is.
+void undo_new_run_dir(RunDir& dir);
 
 }  // namespace ringlet::trainer

@@ -641,13 +641,19 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   const bool graphed = StepGraph::wanted(run.c, run.world, device_flags, run.out);
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
   run.out << "config: " << run.c.to_json().dump() << std::endl;
-  make_loaders(run);
-  set_up_model(run);
-  if (run.run_dir.from_checkpoint) resume(run);
-  place_on_device(run);
-  if (run.world > 1) distribute(run);
-  run.trace = std::make_unique<StepTrace>(run.comm, run.rank, run.run_dir.path, run.c.trace_steps);
-  if (graphed) set_up_graph(run);
+  try {
+    make_loaders(run);
+    set_up_model(run);
+    if (run.run_dir.from_checkpoint) resume(run);
+    place_on_device(run);
+    if (run.world > 1) distribute(run);
+    run.trace =
+        std::make_unique<StepTrace>(run.comm, run.rank, run.run_dir.path, run.c.trace_steps);
+    if (graphed) set_up_graph(run);
+  } catch (...) {
+    undo_new_run_dir(run.run_dir);  // a start that failed leaves no used-looking directory
+    throw;
+  }
   return train_epochs(run);
 }
 

@@ -60,11 +60,25 @@ void check_world_size(Store& store, const MeshOptions& o) {
   RINGLET_THROW(ValueError, "mesh: ", why);
 }
 
+// The ranks of keys not published yet, as "3, 7, 12" (at most the first 16 named).
+std::string missing_ranks(Store& store, const std::vector<std::string>& keys, int& count) {
+  std::string missing;
+  count = 0;
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    if (try_get(store, keys[r])) continue;
+    if (++count <= 16) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (count > 16) missing += ", ...";
+  return missing;
+}
+
 // Waits until every rank has published its address. Fails early when a rank published a
-// setup error, and at the deadline names the ranks that never arrived.
+// setup error, and at the deadline names the ranks that never arrived. Rank 0 says every 5 s
+// how many have arrived, so a slow start is never silent.
 void wait_for_ranks(Store& store, const MeshOptions& o, const std::vector<std::string>& keys,
                     core::Deadline deadline) {
   const auto started = core::Deadline::Clock::now();
+  auto next_report = started + std::chrono::seconds(5);
   while (true) {
     const auto step = std::min<core::Deadline::Clock::duration>(deadline.remaining(),
                                                                 std::chrono::milliseconds(250));
@@ -76,11 +90,15 @@ void wait_for_ranks(Store& store, const MeshOptions& o, const std::vector<std::s
     if (const auto error = try_get(store, o.prefix + "/setup_error")) {
       RINGLET_THROW(ValueError, "mesh: rank ", o.rank, " stops: ", *error);
     }
-    if (!deadline.expired()) continue;
-    std::string missing;
-    for (int r = 0; r < o.world_size; ++r) {
-      if (!try_get(store, keys[r])) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    int absent = 0;
+    if (o.rank == 0 && core::Deadline::Clock::now() >= next_report) {
+      next_report += std::chrono::seconds(5);
+      const std::string missing = missing_ranks(store, keys, absent);
+      core::log(core::LogLevel::warn, "mesh: rank 0 waiting: ", o.world_size - absent, " of ",
+                o.world_size, " ranks arrived (missing: ", missing, ")");
     }
+    if (!deadline.expired()) continue;
+    const std::string missing = missing_ranks(store, keys, absent);
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
         core::Deadline::Clock::now() - started);
     RINGLET_THROW(TimeoutError, "mesh: rank ", o.rank, " waited ", waited.count(),

@@ -543,16 +543,18 @@ TEST_CASE("bad input: WORLD_SIZE mismatch, a port in use, a rank that never arri
   CHECK(contains(result.output, "cannot listen on 127.0.0.1:" + port + ": Address already in use"));
   ::close(taken);
 
-  // A worker of a 2-rank job whose rank 1 never comes: a clear timeout naming rank 1.
+  // A worker of a 2-rank job whose rank 1 never comes: rank 0 says every 5 s how many ranks
+  // have arrived, then a clear timeout naming rank 1.
   start = Clock::now();
   result = finish_ringlet(
       start_ringlet(train,
-                    "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 RINGLET_RDZV_TIMEOUT=2 "
+                    "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 RINGLET_RDZV_TIMEOUT=7 "
                     "MASTER_PORT=" +
                         std::to_string(free_port())));
   CHECK(result.status == 1);
+  CHECK(contains(result.output, "mesh: rank 0 waiting: 1 of 2 ranks arrived (missing: 1)"));
   CHECK(contains(result.output, "rank(s) 1 of a world of 2 never arrived"));
-  CHECK(Clock::now() - start < std::chrono::seconds(15));
+  CHECK(Clock::now() - start < std::chrono::seconds(20));
   fs::remove_all(dir);
 }
 

@@ -120,6 +120,15 @@ def cases(ringlet, tmp):
            ["--mean 1e+308", "normalize pixels to magnitudes past double's range",
             "check them"])
 
+    failed_start = tmp / "failed_start"
+    status, output = run(ringlet, ["train", "--data_dir", str(tmp / "missing"), "--out",
+                                   str(failed_start)] + tiny)
+    if failed_start.exists():
+        output += f" [left {sorted(p.name for p in failed_start.iterdir())} in --out]"
+    yield ("a start that fails leaves no run directory", (status, output), 1,
+           [f"{tmp / 'missing'}/train-images-idx3-ubyte.gz not found"]
+           + ([] if not failed_start.exists() else ["no files left in --out"]))
+
     small = tmp / "27px"
     small_images(small, 27)
     yield ("27x27 images for fashion-mnist",
