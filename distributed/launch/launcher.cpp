@@ -29,6 +29,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "distributed/launch/orphan_sweeper.h"
 #include "distributed/launch/worker_logs.h"
 #include "distributed/launch/worker_process.h"
 #include "transport/rendezvous.h"
@@ -143,6 +144,12 @@ class Attempt {
     }
   }
 
+  std::vector<pid_t> pids() const {
+    std::vector<pid_t> out;
+    for (const auto& w : workers_) out.push_back(w->pid());
+    return out;
+  }
+
   // One round of the loop (at most kPollMs): signals, output, exits, escalation. False once
   // every worker has exited and its pipes are drained (or the drain gave up).
   bool step() {
@@ -184,7 +191,7 @@ class Attempt {
     if (result_.failed_rank < 0 && result_.interrupt != 0) {
       result_.status = 128 + result_.interrupt;
     }
-    for (const auto& w : workers_) result_.pids.push_back(w->pid());
+    result_.pids = pids();
     out_.flush();
     err_.flush();
     return result_;
@@ -325,9 +332,10 @@ class Attempt {
 
 AttemptResult run_attempt(const LaunchOptions& o, WorkerLogs& logs, const std::string& program,
                           const std::vector<std::string>& command, const Env& common,
-                          std::ostream& out, std::ostream& err) {
+                          OrphanSweeper& sweeper, std::ostream& out, std::ostream& err) {
   Attempt attempt(o, logs, out, err);
   attempt.start(program, command, common);
+  for (const pid_t pid : attempt.pids()) sweeper.watch(pid);
   while (attempt.step()) {
   }
   return attempt.finish();
@@ -472,6 +480,7 @@ int launch(LaunchOptions options, const std::vector<std::string>& command, std::
     log_root = make_log_root(options.log_dir, options.run_id);
     err << "ringlet launch: worker logs in " << log_root.string() << "\n";
   }
+  OrphanSweeper sweeper;  // for a launcher killed before it could sweep
   for (int attempt = 0;; ++attempt) {
     // A fresh store per attempt: no keys left over from the failed one, and with master_port 0
     // a new port, so a straggler of the old attempt cannot reach the new one.
@@ -483,7 +492,8 @@ int launch(LaunchOptions options, const std::vector<std::string>& command, std::
     const Env common = job_environment(options, attempt, port, agree_on_job(options, port));
     WorkerLogs logs(log_root, attempt, options.nproc_per_node, log_root.empty() ? 0 : options.tee,
                     log_root.empty() ? 0 : options.redirects);
-    const AttemptResult result = run_attempt(options, logs, program, command, common, out, err);
+    const AttemptResult result =
+        run_attempt(options, logs, program, command, common, sweeper, out, err);
     // Every worker has exited: what a killed one left in /dev/shm goes now, not at the next job.
     const int swept = transport::remove_objects_of(result.pids);
     if (swept > 0) {

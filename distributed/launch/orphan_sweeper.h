@@ -1,0 +1,29 @@
+// What a launcher killed by SIGKILL cannot do itself: remove the shared-memory objects its
+// workers leave in /dev/shm (shm segments not attached yet, the emulated RDMA device's objects,
+// named with their creator's pid; transport/stale_objects.h). A small /bin/sh process, in its
+// own session and not a child for long (it forks once and its parent exits), reads the worker
+// pids the launcher sends it over a socket. When the socket closes without the launcher's
+// "done" (it was killed), it kills what is left of the workers' process groups (a worker's own
+// children; the workers themselves die with the launcher: PR_SET_PDEATHSIG), waits (at most
+// 10 s) until the workers are gone and removes the objects named with their pids. After a
+// normal end the launcher has swept already and the sweeper just exits.
+#pragma once
+
+#include <sys/types.h>
+
+namespace ringlet::distributed {
+
+class OrphanSweeper {
+ public:
+  OrphanSweeper();   // starts it; without /bin/sh there is none (watch does nothing)
+  ~OrphanSweeper();  // says "done": the sweeper exits
+  OrphanSweeper(const OrphanSweeper&) = delete;
+  OrphanSweeper& operator=(const OrphanSweeper&) = delete;
+
+  void watch(pid_t worker);
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace ringlet::distributed
