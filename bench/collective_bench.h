@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "distributed/launch/orphan_sweeper.h"
 #include "transport/store.h"
 #include "transport/tcp_store.h"
 
@@ -74,6 +75,8 @@ struct RankSetup {
   std::unique_ptr<transport::TcpStoreServer> server;  // -np rank 0 hosts the store
   std::unique_ptr<transport::Store> store;
   std::vector<pid_t> children;  // -np rank 0: the ranks it spawned (index r-1 = rank r)
+  // -np rank 0: removes what rank 0 and its ranks leave in /dev/shm should rank 0 be killed.
+  std::unique_ptr<distributed::OrphanSweeper> sweeper;
 };
 
 // -np N (or no launcher environment: N = 1): rank 0 hosts the store on 127.0.0.1 and spawns

@@ -1,16 +1,19 @@
 // Rank setup of the collective benchmarks. With -np N the first process is rank 0: it hosts a
 // TcpStoreServer on 127.0.0.1 and re-executes /proc/self/exe for ranks 1..N-1 (its own
 // arguments plus --child-rank R --store-port P); a spawned rank dies with its parent
-// (PR_SET_PDEATHSIG). Started by a launcher (RANK/WORLD_SIZE/..., no -np) the process is one
-// rank found by discover(). ChildWatcher turns a spawned rank's death into a clear error.
+// (PR_SET_PDEATHSIG, saying so on stderr), and an orphan sweeper removes what the job left in
+// /dev/shm should rank 0 be killed. Started by a launcher (RANK/WORLD_SIZE/..., no -np) the process
+// is one rank found by discover(). ChildWatcher turns a spawned rank's death into a clear error.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -44,6 +47,30 @@ pid_t spawn_rank(const BenchOptions& o, int rank, int port) {
   return pid;
 }
 
+// What a spawned rank says when rank 0 dies (its parent-death signal): prepared before, written
+// from the handler with write(2) alone.
+char parent_died_message[160];
+std::size_t parent_died_length = 0;
+
+extern "C" void on_parent_death(int) {
+  (void)!::write(STDERR_FILENO, parent_died_message, parent_died_length);
+  ::_exit(1);
+}
+
+// Die with rank 0, saying so, and do not start at all if it is already gone (reparented).
+void follow_parent(const char* program, int rank) {
+  parent_died_length = static_cast<std::size_t>(
+      std::snprintf(parent_died_message, sizeof parent_died_message,
+                    "%s (rank %d): rank 0 (pid %d), which started this rank, died; exiting\n",
+                    program, rank, static_cast<int>(::getppid())));
+  parent_died_length = std::min(parent_died_length, sizeof parent_died_message - 1);
+  struct sigaction action {};
+  action.sa_handler = on_parent_death;
+  ::sigaction(SIGUSR2, &action, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGUSR2);
+  RINGLET_CHECK(::getppid() != 1, Error, program, ": rank 0 exited before rank ", rank, " started");
+}
+
 std::string describe_status(int rank, pid_t pid, int status) {
   if (WIFSIGNALED(status)) {
     return core::str("rank ", rank, " (pid ", pid, ") was killed by signal ", WTERMSIG(status));
@@ -57,10 +84,7 @@ RankSetup setup_ranks(const BenchOptions& o, const char* program) {
   RankSetup s;
   const auto connect_deadline = core::Deadline::after(60s);
   if (o.child_rank >= 0) {
-    // Die with rank 0, and do not start at all if it is already gone (reparented).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    RINGLET_CHECK(::getppid() != 1, Error, program, ": rank 0 exited before rank ", o.child_rank,
-                  " started");
+    follow_parent(program, o.child_rank);
     s.rank = o.child_rank;
     s.world_size = o.np;
     s.store = std::make_unique<transport::TcpStore>("127.0.0.1", o.store_port, connect_deadline);
@@ -71,7 +95,12 @@ RankSetup setup_ranks(const BenchOptions& o, const char* program) {
     s.server = std::make_unique<transport::TcpStoreServer>("127.0.0.1", 0);
     const int port = s.server->port();
     s.store = std::make_unique<transport::TcpStore>("127.0.0.1", port, connect_deadline);
-    for (int r = 1; r < s.world_size; ++r) s.children.push_back(spawn_rank(o, r, port));
+    s.sweeper = std::make_unique<distributed::OrphanSweeper>();
+    s.sweeper->watch(::getpid(), /*leads_group=*/false);
+    for (int r = 1; r < s.world_size; ++r) {
+      s.children.push_back(spawn_rank(o, r, port));
+      s.sweeper->watch(s.children.back(), /*leads_group=*/false);
+    }
     return s;
   }
   const transport::InitInfo info = transport::discover({});

@@ -335,7 +335,7 @@ AttemptResult run_attempt(const LaunchOptions& o, WorkerLogs& logs, const std::s
                           OrphanSweeper& sweeper, std::ostream& out, std::ostream& err) {
   Attempt attempt(o, logs, out, err);
   attempt.start(program, command, common);
-  for (const pid_t pid : attempt.pids()) sweeper.watch(pid);
+  for (const pid_t pid : attempt.pids()) sweeper.watch(pid, /*leads_group=*/true);
   while (attempt.step()) {
   }
   return attempt.finish();

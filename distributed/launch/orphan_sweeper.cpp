@@ -11,14 +11,16 @@ namespace ringlet::distributed {
 
 namespace {
 
-// Reads pids until "done" (the launcher ended normally and swept: nothing to do) or EOF (it
-// was killed): then kills what is left of each worker's process group (a worker leads its
-// own), waits for the workers to be gone and removes what they named. The outer shell exits at
-// once (the launcher reaps it); the subshell lives on, reading fd 3.
+// Reads pids until "done" (the launcher or rank 0 is ending normally) or EOF (it was killed).
+// Killed: it kills what is left of the process groups the watched lead. Either way it waits (at
+// most 10 s) for the watched to be gone and removes what they named (nothing, after a clean
+// end). The outer shell exits at once (its parent reaps it); the subshell lives on, reading fd 3.
 constexpr const char* kScript =
     "exec 3<&0; ("
-    "pids=''; while read -r p <&3; do [ \"$p\" = done ] && exit 0; pids=\"$pids $p\"; done; "
-    "for p in $pids; do kill -9 -\"$p\" 2>/dev/null; done; "
+    "pids=''; groups=''; ended=''; while read -r kind p <&3; do "
+    "if [ \"$kind\" = done ]; then ended=1; break; fi; "
+    "pids=\"$pids $p\"; [ \"$kind\" = g ] && groups=\"$groups $p\"; done; "
+    "if [ -z \"$ended\" ]; then for g in $groups; do kill -9 -\"$g\" 2>/dev/null; done; fi; "
     "for i in $(seq 100); do alive=''; "
     "for p in $pids; do kill -0 \"$p\" 2>/dev/null && alive=1; done; "
     "[ -z \"$alive\" ] && break; sleep 0.1; done; "
@@ -63,9 +65,9 @@ OrphanSweeper::~OrphanSweeper() {
   ::close(fd_);
 }
 
-void OrphanSweeper::watch(pid_t worker) {
+void OrphanSweeper::watch(pid_t worker, bool leads_group) {
   if (fd_ < 0) return;
-  const std::string line = std::to_string(worker) + "\n";
+  const std::string line = (leads_group ? "g " : "p ") + std::to_string(worker) + "\n";
   // A sweeper that is gone (killed) costs nothing but its sweep: no SIGPIPE.
   (void)!::send(fd_, line.data(), line.size(), MSG_NOSIGNAL);
 }

@@ -4,9 +4,9 @@
 // own session and not a child for long (it forks once and its parent exits), reads the worker
 // pids the launcher sends it over a socket. When the socket closes without the launcher's
 // "done" (it was killed), it kills what is left of the workers' process groups (a worker's own
-// children; the workers themselves die with the launcher: PR_SET_PDEATHSIG), waits (at most
-// 10 s) until the workers are gone and removes the objects named with their pids. After a
-// normal end the launcher has swept already and the sweeper just exits.
+// children; the workers themselves die with the launcher: PR_SET_PDEATHSIG). Either way it
+// waits (at most 10 s) until the watched are gone and removes the objects named with their
+// pids: after a clean end there are none, after a killed rank there are its.
 #pragma once
 
 #include <sys/types.h>
@@ -16,11 +16,12 @@ namespace ringlet::distributed {
 class OrphanSweeper {
  public:
   OrphanSweeper();   // starts it; without /bin/sh there is none (watch does nothing)
-  ~OrphanSweeper();  // says "done": the sweeper exits
+  ~OrphanSweeper();  // says "done": no group is killed, the sweep still runs
   OrphanSweeper(const OrphanSweeper&) = delete;
   OrphanSweeper& operator=(const OrphanSweeper&) = delete;
 
-  void watch(pid_t worker);
+  // `leads_group`: the process leads its own process group, which the sweeper kills whole.
+  void watch(pid_t worker, bool leads_group);
 
  private:
   int fd_ = -1;
