@@ -13,10 +13,15 @@ namespace ringlet::transport {
 
 namespace {
 
+// "23.5 GiB", or "7.82 MiB" below a GiB.
 std::string gib(std::uint64_t bytes) {
   std::ostringstream out;
   out.precision(3);
-  out << static_cast<double>(bytes) / static_cast<double>(1ull << 30) << " GiB";
+  if (bytes < (1ull << 30)) {
+    out << static_cast<double>(bytes) / static_cast<double>(1ull << 20) << " MiB";
+  } else {
+    out << static_cast<double>(bytes) / static_cast<double>(1ull << 30) << " GiB";
+  }
   return out.str();
 }
 

@@ -49,7 +49,7 @@ TEST_CASE("a local job's memory: refused with the figures when it cannot fit") {
   setenv("RINGLET_TRANSPORT", "tcp", 1);
   CHECK(transport::local_job_shm_bytes(256) == 0);
   const std::string memory = refusal({256, 96ull << 20, "all_reduce_perf -np 256"}, machine);
-  CHECK(memory.find("256 ranks x 0.0938 GiB each") != std::string::npos);
+  CHECK(memory.find("256 ranks x 96 MiB each") != std::string::npos);
   CHECK(memory.find("this machine has 20 GiB available") != std::string::npos);
   unsetenv("RINGLET_TRANSPORT");
   // A figure the machine does not give (0) refuses nothing.
