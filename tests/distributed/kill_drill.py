@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Kill drill: jobs of all_reduce_perf over shm, tcp, the emulated RDMA device and the emulated
 device's ipc, started by `ringlet launch` or by all_reduce_perf -np (rank 0 spawns the others),
-each SIGKILLed once at a random moment (0.1-1.5 s in: set-up, mid-collective), the victim a
-random rank (rank 0 included) or the launcher. After each kill, within 15 s:
+each SIGKILLed once at a random moment (0.1-1.5 s in: set-up, mid-collective; every fourth job
+a short one, killed when rank 0 has its result: teardown), the victim a random rank (rank 0
+included) or the launcher. After each kill, within 15 s:
   - no process of the job remains (the launcher, the ranks, the workers' process groups);
   - /dev/shm holds nothing named with a pid of the job (ringlet-shm-<pid>-..., ringlet-ibemu-...);
   - the dead is named: a killed worker by the launcher (its rank and SIGKILL), a killed -np rank
@@ -17,6 +18,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 JOBS = {
@@ -79,32 +81,70 @@ def leftovers(pids):
     return names
 
 
-def trial(ringlet, perf, kind, rng):
+class Output:
+    """The job's merged output, read by a thread; `summary` is set once rank 0 printed its result
+    line (the JSON record of the size): the ranks are about to tear down."""
+
+    def __init__(self, stream):
+        self.lines = []
+        self.summary = threading.Event()
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream):
+        for raw in stream:
+            line = raw.decode(errors="replace")
+            self.lines.append(line)
+            if '"bench":"all_reduce_perf"' in line:
+                self.summary.set()
+
+    def text(self):
+        self.thread.join(timeout=5)
+        return "".join(self.lines)
+
+
+def start_job(ringlet, perf, kind, teardown):
     env_extra, extra_args = JOBS[kind]
     spawned = "-np" in extra_args  # rank 0 is the first process and spawns the others
     nproc = 2 if kind == "emu-ipc" else 3
-    bench = [perf, "-b", "256K", "-e", "256K", "-n", "200000", "-w", "1"] + extra_args
+    iters = "20" if teardown else "200000"
+    bench = [perf, "-b", "256K", "-e", "256K", "-n", iters, "-w", "1"] + extra_args
     cmd = bench if spawned else [ringlet, "launch", "--nproc-per-node", str(nproc)] + bench
-    want = nproc - 1 if spawned else nproc
-    launcher = subprocess.Popen(cmd, env=dict(os.environ, **env_extra), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    time.sleep(rng.uniform(0.1, 1.5))
+    job = subprocess.Popen(cmd, env=dict(os.environ, **env_extra), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    return job, spawned, (nproc - 1 if spawned else nproc)
+
+
+def trial(ringlet, perf, kind, rng, teardown):
+    started = time.monotonic()
+    launcher, spawned, want = start_job(ringlet, perf, kind, teardown)
+    output = Output(launcher.stdout)
     workers = []
-    for _ in range(50):  # the workers are started (and exec'd) within 5 s
+    for _ in range(100):  # the workers are started (and exec'd) within 10 s
         workers = [p for p in children(launcher.pid) if rank_of(p) is not None]
         if len(workers) == want or launcher.poll() is not None:
             break
-        time.sleep(0.1)
-    if launcher.poll() is not None or not workers:
+        time.sleep(0.05)
+    if teardown:  # the moment rank 0 has its result: the ranks are tearing down
+        output.summary.wait(timeout=30)
+    else:
+        time.sleep(max(0.0, rng.uniform(0.1, 1.5) - (time.monotonic() - started)))
+    living = [p for p in workers if alive(p)]
+    if not workers or launcher.poll() is not None:
         launcher.kill()
-        out = launcher.communicate()[0].decode(errors="replace")
-        return f"the job was not running when the kill came: {out[-300:]}"
-    victim = rng.choice(workers + [launcher.pid])
-    victim_rank = rank_of(victim) if victim != launcher.pid else (0 if spawned else None)
+        launcher.wait()
+        if not workers:
+            return f"no worker seen running: {output.text()[-300:]}"
+        victim = None  # the job had ended: nothing to kill, nothing may be left
+    else:
+        victim = rng.choice(living + [launcher.pid])
+    victim_rank = None if victim is None else (
+        rank_of(victim) if victim != launcher.pid else (0 if spawned else None))
     job_pids = [launcher.pid] + workers
-    os.kill(victim, signal.SIGKILL)
+    if victim is not None:
+        os.kill(victim, signal.SIGKILL)
     try:
-        out = launcher.communicate(timeout=15)[0].decode(errors="replace")
+        launcher.wait(timeout=15)
     except subprocess.TimeoutExpired:
         for p in job_pids:
             try:
@@ -113,6 +153,7 @@ def trial(ringlet, perf, kind, rng):
                 pass
         launcher.kill()
         return "the launcher did not exit within 15 s of the kill"
+    out = output.text()
     deadline = time.monotonic() + 15
     groups = [launcher.pid] if spawned else workers
     while time.monotonic() < deadline:
@@ -123,16 +164,20 @@ def trial(ringlet, perf, kind, rng):
         time.sleep(0.1)
     else:
         return f"15 s after the kill: processes {running}, /dev/shm {left}"
+    if victim is None:
+        return None, "nobody (the job had ended)"
     who = "the launcher" if victim_rank is None else f"rank {victim_rank}"
     if spawned and victim_rank == 0:
-        named = out.count(f"rank 0 (pid {victim}), which started this rank, died") == nproc - 1
+        named = out.count(f"rank 0 (pid {victim}), which started this rank, died") == want
     elif spawned:
         named = f"rank {victim_rank} (pid {victim}) was killed by signal 9" in out
     else:
         named = victim_rank is None or (f"rank {victim_rank} " in out and "SIGKILL" in out)
+    if teardown and launcher.returncode == 0:
+        named = True  # every rank had finished before the signal came: nobody died of it
     if not named:
         return f"{who} (pid {victim}) was killed but not named: {out[-400:]}"
-    return None, who
+    return None, who + (" in teardown" if teardown else "")
 
 
 def main():
@@ -150,7 +195,7 @@ def main():
     passed = failed = 0
     for i in range(a.trials):
         kind = kinds[i % len(kinds)]
-        result = trial(a.ringlet, a.perf, kind, rng)
+        result = trial(a.ringlet, a.perf, kind, rng, teardown=i % 4 == 3)
         if isinstance(result, tuple):
             passed += 1
             print(f"ok   trial {i + 1} ({kind}): killed {result[1]}; nothing left")
