@@ -109,13 +109,15 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
     RankSetup setup = setup_ranks(o, program.c_str());
     rank = setup.rank;
 
-    // A spawned rank that dies aborts the communicator (or, before it exists, the store), so
-    // rank 0 fails at once naming that rank instead of waiting for a timeout.
+    // A spawned rank that dies aborts the communicator and stops the store (rank 0 may be in a
+    // collective or in a store wait: set-up, the final barrier), so rank 0 fails at once naming
+    // that rank instead of waiting for a timeout.
     LiveComm live;
     std::unique_ptr<ChildWatcher> watcher;
     if (!setup.children.empty()) {
       watcher = std::make_unique<ChildWatcher>(setup.children, [&](const std::string& why) {
-        if (!live.abort(why) && setup.server) setup.server->stop();
+        live.abort(why);
+        if (setup.server) setup.server->stop();
       });
     }
     int status = 0;

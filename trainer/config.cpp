@@ -48,23 +48,24 @@ Field field(const char* key, T TrainConfig::*member) {
 // key's type (an int's 2^31) is refused naming this range, not the type's.
 struct WholeRange {
   const char* key;
-  std::int64_t least, most;  // most = kNoMost: no upper bound of the key's own
+  std::int64_t least, most;  // most = kIntMost / kInt64Most: only the type's bound
   const char* note = "";
 };
-constexpr std::int64_t kNoMost = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kIntMost = std::numeric_limits<int>::max();
+constexpr std::int64_t kInt64Most = std::numeric_limits<std::int64_t>::max();
 
 const std::vector<WholeRange>& whole_ranges() {
   static const std::vector<WholeRange> ranges = {
-      {"epochs", 1, kNoMost},
+      {"epochs", 1, kIntMost},
       {"nproc", 1, distributed::kMaxWorkersPerNode},
       {"max_restarts", 0, 100},
-      {"batch_size", 1, kNoMost},
+      {"batch_size", 1, kIntMost},
       {"workers", 0, 64},
-      {"limit_train", 0, kNoMost, " (0 = all)"},
-      {"limit_test", 0, kNoMost, " (0 = all)"},
-      {"log_every", 1, kNoMost},
+      {"limit_train", 0, kInt64Most, " (0 = all)"},
+      {"limit_test", 0, kInt64Most, " (0 = all)"},
+      {"log_every", 1, kIntMost},
       {"trace_steps", 0, 100000, " (0 = off)"},
-      {"step_size", 1, kNoMost},
+      {"step_size", 1, kIntMost},
       {"threads", 0, 1024, " (0 = the machine's)"},
   };
   return ranges;
@@ -77,9 +78,10 @@ const WholeRange* whole_range(const std::string& key) {
   return nullptr;
 }
 
+// ">= 1" where only the type bounds the key from above (a value past it is refused by the type).
 std::string range_text(const WholeRange& r) {
-  return r.most == kNoMost ? core::str(">= ", r.least)
-                           : core::str("in [", r.least, ", ", r.most, "]");
+  const bool type_bound = r.most == kIntMost || r.most == kInt64Most;
+  return type_bound ? core::str(">= ", r.least) : core::str("in [", r.least, ", ", r.most, "]");
 }
 
 // What a key takes and got, for a value its setter refused: a whole-number key's own range, not
@@ -87,8 +89,8 @@ std::string range_text(const WholeRange& r) {
 std::string value_error(const std::string& key, const json& value, const ConfigValueError& e) {
   const WholeRange* r = whole_range(key);
   if (r == nullptr || value.is_null()) return e.what();
-  return core::str("takes a whole number ", range_text(*r), r->note, ", got ", value.dump(), " (",
-                   value.type_name(), ")");
+  return core::str("takes a whole number in [", r->least, ", ", r->most, "]", r->note, ", got ",
+                   value.dump(), " (", value.type_name(), ")");
 }
 
 // Whether text is a decimal number as JSON and Python write them: an optional sign, digits with

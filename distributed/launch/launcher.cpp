@@ -130,9 +130,10 @@ class Attempt {
   Attempt(const LaunchOptions& o, WorkerLogs& logs, std::ostream& out, std::ostream& err)
       : o_(o), n_(o.nproc_per_node), out_(out), err_(err), logs_(logs), lines_(n_), tails_(n_) {}
 
-  // Started ones are killed and reaped by their destructors if a later start throws.
-  void start(const std::string& program, const std::vector<std::string>& command,
-             const Env& common) {
+  // Started ones are killed and reaped by their destructors if a later start throws. Each is
+  // watched by the sweeper as soon as it exists.
+  void start(const std::string& program, const std::vector<std::string>& command, const Env& common,
+             OrphanSweeper& sweeper) {
     for (int local = 0; local < n_; ++local) {
       const int rank = o_.node_rank * n_ + local;
       Env env = common;
@@ -141,6 +142,7 @@ class Attempt {
       env.emplace_back("LOCAL_RANK", std::to_string(local));
       workers_.push_back(
           std::make_unique<WorkerProcess>(rank, program, command, merged_environment(env)));
+      sweeper.watch(workers_.back()->pid(), /*leads_group=*/true);
     }
   }
 
@@ -334,11 +336,12 @@ AttemptResult run_attempt(const LaunchOptions& o, WorkerLogs& logs, const std::s
                           const std::vector<std::string>& command, const Env& common,
                           OrphanSweeper& sweeper, std::ostream& out, std::ostream& err) {
   Attempt attempt(o, logs, out, err);
-  attempt.start(program, command, common);
-  for (const pid_t pid : attempt.pids()) sweeper.watch(pid, /*leads_group=*/true);
+  attempt.start(program, command, common, sweeper);
   while (attempt.step()) {
   }
-  return attempt.finish();
+  AttemptResult result = attempt.finish();
+  for (const pid_t pid : result.pids) sweeper.reaped(pid);
+  return result;
 }
 
 std::string draw_token() {

@@ -11,20 +11,26 @@ namespace ringlet::distributed {
 
 namespace {
 
-// Reads pids until "done" (the launcher or rank 0 is ending normally) or EOF (it was killed).
-// Killed: it kills what is left of the process groups the watched lead. Either way it waits (at
-// most 10 s) for the watched to be gone and removes what they named (nothing, after a clean
-// end). The outer shell exits at once (its parent reaps it); the subshell lives on, reading fd 3.
+// Reads "g PID" / "p PID" (watch; g: it leads its own process group), "r PID" (reaped by its
+// parent: its group id may be reused, never kill it) until "done" (the launcher or rank 0 is
+// ending normally) or EOF (it was killed). Killed: it kills what is left of the watched process
+// groups. Either way it waits (at most 10 s) until the watched are gone (a zombie counts as
+// gone: whether anyone reaps it is not the sweeper's business) and removes what they named
+// (nothing, after a clean end). The outer shell exits at once (its parent reaps it); the
+// subshell lives on, reading fd 3.
 constexpr const char* kScript =
     "exec 3<&0; ("
+    "up() { s=$(sed -n 's/.*) \\(.\\).*/\\1/p' /proc/\"$1\"/stat 2>/dev/null); "
+    "[ -n \"$s\" ] && [ \"$s\" != Z ]; }; "
     "pids=''; groups=''; ended=''; while read -r kind p <&3; do "
-    "if [ \"$kind\" = done ]; then ended=1; break; fi; "
-    "pids=\"$pids $p\"; [ \"$kind\" = g ] && groups=\"$groups $p\"; done; "
+    "case \"$kind\" in done) ended=1; break;; "
+    "r) groups=$(for g in $groups; do [ \"$g\" != \"$p\" ] && echo \"$g\"; done);; "
+    "g) pids=\"$pids $p\"; groups=\"$groups $p\";; *) pids=\"$pids $p\";; esac; done; "
     "if [ -z \"$ended\" ]; then for g in $groups; do kill -9 -\"$g\" 2>/dev/null; done; fi; "
     "for i in $(seq 100); do alive=''; "
-    "for p in $pids; do kill -0 \"$p\" 2>/dev/null && alive=1; done; "
+    "for p in $pids; do up \"$p\" && alive=1; done; "
     "[ -z \"$alive\" ] && break; sleep 0.1; done; "
-    "for p in $pids; do kill -0 \"$p\" 2>/dev/null || "
+    "for p in $pids; do up \"$p\" || "
     "rm -f /dev/shm/ringlet-shm-\"$p\"-* /dev/shm/ringlet-ibemu-\"$p\"-*; done"
     ") </dev/null >/dev/null 2>&1 & exit 0";
 
@@ -63,6 +69,12 @@ OrphanSweeper::~OrphanSweeper() {
   if (fd_ < 0) return;
   (void)!::send(fd_, "done\n", 5, MSG_NOSIGNAL);
   ::close(fd_);
+}
+
+void OrphanSweeper::reaped(pid_t worker) {
+  if (fd_ < 0) return;
+  const std::string line = "r " + std::to_string(worker) + "\n";
+  (void)!::send(fd_, line.data(), line.size(), MSG_NOSIGNAL);
 }
 
 void OrphanSweeper::watch(pid_t worker, bool leads_group) {

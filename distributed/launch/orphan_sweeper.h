@@ -22,6 +22,9 @@ class OrphanSweeper {
 
   // `leads_group`: the process leads its own process group, which the sweeper kills whole.
   void watch(pid_t worker, bool leads_group);
+  // The worker was reaped: its process-group id may be reused, so it is never killed (its
+  // objects are still swept).
+  void reaped(pid_t worker);
 
  private:
   int fd_ = -1;

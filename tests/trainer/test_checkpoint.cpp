@@ -271,8 +271,8 @@ TEST_CASE("a file without a checksum (PyTorch's) loads, with a one-line notice")
   std::cerr.rdbuf(saved);
   CHECK(got.at("w").to_vector<float>() == std::vector<float>{1.5f, -2.0f});
   CHECK(notice.str() == "notice: " + file.string() +
-                            " carries no 'ringlet_crc32' checksum (not written by ringlet): its "
-                            "data is loaded unverified\n");
+                            " carries no 'ringlet_crc32' checksum (written elsewhere, or by "
+                            "ringlet before checksums): its data is loaded unverified\n");
 }
 
 namespace {

@@ -92,7 +92,7 @@ TEST_CASE("numbers are exact: nothing wraps, coerces, reads hex or is non-finite
     return std::string("accepted");
   };
   // A whole-number key names its own range, not its type's (epochs and batch_size: >= 1).
-  const std::string int_range = "takes a whole number >= 1";
+  const std::string int_range = "takes a whole number in [1, 2147483647]";
   // 4294967297 would wrap to 1, 10000000000 to 1410065408
   CHECK(flag_error({"--epochs", "4294967297"}).find(int_range) != std::string::npos);
   CHECK(flag_error({"--epochs", "10000000000"}).find(int_range) != std::string::npos);

@@ -85,7 +85,8 @@ void notice_unverified(const std::filesystem::path& path) {
   const std::lock_guard<std::mutex> lock(mutex);
   if (!told.insert(path.string()).second) return;
   std::cerr << "notice: " << path.string() << " carries no '" << kChecksumKey
-            << "' checksum (not written by ringlet): its data is loaded unverified\n";
+            << "' checksum (written elsewhere, or by ringlet before checksums): its data is "
+               "loaded unverified\n";
 }
 
 }  // namespace ringlet::trainer::safetensors
