@@ -225,7 +225,9 @@ TEST_CASE("optimizers match PyTorch over three steps") {
 TEST_CASE("optimizers: a NaN gradient reaches the parameters as in PyTorch") {
   const std::vector<std::string> names = {"sgd_nan_grad", "adam_nan_grad", "adamw_nan_grad"};
   for (const core::Device device : {core::Device::cpu(), core::Device::emu(0)}) {
-    for (const auto& [name, c] : cases_of("optimizers", names, nonfinite_golden())) {
+    for (const auto& entry : cases_of("optimizers", names, nonfinite_golden())) {
+      const std::string& name = entry.first;  // not a structured binding: INFO captures it
+      const json& c = entry.second;
       INFO(name << " on " << device);
       const auto params = make_params(c, device);
       auto opt = make_optimizer(c, params);

@@ -236,7 +236,8 @@ TEST_CASE("every file carries a checksum: a flipped data byte is refused naming 
   const auto header = nlohmann::json::parse(bytes.substr(8, header_len));
   REQUIRE(header.at("__metadata__").contains("ringlet_crc32"));
   // One bit of every tensor's data in turn: each is caught and named with its byte range.
-  for (const auto& [name, t] : sample_tensors()) {
+  for (const auto& named : sample_tensors()) {
+    const std::string& name = named.first;  // not a structured binding: CAPTURE takes it
     const auto offsets = header.at(name).at("data_offsets").get<std::vector<std::uint64_t>>();
     if (offsets[1] == offsets[0]) continue;  // the empty tensor has no bytes
     CAPTURE(name);
