@@ -169,7 +169,8 @@ def trial(ringlet, perf, kind, rng, teardown):
         return None, "nobody (the job had ended)"
     who = "the launcher" if victim_rank is None else f"rank {victim_rank}"
     if spawned and victim_rank == 0:
-        named = out.count(f"rank 0 (pid {victim}), which started this rank, died") == want
+        named = all(f"(rank {r}): rank 0 (pid {victim}), which started this rank, died" in out
+                    for r in range(1, want + 1))
     elif spawned:
         named = f"rank {victim_rank} (pid {victim}) was killed by signal 9" in out
     elif victim_rank is not None:
