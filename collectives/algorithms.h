@@ -79,4 +79,24 @@ void chain_reduce(const ChannelContext& ctx, char* data, std::size_t count, DTyp
 // Dissemination barrier: ceil(log2 n) rounds of 1-byte messages.
 void dissemination_barrier(const ChannelContext& ctx);
 
+// One rank's block of a personalized collective: where it lies and its length in bytes.
+struct Block {
+  char* data = nullptr;
+  std::size_t bytes = 0;
+};
+struct ConstBlock {
+  const char* data = nullptr;
+  std::size_t bytes = 0;
+};
+// Pairwise all-to-all (host buffers): send[p] goes to rank p, recv[p] comes from rank p; a block
+// received with another length than recv[p].bytes is an error naming both ranks.
+void pairwise_all_to_all(const ChannelContext& ctx, const std::vector<ConstBlock>& send,
+                         const std::vector<Block>& recv);
+// Flat gather to root: recv[p] (root only) gets rank p's `mine`.
+void flat_gather(const ChannelContext& ctx, ConstBlock mine, const std::vector<Block>& recv,
+                 int root);
+// Flat scatter from root: rank p's `mine` gets send[p] (root only).
+void flat_scatter(const ChannelContext& ctx, const std::vector<ConstBlock>& send, Block mine,
+                  int root);
+
 }  // namespace ringlet::collectives

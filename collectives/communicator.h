@@ -99,7 +99,27 @@ class Communicator {
   // recv is written on root only (may be null elsewhere).
   WorkPtr reduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
                  int root, BufferSpace* space = nullptr);
+  // Personalized collectives (host buffers; communicator_groups.cpp). Gather: recv (root
+  // only, may be null elsewhere) holds size() * count elements, block r from rank r. Scatter:
+  // send (root only) holds size() * count elements, block r for rank r.
+  WorkPtr gather(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  WorkPtr scatter(const void* send, void* recv, std::size_t count, DType dtype, int root);
+  // All-to-all with a count per peer (MPI's alltoallv): send_counts[p] elements at
+  // send + send_offsets[p] go to rank p, which receives them at recv + recv_offsets[p] of its
+  // own (recv_counts[p] there must match). Offsets and counts are in elements.
+  WorkPtr all_to_all(const void* send, const std::vector<std::size_t>& send_counts,
+                     const std::vector<std::size_t>& send_offsets, void* recv,
+                     const std::vector<std::size_t>& recv_counts,
+                     const std::vector<std::size_t>& recv_offsets, DType dtype);
+  // The same with `count` elements for every peer, blocks in rank order.
+  WorkPtr all_to_all(const void* send, void* recv, std::size_t count, DType dtype);
   WorkPtr barrier();
+
+  // A sub-communicator over `ranks` (distinct ranks of this one; rank i of the new one is
+  // ranks[i]), connected through the same store with this one's options, as torch's new_group.
+  // Every rank of this communicator calls it, in the same order with the same lists (the calls
+  // are numbered); a rank not in `ranks` gets null.
+  std::unique_ptr<Communicator> new_group(const std::vector<int>& ranks, core::Deadline deadline);
   WorkPtr send(const void* data, std::size_t count, DType dtype, int peer,
                BufferSpace* space = nullptr);
   WorkPtr recv(void* data, std::size_t count, DType dtype, int peer, BufferSpace* space = nullptr);

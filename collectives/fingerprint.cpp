@@ -7,9 +7,11 @@
 namespace ringlet::collectives {
 namespace {
 
-bool known_op_kind(OpKind op) { return static_cast<int>(op) <= static_cast<int>(OpKind::recv); }
+bool known_op_kind(OpKind op) {
+  return static_cast<int>(op) <= static_cast<int>(OpKind::all_to_all);
+}
 bool known_reduce_op(ReduceOp op) {
-  return static_cast<int>(op) <= static_cast<int>(ReduceOp::avg);
+  return static_cast<int>(op) <= static_cast<int>(ReduceOp::bxor);
 }
 bool known_dtype(DType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DType::u8); }
 

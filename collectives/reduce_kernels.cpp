@@ -36,9 +36,12 @@ std::size_t op_column(ReduceOp op) {
     case ReduceOp::prod: return 1;
     case ReduceOp::min: return 2;
     case ReduceOp::max: return 3;
+    case ReduceOp::band: return 4;
+    case ReduceOp::bor: return 5;
+    case ReduceOp::bxor: return 6;
   }
   RINGLET_THROW(ValueError, "reduce_into: unknown reduce op code ", static_cast<int>(op),
-                " (choices: sum, prod, min, max, avg)");
+                " (choices: sum, prod, min, max, avg, band, bor, bxor)");
 }
 
 }  // namespace
@@ -72,10 +75,13 @@ void reduce_pair(void* dst, const void* a, const void* src, std::size_t count, D
   RINGLET_CHECK(known_dtype(dtype), DTypeError, "reduce_into: unsupported dtype code ",
                 static_cast<int>(dtype));
   const std::size_t column = op_column(op);
+  const auto combine = reduce_table(isa).combine[static_cast<std::size_t>(dtype)][column];
+  RINGLET_CHECK(combine != nullptr, DTypeError, "reduce_into: ", reduce_op_name(op),
+                " is for the integer dtypes (i32 i64 u8), not ", dtype);
   if (count == 0) return;
   RINGLET_CHECK(dst != nullptr && a != nullptr && src != nullptr, ValueError,
                 "reduce_into: null buffer for ", count, " elements of ", dtype);
-  reduce_table(isa).combine[static_cast<std::size_t>(dtype)][column](dst, a, src, count);
+  combine(dst, a, src, count);
 }
 
 void reduce_many(void* dst, const void* const* srcs, int sources, std::size_t count, DType dtype,

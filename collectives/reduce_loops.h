@@ -136,6 +136,17 @@ ReduceTable::Combine combine_of(DType dtype) {
   return nullptr;
 }
 
+// The bitwise ops: integer dtypes only.
+template <class Op>
+ReduceTable::Combine bitwise_of(DType dtype) {
+  switch (dtype) {
+    case DType::i32: return combine_typed<Op, std::int32_t>;
+    case DType::i64: return combine_typed<Op, std::int64_t>;
+    case DType::u8: return combine_typed<Op, std::uint8_t>;
+    default: return nullptr;
+  }
+}
+
 template <class T>
 void divide_typed(void* data, std::size_t count, int divisor) {
   divide(static_cast<T*>(data), count, static_cast<T>(divisor));
@@ -177,6 +188,9 @@ ReduceTable make_reduce_table() {
     table.combine[d][1] = combine_of<ProdOp>(dtype);
     table.combine[d][2] = combine_of<MinOp>(dtype);
     table.combine[d][3] = combine_of<MaxOp>(dtype);
+    table.combine[d][4] = bitwise_of<BandOp>(dtype);
+    table.combine[d][5] = bitwise_of<BorOp>(dtype);
+    table.combine[d][6] = bitwise_of<BxorOp>(dtype);
     table.divide[d] = divide_of(dtype);
   }
   return table;

@@ -73,6 +73,26 @@ struct MaxOp {
   }
 };
 
+// The bitwise ops, for the integer dtypes only.
+struct BandOp {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a & b);
+  }
+};
+struct BorOp {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a | b);
+  }
+};
+struct BxorOp {
+  template <class T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a ^ b);
+  }
+};
+
 }  // namespace
 
 }  // namespace ringlet::collectives

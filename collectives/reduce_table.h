@@ -11,12 +11,12 @@
 namespace ringlet::collectives {
 
 inline constexpr std::size_t kReduceDTypes = 7;  // DType f32 .. u8, indexed by its value
-inline constexpr std::size_t kReduceOps = 4;     // sum prod min max (avg is sum)
+inline constexpr std::size_t kReduceOps = 7;     // sum prod min max band bor bxor (avg is sum)
 
 struct ReduceTable {
   using Combine = void (*)(void* dst, const void* a, const void* b, std::size_t count);
   using Divide = void (*)(void* data, std::size_t count, int divisor);
-  Combine combine[kReduceDTypes][kReduceOps];
+  Combine combine[kReduceDTypes][kReduceOps];  // null: the op is not for that dtype
   Divide divide[kReduceDTypes];
 };
 

@@ -11,8 +11,9 @@ namespace ringlet::collectives {
 
 namespace {
 
-constexpr std::array<ReduceOp, 5> kReduceOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min,
-                                                ReduceOp::max, ReduceOp::avg};
+constexpr std::array<ReduceOp, 8> kReduceOps = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min,
+                                                ReduceOp::max, ReduceOp::avg,  ReduceOp::band,
+                                                ReduceOp::bor, ReduceOp::bxor};
 
 }  // namespace
 
@@ -23,6 +24,9 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::min: return "min";
     case ReduceOp::max: return "max";
     case ReduceOp::avg: return "avg";
+    case ReduceOp::band: return "band";
+    case ReduceOp::bor: return "bor";
+    case ReduceOp::bxor: return "bxor";
   }
   return "unknown";
 }
@@ -37,6 +41,9 @@ const char* op_kind_name(OpKind op) {
     case OpKind::barrier: return "barrier";
     case OpKind::send: return "send";
     case OpKind::recv: return "recv";
+    case OpKind::gather: return "gather";
+    case OpKind::scatter: return "scatter";
+    case OpKind::all_to_all: return "all_to_all";
   }
   return "unknown";
 }
@@ -49,7 +56,8 @@ ReduceOp parse_reduce_op(const std::string& name) {
   for (ReduceOp op : kReduceOps) {
     if (lower == reduce_op_name(op)) return op;
   }
-  RINGLET_THROW(ValueError, "unknown reduce op '", name, "' (choices: sum, prod, min, max, avg)");
+  RINGLET_THROW(ValueError, "unknown reduce op '", name,
+                "' (choices: sum, prod, min, max, avg, band, bor, bxor)");
 }
 
 }  // namespace ringlet::collectives

@@ -11,7 +11,8 @@ namespace ringlet::collectives {
 
 using core::DType;
 
-enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg };
+// band, bor and bxor are for integer dtypes (u8, i32, i64).
+enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg, band, bor, bxor };
 
 enum class OpKind : std::uint8_t {
   all_reduce,
@@ -21,7 +22,10 @@ enum class OpKind : std::uint8_t {
   reduce,
   barrier,
   send,
-  recv
+  recv,
+  gather,
+  scatter,
+  all_to_all
 };
 
 const char* reduce_op_name(ReduceOp op);

@@ -52,22 +52,40 @@ std::exception_ptr Work::error() const {
 }
 
 void Work::part_done() {
-  {
-    std::lock_guard lock(mutex_);
-    if (done_ || --parts_left_ > 0) return;
-    done_ = true;
-  }
-  cv_.notify_all();
+  std::unique_lock lock(mutex_);
+  if (done_ || --parts_left_ > 0) return;
+  done_ = true;
+  finished(lock);
 }
 
 void Work::fail(std::exception_ptr error) {
+  std::unique_lock lock(mutex_);
+  if (done_) return;
+  done_ = true;
+  error_ = std::move(error);
+  finished(lock);
+}
+
+// The callbacks run outside the lock: one may wait on this Work or issue the next op.
+void Work::finished(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::function<void()>> callbacks = std::move(callbacks_);
+  callbacks_.clear();
+  lock.unlock();
+  cv_.notify_all();
+  for (auto& callback : callbacks) callback();
+}
+
+void Work::on_done(std::function<void()> callback) {
   {
     std::lock_guard lock(mutex_);
-    if (done_) return;
-    done_ = true;
-    error_ = std::move(error);
+    RINGLET_CHECK(device_ == nullptr, ValueError, describe(),
+                  ": on_done is for host ops; a device op is found done by done() or wait()");
+    if (!done_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
   }
-  cv_.notify_all();
+  callback();
 }
 
 void Work::complete_on_device(std::shared_ptr<DeviceCompletion> completion) {

@@ -9,9 +9,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/deadline.h"
 
@@ -31,6 +33,10 @@ class Work {
   bool done() const;
   std::exception_ptr error() const;
   std::string describe() const;
+  // Runs `callback` once the op is done or failed, on the thread that finishes it (a progress
+  // thread, or the issuing thread for an op run inline), or at once here if it already is.
+  // Host ops only: a device op is found done by queries (done(), wait()), and refuses it.
+  void on_done(std::function<void()> callback);
 
   // --- for the communicator: each of `parts` channel parts reports once ---
   void part_done();
@@ -49,6 +55,8 @@ class Work {
   mutable bool done_ = false;  // a device op's turns true when a query finds it done
   std::exception_ptr error_;
   std::shared_ptr<DeviceCompletion> device_;
+  std::vector<std::function<void()>> callbacks_;
+  void finished(std::unique_lock<std::mutex>& lock);  // wakes the waiters, runs the callbacks
   bool device_done() const;  // under mutex_: done_, after asking the device
 };
 

@@ -240,6 +240,7 @@ void launch_many_for_op(void* dst, const Sources& srcs, std::size_t count, Reduc
     case ReduceOp::prod: return launch_reduce_many<Prod, T>(dst, srcs, count, device, stream);
     case ReduceOp::min: return launch_reduce_many<Min, T>(dst, srcs, count, device, stream);
     case ReduceOp::max: return launch_reduce_many<Max, T>(dst, srcs, count, device, stream);
+    default: break;
   }
   throw std::invalid_argument("cuda::reduce_many: unknown reduce op");
 }
@@ -267,6 +268,7 @@ void launch_for_op(void* dst, const void* src, std::size_t count, ReduceOp op, i
     case ReduceOp::prod: return launch_reduce<Prod, T>(dst, src, count, device, stream);
     case ReduceOp::min: return launch_reduce<Min, T>(dst, src, count, device, stream);
     case ReduceOp::max: return launch_reduce<Max, T>(dst, src, count, device, stream);
+    default: break;
   }
   throw std::invalid_argument("cuda::reduce_into: unknown reduce op");
 }

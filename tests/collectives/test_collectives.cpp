@@ -178,13 +178,150 @@ TEST_CASE("reduce_scatter, all_gather, broadcast, reduce, barrier, send/recv") {
   }
 }
 
+TEST_CASE("gather, scatter, all_to_all (equal and per-peer counts), u8 reductions") {
+  for (const char* transport : {"shm", "tcp"}) {
+    for (int n : {1, 2, 3, 5}) {
+      INFO("transport ", transport, " n=", n);
+      CommOptions options;
+      options.name = "personalized";
+      run_comm(n, transport, options, [&](int rank, Communicator& comm) {
+        const auto deadline = [] { return core::Deadline::after(kWait); };
+        for (std::size_t block : {std::size_t{0}, std::size_t{1}, std::size_t{777}}) {
+          for (DType dtype : {DType::f32, DType::f16, DType::i64, DType::u8}) {
+            for (int root = 0; root < n; ++root) {
+              TypedBuffer mine(dtype, block), all(dtype, block * n);
+              for (std::size_t i = 0; i < block; ++i) mine.set(i, (rank * 7 + i) % 100);
+              comm.gather(mine.data(), rank == root ? all.data() : nullptr, block, dtype, root)
+                  ->wait(deadline());
+              for (int r = 0; rank == root && r < n; ++r) {
+                for (std::size_t i = 0; i < block; ++i) {
+                  REQUIRE(all.get(r * block + i) == (r * 7 + i) % 100);
+                }
+              }
+              TypedBuffer source(dtype, block * n), got(dtype, block);
+              for (std::size_t i = 0; i < block * n; ++i) source.set(i, (i + root) % 50);
+              comm.scatter(rank == root ? source.data() : nullptr, got.data(), block, dtype, root)
+                  ->wait(deadline());
+              for (std::size_t i = 0; i < block; ++i) {
+                REQUIRE(got.get(i) == (rank * block + i + root) % 50);
+              }
+            }
+            // Equal blocks: block p of rank r's input is (r, p, i).
+            TypedBuffer send(dtype, block * n), recv(dtype, block * n);
+            for (int p = 0; p < n; ++p) {
+              for (std::size_t i = 0; i < block; ++i)
+                send.set(p * block + i, (rank * 10 + p + i) % 90);
+            }
+            comm.all_to_all(send.data(), recv.data(), block, dtype)->wait(deadline());
+            for (int p = 0; p < n; ++p) {
+              for (std::size_t i = 0; i < block; ++i) {
+                REQUIRE(recv.get(p * block + i) == (p * 10 + rank + i) % 90);
+              }
+            }
+          }
+        }
+        // Per-peer counts: rank r sends r + p elements to rank p, one fewer to rank 1 (rank 0's
+        // blocks for itself and for rank 1 are empty), valued 100 r + p.
+        std::vector<std::size_t> send_counts(n), send_offsets(n), recv_counts(n), recv_offsets(n);
+        std::size_t sent = 0, received = 0;
+        for (int p = 0; p < n; ++p) {
+          send_counts[p] = rank + p - (p == 1 ? 1 : 0);
+          recv_counts[p] = p + rank - (rank == 1 ? 1 : 0);
+          send_offsets[p] = sent;
+          recv_offsets[p] = received;
+          sent += send_counts[p];
+          received += recv_counts[p];
+        }
+        std::vector<std::int32_t> out(sent), in(received, -1);
+        for (int p = 0; p < n; ++p) {
+          std::fill_n(out.begin() + send_offsets[p], send_counts[p], 100 * rank + p);
+        }
+        comm.all_to_all(out.data(), send_counts, send_offsets, in.data(), recv_counts, recv_offsets,
+                        DType::i32)
+            ->wait(deadline());
+        for (int p = 0; p < n; ++p) {
+          for (std::size_t i = 0; i < recv_counts[p]; ++i) {
+            REQUIRE(in[recv_offsets[p] + i] == 100 * p + rank);
+          }
+        }
+        // u8 all-reduce (sum wraps; max)
+        std::vector<std::uint8_t> bytes(1001, static_cast<std::uint8_t>(200 + rank));
+        comm.all_reduce(bytes.data(), bytes.data(), bytes.size(), DType::u8, ReduceOp::max)
+            ->wait(deadline());
+        CHECK(bytes == std::vector<std::uint8_t>(1001, static_cast<std::uint8_t>(200 + n - 1)));
+      });
+    }
+  }
+}
+
+TEST_CASE("a block of another length than its receiver expects fails both ranks, naming them") {
+  CommOptions options;
+  options.name = "a2a-mismatch";
+  options.timeout = 20s;
+  std::vector<std::string> errors(2);
+  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
+    std::vector<float> out(8, 1.0f), in(8, 0.0f);
+    // Rank 0 sends rank 1 two elements; rank 1 expects three.
+    const std::vector<std::size_t> send =
+        rank == 0 ? std::vector<std::size_t>{1, 2} : std::vector<std::size_t>{2, 1};
+    const std::vector<std::size_t> recv =
+        rank == 0 ? std::vector<std::size_t>{1, 2} : std::vector<std::size_t>{3, 1};
+    try {
+      comm.all_to_all(out.data(), send, {0, 4}, in.data(), recv, {0, 4}, DType::f32)
+          ->wait(core::Deadline::after(30s));
+      comm.barrier()->wait(core::Deadline::after(30s));  // rank 1 failed: this fails here
+    } catch (const std::exception& e) {
+      errors[rank] = e.what();
+    }
+  });
+  INFO(errors[0], " | ", errors[1]);
+  CHECK(errors[1].find("rank 0 sent a block of 8 bytes where 12 were expected") !=
+        std::string::npos);
+  CHECK(errors[1].find("all_to_all seq 0") != std::string::npos);
+  CHECK(!errors[0].empty());
+}
+
+TEST_CASE("new_group: sub-communicators over chosen ranks, in the order given, beside the parent") {
+  for (const char* transport : {"shm", "tcp"}) {
+    INFO("transport ", transport);
+    CommOptions options;
+    options.name = "groups";
+    run_comm(4, transport, options, [&](int rank, Communicator& comm) {
+      const auto deadline = core::Deadline::after(kWait);
+      auto odd = comm.new_group({3, 1}, deadline);  // rank 3 is rank 0 of this group
+      auto all = comm.new_group({0, 1, 2, 3}, deadline);
+      CHECK((odd != nullptr) == (rank % 2 == 1));
+      REQUIRE(all != nullptr);
+      CHECK(all->rank() == rank);
+      std::vector<double> x(1000, rank + 1.0);
+      if (odd) {
+        CHECK(odd->size() == 2);
+        CHECK(odd->rank() == (rank == 3 ? 0 : 1));
+        odd->all_reduce(x.data(), x.data(), x.size(), DType::f64, ReduceOp::sum)->wait(deadline);
+        CHECK(x == std::vector<double>(1000, 6.0));  // 2 + 4
+        std::int64_t v = rank;
+        odd->broadcast(&v, 1, DType::i64, 0)->wait(deadline);
+        CHECK(v == 3);
+      }
+      std::vector<double> y(10, 1.0);
+      all->all_reduce(y.data(), y.data(), y.size(), DType::f64, ReduceOp::sum)->wait(deadline);
+      comm.all_reduce(y.data(), y.data(), y.size(), DType::f64, ReduceOp::sum)->wait(deadline);
+      CHECK(y == std::vector<double>(10, 16.0));
+    });
+  }
+}
+
 TEST_CASE("argument errors are immediate and name the problem") {
   CommOptions options;
   options.name = "args";
   run_comm(2, "shm", options, [](int, Communicator& comm) {
     float x = 0;
-    CHECK_THROWS_WITH_AS(comm.all_reduce(&x, &x, 1, DType::u8, ReduceOp::sum),
-                         doctest::Contains("dtype u8 is not supported"), core::DTypeError);
+    CHECK_THROWS_WITH_AS(
+        comm.all_to_all(&x, {1}, {0}, &x, {1}, {0}, DType::f32),
+        doctest::Contains("1 counts or offsets given for a communicator of size 2"),
+        core::ValueError);
+    CHECK_THROWS_WITH_AS(comm.new_group({0, 0}, core::Deadline::after(1s)),
+                         doctest::Contains("rank 0 is listed twice"), core::ValueError);
     CHECK_THROWS_WITH_AS(comm.broadcast(&x, 1, DType::f32, 5),
                          doctest::Contains("root 5 is outside the communicator of size 2"),
                          core::ValueError);

@@ -31,6 +31,15 @@ namespace {
 
 constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
                              ReduceOp::avg};
+constexpr ReduceOp kBitwiseOps[] = {ReduceOp::band, ReduceOp::bor, ReduceOp::bxor};
+
+// Every op of a dtype: the arithmetic ones, and the bitwise ones for integers.
+std::vector<ReduceOp> ops_for(DType dtype) {
+  std::vector<ReduceOp> ops(std::begin(kOps), std::end(kOps));
+  if (!ringlet::core::is_floating(dtype))
+    ops.insert(ops.end(), std::begin(kBitwiseOps), std::end(kBitwiseOps));
+  return ops;
+}
 constexpr std::size_t kSizes[] = {0, 1, 7, 1000, 4097};
 // (dst offset, src offset) in elements: aligned, and misaligned by different amounts.
 constexpr std::size_t kOffsets[][2] = {{0, 0}, {1, 0}, {0, 3}, {1, 1}, {3, 2}};
@@ -50,6 +59,7 @@ T reference(ReduceOp op, T a, T b) {
       case ReduceOp::max:
         return (std::isnan(a) || std::isnan(b)) ? std::numeric_limits<T>::quiet_NaN()
                                                 : std::max(a, b);
+      default: break;  // the bitwise ops are for integers
     }
   } else {
     using U = std::make_unsigned_t<T>;
@@ -59,6 +69,9 @@ T reference(ReduceOp op, T a, T b) {
       case ReduceOp::prod: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
       case ReduceOp::min: return std::min(a, b);
       case ReduceOp::max: return std::max(a, b);
+      case ReduceOp::band: return static_cast<T>(a & b);
+      case ReduceOp::bor: return static_cast<T>(a | b);
+      case ReduceOp::bxor: return static_cast<T>(a ^ b);
     }
   }
   return T{};
@@ -88,7 +101,7 @@ T random_value(std::mt19937& rng) {
 template <class T>
 void check_native(DType dtype) {
   std::mt19937 rng(1234);
-  for (ReduceOp op : kOps) {
+  for (ReduceOp op : ops_for(dtype)) {
     for (std::size_t n : kSizes) {
       for (const auto& offset : kOffsets) {
         std::vector<T> dst(n + 4), src(n + 4);
@@ -165,6 +178,19 @@ TEST_CASE("reduce_into f64 every op, size and alignment") { check_native<double>
 TEST_CASE("reduce_into i32 every op (wrapping)") { check_native<std::int32_t>(DType::i32); }
 TEST_CASE("reduce_into i64 every op (wrapping)") { check_native<std::int64_t>(DType::i64); }
 TEST_CASE("reduce_into u8 every op (wrapping)") { check_native<std::uint8_t>(DType::u8); }
+
+TEST_CASE("the bitwise ops are refused for floating dtypes, naming the op, at every count") {
+  float a[2] = {1, 2}, b[2] = {3, 4};
+  for (DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    for (ReduceOp op : kBitwiseOps) {
+      const std::string expected = std::string(reduce_op_name(op)) + " is for the integer dtypes";
+      for (std::size_t n : {0, 2}) {
+        CHECK_THROWS_WITH_AS(reduce_into(a, b, n, dtype, op), doctest::Contains(expected.c_str()),
+                             ringlet::core::DTypeError);
+      }
+    }
+  }
+}
 
 TEST_CASE("reduce_into f16: widen, combine in f32, round once") {
   check_16bit(DType::f16, half_to_float, float_to_half, 0x1p-10, 0x1p-24);
@@ -362,6 +388,7 @@ TEST_CASE("bad dtype, op or divisor: typed errors that name the culprit") {
 
 TEST_CASE("reduce op names round-trip; unknown names list the choices") {
   for (ReduceOp op : kOps) CHECK(parse_reduce_op(reduce_op_name(op)) == op);
+  for (ReduceOp op : kBitwiseOps) CHECK(parse_reduce_op(reduce_op_name(op)) == op);
   CHECK(parse_reduce_op("MAX") == ReduceOp::max);
   CHECK_THROWS_AS(parse_reduce_op("mean"), ringlet::core::ValueError);
   const std::string message = error_of([] { parse_reduce_op("mean"); });
@@ -461,7 +488,7 @@ TEST_CASE("every instruction-set level gives the baseline's bits, every dtype x 
   for (const Isa isa : levels) {
     if (isa == Isa::baseline) continue;
     for (const DType dtype : kAllDTypes) {
-      for (const ReduceOp op : kOps) {
+      for (const ReduceOp op : ops_for(dtype)) {
         for (const std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 255, 257, 1000, 4097}) {
           for (const std::size_t offset : {0, 1, 3}) {
             compare_with_baseline(isa, dtype, op, n, offset, rng);

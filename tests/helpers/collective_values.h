@@ -33,6 +33,15 @@ inline double expected(int world, std::size_t i, ReduceOp op, DType dtype) {
       case ReduceOp::prod: acc *= v; break;
       case ReduceOp::min: acc = std::min(acc, v); break;
       case ReduceOp::max: acc = std::max(acc, v); break;
+      case ReduceOp::band:
+        acc = static_cast<double>(static_cast<std::int64_t>(acc) & static_cast<std::int64_t>(v));
+        break;
+      case ReduceOp::bor:
+        acc = static_cast<double>(static_cast<std::int64_t>(acc) | static_cast<std::int64_t>(v));
+        break;
+      case ReduceOp::bxor:
+        acc = static_cast<double>(static_cast<std::int64_t>(acc) ^ static_cast<std::int64_t>(v));
+        break;
     }
   }
   if (op == ReduceOp::avg) {

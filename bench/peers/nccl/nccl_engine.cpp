@@ -49,6 +49,7 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::min: return ncclMin;
     case ReduceOp::max: return ncclMax;
     case ReduceOp::avg: return ncclAvg;
+    default: break;
   }
   RINGLET_THROW(ValueError, "nccl peer: unknown reduction");
 }
