@@ -2,13 +2,15 @@
 # Installs the Debian packages ringlet needs to build and test, and only those that are
 # missing, so running it again is cheap and changes nothing. It never installs rdma-core
 # (it pulls in udev and upgrades systemd) and never needs PyTorch: `--golden` adds
-# python3-torch and python3-numpy, which only tests/golden/make_golden.py uses; `--fuzz` adds
+# python3-torch and python3-numpy, which only tests/golden/make_golden.py uses; `--torch` adds
+# python3-torch, libtorch-dev, pybind11-dev and python3-dev, which ringlet_torch (python/) is
+# built against and tests/torch runs with; `--fuzz` adds
 # clang and its libFuzzer runtime, which scripts/fuzz.sh uses; `--slurm` adds Slurm's daemons,
 # clients and munge, which tests/trainer/slurm_test.py starts privately (not as services);
 # `--report`
 # adds Chromium's headless shell, which tests/trainer/report_browser.py renders a report with.
 #
-# usage: scripts/install-deps.sh [--golden] [--fuzz] [--slurm] [--report] [--dry-run]
+# usage: scripts/install-deps.sh [--golden] [--torch] [--fuzz] [--slurm] [--report] [--dry-run]
 set -euo pipefail
 
 packages=(
@@ -23,6 +25,7 @@ packages=(
   iproute2     # the multi-host test joins two network namespaces
 )
 golden_packages=(python3-torch python3-numpy)
+torch_packages=(python3-torch libtorch-dev pybind11-dev python3-dev)
 fuzz_packages=(clang libclang-rt-14-dev)
 slurm_packages=(slurmctld slurmd slurm-client munge)
 report_packages=(chromium-headless-shell)
@@ -31,6 +34,7 @@ dry_run=0
 for arg in "$@"; do
   case "$arg" in
     --golden) packages+=("${golden_packages[@]}") ;;
+    --torch) packages+=("${torch_packages[@]}") ;;
     --fuzz) packages+=("${fuzz_packages[@]}") ;;
     --slurm) packages+=("${slurm_packages[@]}") ;;
     --report) packages+=("${report_packages[@]}") ;;
@@ -38,7 +42,7 @@ for arg in "$@"; do
     -h|--help)
       sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
       exit 0 ;;
-    *) echo "install-deps: unknown argument '$arg' (expected --golden, --fuzz, --slurm, --report or --dry-run)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --golden, --torch, --fuzz, --slurm, --report or --dry-run)" >&2; exit 2 ;;
   esac
 done
 
