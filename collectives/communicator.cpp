@@ -15,6 +15,7 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
   auto impl = std::make_unique<Impl>(store, mesh, resolve_options(options, mesh.world_size));
   impl->mesh_given = mesh;
   impl->options_given = options;
+  if (!options.timeout_source.empty()) impl->failures.set_timeout_source(options.timeout_source);
   impl->connect_channels(mesh, deadline);
   impl->agree_on_peer_memory(mesh, deadline);
   impl->learn_topology();
@@ -151,6 +152,16 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   });
 }
 
+namespace {
+
+// A host reduce-scatter's working buffer, one per channel, kept across ops (a buffer of the
+// whole input's size, made and faulted in for every op, cost more than the op's transfers).
+struct ReduceScatterBuffer {
+  std::vector<char> bytes;
+};
+
+}  // namespace
+
 WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
                                      DType dtype, ReduceOp op, BufferSpace* space) {
   impl_->check_dtype(dtype, "reduce_scatter");
@@ -169,13 +180,22 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
   return impl_->submit(
       OpKind::reduce_scatter, true, fp, 0,
       [=](ChannelContext& ctx) {
-        // A working copy of the input (host memory, or the device space's scratch).
+        // The ring's working buffer: on a device the space's scratch, holding a copy of the
+        // input; on the host the channel's, kept across ops, the ring reading the input where
+        // it lies.
         const std::size_t bytes = recv_count * n * es;
-        std::vector<char> host;
-        if (space == nullptr) host.resize(bytes);
-        char* work = space != nullptr ? space->scratch(bytes) : host.data();
-        copy_within(ctx, work, send, bytes);
-        ring_reduce_scatter_blocks(ctx, work, recv_count, dtype, op);
+        char* work = nullptr;
+        if (space != nullptr) {
+          work = space->scratch(bytes);
+          copy_within(ctx, work, send, bytes);
+          ring_reduce_scatter_blocks(ctx, work, recv_count, dtype, op);
+        } else {
+          std::vector<char>& kept = ctx.states.get<ReduceScatterBuffer>().bytes;
+          if (kept.size() < bytes) kept.resize(bytes);
+          work = kept.data();
+          ring_reduce_scatter(ctx, static_cast<const char*>(send), work,
+                              balanced(recv_count * n, n), dtype, op);
+        }
         char* mine = work + r * recv_count * es;
         divide_for_avg(ctx, mine, recv_count, dtype, op);
         copy_within(ctx, recv, mine, recv_count * es);

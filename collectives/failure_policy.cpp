@@ -53,10 +53,9 @@ std::exception_ptr FailurePolicy::op_failed(const OpState& op, std::exception_pt
   } catch (const std::exception& e) {
     cause = e.what();
   }
-  const std::string deadline =
-      timed_out ? core::str(" (its deadline of ", op.timeout.count(),
-                            " ms passed; RINGLET_TIMEOUT sets it, in milliseconds)")
-                : std::string();
+  const std::string deadline = timed_out ? core::str(" (its deadline of ", op.timeout.count(),
+                                                     " ms passed; ", timeout_source_, ")")
+                                         : std::string();
   const std::string local =
       core::str("rank ", rank_, ": ", op.name(), " seq ", op.seq, " failed",
                 op.waiting_on >= 0 ? core::str(" waiting for rank ", op.waiting_on) : std::string(),

@@ -29,6 +29,8 @@ class FailurePolicy {
   // Turns an algorithm's exception during `op` into the op's error: names the rank, op, seq, peer
   // waited on and bytes done, adds the published root cause, and fails the communicator.
   std::exception_ptr op_failed(const OpState& op, std::exception_ptr error);
+  // What a timed-out op's message says sets the deadline (RINGLET_TIMEOUT's by default).
+  void set_timeout_source(std::string source) { timeout_source_ = std::move(source); }
 
  private:
   std::string publish_root_cause(const std::string& local, bool peer_failed);
@@ -39,6 +41,7 @@ class FailurePolicy {
   std::function<void(const std::string&)> abort_connections_;
   mutable std::mutex mutex_;
   std::exception_ptr failure_;
+  std::string timeout_source_ = "RINGLET_TIMEOUT sets it, in milliseconds";
 };
 
 }  // namespace ringlet::collectives

@@ -4,6 +4,8 @@
 # moved under /usr and split in two, each packed with dpkg-deb:
 #   ringlet          the ringlet program and its recipes (the program links ringlet statically)
 #   libringlet-dev   libringlet.so.* and its headers, ringlet.pc, the CMake package
+#   python3-ringlet  ringlet_torch, the torch.distributed backend (when the build has it:
+#                    python/README.md), for the Python it was built against
 # CUDA's libraries are not Debian packages: a build with CUDA needs them at run time from the
 # CUDA Toolkit, as the build did (the description says which build it is).
 #
@@ -77,3 +79,9 @@ package libringlet-dev libdevel "$runtime, nlohmann-json3-dev, libasio-dev" \
   "lib/$triplet/libringlet.so" "lib/$triplet/libringlet.so.0" \
   "lib/$triplet/libringlet.so.$version" "lib/$triplet/pkgconfig" "lib/$triplet/cmake" \
   include/ringlet
+# ringlet_torch, installed where the build's Python finds packages under the prefix.
+pydir=$(cd "$tree" && find . -type d -name ringlet_torch -path '*-packages/*' | head -n 1)
+if [ -n "$pydir" ]; then
+  package python3-ringlet python "libc6, libstdc++6, python3-torch (>= 1.13)" \
+    "data-parallel training from scratch (torch.distributed backend)" "${pydir#./}"
+fi

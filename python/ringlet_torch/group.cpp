@@ -86,6 +86,7 @@ Group::Group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
   collectives::CommOptions options;
   options.name = "ringlet";
   options.timeout = timeout;
+  options.timeout_source = "the process group's timeout sets it";
   comm_ = collectives::Communicator::create(*store_, mesh, options, deadline);
 }
 
@@ -98,6 +99,15 @@ Group::~Group() {
   comm_.reset();
   store_.reset();
   if (held) PyEval_RestoreThread(saved);
+}
+
+// Flattened tensors of one dtype laid end to end, in pooled memory.
+at::Tensor Group::joined(const std::vector<at::Tensor>& flat) {
+  std::int64_t total = 0;
+  for (const auto& t : flat) total += t.numel();
+  at::Tensor out = staging_.empty({total}, flat.front().scalar_type());
+  at::cat_out(out, flat);
+  return out;
 }
 
 WorkRef Group::finish(c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
@@ -126,8 +136,7 @@ WorkRef Group::allreduce_coalesced(std::vector<at::Tensor>& tensors,
   RINGLET_CHECK(!tensors.empty(), ValueError, "ringlet: allreduce_coalesced: no tensors");
   std::vector<at::Tensor> flat;
   for (const auto& t : tensors) flat.push_back(host_dense(t, "allreduce_coalesced").reshape(-1));
-  const at::Tensor joined = at::cat(flat);
-  const Reducible r = reducible(joined, opts.reduceOp, "allreduce_coalesced");
+  const Reducible r = reducible(joined(flat), opts.reduceOp, "allreduce_coalesced");
   auto part = comm_->all_reduce(r.data(), r.data(), r.count(), r.dtype, r.op);
   return finish(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {part},
                 [tensors, buffer = r.buffer]() mutable {
@@ -151,7 +160,7 @@ WorkRef Group::allgather(TensorLists& outputs, std::vector<at::Tensor>& inputs) 
   const at::Tensor input = host_dense(single(inputs, "allgather"), "allgather");
   RINGLET_CHECK(outputs.size() == 1, ValueError, "ringlet: allgather takes one output list");
   check_list(outputs[0], static_cast<std::size_t>(size_), input, "allgather", "output");
-  at::Tensor all = at::empty({static_cast<std::int64_t>(nbytes(input)) * size_}, at::kByte);
+  at::Tensor all = staging_.empty({static_cast<std::int64_t>(nbytes(input)) * size_}, at::kByte);
   auto part = comm_->all_gather(input.data_ptr(), all.data_ptr(), nbytes(input), DType::u8);
   return finish(c10d::OpType::ALLGATHER, "allgather", outputs[0], {part},
                 [all, input, out = outputs[0]]() mutable { split_bytes(all, out); });
@@ -181,7 +190,7 @@ WorkRef Group::gather(TensorLists& outputs, std::vector<at::Tensor>& inputs,
                   "ringlet: gather takes one output list on the root");
     check_list(outputs[0], static_cast<std::size_t>(size_), input, "gather", "output");
     out = outputs[0];
-    all = at::empty({static_cast<std::int64_t>(nbytes(input)) * size_}, at::kByte);
+    all = staging_.empty({static_cast<std::int64_t>(nbytes(input)) * size_}, at::kByte);
   }
   auto part = comm_->gather(input.data_ptr(), rank_ == root ? all.data_ptr() : nullptr,
                             nbytes(input), DType::u8, root);
@@ -200,7 +209,7 @@ WorkRef Group::scatter(std::vector<at::Tensor>& outputs, TensorLists& inputs,
     RINGLET_CHECK(inputs.size() == 1, ValueError,
                   "ringlet: scatter takes one input list on the root");
     check_list(inputs[0], static_cast<std::size_t>(size_), dense, "scatter", "input");
-    all = concat_bytes(inputs[0], dense, "scatter");
+    all = concat_bytes(inputs[0], dense, "scatter", staging_);
   }
   auto part = comm_->scatter(rank_ == root ? all.data_ptr() : nullptr, dense.data_ptr(),
                              nbytes(dense), DType::u8, root);
@@ -215,8 +224,8 @@ WorkRef Group::reduce_scatter(std::vector<at::Tensor>& outputs, TensorLists& inp
   check_list(inputs[0], static_cast<std::size_t>(size_), user, "reduce_scatter", "input");
   std::vector<at::Tensor> flat;
   for (const auto& t : inputs[0]) flat.push_back(host_dense(t, "reduce_scatter").reshape(-1));
-  const Reducible in = reducible(at::cat(flat), opts.reduceOp, "reduce_scatter");
-  at::Tensor out = at::empty({user.numel()}, in.buffer.options());
+  const Reducible in = reducible(joined(flat), opts.reduceOp, "reduce_scatter");
+  at::Tensor out = staging_.empty({user.numel()}, in.buffer.scalar_type());
   auto part = comm_->reduce_scatter(in.data(), out.data_ptr(), out.numel(), in.dtype, in.op);
   return finish(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, {part},
                 [user, out, in = in.buffer]() mutable { user.copy_(out.view(user.sizes())); });
@@ -264,9 +273,9 @@ WorkRef Group::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor
   std::vector<std::size_t> send, recv;
   for (const auto& t : inputs) send.push_back(nbytes(t));
   for (const auto& t : outputs) recv.push_back(nbytes(t));
-  const at::Tensor in = concat_bytes(inputs, inputs[0], "alltoall");
+  const at::Tensor in = concat_bytes(inputs, inputs[0], "alltoall", staging_);
   at::Tensor out =
-      at::empty({static_cast<std::int64_t>(offsets_of(recv).back() + recv.back())}, at::kByte);
+      staging_.empty({static_cast<std::int64_t>(offsets_of(recv).back() + recv.back())}, at::kByte);
   auto part = comm_->all_to_all(in.data_ptr(), send, offsets_of(send), out.data_ptr(), recv,
                                 offsets_of(recv), DType::u8);
   return finish(c10d::OpType::ALLTOALL, "alltoall", outputs, {part},

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "staging_pool.h"
 #include "torch_store.h"
 
 namespace ringlet::torch_backend {
@@ -60,6 +61,7 @@ class Group {
   WorkRef barrier();
 
  private:
+  at::Tensor joined(const std::vector<at::Tensor>& flat);
   WorkRef finish(c10d::OpType type, const char* name, std::vector<at::Tensor> outputs,
                  std::vector<collectives::WorkPtr> parts, std::function<void()> after = {});
 
@@ -67,6 +69,7 @@ class Group {
   std::chrono::milliseconds timeout_;
   std::unique_ptr<TorchStore> store_;  // outlives comm_
   std::unique_ptr<collectives::Communicator> comm_;
+  StagingPool staging_;  // the ops' contiguous copies
 };
 
 }  // namespace ringlet::torch_backend

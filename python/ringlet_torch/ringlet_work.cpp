@@ -60,7 +60,10 @@ void RingletWork::complete(std::exception_ptr error) {
 }
 
 bool RingletWork::wait(std::chrono::milliseconds timeout) {
-  const auto limit = timeout == kNoTimeout ? timeout_ : timeout;
+  // Without a timeout of the caller's, the op's own deadline (the group's timeout, from when it
+  // started) ends it with the error that names the peer; this wait only backs it up, a little
+  // later (the op waits up to 2 s for another rank's root cause too).
+  const auto limit = timeout == kNoTimeout ? timeout_ + std::chrono::seconds(5) : timeout;
   std::unique_lock lock(mutex_);
   if (!cv_.wait_for(lock, limit, [this] { return completed_; })) {
     RINGLET_THROW(TimeoutError, "ringlet: rank ", rank_, ": ", name_, " did not complete within ",

@@ -3,9 +3,9 @@
 // machinery (collectives::Work::on_done: the thread that finishes the last part runs `after`,
 // the op's write-backs, then completes this Work and its future), so it behaves as gloo's:
 // wait() blocks until then (rethrowing the op's error as a RuntimeError naming rank, op, seq
-// and peer), is_completed() polls, get_future() chains (DDP's comm hooks). wait()'s default
-// deadline is the group's timeout; the ringlet op's own deadline is the same, so an op never
-// outlives it.
+// and peer), is_completed() polls, get_future() chains (DDP's comm hooks). The ringlet op's own
+// deadline is the group's timeout, from when it starts, and its error names the peer; wait()
+// without a timeout of its own backs it up 5 s later.
 #pragma once
 
 #include <ATen/core/ivalue.h>

@@ -106,7 +106,7 @@ std::function<void()> write_back(at::Tensor user, at::Tensor buffer) {
 }
 
 at::Tensor concat_bytes(const std::vector<at::Tensor>& tensors, const at::Tensor& like,
-                        const char* op) {
+                        const char* op, StagingPool& pool) {
   std::size_t total = 0;
   for (const auto& t : tensors) {
     RINGLET_CHECK(t.scalar_type() == like.scalar_type(), DTypeError, "ringlet: ", op, ": a ",
@@ -114,7 +114,7 @@ at::Tensor concat_bytes(const std::vector<at::Tensor>& tensors, const at::Tensor
                   c10::toString(like.scalar_type()), " ones");
     total += nbytes(t);
   }
-  at::Tensor bytes = at::empty({static_cast<std::int64_t>(total)}, at::kByte);
+  at::Tensor bytes = pool.empty({static_cast<std::int64_t>(total)}, at::kByte);
   auto* out = static_cast<char*>(bytes.data_ptr());
   for (const auto& t : tensors) {
     const at::Tensor dense = host_dense(t, op);

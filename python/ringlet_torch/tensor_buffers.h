@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/types.h"
+#include "staging_pool.h"
 
 namespace ringlet::torch_backend {
 
@@ -36,10 +37,10 @@ Reducible reducible(const at::Tensor& dense, const c10d::ReduceOp& op, const cha
 // (a contiguous copy, a widened one), and both stay alive until then.
 std::function<void()> write_back(at::Tensor user, at::Tensor buffer);
 
-// Tensors laid end to end as bytes (a new tensor), checked to share `like`'s element type; and
-// back.
+// Tensors laid end to end as bytes (in `pool`'s memory), checked to share `like`'s element
+// type; and back.
 at::Tensor concat_bytes(const std::vector<at::Tensor>& tensors, const at::Tensor& like,
-                        const char* op);
+                        const char* op, StagingPool& pool);
 void split_bytes(const at::Tensor& bytes, std::vector<at::Tensor>& tensors);
 
 }  // namespace ringlet::torch_backend

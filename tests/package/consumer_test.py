@@ -12,7 +12,10 @@ falls over 2 epochs, a second run resumes for a third, and on the emulated devic
 epoch's losses are the CPU's. ringlet.pc's `cuda`
 variable says whether the library carries CUDA, as the build says. Then the Debian packages
 (scripts/make_deb.sh, `make deb`): their file lists hold what each must, and the examples built
-against the packages unpacked into a scratch root (dpkg -x) run as above.
+against the packages unpacked into a scratch root (dpkg -x) run as above. Where the build has
+ringlet_torch (python/): it is installed where its Python looks under the prefix (on that
+Python's sys.path when the prefix is its own, /usr/local or /usr), the installed copy imports and
+registers "ringlet", and python3-ringlet holds it.
 Exits 77 (meson: SKIP) saying why where nothing is installed (the sanitizer and fuzz builds)
 or cmake is missing (scripts/install-deps.sh installs it).
 """
@@ -101,7 +104,31 @@ DEB_FILES = {
     "libringlet-dev": ["./usr/include/ringlet/distributed/ddp.h",
                        "/libringlet.so.0", "/pkgconfig/ringlet.pc",
                        "/cmake/ringlet/ringletConfig.cmake"],
+    "python3-ringlet": ["-packages/ringlet_torch/__init__.py", "-packages/ringlet_torch/_C."],
 }
+TORCH_PYTHON = "/usr/bin/python3"
+
+
+def check_torch_package(build, destdir, options):
+    """ringlet_torch, where the build has it: installed on its Python's path, and importable."""
+    if not os.path.isdir(os.path.join(build, "python", "ringlet_torch")):
+        print("ringlet_torch: not in this build")
+        return []
+    found = [d for d, _, fs in os.walk(destdir) if d.endswith("-packages/ringlet_torch")]
+    if len(found) != 1:
+        return [f"ringlet_torch installed {len(found)} times: {found}"]
+    site = os.path.dirname(found[0])
+    problems = []
+    path = sh([TORCH_PYTHON, "-c", "import sys; print('\\n'.join(sys.path))"]).split()
+    if options["prefix"] in ("/usr/local", "/usr") and site[len(destdir):] not in path:
+        problems.append(f"ringlet_torch went to {site[len(destdir):]}, not on {TORCH_PYTHON}'s path")
+    out = sh([TORCH_PYTHON, "-c", "import ringlet_torch, torch.distributed as d; "
+              "print(ringlet_torch.__file__, hasattr(d.Backend, 'RINGLET'))"],
+             env={"PYTHONPATH": site})
+    if not out.startswith(found[0]) or "True" not in out:
+        problems.append(f"the installed ringlet_torch did not import from {site}: {out}")
+    print(f"ringlet_torch: installed in {site[len(destdir):]}, imports: {'ok' if not problems else 'FAILED'}")
+    return problems
 
 
 def check_debs(build, root, scratch):
@@ -161,6 +188,7 @@ def main():
         found, losses = check_train_cifar(ringlet, with_meson, scratch)
         problems += found + check_train_cifar_again(ringlet, with_cmake, scratch, losses)
         problems += check_runs(ringlet, with_cmake, {})
+        problems += check_torch_package(build, destdir, options)
         problems += check_debs(build, root, scratch)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         problems = [str(e)]
