@@ -5,7 +5,8 @@ function of its rank), raises AssertionError on the first wrong one, and prints
 "CASE ok rank R" at the end.
 
 Cases: ops (every op x dtype x reduce op x count, contiguous or not), groups (new_group
-sub-communicators), async (Work and futures), ddp BACKEND OUT (10 DDP steps of a small CNN,
+sub-communicators), async (Work and futures), mismatch (ranks issue different counts: both raise
+ringlet's fingerprint error), ddp BACKEND OUT (10 DDP steps of a small CNN,
 parameters saved to OUT), dead KIND (rank 1 is SIGKILLed or SIGSTOPped before an all_reduce;
 rank 0 must raise RuntimeError naming it within the group's timeout).
 """
@@ -277,6 +278,18 @@ def case_dead(rank, world, kind):
     raise AssertionError("the all_reduce with a dead or stopped peer returned")
 
 
+def case_mismatch(rank, world):
+    """Rank 0 all-reduces 1000 floats, rank 1 999: both raise the fingerprint error."""
+    t = torch.ones(1000 - rank)
+    try:
+        dist.all_reduce(t)
+    except RuntimeError as e:
+        assert "fingerprint mismatch" in str(e), str(e)
+        print(f"raised: {e}", flush=True)
+        return
+    raise AssertionError("an all_reduce of another count than the peer's returned")
+
+
 def main():
     case = sys.argv[1]
     if case == "ddp":
@@ -286,7 +299,8 @@ def main():
         case_dead(rank, world, sys.argv[2])
     else:
         rank, world = init()
-        {"ops": case_ops, "groups": case_groups, "async": case_async}[case](rank, world)
+        {"ops": case_ops, "groups": case_groups, "async": case_async,
+         "mismatch": case_mismatch}[case](rank, world)
     print(f"{case} ok rank {dist.get_rank()}", flush=True)
     dist.destroy_process_group()
 

@@ -9,6 +9,7 @@ what they print (backend_cases.py has the cases):
   groups        new_group sub-communicators, 3 ranks
   async         async ops, Work.wait / is_completed, get_future().then
   ddp           10 steps of PyTorch DDP over ringlet, bitwise equal to the same over gloo
+  mismatch      ranks all-reduce different counts: each raises ringlet's fingerprint error
   kill, stop    rank 1 SIGKILLed / SIGSTOPped: rank 0 raises RuntimeError naming rank 1 and the
                 op within the group's timeout
   seeds         the DDP primer's demo_basic and the torchrun primer's loop (examples/torch)
@@ -134,7 +135,8 @@ def main():
         print(f"skipped: ringlet_torch is not built or not on PYTHONPATH ({e}); see python/README.md")
         return SKIP
     binary, root = sys.argv[1], sys.argv[2]
-    jobs = sys.argv[3:] or ["ops2", "ops3", "groups", "async", "ddp", "kill", "stop", "seeds"]
+    jobs = sys.argv[3:] or ["ops2", "ops3", "groups", "async", "mismatch", "ddp", "kill", "stop",
+                            "seeds"]
     with tempfile.TemporaryDirectory(prefix="ringlet_torch_") as tmp:
         for name in jobs:
             started = time.monotonic()
@@ -144,6 +146,9 @@ def main():
                 job(3, ["groups"])
             elif name == "async":
                 job(2, ["async"])
+            elif name == "mismatch":
+                for out in job(2, ["mismatch"], timeout=120):
+                    print("  " + next(line for line in out.splitlines() if line.startswith("raised"))[:200])
             elif name == "ddp":
                 ddp_bitwise(tmp)
             elif name in ("kill", "stop"):
