@@ -8,7 +8,8 @@ Cases: ops (every op x dtype x reduce op x count, contiguous or not), groups (ne
 sub-communicators), async (Work and futures), mismatch (ranks issue different counts: both raise
 ringlet's fingerprint error), ddp BACKEND OUT (10 DDP steps of a small CNN,
 parameters saved to OUT), dead KIND (rank 1 is SIGKILLed or SIGSTOPped before an all_reduce;
-rank 0 must raise RuntimeError naming it within the group's timeout).
+rank 0 must raise RuntimeError naming it within the group's timeout), init METHOD (file:// or
+tcp:// rendezvous instead of env://).
 """
 import datetime
 import os
@@ -290,9 +291,21 @@ def case_mismatch(rank, world):
     raise AssertionError("an all_reduce of another count than the peer's returned")
 
 
+def case_init(method):
+    """init_process_group("ringlet", init_method=METHOD, rank, world_size): file:// and tcp://."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("ringlet", init_method=method, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    t = data(rank, 1000, torch.float32)
+    dist.all_reduce(t)
+    same(t, reduced(R.SUM, world, 1000, torch.float32), f"all_reduce after {method}")
+
+
 def main():
     case = sys.argv[1]
-    if case == "ddp":
+    if case == "init":
+        case_init(sys.argv[2])
+    elif case == "ddp":
         case_ddp(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), sys.argv[2], sys.argv[3])
     elif case == "dead":
         rank, world = init(timeout=int(sys.argv[3]))

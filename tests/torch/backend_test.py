@@ -6,6 +6,7 @@ usage: backend_test.py RINGLET_BINARY SOURCE_ROOT [JOB ...]
 Starts each job's ranks as processes with torch's env:// variables on loopback and checks
 what they print (backend_cases.py has the cases):
   ops2, ops3    every op x dtype x reduce op x count (1, 7, 1000003), 2 and 3 ranks
+  inits         init_method file:// and tcp:// instead of env://, 2 ranks
   groups        new_group sub-communicators, 3 ranks
   async         async ops, Work.wait / is_completed, get_future().then
   ddp           10 steps of PyTorch DDP over ringlet, bitwise equal to the same over gloo
@@ -135,13 +136,16 @@ def main():
         print(f"skipped: ringlet_torch is not built or not on PYTHONPATH ({e}); see python/README.md")
         return SKIP
     binary, root = sys.argv[1], sys.argv[2]
-    jobs = sys.argv[3:] or ["ops2", "ops3", "groups", "async", "mismatch", "ddp", "kill", "stop",
-                            "seeds"]
+    jobs = sys.argv[3:] or ["ops2", "ops3", "inits", "groups", "async", "mismatch", "ddp", "kill",
+                            "stop", "seeds"]
     with tempfile.TemporaryDirectory(prefix="ringlet_torch_") as tmp:
         for name in jobs:
             started = time.monotonic()
             if name in ("ops2", "ops3"):
                 job(int(name[-1]), ["ops"])
+            elif name == "inits":
+                job(2, ["init", "file://" + os.path.join(tmp, "rendezvous")])
+                job(2, ["init", f"tcp://127.0.0.1:{free_port()}"])
             elif name == "groups":
                 job(3, ["groups"])
             elif name == "async":
