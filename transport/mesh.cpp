@@ -19,13 +19,14 @@ namespace {
 struct PeerInfo {
   std::string host;
   int port = 0;
+  std::string process;  // shm's process_token(): a peer on this host can watch it
   std::string identity;
 };
 
 PeerInfo parse_peer(const std::string& value, int rank) {
   std::istringstream in(value);
   PeerInfo info;
-  in >> info.host >> info.port;
+  in >> info.host >> info.port >> info.process;
   std::getline(in >> std::ws, info.identity);
   RINGLET_CHECK(!in.bad() && !info.host.empty() && info.port > 0, ValueError,
                 "mesh: malformed address record for rank ", rank, ": '", value, "'");
@@ -153,8 +154,9 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
     store.set(core::str(o.prefix, "/rdma_device/", o.rank), device.empty() ? "-" : device);
     my_link = link_layer_of(device);
   }
-  store.set(core::str(o.prefix, "/addr/", o.rank),
-            core::str(iface.address, " ", mesh->listener_->port(), " ", identity));
+  store.set(
+      core::str(o.prefix, "/addr/", o.rank),
+      core::str(iface.address, " ", mesh->listener_->port(), " ", process_token(), " ", identity));
 
   std::vector<std::string> keys;
   for (int r = 0; r < o.world_size; ++r) keys.push_back(core::str(o.prefix, "/addr/", r));
@@ -170,7 +172,7 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
     RINGLET_CHECK(transport != "shm" || same_host, ValueError, "RINGLET_TRANSPORT=shm but rank ", p,
                   " is on another host (", info.host, ")");
     if (same_host && transport != "tcp" && transport != "rdma") {
-      mesh->peers_[p] = connect_shm(o.rank, p, store, o.prefix, deadline);
+      mesh->peers_[p] = connect_shm(o.rank, p, store, o.prefix, deadline, info.process);
       summary << " " << p << ":shm";
       continue;
     }

@@ -1,5 +1,6 @@
 // Mesh: one Connection from this rank to every other rank of a group, built through a Store.
-// Each rank listens (tcp) and publishes "address port host-identity" under the mesh prefix;
+// Each rank listens (tcp) and publishes "address port process host-identity" under the mesh prefix
+// (process: shm's process_token(), which a peer on the host watches while it waits for it);
 // a pair on the same host (the same host_identity()) uses shm unless RINGLET_TRANSPORT=tcp,
 // otherwise rdma when both ranks have an RDMA device (libibverbs), else tcp with
 // RINGLET_NSOCKS sockets (the higher rank dials the lower one). RINGLET_TRANSPORT=rdma uses

@@ -62,12 +62,12 @@ static_assert(sizeof kPadding >= kFrameAlign - 1);
 // ---- ShmConnection ----
 
 ShmConnection::ShmConnection(ShmSegment segment, int local_rank, int peer_rank,
-                             core::Deadline deadline)
+                             core::Deadline deadline, const std::string& peer_process)
     : segment_(std::move(segment)),
       local_rank_(local_rank),
       peer_rank_(peer_rank),
       side_(segment_.creator() ? 0 : 1) {
-  if (segment_.creator()) segment_.wait_attached(local_rank_, peer_rank_, deadline);
+  if (segment_.creator()) segment_.wait_attached(local_rank_, peer_rank_, deadline, peer_process);
   tx_ = segment_.ring(side_);
   rx_ = segment_.ring(1 - side_);
   peer_process_ = ProcessWatch(segment_.pid(1 - side_));
@@ -519,7 +519,8 @@ std::string ShmConnection::describe_failure(const std::string& why) const {
 // ---- rendezvous ----
 
 std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& store,
-                                        const std::string& prefix, core::Deadline deadline) {
+                                        const std::string& prefix, core::Deadline deadline,
+                                        const std::string& peer_process) {
   RINGLET_CHECK(local_rank >= 0 && peer_rank >= 0 && local_rank != peer_rank, ValueError,
                 "connect_shm: bad rank pair local ", local_rank, ", peer ", peer_rank);
   const int lo = std::min(local_rank, peer_rank);
@@ -528,7 +529,8 @@ std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& st
   if (local_rank == lo) {
     ShmSegment segment = ShmSegment::create(local_rank, peer_rank);
     store.set(key, segment.name());
-    return std::make_unique<ShmConnection>(std::move(segment), local_rank, peer_rank, deadline);
+    return std::make_unique<ShmConnection>(std::move(segment), local_rank, peer_rank, deadline,
+                                           peer_process);
   }
   const std::string name = store.get(key, deadline);
   return std::make_unique<ShmConnection>(ShmSegment::open(name, local_rank, peer_rank), local_rank,

@@ -36,7 +36,8 @@ class Store;
 class ShmConnection : public Connection {
  public:
   // Takes a created or opened segment; the creator's side waits until the peer has mapped it.
-  ShmConnection(ShmSegment segment, int local_rank, int peer_rank, core::Deadline deadline);
+  ShmConnection(ShmSegment segment, int local_rank, int peer_rank, core::Deadline deadline,
+                const std::string& peer_process = "");
   ~ShmConnection() override;
   ShmConnection(const ShmConnection&) = delete;
   ShmConnection& operator=(const ShmConnection&) = delete;
@@ -128,8 +129,11 @@ class ShmConnection : public Connection {
 // prefix + "/shm/<lo>-<hi>", the higher rank reads it and maps the segment; both return once the
 // segment is mapped on both sides and its name unlinked (TimeoutError at the deadline). The
 // prefix must be unique per connection attempt (e.g. it carries the job token).
+// `peer_process` (the peer's process_token(), when known) lets the creator stop waiting at once
+// when the peer dies before it maps the segment.
 std::unique_ptr<Connection> connect_shm(int local_rank, int peer_rank, Store& store,
-                                        const std::string& prefix, core::Deadline deadline);
+                                        const std::string& prefix, core::Deadline deadline,
+                                        const std::string& peer_process = "");
 
 // Which host this process is on, for the mesh (pairs on one host talk over shm) and the
 // topology collectives choose their algorithm by: RINGLET_HOSTID when set (as NCCL_HOSTID), else

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/random.h"
 #include "transport/shm/futex.h"
+#include "transport/shm/process_watch.h"
 
 namespace ringlet::transport {
 namespace {
@@ -228,9 +229,34 @@ void ShmSegment::unlink_name() {
   linked_ = false;
 }
 
-void ShmSegment::wait_attached(int local_rank, int peer_rank, core::Deadline deadline) {
+std::string process_token() { return core::str(getpid(), "/", pid_namespace()); }
+
+namespace {
+
+// The process of a token from process_token(), when it is in this pid namespace.
+pid_t process_of(const std::string& token) {
+  const auto slash = token.find('/');
+  if (slash == std::string::npos) return 0;
+  try {
+    if (std::stoull(token.substr(slash + 1)) != pid_namespace()) return 0;
+    return static_cast<pid_t>(std::stol(token.substr(0, slash)));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+void ShmSegment::wait_attached(int local_rank, int peer_rank, core::Deadline deadline,
+                               const std::string& peer) {
   auto* header = header_of(base_);
+  const ProcessWatch watch(process_of(peer));
   while (header->attached.load(std::memory_order_acquire) == 0) {
+    if (watch.pid() > 0 && watch.exited()) {
+      unlink_name();
+      RINGLET_THROW(PeerError, "rank ", local_rank, ": shm peer rank ", peer_rank, " (pid ",
+                    watch.pid(), ") exited before it mapped segment ", name_);
+    }
     if (deadline.expired()) {
       unlink_name();
       RINGLET_THROW(TimeoutError, "rank ", local_rank, ": shm peer rank ", peer_rank,

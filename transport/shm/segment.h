@@ -18,6 +18,9 @@ namespace ringlet::transport {
 // ring_bytes() each. Ring capacity: RINGLET_SHM_RING_BYTES (a power of two, default 4 MiB),
 // read by the creator; the opener takes whatever the header says. Move-only; unmaps on
 // destruction and, if it was created here and the name is still linked, unlinks it.
+// This process as another process on the host can watch it: "<pid>/<pid namespace>".
+std::string process_token();
+
 class ShmSegment {
  public:
   // Creates and maps a fresh segment (lower rank). Memory is reserved up front, so a full
@@ -45,8 +48,10 @@ class ShmSegment {
   std::size_t ring_bytes() const { return ring_bytes_; }
 
   // Creator only: waits (in short futex sleeps, until the deadline) for the opener to attach,
-  // then unlinks the name. TimeoutError naming the peer rank if it never does.
-  void wait_attached(int local_rank, int peer_rank, core::Deadline deadline);
+  // then unlinks the name. TimeoutError naming the peer rank if it never does; PeerError at once
+  // if `peer` (the opener's process, when known: process_token) exits first.
+  void wait_attached(int local_rank, int peer_rank, core::Deadline deadline,
+                     const std::string& peer = "");
 
   // Views for the connection. Side 0 is the creator; ring i carries side i's sends.
   ShmRing ring(int index) const;
