@@ -23,6 +23,11 @@ struct PeerInfo {
   std::string identity;
 };
 
+// This rank's address record, as parse_peer reads it: "address port process identity".
+std::string address_record(const std::string& address, int port, const std::string& identity) {
+  return core::str(address, " ", port, " ", process_token(), " ", identity);
+}
+
 PeerInfo parse_peer(const std::string& value, int rank) {
   std::istringstream in(value);
   PeerInfo info;
@@ -154,9 +159,8 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
     store.set(core::str(o.prefix, "/rdma_device/", o.rank), device.empty() ? "-" : device);
     my_link = link_layer_of(device);
   }
-  store.set(
-      core::str(o.prefix, "/addr/", o.rank),
-      core::str(iface.address, " ", mesh->listener_->port(), " ", process_token(), " ", identity));
+  store.set(core::str(o.prefix, "/addr/", o.rank),
+            address_record(iface.address, mesh->listener_->port(), identity));
 
   std::vector<std::string> keys;
   for (int r = 0; r < o.world_size; ++r) keys.push_back(core::str(o.prefix, "/addr/", r));
