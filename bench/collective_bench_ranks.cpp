@@ -3,7 +3,8 @@
 // arguments plus --child-rank R --store-port P); a spawned rank dies with its parent
 // (PR_SET_PDEATHSIG, saying so on stderr), and an orphan sweeper removes what the job left in
 // /dev/shm should rank 0 be killed. Started by a launcher (RANK/WORLD_SIZE/..., no -np) the process
-// is one rank found by discover(). ChildWatcher turns a spawned rank's death into a clear error.
+// is one rank found by discover(). ChildWatcher turns a spawned rank's death into a clear error
+// and gives rank 0 a few seconds to exit after it.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -128,10 +129,29 @@ struct ChildWatcher::State {
     return true;
   }
 
-  // Polls every child (WNOHANG) until told to stop or all have exited.
+  // Once a rank has failed, rank 0 has this long to abort, clean up and exit by itself; past
+  // it, whatever it still waits on (a set-up step, a thread join) is not worth the job's time.
+  static constexpr auto kTeardownLimit = 5s;
+  std::chrono::steady_clock::time_point failed_at{};
+
+  // Rank 0 outlived kTeardownLimit after a rank's failure: says so, kills the other ranks and
+  // exits (the orphan sweeper removes what the job left in /dev/shm).
+  [[noreturn]] void give_up() {
+    std::fprintf(stderr, "rank 0: still running %lld s after %s; exiting\n",
+                 static_cast<long long>(kTeardownLimit.count()), failure.c_str());
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (running[i]) ::kill(children[i], SIGKILL);
+    }
+    ::_exit(1);
+  }
+
+  // Polls every child (WNOHANG) until told to stop, or all have exited and none failed.
   void watch() {
     std::unique_lock lock(mutex);
-    while (!stop && !all_exited()) {
+    while (!stop && (!all_exited() || !failure.empty())) {
+      if (!failure.empty() && std::chrono::steady_clock::now() - failed_at > kTeardownLimit) {
+        give_up();
+      }
       for (std::size_t i = 0; i < children.size(); ++i) {
         if (!running[i]) continue;
         int status = 0;
@@ -141,6 +161,7 @@ struct ChildWatcher::State {
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!ok && failure.empty()) {
           failure = describe_status(static_cast<int>(i) + 1, children[i], status);
+          failed_at = std::chrono::steady_clock::now();
           auto notify = on_failure;
           const std::string message = failure;
           lock.unlock();

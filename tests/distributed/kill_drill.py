@@ -153,7 +153,7 @@ def trial(ringlet, perf, kind, rng, teardown):
             except OSError:
                 pass
         launcher.kill()
-        return "the launcher did not exit within 15 s of the kill"
+        return f"the launcher did not exit within 15 s of the kill: {output.text()[-600:]}"
     out = output.text()
     deadline = time.monotonic() + 15
     groups = [launcher.pid] if spawned else workers
