@@ -66,6 +66,20 @@ void check_world_size(Store& store, const MeshOptions& o) {
   RINGLET_THROW(ValueError, "mesh: ", why);
 }
 
+// A second process that claims a rank of this job (a process started by hand into a job under
+// way, or two given one RANK) is refused before it publishes anything, naming the job; the
+// process that holds the rank goes on undisturbed. (The same process may build its mesh again.)
+void claim_rank(Store& store, const MeshOptions& o) {
+  const std::string me = process_token();
+  const std::string holder = store.compare_set(core::str(o.prefix, "/holder/", o.rank), "", me);
+  if (holder == me) return;
+  RINGLET_THROW(ValueError, "mesh: rank ", o.rank, " of the job '", o.prefix, "' (", o.world_size,
+                " ranks", o.store_host.empty() ? "" : ", store on " + o.store_host,
+                ") is already held by process ", holder.substr(0, holder.find('/')),
+                ": this process cannot join a job under way. Start a new job (another "
+                "MASTER_PORT), or give each process its own RANK");
+}
+
 // The ranks of keys not published yet, as "3, 7, 12" (at most the first 16 named).
 std::string missing_ranks(Store& store, const std::vector<std::string>& keys, int& count) {
   std::string missing;
@@ -146,6 +160,7 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
         static_cast<int>(core::env_int("RINGLET_SOCKET_BUFFER", 0, 0, 1 << 30));
   }
   check_world_size(store, o);
+  claim_rank(store, o);
   std::unique_ptr<Mesh> mesh(new Mesh());
   mesh->rank_ = o.rank;
   mesh->peers_.resize(o.world_size);

@@ -113,6 +113,9 @@ std::uint64_t job_token(Store& store, int rank, core::Deadline deadline, const E
     const auto token = parse_token(*text);
     RINGLET_CHECK(token.has_value(), ValueError, "RINGLET_JOB_TOKEN='", *text,
                   "' is not a 64-bit integer (decimal or 0x-hex)");
+    // Published too, so that a process started by hand into this job's store reads it and is
+    // then refused by name (mesh.h) rather than waiting for a token nobody publishes.
+    if (rank == 0) store.compare_set(kTokenKey, "", std::to_string(*token));
     return *token;
   }
   std::string published;

@@ -35,8 +35,9 @@ std::unique_ptr<Store> open_store(const InitInfo& info, core::Deadline deadline,
                                   std::chrono::milliseconds timeout = kDefaultStoreTimeout);
 
 // The 64-bit token that tells this job's connections from strangers. RINGLET_JOB_TOKEN (decimal
-// or 0x-hex) if the launcher set it; otherwise rank 0 draws one (core::random_u64) and
-// publishes it under "ringlet/job_token", and the other ranks read it (until `deadline`).
+// or 0x-hex) if the launcher set it (rank 0 publishes it too); otherwise rank 0 draws one
+// (core::random_u64) and publishes it under "ringlet/job_token", and the other ranks read it
+// (until `deadline`).
 std::uint64_t job_token(Store& store, int rank, core::Deadline deadline,
                         const EnvLookup& env = process_env());
 

@@ -31,14 +31,17 @@ def write_idx(path, magic, dims, payload):
         f.write(struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + payload)
 
 
-def small_images(directory, side):
-    """Fashion-MNIST-named IDX files holding 64 images of side x side pixels."""
+def small_images(directory, side, bad_label_at=None):
+    """Fashion-MNIST-named IDX files holding 64 images of side x side pixels; the train
+    example `bad_label_at` labelled 200."""
     directory.mkdir(parents=True, exist_ok=True)
     for split in ("train", "t10k"):
         write_idx(directory / f"{split}-images-idx3-ubyte.gz", 0x803, [64, side, side],
                   bytes((i * 7) % 256 for i in range(64 * side * side)))
-        write_idx(directory / f"{split}-labels-idx1-ubyte.gz", 0x801, [64],
-                  bytes(i % 10 for i in range(64)))
+        labels = [i % 10 for i in range(64)]
+        if split == "train" and bad_label_at is not None:
+            labels[bad_label_at] = 200
+        write_idx(directory / f"{split}-labels-idx1-ubyte.gz", 0x801, [64], bytes(labels))
 
 
 def checkpoint_with_config(path, config_text):
@@ -136,6 +139,62 @@ def cases(ringlet, tmp):
                + tiny), 1,
            [f"{small}: the train images are 27x27 pixels", "take 28x28 images"])
 
+    labelled = tmp / "label200"
+    small_images(labelled, 28, bad_label_at=37)
+    yield ("a label out of the dataset's range, named when the data opens",
+           run(ringlet, ["train", "--data_dir", str(labelled), "--out", str(tmp / "label_run")]
+               + tiny), 1,
+           [f"{labelled}/train-labels-idx1-ubyte.gz: example 37 has label 200",
+            "outside fashion-mnist's 10 classes (0..9)"])
+
+
+def worker_environ(launcher_pid, rank):
+    """The environment of the launcher's worker of `rank` (within 20 s), or None."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                env = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            values = dict(e.decode(errors="replace").split("=", 1) for e in env if b"=" in e)
+            if parent == launcher_pid and values.get("RANK") == str(rank):
+                return values
+        time.sleep(0.05)
+    return None
+
+
+def stranger(all_reduce_perf, ringlet):
+    """A process started by hand as rank 1 of a running job: refused, naming the job, while the
+    job goes on."""
+    job = subprocess.Popen([ringlet, "launch", "--nproc-per-node", "2", all_reduce_perf, "-b",
+                            "64K", "-e", "64K", "-n", "10000000", "-w", "1"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        env = worker_environ(job.pid, 1)
+        if env is None:
+            yield ("a stranger rank in a job's store", (1, "no worker of the job found"), 1,
+                   ["worker found"])
+            return
+        time.sleep(1)  # the job's ranks have joined
+        # The job's variables (its store's address among them), as a user would copy them.
+        joined = {k: v for k, v in env.items() if k.startswith(("MASTER_", "RINGLET_STORE", "WORLD"))}
+        status, output = run(all_reduce_perf, ["-b", "64K", "-e", "64K", "-n", "10"],
+                             env=dict(joined, RANK="1", LOCAL_RANK="1"), timeout=60)
+        if job.poll() is not None:
+            output += f" [the job ended with status {job.returncode}]"
+            status = -1
+        yield ("a stranger rank in a job's store", (status, output), 1,
+               ["rank 1 of the job", "(2 ranks, store on 127.0.0.1) is already held by process",
+                "cannot join a job under way"])
+    finally:
+        job.terminate()
+        job.wait(timeout=60)
+
 
 def main():
     if len(sys.argv) != 3:
@@ -145,7 +204,8 @@ def main():
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="ringlet_bad_inputs_") as tmp_text:
         tmp = Path(tmp_text)
-        every = list(cases(ringlet, tmp)) + list(too_large(ringlet, all_reduce_perf, tmp))
+        every = (list(cases(ringlet, tmp)) + list(too_large(ringlet, all_reduce_perf, tmp)) +
+                 list(stranger(all_reduce_perf, ringlet)))
         for name, (status, output), want_status, parts in every:
             missing = [p for p in parts if p not in output]
             if "[took" in output:

@@ -77,6 +77,8 @@ std::shared_ptr<const Dataset> open_dataset(const DatasetInfo& info,
                               info.name, "'s models take ", info.side, "x", info.side,
                               " images (--dataset names the dataset, --data_dir its files)"));
   }
+  // Checked here rather than at the first step, which would name neither file nor example.
+  idx->check_labels(info.classes, info.name);
   return idx;
 }
 

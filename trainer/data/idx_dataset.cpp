@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/error.h"
+
 namespace ringlet::trainer {
 namespace {
 
@@ -250,6 +252,16 @@ IdxDataset::IdxDataset(const fs::path& images, const fs::path& labels) {
   if (images_.nbytes() > 0)
     std::memcpy(images_.raw_data(), image_bytes.data() + 16, images_.nbytes());
   labels_.assign(label_bytes.begin() + 8, label_bytes.end());
+  labels_path_ = labels;
+}
+
+void IdxDataset::check_labels(std::int64_t classes, const std::string& dataset) const {
+  for (std::size_t i = 0; i < labels_.size(); ++i) {
+    if (labels_[i] < classes) continue;
+    throw DataError(core::str(labels_path_.string(), ": example ", i, " has label ",
+                              static_cast<int>(labels_[i]), ", outside ", dataset, "'s ", classes,
+                              " classes (0..", classes - 1, ")"));
+  }
 }
 
 Example IdxDataset::get(std::int64_t index) const {

@@ -54,8 +54,12 @@ class IdxDataset : public Dataset {
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   const std::vector<std::uint8_t>& labels() const { return labels_; }
+  // DataError naming the labels file, the first example whose label is not below `classes`,
+  // its value and `dataset`'s range (a file of another dataset, or a damaged one).
+  void check_labels(std::int64_t classes, const std::string& dataset) const;
 
  private:
+  std::filesystem::path labels_path_;
   std::int64_t count_ = 0, rows_ = 0, cols_ = 0;
   tensor::Tensor images_;  // u8 [count, 1, rows, cols]
   std::vector<std::uint8_t> labels_;
