@@ -89,6 +89,11 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
   initial_lr_ = lr;
 }
 
+void Optimizer::reset_lr(double lr) {
+  set_lr(lr);
+  initial_lr_ = lr;
+}
+
 void Optimizer::set_lr(double lr) {
   RINGLET_CHECK(std::isfinite(lr) && lr >= 0, ValueError, name_, ": invalid learning rate ", lr,
                 " (must be finite and >= 0)");

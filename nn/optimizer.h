@@ -64,6 +64,9 @@ class Optimizer {
   // The learning rate at construction: the base LR that schedules start from (PyTorch's
   // param_group['initial_lr']).
   double initial_lr() const { return initial_lr_; }
+  // Sets both, as an optimizer constructed with `lr` has them (a resumed run whose command
+  // changes the lr starts its schedule anew from there).
+  void reset_lr(double lr);
 
   const std::vector<tensor::Tensor>& parameters() const { return params_; }
 

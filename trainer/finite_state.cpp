@@ -27,4 +27,13 @@ std::string first_non_finite(const nn::Module& model) {
   return "";
 }
 
+std::string first_non_finite(const nn::Optimizer& optimizer) {
+  for (const auto& [key, value] : optimizer.state_dict()) {
+    const auto* t = std::get_if<tensor::Tensor>(&value);
+    const bool finite = t != nullptr ? all_finite(*t) : std::isfinite(std::get<double>(value));
+    if (!finite) return "optimizer state '" + key + "'";
+  }
+  return "";
+}
+
 }  // namespace ringlet::trainer

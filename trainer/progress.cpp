@@ -30,10 +30,10 @@ std::string format_seconds(double s) {
 Progress::Progress(std::ostream& out, ProgressOptions options)
     : out_(out), options_(std::move(options)) {}
 
-void Progress::begin_epoch(int epoch, std::int64_t batches) {
+void Progress::begin_epoch(int epoch, std::int64_t batches, std::int64_t done) {
   epoch_ = epoch;
   batches_ = batches;
-  epoch_steps_ = 0;
+  epoch_steps_ = done;
   epoch_loss_sum_ = 0;
   epoch_examples_ = 0;
   epoch_start_ = window_start_ = Clock::now();

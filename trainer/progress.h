@@ -56,7 +56,8 @@ class Progress {
  public:
   Progress(std::ostream& out, ProgressOptions options);
 
-  void begin_epoch(int epoch, std::int64_t batches);
+  // `done`: batches of it trained before (a run resumed inside the epoch).
+  void begin_epoch(int epoch, std::int64_t batches, std::int64_t done = 0);
   // Whether the epoch's step `epoch_step` (1-based) ends a window (its gradient norm is then
   // worth measuring).
   bool wants_grad_norm(std::int64_t epoch_step) const;

@@ -23,6 +23,15 @@ bool resumable(const std::string& key) {
   return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
 }
 
+// The keys a fork (--resume_from) may change besides: the lr and its schedule, so that a run
+// that diverged can go on from its last good checkpoint with a smaller lr. The schedule is
+// then rebuilt from the command's (schedule_resume.h) and the change recorded in history.jsonl.
+bool forkable(const std::string& key) {
+  static const std::array<const char*, 5> kKeys = {"lr", "schedule", "step_size", "gamma",
+                                                   "warmup_epochs"};
+  return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
+}
+
 // The keys that say what to do with the run directory rather than how to train.
 bool directory_key(const std::string& key) {
   return key == "out" || key == "resume" || key == "reset" || key == "resume_from";
@@ -59,6 +68,7 @@ RunRecord read_run_record(const std::filesystem::path& run_dir) {
   run.has_checkpoint = true;
   const CheckpointInfo info = read_checkpoint_info(run.checkpoint);
   run.epoch = info.epoch;
+  run.step = info.step;
   try {
     run.recipe = json::parse(info.config);
   } catch (const json::exception& e) {
@@ -74,22 +84,28 @@ std::vector<RecipeChange> check_resume_changes(const RunRecord& run, const Train
   TrainConfig recorded;
   recorded.merge_json(run.recipe, "checkpoint " + run.checkpoint.string());
   const json before = recorded.to_json(), after = config.to_json();
+  const bool fork = !config.resume_from.empty();
   std::vector<RecipeChange> changes;
   std::string refused;
+  bool lr_refused = false;
   for (const auto& [key, value] : after.items()) {
     if (directory_key(key) || before.at(key) == value) continue;
-    if (resumable(key)) {
+    if (resumable(key) || (fork && forkable(key))) {
       changes.push_back({key, before.at(key), value});
     } else {
       refused += core::str(refused.empty() ? "" : ", ", key, " ", before.at(key).dump(), " -> ",
                            value.dump());
+      lr_refused = lr_refused || forkable(key);
     }
   }
   if (!refused.empty()) {
-    throw UsageError(
-        core::str("--resume continues the recipe its checkpoint ", run.checkpoint.string(),
-                  " was trained with; this command changes ", refused,
-                  ". Drop those options, or start a new run (another --out, or --reset)"));
+    throw UsageError(core::str(
+        "--resume continues the recipe its checkpoint ", run.checkpoint.string(),
+        " was trained with; this command changes ", refused, ". Drop those options",
+        lr_refused ? ", fork the run with --resume_from DIR --out NEW (the lr and its schedule "
+                     "may change there)"
+                   : "",
+        ", or start a new run (another --out, or --reset)"));
   }
   if (config.epochs < run.epoch) {
     throw UsageError(core::str("--resume: the run has finished ", run.epoch, " epochs; --epochs ",

@@ -3,8 +3,8 @@
 // learning alone: more epochs, where and how fast it computes (device, threads, workers), the
 // restart budget, logging, the data's location and the size of the test subset (the keys
 // out, resume, reset and resume_from say what to do with the run directory and are not part
-// of the recipe). Any other change is refused, naming each key with the run's value and the
-// command's.
+// of the recipe). A fork (--resume_from) may also change the lr and its schedule. Any other
+// change is refused, naming each key with the run's value and the command's.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@ struct RunRecord {
   bool has_checkpoint = false;  // false: stopped in its first epoch, resumed from the start
   nlohmann::json recipe;        // the resolved config the checkpoint was trained with
   std::int64_t epoch = 0;       // epochs finished
+  std::int64_t step = 0;        // optimizer steps taken (inside epoch + 1 when stopped there)
 };
 
 // Reads the checkpoint's metadata only (not its tensors). A run stopped before its first

@@ -59,10 +59,12 @@ void discard_run(const fs::path& dir) {
   for (const fs::path& f : run_files(dir)) fs::remove_all(f);
 }
 
-// The records (metrics.jsonl or steps.jsonl) of epochs the checkpoint holds, whole lines only:
-// a record written after the last checkpoint (a kill between the two writes, or steps of the
-// epoch it did not finish) or a torn last line is dropped.
-void trim_records(const fs::path& path, std::int64_t epochs_done, std::ostream& out) {
+// The records (metrics.jsonl or steps.jsonl) the checkpoint holds (of the epochs it finished,
+// or of its steps: a checkpoint written inside an epoch), whole lines only: a record written
+// after the last checkpoint (a kill between the two writes, or steps of the epoch it did not
+// finish) or a torn last line is dropped.
+void trim_records(const fs::path& path, std::int64_t epochs_done, std::int64_t steps_done,
+                  std::ostream& out) {
   if (!fs::exists(path)) return;
   const std::string text = core::read_file_text(path);
   std::string kept;
@@ -73,7 +75,10 @@ void trim_records(const fs::path& path, std::int64_t epochs_done, std::ostream& 
     const json record = json::parse(line, nullptr, /*allow_exceptions=*/false);
     const bool whole = end != std::string::npos && record.is_object() && record.contains("epoch") &&
                        record["epoch"].is_number_integer();
-    if (whole && record["epoch"].get<std::int64_t>() <= epochs_done) {
+    const bool before_step = whole && record.contains("step") &&
+                             record["step"].is_number_integer() &&
+                             record["step"].get<std::int64_t>() <= steps_done;
+    if (whole && (record["epoch"].get<std::int64_t>() <= epochs_done || before_step)) {
       kept += line + "\n";
     } else {
       ++dropped;
@@ -84,7 +89,8 @@ void trim_records(const fs::path& path, std::int64_t epochs_done, std::ostream& 
   if (dropped == 0) return;
   core::write_file_atomically(path, kept);
   out << path.string() << ": dropped " << dropped << " line(s) not covered by the checkpoint of "
-      << "epoch " << epochs_done << " (written after it, or torn)" << std::endl;
+      << "epoch " << epochs_done << ", step " << steps_done << " (written after it, or torn)"
+      << std::endl;
 }
 
 // A fork starts as a copy of its source's record: metrics, steps and history.
@@ -141,8 +147,8 @@ void ready_files(const TrainConfig& c, const fs::path& dir, const RunRecord* run
   if (!c.reset && !c.resume) refuse_used(dir);  // a fork's --out too: it must be new
   if (!c.resume_from.empty() && !c.resume) copy_record(resume_source(c), dir);
   if (run != nullptr) {
-    trim_records(metrics_path(dir), run->epoch, out);
-    trim_records(steps_path(dir), run->epoch, out);
+    trim_records(metrics_path(dir), run->epoch, run->step, out);
+    trim_records(steps_path(dir), run->epoch, run->step, out);
   }
   core::write_file_atomically(dir / "config.json", c.to_json().dump(2) + "\n");
   core::append_line(history_path(dir),

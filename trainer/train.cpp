@@ -23,14 +23,11 @@
 #include "distributed/ddp.h"
 #include "distributed/rank_times.h"
 #include "distributed/sync_batch_norm.h"
-#include "nn/adam.h"
 #include "nn/autocast.h"
 #include "nn/clip_grad.h"
 #include "nn/grad_scaler.h"
 #include "nn/loss.h"
 #include "nn/lr_schedule.h"
-#include "nn/models.h"
-#include "nn/sgd.h"
 #include "tensor/device/counters.h"
 #include "tensor/device/late_reads.h"
 #include "tensor/ops.h"
@@ -40,9 +37,12 @@
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
+#include "trainer/recipe_parts.h"
 #include "trainer/run_dir.h"
+#include "trainer/schedule_resume.h"
 #include "trainer/step_graph.h"
 #include "trainer/step_trace.h"
+#include "trainer/stop_vote.h"
 #include "trainer/tensorboard.h"
 #include "transport/job_footprint.h"
 
@@ -61,64 +61,6 @@ class NullBuffer : public std::streambuf {
  protected:
   int overflow(int c) override { return c; }
 };
-
-// --- what a run is built from: each a function of the config ---------------------------------
-
-// The model the config names, initialized from its seed (as torch.manual_seed(seed) would),
-// shaped for the dataset's images and classes.
-std::shared_ptr<nn::Module> build_model(const TrainConfig& c) {
-  const DatasetInfo& data = dataset_of(c);
-  tensor::Generator gen(c.seed);
-  return nn::make_model(c.model, gen, data.classes, data.channels);
-}
-
-EvalOptions eval_options(const TrainConfig& c, collectives::Communicator* comm) {
-  return EvalOptions{.comm = comm, .mirror = c.tta == "flip", .classes = dataset_of(c).classes};
-}
-
-std::unique_ptr<nn::Optimizer> make_optimizer(const TrainConfig& c, nn::Module& model) {
-  if (c.optimizer == "sgd") {
-    nn::SGDOptions o;
-    o.lr = c.lr;
-    o.momentum = c.momentum;
-    o.weight_decay = c.weight_decay;
-    o.nesterov = c.nesterov;
-    return std::make_unique<nn::SGD>(model.parameters(), o);
-  }
-  if (c.optimizer == "adam") {
-    nn::AdamOptions o;
-    o.lr = c.lr;
-    o.weight_decay = c.weight_decay;
-    return std::make_unique<nn::Adam>(model.parameters(), o);
-  }
-  nn::AdamWOptions o;
-  o.lr = c.lr;
-  o.weight_decay = c.weight_decay;
-  return std::make_unique<nn::AdamW>(model.parameters(), o);
-}
-
-// Schedules step once per epoch; warmup_epochs ramps the lr linearly from a tenth to the full
-// value first (PyTorch's LinearLR, chained with SequentialLR).
-std::unique_ptr<nn::LRScheduler> make_schedule(const TrainConfig& c, nn::Optimizer& opt) {
-  const int warmup = c.warmup_epochs;
-  if (c.schedule == "cosine") return nn::make_warmup_cosine(opt, warmup, c.epochs);
-  if (c.schedule == "step") {
-    if (warmup == 0) return std::make_unique<nn::StepLR>(opt, c.step_size, c.gamma);
-    std::vector<std::unique_ptr<nn::LRScheduler>> parts;
-    parts.push_back(std::make_unique<nn::LinearLR>(opt, 0.1, 1.0, warmup));
-    parts.push_back(std::make_unique<nn::StepLR>(opt, c.step_size, c.gamma));
-    return std::make_unique<nn::SequentialLR>(opt, std::move(parts),
-                                              std::vector<std::int64_t>{warmup});
-  }
-  if (warmup > 0) return std::make_unique<nn::LinearLR>(opt, 0.1, 1.0, warmup);
-  return nullptr;
-}
-
-core::DType precision_of(const TrainConfig& c) {
-  if (c.precision == "bf16") return core::DType::bf16;
-  if (c.precision == "f16") return core::DType::f16;
-  return core::DType::f32;
-}
 
 // --- the run: its state, set up step by step, then trained epoch by epoch ---------------------
 
@@ -162,11 +104,16 @@ struct Run {
   std::unique_ptr<EventWriter> events;                        // rank 0: TensorBoard's event file
   std::unique_ptr<StepTrace> trace;                           // trace_steps (or RINGLET_TRACE)
   int start_epoch = 0;
+  // A resume inside epoch start_epoch: the batches of it already trained and their sums.
+  std::int64_t start_batch = 0;
+  nn::NamedState resumed_sums;
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
   core::Device device;    // where the model computes (batches are moved there)
   // Each step's loss, read one step late (a device's step then waits for nothing new).
   tensor::device::LateReads late_losses;
   std::unique_ptr<StepGraph> graph;  // --cuda_graph: the step captured and replayed
+  StopRequest stop_request;          // SIGTERM, SIGINT, SIGUSR1: stop at the next step
+  std::unique_ptr<StopVote> vote;    // the ranks' agreement on it
 };
 
 // Several local ranks share the cores unless --threads says otherwise.
@@ -201,43 +148,36 @@ void set_up_model(Run& run) {
   }
 }
 
-// The resume's change of epochs when the schedule is cosine, whose horizon they are; null
-// when the horizon stays.
-const RecipeChange* cosine_horizon_change(const Run& run) {
-  if (run.c.schedule != "cosine") return nullptr;
-  for (const RecipeChange& change : run.run_dir.changes) {
-    if (change.key == "epochs") return &change;
-  }
-  return nullptr;
+// A checkpoint with NaN or an infinity anywhere (the model, or the optimizer's state, which
+// the next step would spread) cannot be resumed: the run had diverged, or the file is damaged.
+void refuse_non_finite(const Run& run, const fs::path& checkpoint) {
+  std::string bad = first_non_finite(*run.model);
+  if (bad.empty()) bad = first_non_finite(*run.optimizer);
+  RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", checkpoint.string(),
+                " holds NaN or infinite values in ", bad,
+                ": it cannot be resumed (the run had diverged, or the file is damaged); fork an "
+                "earlier run with --resume_from DIR --out NEW, where --lr may change");
 }
 
-// A moved cosine horizon is rescaled: the epochs left follow the curve of the new length at
-// the epoch the run stands (as a run planned with that length would), said here with the lr.
-void tell_schedule_change(const Run& run) {
-  const RecipeChange* change = cosine_horizon_change(run);
-  if (change == nullptr) return;
-  run.out << "schedule: the cosine horizon moves from " << change->before << " to " << change->after
-          << " epochs; epochs " << run.start_epoch + 1 << "-" << run.c.epochs << " follow the "
-          << change->after << "-epoch curve, from lr " << run.optimizer->lr() << std::endl;
-}
-
-// Parameters, optimizer state, position, schedule and loss scale of the last finished epoch.
+// Parameters, optimizer and schedule state, loss scale and position of the last checkpoint:
+// the end of an epoch, or a step inside one (a preempted run).
 void resume(Run& run) {
   const fs::path latest = checkpoint_path(resume_source(run.c));
-  const double schedule_start_lr = run.optimizer->lr();
   const CheckpointInfo info = load_checkpoint(latest, *run.model, run.optimizer.get());
-  // A new cosine horizon: the schedule replays the new curve from its start, not from the old
-  // curve's lr (chained from 0 it would stay at 0).
-  if (cosine_horizon_change(run) != nullptr) run.optimizer->set_lr(schedule_start_lr);
-  const std::string bad = first_non_finite(*run.model);
-  RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", latest.string(), " holds NaN or infinite ",
-                "values in ", bad, ": it cannot be resumed (the run had diverged)");
+  refuse_non_finite(run, latest);
   run.start_epoch = static_cast<int>(info.epoch);
+  run.start_batch = info.batches;
+  run.resumed_sums = info.epoch_sums;
   run.step = info.step;
-  for (int e = 0; e < run.start_epoch && run.schedule; ++e) run.schedule->step();
+  const std::string schedule_note =
+      resume_schedule(run.c, run.run_dir.changes, info, *run.optimizer, run.schedule);
   if (run.scaler.is_enabled() && !info.scaler.empty()) run.scaler.load_state_dict(info.scaler);
-  run.out << "resumed from " << latest.string() << " after epoch " << run.start_epoch << std::endl;
-  tell_schedule_change(run);
+  run.out << "resumed from " << latest.string() << " after epoch " << run.start_epoch;
+  if (run.start_batch > 0) {
+    run.out << " and " << run.start_batch << " batch(es) of epoch " << run.start_epoch + 1;
+  }
+  run.out << std::endl;
+  if (!schedule_note.empty()) run.out << schedule_note << std::endl;
   if (run.start_epoch >= run.c.epochs) {
     run.out << "the run has finished its " << run.c.epochs
             << " epochs: nothing to train (pass a larger --epochs to continue it)" << std::endl;
@@ -379,7 +319,29 @@ struct EpochStats {
   std::int64_t skipped = 0;  // steps skipped on overflow (f16)
   double seconds = 0;
   std::vector<core::TimeSplit> splits;  // where each step went on this rank, data wait included
+  std::int64_t batches = 0;             // the epoch's
+  bool stopped = false;                 // the ranks agreed to stop before its end
   double mean_loss() const { return loss_sum / std::max<double>(1, static_cast<double>(seen)); }
+  bool finished() const { return steps == batches; }
+
+  // The sums a mid-epoch checkpoint keeps (its "epoch_sums"), and back.
+  nn::NamedState sums() const {
+    nn::NamedState state;
+    state.set("loss_sum", loss_sum);
+    state.set("seen", static_cast<double>(seen));
+    state.set("steps", static_cast<double>(steps));
+    state.set("skipped", static_cast<double>(skipped));
+    state.set("seconds", seconds);
+    return state;
+  }
+  void add_sums(const nn::NamedState& state) {
+    if (state.empty()) return;
+    loss_sum += state.scalar("loss_sum");
+    seen += static_cast<std::int64_t>(state.scalar("seen"));
+    steps += static_cast<std::int64_t>(state.scalar("steps"));
+    skipped += static_cast<std::int64_t>(state.scalar("skipped"));
+    seconds += state.scalar("seconds");
+  }
 };
 
 // What to try after a divergence: the learning rate, unless the input normalization alone puts
@@ -424,12 +386,16 @@ void count_step(Run& run, int epoch, const StepSample& sample, EpochStats& stats
 }
 
 // Each step is counted when the next one has been queued (its loss read one step late), the
-// epoch's last once the loop ends.
+// epoch's last once the loop ends. A resumed run's first epoch starts at the checkpoint's batch
+// with its sums; the ranks' stop vote may end the pass after any step.
 EpochStats train_epoch(Run& run, int epoch) {
   const auto start = Clock::now();
-  auto it = run.train_loader->begin_epoch(epoch);
-  run.progress->begin_epoch(epoch, it.num_batches());
   EpochStats stats;
+  if (epoch == run.start_epoch) stats.add_sums(run.resumed_sums);
+  const std::int64_t first = epoch == run.start_epoch ? run.start_batch : 0;
+  auto it = run.train_loader->begin_epoch(epoch, first);
+  stats.batches = it.num_batches();
+  run.progress->begin_epoch(epoch, it.num_batches(), first);
   std::optional<StepSample> pending;
   core::ThreadClocks before = core::ThreadClocks::now();  // a step's start: the last one's end
   for (;;) {
@@ -445,73 +411,30 @@ EpochStats train_epoch(Run& run, int epoch) {
     const core::ThreadClocks after = core::ThreadClocks::now();
     stats.splits.push_back(core::split_between(before, after));
     before = after;
+    if (run.vote->after_step()) {
+      stats.stopped = true;
+      break;
+    }
   }
   if (pending) count_step(run, epoch, finish_sample(run, *pending), stats);
   run.progress->end_epoch();
-  stats.seconds = seconds_since(start);
+  stats.seconds += seconds_since(start);
   return stats;
 }
 
-// The sums of an evaluation: loss, examples, correct predictions (with and without test-time
-// augmentation) and per class, in one f64 vector so that ranks all-reduce them at once.
-class EvalTally {
- public:
-  explicit EvalTally(std::int64_t classes)
-      : classes_(classes), sums_(static_cast<std::size_t>(kPerClass + 2 * classes), 0.0) {}
-
-  // A batch: the logits that decide, the single view's (equal without augmentation), labels.
-  void add(const tensor::Tensor& logits, const tensor::Tensor& single_view,
-           const tensor::Tensor& labels_on_host) {
-    const tensor::Tensor labels = labels_on_host.to(logits.device());
-    sums_[kLoss] += tensor::cross_entropy(logits, labels, tensor::Reduction::sum).item();
-    const auto predicted = predictions(logits);
-    const auto single = single_view.same(logits) ? predicted : predictions(single_view);
-    const auto truth = labels_on_host.to_vector<std::int64_t>();
-    for (std::size_t i = 0; i < truth.size(); ++i) {
-      RINGLET_CHECK(truth[i] >= 0 && truth[i] < classes_, ValueError, "evaluate: label ", truth[i],
-                    " is outside the dataset's ", classes_, " classes");
-      const std::size_t at = slot(kPerClass + truth[i]);
-      sums_[at] += 1;
-      sums_[kExamples] += 1;
-      sums_[kSingleCorrect] += single[i] == truth[i] ? 1 : 0;
-      if (predicted[i] != truth[i]) continue;
-      sums_[kCorrect] += 1;
-      sums_[at + static_cast<std::size_t>(classes_)] += 1;
-    }
-  }
-
-  void all_reduce(collectives::Communicator& comm) {
-    comm.all_reduce(sums_.data(), sums_.data(), sums_.size(), core::DType::f64,
-                    collectives::ReduceOp::sum)
-        ->wait(core::Deadline::after(comm.timeout()));
-  }
-
-  EvalResult result() const {
-    EvalResult r;
-    r.examples = static_cast<std::int64_t>(sums_[kExamples]);
-    const double n = std::max<double>(1.0, sums_[kExamples]);
-    if (r.examples > 0) {
-      r.loss = sums_[kLoss] / n;
-      r.accuracy = sums_[kCorrect] / n;
-      r.single_view_accuracy = sums_[kSingleCorrect] / n;
-    }
-    for (std::int64_t k = 0; k < classes_; ++k) {
-      r.class_examples.push_back(static_cast<std::int64_t>(sums_[slot(kPerClass + k)]));
-      r.class_correct.push_back(static_cast<std::int64_t>(sums_[slot(kPerClass + classes_ + k)]));
-    }
-    return r;
-  }
-
- private:
-  static std::vector<std::int64_t> predictions(const tensor::Tensor& logits) {
-    return tensor::argmax(logits, 1).to(core::Device::cpu()).to_vector<std::int64_t>();
-  }
-  static std::size_t slot(std::int64_t i) { return static_cast<std::size_t>(i); }
-  static constexpr std::size_t kLoss = 0, kExamples = 1, kCorrect = 2, kSingleCorrect = 3;
-  static constexpr std::int64_t kPerClass = 4;  // then examples per class, then correct per class
-  std::int64_t classes_;
-  std::vector<double> sums_;
-};
+// What a checkpoint after `epochs_done` epochs (and `batches` of the next, with their sums)
+// holds besides the tensors.
+CheckpointInfo checkpoint_info(const Run& run, int epochs_done, std::int64_t batches = 0,
+                               nn::NamedState epoch_sums = {}) {
+  return CheckpointInfo{
+      .epoch = epochs_done,
+      .step = run.step,
+      .config = run.c.to_json().dump(),
+      .scaler = run.scaler.is_enabled() ? run.scaler.state_dict() : nn::NamedState{},
+      .schedule = run.schedule ? run.schedule->state_dict() : nn::NamedState{},
+      .batches = batches,
+      .epoch_sums = std::move(epoch_sums)};
+}
 
 // The epoch's summary line, its metrics.jsonl record and the checkpoint (rank 0 writes). Every
 // rank calls it: the ranks' step splits are gathered here.
@@ -549,10 +472,34 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
   record["ranks"] = distributed::splits_json(ranks);
   core::append_line(metrics_path(run.run_dir.path),
                     record.dump());  // before the checkpoint: see run_dir.h
-  save_checkpoint(
-      checkpoint_path(run.run_dir.path), *run.model, run.optimizer.get(),
-      CheckpointInfo{epoch + 1, run.step, run.c.to_json().dump(),
-                     run.scaler.is_enabled() ? run.scaler.state_dict() : nn::NamedState{}});
+  save_checkpoint(checkpoint_path(run.run_dir.path), *run.model, run.optimizer.get(),
+                  checkpoint_info(run, epoch + 1));
+}
+
+// A run stopped inside epoch `epoch`: rank 0 writes a checkpoint at its last step, with the
+// batches done and their sums, while the others wait. (No metrics record: the epoch goes on
+// when the run is resumed.)
+void save_stopped_epoch(Run& run, int epoch, const EpochStats& stats) {
+  if (run.rank == 0) {
+    save_checkpoint(checkpoint_path(run.run_dir.path), *run.model, run.optimizer.get(),
+                    checkpoint_info(run, epoch, stats.steps, stats.sums()));
+  }
+  if (run.comm != nullptr) run.comm->barrier()->wait(core::Deadline::after(run.comm->timeout()));
+}
+
+// The last lines of a run that stopped on a signal: what the checkpoint keeps, and the command
+// that goes on from there.
+void tell_stop(const Run& run, int signal, int epoch, const EpochStats* partial) {
+  run.out << "stopped by " << stop_signal_name(signal) << ": "
+          << checkpoint_path(run.run_dir.path).string() << " keeps ";
+  if (partial != nullptr) {
+    run.out << "epoch " << epoch + 1 << " up to batch " << partial->steps << " of "
+            << partial->batches;
+  } else {
+    run.out << epoch + 1 << " finished epoch(s)";
+  }
+  run.out << " (step " << run.step << "); continue with: ringlet train --out "
+          << run.run_dir.path.string() << " --resume" << std::endl;
 }
 
 // A NaN or infinite test loss or model state ends the run with an error before the epoch's
@@ -586,6 +533,12 @@ TrainResult train_epochs(Run& run) {
                                .events = run.events.get()});
   for (int epoch = run.start_epoch; epoch < run.c.epochs; ++epoch) {
     const EpochStats stats = train_epoch(run, epoch);
+    if (stats.stopped && !stats.finished()) {
+      save_stopped_epoch(run, epoch, stats);
+      tell_stop(run, run.vote->signal(), epoch, &stats);
+      result.stop_signal = run.vote->signal();
+      break;
+    }
     result.skipped_steps += stats.skipped;
     const double lr = run.optimizer->lr();
     if (run.schedule) run.schedule->step();
@@ -596,37 +549,16 @@ TrainResult train_epochs(Run& run) {
     if (run.comm != nullptr) run.comm->barrier()->wait(core::Deadline::after(run.comm->timeout()));
     result.epochs_done = epoch + 1;
     result.last_eval = eval;
+    if (epoch + 1 < run.c.epochs && run.vote->settle()) {
+      tell_stop(run, run.vote->signal(), epoch, nullptr);
+      result.stop_signal = run.vote->signal();
+      break;
+    }
   }
   return result;
 }
 
 }  // namespace
-
-EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options) {
-  RINGLET_CHECK(options.classes > 0, ValueError,
-                "evaluate: EvalOptions::classes must be the dataset's number of classes, got ",
-                options.classes);
-  tensor::NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
-  EvalTally tally(options.classes);
-  const auto params = model.parameters();
-  const core::Device device = params.empty() ? core::Device::cpu() : params.front().device();
-  auto it = loader.begin_epoch(0);
-  while (auto batch = it.next()) {
-    const tensor::Tensor images = batch->images.to(device);
-    const tensor::Tensor logits = model.forward(images);
-    if (!options.mirror) {
-      tally.add(logits, logits, batch->labels);
-      continue;
-    }
-    const tensor::Tensor mirrored = model.forward(tensor::flip(images, -1));
-    tally.add(tensor::mul(tensor::add(logits, mirrored), 0.5), logits, batch->labels);
-  }
-  model.train(was_training);
-  if (options.comm != nullptr && options.comm->size() > 1) tally.all_reduce(*options.comm);
-  return tally.result();
-}
 
 TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicator* comm,
                   collectives::BufferSpace* space) {
@@ -649,6 +581,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
     if (run.world > 1) distribute(run);
     run.trace =
         std::make_unique<StepTrace>(run.comm, run.rank, run.run_dir.path, run.c.trace_steps);
+    run.vote = std::make_unique<StopVote>(run.comm, run.stop_request);
     if (graphed) set_up_graph(run);
   } catch (...) {
     undo_new_run_dir(run.run_dir);  // a start that failed leaves no used-looking directory
@@ -685,22 +618,6 @@ void check_local_ranks_fit(const TrainConfig& c, const std::string& command) {
   job.private_bytes_per_rank = static_cast<std::uint64_t>(images * pixels) + (512ull << 20);
   job.what = core::str(command, " --nproc ", c.nproc);
   transport::check_local_job_fits(job);
-}
-
-EvalResult evaluate_checkpoint(const std::string& path, TrainConfig c,
-                               collectives::Communicator* comm) {
-  c.fill_dataset_defaults();
-  const int rank = comm != nullptr ? comm->rank() : 0, world = comm != nullptr ? comm->size() : 1;
-  auto model = build_model(c);
-  load_checkpoint(path, *model, nullptr);
-  // As a resume: weights that hold NaN or an infinity would only print a NaN loss.
-  const std::string bad = first_non_finite(*model);
-  RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", path, " holds NaN or infinite values in ",
-                bad,
-                ": there is nothing to evaluate (the run had diverged, or the file is damaged)");
-  const core::Device device = core::parse_device(c.device);
-  if (!device.is_cpu()) model->to(device);
-  return evaluate(*model, *make_test_loader(c, rank, world), eval_options(c, comm));
 }
 
 }  // namespace ringlet::trainer

@@ -41,6 +41,9 @@ struct TrainResult {
   int epochs_done = 0;
   EvalResult last_eval;
   std::int64_t skipped_steps = 0;  // f16: steps skipped because the gradients overflowed
+  // The signal that stopped the run early (SIGTERM, SIGINT, SIGUSR1: stop_request.h), after a
+  // checkpoint at the step every rank had reached; 0 when it ran its epochs.
+  int stop_signal = 0;
 };
 
 // Refuses, with the figures, `c.nproc` local ranks that would not fit this machine's memory

@@ -1,7 +1,9 @@
 // The launcher's control loop: host the store (node 0), agree on a job token with the other
 // nodes, start the workers, then one poll() loop over their output pipes and a self-pipe fed by
-// the SIGINT/SIGTERM handler, reaping exits every kPollMs. The first failure (or a forwarded
-// signal) stops everyone: SIGTERM to each worker's process group, SIGKILL after stop_grace.
+// the SIGINT/SIGTERM/SIGUSR1 handler, reaping exits every kPollMs. The first failure stops
+// everyone: SIGTERM to each worker's process group, SIGKILL after stop_grace. A signal is
+// forwarded as it came, SIGKILL following after signal_grace (a `ringlet train` worker saves a
+// checkpoint at its next step) or at a second signal.
 #include "distributed/launch/launcher.h"
 
 #include <arpa/inet.h>
@@ -65,7 +67,7 @@ extern "C" void forward_signal_handler(int sig) {
   errno = saved;
 }
 
-// SIGINT/SIGTERM handlers that write the signal number to a pipe the poll loop watches,
+// SIGINT/SIGTERM/SIGUSR1 handlers that write the signal number to a pipe the poll loop watches,
 // installed for one attempt and restored afterwards.
 class SignalPipe {
  public:
@@ -83,10 +85,12 @@ class SignalPipe {
     sigemptyset(&action.sa_mask);
     ::sigaction(SIGINT, &action, &old_int_);
     ::sigaction(SIGTERM, &action, &old_term_);
+    ::sigaction(SIGUSR1, &action, &old_usr1_);
   }
   ~SignalPipe() {
     ::sigaction(SIGINT, &old_int_, nullptr);
     ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGUSR1, &old_usr1_, nullptr);
     g_signal_fd.store(-1);
     ::close(fds_[0]);
     ::close(fds_[1]);
@@ -108,6 +112,7 @@ class SignalPipe {
   int fds_[2] = {-1, -1};
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_usr1_ {};
 };
 
 struct AttemptResult {
@@ -193,6 +198,11 @@ class Attempt {
     if (result_.failed_rank < 0 && result_.interrupt != 0) {
       result_.status = 128 + result_.interrupt;
     }
+    if (result_.failed_rank >= 0 && !missing_module_.empty() && !o_.python.empty()) {
+      err_ << "ringlet launch: " << o_.python << " has no module '" << missing_module_
+           << "'; run the workers with another python (RINGLET_PYTHON=/path/to/python, or "
+              "torchrun's PYTHON_EXEC), or install it for this one\n";
+    }
     result_.pids = pids();
     out_.flush();
     err_.flush();
@@ -204,6 +214,7 @@ class Attempt {
   // (stderr). Quiet ranks' stderr lines are kept (the last kTailLines) for their failure.
   void emit(int local, int stream, const std::string& line) {
     const int rank = workers_[local]->rank();
+    note_missing_module(line);
     logs_.write(local, stream, line);
     if (!logs_.shown(stream)) return;
     if (o_.quiet_others && rank != 0) {
@@ -215,15 +226,25 @@ class Attempt {
     }
     (stream == 0 ? out_ : err_) << "[rank " << rank << "] " << line << '\n';
   }
+  // A python worker's "ModuleNotFoundError: No module named 'torch'": the first module named.
+  void note_missing_module(const std::string& line) {
+    static const std::string kMarker = "ModuleNotFoundError: No module named '";
+    const std::size_t at = line.find(kMarker);
+    if (!missing_module_.empty() || at == std::string::npos) return;
+    const std::size_t begin = at + kMarker.size();
+    missing_module_ = line.substr(begin, line.find('\'', begin) - begin);
+  }
+
   struct Emitter {  // one worker stream's lines, for LineBuffer
     Attempt* attempt;
     int local, stream;
     void operator()(const std::string& line) const { attempt->emit(local, stream, line); }
   };
 
-  void stop_all(int sig) {
+  void stop_all(int sig) { stop_all(sig, o_.stop_grace); }
+  void stop_all(int sig, std::chrono::milliseconds grace) {
     for (auto& w : workers_) w->signal(sig);
-    if (!kill_at_) kill_at_ = Deadline::after(o_.stop_grace);
+    if (!kill_at_) kill_at_ = Deadline::after(grace);
   }
 
   // Waits up to kPollMs for a signal or worker output, then handles what arrived.
@@ -254,8 +275,10 @@ class Attempt {
     for (const int sig : signals_.drain()) {
       if (result_.interrupt == 0) {
         result_.interrupt = sig;
-        err_ << "ringlet launch: got " << signal_name(sig) << "; forwarding it to the workers\n";
-        stop_all(sig);
+        err_ << "ringlet launch: got " << signal_name(sig)
+             << "; forwarding it to the workers (SIGKILL in " << o_.signal_grace.count() / 1000
+             << " s, or at a second signal)\n";
+        stop_all(sig, o_.signal_grace);
       } else if (!killed_) {
         err_ << "ringlet launch: got " << signal_name(sig) << " again; killing the workers\n";
         stop_all(SIGKILL);
@@ -328,6 +351,7 @@ class Attempt {
   std::optional<Deadline> kill_at_;  // set once stopping has begun
   std::optional<Deadline> exit_by_;  // set once a worker has exited 0
   int first_done_ = -1;              // that worker's rank
+  std::string missing_module_;       // the first module a python worker could not import
   bool killed_ = false;              // SIGKILL sent
   std::optional<Deadline> drain_until_;
 };

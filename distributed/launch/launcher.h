@@ -50,12 +50,18 @@ struct LaunchOptions {
   // and several workers share the node. Off for ringlet's own commands, which size their
   // thread pools themselves.
   bool omp_one_thread = false;
+  // The python interpreter the workers run under (a script.py or -m module), "" for any other
+  // command: a worker's ModuleNotFoundError then names it and how to choose another.
+  std::string python;
   // Per-rank log files (see worker_logs.h): stream bits 1 stdout, 2 stderr; log_dir empty: none.
   std::string log_dir;
   int tee = 0;
   int redirects = 0;
-  // After the first failure or forwarded signal, workers get this long to exit before SIGKILL.
+  // After the first failure, workers get this long to exit before SIGKILL.
   std::chrono::milliseconds stop_grace{5000};
+  // After a forwarded SIGINT, SIGTERM or SIGUSR1 (Slurm's --signal), this long: a `ringlet
+  // train` worker finishes its step and writes a checkpoint first (torchrun also waits 30 s).
+  std::chrono::milliseconds signal_grace{30000};
   // Once a worker has exited 0, the others get this long to exit too; one still running then
   // is hung (stopped, or in a wait without a peer) and fails the attempt like a crash.
   // 0: the collectives' deadline (RINGLET_TIMEOUT, else 10 minutes).
@@ -65,10 +71,10 @@ struct LaunchOptions {
 // Runs `command` (program and arguments; the program is looked up in PATH like execvp) as
 // options.nproc_per_node workers and returns when all have exited: 0 when every worker exited
 // 0; otherwise the failing worker's status (its exit code, or 128 + signal) after naming its
-// rank on `err`; 128 + signal when the launcher itself got SIGINT or SIGTERM. Worker stdout
-// lines go to `out`, stderr lines to `err`. Installs SIGINT/SIGTERM handlers for its duration
-// (restored on return), so one launch() may run at a time per process; a second concurrent call
-// throws core::Error. Throws core::ValueError for bad options or a command that is not found,
+// rank on `err`; 128 + signal when the launcher itself got SIGINT, SIGTERM or SIGUSR1. Worker
+// stdout lines go to `out`, stderr lines to `err`. Installs those signals' handlers for its
+// duration (restored on return), so one launch() may run at a time per process; a second concurrent
+// call throws core::Error. Throws core::ValueError for bad options or a command that is not found,
 // core::TimeoutError when the nodes do not all join within rdzv_timeout.
 // The rendezvous timeout the commands start from: RINGLET_RDZV_TIMEOUT (seconds), else 600
 // (a flag overrides it; ValueError naming the variable when it is malformed).

@@ -410,6 +410,22 @@ TEST_CASE("ringlet launch as torchrun: its environment, python for .py, rendezvo
   }
 }
 
+TEST_CASE("ringlet launch: PYTHON_EXEC picks the python, named; a missing module says how") {
+  ringlet::testing::TempDir dir("ringlet_launch_python");
+  const fs::path script = dir.path / "needs_module.py";
+  std::ofstream(script) << "import ringlet_no_such_module\n";
+  const CommandResult r = finish_ringlet(start_ringlet(
+      "launch --nproc-per-node 2 '" + script.string() + "'", "PYTHON_EXEC=/usr/bin/python3"));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(
+      contains(r.output, "ringlet launch: running " + script.string() + " with /usr/bin/python3"));
+  CHECK(contains(r.output,
+                 "ringlet launch: /usr/bin/python3 has no module 'ringlet_no_such_module'; run "
+                 "the workers with another python (RINGLET_PYTHON=/path/to/python, or torchrun's "
+                 "PYTHON_EXEC)"));
+}
+
 TEST_CASE("ringlet launch: two node launchers on loopback share one store and token") {
   const std::string port = std::to_string(free_port());
   const std::string common =

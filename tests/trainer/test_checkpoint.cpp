@@ -272,8 +272,62 @@ TEST_CASE("a file without a checksum (PyTorch's) loads, with a one-line notice")
   std::cerr.rdbuf(saved);
   CHECK(got.at("w").to_vector<float>() == std::vector<float>{1.5f, -2.0f});
   CHECK(notice.str() == "notice: " + file.string() +
-                            " carries no 'ringlet_crc32' checksum (written elsewhere, or by "
-                            "ringlet before checksums): its data is loaded unverified\n");
+                            " carries no 'ringlet_crc32' checksum (written elsewhere, or by an "
+                            "older ringlet): its data is loaded unverified\n");
+}
+
+namespace {
+
+// `bytes` (a whole file) with its JSON header rewritten by `edit`, the data unchanged.
+std::string with_header(const std::string& bytes,
+                        const std::function<void(nlohmann::ordered_json&)>& edit) {
+  std::uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  auto header = nlohmann::ordered_json::parse(bytes.substr(8, header_len));
+  edit(header);
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  const std::uint64_t n = text.size();
+  std::memcpy(out.data(), &n, 8);
+  return out + text + bytes.substr(8 + header_len);
+}
+
+}  // namespace
+
+TEST_CASE("every metadata value is under a checksum: any altered, added or removed key is named") {
+  TempDir dir;
+  const fs::path good = dir.path / "good.safetensors", bad = dir.path / "bad.safetensors";
+  const st::Metadata metadata{{"epoch", "1"},
+                              {"step", "12"},
+                              {"config", R"({"lr": 0.05, "seed": 3})"},
+                              {"optim.param_groups.0.lr", "0.050000000000000003"},
+                              {"schedule.last_epoch", "1"}};
+  st::write(good, sample_tensors(), metadata);
+  const std::string bytes = read_bytes(good);
+  CHECK(st::read(good).metadata == metadata);
+  for (const auto& entry : metadata) {
+    const std::string key = entry.first;  // not a structured binding: CAPTURE takes it
+    CAPTURE(key);
+    write_bytes(bad, with_header(bytes, [&](nlohmann::ordered_json& h) {
+                  std::string value = h["__metadata__"][key];
+                  value.back() = value.back() == '1' ? '2' : '1';
+                  h["__metadata__"][key] = value;
+                }));
+    expect_error(bad, {"metadata '" + key + "' fails its CRC-32 check", "altered or damaged"});
+    CHECK_THROWS_AS(st::read_metadata(bad), CheckpointError);
+  }
+  write_bytes(bad, with_header(bytes, [](nlohmann::ordered_json& h) {
+                h["__metadata__"]["resumed"] = "yes";
+              }));
+  expect_error(bad, {"metadata 'resumed' is not covered by the file's checksum"});
+  write_bytes(
+      bad, with_header(bytes, [](nlohmann::ordered_json& h) { h["__metadata__"].erase("step"); }));
+  expect_error(bad, {"metadata 'step' is missing (the file's checksum covers it)"});
+  write_bytes(bad, with_header(bytes, [](nlohmann::ordered_json& h) {
+                h["__metadata__"]["ringlet_metadata_crc32"] = "[1, 2]";
+              }));
+  expect_error(bad, {"'ringlet_metadata_crc32' is not a JSON object of CRC-32s"});
 }
 
 namespace {
@@ -332,7 +386,11 @@ struct SavedRun {
   explicit SavedRun(const fs::path& file) {
     tensor::sum(model.forward(tensor::ones({3, 4}))).backward();
     optimizer.step();
-    save_checkpoint(file, model, &optimizer, CheckpointInfo{2, 7, R"({"model": "x"})", {}});
+    CheckpointInfo info;
+    info.epoch = 2;
+    info.step = 7;
+    info.config = R"({"model": "x"})";
+    save_checkpoint(file, model, &optimizer, info);
   }
 };
 

@@ -54,9 +54,29 @@ struct Metadata {
                   ": metadata '", key, "' is ", value, ", out of range [", least, ", ", most, "]");
     return value;
   }
+  bool has(const std::string& key) const { return values.count(key) != 0; }
+  // The scalars under "<prefix>.", the prefix dropped.
+  nn::NamedState scalars(const std::string& prefix) const {
+    nn::NamedState state;
+    for (const auto& [key, value] : values) {
+      if (key.rfind(prefix + ".", 0) == 0) state.set(key.substr(prefix.size() + 1), real(key));
+    }
+    return state;
+  }
 };
 
-// The format, position, config and loss scaler state the metadata records.
+// Writes `state` (scalars only) as "<prefix>.<key>" entries.
+void put_scalars(safetensors::Metadata& meta, const std::string& prefix,
+                 const nn::NamedState& state) {
+  for (const auto& [key, value] : state) {
+    RINGLET_CHECK(std::holds_alternative<double>(value), ValueError, "save_checkpoint: ", prefix,
+                  " state '", key, "' is not a scalar");
+    meta[prefix + "." + key] = exact(std::get<double>(value));
+  }
+}
+
+// The format, position, config, schedule, loss scaler and partial epoch the metadata records
+// ("batches" and the schedule are absent from checkpoints of older ringlets).
 CheckpointInfo info_from(const Metadata& meta) {
   RINGLET_CHECK(meta.text("format") == kFormat, ValueError, "checkpoint ", meta.path.string(),
                 ": format '", meta.text("format"), "', expected '", kFormat, "'");
@@ -64,9 +84,10 @@ CheckpointInfo info_from(const Metadata& meta) {
   info.epoch = meta.integer("epoch", 0, std::numeric_limits<std::int32_t>::max());
   info.step = meta.integer("step", 0, std::int64_t{1} << 53);
   info.config = meta.text("config");
-  for (const auto& [key, value] : meta.values) {
-    if (key.rfind("scaler.", 0) == 0) info.scaler.set(key.substr(7), meta.real(key));
-  }
+  info.scaler = meta.scalars("scaler");
+  info.schedule = meta.scalars("schedule");
+  if (meta.has("batches")) info.batches = meta.integer("batches", 0, std::int64_t{1} << 40);
+  info.epoch_sums = meta.scalars("epoch_sums");
   return info;
 }
 
@@ -133,12 +154,11 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                              {"epoch", std::to_string(info.epoch)},
                              {"step", std::to_string(info.step)},
                              {"config", info.config}};
+  if (info.batches > 0) meta["batches"] = std::to_string(info.batches);
   for (const auto& [name, value] : model.state_dict()) tensors.emplace_back("model." + name, value);
-  for (const auto& [key, value] : info.scaler) {
-    RINGLET_CHECK(std::holds_alternative<double>(value), ValueError,
-                  "save_checkpoint: loss scaler state '", key, "' is not a scalar");
-    meta["scaler." + key] = exact(std::get<double>(value));
-  }
+  put_scalars(meta, "scaler", info.scaler);
+  put_scalars(meta, "schedule", info.schedule);
+  put_scalars(meta, "epoch_sums", info.epoch_sums);
   if (optimizer != nullptr) {
     meta["optimizer"] = optimizer->name();
     for (const auto& [key, value] : optimizer->state_dict()) {

@@ -256,6 +256,9 @@ void write(const fs::path& path, const NamedTensors& tensors, const Metadata& me
     offset += bytes;
   }
   Metadata with_checksum = metadata;
+  with_checksum.erase(kChecksumKey);
+  with_checksum.erase(kMetadataChecksumKey);
+  with_checksum[kMetadataChecksumKey] = metadata_checksum_text(with_checksum);
   with_checksum[kChecksumKey] = checksum_text(bytes_of);
   nlohmann::ordered_json full = nlohmann::ordered_json::object();
   full["__metadata__"] = with_checksum;
@@ -298,9 +301,17 @@ struct Header {
   Fd file;
   std::uint64_t header_len = 0;
   std::vector<Entry> entries;
-  Metadata metadata;                    // without the checksum
+  Metadata metadata;                    // without the checksums
   std::optional<std::string> checksum;  // the file's checksum value, where it has one
 };
+
+// Moves metadata[key] into `value`, where the metadata has it.
+void take(Metadata& metadata, const char* key, std::optional<std::string>& value) {
+  const auto it = metadata.find(key);
+  if (it == metadata.end()) return;
+  value = it->second;
+  metadata.erase(it);
+}
 
 void read_header(const fs::path& path, Header& out) {
   out.file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -322,10 +333,13 @@ void read_header(const fs::path& path, Header& out) {
     out.entries.push_back(parse_entry(path, name, info, data_bytes));
   }
   check_coverage(path, out.entries, data_bytes);
-  const auto checksum = out.metadata.find(kChecksumKey);
-  if (checksum != out.metadata.end()) {
-    out.checksum = checksum->second;
-    out.metadata.erase(checksum);
+  take(out.metadata, kChecksumKey, out.checksum);
+  std::optional<std::string> metadata_checksum;
+  take(out.metadata, kMetadataChecksumKey, metadata_checksum);
+  if (metadata_checksum) {
+    verify_metadata_checksums(path, *metadata_checksum, out.metadata);
+  } else if (!out.metadata.empty()) {
+    notice_unverified(path, kMetadataChecksumKey, "its metadata's values are");
   }
 }
 
@@ -348,7 +362,7 @@ File read(const fs::path& path) {
   if (header.checksum) {
     verify_checksums(path, *header.checksum, bytes_of);
   } else {
-    notice_unverified(path);
+    notice_unverified(path, kChecksumKey, "its data is");
   }
   return result;
 }

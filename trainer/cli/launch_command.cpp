@@ -3,7 +3,10 @@
 // command. Bad flags are UsageErrors with the nearest valid flag; the work is launcher.cpp's.
 #include "trainer/cli/launch_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "core/env.h"
@@ -20,8 +23,9 @@ namespace {
 constexpr const char* kLaunchHelp =
     "usage: ringlet launch [options] [--] script.py|command [args...]\n"
     "\n"
-    "Runs nproc-per-node workers as torchrun does: a script.py with python (python3, or\n"
-    "RINGLET_PYTHON), -m module likewise, any other command as it is (found in PATH).\n"
+    "Runs nproc-per-node workers as torchrun does: a script.py with python (RINGLET_PYTHON,\n"
+    "else torchrun's PYTHON_EXEC, else python3 from PATH; the launcher says which), -m module\n"
+    "likewise, any other command as it is (found in PATH).\n"
     "Workers get torchrun's environment: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,\n"
     "GROUP_RANK, GROUP_WORLD_SIZE, ROLE_NAME, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR,\n"
     "MASTER_PORT (a free port, left to the job: a torch.distributed script's rank 0 hosts\n"
@@ -296,6 +300,23 @@ void apply_rendezvous(LaunchArgs& a) {
   }
 }
 
+// The python for script.py and -m: RINGLET_PYTHON, else torchrun's PYTHON_EXEC, else python3,
+// as a full path where PATH finds it (so the launcher can say which one ran).
+std::string python_interpreter() {
+  std::string python = core::env_string("RINGLET_PYTHON")
+                           .value_or(core::env_string("PYTHON_EXEC").value_or("python3"));
+  if (python.find('/') != std::string::npos) return python;
+  const std::string path = core::env_string("PATH").value_or("/usr/bin:/bin");
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    const std::filesystem::path candidate =
+        std::filesystem::path(path.substr(start, end - start)) / python;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return python;
+}
+
 // A .py script and -m module run under python, as torchrun runs them; --no-python runs the
 // command itself.
 std::vector<std::string> worker_command(const LaunchArgs& a) {
@@ -307,7 +328,7 @@ std::vector<std::string> worker_command(const LaunchArgs& a) {
   const std::string& first = a.command.front();
   const bool script = first.size() > 3 && first.compare(first.size() - 3, 3, ".py") == 0;
   if (a.no_python || (!a.module && !script)) return a.command;
-  std::vector<std::string> command{core::env_string("RINGLET_PYTHON").value_or("python3"), "-u"};
+  std::vector<std::string> command{python_interpreter(), "-u"};
   if (a.module) command.push_back("-m");
   command.insert(command.end(), a.command.begin(), a.command.end());
   return command;
@@ -338,6 +359,11 @@ int launch_command(const std::vector<std::string>& args, std::ostream& out, std:
   const std::vector<std::string> command = worker_command(a);
   distributed::LaunchOptions& options = a.options;
   options.omp_one_thread = true;
+  if (command.front() != a.command.front()) {  // a script.py or -m module, run under python
+    options.python = command.front();
+    err << "ringlet launch: running " << a.command.front() << " with " << options.python
+        << std::endl;
+  }
   if (!a.hosts.hosts.empty()) {
     if (a.node_flags) {
       throw UsageError("launch: --hosts/--hostfile set the nodes; drop --nnodes and --node-rank");

@@ -68,6 +68,7 @@ int train_worker(TrainConfig config, std::ostream& out) {
     distributed::attach_device(job, "train", device, core::Deadline::after(rdzv));
   }
   const TrainResult result = train(config, out, job.comm.get(), job.space.get());
+  if (result.stop_signal != 0) return 128 + result.stop_signal;  // train() said where it stopped
   if (job.info.rank == 0) {
     out << "done: " << result.epochs_done << " epoch(s) on " << job.info.world_size << " ranks, "
         << outcome(result) << "; run directory " << result.out_dir << std::endl;
@@ -214,6 +215,7 @@ int train_command(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (worker) return train_worker(config, out);
   const TrainResult result = train(config, out);
+  if (result.stop_signal != 0) return 128 + result.stop_signal;  // train() said where it stopped
   out << "done: " << result.epochs_done << " epoch(s), " << outcome(result) << "; run directory "
       << result.out_dir << "\n";
   return 0;

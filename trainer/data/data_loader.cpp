@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/deadline.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "tensor/ops/creation.h"
 
@@ -237,7 +238,7 @@ std::int64_t DataLoader::num_batches() const {
   return options_.drop_last ? n / bs : (n + bs - 1) / bs;
 }
 
-EpochIterator DataLoader::begin_epoch(std::int64_t epoch) {
+EpochIterator DataLoader::begin_epoch(std::int64_t epoch, std::int64_t first_batch) {
   sampler_->set_epoch(epoch);
   auto state = std::make_shared<State>();
   state->dataset = dataset_;
@@ -248,11 +249,15 @@ EpochIterator DataLoader::begin_epoch(std::int64_t epoch) {
   const auto n = static_cast<std::int64_t>(state->indices.size());
   state->num_batches = options_.drop_last ? n / options_.batch_size
                                           : (n + options_.batch_size - 1) / options_.batch_size;
+  RINGLET_CHECK(first_batch >= 0 && first_batch <= state->num_batches, ValueError,
+                "DataLoader: epoch ", epoch, " has ", state->num_batches,
+                " batches; cannot start at batch ", first_batch);
+  state->next_claim = state->next_deliver = first_batch;
   state->capacity = static_cast<std::int64_t>(options_.num_workers) * options_.prefetch_factor;
   state->exited.assign(static_cast<std::size_t>(options_.num_workers), 0);
   EpochIterator it(state);  // from here on, its destructor stops whatever was started
-  const int workers =
-      static_cast<int>(std::min<std::int64_t>(options_.num_workers, state->num_batches));
+  const int workers = static_cast<int>(
+      std::min<std::int64_t>(options_.num_workers, state->num_batches - first_batch));
   state->threads.reserve(static_cast<std::size_t>(workers));
   for (int w = 0; w < workers; ++w) {
     {

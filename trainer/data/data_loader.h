@@ -71,8 +71,10 @@ class DataLoader {
              std::shared_ptr<const Transform> transform = nullptr,
              std::shared_ptr<Sampler> sampler = nullptr);
 
-  // Sets the sampler's epoch (so a RandomSampler reshuffles) and starts the workers.
-  EpochIterator begin_epoch(std::int64_t epoch);
+  // Sets the sampler's epoch (so a RandomSampler reshuffles) and starts the workers. A
+  // first_batch > 0 starts there (a run resumed inside an epoch): the batches are the ones the
+  // whole epoch's pass would have built from that number on. ValueError past the last batch.
+  EpochIterator begin_epoch(std::int64_t epoch, std::int64_t first_batch = 0);
   std::int64_t num_batches() const;
   const DataLoaderOptions& options() const { return options_; }
   Sampler& sampler() { return *sampler_; }

@@ -1,0 +1,106 @@
+// Helpers of the tests that drive `ringlet train` runs to compare them: 2-rank runs on a small
+// slice of Fashion-MNIST, started and finished through the binary, the processes of a run found
+// by its directory, and two runs' checkpoints and records compared bit for bit.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringlet_command.h"
+#include "same_checkpoint.h"
+#include "trainer/checkpoint/safetensors.h"
+
+namespace ringlet::testing {
+
+namespace st = ringlet::trainer::safetensors;
+
+inline const char* const kSmall =
+    "--nproc 2 --limit_train 256 --limit_test 64 --threads 1 --workers 1 --log_every 1000";
+
+inline std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+inline FILE* start_train(const std::string& args) {
+  return start_command("timeout 120 '" + require_ringlet_binary() + "' train " + args);
+}
+
+inline CommandResult train(const std::string& args) { return finish_command(start_train(args)); }
+
+inline std::vector<nlohmann::json> read_lines(const std::filesystem::path& file) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+inline std::string file_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The pid of the process whose first argument is the ringlet binary and whose command line
+// mentions `marker` (a run directory): with `rank` < 0 the launcher (no RANK in its
+// environment), else that worker. -1 when there is none.
+inline pid_t find_ringlet(const std::string& marker, int rank) {
+  const std::string binary = ringlet_binary();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string command = file_text(entry.path() / "cmdline");
+    const std::string env = std::string(1, '\0') + file_text(entry.path() / "environ");
+    const std::string argv0 = command.substr(0, command.find('\0'));
+    if (!contains(command, marker) || (argv0 != binary && argv0 != "/proc/self/exe")) continue;
+    const bool has_rank = contains(env, std::string(1, '\0') + "RANK=");
+    const std::string wanted = std::string(1, '\0') + "RANK=" + std::to_string(rank) + '\0';
+    if (rank < 0 ? (!has_rank && argv0 == binary) : contains(env, wanted)) {
+      return static_cast<pid_t>(std::stoi(name));
+    }
+  }
+  return -1;
+}
+
+// Waits (up to 60 s) until `file` has at least `lines` lines.
+inline bool wait_for_lines(const std::filesystem::path& file, std::size_t lines) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = file_text(file);
+    if (static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) >= lines) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// Every tensor, the position and the schedule's state of two runs' checkpoints are equal.
+inline void check_same_run(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const auto ca = st::read(a / "checkpoint.safetensors");
+  const auto cb = st::read(b / "checkpoint.safetensors");
+  check_same_tensors(ca, cb);
+  for (const auto& [key, value] : ca.metadata) {
+    if (key == "config") continue;  // names the run directory
+    CAPTURE(key);
+    REQUIRE(cb.metadata.count(key) == 1);
+    CHECK(cb.metadata.at(key) == value);
+  }
+  CHECK(ca.metadata.size() == cb.metadata.size());
+  // The epochs' records agree too: losses, accuracy and lr (not the timings).
+  const auto ma = read_lines(a / "metrics.jsonl"), mb = read_lines(b / "metrics.jsonl");
+  REQUIRE(ma.size() == mb.size());
+  for (std::size_t e = 0; e < ma.size(); ++e) {
+    for (const char* key : {"epoch", "step", "loss", "test_loss", "accuracy", "lr"}) {
+      CAPTURE(e);
+      CAPTURE(key);
+      CHECK(ma[e][key] == mb[e][key]);
+    }
+  }
+}
+
+}  // namespace ringlet::testing
