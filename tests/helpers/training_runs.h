@@ -84,11 +84,12 @@ inline void check_same_run(const std::filesystem::path& a, const std::filesystem
   const auto ca = st::read(a / "checkpoint.safetensors");
   const auto cb = st::read(b / "checkpoint.safetensors");
   check_same_tensors(ca, cb);
-  for (const auto& [key, value] : ca.metadata) {
-    if (key == "config") continue;  // names the run directory
+  for (const auto& entry : ca.metadata) {
+    const std::string& key = entry.first;  // not a structured binding: CAPTURE takes it
+    if (key == "config") continue;         // names the run directory
     CAPTURE(key);
     REQUIRE(cb.metadata.count(key) == 1);
-    CHECK(cb.metadata.at(key) == value);
+    CHECK(cb.metadata.at(key) == entry.second);
   }
   CHECK(ca.metadata.size() == cb.metadata.size());
   // The epochs' records agree too: losses, accuracy and lr (not the timings).
