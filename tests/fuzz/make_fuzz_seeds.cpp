@@ -114,11 +114,18 @@ void checkpoint_seeds() {
   nn::SGD sgd{model.parameters(), {.lr = 0.1, .momentum = 0.9}};
   tensor::sum(model.forward(tensor::ones({3, 4}))).backward();
   sgd.step();
+  const auto position = [](std::int64_t epoch, std::int64_t step, const char* config) {
+    trainer::CheckpointInfo info;
+    info.epoch = epoch;
+    info.step = step;
+    info.config = config;
+    return info;
+  };
   trainer::save_checkpoint(file, model, &sgd,
-                           {2, 7, R"({"model": "x", "epochs": 3, "lr": 0.1})", {}});
+                           position(2, 7, R"({"model": "x", "epochs": 3, "lr": 0.1})"));
   put("checkpoint", "linear_sgd", read_all(file));
   nn::Adam adam{model.parameters(), {}};
-  trainer::save_checkpoint(file, model, &adam, {1, 3, "{}", {}});
+  trainer::save_checkpoint(file, model, &adam, position(1, 3, "{}"));
   put("checkpoint", "linear_adam", read_all(file));
   trainer::safetensors::write(file,
                               {{"a", tensor::ones({2, 3})},
