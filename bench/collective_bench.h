@@ -98,6 +98,9 @@ class ChildWatcher {
   // Waits up to `seconds` for every child to exit; returns "" or what went wrong.
   std::string wait_all(double seconds);
   std::string failure() const;
+  // The failure, waiting up to `seconds` for one: rank 0 failing in a step that noticed a dead
+  // rank by itself (shm's watch on a peer's process) names the death as the watcher saw it.
+  std::string failure_within(double seconds) const;
 
  private:
   struct State;

@@ -124,9 +124,8 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
     try {
       status = run_rank(coll, program, o, setup, live, peer);
     } catch (...) {
-      if (watcher && !watcher->failure().empty()) {
-        std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), watcher->failure().c_str());
-      }
+      const std::string death = watcher ? watcher->failure_within(1.0) : "";
+      if (!death.empty()) std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), death.c_str());
       throw;
     }
     if (watcher) {

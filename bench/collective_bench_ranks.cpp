@@ -162,6 +162,7 @@ struct ChildWatcher::State {
         if (!ok && failure.empty()) {
           failure = describe_status(static_cast<int>(i) + 1, children[i], status);
           failed_at = std::chrono::steady_clock::now();
+          cv.notify_all();
           auto notify = on_failure;
           const std::string message = failure;
           lock.unlock();
@@ -214,6 +215,13 @@ std::string ChildWatcher::wait_all(double seconds) {
 
 std::string ChildWatcher::failure() const {
   std::lock_guard lock(state_->mutex);
+  return state_->failure;
+}
+
+std::string ChildWatcher::failure_within(double seconds) const {
+  std::unique_lock lock(state_->mutex);
+  state_->cv.wait_for(lock, std::chrono::duration<double>(seconds),
+                      [&] { return !state_->failure.empty(); });
   return state_->failure;
 }
 
