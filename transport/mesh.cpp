@@ -80,6 +80,12 @@ void claim_rank(Store& store, const MeshOptions& o) {
                 "MASTER_PORT), or give each process its own RANK");
 }
 
+// Before this rank publishes anything: the job's world size, and the rank not held already.
+void check_joining(Store& store, const MeshOptions& o) {
+  check_world_size(store, o);
+  claim_rank(store, o);
+}
+
 // The ranks of keys not published yet, as "3, 7, 12" (at most the first 16 named).
 std::string missing_ranks(Store& store, const std::vector<std::string>& keys, int& count) {
   std::string missing;
@@ -159,8 +165,7 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
     o.tcp.socket_buffer_bytes =
         static_cast<int>(core::env_int("RINGLET_SOCKET_BUFFER", 0, 0, 1 << 30));
   }
-  check_world_size(store, o);
-  claim_rank(store, o);
+  check_joining(store, o);
   std::unique_ptr<Mesh> mesh(new Mesh());
   mesh->rank_ = o.rank;
   mesh->peers_.resize(o.world_size);
