@@ -23,15 +23,6 @@ bool resumable(const std::string& key) {
   return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
 }
 
-// The keys a fork (--resume_from) may change besides: the lr and its schedule, so that a run
-// that diverged can go on from its last good checkpoint with a smaller lr. The schedule is
-// then rebuilt from the command's (schedule_resume.h) and the change recorded in history.jsonl.
-bool forkable(const std::string& key) {
-  static const std::array<const char*, 5> kKeys = {"lr", "schedule", "step_size", "gamma",
-                                                   "warmup_epochs"};
-  return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
-}
-
 // The keys that say what to do with the run directory rather than how to train.
 bool directory_key(const std::string& key) {
   return key == "out" || key == "resume" || key == "reset" || key == "resume_from";
@@ -54,6 +45,12 @@ RunRecord unfinished_first_epoch(const std::filesystem::path& run_dir) {
 }
 
 }  // namespace
+
+bool schedule_key(const std::string& key) {
+  static const std::array<const char*, 5> kKeys = {"lr", "schedule", "step_size", "gamma",
+                                                   "warmup_epochs"};
+  return std::any_of(kKeys.begin(), kKeys.end(), [&](const char* k) { return key == k; });
+}
 
 RunRecord read_run_record(const std::filesystem::path& run_dir) {
   RunRecord run;
@@ -90,12 +87,12 @@ std::vector<RecipeChange> check_resume_changes(const RunRecord& run, const Train
   bool lr_refused = false;
   for (const auto& [key, value] : after.items()) {
     if (directory_key(key) || before.at(key) == value) continue;
-    if (resumable(key) || (fork && forkable(key))) {
+    if (resumable(key) || (fork && schedule_key(key))) {
       changes.push_back({key, before.at(key), value});
     } else {
       refused += core::str(refused.empty() ? "" : ", ", key, " ", before.at(key).dump(), " -> ",
                            value.dump());
-      lr_refused = lr_refused || forkable(key);
+      lr_refused = lr_refused || schedule_key(key);
     }
   }
   if (!refused.empty()) {

@@ -38,6 +38,12 @@ struct RecipeChange {
   nlohmann::json after;   // this command's
 };
 
+// The keys of the lr schedule (lr, schedule, step_size, gamma, warmup_epochs), which a fork
+// (--resume_from) may change besides, so that a run that diverged can go on from its last good
+// checkpoint with a smaller lr; the schedule is then rebuilt (schedule_resume.h) and the change
+// recorded in history.jsonl.
+bool schedule_key(const std::string& key);
+
 // The keys in which `config` differs from the run's recipe, all of them ones a resume may
 // change; a UsageError naming every other change, or fewer epochs than the run has finished.
 std::vector<RecipeChange> check_resume_changes(const RunRecord& run, const TrainConfig& config);

@@ -2,7 +2,6 @@
 #include "trainer/schedule_resume.h"
 
 #include <algorithm>
-#include <array>
 #include <iterator>
 
 #include "core/error.h"
@@ -31,13 +30,9 @@ void rebuild(const TrainConfig& c, std::int64_t epochs, nn::Optimizer& optimizer
 
 // The changes of the schedule's own keys.
 std::vector<RecipeChange> schedule_changes(const std::vector<RecipeChange>& changes) {
-  static const std::array<const char*, 5> kKeys = {"lr", "schedule", "step_size", "gamma",
-                                                   "warmup_epochs"};
   std::vector<RecipeChange> found;
   std::copy_if(changes.begin(), changes.end(), std::back_inserter(found),
-               [](const RecipeChange& change) {
-                 return std::find(kKeys.begin(), kKeys.end(), change.key) != kKeys.end();
-               });
+               [](const RecipeChange& change) { return schedule_key(change.key); });
   return found;
 }
 
