@@ -29,6 +29,7 @@
 #include "distributed/launch/launcher.h"
 #include "ringlet_command.h"
 #include "temp_dir.h"
+#include "training_runs.h"
 
 namespace fs = std::filesystem;
 using ringlet::distributed::launch;
@@ -462,24 +463,6 @@ TEST_CASE("ringlet launch: two node launchers on loopback share one store and to
 
 namespace {
 
-// The pid of the `ringlet train` worker of rank `rank` whose command line mentions `marker`
-// (its run directory), or -1.
-pid_t find_worker(const std::string& marker, int rank) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream cmdline(entry.path() / "cmdline"), environ(entry.path() / "environ");
-    const std::string command((std::istreambuf_iterator<char>(cmdline)), {});
-    const std::string env((std::istreambuf_iterator<char>(environ)), {});
-    if (contains(command, marker) &&
-        contains(std::string(1, '\0') + env,
-                 std::string(1, '\0') + "RANK=" + std::to_string(rank) + std::string(1, '\0'))) {
-      return static_cast<pid_t>(std::stoi(name));
-    }
-  }
-  return -1;
-}
-
 // Starts a 3-epoch, 2-rank `ringlet train` into `dir`, kills rank 1 with SIGKILL during epoch 2
 // (once epoch 1's checkpoint exists), and returns the run's exit status and output.
 CommandResult train_and_kill_rank1(const fs::path& dir, int max_restarts) {
@@ -493,7 +476,7 @@ CommandResult train_and_kill_rank1(const fs::path& dir, int max_restarts) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into epoch 2
-  const pid_t victim = find_worker(dir.string(), 1);
+  const pid_t victim = ringlet::testing::find_ringlet(dir.string(), 1);
   CHECK(victim > 0);
   if (victim > 0) ::kill(victim, SIGKILL);
   return finish_ringlet(run);
