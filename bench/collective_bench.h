@@ -61,6 +61,7 @@ struct BenchOptions {
   bool threads = false;  // --threads: the -np ranks as threads of this process
   int child_rank = -1;   // set on ranks spawned by -np
   int store_port = 0;
+  int parent_pid = 0;             // rank 0's pid, on ranks spawned by -np
   std::vector<std::string> args;  // argv[1..], forwarded to spawned ranks
 };
 

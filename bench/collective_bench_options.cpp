@@ -88,6 +88,7 @@ const std::map<std::string, std::string> kLongNames{{"minbytes", "b"},
                                                     {"min-time", "min-time"},
                                                     {"child-rank", "child-rank"},
                                                     {"store-port", "store-port"},
+                                                    {"parent-pid", "parent-pid"},
                                                     {"corrupt", "corrupt"},
                                                     {"threads", "threads"},
                                                     {"device", "device"}};
@@ -215,6 +216,8 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
     o.child_rank = parse_count(name, v, 1);
   } else if (flag == "store-port") {
     o.store_port = parse_count(name, v, 1);
+  } else if (flag == "parent-pid") {
+    o.parent_pid = parse_count(name, v, 1);
   } else {
     RINGLET_THROW(ValueError, "unknown flag '", arg, "'\n", usage(program));
   }
@@ -227,8 +230,9 @@ void check_combination(const BenchOptions& o) {
   RINGLET_CHECK(o.step_factor > 1 ? o.min_bytes > 0 : o.step_bytes > 0, ValueError,
                 o.step_factor > 1 ? "-b 0 with -f > 1 never grows: start at -b 1 or more"
                                   : "-i 0 never grows: give a step of at least 1 byte");
-  RINGLET_CHECK(o.child_rank < 0 || (o.np > o.child_rank && o.store_port > 0), ValueError,
-                "--child-rank is for ranks spawned by -np (needs -np and --store-port)");
+  RINGLET_CHECK(
+      o.child_rank < 0 || (o.np > o.child_rank && o.store_port > 0 && o.parent_pid > 0), ValueError,
+      "--child-rank is for ranks spawned by -np (needs -np, --store-port and --parent-pid)");
   RINGLET_CHECK(!o.threads || (o.np > 0 && o.child_rank < 0), ValueError,
                 "--threads runs the ranks -np N asks for: add -np");
 }

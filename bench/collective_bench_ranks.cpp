@@ -1,6 +1,6 @@
 // Rank setup of the collective benchmarks. With -np N the first process is rank 0: it hosts a
 // TcpStoreServer on 127.0.0.1 and re-executes /proc/self/exe for ranks 1..N-1 (its own
-// arguments plus --child-rank R --store-port P); a spawned rank dies with its parent
+// arguments plus --child-rank R --store-port P --parent-pid Q); a spawned rank dies with its parent
 // (PR_SET_PDEATHSIG, saying so on stderr), and an orphan sweeper removes what the job left in
 // /dev/shm should rank 0 be killed. Started by a launcher (RANK/WORLD_SIZE/..., no -np) the process
 // is one rank found by discover(). ChildWatcher turns a spawned rank's death into a clear error
@@ -36,8 +36,8 @@ pid_t spawn_rank(const BenchOptions& o, int rank, int port) {
   const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
   std::vector<std::string> args{len > 0 ? std::string(self, len) : "/proc/self/exe"};
   args.insert(args.end(), o.args.begin(), o.args.end());
-  args.insert(args.end(),
-              {"--child-rank", std::to_string(rank), "--store-port", std::to_string(port)});
+  args.insert(args.end(), {"--child-rank", std::to_string(rank), "--store-port",
+                           std::to_string(port), "--parent-pid", std::to_string(::getpid())});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -58,18 +58,19 @@ extern "C" void on_parent_death(int) {
   ::_exit(1);
 }
 
-// Die with rank 0, saying so, and do not start at all if it is already gone (reparented).
-void follow_parent(const char* program, int rank) {
+// Die with rank 0, saying so in the same words whether it dies now or had died before this rank
+// set the signal up (then this rank has another parent already).
+void follow_parent(const char* program, int rank, int parent_pid) {
   parent_died_length = static_cast<std::size_t>(
       std::snprintf(parent_died_message, sizeof parent_died_message,
                     "%s (rank %d): rank 0 (pid %d), which started this rank, died; exiting\n",
-                    program, rank, static_cast<int>(::getppid())));
+                    program, rank, parent_pid));
   parent_died_length = std::min(parent_died_length, sizeof parent_died_message - 1);
   struct sigaction action {};
   action.sa_handler = on_parent_death;
   ::sigaction(SIGUSR2, &action, nullptr);
   ::prctl(PR_SET_PDEATHSIG, SIGUSR2);
-  RINGLET_CHECK(::getppid() != 1, Error, program, ": rank 0 exited before rank ", rank, " started");
+  if (::getppid() != parent_pid) on_parent_death(SIGUSR2);
 }
 
 std::string describe_status(int rank, pid_t pid, int status) {
@@ -85,7 +86,7 @@ RankSetup setup_ranks(const BenchOptions& o, const char* program) {
   RankSetup s;
   const auto connect_deadline = core::Deadline::after(60s);
   if (o.child_rank >= 0) {
-    follow_parent(program, o.child_rank);
+    follow_parent(program, o.child_rank, o.parent_pid);
     s.rank = o.child_rank;
     s.world_size = o.np;
     s.store = std::make_unique<transport::TcpStore>("127.0.0.1", o.store_port, connect_deadline);
