@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace ringlet::core {
 
@@ -73,6 +74,15 @@ std::string str(const Args&... args) {
   std::ostringstream out;
   (out << ... << args);
   return out.str();
+}
+
+// The items with `separator` between them, for messages: join({"a.weight", "b"}) is
+// "a.weight, b".
+inline std::string join(const std::vector<std::string>& items,
+                        const std::string& separator = ", ") {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : separator) + items[i];
+  return out;
 }
 
 }  // namespace ringlet::core

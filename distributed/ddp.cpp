@@ -11,11 +11,12 @@
 
 #include "core/log.h"
 #include "distributed/device_space.h"
+#include "tensor/autograd.h"
 #include "tensor/ops.h"
 
 namespace ringlet::distributed {
 
-struct DistributedDataParallel::State {
+struct DistributedDataParallel::State : std::enable_shared_from_this<State> {
   struct Slot {
     std::size_t param;   // index into params
     std::size_t offset;  // in the bucket, elements
@@ -38,11 +39,14 @@ struct DistributedDataParallel::State {
   std::vector<std::pair<std::size_t, std::size_t>> where;  // param -> (bucket, slot)
   std::vector<Bucket> buckets;
   std::vector<bool> ready;
+  std::size_t arrived = 0;  // how many of ready are true
+  bool end_queued = false;  // the end-of-backward callback is queued
   std::size_t next_launch = 0;
   bool sync = true;
   bool find_unused = false;
   bool broadcast_buffers = true;
   bool grad_as_view = false;
+  std::chrono::steady_clock::duration last_wait{};  // the last finish's wait for its buckets
   float scale = 1;  // 1 / world size: the average is taken as each gradient enters its bucket
   std::vector<tensor::Tensor> views;  // param -> its slot of its bucket, shaped like the param
   std::vector<tensor::Tensor> buffers;
@@ -56,6 +60,7 @@ struct DistributedDataParallel::State {
       b.work = nullptr;
     }
     std::fill(ready.begin(), ready.end(), false);
+    arrived = 0;
     next_launch = 0;
   }
 
@@ -200,8 +205,115 @@ struct DistributedDataParallel::State {
     }
     if (grad_as_view) params[index].set_grad(views[index]);
     ready[index] = true;
+    ++arrived;
     --b.pending;
     launch_ready_buckets();
+    queue_end_of_backward();
+  }
+
+  // Once per backward pass, on its first gradient: finish the reduction when the pass ends.
+  void queue_end_of_backward() {
+    if (end_queued) return;
+    end_queued = true;
+    tensor::queue_backward_callback([weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->end_of_backward();
+    });
+  }
+
+  // The end of a backward pass that delivered gradients: the reduction finishes now if every
+  // parameter's gradient is in (or find_unused_parameters fills the rest with zeros). Otherwise
+  // it stays open for a later backward of the same step (several losses); the next forward
+  // refuses an open one, naming the parameters without a gradient.
+  void end_of_backward() {
+    std::lock_guard lock(mutex);
+    end_queued = false;
+    if (arrived == params.size() || find_unused) finish();
+  }
+
+  std::vector<std::string> missing_names() const {
+    std::vector<std::string> missing;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (!ready[k]) missing.push_back(names[k]);
+    }
+    return missing;
+  }
+
+  // Unused parameters (find_unused_parameters): zeros in their slots, and the buckets they
+  // held back launched.
+  void fill_unused() {
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (ready[k]) continue;
+      const auto [bi, si] = where[k];
+      auto& b = buckets[bi];
+      if (space != nullptr) {
+        tensor::copy_(views[k], tensor::zeros({1}, core::DType::f32, device));
+      } else {
+        std::fill_n(b.flat.data<float>() + b.slots[si].offset, b.slots[si].numel, 0.0f);
+      }
+      if (grad_as_view) params[k].set_grad(views[k]);
+      ready[k] = true;
+      --b.pending;
+    }
+    arrived = params.size();
+    launch_ready_buckets();
+  }
+
+  // Waits for every bucket (the stream waits, on a device) and puts the averages in each .grad.
+  void wait_and_copy_back() {
+    const collectives::TraceScope span(comm->tracer().enabled() ? &comm->tracer() : nullptr,
+                                       "gradient sync wait", "ddp");
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = core::Deadline::after(comm->timeout());
+    for (auto& b : buckets) {
+      if (space != nullptr) {  // the stream waits; the host goes on
+        distributed::wait_on_stream(b.work, tensor::device::current_stream(device), deadline);
+      } else {
+        b.work->wait(deadline);
+      }
+      if (b.wire.defined()) tensor::copy_(b.flat, b.wire);  // decompress: widen to f32
+      if (grad_as_view) continue;  // every .grad is already a view of its slot
+      for (const auto& s : b.slots) copy_back(b, s);
+    }
+    last_wait = std::chrono::steady_clock::now() - started;
+  }
+
+  void copy_back(const Bucket& b, const Slot& s) {
+    tensor::Tensor& p = params[s.param];
+    tensor::Tensor grad = p.grad();
+    if (!grad.defined()) {
+      grad = tensor::Tensor::empty(p.shape(), core::DType::f32, device);
+      p.set_grad(grad);
+    }
+    if (space != nullptr) {
+      tensor::copy_(grad, views[s.param]);
+    } else {
+      std::memcpy(grad.data<float>(), b.flat.data<float>() + s.offset, s.numel * sizeof(float));
+    }
+  }
+
+  // The step's reduction, finished: every gradient in (an error naming the missing ones, or
+  // zeros with find_unused_parameters), every bucket waited for, the averages in .grad.
+  void finish() {
+    if (arrived < params.size()) {
+      if (!find_unused) {
+        const std::string list = core::join(missing_names(), ", ");
+        discard();
+        RINGLET_THROW(ValueError, "DDP: rank ", comm->rank(),
+                      ": these parameters received no gradient in this backward: ", list,
+                      ". Use every parameter in forward, or enable find_unused_parameters");
+      }
+      fill_unused();
+    }
+    wait_and_copy_back();
+    reset();
+  }
+
+  // An unfinished step given up: the launched buckets waited for (their all-reduces write into
+  // the buckets the next backward fills), then the bookkeeping reset.
+  void discard() {
+    const auto deadline = core::Deadline::after(comm->timeout());
+    for (std::size_t k = 0; k < next_launch; ++k) buckets[k].work->wait(deadline);
+    reset();
   }
 };
 
@@ -261,9 +373,35 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
             " parameters in ", st.buckets.size(), " bucket(s)");
 }
 
-DistributedDataParallel::~DistributedDataParallel() = default;
+DistributedDataParallel::~DistributedDataParallel() {
+  State& st = *state_;
+  std::lock_guard lock(st.mutex);
+  if (st.arrived == 0) return;
+  core::log(core::LogLevel::warn, "DDP: rank ", comm_.rank(),
+            ": destroyed with the last step's gradient reduction unfinished; these parameters "
+            "received no gradient: ",
+            core::join(st.missing_names(), ", "));
+  try {
+    st.discard();
+  } catch (const std::exception& e) {
+    core::log(core::LogLevel::warn, "DDP: rank ", comm_.rank(), ": ", e.what());
+  }
+}
+
+void DistributedDataParallel::check_step_finished() {
+  State& st = *state_;
+  std::lock_guard lock(st.mutex);
+  if (st.arrived == 0) return;
+  const std::string list = core::join(st.missing_names(), ", ");
+  st.discard();
+  RINGLET_THROW(ValueError, "DDP: rank ", comm_.rank(),
+                ": expected the previous step's gradient reduction to have finished before a "
+                "new forward; these parameters received no gradient in its backward: ",
+                list, ". Use every parameter in forward, or enable find_unused_parameters");
+}
 
 tensor::Tensor DistributedDataParallel::forward(const tensor::Tensor& input) {
+  check_step_finished();
   if (state_->broadcast_buffers && comm_.size() > 1) {
     state_->broadcast_buffers_from_rank0(core::Deadline::after(comm_.timeout()));
   }
@@ -272,61 +410,14 @@ tensor::Tensor DistributedDataParallel::forward(const tensor::Tensor& input) {
 
 void DistributedDataParallel::finish_gradient_sync() {
   State& st = *state_;
-  std::unique_lock lock(st.mutex);
-  if (!st.sync) return;
-  std::vector<std::string> missing;
-  for (std::size_t k = 0; k < st.params.size(); ++k) {
-    if (!st.ready[k]) missing.push_back(st.names[k]);
-  }
-  if (!missing.empty()) {
-    if (!st.find_unused) {
-      std::string list;
-      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-      st.reset();
-      RINGLET_THROW(ValueError, "DDP: rank ", comm_.rank(),
-                    ": these parameters received no "
-                    "gradient in this backward: ",
-                    list, ". Use every parameter in forward, or enable find_unused_parameters");
-    }
-    for (std::size_t k = 0; k < st.params.size(); ++k) {  // unused: contribute zeros
-      if (st.ready[k]) continue;
-      const auto [bi, si] = st.where[k];
-      auto& b = st.buckets[bi];
-      if (st.space != nullptr) {
-        tensor::copy_(st.views[k], tensor::zeros({1}, core::DType::f32, st.device));
-      } else {
-        std::fill_n(b.flat.data<float>() + b.slots[si].offset, b.slots[si].numel, 0.0f);
-      }
-      if (st.grad_as_view) st.params[k].set_grad(st.views[k]);
-      st.ready[k] = true;
-      --b.pending;
-    }
-    st.launch_ready_buckets();
-  }
-  const auto deadline = core::Deadline::after(comm_.timeout());
-  for (auto& b : st.buckets) {
-    if (st.space != nullptr) {  // the stream waits; the host goes on
-      distributed::wait_on_stream(b.work, tensor::device::current_stream(st.device), deadline);
-    } else {
-      b.work->wait(deadline);
-    }
-    if (b.wire.defined()) tensor::copy_(b.flat, b.wire);  // decompress: widen to f32
-    if (st.grad_as_view) continue;  // every .grad is already a view of its slot
-    for (const auto& s : b.slots) {
-      tensor::Tensor& p = st.params[s.param];
-      tensor::Tensor grad = p.grad();
-      if (!grad.defined()) {
-        grad = tensor::Tensor::empty(p.shape(), core::DType::f32, st.device);
-        p.set_grad(grad);
-      }
-      if (st.space != nullptr) {
-        tensor::copy_(grad, st.views[s.param]);
-      } else {
-        std::memcpy(grad.data<float>(), b.flat.data<float>() + s.offset, s.numel * sizeof(float));
-      }
-    }
-  }
-  st.reset();
+  std::lock_guard lock(st.mutex);
+  if (!st.sync || st.arrived == 0) return;  // nothing open: backward finished it
+  st.finish();
+}
+
+std::chrono::steady_clock::duration DistributedDataParallel::last_sync_wait() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->last_wait;
 }
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& ddp) : ddp_(ddp) {

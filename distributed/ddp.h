@@ -6,29 +6,38 @@
 //   size (as PyTorch's reducer does), into its bucket; a complete bucket's all-reduce (sum)
 //   starts at once, in bucket order, on the communicator's progress thread, overlapping the
 //   rest of backward.
-// - finish_gradient_sync() (after backward, before the optimizer step) waits for every bucket
-//   and copies the averages back into each parameter's .grad. With gradient_as_bucket_view
-//   (PyTorch's option of that name) there is no copy: the hook makes each .grad a view of its
-//   slot in the bucket, so it holds the average once the bucket's all-reduce is done. Such a
-//   .grad is overwritten by the next backward; keep a clone to hold on to it.
+// - Backward finishes the reduction, as PyTorch's does: the first gradient hook of a backward
+//   pass queues a callback that runs when the pass ends (tensor::queue_backward_callback); once
+//   every parameter's gradient is in, it waits for every bucket and copies the averages back
+//   into each parameter's .grad. So `loss.backward(); optimizer.step()` is a correct DDP step.
+//   A backward that left some parameters without a gradient leaves the step open (a second
+//   backward of the same step may bring them); the next forward() refuses an open step, naming
+//   them, as PyTorch's "Expected to have finished reduction in the prior iteration".
+//   finish_gradient_sync() finishes an open step explicitly (and is a no-op after a backward
+//   that finished it).
+// - With gradient_as_bucket_view (PyTorch's option of that name) there is no copy: the hook
+//   makes each .grad a view of its slot in the bucket, so it holds the average once the
+//   bucket's all-reduce is done. Such a .grad is overwritten by the next backward; keep a clone
+//   to hold on to it.
 // - A parameter that got no gradient is an error naming it, unless find_unused_parameters
 //   (then it contributes zeros). no_sync() skips the all-reduce for gradient accumulation.
 // - On a device (options.device_space): parameters, buckets and buffers stay on the device.
 //   A gradient enters its bucket by a device op on the current stream; a complete bucket's
 //   all-reduce is issued at once (ordered after that stream by an event) and runs on the
-//   space's communication stream; finish_gradient_sync() makes the current stream wait for
+//   space's communication stream; the end of backward makes the current stream wait for
 //   every bucket (wait_on_stream), so the optimizer's kernels queue behind the all-reduces and
 //   the host never waits. Buffers are broadcast the same way.
 // - forward() first broadcasts the buffers (BatchNorm running stats) from rank 0, as PyTorch
 //   does by default (broadcast_buffers), coalesced into one broadcast of all their bytes.
 // - A communication hook (PyTorch's fp16_compress_hook / bf16_compress_hook): each complete
 //   bucket, already divided by the world size, is rounded to f16 or bf16 into a wire buffer of
-//   half the bytes, that buffer is all-reduced (summed in that precision), and
-//   finish_gradient_sync() widens the sums back into the f32 bucket. Half the bytes on the
-//   wire, at the cost of rounding each gradient (f16 also flushes values below 6e-8 to zero
-//   and overflows above 65504; bf16 keeps f32's range with 8 bits of mantissa).
+//   half the bytes, that buffer is all-reduced (summed in that precision), and the step's
+//   finish widens the sums back into the f32 bucket. Half the bytes on the wire, at the cost of
+//   rounding each gradient (f16 also flushes values below 6e-8 to zero and overflows above 65504;
+//   bf16 keeps f32's range with 8 bits of mantissa).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -60,10 +69,16 @@ class DistributedDataParallel {
  public:
   DistributedDataParallel(std::shared_ptr<nn::Module> module, collectives::Communicator& comm,
                           DDPOptions options = {});
+  // Logs a warning when a step's reduction was left open.
   ~DistributedDataParallel();
 
+  // Refuses to start a step while the previous one's reduction is open (see above).
   tensor::Tensor forward(const tensor::Tensor& input);
+  // Finishes an open step's reduction now; a no-op when backward finished it.
   void finish_gradient_sync();
+  // How long the last finished reduction waited for its buckets after backward's last
+  // gradient (the trace's "gradient sync wait").
+  std::chrono::steady_clock::duration last_sync_wait() const;
 
   // While a NoSync lives, backward passes accumulate gradients locally without all-reduce.
   class NoSync {
@@ -86,6 +101,9 @@ class DistributedDataParallel {
   struct State;
 
  private:
+  // Throws the open step's error, the step given up (forward() calls it first).
+  void check_step_finished();
+
   std::shared_ptr<nn::Module> module_;
   collectives::Communicator& comm_;
   std::shared_ptr<State> state_;

@@ -60,8 +60,7 @@ int main() {
   for (int step = 0; step < 20; ++step) {
     optimizer.zero_grad();
     tensor::Tensor loss = loss_fn.forward(ddp.forward(inputs), labels);
-    loss.backward();             // the buckets' all-reduces start as their gradients are ready
-    ddp.finish_gradient_sync();  // PyTorch waits for them inside backward(); here, explicitly
+    loss.backward();  // the buckets' all-reduces start as gradients are ready; backward waits
     optimizer.step();
     last = loss.item();
     if (step == 0) first = last;

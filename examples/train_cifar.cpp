@@ -109,8 +109,7 @@ int main(int argc, char** argv) {
       optimizer.zero_grad();
       Tensor loss =
           loss_fn.forward(ddp.forward(batch->images.to(device)), batch->labels.to(device));
-      loss.backward();
-      ddp.finish_gradient_sync();
+      loss.backward();  // ends once DDP's all-reduces are done
       optimizer.step();
       total += loss.item();
       ++steps;

@@ -1,10 +1,13 @@
 // The autograd engine: iterative topological sort (an explicit stack, so a 10,000-op chain
 // cannot overflow the call stack), dependency counting, gradient summation where paths meet,
-// accumulation into leaves and their hooks once a leaf's gradient is final.
+// accumulation into leaves and their hooks once a leaf's gradient is final, then the callbacks
+// the hooks queued.
 #include "tensor/autograd.h"
 
+#include <functional>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "tensor/op_context.h"
 #include "tensor/ops/elementwise.h"
@@ -13,6 +16,30 @@ namespace ringlet::tensor {
 namespace {
 thread_local bool t_grad_enabled = true;
 thread_local BackwardObserver t_backward_observer;
+// The callbacks of the backward pass running on this thread; null outside one.
+thread_local std::vector<std::function<void()>>* t_callbacks = nullptr;
+
+// Makes `callbacks` the thread's queue for one backward pass; the previous queue (a backward
+// run from a hook or a callback) is put back after.
+class CallbackQueue {
+ public:
+  CallbackQueue() : previous_(std::exchange(t_callbacks, &callbacks_)) {}
+  ~CallbackQueue() { t_callbacks = previous_; }
+  CallbackQueue(const CallbackQueue&) = delete;
+  CallbackQueue& operator=(const CallbackQueue&) = delete;
+
+  // By index: a callback may queue another.
+  void run_all() {
+    for (std::size_t i = 0; i < callbacks_.size(); ++i) {
+      std::function<void()> callback = std::move(callbacks_[i]);
+      callback();
+    }
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
 
 // Runs a node's backward with the thread's op context naming it (tensor/op_context.h).
 std::vector<Tensor> apply_noted(Node& node, const Tensor& grad_output,
@@ -33,6 +60,12 @@ std::vector<Tensor> apply_observed(Node& node, const Tensor& grad_output,
   return grads;
 }
 }  // namespace
+
+void queue_backward_callback(std::function<void()> callback) {
+  RINGLET_CHECK(t_callbacks != nullptr, AutogradError,
+                "queue_backward_callback outside a backward pass: call it from a gradient hook");
+  t_callbacks->push_back(std::move(callback));
+}
 
 BackwardObserver set_backward_observer(BackwardObserver observer) {
   return std::exchange(t_backward_observer, std::move(observer));
@@ -227,12 +260,14 @@ class GraphTask {
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   const Tensor seed = seed_gradient(root, gradient);
   NoGradGuard no_grad;  // gradients are plain tensors (no higher-order graphs)
+  CallbackQueue callbacks;
   if (root.is_leaf()) {
     finish_leaf(root, seed);
-    return;
+  } else {
+    GraphTask task(count_dependencies(root.grad_fn().get()), retain_graph);
+    task.run(root.grad_fn(), seed);
   }
-  GraphTask task(count_dependencies(root.grad_fn().get()), retain_graph);
-  task.run(root.grad_fn(), seed);
+  callbacks.run_all();
 }
 
 // --- Tensor's autograd methods ---

@@ -67,6 +67,12 @@ using BackwardObserver =
                        std::chrono::steady_clock::time_point end)>;
 BackwardObserver set_backward_observer(BackwardObserver observer);
 
+// Runs `callback` once the backward pass running on this thread has run every node and hook,
+// before Tensor::backward returns; callbacks run in the order queued, and one may queue another
+// (PyTorch's Engine::queue_callback). An exception from one ends the backward with it. Outside a
+// backward pass: AutogradError.
+void queue_backward_callback(std::function<void()> callback);
+
 // The engine behind Tensor::backward.
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 

@@ -261,8 +261,7 @@ void set_up_graph(Run& run) {
           logits = run.ddp ? run.ddp->forward(images) : run.model->forward(images);
         }
         tensor::Tensor loss = run.criterion.forward(logits, labels);
-        loss.backward();
-        if (run.ddp) run.ddp->finish_gradient_sync();
+        loss.backward();  // with DDP, its all-reduces finish here
         run.optimizer->step();
         return loss;
       });
@@ -285,12 +284,9 @@ StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
     loss = run.criterion.forward(logits, batch.labels.to(run.device));
   }
   {
+    // With DDP, backward ends waiting for its all-reduces (the trace's gradient sync wait).
     const collectives::TraceScope span(tracer, "backward", "backward");
     run.scaler.scale(loss).backward();
-  }
-  if (run.ddp) {
-    const collectives::TraceScope span(tracer, "gradient sync wait", "ddp");
-    run.ddp->finish_gradient_sync();
   }
   StepSample sample;
   sample.examples = batch.labels.numel();

@@ -1,8 +1,8 @@
 // DDP: 2 ranks x batch 32 end with the parameters of 1 rank x batch 64 on the same data; the
 // first bucket's all-reduce starts before backward ends (trace); the fp16 / bf16 compression
-// hooks halve the bytes all-reduced (trace) and round the average; unused parameters are an
-// error naming them unless find_unused_parameters; no_sync accumulates; parameters start
-// from rank 0's values. DistributedSampler shards are disjoint, cover, equal and reshuffle.
+// hooks halve the bytes all-reduced (trace) and round the average; parameters start from rank
+// 0's values (how backward finishes a step: test_ddp_backward.cpp). DistributedSampler shards
+// are disjoint, cover, equal and reshuffle.
 // SyncBatchNorm: 2 ranks x 32 with synchronized statistics match 1 rank x 64, buffers included
 // (and plain BatchNorm, as a control, does not). On the emulated device, DDP's buckets
 // all-reduced on the communication stream give the same parameters as the host's reference,
@@ -124,8 +124,7 @@ void ddp_steps(distributed::DistributedDataParallel& ddp, nn::SGD& opt, Data (*b
     const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32).to(device);
     const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous().to(device);
     opt.zero_grad();
-    local_loss.forward(ddp.forward(x), y).backward();
-    ddp.finish_gradient_sync();
+    local_loss.forward(ddp.forward(x), y).backward();  // PyTorch's loop: backward finishes DDP
     opt.step();
   }
 }
@@ -145,20 +144,6 @@ void match_reference(const std::vector<std::vector<std::vector<float>>>& got,
   }
   CHECK(got[0] == got[1]);  // ranks agree bitwise
 }
-
-// A module with a layer its forward never uses.
-class TwoHeads : public nn::Module {
- public:
-  explicit TwoHeads(tensor::Generator& gen)
-      : used_(register_module("used", std::make_shared<nn::Linear>(4, 4, gen))),
-        spare_(register_module("spare", std::make_shared<nn::Linear>(4, 4, gen))) {}
-  Tensor forward(const Tensor& x) override { return used_->forward(x); }
-  std::string type_name() const override { return "TwoHeads"; }
-  nn::Linear& spare() { return *spare_; }
-
- private:
-  std::shared_ptr<nn::Linear> used_, spare_;
-};
 
 }  // namespace
 
@@ -360,7 +345,6 @@ void host_waits_per_step(const std::function<core::Device(int)>& device_of) {
           opt.zero_grad();
           Tensor loss = loss_fn.forward(ddp.forward(d.x), d.y);
           loss.backward();
-          ddp.finish_gradient_sync();
           opt.step();
           return loss;
         };
@@ -515,14 +499,24 @@ TEST_CASE("buckets follow PyTorch's assignment: a bucket closes once it reaches 
   });
 }
 
-TEST_CASE("the first bucket's all-reduce starts before backward ends") {
+namespace {
+
+// A trace event of one all-reduce step (DDP's own spans carry no op).
+bool is_all_reduce_step(const nlohmann::json& e) {
+  return e.value("ph", "") == "X" && e.contains("args") &&
+         e["args"].value("op", "") == "all_reduce";
+}
+
+}  // namespace
+
+TEST_CASE("the first bucket's all-reduce starts before backward's last gradient") {
   namespace fs = std::filesystem;
   const fs::path dir = ringlet::testing::process_temp_path("ringlet_ddp_trace");
   fs::remove_all(dir);
   CommOptions options;
   options.name = "ddp-overlap";
   options.trace_dir = dir.string();
-  std::vector<double> backward_end_us(2);
+  std::vector<double> last_grad_us(2);
   run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
     tensor::Generator gen(5);
     auto model = std::make_shared<nn::Sequential>();
@@ -536,12 +530,14 @@ TEST_CASE("the first bucket's all-reduce starts before backward ends") {
     distributed::DistributedDataParallel ddp(model, comm, ddp_options);
     CHECK(ddp.num_buckets() >= 3);
     const Tensor x = tensor::randn({512, 256}, gen);
-    Tensor loss = tensor::mean(ddp.forward(x));
-    loss.backward();
-    backward_end_us[rank] = std::chrono::duration<double, std::micro>(
-                                std::chrono::steady_clock::now().time_since_epoch())
-                                .count();
-    ddp.finish_gradient_sync();
+    // The first layer's weight is the last gradient backward computes (before it waits for the
+    // buckets).
+    model->parameters()[0].register_hook([&, rank](const Tensor&) {
+      last_grad_us[rank] = std::chrono::duration<double, std::micro>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+    });
+    tensor::mean(ddp.forward(x)).backward();
   });
   for (int r = 0; r < 2; ++r) {
     std::ifstream in(dir / ("trace.rank" + std::to_string(r) + ".json"));
@@ -549,13 +545,13 @@ TEST_CASE("the first bucket's all-reduce starts before backward ends") {
     const auto json = nlohmann::json::parse(in);
     double first_start = 1e300;
     for (const auto& e : json["traceEvents"]) {
-      if (e.value("ph", "") == "X" && e["args"]["op"] == "all_reduce") {
+      if (is_all_reduce_step(e)) {
         first_start = std::min(first_start, e["ts"].get<double>());
       }
     }
-    INFO("rank ", r, ": first all-reduce step at ", first_start, " us, backward ended at ",
-         backward_end_us[r]);
-    CHECK(first_start < backward_end_us[r]);
+    INFO("rank ", r, ": first all-reduce step at ", first_start, " us, the last gradient at ",
+         last_grad_us[r]);
+    CHECK(first_start < last_grad_us[r]);
   }
   fs::remove_all(dir);
 }
@@ -583,14 +579,13 @@ HookedGrads hooked_grads(distributed::CommHook hook, const std::string& name) {
     const Tensor x = tensor::narrow(d.x, 0, rank * 32, 32);
     const Tensor y = tensor::narrow(d.y, 0, rank * 32, 32).contiguous();
     nn::CrossEntropyLoss().forward(ddp.forward(x), y).backward();
-    ddp.finish_gradient_sync();
     if (rank != 0) return;
     for (auto& p : model->parameters()) out.grads.push_back(p.grad().to_vector<float>());
   });
   std::ifstream in(dir / "trace.rank0.json");
   const nlohmann::json trace = nlohmann::json::parse(in);
   for (const auto& e : trace.at("traceEvents")) {
-    if (e.value("ph", "") == "X" && e["args"]["op"] == "all_reduce") {
+    if (is_all_reduce_step(e)) {
       out.wire_bytes += e["args"]["bytes"].get<std::uint64_t>();
     } else if (e.value("ph", "") == "i" && e.value("cat", "") == "ddp") {
       out.ready_bytes += e["args"]["bytes"].get<std::uint64_t>();
@@ -649,40 +644,6 @@ TEST_CASE("comm hooks fp16_compress and bf16_compress: half the bytes, the avera
   CHECK_THROWS_WITH_AS(distributed::parse_comm_hook("fp8_compress"),
                        doctest::Contains("valid: none, fp16_compress, bf16_compress"),
                        core::ValueError);
-}
-
-TEST_CASE("unused parameters, find_unused_parameters and no_sync") {
-  CommOptions options;
-  options.name = "ddp-unused";
-  run_comm(2, "shm", options, [&](int rank, Communicator& comm) {
-    tensor::Generator gen(3);
-    auto model = std::make_shared<TwoHeads>(gen);
-    const Tensor x = tensor::randn({8, 4}, gen);
-    {
-      distributed::DistributedDataParallel ddp(model, comm);
-      tensor::sum(model->forward(x)).backward();  // "spare" never used
-      CHECK_THROWS_WITH_AS(ddp.finish_gradient_sync(),
-                           doctest::Contains("spare.weight, spare.bias"), core::ValueError);
-    }
-    model->zero_grad();
-    distributed::DDPOptions find;
-    find.find_unused_parameters = true;
-    distributed::DistributedDataParallel ddp(model, comm, find);
-    tensor::sum(ddp.forward(x)).backward();
-    ddp.finish_gradient_sync();
-    CHECK(model->spare().parameters()[0].grad().to_vector<float>() == std::vector<float>(16, 0.0f));
-    // no_sync: local accumulation, then one synchronized backward averages the sum
-    model->zero_grad();
-    const Tensor local = tensor::full({8, 4}, rank + 1.0);
-    {
-      auto guard = ddp.no_sync();
-      tensor::sum(ddp.forward(local)).backward();
-    }
-    tensor::sum(ddp.forward(local)).backward();
-    ddp.finish_gradient_sync();
-    // d sum / d bias = 8 per backward; two backwards: 16 on every rank
-    CHECK(model->parameters()[1].grad().to_vector<float>() == std::vector<float>(4, 16.0f));
-  });
 }
 
 TEST_CASE("DistributedSampler: disjoint, covering, equal, reshuffled, identical across ranks") {

@@ -1,5 +1,5 @@
-// The autograd engine: accumulation, shared subgraphs, hooks, no_grad, detach, retain_graph,
-// freed-graph errors and a 10,000-op chain (no recursion).
+// The autograd engine: accumulation, shared subgraphs, hooks, callbacks at the end of a pass,
+// no_grad, detach, retain_graph, freed-graph errors and a 10,000-op chain (no recursion).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -112,6 +112,41 @@ TEST_CASE("hooks fire in reverse order of use, as DDP bucketing expects") {
   Tensor out = sum(mul(h, w2));                     // layer 2
   out.backward();
   CHECK(order == std::vector<int>{2, 1});
+}
+
+TEST_CASE("callbacks queued by hooks run once the pass has run every hook, in order") {
+  Tensor w1 = ones({2}, DType::f64), w2 = ones({2}, DType::f64);
+  w1.requires_grad_();
+  w2.requires_grad_();
+  std::vector<std::string> events;
+  w1.register_hook([&](const Tensor&) {
+    events.push_back("hook 1");
+    queue_backward_callback([&] {
+      events.push_back("callback 1");
+      queue_backward_callback([&] { events.push_back("callback 3, queued by callback 1"); });
+    });
+  });
+  w2.register_hook([&](const Tensor&) {
+    events.push_back("hook 2");
+    queue_backward_callback([&] { events.push_back("callback 2"); });
+  });
+  sum(mul(tanh(mul(ones({2}, DType::f64), w1)), w2)).backward();
+  CHECK(events == std::vector<std::string>{"hook 2", "hook 1", "callback 2", "callback 1",
+                                           "callback 3, queued by callback 1"});
+  // Each pass has its own queue: nothing runs twice.
+  events.clear();
+  sum(w2).backward();
+  CHECK(events == std::vector<std::string>{"hook 2", "callback 2"});
+  CHECK_THROWS_WITH_AS(queue_backward_callback([] {}), doctest::Contains("outside a backward pass"),
+                       core::AutogradError);
+  // A callback's exception ends the backward with it.
+  Tensor w3 = ones({1}, DType::f64);
+  w3.requires_grad_();
+  w3.register_hook([](const Tensor&) {
+    queue_backward_callback([] { throw core::ValueError("from the callback"); });
+  });
+  CHECK_THROWS_WITH_AS(sum(w3).backward(), "from the callback", core::ValueError);
+  CHECK_THROWS_AS(queue_backward_callback([] {}), core::AutogradError);  // the queue is gone
 }
 
 TEST_CASE("no_grad, detach and requires_grad") {

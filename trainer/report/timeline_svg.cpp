@@ -72,10 +72,12 @@ std::string open_svg(double height, const std::string& title) {
   return svg.str();
 }
 
-// Depth of a compute span on its row: the step, then forward / backward / ..., then nodes.
+// Depth of a compute span on its row: the step, then forward / backward / ..., then nodes and
+// DDP's wait at the end of backward.
 int depth_of(const SpanRecord& s) {
   if (s.category == "step") return 0;
   if (s.category == "backward" && s.name != "backward") return 2;
+  if (s.category == "ddp") return 2;
   return 1;
 }
 
