@@ -207,7 +207,7 @@ struct Communicator::Impl {
     }
     ++ops;
     const int parts = channel < 0 ? scheduler.channels() : 1;
-    auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, parts);
+    auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, parts, options.timeout);
     if (auto f = failures.current()) {
       work->fail(f);
       return work;
@@ -269,7 +269,7 @@ struct Communicator::Impl {
       fp.seq = next_seq++;
     }
     ++ops;
-    auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq);
+    auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, 1, options.timeout);
     if (auto f = failures.current()) {
       work->fail(f);
       return work;

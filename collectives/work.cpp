@@ -41,6 +41,8 @@ void Work::wait(core::Deadline deadline) {
   if (error_) std::rethrow_exception(error_);
 }
 
+void Work::wait() { wait(core::Deadline::after(timeout_)); }
+
 bool Work::done() const {
   std::lock_guard lock(mutex_);
   return device_done();

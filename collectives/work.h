@@ -1,11 +1,14 @@
 // Work: the handle of one asynchronous collective. The communicator's progress thread(s)
 // complete or fail it; callers wait with a deadline. A failed Work rethrows its error (a
 // CollectiveError naming local rank, failed peer, op, seq and bytes done) from every wait().
+// wait() with no deadline waits as long as the communicator's timeout (c10d's Work::wait()
+// uses its group's).
 // A device op issued with no host in the loop (device_issue.h) holds its DeviceCompletion
 // instead: it is done once the device has run it (an event query), and a wait() polls that;
 // the communicator's watchdog fails it when its deadline passes or a peer fails first.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -24,12 +27,16 @@ class DeviceCompletion;
 class Work {
  public:
   // Named in messages as "rank 0: all_reduce seq 3" (spelled out only then; `op_name` is a
-  // string literal).
-  Work(int rank, const char* op_name, std::uint64_t seq, int parts = 1)
-      : rank_(rank), op_name_(op_name), seq_(seq), parts_left_(parts) {}
+  // string literal). `timeout`: how long wait() with no deadline waits.
+  Work(int rank, const char* op_name, std::uint64_t seq, int parts = 1,
+       std::chrono::milliseconds timeout = std::chrono::minutes(10))
+      : rank_(rank), op_name_(op_name), seq_(seq), parts_left_(parts), timeout_(timeout) {}
 
   // Blocks until done or failed (rethrows), or the deadline passes (TimeoutError).
   void wait(core::Deadline deadline);
+  // The same, the deadline the communicator's timeout from now.
+  void wait();
+  std::chrono::milliseconds timeout() const { return timeout_; }
   bool done() const;
   std::exception_ptr error() const;
   std::string describe() const;
@@ -52,6 +59,7 @@ class Work {
   const char* op_name_;
   std::uint64_t seq_;
   int parts_left_;
+  std::chrono::milliseconds timeout_;
   mutable bool done_ = false;  // a device op's turns true when a query finds it done
   std::exception_ptr error_;
   std::shared_ptr<DeviceCompletion> device_;

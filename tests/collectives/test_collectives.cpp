@@ -329,6 +329,10 @@ TEST_CASE("argument errors are immediate and name the problem") {
                          doctest::Contains("send buffer is null"), core::ValueError);
     CHECK_THROWS_WITH_AS(comm.send(&x, 1, DType::f32, comm.rank()),
                          doctest::Contains("cannot send to itself"), core::ValueError);
+    // A Work's wait() with no deadline waits as long as the communicator's timeout.
+    const collectives::WorkPtr work = comm.barrier();
+    CHECK(work->timeout() == comm.timeout());
+    work->wait();
   });
 }
 

@@ -39,6 +39,11 @@ TEST_CASE("a Work still running times out naming its rank, op and seq; parts com
   work.part_done();
   CHECK(work.done());
   CHECK_NOTHROW(work.wait(core::Deadline::after(1s)));
+  // With no deadline, wait() waits as long as the Work's timeout (the communicator's).
+  collectives::Work quick(0, "barrier", 1, 1, 20ms);
+  CHECK_THROWS_WITH_AS(quick.wait(),
+                       "rank 0: barrier seq 1: wait() timed out (the collective is still running)",
+                       core::TimeoutError);
 }
 
 TEST_CASE("a rank with a different count fails every rank with both fingerprints") {
