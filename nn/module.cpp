@@ -3,14 +3,40 @@
 // dotted state-dict names are unambiguous.
 #include "nn/module.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <typeinfo>
 
 #include "tensor/autograd.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ringlet::nn {
+
+std::string Module::type_name() const {
+  const char* mangled = typeid(*this).name();
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+  std::string name = status == 0 ? demangled.get() : mangled;
+  // "ns::Net<a::B<int>>" -> "ns::Net": the template arguments at the end, balanced.
+  if (!name.empty() && name.back() == '>') {
+    int depth = 0;
+    for (std::size_t i = name.size(); i-- > 0;) {
+      depth += name[i] == '>' ? 1 : name[i] == '<' ? -1 : 0;
+      if (depth == 0) {
+        name.resize(i);
+        break;
+      }
+    }
+  }
+  const std::size_t colons = name.rfind("::");
+  return colons == std::string::npos ? name : name.substr(colons + 2);
+}
 
 // --- StateDict ---
 

@@ -75,8 +75,9 @@ class Module {
   virtual Tensor forward(const Tensor& input) = 0;
   Tensor operator()(const Tensor& input) { return forward(input); }
 
-  // "Linear", "Conv2d", ...: the summary's type column.
-  virtual std::string type_name() const = 0;
+  // "Linear", "Conv2d", ...: the summary's type column. By default the class's own name, without
+  // namespaces or template arguments (PyTorch's `type(module).__name__`).
+  virtual std::string type_name() const;
   // The text between the parentheses of the summary line: "in_features=3, out_features=4".
   virtual std::string extra_repr() const { return ""; }
 

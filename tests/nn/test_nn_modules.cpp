@@ -396,6 +396,13 @@ Sequential                                                                      
 total parameters: 123
 )";
   CHECK(net->summary() == expected);
+  // A module that does not name itself is named by its class.
+  struct Unnamed : nn::Module {
+    Tensor forward(const Tensor& x) override { return x; }
+  };
+  CHECK(Unnamed().type_name() == "Unnamed");
+  Generator tiny_gen(1);
+  CHECK(Tiny(tiny_gen).nn::Module::type_name() == "Tiny");
   CHECK(nn::format_count(1234567) == "1,234,567");
   CHECK(nn::format_count(999) == "999");
 }
