@@ -70,6 +70,16 @@ inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
 inline Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
 inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
 inline Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+inline Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+inline Tensor operator-(double a, const Tensor& b) { return add(neg(b), a); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+// In place, like add_ and friends (refused on a tensor autograd tracks).
+inline Tensor& operator+=(Tensor& a, const Tensor& b) { return add_(a, b); }
+inline Tensor& operator-=(Tensor& a, const Tensor& b) { return sub_(a, b); }
+inline Tensor& operator*=(Tensor& a, const Tensor& b) { return mul_(a, b); }
+inline Tensor& operator/=(Tensor& a, const Tensor& b) { return div_(a, b); }
+inline Tensor& operator+=(Tensor& a, double b) { return add_(a, b); }
+inline Tensor& operator*=(Tensor& a, double b) { return mul_(a, b); }
 
 // Refuses an in-place op on a tensor autograd is tracking (named `op` in the error).
 void check_inplace(const Tensor& a, const char* op);

@@ -31,6 +31,16 @@ TEST_CASE("binary ops broadcast like NumPy") {
   CHECK(values(minimum(a, from_vector({2}, {}))) == std::vector<float>{1, 2, 2});
   CHECK((a + b).shape() == Shape{3, 2});
   CHECK(values(a * 2.0 + 1.0) == std::vector<float>{3, 5, 7});
+  CHECK(values(2.0 * a + 1.0) == std::vector<float>{3, 5, 7});
+  CHECK(values(1.0 + a) == std::vector<float>{2, 3, 4});
+  CHECK(values(10.0 - a) == std::vector<float>{9, 8, 7});
+  Tensor acc = zeros({3, 1});
+  acc += a;
+  acc *= 3.0;
+  acc -= a;
+  acc /= from_vector({2}, {});
+  acc += 0.5;
+  CHECK(values(acc) == std::vector<float>{1.5, 2.5, 3.5});
   CHECK((zeros({0, 3}) + ones({3})).shape() == Shape{0, 3});
   const Tensor ints = from_vector({1, 2, 3}, {3}, DType::i64);
   CHECK((ints + ints).to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 4, 6});
