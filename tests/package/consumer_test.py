@@ -15,7 +15,8 @@ variable says whether the library carries CUDA, as the build says. Then the Debi
 against the packages unpacked into a scratch root (dpkg -x) run as above. Where the build has
 ringlet_torch (python/): it is installed where its Python looks under the prefix (on that
 Python's sys.path when the prefix is its own, /usr/local or /usr), the installed copy imports and
-registers "ringlet", and python3-ringlet holds it.
+registers "ringlet", and python3-ringlet holds it. The installed library exports ringlet::
+names only (package/libringlet.map) and is under 15 MB.
 Exits 77 (meson: SKIP) saying why where nothing is installed (the sanitizer and fuzz builds)
 or cmake is missing (scripts/install-deps.sh installs it).
 """
@@ -131,6 +132,28 @@ def check_torch_package(build, destdir, options):
     return problems
 
 
+EXPORTED = re.compile(r"^(typeinfo for |typeinfo name for |vtable for |VTT for |"
+                      r"guard variable for )?ringlet::")
+
+
+def check_library(libdir):
+    """The installed library exports ringlet's names only (package/libringlet.map) and, stripped,
+    stays under 15 MB."""
+    lib = os.path.realpath(os.path.join(libdir, "libringlet.so"))
+    problems = []
+    names = [line.split(" ", 2)[2] for line in
+             sh(["nm", "-DC", "--defined-only", lib]).splitlines() if line.count(" ") >= 2]
+    foreign = [n for n in names if not EXPORTED.match(n)]
+    if foreign or not names:
+        problems.append(f"{lib} exports {len(foreign)} name(s) outside ringlet:: "
+                        f"(of {len(names)}): {foreign[:8]}")
+    size = os.path.getsize(lib)
+    if size >= 15 * 1024 * 1024:
+        problems.append(f"{lib} is {size / 2**20:.1f} MB installed (at most 15)")
+    print(f"consumer: {lib}: {len(names)} exported names, all ringlet::; {size / 2**20:.1f} MB")
+    return problems
+
+
 def check_debs(build, root, scratch):
     """make_deb.sh's packages: what each holds, and the examples built against them."""
     out = os.path.join(scratch, "debs")
@@ -177,6 +200,7 @@ def main():
                            for s in t.get("target_sources", []))
         problems = [] if cuda == ("yes" if has_cuda else "no") else [
             f"ringlet.pc says cuda={cuda}, the build {'has' if has_cuda else 'has no'} CUDA"]
+        problems += check_library(libdir)
         with_meson, with_cmake = os.path.join(scratch, "meson"), os.path.join(scratch, "cmake")
         sh(["meson", "setup", with_meson, os.path.join(root, "examples")], env=pc_env)
         sh(["ninja", "-C", with_meson])
