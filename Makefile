@@ -8,7 +8,7 @@
 #   make sanitize ASan+UBSan over every test, TSan over the threaded layers (scripts/sanitize.sh)
 #   make fuzz     the libFuzzer targets of tests/fuzz, FUZZ_TIME seconds each (scripts/fuzz.sh)
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
-#   make install  the library, headers, ringlet.pc, the CMake package, the ringlet program and
+#   make install  the library (stripped), headers, ringlet.pc, the CMake package, the ringlet program and
 #                 its recipes (package/README.md), under PREFIX (default /usr/local), in DESTDIR
 #   make deb      Debian packages ringlet and libringlet-dev of the build, in BUILD/deb
 #
@@ -131,7 +131,7 @@ PREFIX ?=
 DESTDIR ?=
 install: build
 	@if [ -n "$(PREFIX)" ]; then $(MESON) configure $(BUILD) -Dprefix=$(PREFIX); fi
-	$(MESON) install -C $(BUILD) $(if $(DESTDIR),--destdir $(DESTDIR))
+	$(MESON) install -C $(BUILD) --strip $(if $(DESTDIR),--destdir $(DESTDIR))
 
 deb: build
 	bash scripts/make_deb.sh $(BUILD) $(BUILD)/deb

@@ -4,6 +4,7 @@
 //   ringlet launch --nproc-per-node 2 ./all_reduce
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "distributed/process_group.h"
@@ -14,7 +15,14 @@ using ringlet::core::Deadline;
 using ringlet::core::DType;
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no flags: --help (or anything) prints how to run it
+    std::printf(
+        "usage: ringlet launch --nproc-per-node N %s\n"
+        "each rank all-reduces 8 floats of rank + 1 and prints the sums\n",
+        argv[0]);
+    return std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ? 0 : 2;
+  }
   const auto deadline = Deadline::after(std::chrono::seconds(60));
   // dist.init_process_group(): the rank, the world and the store from the launcher's variables.
   ringlet::distributed::DistributedContext job =

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "distributed/ddp.h"
 #include "distributed/process_group.h"
@@ -43,7 +44,15 @@ bool parameters_agree(nn::Module& model, collectives::Communicator& comm, core::
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no flags: --help (or anything) prints how to run it
+    std::printf(
+        "usage: ringlet launch --nproc-per-node N %s\n"
+        "trains PyTorch's ToyModel 20 steps under DDP; the ranks end with equal "
+        "parameters\n",
+        argv[0]);
+    return std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ? 0 : 2;
+  }
   const auto deadline = core::Deadline::after(std::chrono::seconds(60));
   distributed::DistributedContext job = distributed::join_from_environment("ddp_toy", deadline);
   const int rank = job.comm->rank();

@@ -69,7 +69,25 @@ std::string flag(int argc, char** argv, const std::string& name, const std::stri
   return fallback;
 }
 
+// --help, or a flag it does not know: the usage (before anything is trained or written).
+int usage_status(int argc, char** argv) {
+  static const char* const kFlags[] = {"--epochs", "--out", "--data_dir", "--device"};
+  for (int i = 1; i < argc; i += 2) {
+    const std::string arg = argv[i];
+    bool known = false;
+    for (const char* f : kFlags) known = known || (arg == f && i + 1 < argc);
+    if (known) continue;
+    std::printf(
+        "usage: ringlet launch --nproc-per-node N %s [--epochs 3] [--out train_cifar_run]"
+        " [--data_dir DIR] [--device cpu|emu|cuda]\n",
+        argv[0]);
+    return arg == "--help" || arg == "-h" ? 0 : 2;
+  }
+  return -1;
+}
+
 int main(int argc, char** argv) {
+  if (const int status = usage_status(argc, argv); status >= 0) return status;
   const int epochs = std::stoi(flag(argc, argv, "epochs", "3"));
   const std::filesystem::path out = flag(argc, argv, "out", "train_cifar_run");
   const std::string data_dir = flag(argc, argv, "data_dir", "");

@@ -97,6 +97,14 @@ def check_runs(ringlet, built, env):
     if status != 0 or out.count("(fell); parameters equal on every rank: yes") != 2:
         problems.append(f"{built}/ddp_toy: status {status}, output:\n{out}")
     print(f"{built}: all_reduce and ddp_toy with 2 ranks: {'ok' if not problems else 'FAILED'}")
+    # Each example answers --help with its usage, starting nothing and writing nothing.
+    with tempfile.TemporaryDirectory() as cwd:
+        for name in ("all_reduce", "ddp_toy", "train_cifar"):
+            proc = subprocess.run([os.path.join(built, name), "--help"], capture_output=True,
+                                  text=True, timeout=30, cwd=cwd, env={**os.environ, **env})
+            if proc.returncode != 0 or "usage:" not in proc.stdout or os.listdir(cwd):
+                problems.append(f"{built}/{name} --help: status {proc.returncode}, wrote "
+                                f"{os.listdir(cwd)}, output:\n{proc.stdout}{proc.stderr}")
     return problems
 
 
@@ -130,6 +138,20 @@ def check_torch_package(build, destdir, options):
         problems.append(f"the installed ringlet_torch did not import from {site}: {out}")
     print(f"ringlet_torch: installed in {site[len(destdir):]}, imports: {'ok' if not problems else 'FAILED'}")
     return problems
+
+
+def check_cmake_install(with_cmake, scratch):
+    """`cmake --install` keeps the run path to libringlet.so (ringlet::ringlet's link option): the
+    installed example starts with no LD_LIBRARY_PATH."""
+    apps = os.path.join(scratch, "apps")
+    sh(["cmake", "--install", with_cmake, "--prefix", apps])
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    proc = subprocess.run([os.path.join(apps, "bin", "ddp_toy"), "--help"], capture_output=True,
+                          text=True, timeout=30, env=env)
+    if proc.returncode != 0 or "usage:" not in proc.stdout:
+        return [f"{apps}/bin/ddp_toy after cmake --install: status {proc.returncode}: "
+                f"{proc.stdout}{proc.stderr}"]
+    return []
 
 
 EXPORTED = re.compile(r"^(typeinfo for |typeinfo name for |vtable for |VTT for |"
@@ -207,6 +229,7 @@ def main():
         sh(["cmake", "-S", os.path.join(root, "examples"), "-B", with_cmake,
             f"-DCMAKE_PREFIX_PATH={prefix}"])
         sh(["cmake", "--build", with_cmake])
+        problems += check_cmake_install(with_cmake, scratch)
         # Both find libringlet.so through their run path (ringlet.pc's, CMake's).
         problems += check_runs(ringlet, with_meson, {})
         found, losses = check_train_cifar(ringlet, with_meson, scratch)
