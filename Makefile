@@ -8,8 +8,9 @@
 #   make sanitize ASan+UBSan over every test, TSan over the threaded layers (scripts/sanitize.sh)
 #   make fuzz     the libFuzzer targets of tests/fuzz, FUZZ_TIME seconds each (scripts/fuzz.sh)
 #   make format   clang-format the tree;  make format-check  fail if it is not formatted
-#   make install  the library (stripped), headers, ringlet.pc, the CMake package, the ringlet program and
-#                 its recipes (package/README.md), under PREFIX (default /usr/local), in DESTDIR
+#   make install  the library (stripped), headers, ringlet.pc, the CMake package, the ringlet
+#                 program and its recipes (package/README.md), under PREFIX (default
+#                 /usr/local), in DESTDIR
 #   make deb      Debian packages ringlet and libringlet-dev of the build, in BUILD/deb
 #
 # Variables: BUILD (build dir, default build), MESON_OPTS (e.g. -Dcuda=disabled; applied with
