@@ -16,6 +16,7 @@ set -euo pipefail
 packages=(
   meson ninja-build pkg-config g++ make
   cmake  # tests/package/consumer_test.py builds examples/ as a CMake project
+  lintian  # ... and checks make deb's packages with it
   libibverbs-dev libasio-dev
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
   nlohmann-json3-dev doctest-dev libopenblas-dev zlib1g-dev libyaml-cpp-dev

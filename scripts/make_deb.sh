@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages of a build, without building again: `meson install` into a scratch tree
 # (relocatable: the pkg-config and CMake files find their prefix, the program its recipes),
-# moved under /usr and split in two, each packed with dpkg-deb:
+# moved under /usr and split as Debian splits a library, each packed with dpkg-deb:
 #   ringlet          the ringlet program and its recipes (the program links ringlet statically)
-#   libringlet-dev   libringlet.so.* and its headers, ringlet.pc, the CMake package
+#   libringlet0      libringlet.so.0 (the runtime library, its shlibs)
+#   libringlet-dev   the libringlet.so link, the headers, ringlet.pc, the CMake package
 #   python3-ringlet  ringlet_torch, the torch.distributed backend (when the build has it:
 #                    python/README.md), for the Python it was built against
 # CUDA's libraries are not Debian packages: a build with CUDA needs them at run time from the
@@ -74,14 +75,20 @@ CONTROL
 runtime="libc6, libstdc++6, libopenblas0 | libopenblas0-pthread, zlib1g, libyaml-cpp0.7, libibverbs1"
 package ringlet science "$runtime" "data-parallel training from scratch (program)" \
   bin/ringlet share/ringlet
-package libringlet-dev libdevel "$runtime, nlohmann-json3-dev, libasio-dev" \
-  "data-parallel training from scratch (library, headers)" \
-  "lib/$triplet/libringlet.so" "lib/$triplet/libringlet.so.0" \
-  "lib/$triplet/libringlet.so.$version" "lib/$triplet/pkgconfig" "lib/$triplet/cmake" \
-  include/ringlet
-# ringlet_torch, installed where the build's Python finds packages under the prefix.
+package libringlet0 libs "$runtime" "data-parallel training from scratch (shared library)" \
+  "lib/$triplet/libringlet.so.0" "lib/$triplet/libringlet.so.$version"
+# The installed headers include nlohmann::json (traces, configs); none includes Asio or yaml-cpp.
+package libringlet-dev libdevel "libringlet0 (= $version), nlohmann-json3-dev" \
+  "data-parallel training from scratch (headers, pkg-config, CMake)" \
+  "lib/$triplet/libringlet.so" "lib/$triplet/pkgconfig" "lib/$triplet/cmake" include/ringlet
+# ringlet_torch, installed where the build's Python finds packages under the prefix; packed where
+# Debian's Python 3 packages live (lib/python3/dist-packages, on every python3's path).
 pydir=$(cd "$tree" && find . -type d -name ringlet_torch -path '*-packages/*' | head -n 1)
 if [ -n "$pydir" ]; then
-  package python3-ringlet python "libc6, libstdc++6, python3-torch (>= 1.13)" \
-    "data-parallel training from scratch (torch.distributed backend)" "${pydir#./}"
+  mkdir -p "$tree/lib/python3/dist-packages"
+  [ "$pydir" = ./lib/python3/dist-packages/ringlet_torch ] ||
+    mv "$tree/$pydir" "$tree/lib/python3/dist-packages/ringlet_torch"
+  package python3-ringlet python "python3, libc6, libstdc++6, python3-torch (>= 1.13)" \
+    "data-parallel training from scratch (torch.distributed backend)" \
+    lib/python3/dist-packages/ringlet_torch
 fi

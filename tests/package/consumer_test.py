@@ -110,8 +110,9 @@ def check_runs(ringlet, built, env):
 
 DEB_FILES = {
     "ringlet": ["./usr/bin/ringlet", "./usr/share/ringlet/recipes/fmnist_fast.json"],
+    "libringlet0": ["/libringlet.so.0 -> ", "/libringlet.so.0.1.0"],
     "libringlet-dev": ["./usr/include/ringlet/distributed/ddp.h",
-                       "/libringlet.so.0", "/pkgconfig/ringlet.pc",
+                       "/libringlet.so -> ", "/pkgconfig/ringlet.pc",
                        "/cmake/ringlet/ringletConfig.cmake"],
     "python3-ringlet": ["-packages/ringlet_torch/__init__.py", "-packages/ringlet_torch/_C."],
 }
@@ -176,6 +177,19 @@ def check_library(libdir):
     return problems
 
 
+def check_lintian(debs):
+    """Lintian finds no error in the packages (scripts/install-deps.sh installs it)."""
+    if shutil.which("lintian") is None:
+        print("debs: lintian is not installed: the packages' lintian check did not run")
+        return []
+    proc = subprocess.run(["lintian", "--tag-display-limit", "0", *debs], capture_output=True,
+                          text=True, timeout=300)
+    tags = [line for line in proc.stdout.splitlines() if line[:2] in ("E:", "W:")]
+    errors = [line for line in tags if line.startswith("E:")]
+    print(f"debs: lintian: {len(errors)} error(s), {len(tags) - len(errors)} warning(s)")
+    return [f"lintian: {e}" for e in errors]
+
+
 def check_debs(build, root, scratch):
     """make_deb.sh's packages: what each holds, and the examples built against them."""
     out = os.path.join(scratch, "debs")
@@ -188,7 +202,16 @@ def check_debs(build, root, scratch):
         if missing:
             problems.append(f"{os.path.basename(deb)} lacks {missing}")
         sh(["dpkg-deb", "-x", deb, unpacked])
+    built_names = {os.path.basename(d).split("_")[0] for d in debs}
+    absent = sorted(set(DEB_FILES) - {"python3-ringlet"} - built_names)
+    if absent:
+        problems.append(f"make_deb.sh built no {absent}")
+    dev = [d for d in debs if os.path.basename(d).startswith("libringlet-dev_")]
+    depends = sh(["dpkg-deb", "-f", dev[0], "Depends"]).strip() if dev else ""
+    if "libringlet0 (=" not in depends or "asio" in depends:
+        problems.append(f"libringlet-dev depends on '{depends}': libringlet0 (= version) and no Asio")
     print(f"debs: {' '.join(os.path.basename(d) for d in debs)}")
+    problems += check_lintian(debs)
     libdir = os.path.dirname(next(iter(
         os.path.join(d, f) for d, _, fs in os.walk(unpacked) for f in fs if f == "ringlet.pc")))
     libdir = os.path.dirname(libdir)  # .../lib/<triplet>
