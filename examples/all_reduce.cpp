@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/process_group.h"
+#include <ringlet/distributed/process_group.h>
 
 namespace {
 using ringlet::collectives::ReduceOp;

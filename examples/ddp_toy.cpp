@@ -9,14 +9,14 @@
 #include <memory>
 #include <string>
 
-#include "distributed/ddp.h"
-#include "distributed/process_group.h"
-#include "nn/activation.h"
-#include "nn/linear.h"
-#include "nn/loss.h"
-#include "nn/sequential.h"
-#include "nn/sgd.h"
-#include "tensor/ops.h"
+#include <ringlet/distributed/ddp.h>
+#include <ringlet/distributed/process_group.h>
+#include <ringlet/nn/activation.h>
+#include <ringlet/nn/linear.h>
+#include <ringlet/nn/loss.h>
+#include <ringlet/nn/sequential.h>
+#include <ringlet/nn/sgd.h>
+#include <ringlet/tensor/ops.h>
 
 namespace {
 

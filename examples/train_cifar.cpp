@@ -5,23 +5,24 @@
 // Run it again with more --epochs and the same --out: it resumes after the last saved epoch.
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 
-#include "distributed/ddp.h"
-#include "distributed/process_group.h"
-#include "nn/batch_norm.h"
-#include "nn/conv2d.h"
-#include "nn/linear.h"
-#include "nn/loss.h"
-#include "nn/pooling.h"
-#include "nn/residual.h"
-#include "nn/sgd.h"
-#include "tensor/ops.h"
-#include "trainer/checkpoint/checkpoint.h"
-#include "trainer/data/cifar_dataset.h"
-#include "trainer/data/data_loader.h"
-#include "trainer/data/distributed_sampler.h"
+#include <ringlet/distributed/ddp.h>
+#include <ringlet/distributed/process_group.h>
+#include <ringlet/nn/batch_norm.h>
+#include <ringlet/nn/conv2d.h>
+#include <ringlet/nn/linear.h>
+#include <ringlet/nn/loss.h>
+#include <ringlet/nn/pooling.h>
+#include <ringlet/nn/residual.h>
+#include <ringlet/nn/sgd.h>
+#include <ringlet/tensor/ops.h>
+#include <ringlet/trainer/checkpoint/checkpoint.h>
+#include <ringlet/trainer/data/cifar_dataset.h>
+#include <ringlet/trainer/data/data_loader.h>
+#include <ringlet/trainer/data/distributed_sampler.h>
 
 using namespace ringlet;
 using tensor::Tensor;
@@ -86,8 +87,7 @@ int usage_status(int argc, char** argv) {
   return -1;
 }
 
-int main(int argc, char** argv) {
-  if (const int status = usage_status(argc, argv); status >= 0) return status;
+int train(int argc, char** argv) {
   const int epochs = std::stoi(flag(argc, argv, "epochs", "3"));
   const std::filesystem::path out = flag(argc, argv, "out", "train_cifar_run");
   const std::string data_dir = flag(argc, argv, "data_dir", "");
@@ -138,4 +138,14 @@ int main(int argc, char** argv) {
     job.comm->barrier()->wait(deadline);  // the save is complete before anyone goes on
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  if (const int status = usage_status(argc, argv); status >= 0) return status;
+  try {
+    return train(argc, argv);
+  } catch (const std::exception& e) {  // a device that is not here, a corrupt snapshot, ...
+    std::fprintf(stderr, "train_cifar: %s\n", e.what());
+    return 1;
+  }
 }

@@ -2,13 +2,16 @@
 # Debian packages of a build, without building again: `meson install` into a scratch tree
 # (relocatable: the pkg-config and CMake files find their prefix, the program its recipes),
 # moved under /usr and split as Debian splits a library, each packed with dpkg-deb:
-#   ringlet          the ringlet program and its recipes (the program links ringlet statically)
-#   libringlet0      libringlet.so.0 (the runtime library, its shlibs)
+#   ringlet          the ringlet program and its recipes (the program links ringlet statically;
+#                    with CUDA it depends on libringlet0 for the CUDA plugin)
+#   libringlet0      libringlet.so.0 (the runtime library, its shlibs) and, with CUDA, the CUDA
+#                    plugin <libdir>/ringlet/libringlet-cuda.so (core/cuda_plugin.h)
 #   libringlet-dev   the libringlet.so link, the headers, ringlet.pc, the CMake package
 #   python3-ringlet  ringlet_torch, the torch.distributed backend (when the build has it:
 #                    python/README.md), for the Python it was built against
-# CUDA's libraries are not Debian packages: a build with CUDA needs them at run time from the
-# CUDA Toolkit, as the build did (the description says which build it is).
+# CUDA's libraries are not Debian packages: the CUDA plugin of a build with CUDA needs them at run
+# time from the CUDA Toolkit, as the build did (the description says which build it is); without
+# them the library and the program still run on CPUs and the emulated device.
 #
 # usage: scripts/make_deb.sh [BUILD_DIR] [OUT_DIR]      (make deb: build, then this)
 set -euo pipefail
@@ -46,7 +49,7 @@ package() {
     gzip -9n >"$dir/usr/share/doc/$name/changelog.gz"
   # A shared library: not executable, ldconfig run on install, its shlibs for dependents.
   if compgen -G "$dir/usr/lib/*/libringlet.so.*.*" >/dev/null; then
-    chmod 0644 "$dir"/usr/lib/*/libringlet.so.*.*
+    chmod 0644 "$dir"/usr/lib/*/libringlet.so.*.* "$dir"/usr/lib/*/ringlet/*.so 2>/dev/null || true
     echo "activate-noawait ldconfig" >"$dir/DEBIAN/triggers"
     echo "libringlet 0 $name (>= $version)" >"$dir/DEBIAN/shlibs"
   fi
@@ -65,7 +68,7 @@ Description: $description
  Collectives (ring all-reduce over tcp, shm, rdma, device windows),
  tensors with autograd on CPUs and GPUs, nn, DDP and a torchrun-style
  launcher, with no PyTorch, NCCL, Gloo or MPI inside. Built with CUDA:
- $cuda (its runtime and cuBLAS then come from the CUDA Toolkit).
+ $cuda (its plugin's runtime and cuBLAS come from the CUDA Toolkit).
 CONTROL
   mkdir -p "$out"
   dpkg-deb --root-owner-group --build "$dir" "$out/${name}_${version}_${arch}.deb" >/dev/null
@@ -73,10 +76,14 @@ CONTROL
 }
 
 runtime="libc6, libstdc++6, libopenblas0 | libopenblas0-pthread, zlib1g, libyaml-cpp0.7, libibverbs1"
-package ringlet science "$runtime" "data-parallel training from scratch (program)" \
+plugin=() program_depends=$runtime
+if [ -d "$tree/lib/$triplet/ringlet" ]; then
+  plugin=("lib/$triplet/ringlet") program_depends="$runtime, libringlet0 (= $version)"
+fi
+package ringlet science "$program_depends" "data-parallel training from scratch (program)" \
   bin/ringlet share/ringlet
 package libringlet0 libs "$runtime" "data-parallel training from scratch (shared library)" \
-  "lib/$triplet/libringlet.so.0" "lib/$triplet/libringlet.so.$version"
+  "lib/$triplet/libringlet.so.0" "lib/$triplet/libringlet.so.$version" "${plugin[@]}"
 # The installed headers include nlohmann::json (traces, configs); none includes Asio or yaml-cpp.
 package libringlet-dev libdevel "libringlet0 (= $version), nlohmann-json3-dev" \
   "data-parallel training from scratch (headers, pkg-config, CMake)" \

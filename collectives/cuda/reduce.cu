@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "collectives/cuda/reduce.h"
+#include "core/cuda_plugin.h"
 
 namespace ringlet::collectives::cuda {
 namespace {
@@ -337,3 +338,25 @@ void divide_by(void* data, std::size_t count, DType dtype, int divisor, int devi
 }
 
 }  // namespace ringlet::collectives::cuda
+
+// The plugin's entry points (core/cuda_plugin.h); collectives/cuda/plugin_calls.cpp calls them.
+namespace cuda = ringlet::collectives::cuda;
+RINGLET_CUDA_PLUGIN_EXPORT void ringlet_cuda_reduce_into(void* dst, const void* src,
+                                                         std::size_t count,
+                                                         ringlet::collectives::DType dtype,
+                                                         ringlet::collectives::ReduceOp op,
+                                                         int device, void* stream) {
+  cuda::reduce_into(dst, src, count, dtype, op, device, stream);
+}
+RINGLET_CUDA_PLUGIN_EXPORT int ringlet_cuda_reduce_many(void* dst, const void* const* srcs,
+                                                        int sources, std::size_t count,
+                                                        ringlet::collectives::DType dtype,
+                                                        ringlet::collectives::ReduceOp op,
+                                                        int device, void* stream) {
+  return cuda::reduce_many(dst, srcs, sources, count, dtype, op, device, stream);
+}
+RINGLET_CUDA_PLUGIN_EXPORT void ringlet_cuda_divide_by(void* data, std::size_t count,
+                                                       ringlet::collectives::DType dtype,
+                                                       int divisor, int device, void* stream) {
+  cuda::divide_by(data, count, dtype, divisor, device, stream);
+}

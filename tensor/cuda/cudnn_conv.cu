@@ -11,27 +11,35 @@
 #include <mutex>
 #include <vector>
 
+#include "core/cuda_plugin.h"
 #include "core/error.h"
 #include "tensor/cuda/cudnn_conv.h"
 
 namespace ringlet::tensor::cuda {
 namespace {
 
-#define RINGLET_CUDNN_FUNCTIONS(X)                                                           \
-  X(cudnnGetErrorString)                                                                     \
-  X(cudnnCreate)                                                                             \
-  X(cudnnSetStream)                                                                          \
-  X(cudnnCreateTensorDescriptor)                                                             \
-  X(cudnnSetTensor4dDescriptor) X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) \
-      X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor)                 \
-          X(cudnnSetConvolutionMathType) X(cudnnFindConvolutionForwardAlgorithmEx)           \
-              X(cudnnFindConvolutionBackwardDataAlgorithmEx)                                 \
-                  X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                           \
-                      X(cudnnGetConvolutionForwardAlgorithm_v7)                              \
-                          X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                     \
-                              X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)               \
-                                  X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) \
-                                      X(cudnnConvolutionBackwardFilter)
+// clang-format off: one function a line
+#define RINGLET_CUDNN_FUNCTIONS(X)                 \
+  X(cudnnGetErrorString)                           \
+  X(cudnnCreate)                                   \
+  X(cudnnSetStream)                                \
+  X(cudnnCreateTensorDescriptor)                   \
+  X(cudnnSetTensor4dDescriptor)                    \
+  X(cudnnCreateFilterDescriptor)                   \
+  X(cudnnSetFilter4dDescriptor)                    \
+  X(cudnnCreateConvolutionDescriptor)              \
+  X(cudnnSetConvolution2dDescriptor)               \
+  X(cudnnSetConvolutionMathType)                   \
+  X(cudnnFindConvolutionForwardAlgorithmEx)        \
+  X(cudnnFindConvolutionBackwardDataAlgorithmEx)   \
+  X(cudnnFindConvolutionBackwardFilterAlgorithmEx) \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)        \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)   \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7) \
+  X(cudnnConvolutionForward)                       \
+  X(cudnnConvolutionBackwardData)                  \
+  X(cudnnConvolutionBackwardFilter)
+// clang-format on
 
 // The library's functions, or why they could not be had.
 struct Api {
@@ -260,3 +268,26 @@ void cudnn_backward_filter(const CudnnShape& s, const void* x, const void* dy, v
 }
 
 }  // namespace ringlet::tensor::cuda
+
+// The plugin's entry points (core/cuda_plugin.h); tensor/cuda/plugin_calls.cpp calls them.
+namespace cuda = ringlet::tensor::cuda;
+RINGLET_CUDA_PLUGIN_EXPORT const std::string* ringlet_cuda_cudnn_unavailable() {
+  return &cuda::cudnn_unavailable();
+}
+RINGLET_CUDA_PLUGIN_EXPORT void ringlet_cuda_cudnn_forward(const cuda::CudnnShape& s, const void* x,
+                                                           const void* w, void* y, void* stream,
+                                                           int device,
+                                                           const cuda::Workspace& workspace) {
+  cuda::cudnn_forward(s, x, w, y, stream, device, workspace);
+}
+RINGLET_CUDA_PLUGIN_EXPORT void ringlet_cuda_cudnn_backward_data(const cuda::CudnnShape& s,
+                                                                 const void* w, const void* dy,
+                                                                 void* dx, void* stream, int device,
+                                                                 const cuda::Workspace& workspace) {
+  cuda::cudnn_backward_data(s, w, dy, dx, stream, device, workspace);
+}
+RINGLET_CUDA_PLUGIN_EXPORT void ringlet_cuda_cudnn_backward_filter(
+    const cuda::CudnnShape& s, const void* x, const void* dy, void* dw, void* stream, int device,
+    const cuda::Workspace& workspace) {
+  cuda::cudnn_backward_filter(s, x, dy, dw, stream, device, workspace);
+}

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/cuda_plugin.h"
 #include "tensor/device/counters.h"
 #include "tensor/kernels/device_kernels_impl.h"
 #include "tensor/math_mode.h"
@@ -160,3 +161,8 @@ DeviceKernels& cuda_kernels() {
 }
 
 }  // namespace ringlet::tensor::kernels
+
+// The plugin's entry point (core/cuda_plugin.h); tensor/cuda/plugin_calls.cpp calls it.
+RINGLET_CUDA_PLUGIN_EXPORT ringlet::tensor::kernels::DeviceKernels* ringlet_cuda_kernels() {
+  return &ringlet::tensor::kernels::cuda_kernels();
+}

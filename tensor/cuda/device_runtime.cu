@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "core/cuda_plugin.h"
 #include "core/error.h"
 #include "tensor/cuda/device_runtime.h"
 #include "tensor/device/counters.h"
@@ -380,3 +381,12 @@ device::Runtime& device_runtime(int index) {
 }
 
 }  // namespace ringlet::tensor::cuda
+
+// The plugin's entry points (core/cuda_plugin.h); tensor/cuda/plugin_calls.cpp calls them.
+RINGLET_CUDA_PLUGIN_EXPORT int ringlet_cuda_device_count() {
+  return ringlet::tensor::cuda::device_count();
+}
+RINGLET_CUDA_PLUGIN_EXPORT ringlet::tensor::device::Runtime* ringlet_cuda_device_runtime(
+    int index) {
+  return &ringlet::tensor::cuda::device_runtime(index);
+}

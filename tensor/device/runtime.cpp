@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "core/cuda_plugin.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "tensor/cuda/device_runtime.h"
@@ -27,6 +28,8 @@ std::string existing_devices() {
     out += " (this build has no CUDA)";
   }
   for (int i = 0; i < gpus; ++i) out += ", cuda:" + std::to_string(i);
+  if (gpus == 0 && cuda::built_with_cuda() && !core::cuda_plugin_unavailable().empty())
+    out += " (CUDA is unavailable: " + core::cuda_plugin_unavailable() + ")";
   return out;
 }
 

@@ -16,10 +16,15 @@ against the packages unpacked into a scratch root (dpkg -x) run as above. Where 
 ringlet_torch (python/): it is installed where its Python looks under the prefix (on that
 Python's sys.path when the prefix is its own, /usr/local or /usr), the installed copy imports and
 registers "ringlet", and python3-ringlet holds it. The installed library exports ringlet::
-names only (package/libringlet.map) and is under 15 MB.
+names only (package/libringlet.map) and is under 15 MB. The installed headers are the public set
+and what it includes (package/public_headers.txt), included as <ringlet/...>, and each compiles
+alone. Only the CUDA plugin links a CUDA library:
+with those libraries hidden (a mount namespace), the examples still run on the CPU and the
+emulated device, and asking for a GPU says why there is none.
 Exits 77 (meson: SKIP) saying why where nothing is installed (the sanitizer and fuzz builds)
 or cmake is missing (scripts/install-deps.sh installs it).
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -177,6 +182,98 @@ def check_library(libdir):
     return problems
 
 
+CUDA_LIBS = re.compile(r"^\s*(libcuda\S*|libcublas\S*|libcudnn\S*) => (/\S+)", re.M)
+
+
+def hide_cuda_command(libdir):
+    """A command prefix under which the CUDA libraries the plugin links are out of reach (an empty
+    tmpfs over each of their directories, in a mount namespace of its own), with the names of
+    those directories; None and why not where that cannot be done here."""
+    plugin = os.path.join(libdir, "ringlet", "libringlet-cuda.so")
+    dirs = sorted({os.path.dirname(path) for _, path in CUDA_LIBS.findall(sh(["ldd", plugin]))})
+    if not dirs:
+        return None, f"ldd {plugin} names no CUDA library"
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return None, f"unshare --mount: {probe.stderr.strip()} (needs root)"
+    mounts = " && ".join(f"mount -t tmpfs no-cuda '{d}'" for d in dirs)
+    return ["unshare", "--mount", "sh", "-c", f'{mounts} && exec "$@"', "sh"], dirs
+
+
+def check_without_cuda(build_has_cuda, libdir, ringlet, built):
+    """The CUDA code is a plugin loaded on first use: nothing else links a CUDA library, and with
+    the CUDA libraries out of reach, the examples run on the CPU and the emulated device, while
+    asking for a GPU says why there is none."""
+    if not build_has_cuda:
+        print("without CUDA: not checked (this build has no CUDA, so nothing links it)")
+        return []
+    problems = []
+    lib = os.path.realpath(os.path.join(libdir, "libringlet.so"))
+    for binary in (lib, os.path.join(built, "ddp_toy"), ringlet):
+        needed = re.findall(r"\[(lib(?:cuda|cublas|cudnn)[^\]]*)\]", sh(["readelf", "-d", binary]))
+        if needed:
+            problems.append(f"{binary} links {needed}: only the CUDA plugin may")
+    hide, dirs = hide_cuda_command(libdir)
+    if hide is None:
+        print(f"without CUDA: the run with the CUDA libraries hidden was not done: {dirs}")
+        return problems + [f"CUDA libraries could not be hidden: {dirs}"]
+    def launch(*args):
+        proc = subprocess.run(hide + [ringlet, "launch", "--nproc-per-node", "2", *args],
+                              capture_output=True, text=True, timeout=180)
+        return proc.returncode, proc.stdout + proc.stderr
+    status, out = launch(os.path.join(built, "ddp_toy"))
+    if status != 0 or out.count("(fell); parameters equal on every rank: yes") != 2:
+        problems.append(f"ddp_toy with {dirs} hidden: status {status}:\n{out}")
+    status, out = launch(os.path.join(built, "train_cifar"), "--epochs", "1", "--device", "emu",
+                         "--out", os.path.join(os.path.dirname(built), "cifar_no_cuda"))
+    if status != 0 or len(EPOCH.findall(out)) != 2:
+        problems.append(f"train_cifar on emu with {dirs} hidden: status {status}:\n{out}")
+    status, out = launch(os.path.join(built, "train_cifar"), "--epochs", "1", "--device", "cuda",
+                         "--out", os.path.join(os.path.dirname(built), "cifar_cuda"))
+    if status == 0 or "CUDA is unavailable" not in out or "libcudart" not in out:
+        problems.append(f"train_cifar --device cuda with {dirs} hidden did not say why there is "
+                        f"no GPU (status {status}):\n{out}")
+    print(f"without CUDA ({', '.join(dirs)} hidden): ddp_toy and train_cifar on emu ran, "
+          f"--device cuda said why not: {'ok' if not problems else 'FAILED'}")
+    return problems
+
+
+INTERNAL = re.compile(r"^(transport/(tcp|shm|rdma)/|tensor/(emu|cuda|kernels)/|collectives/device_)")
+
+
+def compile_alone(cflags, header):
+    proc = subprocess.run(["c++", *cflags, "-fsyntax-only", "-x", "c++", "-"],
+                          input=f"#include <ringlet/{header}>\n", capture_output=True, text=True,
+                          timeout=300)
+    return header, proc.returncode, proc.stderr
+
+
+def check_headers(includedir, pc_env):
+    """Every installed header is included as <ringlet/...> (no quoted ringlet path is left in
+    them) and compiles alone with ringlet.pc's flags. Lists the installed headers that are a
+    transport's or device executor's internals (included by the public set today)."""
+    root = os.path.join(includedir, "ringlet")
+    headers = sorted(os.path.relpath(os.path.join(d, f), root)
+                     for d, _, fs in os.walk(root) for f in fs if f.endswith(".h"))
+    problems = []
+    quoted = re.compile(r'^\s*#\s*include\s*"(core|transport|collectives|tensor|nn|distributed|'
+                        r'trainer)/', re.M)
+    for h in headers:
+        with open(os.path.join(root, h)) as f:
+            if quoted.search(f.read()):
+                problems.append(f"{root}/{h} still includes a ringlet header by its tree path")
+    cflags = sh(["pkg-config", "--cflags", "ringlet"], env=pc_env).split()
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        for header, status, err in pool.map(lambda h: compile_alone(cflags, h), headers):
+            if status != 0:
+                problems.append(f"<ringlet/{header}> does not compile alone:\n{err[-1500:]}")
+    internal = [h for h in headers if INTERNAL.match(h)]
+    print(f"headers: {len(headers)} installed under {root}, each compiles alone: "
+          f"{'ok' if not problems else 'FAILED'}; internals among them: {len(internal)} "
+          f"({', '.join(internal)})")
+    return problems
+
+
 def check_lintian(debs):
     """Lintian finds no error in the packages (scripts/install-deps.sh installs it)."""
     if shutil.which("lintian") is None:
@@ -190,7 +287,7 @@ def check_lintian(debs):
     return [f"lintian: {e}" for e in errors]
 
 
-def check_debs(build, root, scratch):
+def check_debs(build, root, scratch, has_cuda):
     """make_deb.sh's packages: what each holds, and the examples built against them."""
     out = os.path.join(scratch, "debs")
     debs = sh(["bash", os.path.join(root, "scripts", "make_deb.sh"), build, out]).split()
@@ -199,6 +296,8 @@ def check_debs(build, root, scratch):
         name = os.path.basename(deb).split("_")[0]
         listing = sh(["dpkg-deb", "-c", deb])
         missing = [f for f in DEB_FILES.get(name, ["?"]) if f not in listing]
+        if name == "libringlet0" and has_cuda and "/ringlet/libringlet-cuda.so" not in listing:
+            missing.append("the CUDA plugin")
         if missing:
             problems.append(f"{os.path.basename(deb)} lacks {missing}")
         sh(["dpkg-deb", "-x", deb, unpacked])
@@ -246,6 +345,7 @@ def main():
         problems = [] if cuda == ("yes" if has_cuda else "no") else [
             f"ringlet.pc says cuda={cuda}, the build {'has' if has_cuda else 'has no'} CUDA"]
         problems += check_library(libdir)
+        problems += check_headers(os.path.join(prefix, options["includedir"]), pc_env)
         with_meson, with_cmake = os.path.join(scratch, "meson"), os.path.join(scratch, "cmake")
         sh(["meson", "setup", with_meson, os.path.join(root, "examples")], env=pc_env)
         sh(["ninja", "-C", with_meson])
@@ -253,13 +353,14 @@ def main():
             f"-DCMAKE_PREFIX_PATH={prefix}"])
         sh(["cmake", "--build", with_cmake])
         problems += check_cmake_install(with_cmake, scratch)
+        problems += check_without_cuda(has_cuda, libdir, ringlet, with_meson)
         # Both find libringlet.so through their run path (ringlet.pc's, CMake's).
         problems += check_runs(ringlet, with_meson, {})
         found, losses = check_train_cifar(ringlet, with_meson, scratch)
         problems += found + check_train_cifar_again(ringlet, with_cmake, scratch, losses)
         problems += check_runs(ringlet, with_cmake, {})
         problems += check_torch_package(build, destdir, options)
-        problems += check_debs(build, root, scratch)
+        problems += check_debs(build, root, scratch, has_cuda)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         problems = [str(e)]
     finally:

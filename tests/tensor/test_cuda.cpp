@@ -7,10 +7,12 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "collectives/cuda/reduce.h"
 #include "collectives/reduce_kernels.h"
+#include "core/cuda_plugin.h"
 #include "core/dtype.h"
 #include "device_op_suite.h"
 #include "tensor/cuda/device_runtime.h"
@@ -165,7 +167,8 @@ int main(int argc, char** argv) {
     return 77;
   }
   if (cuda::device_count() == 0) {
-    std::puts("skipped: no CUDA device");
+    const std::string& why = core::cuda_plugin_unavailable();
+    std::printf("skipped: no CUDA device%s%s\n", why.empty() ? "" : ": ", why.c_str());
     return 77;
   }
   doctest::Context context(argc, argv);

@@ -1,0 +1,92 @@
+// Linked instead of the CUDA code itself when ringlet is built with CUDA: each entry point of
+// tensor/cuda/ calls into the plugin (core/cuda_plugin.h), which holds the CUDA code and is
+// loaded on the first call. Without a loadable plugin (no libcudart here), built_with_cuda()
+// stays true, device_count() is 0, cudnn_unavailable() says why and the rest throw DeviceError.
+#include <ostream>
+
+#include "core/cuda_plugin.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "tensor/cuda/cudnn_conv.h"
+#include "tensor/cuda/device_runtime.h"
+#include "tensor/device/counters.h"
+#include "tensor/kernels/device_kernels.h"
+#include "tensor/math_mode.h"
+#include "tensor/op_context.h"
+
+namespace ringlet::tensor::cuda {
+namespace {
+
+// ringlet's functions the plugin's code calls back into: named here so that a program linking
+// this file also links them, and (-rdynamic) exports them for the plugin to bind to.
+[[gnu::used]] const void* const plugin_needs[] = {
+    reinterpret_cast<const void*>(&core::error_location),
+    reinterpret_cast<const void*>(&core::float_to_bf16),
+    reinterpret_cast<const void*>(&core::float_to_half),
+    reinterpret_cast<const void*>(
+        static_cast<std::ostream& (*)(std::ostream&, core::DType)>(&core::operator<<)),
+    reinterpret_cast<const void*>(&device::count_stream_ops),
+    reinterpret_cast<const void*>(&device::count_host_sync),
+    reinterpret_cast<const void*>(&device::count_driver_alloc),
+    reinterpret_cast<const void*>(&device::wait_timeout),
+    reinterpret_cast<const void*>(&tensor::tensor_cores_allowed),
+    reinterpret_cast<const void*>(&tensor::current_op),
+};
+
+template <class Fn>
+Fn* entry(const char* name) {
+  return core::cuda_plugin_function<Fn>(name);
+}
+
+}  // namespace
+
+bool built_with_cuda() { return true; }
+
+int device_count() {
+  if (!core::cuda_plugin_unavailable().empty()) return 0;
+  static auto* const fn = entry<int()>("ringlet_cuda_device_count");
+  return fn();
+}
+
+device::Runtime& device_runtime(int index) {
+  static auto* const fn = entry<device::Runtime*(int)>("ringlet_cuda_device_runtime");
+  return *fn(index);
+}
+
+const std::string& cudnn_unavailable() {
+  if (!core::cuda_plugin_unavailable().empty()) return core::cuda_plugin_unavailable();
+  static auto* const fn = entry<const std::string*()>("ringlet_cuda_cudnn_unavailable");
+  return *fn();
+}
+
+using ConvPass = void(const CudnnShape&, const void*, const void*, void*, void*, int,
+                      const Workspace&);
+
+void cudnn_forward(const CudnnShape& s, const void* x, const void* w, void* y, void* stream,
+                   int device, const Workspace& workspace) {
+  static auto* const fn = entry<ConvPass>("ringlet_cuda_cudnn_forward");
+  fn(s, x, w, y, stream, device, workspace);
+}
+
+void cudnn_backward_data(const CudnnShape& s, const void* w, const void* dy, void* dx, void* stream,
+                         int device, const Workspace& workspace) {
+  static auto* const fn = entry<ConvPass>("ringlet_cuda_cudnn_backward_data");
+  fn(s, w, dy, dx, stream, device, workspace);
+}
+
+void cudnn_backward_filter(const CudnnShape& s, const void* x, const void* dy, void* dw,
+                           void* stream, int device, const Workspace& workspace) {
+  static auto* const fn = entry<ConvPass>("ringlet_cuda_cudnn_backward_filter");
+  fn(s, x, dy, dw, stream, device, workspace);
+}
+
+}  // namespace ringlet::tensor::cuda
+
+namespace ringlet::tensor::kernels {
+
+DeviceKernels& cuda_kernels() {
+  static auto* const fn = core::cuda_plugin_function<DeviceKernels*()>("ringlet_cuda_kernels");
+  return *fn();
+}
+
+}  // namespace ringlet::tensor::kernels
