@@ -27,13 +27,15 @@
 #include <string>
 #include <vector>
 
-#include "collectives/device_collectives.h"
-#include "collectives/device_issue.h"
 #include "collectives/types.h"
 
 namespace ringlet::collectives {
 
+// The device-flags machinery (device_collectives.h, device_issue.h, device_control.h), named
+// here only: a program that holds a BufferSpace does not see its internals.
 class DeviceControl;
+class DeviceIssue;
+struct DeviceGroup;
 
 // Host waits for a device made on this thread so far (fence() counts them).
 inline std::uint64_t& host_waits_here() {
@@ -78,7 +80,7 @@ class BufferSpace {
 
   // Device-side synchronization (see above); the rest is only called where it is true.
   virtual bool device_sync() const { return false; }
-  virtual std::unique_ptr<DeviceIssue> issue_on_device() { return nullptr; }
+  virtual std::unique_ptr<DeviceIssue> issue_on_device();  // null: none (device_collectives.cpp)
   virtual const DeviceGroup* device_group() const { return nullptr; }
   virtual DeviceControl* device_control() { return nullptr; }
   // After a failure (`reason`): sets every flag of this rank's window from the host, so that

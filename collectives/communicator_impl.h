@@ -14,7 +14,9 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/communicator.h"
+#include "collectives/device_collectives.h"
 #include "collectives/device_control.h"
+#include "collectives/device_issue.h"
 #include "collectives/device_watchdog.h"
 #include "collectives/failure_policy.h"
 #include "collectives/peer_memory.h"

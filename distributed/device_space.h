@@ -29,7 +29,9 @@
 #include <vector>
 
 #include "collectives/buffer_space.h"
+#include "collectives/device_collectives.h"
 #include "collectives/device_control.h"
+#include "collectives/device_issue.h"
 #include "collectives/work.h"
 #include "core/deadline.h"
 #include "tensor/device/stream.h"

@@ -2,6 +2,7 @@
 #include "distributed/process_group.h"
 
 #include "core/error.h"
+#include "distributed/device_space.h"
 #include "tensor/device/runtime.h"
 #include "transport/rendezvous.h"
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "collectives/buffer_space.h"
 #include "collectives/communicator.h"
-#include "distributed/device_space.h"
 #include "distributed/rank_device.h"
 #include "transport/discovery.h"
 #include "transport/store.h"
@@ -17,8 +17,9 @@ namespace ringlet::distributed {
 struct DistributedContext {
   transport::InitInfo info;
   std::unique_ptr<transport::Store> store;  // outlives comm (declared first, destroyed last)
-  std::unique_ptr<distributed::DeviceSpace>
-      space;  // outlives comm too: its progress thread uses it
+  // attach_device's space (distributed/device_space.h), for DDP's options and the collectives'
+  // `space` argument; it outlives comm too: comm's progress thread uses it.
+  std::unique_ptr<collectives::BufferSpace> space;
   std::unique_ptr<collectives::Communicator> comm;
 };
 

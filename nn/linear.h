@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "nn/module.h"
+#include "tensor/activation.h"
 #include "tensor/generator.h"
-#include "tensor/kernels/activation.h"
 
 namespace ringlet::nn {
 

@@ -10,6 +10,7 @@
 #include "transport/rdma/connection.h"
 #include "transport/rdma/device.h"
 #include "transport/shm/connection.h"
+#include "transport/tcp/connection.h"
 #include "transport/tcp/interfaces.h"
 #include "transport/tcp/listener.h"
 

@@ -17,7 +17,7 @@
 #include "core/deadline.h"
 #include "transport/connection.h"
 #include "transport/store.h"
-#include "transport/tcp/connection.h"
+#include "transport/tcp_options.h"
 
 namespace ringlet::transport {
 

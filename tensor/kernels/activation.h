@@ -1,16 +1,12 @@
-// The activation an op may apply to its output in the same kernel (an epilogue): a
-// convolution's or a linear layer's after the bias, batch norm's after the normalization.
-// ReLU as PyTorch's: max(x, 0), NaN stays NaN.
+// An epilogue's activation (tensor/activation.h) applied to one value, on the host and in device
+// kernels. ReLU as PyTorch's: max(x, 0), NaN stays NaN.
 #pragma once
 
-#include <cstdint>
-
+#include "tensor/activation.h"
 #include "tensor/kernels/hd.h"
 
 namespace ringlet::tensor {
 namespace kernels {
-
-enum class Activation : std::uint8_t { none, relu };
 
 template <class T>
 RINGLET_HD T activate(T x, Activation act) {
@@ -19,7 +15,5 @@ RINGLET_HD T activate(T x, Activation act) {
 }
 
 }  // namespace kernels
-
-using kernels::Activation;
 
 }  // namespace ringlet::tensor

@@ -4,7 +4,7 @@
 
 #include <array>
 
-#include "tensor/kernels/nn.h"
+#include "tensor/activation.h"
 #include "tensor/tensor.h"
 
 namespace ringlet::tensor {

@@ -3,7 +3,7 @@
 // to GEMM as transposes, not copied.
 #pragma once
 
-#include "tensor/kernels/activation.h"
+#include "tensor/activation.h"
 #include "tensor/tensor.h"
 
 namespace ringlet::tensor {

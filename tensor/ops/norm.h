@@ -12,7 +12,7 @@
 #include <functional>
 #include <vector>
 
-#include "tensor/kernels/activation.h"
+#include "tensor/activation.h"
 #include "tensor/tensor.h"
 
 namespace ringlet::tensor {

@@ -16,6 +16,8 @@
 #include "cifar_files.h"
 #include "temp_dir.h"
 #include "trainer/data/data_loader.h"
+#include "trainer/data/distributed_sampler.h"
+#include "trainer/data/tensor_dataset.h"
 #include "trainer/input_pipeline.h"
 
 using namespace ringlet;
@@ -452,4 +454,65 @@ TEST_CASE("config augmentation: flip mirrors, crop pads with black, the test spl
   c.augment = "";
   check_same(test_augmented, run_epoch(*make_test_loader(c, 0, 1), 2));
   CHECK(test_augmented.front().images.shape() == tensor::Shape{20, 3, kSide, kSide});
+}
+
+TEST_CASE("TensorDataset: inputs and targets of any shape and dtype, sampled and batched") {
+  // x f32 [10, 3] (row i: 10i, 10i+1, 10i+2); y f64 [10, 2] (row i: -i, i/2) and i32 [10].
+  Tensor x = Tensor::empty({10, 3}, core::DType::f32);
+  Tensor y = Tensor::empty({10, 2}, core::DType::f64);
+  Tensor k = Tensor::empty({10}, core::DType::i32);
+  for (int i = 0; i < 10; ++i) {
+    for (int j = 0; j < 3; ++j) x.data<float>()[i * 3 + j] = static_cast<float>(10 * i + j);
+    y.data<double>()[i * 2] = -i;
+    y.data<double>()[i * 2 + 1] = i / 2.0;
+    k.data<std::int32_t>()[i] = 7 * i;
+  }
+  auto data = std::make_shared<TensorDataset>(x, y);
+  REQUIRE(data->size() == 10);
+  // Two ranks of a DistributedSampler: disjoint halves covering the rows; batches of 2 hold
+  // each row's own input and target, in their own dtypes.
+  std::set<std::int64_t> seen;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto sampler = std::make_shared<DistributedSampler>(10, 2, rank);
+    sampler->set_epoch(3);
+    DataLoaderOptions opt;
+    opt.batch_size = 2;
+    DataLoader loader(data, opt, nullptr, sampler);
+    for (const Batch& b : run_epoch(loader, 3)) {
+      const auto rows = static_cast<std::int64_t>(b.indices.size());  // 2, 2, then 1
+      REQUIRE(b.images.shape() == tensor::Shape{rows, 3});
+      REQUIRE(b.labels.shape() == tensor::Shape{rows, 2});
+      CHECK(b.images.dtype() == core::DType::f32);
+      CHECK(b.labels.dtype() == core::DType::f64);
+      for (std::size_t r = 0; r < b.indices.size(); ++r) {
+        const std::int64_t i = b.indices[r];
+        CHECK(seen.insert(i).second);
+        CHECK(b.images.data<float>()[r * 3 + 2] == static_cast<float>(10 * i + 2));
+        CHECK(b.labels.data<double>()[r * 2] == static_cast<double>(-i));
+        CHECK(b.labels.data<double>()[r * 2 + 1] == static_cast<double>(i) / 2.0);
+      }
+    }
+  }
+  CHECK(seen.size() == 10);
+  // Integer targets of shape [10] batch as [B].
+  DataLoaderOptions opt;
+  opt.batch_size = 4;
+  DataLoader ints(std::make_shared<TensorDataset>(x, k), opt);
+  const std::vector<Batch> batches = run_epoch(ints, 0);
+  REQUIRE(batches.size() == 3);
+  CHECK(batches[2].labels.shape() == tensor::Shape{2});
+  CHECK(batches[2].labels.data<std::int32_t>()[1] == 63);
+  // Bad input says what and where.
+  CHECK_THROWS_WITH_AS(TensorDataset(x, Tensor::empty({9}, core::DType::i64)),
+                       doctest::Contains("inputs [10, 3] and targets [9] differ"),
+                       core::ValueError);
+  CHECK_THROWS_AS(TensorDataset(x, Tensor()), core::ValueError);
+  CHECK_THROWS_WITH_AS(data->get(10), doctest::Contains("index 10 out of range [0, 10)"),
+                       core::ValueError);
+  std::vector<Example> mixed{data->get(0), {Tensor::empty({3}, core::DType::f32), 1, {}}};
+  CHECK_THROWS_WITH_AS(collate(mixed), doctest::Contains("example 1 has no target"),
+                       core::ValueError);
+  std::vector<Example> shapes{data->get(0), {Tensor::empty({4}, core::DType::f32), 0, y}};
+  CHECK_THROWS_WITH_AS(collate(shapes), doctest::Contains("input 1 has shape [4], input 0 has [3]"),
+                       core::ShapeError);
 }

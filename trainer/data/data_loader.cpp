@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -113,8 +114,47 @@ void worker_loop(std::shared_ptr<State> state, std::size_t id) {
 
 }  // namespace
 
+namespace {
+
+// rows[i] of one shape and dtype, stacked into [rows.size(), ...] (what: "input", "target").
+Tensor stack_rows(const std::vector<Tensor>& rows, const char* what) {
+  const Tensor& first = rows.front();
+  tensor::Shape shape{static_cast<std::int64_t>(rows.size())};
+  shape.insert(shape.end(), first.shape().begin(), first.shape().end());
+  Tensor out = Tensor::empty(shape, first.dtype());
+  const std::size_t bytes = first.nbytes();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    RINGLET_CHECK(rows[i].defined(), ValueError, "collate: example ", i, " has no ", what,
+                  ", example 0 has one");
+    RINGLET_CHECK(rows[i].shape() == first.shape(), ShapeError, "collate: ", what, " ", i,
+                  " has shape ", tensor::shape_str(rows[i].shape()), ", ", what, " 0 has ",
+                  tensor::shape_str(first.shape()));
+    RINGLET_CHECK(rows[i].dtype() == first.dtype(), DTypeError, "collate: ", what, " ", i,
+                  " has dtype ", rows[i].dtype(), ", ", what, " 0 has ", first.dtype());
+    const Tensor src = rows[i].contiguous();
+    std::memcpy(static_cast<char*>(out.raw_data()) + i * bytes, src.raw_data(), bytes);
+  }
+  return out;
+}
+
+// Examples with targets: inputs and targets of any shape and dtype, each stacked.
+Batch collate_targets(const std::vector<Example>& examples) {
+  std::vector<Tensor> inputs, targets;
+  for (const Example& ex : examples) {
+    inputs.push_back(ex.image);
+    targets.push_back(ex.target);
+  }
+  Batch batch;
+  batch.images = stack_rows(inputs, "input");
+  batch.labels = stack_rows(targets, "target");
+  return batch;
+}
+
+}  // namespace
+
 Batch collate(const std::vector<Example>& examples) {
   RINGLET_CHECK(!examples.empty(), ValueError, "collate: no examples");
+  if (examples.front().target.defined()) return collate_targets(examples);
   const tensor::Shape& shape = examples.front().image.shape();
   RINGLET_CHECK(shape.size() == 3, ShapeError, "collate: expected images [C, H, W], got ",
                 tensor::shape_str(shape));
@@ -127,6 +167,8 @@ Batch collate(const std::vector<Example>& examples) {
   std::int64_t* labels = batch.labels.data<std::int64_t>();
   for (std::int64_t i = 0; i < b; ++i) {
     const Example& ex = examples[static_cast<std::size_t>(i)];
+    RINGLET_CHECK(!ex.target.defined(), ValueError, "collate: example ", i,
+                  " has a target, example 0 has none");
     RINGLET_CHECK(ex.image.dtype() == core::DType::f32, DTypeError, "collate: image ", i,
                   " has dtype ", ex.image.dtype(),
                   ", expected f32 (add ToFloat to the transforms)");

@@ -1,5 +1,6 @@
 // DataLoader: turns a Dataset, a Sampler and a Transform into batches {images f32 [B,C,H,W],
-// labels i64 [B]}. With N worker threads, up to prefetch_factor * N batches are built ahead
+// labels i64 [B]}, or, for examples with targets (TensorDataset), {inputs [B, ...], targets
+// [B, ...]} in their own dtypes. With N worker threads, up to prefetch_factor * N batches are built ahead
 // of the consumer (a bounded queue) and handed out strictly in order. A batch's content
 // depends only on (sampler order, seed, epoch), never on N or thread timing, so 0, 1 or 8
 // workers give bitwise identical batches. Usage:
@@ -21,8 +22,8 @@
 namespace ringlet::trainer {
 
 struct Batch {
-  tensor::Tensor images;              // f32 [B, C, H, W]
-  tensor::Tensor labels;              // i64 [B]
+  tensor::Tensor images;              // f32 [B, C, H, W], or the inputs [B, ...] (see collate)
+  tensor::Tensor labels;              // i64 [B], or the targets [B, ...] (see collate)
   std::vector<std::int64_t> indices;  // the dataset index of each row
   std::int64_t number = 0;            // position of this batch in its epoch
 };
@@ -37,8 +38,10 @@ struct DataLoaderOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
-// Stacks examples (all f32 with one shape [C, H, W]) into a Batch. A u8 image is a
-// DTypeError that suggests ToFloat; differing shapes are a ShapeError.
+// Stacks examples into a Batch. Images: all f32 with one shape [C, H, W]; a u8 image is a
+// DTypeError that suggests ToFloat. Examples with a target (all or none of them): inputs and
+// targets each of one shape and dtype, any, stacked into images [B, ...] and labels [B, ...].
+// Differing shapes are a ShapeError, differing dtypes a DTypeError, naming the example.
 Batch collate(const std::vector<Example>& examples);
 
 // One pass over an epoch. Owns its worker threads: destroying it mid-epoch stops them and

@@ -19,10 +19,13 @@ class DataError : public core::Error {
 };
 
 struct Example {
-  // [C, H, W], u8 (raw pixels) or f32. It may be a view into the dataset's own memory:
-  // treat it as read-only (transforms always return new tensors).
+  // [C, H, W], u8 (raw pixels) or f32; or, with a target, any shape and dtype (an input). It may
+  // be a view into the dataset's own memory: treat it as read-only (transforms always return new
+  // tensors).
   tensor::Tensor image;
   std::int64_t label = 0;
+  // A target of any shape and dtype (TensorDataset's), batched instead of `label` when defined.
+  tensor::Tensor target{};
 };
 
 class Dataset {

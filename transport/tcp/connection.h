@@ -13,13 +13,9 @@
 #include <vector>
 
 #include "transport/connection.h"
+#include "transport/tcp_options.h"
 
 namespace ringlet::transport::tcp {
-
-struct TcpOptions {
-  std::size_t stripe_min_bytes = 256 * 1024;  // smaller messages use the first socket
-  int socket_buffer_bytes = 0;                // SO_SNDBUF/SO_RCVBUF; 0 = kernel autotuning
-};
 
 class TcpConnection final : public Connection {
  public:
