@@ -93,8 +93,7 @@ void* cuda_plugin_symbol(const char* name) {
   void* entry = dlsym(p.handle, name);
   if (entry == nullptr)
     RINGLET_THROW(DeviceError, "ringlet's CUDA plugin lacks ", name,
-                  " (a plugin of another "
-                  "ringlet version?)");
+                  " (a plugin of another ringlet version?)");
   return entry;
 }
 

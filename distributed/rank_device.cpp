@@ -1,7 +1,6 @@
 // rank_device: a rank's device from --device and its local rank.
 #include "distributed/rank_device.h"
 
-#include "core/cuda_plugin.h"
 #include "core/error.h"
 #include "tensor/device/runtime.h"
 
@@ -11,10 +10,8 @@ core::Device rank_device(const std::string& text, const transport::InitInfo& inf
   core::Device device = core::parse_device(text);
   if (device.is_cpu() || text.find(':') != std::string::npos) return device;
   const int count = tensor::device::device_count(device.kind);
-  RINGLET_CHECK(count > 0, DeviceError, "device ", text, ": none of that kind here",
-                device.is_cuda() && !core::cuda_plugin_unavailable().empty()
-                    ? " (CUDA is unavailable: " + core::cuda_plugin_unavailable() + ")"
-                    : "");
+  device.index = 0;
+  if (count == 0) tensor::device::check_device(device);  // throws, naming the devices here and why
   device.index = info.local_rank % count;
   return device;
 }

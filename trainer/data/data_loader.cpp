@@ -112,10 +112,6 @@ void worker_loop(std::shared_ptr<State> state, std::size_t id) {
   s.ready_cv.notify_all();
 }
 
-}  // namespace
-
-namespace {
-
 // rows[i] of one shape and dtype, stacked into [rows.size(), ...] (what: "input", "target").
 Tensor stack_rows(const std::vector<Tensor>& rows, const char* what) {
   const Tensor& first = rows.front();
