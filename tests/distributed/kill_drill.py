@@ -143,7 +143,13 @@ def trial(ringlet, perf, kind, rng, teardown):
         rank_of(victim) if victim != launcher.pid else (0 if spawned else None))
     job_pids = [launcher.pid] + workers
     if victim is not None:
-        os.kill(victim, signal.SIGKILL)
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:  # it exited between the check above and the kill
+            if not teardown:
+                launcher.kill()
+                return f"{victim} exited before it was killed: {output.text()[-300:]}"
+            victim = None  # the job ended by itself while tearing down: only cleanup is checked
     try:
         launcher.wait(timeout=15)
     except subprocess.TimeoutExpired:
