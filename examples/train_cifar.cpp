@@ -9,6 +9,10 @@
 #include <filesystem>
 #include <string>
 
+#include <ringlet/checkpoint/checkpoint.h>
+#include <ringlet/data/cifar_dataset.h>
+#include <ringlet/data/data_loader.h>
+#include <ringlet/data/distributed_sampler.h>
 #include <ringlet/distributed/ddp.h>
 #include <ringlet/distributed/process_group.h>
 #include <ringlet/nn/batch_norm.h>
@@ -19,10 +23,6 @@
 #include <ringlet/nn/residual.h>
 #include <ringlet/nn/sgd.h>
 #include <ringlet/tensor/ops.h>
-#include <ringlet/trainer/checkpoint/checkpoint.h>
-#include <ringlet/trainer/data/cifar_dataset.h>
-#include <ringlet/trainer/data/data_loader.h>
-#include <ringlet/trainer/data/distributed_sampler.h>
 
 using namespace ringlet;
 using tensor::Tensor;
@@ -50,10 +50,10 @@ class SmallResNet : public nn::Module {
 };
 
 // 1024 CIFAR-shaped images whose class shifts one channel: something to learn without files.
-class GeneratedImages : public trainer::Dataset {
+class GeneratedImages : public data::Dataset {
  public:
   std::int64_t size() const override { return 1024; }
-  trainer::Example get(std::int64_t i) const override {
+  data::Example get(std::int64_t i) const override {
     tensor::Generator gen(static_cast<std::uint64_t>(i));
     const std::int64_t label = i % 10;
     Tensor image = tensor::randn({3, 32, 32}, gen);
@@ -100,28 +100,28 @@ int train(int argc, char** argv) {
   tensor::Generator init(0);
   auto model = std::make_shared<SmallResNet>(init);
   nn::SGD optimizer(model->parameters(), {.lr = 0.05, .momentum = 0.9});
-  const std::filesystem::path snapshot = trainer::checkpoint_path(out);
+  const std::filesystem::path snapshot = checkpoint::checkpoint_path(out);
   std::int64_t first_epoch = 0;
   std::filesystem::create_directories(out);
   if (std::filesystem::exists(snapshot)) {  // every rank resumes from rank 0's last save
-    first_epoch = trainer::load_checkpoint(snapshot, *model, &optimizer).epoch;
+    first_epoch = checkpoint::load_checkpoint(snapshot, *model, &optimizer).epoch;
     std::printf("rank %d: resumed after epoch %lld\n", rank, static_cast<long long>(first_epoch));
   }
   model->to(device);
   distributed::DistributedDataParallel ddp(model, *job.comm, {.device_space = job.space.get()});
 
-  std::shared_ptr<const trainer::Dataset> data = std::make_shared<GeneratedImages>();
-  std::shared_ptr<const trainer::Transform> transform;  // u8 pixels to [0, 1] for the files'
+  std::shared_ptr<const data::Dataset> data = std::make_shared<GeneratedImages>();
+  std::shared_ptr<const data::Transform> transform;  // u8 pixels to [0, 1] for the files'
   if (!data_dir.empty()) {
-    data = std::make_shared<trainer::CifarDataset>(trainer::CifarDataset::open(data_dir, {}));
-    transform = std::make_shared<trainer::ToFloat>();
+    data = std::make_shared<data::CifarDataset>(data::CifarDataset::open(data_dir, {}));
+    transform = std::make_shared<data::ToFloat>();
   }
-  auto sampler = std::make_shared<trainer::DistributedSampler>(data->size(), world, rank);
-  trainer::DataLoader loader(data, {.batch_size = 32}, transform, sampler);
+  auto sampler = std::make_shared<data::DistributedSampler>(data->size(), world, rank);
+  data::DataLoader loader(data, {.batch_size = 32}, transform, sampler);
   nn::CrossEntropyLoss loss_fn;
   for (std::int64_t epoch = first_epoch; epoch < epochs; ++epoch) {
     sampler->set_epoch(epoch);  // a new shuffle each epoch, the same on every rank
-    trainer::EpochIterator batches = loader.begin_epoch(epoch);
+    data::EpochIterator batches = loader.begin_epoch(epoch);
     double total = 0, steps = 0;
     while (auto batch = batches.next()) {
       optimizer.zero_grad();
@@ -134,7 +134,7 @@ int train(int argc, char** argv) {
     }
     std::printf("rank %d epoch %lld: mean loss %.4f\n", rank, static_cast<long long>(epoch + 1),
                 total / steps);
-    if (rank == 0) trainer::save_checkpoint(snapshot, *model, &optimizer, {.epoch = epoch + 1});
+    if (rank == 0) checkpoint::save_checkpoint(snapshot, *model, &optimizer, {.epoch = epoch + 1});
     job.comm->barrier()->wait(deadline);  // the save is complete before anyone goes on
   }
   return 0;

@@ -11,10 +11,12 @@ declare -A allowed=(
   [collectives]="core transport"
   [tensor]="core"
   [nn]="core tensor"
+  [data]="core tensor"
+  [checkpoint]="core tensor nn"
   [distributed]="core transport collectives tensor nn"
-  [trainer]="core transport collectives tensor nn distributed"
+  [trainer]="core transport collectives tensor nn data checkpoint distributed"
 )
-layers="core transport collectives tensor nn distributed trainer"
+layers="core transport collectives tensor nn data checkpoint distributed trainer"
 bad=0
 while IFS= read -r hit; do
   target=$(printf '%s\n' "$hit" | sed -E 's/^[^:]*:[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](ringlet\/)?([a-z_]+)\/.*/\2/')

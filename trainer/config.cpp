@@ -17,7 +17,7 @@
 #include "distributed/launch/launcher.h"
 #include "tensor/device/runtime.h"
 #include "trainer/config_value.h"
-#include "trainer/data/dataset_catalog.h"
+#include "trainer/dataset_catalog.h"
 #include "trainer/usage_error.h"
 #include "trainer/yaml_config.h"
 
@@ -315,13 +315,13 @@ void check_data(const TrainConfig& c) {
     check(false, "dataset must be one of " + dataset_names() + ", got '" + c.dataset + "'" +
                      (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
   }
-  const bool default_dir = same_path(c.data_dir, kDefaultDataDir);
+  const bool default_dir = same_path(c.data_dir, data::kDefaultDataDir);
   check(!data->needs_data_dir || !default_dir,
         core::str("dataset ", data->name, " needs --data_dir DIR, a directory holding ",
                   data->files, "; the default data_dir holds Fashion-MNIST"));
   // Another dataset's default directory stands in for the default data_dir: it must be there,
   // never Fashion-MNIST's files read in its place.
-  const bool own_default = default_dir && data->default_dir != kDefaultDataDir;
+  const bool own_default = default_dir && data->default_dir != data::kDefaultDataDir;
   check(!own_default || std::filesystem::is_directory(data->default_dir),
         core::str("dataset ", data->name, " reads ", data->default_dir,
                   " unless --data_dir says otherwise, and that directory does not exist: put ",
@@ -498,7 +498,7 @@ void TrainConfig::fill_dataset_defaults() {
   const DatasetInfo* info = find_dataset(dataset);
   RINGLET_CHECK(info != nullptr, ValueError, "unknown dataset '", dataset,
                 "' (valid: ", dataset_names(), ")");
-  if (same_path(data_dir, kDefaultDataDir) && !info->default_dir.empty()) {
+  if (same_path(data_dir, data::kDefaultDataDir) && !info->default_dir.empty()) {
     data_dir = info->default_dir;  // the dataset's own default directory
   }
   if (mean.empty()) mean = info->mean;

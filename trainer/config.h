@@ -56,7 +56,7 @@ struct TrainConfig {
   int workers = 2;  // data loader threads
   int threads = 0;  // compute threads; 0 = RINGLET_NUM_THREADS / all cores
   // Input normalization: one value per channel, or one for every channel; empty means the
-  // dataset's (trainer/data/dataset_catalog.cpp; Fashion-MNIST 0.2860 / 0.3530). In JSON a
+  // dataset's (trainer/dataset_catalog.cpp; Fashion-MNIST 0.2860 / 0.3530). In JSON a
   // number or a list, on the command line "--mean 0.5" or "--mean 0.49,0.48,0.45".
   std::vector<double> mean;
   std::vector<double> std;

@@ -1,9 +1,9 @@
 // Evaluation on a test loader, and of a saved checkpoint (`ringlet eval`); see train.h.
 #include <algorithm>
 
+#include "checkpoint/checkpoint.h"
 #include "nn/loss.h"
 #include "tensor/ops.h"
-#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/recipe_parts.h"
@@ -75,7 +75,7 @@ class EvalTally {
 
 }  // namespace
 
-EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options) {
+EvalResult evaluate(nn::Module& model, data::DataLoader& loader, const EvalOptions& options) {
   RINGLET_CHECK(options.classes > 0, ValueError,
                 "evaluate: EvalOptions::classes must be the dataset's number of classes, got ",
                 options.classes);
@@ -106,7 +106,7 @@ EvalResult evaluate_checkpoint(const std::string& path, TrainConfig c,
   c.fill_dataset_defaults();
   const int rank = comm != nullptr ? comm->rank() : 0, world = comm != nullptr ? comm->size() : 1;
   auto model = build_model(c);
-  load_checkpoint(path, *model, nullptr);
+  checkpoint::load_checkpoint(path, *model, nullptr);
   // As a resume: weights that hold NaN or an infinity would only print a NaN loss.
   const std::string bad = first_non_finite(*model);
   RINGLET_CHECK(bad.empty(), ValueError, "checkpoint ", path, " holds NaN or infinite values in ",

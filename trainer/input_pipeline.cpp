@@ -5,27 +5,27 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "trainer/data/distributed_sampler.h"
+#include "data/distributed_sampler.h"
 
 namespace ringlet::trainer {
 namespace {
 
 // The first `limit` examples of another dataset (limit_train / limit_test).
-class Prefix : public Dataset {
+class Prefix : public data::Dataset {
  public:
-  Prefix(std::shared_ptr<const Dataset> inner, std::int64_t limit)
+  Prefix(std::shared_ptr<const data::Dataset> inner, std::int64_t limit)
       : inner_(std::move(inner)),
         size_(limit > 0 ? std::min(limit, inner_->size()) : inner_->size()) {}
   std::int64_t size() const override { return size_; }
-  Example get(std::int64_t index) const override { return inner_->get(index); }
+  data::Example get(std::int64_t index) const override { return inner_->get(index); }
 
  private:
-  std::shared_ptr<const Dataset> inner_;
+  std::shared_ptr<const data::Dataset> inner_;
   std::int64_t size_;
 };
 
 // Rank r of n evaluates examples r, r + n, ... (no padding: every example counts once).
-class ShardSampler : public Sampler {
+class ShardSampler : public data::Sampler {
  public:
   ShardSampler(std::int64_t n, int rank, int world) : n_(n), rank_(rank), world_(world) {}
   std::vector<std::int64_t> indices() const override {
@@ -54,8 +54,8 @@ std::vector<float> per_channel(const std::vector<double>& configured,
   return out;
 }
 
-DataLoaderOptions loader_options(const TrainConfig& c, std::int64_t batch_size) {
-  DataLoaderOptions options;
+data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_t batch_size) {
+  data::DataLoaderOptions options;
   options.batch_size = batch_size;
   options.num_workers = c.workers;
   options.seed = c.seed;
@@ -71,48 +71,49 @@ const DatasetInfo& dataset_of(const TrainConfig& c) {
   return *info;
 }
 
-std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split) {
+std::shared_ptr<const data::Dataset> open_split(const TrainConfig& c, data::Split split) {
   auto data = open_dataset(dataset_of(c), c.data_dir, split);
-  return std::make_shared<Prefix>(data, split == Split::train ? c.limit_train : c.limit_test);
+  return std::make_shared<Prefix>(data, split == data::Split::train ? c.limit_train : c.limit_test);
 }
 
-std::shared_ptr<const Transform> input_transform(const TrainConfig& c, Split split) {
+std::shared_ptr<const data::Transform> input_transform(const TrainConfig& c, data::Split split) {
   const DatasetInfo& data = dataset_of(c);
   Augmentations augment;  // none on the test split
-  if (split == Split::train) augment = parse_augment(c.augment);
-  std::vector<std::shared_ptr<const Transform>> steps;
+  if (split == data::Split::train) augment = parse_augment(c.augment);
+  std::vector<std::shared_ptr<const data::Transform>> steps;
   // On the raw pixels, so the padding is black (0) before normalization: torchvision pads the
   // PIL image before ToTensor and Normalize. Crop before flip, torchvision's CIFAR order.
   if (augment.crop) {
     const std::int64_t padding = c.crop_padding.value_or(static_cast<int>(data.crop_padding));
-    steps.push_back(std::make_shared<RandomCrop>(data.side, padding));
+    steps.push_back(std::make_shared<data::RandomCrop>(data.side, padding));
   }
-  if (augment.flip) steps.push_back(std::make_shared<RandomHorizontalFlip>(0.5));
-  steps.push_back(std::make_shared<ToFloat>());
-  steps.push_back(std::make_shared<Normalize>(per_channel(c.mean, data.mean, data.channels, "mean"),
-                                              per_channel(c.std, data.std, data.channels, "std")));
+  if (augment.flip) steps.push_back(std::make_shared<data::RandomHorizontalFlip>(0.5));
+  steps.push_back(std::make_shared<data::ToFloat>());
+  steps.push_back(
+      std::make_shared<data::Normalize>(per_channel(c.mean, data.mean, data.channels, "mean"),
+                                        per_channel(c.std, data.std, data.channels, "std")));
   // After Normalize, as torchvision's RandomErasing: the erased patch takes the mean (0).
-  if (augment.erase) steps.push_back(std::make_shared<RandomErasing>());
-  return std::make_shared<Compose>(std::move(steps));
+  if (augment.erase) steps.push_back(std::make_shared<data::RandomErasing>());
+  return std::make_shared<data::Compose>(std::move(steps));
 }
 
-std::unique_ptr<DataLoader> make_train_loader(const TrainConfig& c, int rank, int world) {
-  auto data = open_split(c, Split::train);
-  std::shared_ptr<Sampler> sampler;
+std::unique_ptr<data::DataLoader> make_train_loader(const TrainConfig& c, int rank, int world) {
+  auto data = open_split(c, data::Split::train);
+  std::shared_ptr<data::Sampler> sampler;
   if (world > 1) {
-    sampler = std::make_shared<DistributedSampler>(data->size(), world, rank, true, c.seed);
+    sampler = std::make_shared<data::DistributedSampler>(data->size(), world, rank, true, c.seed);
   } else {
-    sampler = std::make_shared<RandomSampler>(data->size(), c.seed);
+    sampler = std::make_shared<data::RandomSampler>(data->size(), c.seed);
   }
-  return std::make_unique<DataLoader>(data, loader_options(c, c.batch_size),
-                                      input_transform(c, Split::train), sampler);
+  return std::make_unique<data::DataLoader>(data, loader_options(c, c.batch_size),
+                                            input_transform(c, data::Split::train), sampler);
 }
 
-std::unique_ptr<DataLoader> make_test_loader(const TrainConfig& c, int rank, int world) {
-  auto data = open_split(c, Split::test);
-  return std::make_unique<DataLoader>(data, loader_options(c, 1000),
-                                      input_transform(c, Split::test),
-                                      std::make_shared<ShardSampler>(data->size(), rank, world));
+std::unique_ptr<data::DataLoader> make_test_loader(const TrainConfig& c, int rank, int world) {
+  auto data = open_split(c, data::Split::test);
+  return std::make_unique<data::DataLoader>(
+      data, loader_options(c, 1000), input_transform(c, data::Split::test),
+      std::make_shared<ShardSampler>(data->size(), rank, world));
 }
 
 }  // namespace ringlet::trainer

@@ -8,9 +8,9 @@
 
 #include <memory>
 
+#include "data/data_loader.h"
 #include "trainer/config.h"
-#include "trainer/data/data_loader.h"
-#include "trainer/data/dataset_catalog.h"
+#include "trainer/dataset_catalog.h"
 
 namespace ringlet::trainer {
 
@@ -18,20 +18,20 @@ namespace ringlet::trainer {
 const DatasetInfo& dataset_of(const TrainConfig& c);
 
 // The split's first limit_train / limit_test examples (all of them for 0).
-std::shared_ptr<const Dataset> open_split(const TrainConfig& c, Split split);
+std::shared_ptr<const data::Dataset> open_split(const TrainConfig& c, data::Split split);
 
 // The per-example transform of a split. Training: RandomCrop(side, crop_padding) and
 // RandomHorizontalFlip(0.5) as `augment` asks, on the raw u8 pixels, then ToFloat and
 // Normalize(mean, std). Test: ToFloat and Normalize only. mean, std and crop_padding are the
 // dataset's where the config leaves them unset.
-std::shared_ptr<const Transform> input_transform(const TrainConfig& c, Split split);
+std::shared_ptr<const data::Transform> input_transform(const TrainConfig& c, data::Split split);
 
 // The training batches of rank `rank` of `world`: shuffled per (seed, epoch), a
 // DistributedSampler shard when world > 1, batch_size per rank, `workers` threads.
-std::unique_ptr<DataLoader> make_train_loader(const TrainConfig& c, int rank, int world);
+std::unique_ptr<data::DataLoader> make_train_loader(const TrainConfig& c, int rank, int world);
 
 // The test examples rank `rank` of `world` evaluates: r, r + world, ... (every example once,
 // no padding), in batches of 1000, never augmented.
-std::unique_ptr<DataLoader> make_test_loader(const TrainConfig& c, int rank, int world);
+std::unique_ptr<data::DataLoader> make_test_loader(const TrainConfig& c, int rank, int world);
 
 }  // namespace ringlet::trainer

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "checkpoint/checkpoint.h"
 #include "core/error.h"
-#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/usage_error.h"
 
@@ -31,7 +31,7 @@ bool directory_key(const std::string& key) {
 // A run that stopped before its first checkpoint: the recipe it started with, epoch 0.
 RunRecord unfinished_first_epoch(const std::filesystem::path& run_dir) {
   RunRecord run;
-  run.checkpoint = checkpoint_path(run_dir);
+  run.checkpoint = checkpoint::checkpoint_path(run_dir);
   try {
     run.recipe = load_config_json((run_dir / "config.json").string());
   } catch (const core::ValueError& e) {
@@ -54,7 +54,7 @@ bool schedule_key(const std::string& key) {
 
 RunRecord read_run_record(const std::filesystem::path& run_dir) {
   RunRecord run;
-  run.checkpoint = checkpoint_path(run_dir);
+  run.checkpoint = checkpoint::checkpoint_path(run_dir);
   if (!std::filesystem::exists(run.checkpoint)) {
     RINGLET_CHECK(std::filesystem::exists(run_dir / "history.jsonl") &&
                       std::filesystem::exists(run_dir / "config.json"),
@@ -63,7 +63,7 @@ RunRecord read_run_record(const std::filesystem::path& run_dir) {
     return unfinished_first_epoch(run_dir);
   }
   run.has_checkpoint = true;
-  const CheckpointInfo info = read_checkpoint_info(run.checkpoint);
+  const checkpoint::CheckpointInfo info = checkpoint::read_checkpoint_info(run.checkpoint);
   run.epoch = info.epoch;
   run.step = info.step;
   try {

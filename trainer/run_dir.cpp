@@ -4,10 +4,10 @@
 
 #include <ostream>
 
+#include "checkpoint/checkpoint.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/file_io.h"
-#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/step_trace.h"
 #include "trainer/usage_error.h"
 
@@ -29,7 +29,8 @@ bool is_event_file(const fs::path& file) {
 std::vector<fs::path> run_files(const fs::path& dir) {
   std::vector<fs::path> found;
   std::error_code ec;
-  if (fs::exists(checkpoint_path(dir), ec)) found.push_back(checkpoint_path(dir));
+  if (fs::exists(checkpoint::checkpoint_path(dir), ec))
+    found.push_back(checkpoint::checkpoint_path(dir));
   for (const fs::path& records : {metrics_path(dir), steps_path(dir)}) {
     const std::uintmax_t bytes = fs::file_size(records, ec);
     if (!ec && bytes > 0) found.push_back(records);

@@ -43,7 +43,7 @@ bool changes_schedule(const TrainConfig& c, const std::vector<RecipeChange>& cha
 }
 
 std::string resume_schedule(const TrainConfig& c, const std::vector<RecipeChange>& changes,
-                            const CheckpointInfo& info, nn::Optimizer& optimizer,
+                            const checkpoint::CheckpointInfo& info, nn::Optimizer& optimizer,
                             std::unique_ptr<nn::LRScheduler>& schedule) {
   const std::string epochs = core::str("epochs ", info.epoch + 1, "-", c.epochs);
   if (const RecipeChange* change = cosine_horizon_change(c, changes)) {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "nn/lr_schedule.h"
 #include "nn/optimizer.h"
-#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/config.h"
 #include "trainer/resume_check.h"
 
@@ -27,7 +27,7 @@ bool changes_schedule(const TrainConfig& c, const std::vector<RecipeChange>& cha
 // constant lr; it may be replaced) for a run that finished info.epoch epochs. Returns what to
 // tell the user ("" when the checkpoint's state was restored as it was).
 std::string resume_schedule(const TrainConfig& c, const std::vector<RecipeChange>& changes,
-                            const CheckpointInfo& info, nn::Optimizer& optimizer,
+                            const checkpoint::CheckpointInfo& info, nn::Optimizer& optimizer,
                             std::unique_ptr<nn::LRScheduler>& schedule);
 
 }  // namespace ringlet::trainer

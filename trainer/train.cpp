@@ -16,6 +16,8 @@
 #include <optional>
 #include <sstream>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
 #include "core/env.h"
 #include "core/file_io.h"
 #include "core/thread_clocks.h"
@@ -31,9 +33,7 @@
 #include "tensor/device/counters.h"
 #include "tensor/device/late_reads.h"
 #include "tensor/ops.h"
-#include "trainer/checkpoint/checkpoint.h"
-#include "trainer/checkpoint/safetensors.h"
-#include "trainer/data/dataset_catalog.h"
+#include "trainer/dataset_catalog.h"
 #include "trainer/finite_state.h"
 #include "trainer/input_pipeline.h"
 #include "trainer/progress.h"
@@ -89,7 +89,7 @@ struct Run {
   std::ostream& out;  // rank 0: the caller's stream; other ranks: null_out
   bool tty;           // a progress bar instead of progress lines
   RunDir run_dir;     // its path, rank 0's lock, what a resume changed
-  std::unique_ptr<DataLoader> train_loader, test_loader;
+  std::unique_ptr<data::DataLoader> train_loader, test_loader;
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<nn::Optimizer> optimizer;
   std::unique_ptr<nn::LRScheduler> schedule;  // null: a constant lr
@@ -162,8 +162,9 @@ void refuse_non_finite(const Run& run, const fs::path& checkpoint) {
 // Parameters, optimizer and schedule state, loss scale and position of the last checkpoint:
 // the end of an epoch, or a step inside one (a preempted run).
 void resume(Run& run) {
-  const fs::path latest = checkpoint_path(resume_source(run.c));
-  const CheckpointInfo info = load_checkpoint(latest, *run.model, run.optimizer.get());
+  const fs::path latest = checkpoint::checkpoint_path(resume_source(run.c));
+  const checkpoint::CheckpointInfo info =
+      checkpoint::load_checkpoint(latest, *run.model, run.optimizer.get());
   refuse_non_finite(run, latest);
   run.start_epoch = static_cast<int>(info.epoch);
   run.start_batch = info.batches;
@@ -237,7 +238,7 @@ void optimizer_step(Run& run, StepSample& sample, bool measure_norm) {
 // One step as a graph replays it (or runs it eagerly while warming up): no tracing, no DDP, no
 // loss scaling or clipping (StepGraph::unsupported); the gradient norm read after it, when
 // asked.
-StepSample graph_step(Run& run, const Batch& batch, bool measure_norm) {
+StepSample graph_step(Run& run, const data::Batch& batch, bool measure_norm) {
   StepSample sample;
   sample.examples = batch.labels.numel();
   sample.lr = run.optimizer->lr();
@@ -267,7 +268,7 @@ void set_up_graph(Run& run) {
       });
 }
 
-StepSample train_step(Run& run, const Batch& batch, bool measure_norm) {
+StepSample train_step(Run& run, const data::Batch& batch, bool measure_norm) {
   if (run.graph) return graph_step(run, batch, measure_norm);
   collectives::Tracer* tracer = run.trace->tracer();
   const collectives::TraceScope step_span(tracer, "step", "step", run.step + 1);
@@ -363,7 +364,7 @@ std::string divergence_hint(const TrainConfig& c) {
 }
 
 // The next batch, the wait for it traced as "data".
-std::optional<Batch> next_batch(Run& run, EpochIterator& epoch) {
+std::optional<data::Batch> next_batch(Run& run, data::EpochIterator& epoch) {
   const collectives::TraceScope span(run.trace->tracer(), "data", "data");
   return epoch.next();
 }
@@ -420,9 +421,10 @@ EpochStats train_epoch(Run& run, int epoch) {
 
 // What a checkpoint after `epochs_done` epochs (and `batches` of the next, with their sums)
 // holds besides the tensors.
-CheckpointInfo checkpoint_info(const Run& run, int epochs_done, std::int64_t batches = 0,
-                               nn::NamedState epoch_sums = {}) {
-  return CheckpointInfo{
+checkpoint::CheckpointInfo checkpoint_info(const Run& run, int epochs_done,
+                                           std::int64_t batches = 0,
+                                           nn::NamedState epoch_sums = {}) {
+  return checkpoint::CheckpointInfo{
       .epoch = epochs_done,
       .step = run.step,
       .config = run.c.to_json().dump(),
@@ -468,8 +470,8 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
   record["ranks"] = distributed::splits_json(ranks);
   core::append_line(metrics_path(run.run_dir.path),
                     record.dump());  // before the checkpoint: see run_dir.h
-  save_checkpoint(checkpoint_path(run.run_dir.path), *run.model, run.optimizer.get(),
-                  checkpoint_info(run, epoch + 1));
+  checkpoint::save_checkpoint(checkpoint::checkpoint_path(run.run_dir.path), *run.model,
+                              run.optimizer.get(), checkpoint_info(run, epoch + 1));
 }
 
 // A run stopped inside epoch `epoch`: rank 0 writes a checkpoint at its last step, with the
@@ -477,8 +479,9 @@ void record_epoch(Run& run, int epoch, const EpochStats& stats, double lr, const
 // when the run is resumed.)
 void save_stopped_epoch(Run& run, int epoch, const EpochStats& stats) {
   if (run.rank == 0) {
-    save_checkpoint(checkpoint_path(run.run_dir.path), *run.model, run.optimizer.get(),
-                    checkpoint_info(run, epoch, stats.steps, stats.sums()));
+    checkpoint::save_checkpoint(checkpoint::checkpoint_path(run.run_dir.path), *run.model,
+                                run.optimizer.get(),
+                                checkpoint_info(run, epoch, stats.steps, stats.sums()));
   }
   if (run.comm != nullptr) run.comm->barrier()->wait(core::Deadline::after(run.comm->timeout()));
 }
@@ -487,7 +490,7 @@ void save_stopped_epoch(Run& run, int epoch, const EpochStats& stats) {
 // that goes on from there.
 void tell_stop(const Run& run, int signal, int epoch, const EpochStats* partial) {
   run.out << "stopped by " << stop_signal_name(signal) << ": "
-          << checkpoint_path(run.run_dir.path).string() << " keeps ";
+          << checkpoint::checkpoint_path(run.run_dir.path).string() << " keeps ";
   if (partial != nullptr) {
     run.out << "epoch " << epoch + 1 << " up to batch " << partial->steps << " of "
             << partial->batches;
@@ -587,7 +590,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
 }
 
 TrainConfig checkpoint_config(const std::string& path) {
-  const safetensors::Metadata metadata = safetensors::read_metadata(path);
+  const checkpoint::safetensors::Metadata metadata = checkpoint::safetensors::read_metadata(path);
   auto it = metadata.find("config");
   RINGLET_CHECK(it != metadata.end(), ValueError, "checkpoint ", path,
                 " has no config in its metadata");

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "data/data_loader.h"
 #include "nn/module.h"
 #include "trainer/config.h"
-#include "trainer/data/data_loader.h"
 
 namespace ringlet::trainer {
 
@@ -53,7 +53,7 @@ void check_local_ranks_fit(const TrainConfig& c, const std::string& command);
 
 // Evaluates the model (in eval mode, without gradients) on the loader's examples.
 // ValueError when options.classes is not given (> 0) or a label is outside it.
-EvalResult evaluate(nn::Module& model, DataLoader& loader, const EvalOptions& options);
+EvalResult evaluate(nn::Module& model, data::DataLoader& loader, const EvalOptions& options);
 // With a communicator of several ranks: DistributedSampler shards, DDP gradient averaging,
 // rank 0 alone prints, writes metrics and checkpoints; every rank loads a checkpoint to resume.
 // With comm (several ranks) on a device, `space` is that device's space (DistributedContext).

@@ -20,6 +20,7 @@
 #include "collectives/trace.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
+#include "data/distributed_sampler.h"
 #include "distributed/ddp.h"
 #include "distributed/device_space.h"
 #include "distributed/sync_batch_norm.h"
@@ -35,7 +36,6 @@
 #include "temp_dir.h"
 #include "tensor/device/counters.h"
 #include "tensor/ops.h"
-#include "trainer/data/distributed_sampler.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -652,7 +652,7 @@ TEST_CASE("DistributedSampler: disjoint, covering, equal, reshuffled, identical 
       std::multiset<std::int64_t> all;
       std::vector<std::vector<std::int64_t>> shards;
       for (int r = 0; r < world; ++r) {
-        trainer::DistributedSampler s(n, world, r, true, 7);
+        data::DistributedSampler s(n, world, r, true, 7);
         s.set_epoch(2);
         shards.push_back(s.indices());
         CHECK(static_cast<std::int64_t>(shards.back().size()) == (n + world - 1) / world);
@@ -660,16 +660,16 @@ TEST_CASE("DistributedSampler: disjoint, covering, equal, reshuffled, identical 
       }
       for (std::int64_t i = 0; i < n; ++i) CHECK(all.count(i) >= 1);  // covers
       CHECK(static_cast<std::int64_t>(all.size()) - n < world);       // padding only
-      trainer::DistributedSampler again(n, world, 0, true, 7);
+      data::DistributedSampler again(n, world, 0, true, 7);
       again.set_epoch(2);
       CHECK(again.indices() == shards[0]);  // same (seed, epoch): same shard
       again.set_epoch(3);
       if (n >= 10) CHECK(again.indices() != shards[0]);  // set_epoch reshuffles
-      trainer::DistributedSampler dropped(n, world, world - 1, true, 7, /*drop_last=*/true);
+      data::DistributedSampler dropped(n, world, world - 1, true, 7, /*drop_last=*/true);
       CHECK(static_cast<std::int64_t>(dropped.indices().size()) == n / world);
     }
   }
-  CHECK_THROWS_AS(trainer::DistributedSampler(10, 2, 2), core::ValueError);
+  CHECK_THROWS_AS(data::DistributedSampler(10, 2, 2), core::ValueError);
 }
 
 TEST_CASE("SyncBatchNorm: 2 ranks x batch 32 match 1 rank x batch 64, running stats included") {

@@ -1,16 +1,16 @@
-// A checkpoint file from disk (trainer/checkpoint): the safetensors header (length, JSON,
+// A checkpoint file from disk (checkpoint/): the safetensors header (length, JSON,
 // dtypes, shapes, offsets, coverage), the training metadata (epoch, step, config, scaler) and
 // loading into a model and its optimizer (names, shapes, dtypes, optimizer state). The model is
 // a Linear(4, 2) with SGD (momentum 0.9), the one the seed corpus saves.
 #include <cstdint>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
 #include "core/error.h"
 #include "nn/linear.h"
 #include "nn/sgd.h"
 #include "tensor/generator.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/checkpoint/checkpoint.h"
-#include "trainer/checkpoint/safetensors.h"
 
 namespace {
 
@@ -18,7 +18,7 @@ using namespace ringlet;
 
 void read_file(const std::string& path, std::size_t size) {
   try {
-    const trainer::safetensors::File file = trainer::safetensors::read(path);
+    const checkpoint::safetensors::File file = checkpoint::safetensors::read(path);
     std::size_t bytes = 0;
     for (const auto& [name, t] : file.tensors) {
       FUZZ_CHECK(!name.empty() && t.is_contiguous());
@@ -31,7 +31,7 @@ void read_file(const std::string& path, std::size_t size) {
 
 void load(const std::string& path) {
   try {
-    const trainer::CheckpointInfo info = trainer::read_checkpoint_info(path);
+    const checkpoint::CheckpointInfo info = checkpoint::read_checkpoint_info(path);
     FUZZ_CHECK(info.epoch >= 0 && info.step >= 0);
   } catch (const core::Error&) {
   }
@@ -40,7 +40,7 @@ void load(const std::string& path) {
   nn::Linear model{4, 2, gen};
   nn::SGD optimizer{model.parameters(), {.lr = 0.1, .momentum = 0.9}};
   try {
-    const trainer::CheckpointInfo info = trainer::load_checkpoint(path, model, &optimizer);
+    const checkpoint::CheckpointInfo info = checkpoint::load_checkpoint(path, model, &optimizer);
     FUZZ_CHECK(info.epoch >= 0 && info.step >= 0);
     FUZZ_CHECK(model.weight().numel() == 8 && model.bias().numel() == 2);
   } catch (const core::Error&) {

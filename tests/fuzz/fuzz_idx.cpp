@@ -1,4 +1,4 @@
-// MNIST-style IDX files, raw or gzip (trainer/data/idx_dataset.h): the header's magic and
+// MNIST-style IDX files, raw or gzip (data/idx_dataset.h): the header's magic and
 // dimensions, the counts of the images and labels files, and gzip streams, which stop as soon
 // as they inflate past what the header announces. Input: the images file's length (u32, little
 // endian), the images file, then the labels file.
@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "data/idx_dataset.h"
 #include "tests/fuzz/fuzz_support.h"
-#include "trainer/data/idx_dataset.h"
 
 using namespace ringlet;
 
@@ -24,19 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // read_data_file alone: the output never exceeds the limit given.
   try {
-    const auto bytes = trainer::read_data_file(images.path(), {.most = 1 << 16});
+    const auto bytes = data::read_data_file(images.path(), {.most = 1 << 16});
     FUZZ_CHECK(bytes.size() <= (1 << 16));
   } catch (const core::Error&) {
   }
   try {
-    const trainer::IdxDataset dataset(images.path(), labels.path());
+    const data::IdxDataset dataset(images.path(), labels.path());
     FUZZ_CHECK(dataset.size() > 0);
     FUZZ_CHECK(static_cast<std::size_t>(dataset.size()) == dataset.labels().size());
     FUZZ_CHECK(dataset.rows() > 0 && dataset.cols() > 0);
     FUZZ_CHECK(static_cast<std::size_t>(dataset.size() * dataset.rows() * dataset.cols()) <=
                (std::size_t{1} << 30));
     for (const std::int64_t i : {std::int64_t{0}, dataset.size() - 1}) {
-      const trainer::Example example = dataset.get(i);
+      const data::Example example = dataset.get(i);
       FUZZ_CHECK(example.image.numel() == dataset.rows() * dataset.cols());
     }
   } catch (const core::Error&) {

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
 #include "nn/adam.h"
 #include "nn/linear.h"
 #include "nn/sgd.h"
 #include "tensor/generator.h"
 #include "tensor/ops.h"
-#include "trainer/checkpoint/checkpoint.h"
-#include "trainer/checkpoint/safetensors.h"
 #include "transport/shm/segment.h"
 #include "transport/store_wire.h"
 #include "transport/tcp/handshake.h"
@@ -115,23 +115,23 @@ void checkpoint_seeds() {
   tensor::sum(model.forward(tensor::ones({3, 4}))).backward();
   sgd.step();
   const auto position = [](std::int64_t epoch, std::int64_t step, const char* config) {
-    trainer::CheckpointInfo info;
+    checkpoint::CheckpointInfo info;
     info.epoch = epoch;
     info.step = step;
     info.config = config;
     return info;
   };
-  trainer::save_checkpoint(file, model, &sgd,
-                           position(2, 7, R"({"model": "x", "epochs": 3, "lr": 0.1})"));
+  checkpoint::save_checkpoint(file, model, &sgd,
+                              position(2, 7, R"({"model": "x", "epochs": 3, "lr": 0.1})"));
   put("checkpoint", "linear_sgd", read_all(file));
   nn::Adam adam{model.parameters(), {}};
-  trainer::save_checkpoint(file, model, &adam, position(1, 3, "{}"));
+  checkpoint::save_checkpoint(file, model, &adam, position(1, 3, "{}"));
   put("checkpoint", "linear_adam", read_all(file));
-  trainer::safetensors::write(file,
-                              {{"a", tensor::ones({2, 3})},
-                               {"b", tensor::ones({4}).to(core::DType::bf16)},
-                               {"c", tensor::ones({1, 2}).to(core::DType::u8)}},
-                              {{"epoch", "1"}, {"note", "x"}});
+  checkpoint::safetensors::write(file,
+                                 {{"a", tensor::ones({2, 3})},
+                                  {"b", tensor::ones({4}).to(core::DType::bf16)},
+                                  {"c", tensor::ones({1, 2}).to(core::DType::u8)}},
+                                 {{"epoch", "1"}, {"note", "x"}});
   put("checkpoint", "three_dtypes", read_all(file));
   fs::remove(file);
 }

@@ -6,12 +6,12 @@
 
 #include <cstddef>
 
-#include "trainer/checkpoint/safetensors.h"
+#include "checkpoint/safetensors.h"
 
 namespace ringlet::testing {
 
-inline void check_same_tensors(const trainer::safetensors::File& a,
-                               const trainer::safetensors::File& b) {
+inline void check_same_tensors(const checkpoint::safetensors::File& a,
+                               const checkpoint::safetensors::File& b) {
   REQUIRE(a.tensors.size() == b.tensors.size());
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
     INFO(a.tensors[i].first);

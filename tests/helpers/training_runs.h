@@ -16,13 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/safetensors.h"
 #include "ringlet_command.h"
 #include "same_checkpoint.h"
-#include "trainer/checkpoint/safetensors.h"
 
 namespace ringlet::testing {
 
-namespace st = ringlet::trainer::safetensors;
+namespace st = ringlet::checkpoint::safetensors;
 
 inline const char* const kSmall =
     "--nproc 2 --limit_train 256 --limit_test 64 --threads 1 --workers 1 --log_every 1000";

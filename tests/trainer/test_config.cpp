@@ -10,13 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/idx_dataset.h"
 #include "ringlet_command.h"
 #include "temp_dir.h"
 #include "trainer/cli/train_command.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
 #include "trainer/config_help.h"
-#include "trainer/data/idx_dataset.h"
 #include "trainer/recipes.h"
 
 using namespace ringlet;
@@ -183,7 +183,7 @@ TEST_CASE("datasets: known names, the files they need, the model that takes them
 
   TrainConfig m;  // MNIST has its own default directory, never Fashion-MNIST's
   m.dataset = "mnist";
-  if (!std::filesystem::exists(trainer::kDefaultMnistDir)) {
+  if (!std::filesystem::exists(data::kDefaultMnistDir)) {
     CHECK_THROWS_WITH_AS(m.validate(),
                          doctest::Contains("dataset mnist reads /usr/share/datasets/mnist unless "
                                            "--data_dir says otherwise, and that directory does "
@@ -192,7 +192,7 @@ TEST_CASE("datasets: known names, the files they need, the model that takes them
   }
   TrainConfig filled = m;
   filled.fill_dataset_defaults();
-  CHECK(filled.data_dir == trainer::kDefaultMnistDir);
+  CHECK(filled.data_dir == data::kDefaultMnistDir);
   CHECK(filled.mean == std::vector<double>{0.1307});
   m.data_dir = "/data/mnist";
   CHECK_NOTHROW(m.validate());
@@ -203,7 +203,7 @@ TEST_CASE("datasets: known names, the files they need, the model that takes them
 TEST_CASE("ringlet train --dataset mnist: its own directory, or the one --data_dir names") {
   testing::TempDir dir("ringlet_mnist");
   const std::string binary = "timeout 120 '" + testing::require_ringlet_binary() + "' train ";
-  if (!std::filesystem::exists(trainer::kDefaultMnistDir)) {
+  if (!std::filesystem::exists(data::kDefaultMnistDir)) {
     const auto absent = testing::finish_command(testing::start_command(binary + "--dataset mnist"));
     CHECK(absent.status == 2);
     CHECK(testing::contains(absent.output, "/usr/share/datasets/mnist"));
@@ -215,7 +215,7 @@ TEST_CASE("ringlet train --dataset mnist: its own directory, or the one --data_d
   std::filesystem::create_directories(data);
   for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                            "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
-    std::filesystem::create_symlink(std::filesystem::path(trainer::kDefaultDataDir) / name,
+    std::filesystem::create_symlink(std::filesystem::path(data::kDefaultDataDir) / name,
                                     data / name);
   }
   const auto run = testing::finish_command(testing::start_command(

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/safetensors.h"
 #include "ringlet_command.h"
 #include "temp_dir.h"
-#include "trainer/checkpoint/safetensors.h"
 #include "trainer/train.h"
 
 using namespace ringlet;
@@ -128,14 +128,14 @@ TEST_CASE("ringlet eval: loss, accuracy and per class; tta; ranks, devices and d
   }
   SUBCASE("one CPU rank over the whole test split by default, however the run trained") {
     // The same checkpoint, as if a 2-rank run on cuda with limit_test 300 had written it.
-    trainer::safetensors::File file = trainer::safetensors::read(checkpoint);
+    checkpoint::safetensors::File file = checkpoint::safetensors::read(checkpoint);
     auto config = nlohmann::json::parse(file.metadata.at("config"));
     config["nproc"] = 2;
     config["device"] = "cuda";
     config["limit_test"] = 300;
     file.metadata["config"] = config.dump();
     const fs::path cuda_run = dir.path / "cuda.safetensors";
-    trainer::safetensors::write(cuda_run, file.tensors, file.metadata);
+    checkpoint::safetensors::write(cuda_run, file.tensors, file.metadata);
     const CommandResult whole = ringlet_eval("--checkpoint '" + cuda_run.string() + "' --tta none");
     INFO(whole.output);
     REQUIRE(whole.status == 0);
@@ -155,7 +155,7 @@ TEST_CASE("ringlet eval: loss, accuracy and per class; tta; ranks, devices and d
     CHECK(contains(missing.output, dir.path.string()));
   }
   SUBCASE("weights holding NaN are refused naming the tensor; a flipped data byte is caught") {
-    trainer::safetensors::File file = trainer::safetensors::read(checkpoint);
+    checkpoint::safetensors::File file = checkpoint::safetensors::read(checkpoint);
     std::string poisoned;
     for (auto& [name, t] : file.tensors) {
       if (name.rfind("model.", 0) == 0 && t.dim() == 2 && t.dtype() == core::DType::f32) {
@@ -166,7 +166,7 @@ TEST_CASE("ringlet eval: loss, accuracy and per class; tta; ranks, devices and d
     }
     REQUIRE_FALSE(poisoned.empty());
     const fs::path nan_run = dir.path / "nan.safetensors";
-    trainer::safetensors::write(nan_run, file.tensors, file.metadata);
+    checkpoint::safetensors::write(nan_run, file.tensors, file.metadata);
     const CommandResult nan = ringlet_eval("--checkpoint '" + nan_run.string() + "'");
     INFO(nan.output);
     CHECK(nan.status == 1);

@@ -16,7 +16,7 @@
 
 using namespace ringlet::testing;
 namespace fs = std::filesystem;
-namespace st = ringlet::trainer::safetensors;
+namespace st = ringlet::checkpoint::safetensors;
 
 TEST_CASE("SIGTERM mid-epoch: every rank stops after one step, saved; --resume ends bit for bit") {
   const std::string recipe =

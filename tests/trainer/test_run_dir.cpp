@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/safetensors.h"
 #include "core/file_io.h"
 #include "ringlet_command.h"
 #include "same_checkpoint.h"
 #include "temp_dir.h"
-#include "trainer/checkpoint/safetensors.h"
 
 using namespace ringlet;
 using ringlet::testing::CommandResult;
@@ -60,8 +60,8 @@ std::vector<int> epochs_of(const fs::path& run) {
 
 // Every tensor of two checkpoints is equal, bit for bit, and so are the steps taken.
 void check_same_checkpoint(const fs::path& a, const fs::path& b) {
-  const auto ca = trainer::safetensors::read(a / "checkpoint.safetensors");
-  const auto cb = trainer::safetensors::read(b / "checkpoint.safetensors");
+  const auto ca = checkpoint::safetensors::read(a / "checkpoint.safetensors");
+  const auto cb = checkpoint::safetensors::read(b / "checkpoint.safetensors");
   ringlet::testing::check_same_tensors(ca, cb);
   CHECK(ca.metadata.at("epoch") == cb.metadata.at("epoch"));
   CHECK(ca.metadata.at("step") == cb.metadata.at("step"));

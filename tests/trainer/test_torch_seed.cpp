@@ -10,11 +10,11 @@
 #include <cmath>
 #include <set>
 
+#include "data/distributed_sampler.h"
+#include "data/sampler.h"
 #include "golden_data.h"
 #include "nn/models.h"
 #include "tensor/ops.h"
-#include "trainer/data/distributed_sampler.h"
-#include "trainer/data/sampler.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -48,7 +48,7 @@ Tensor draw(const nlohmann::json& c) {
   if (kind == "normal") return tensor::normal({n}, c.at("mean"), c.at("std"), gen, dtype);
   if (kind == "randint") return tensor::randint(c.at("low"), c.at("high"), {n}, gen);
   if (kind == "randperm") {
-    const auto perm = trainer::random_permutation(n, c.at("seed"));
+    const auto perm = data::random_permutation(n, c.at("seed"));
     return tensor::from_data(perm.data(), {n});
   }
   throw std::runtime_error("rng.json: unknown kind " + kind);
@@ -86,7 +86,7 @@ TEST_CASE("Generator(s) draws what torch.manual_seed(s) draws") {
 
 TEST_CASE("random_permutation(60000, seed) is torch.randperm's") {
   const auto& j = golden().at("randperm_60000");
-  const auto perm = trainer::random_permutation(60000, j.at("seed"));
+  const auto perm = data::random_permutation(60000, j.at("seed"));
   const auto head = j.at("head").get<std::vector<std::int64_t>>();
   const auto tail = j.at("tail").get<std::vector<std::int64_t>>();
   CHECK(std::vector<std::int64_t>(perm.begin(), perm.begin() + 16) == head);
@@ -121,7 +121,7 @@ TEST_CASE("fmnist_cnn from Generator(0) has PyTorch's initial weights for seed 0
 TEST_CASE("DistributedSampler(seed 0) gives torch's indices for epochs 0 and 1") {
   for (const auto& e : golden().at("distributed_sampler")) {
     CAPTURE(e.dump());
-    trainer::DistributedSampler sampler(60000, 2, e.at("rank"), true, 0);
+    data::DistributedSampler sampler(60000, 2, e.at("rank"), true, 0);
     sampler.set_epoch(e.at("epoch"));
     const auto indices = sampler.indices();
     CHECK(static_cast<std::int64_t>(indices.size()) == e.at("length").get<std::int64_t>());

@@ -14,7 +14,9 @@
 #include <sstream>
 #include <vector>
 
+#include "checkpoint/safetensors.h"
 #include "cifar_files.h"
+#include "data/data_loader.h"
 #include "distributed/rank_times.h"
 #include "nn/flatten.h"
 #include "nn/linear.h"
@@ -22,9 +24,7 @@
 #include "ringlet_command.h"
 #include "same_checkpoint.h"
 #include "temp_dir.h"
-#include "trainer/checkpoint/safetensors.h"
 #include "trainer/cli/usage.h"
-#include "trainer/data/data_loader.h"
 #include "trainer/progress.h"
 #include "trainer/train.h"
 
@@ -58,10 +58,10 @@ namespace {
 
 // Three 1x1x2 images (a, b) with labels; with weights [[1, 0], [0, 2]] an image's logits are
 // (a, 2b) and its mirror's (b, 2a).
-class PairDataset : public trainer::Dataset {
+class PairDataset : public data::Dataset {
  public:
   std::int64_t size() const override { return 3; }
-  trainer::Example get(std::int64_t index) const override {
+  data::Example get(std::int64_t index) const override {
     static const float pixels[3][2] = {{3, 1}, {-1, 0}, {0, 2}};
     static const std::int64_t labels[3] = {1, 0, 1};
     tensor::Tensor image = tensor::Tensor::empty({1, 1, 2}, core::DType::f32);
@@ -79,9 +79,9 @@ TEST_CASE("tta flip by hand: the mean of an image's and its mirror's logits deci
   const float weight[4] = {1, 0, 0, 2};
   std::copy(weight, weight + 4, linear->weight().data<float>());
   nn::Sequential model({std::make_shared<nn::Flatten>(), linear});
-  trainer::DataLoaderOptions options;
+  data::DataLoaderOptions options;
   options.batch_size = 2;  // two batches: the tally adds up across them
-  trainer::DataLoader loader(std::make_shared<PairDataset>(), options);
+  data::DataLoader loader(std::make_shared<PairDataset>(), options);
   // Image logits (3, 2), (-1, 0), (0, 4): only the third is right. Means with the mirror:
   // (2, 4), (-0.5, -1), (1, 2): all three right.
   const trainer::EvalResult single = trainer::evaluate(model, loader, {.classes = 2});
@@ -211,8 +211,8 @@ TEST_CASE("--cuda_graph on: the captured and replayed step trains bit for bit as
   CHECK(runs["on"].last_eval.loss == runs["off"].last_eval.loss);
   CHECK(runs["on"].last_eval.accuracy == runs["off"].last_eval.accuracy);
   ringlet::testing::check_same_tensors(
-      trainer::safetensors::read(dir.string() + ".on.safetensors"),
-      trainer::safetensors::read(dir.string() + ".off.safetensors"));
+      checkpoint::safetensors::read(dir.string() + ".on.safetensors"),
+      checkpoint::safetensors::read(dir.string() + ".off.safetensors"));
   // What a captured step cannot hold is refused before the run directory is touched.
   const auto refused = [&](trainer::TrainConfig bad, const std::string& why) {
     fs::remove_all(dir);
@@ -326,8 +326,8 @@ TEST_CASE("resume continues exactly where the run stopped (f32; f16 with its los
     b.epochs = 2;
     b.resume = true;
     trainer::train(b, log);
-    const auto ca = trainer::safetensors::read(whole / "checkpoint.safetensors");
-    const auto cb = trainer::safetensors::read(split / "checkpoint.safetensors");
+    const auto ca = checkpoint::safetensors::read(whole / "checkpoint.safetensors");
+    const auto cb = checkpoint::safetensors::read(split / "checkpoint.safetensors");
     ringlet::testing::check_same_tensors(ca, cb);
     CHECK(ca.metadata.at("step") == cb.metadata.at("step"));
     // f16 runs keep their loss scale and growth count across the restart.
@@ -359,7 +359,7 @@ TEST_CASE("divergence: a NaN loss stops the run; a checkpoint holding NaN weight
   trainer::train(c, log);
   // One weight of the finished run's checkpoint becomes NaN.
   const fs::path ckpt = out.path / "checkpoint.safetensors";
-  auto file = trainer::safetensors::read(ckpt);
+  auto file = checkpoint::safetensors::read(ckpt);
   std::string poisoned;
   for (auto& [name, t] : file.tensors) {
     if (name.rfind("model.", 0) == 0 && t.dtype() == tensor::DType::f32) {
@@ -369,7 +369,7 @@ TEST_CASE("divergence: a NaN loss stops the run; a checkpoint holding NaN weight
     }
   }
   REQUIRE_FALSE(poisoned.empty());
-  trainer::safetensors::write(ckpt, file.tensors, file.metadata);
+  checkpoint::safetensors::write(ckpt, file.tensors, file.metadata);
   c.reset = false;
   c.resume = true;
   c.epochs = 2;
@@ -507,8 +507,8 @@ TEST_CASE("--cuda_graph on with 2 ranks (device flags): DDP's collectives captur
   }
   CHECK(contains(logs["on"], "cuda_graph: the step is captured after 3 eager steps"));
   ringlet::testing::check_same_tensors(
-      trainer::safetensors::read(runs.at("on").path / "checkpoint.safetensors"),
-      trainer::safetensors::read(runs.at("off").path / "checkpoint.safetensors"));
+      checkpoint::safetensors::read(runs.at("on").path / "checkpoint.safetensors"),
+      checkpoint::safetensors::read(runs.at("off").path / "checkpoint.safetensors"));
   // Without device flags the ranks' collectives are the host's: refused, saying so.
   const CommandResult refused = ringlet::testing::finish_command(ringlet::testing::start_command(
       "timeout 120 env RINGLET_DEVICE_FLAGS=0 '" + ringlet::testing::require_ringlet_binary() +
@@ -535,8 +535,8 @@ TEST_CASE("2 ranks over rdma (emulated device) end with tcp's parameters, bit fo
     CHECK(ringlet::testing::contains(result.output, "peers: 1:" + transport));
   }
   ringlet::testing::check_same_tensors(
-      trainer::safetensors::read(runs.at("tcp").path / "checkpoint.safetensors"),
-      trainer::safetensors::read(runs.at("rdma").path / "checkpoint.safetensors"));
+      checkpoint::safetensors::read(runs.at("tcp").path / "checkpoint.safetensors"),
+      checkpoint::safetensors::read(runs.at("rdma").path / "checkpoint.safetensors"));
 }
 
 TEST_CASE("--comm-hook fp16_compress and bf16_compress: 2 ranks still learn, as without") {

@@ -13,7 +13,7 @@
 #include "distributed/process_group.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
-#include "trainer/data/dataset_catalog.h"
+#include "trainer/dataset_catalog.h"
 #include "trainer/train.h"
 #include "transport/discovery.h"
 

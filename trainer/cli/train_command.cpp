@@ -8,14 +8,14 @@
 #include <optional>
 #include <sstream>
 
+#include "checkpoint/checkpoint.h"
 #include "core/env.h"
 #include "distributed/launch/launcher.h"
 #include "distributed/process_group.h"
-#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/usage.h"
 #include "trainer/config.h"
 #include "trainer/config_help.h"
-#include "trainer/data/dataset_catalog.h"
+#include "trainer/dataset_catalog.h"
 #include "trainer/recipes.h"
 #include "trainer/resume_check.h"
 #include "trainer/run_dir.h"
@@ -47,7 +47,8 @@ std::string outcome(const TrainResult& result) {
 int train_worker(TrainConfig config, std::ostream& out) {
   const auto restart = core::env_int("RINGLET_RESTART_COUNT", 0, 0, 1000);
   if (restart > 0) {  // continue the run's own checkpoint, or start over (a fork: copy again)
-    const bool saved = !config.out.empty() && std::filesystem::exists(checkpoint_path(config.out));
+    const bool saved =
+        !config.out.empty() && std::filesystem::exists(checkpoint::checkpoint_path(config.out));
     config.resume = saved;
     config.reset = !saved;
     if (saved) config.resume_from.clear();
