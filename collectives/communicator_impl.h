@@ -23,6 +23,7 @@
 #include "collectives/reduce_kernels.h"
 #include "collectives/scheduler.h"
 #include "collectives/topology.h"
+#include "collectives/work_driver.h"
 #include "core/log.h"
 
 namespace ringlet::collectives {
@@ -142,7 +143,7 @@ struct Communicator::Impl {
   void execute(ChannelContext& ctx, Task& task) {
     if (auto f = failures.current()) {
       if (task.gate) task.gate->open(false);
-      task.work->fail(f);
+      WorkDriver::fail(*task.work, f);
       return;
     }
     ctx.op.begin(task.kind, task.fingerprint, core::Deadline::after(options.timeout),
@@ -151,7 +152,8 @@ struct Communicator::Impl {
       if (task.collective && ctx.channel.channel == 0 && !task.self_checked) {
         post_fingerprint(ctx, task);
       } else if (task.gate && !task.gate->wait(ctx.op.deadline)) {
-        task.work->fail(failures.current());  // channel 0 failed: its error is the cause
+        WorkDriver::fail(*task.work,
+                         failures.current());  // channel 0 failed: its error is the cause
         return;
       }
       task.run(ctx);
@@ -162,7 +164,7 @@ struct Communicator::Impl {
       // The transport may have failed on the data of a mismatched op before the check.
       if (auto mismatch = ctx.op.fingerprint.abandon()) error = mismatch;
       if (task.gate) task.gate->open(false);
-      task.work->fail(failures.op_failed(ctx.op, error));
+      WorkDriver::fail(*task.work, failures.op_failed(ctx.op, error));
     }
   }
 
@@ -182,16 +184,16 @@ struct Communicator::Impl {
   // arranges for its transport request to complete it.
   void complete(const ChannelContext& ctx, Task& task) {
     if (!ctx.op.deferred) {
-      task.work->part_done();
+      WorkDriver::part_done(*task.work);
       return;
     }
     auto work = task.work;
     auto check = std::move(ctx.op.deferred_check);
     ctx.op.deferred->then([work, check] {
       if (auto error = check()) {
-        work->fail(error);
+        WorkDriver::fail(*work, error);
       } else {
-        work->part_done();
+        WorkDriver::part_done(*work);
       }
     });
     ctx.op.deferred = nullptr;
@@ -211,7 +213,7 @@ struct Communicator::Impl {
     const int parts = channel < 0 ? scheduler.channels() : 1;
     auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, parts, options.timeout);
     if (auto f = failures.current()) {
-      work->fail(f);
+      WorkDriver::fail(*work, f);
       return work;
     }
     auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
@@ -273,7 +275,7 @@ struct Communicator::Impl {
     ++ops;
     auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, 1, options.timeout);
     if (auto f = failures.current()) {
-      work->fail(f);
+      WorkDriver::fail(*work, f);
       return work;
     }
     DeviceControl* control = space.device_control();
@@ -283,14 +285,14 @@ struct Communicator::Impl {
       std::unique_ptr<DeviceIssue> issue = space.issue_on_device();
       body(*issue, *space.device_group());
       std::shared_ptr<DeviceCompletion> completion = issue->finish();
-      work->complete_on_device(completion);
+      WorkDriver::complete_on_device(*work, completion);
       if (completion->captured()) return work;  // done: it runs with the graph
       watchdog.watch(work, std::move(completion), &space, core::Deadline::after(options.timeout),
                      work->describe());
     } catch (const std::exception& e) {
       // Some of the op may be queued: the communicator fails, and the peers learn it.
       const std::string message = core::str(work->describe(), ": ", e.what());
-      work->fail(failures.fail(message, message));
+      WorkDriver::fail(*work, failures.fail(message, message));
       if (control != nullptr) control->set_failed(message);
       space.release_flags(message);
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "collectives/work_driver.h"
 #include "core/error.h"
 
 namespace ringlet::collectives {
@@ -82,7 +83,7 @@ void DeviceWatchdog::loop() {
     if (failed) {
       const std::string reason = message_of(failed);
       for (InFlight& op : ops) {
-        op.work->fail(failed);
+        WorkDriver::fail(*op.work, failed);
         if (DeviceControl* control = op.space->device_control()) control->set_failed(reason);
         op.space->release_flags(reason);
       }

@@ -45,14 +45,14 @@ class Work {
   // Host ops only: a device op is found done by queries (done(), wait()), and refuses it.
   void on_done(std::function<void()> callback);
 
-  // --- for the communicator: each of `parts` channel parts reports once ---
+ private:
+  // The communicator completes and fails its Works through WorkDriver (work_driver.h).
+  friend struct WorkDriver;
   void part_done();
   void fail(std::exception_ptr error);
-  // A device op: done when `completion` is (set once, at issue).
   void complete_on_device(std::shared_ptr<DeviceCompletion> completion);
   std::shared_ptr<DeviceCompletion> device_completion() const;
 
- private:
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   int rank_;

@@ -11,6 +11,7 @@
 #include "collectives/cuda/reduce.h"
 #include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
+#include "collectives/work_driver.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -402,7 +403,7 @@ void DeviceSpace::release_flags(const std::string& reason) {
 
 void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stream,
                     core::Deadline deadline) {
-  if (auto completion = work->device_completion()) {
+  if (auto completion = collectives::WorkDriver::device_completion(*work)) {
     // With device flags: the stream waits for the op's event (nothing, for a captured op:
     // it was recorded on the capturing stream, in order).
     if (auto error = work->error()) std::rethrow_exception(error);

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "collectives/work_driver.h"
 #include "comm_ranks.h"
 
 using namespace ringlet;
@@ -34,9 +35,9 @@ TEST_CASE("a Work still running times out naming its rank, op and seq; parts com
       work.wait(core::Deadline::after(20ms)),
       "rank 3: all_gather seq 7: wait() timed out (the collective is still running)",
       core::TimeoutError);
-  work.part_done();
+  collectives::WorkDriver::part_done(work);
   CHECK_FALSE(work.done());
-  work.part_done();
+  collectives::WorkDriver::part_done(work);
   CHECK(work.done());
   CHECK_NOTHROW(work.wait(core::Deadline::after(1s)));
   // With no deadline, wait() waits as long as the Work's timeout (the communicator's).

@@ -238,7 +238,12 @@ def check_without_cuda(build_has_cuda, libdir, ringlet, built):
     return problems
 
 
-INTERNAL = re.compile(r"^(transport/(tcp|shm|rdma)/|tensor/(emu|cuda|kernels)/|collectives/device_)")
+INTERNAL = re.compile(r"^(transport/(tcp|shm|rdma)/|tensor/(emu|cuda|kernels)/|collectives/device_|"
+                      r"collectives/work_driver)")
+# A program may wait on a Work but not complete or fail it: that is the communicator's.
+WORK_DRIVER_CALL = """#include <ringlet/collectives/communicator.h>
+void finish(ringlet::collectives::Work& work) { work.part_done(); }
+"""
 
 
 def compile_alone(cflags, header):
@@ -251,7 +256,7 @@ def compile_alone(cflags, header):
 def check_headers(includedir, pc_env):
     """Every installed header is included as <ringlet/...> (no quoted ringlet path is left in
     them) and compiles alone with ringlet.pc's flags; none is a transport's or a device
-    executor's internals (the public set includes none)."""
+    executor's internals (the public set includes none); a program cannot complete a Work."""
     root = os.path.join(includedir, "ringlet")
     headers = sorted(os.path.relpath(os.path.join(d, f), root)
                      for d, _, fs in os.walk(root) for f in fs if f.endswith(".h"))
@@ -270,6 +275,11 @@ def check_headers(includedir, pc_env):
     internal = [h for h in headers if INTERNAL.match(h)]
     if internal:
         problems.append(f"internals installed (a public header includes them): {internal}")
+    proc = subprocess.run(["c++", *cflags, "-fsyntax-only", "-x", "c++", "-"],
+                          input=WORK_DRIVER_CALL, capture_output=True, text=True, timeout=300)
+    if proc.returncode == 0 or "private" not in proc.stderr:
+        problems.append("a program can complete a Work itself (Work::part_done is not private): "
+                        f"{proc.stderr[-300:]}")
     print(f"headers: {len(headers)} installed under {root}, none internal, each compiles alone: "
           f"{'ok' if not problems else 'FAILED'}")
     return problems
