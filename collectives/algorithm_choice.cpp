@@ -72,8 +72,9 @@ Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& threshold
     request = AlgoRequest::automatic;
   }
   const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical;
-  if (world_size > 1 && access.device_windows && access.device_flags && !host_driven) {
-    return choose_device_flags(request, thresholds, access, bytes);
+  if (access.device_flags && !host_driven) {
+    if (world_size == 1) return Algorithm::one_shot;  // a copy on the device
+    if (access.device_windows) return choose_device_flags(request, thresholds, access, bytes);
   }
   if (request == AlgoRequest::one_shot || request == AlgoRequest::two_shot) {
     request = AlgoRequest::automatic;

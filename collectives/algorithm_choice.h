@@ -57,9 +57,11 @@ enum class Buffers { host, device };
 // (access.hosts), and the ring in between and everywhere else.
 // Device buffers: where the ranks synchronize through device flags (device_collectives.h),
 // one-shot up to one_shot_max_bytes (and what the staged area holds), two-shot above (a request
-// for the window gets two-shot, the window protocol with device flags); else the host-driven
-// device windows where the ranks opened them, else the hierarchical all-reduce on several hosts,
-// else the ring (both staged through the host). Recursive doubling and cross-memory attach are
+// for the window gets two-shot, the window protocol with device flags; a request for the ring
+// or the hierarchical all-reduce runs that algorithm, host-driven, on such a space too, and the
+// space's other collectives stay on the device; one rank copies on the device, one-shot); else
+// the host-driven device windows where the ranks opened them, else the hierarchical all-reduce
+// on several hosts, else the ring (both staged through the host). Recursive doubling and cross-memory attach are
 // host algorithms, and one-shot and two-shot device ones: a request for one where it cannot run
 // counts as automatic.
 // An explicit request wins where its algorithm can run, else the ring.

@@ -127,7 +127,9 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
               algorithm_name(plan.algorithm), " over ", transports(),
               space != nullptr ? " on device buffers" : "");
   }
-  if (space != nullptr && space->device_sync()) {
+  // One-shot and two-shot run on the device (device flags); any other algorithm, on a device
+  // space too, is driven by the host through the space's staged copies and windows.
+  if (plan.algorithm == Algorithm::one_shot || plan.algorithm == Algorithm::two_shot) {
     const auto algorithm = plan.algorithm == Algorithm::one_shot ? DeviceAlgorithm::one_shot
                                                                  : DeviceAlgorithm::two_shot;
     return impl_->issue_on_device(

@@ -13,7 +13,8 @@ namespace ringlet::trainer {
 std::string StepGraph::unsupported(const TrainConfig& c, int world, bool device_flags) {
   if (core::parse_device(c.device).is_cpu()) return "a graph captures a device's work";
   if (world > 1 && !device_flags) {
-    return "several ranks without device flags: DDP's collectives are driven by the host";
+    return "several ranks without device flags (or with RINGLET_ALGO naming a host-driven "
+           "algorithm): DDP's collectives are driven by the host";
   }
   if (world > 1 && c.sync_bn) return "SyncBatchNorm's statistics cross through the host";
   if (c.precision == "f16") {

@@ -1,12 +1,13 @@
 // --cuda_graph: the training step captured into one graph and replayed (tensor/device/graph.h).
-// After kWarmupSteps eager steps on static device inputs (of the first batch's shape), the step
-// (zero_grad, the forward under its autocast, the loss, backward, the optimizer) is captured on
-// them; each later
-// batch of that shape is copied into them, the optimizer's per-step values are staged
-// (Optimizer::stage_step: SGD's learning rate), and the graph is replayed: one launch, no host
-// wait. A batch of another shape (an epoch's short last batch) runs eagerly, after which the
-// parameters' gradients point back at the graph's, so that a gradient norm measured after a
-// replay reads the replay's.
+// After kWarmupSteps eager steps on static device inputs (of the first batch's shape), the whole
+// step is captured on them: zero_grad, the forward under its autocast, the loss, backward (with
+// several ranks DDP's buffer broadcast and bucket all-reduces, which device flags make
+// capturable) and the optimizer. Each later batch of that shape is copied into the inputs, the
+// optimizer's per-step values are staged (Optimizer::stage_step: SGD's learning rate), and the
+// graph is replayed: one launch, no host wait. A batch of another shape (an epoch's short last
+// batch) runs eagerly, after which the parameters' gradients point back at the graph's, so that
+// a gradient norm measured after a replay reads the replay's. unsupported() names what refuses a
+// capture.
 #pragma once
 
 #include <functional>
@@ -29,7 +30,8 @@ class StepGraph {
       std::function<tensor::Tensor(const tensor::Tensor& images, const tensor::Tensor& labels)>;
 
   // Why this run's step cannot be captured ("" when it can): the CPU, several ranks whose
-  // collectives are driven by the host (`device_flags` false: no device flags), f16's loss
+  // collectives are driven by the host (`device_flags` false: no device flags, or an all-reduce
+  // that RINGLET_ALGO sends through the host), f16's loss
   // scaling, clipping, an optimizer other than SGD, tracing.
   static std::string unsupported(const TrainConfig& c, int world, bool device_flags);
   // Whether --cuda_graph (auto, on, off) captures this run's step; "on" with a reason not to

@@ -343,6 +343,11 @@ struct EpochStats {
 
 // What to try after a divergence: the learning rate, unless the input normalization alone puts
 // pixels (in [0, 1]) far outside the range a network trains in.
+bool runs_on_device(collectives::Algorithm algorithm) {
+  return algorithm == collectives::Algorithm::one_shot ||
+         algorithm == collectives::Algorithm::two_shot;
+}
+
 std::string divergence_hint(const TrainConfig& c) {
   double reach = 0;
   for (std::size_t k = 0; k < c.mean.size(); ++k) {
@@ -567,8 +572,11 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   share_cores(run);
   tensor::set_deterministic(run.c.deterministic_on(run.c.device));
   tensor::set_allow_tf32(run.c.allow_tf32);
-  // Refused before any write; several ranks need collectives that a graph can hold.
-  const bool device_flags = run.space != nullptr && run.space->device_sync();
+  // Refused before any write; several ranks need collectives that a graph can hold: device
+  // flags, and an all-reduce that runs on the device (not a RINGLET_ALGO=ring request).
+  const bool device_flags = run.space != nullptr && run.space->device_sync() &&
+                            (run.comm == nullptr || runs_on_device(run.comm->all_reduce_algorithm(
+                                                        sizeof(float), run.space)));
   const bool graphed = StepGraph::wanted(run.c, run.world, device_flags, run.out);
   run.run_dir = prepare_run_dir(run.c, run.rank, run.out);
   run.out << "config: " << run.c.to_json().dump() << std::endl;

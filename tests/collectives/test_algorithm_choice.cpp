@@ -26,11 +26,13 @@ constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
 // rank opened every rank's device window; the host connections are shm), "staged" (no device
 // windows: ranks on one host over tcp), "staged-hosts" (several hosts, no device windows),
 // "flags" (ipc whose ranks synchronize through device flags, an 8 MiB staged area per window),
-// "flags-64k" (the same with a 64 KiB area). A single rank reads its own memory, has no windows.
+// "flags-64k" (the same with a 64 KiB area). A single rank reads its own memory, has no windows
+// (a device-flags space of one rank still has its flags).
 PeerAccess access_of(const std::string& transport, int world_size) {
   PeerAccess access;
   if (world_size == 1) {
     access.peers_readable = true;
+    access.device_flags = transport.rfind("flags", 0) == 0;
   } else if (transport == "shm") {
     access.peers_readable = access.windows = true;
   } else if (transport == "shm-nowin") {
@@ -139,7 +141,8 @@ const std::vector<Row> kTable = {
     {"flags", 4, 64 * MiB, automatic, two_shot, device},
     {"flags-64k", 2, 64 * KiB, automatic, one_shot, device},
     {"flags-64k", 2, 128 * KiB, automatic, two_shot, device},
-    {"flags", 1, 4 * KiB, automatic, ring, device},
+    {"flags", 1, 4 * KiB, automatic, one_shot, device},  // one rank: a copy on the device
+    {"flags", 1, 4 * KiB, AlgoRequest::ring, ring, device},
     // ... requests: one-shot where the area holds it, the window request is two-shot, ring and
     // hierarchical stay host-driven; one- and two-shot requests elsewhere count as automatic.
     {"flags", 2, 4 * MiB, AlgoRequest::one_shot, one_shot, device},

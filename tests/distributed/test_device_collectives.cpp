@@ -232,10 +232,55 @@ int host_free(Rank& r) {
   return wrong;
 }
 
+// RINGLET_ALGO=`request` on a device-flags space (the ipc link): the all-reduce runs the
+// algorithm asked for, exact for every dtype and op. The ring and the hierarchical all-reduce
+// (its ranks on two simulated hosts) are driven by the host: they send host messages; one-shot
+// and two-shot (and the window, two-shot there) run on the device: none.
+int requested(Rank& r, const std::string& request) {
+  int wrong = 0;
+  const auto expect = [&](bool ok, const std::string& what) {
+    if (!ok && ++wrong <= 5)
+      std::fprintf(stderr, "rank %d n=%d %s: %s\n", r.rank, r.size, request.c_str(), what.c_str());
+  };
+  const bool host_driven = request == "ring" || request == "hierarchical";
+  const auto want = request == "ring"           ? collectives::Algorithm::ring
+                    : request == "hierarchical" ? collectives::Algorithm::hierarchical
+                    : request == "two_shot" || request == "window"
+                        ? collectives::Algorithm::two_shot
+                        : collectives::Algorithm::one_shot;
+  const auto got = r.comm.all_reduce_algorithm(4, &r.space);
+  expect(got == want, core::str("runs ", collectives::algorithm_name(got), ", not ",
+                                collectives::algorithm_name(want)));
+  const collectives::CommCounters before = r.comm.counters();
+  for (std::size_t count : {std::size_t{1}, std::size_t{1031}, std::size_t{20011}}) {
+    for (DType dtype : kDTypes) {
+      for (ReduceOp op : kOps) {
+        TypedBuffer send(dtype, count), none(dtype, count);
+        for (std::size_t i = 0; i < count; ++i) send.set(i, value(r.rank, i, op));
+        DeviceBuffer in(r, send), out(r, none);
+        auto work = r.comm.all_reduce(in.ptr, out.ptr, count, dtype, op, &r.space);
+        const TypedBuffer result = read_back(r, work, out, dtype, count);
+        for (std::size_t i = 0; i < count; ++i) {
+          if (result.get(i) != expected(r.size, i, op, dtype)) {
+            expect(false, core::str("count ", count, " ", core::dtype_name(dtype), " ",
+                                    collectives::reduce_op_name(op), ": [", i, "] wrong"));
+            break;
+          }
+        }
+      }
+    }
+  }
+  r.rt.synchronize(r.stream.handle());
+  const collectives::CommCounters used = r.comm.counters() - before;
+  expect(host_driven == (used.host_messages > 0),
+         core::str(used.host_messages, " host messages in ", used.ops, " ops"));
+  return wrong;
+}
+
 struct Job {
   int n;
   std::string link;            // ipc, tcp, shm
-  std::string mode;            // matrix, fault, counters
+  std::string mode;            // matrix, fault, counters, algo=<RINGLET_ALGO's value>
   std::string device = "emu";  // emu: rank r on emu:(r % 2); cuda: every rank on cuda:0
 };
 
@@ -247,10 +292,14 @@ int run_rank(const Job& job, int rank, int port) {
   options.name = "dev";
   options.slice_bytes = 4096;  // many staged slices per chunk
   if (job.mode == "fault") options.timeout = 20s;
+  const bool request = job.mode.rfind("algo=", 0) == 0;
+  if (request) options.algo = job.mode.substr(5);
   // The space first: the communicator's progress thread uses it until the communicator goes.
   distributed::DeviceSpaceOptions so;
   // "hosts": staged, ranks 0 .. n/2-1 on one simulated host and the rest on another.
   const bool hosts = job.link == "hosts";
+  // A hierarchical request on the ipc link: device flags, the ranks on two simulated hosts.
+  const bool split_hosts = hosts || job.mode == "algo=hierarchical";
   so.link = distributed::parse_device_link(hosts ? "shm" : job.link);
   so.window_bytes = 64 * 1024;  // pieces of 32 KiB: many window rounds
   const core::Device dev =
@@ -258,8 +307,8 @@ int run_rank(const Job& job, int rank, int port) {
   auto space = distributed::DeviceSpace::create(store, "dev", rank, job.n, dev, so,
                                                 core::Deadline::after(30s));
   const std::string transport = job.link == "tcp" ? "tcp" : "shm";
-  transport::MeshOptions mesh = mesh_options(rank, job.n, hosts ? "auto" : transport, "m");
-  if (hosts) mesh.host_id = rank < job.n / 2 ? "host-a" : "host-b";
+  transport::MeshOptions mesh = mesh_options(rank, job.n, split_hosts ? "auto" : transport, "m");
+  if (split_hosts) mesh.host_id = rank < job.n / 2 ? "host-a" : "host-b";
   auto comm = Communicator::create(store, mesh, options, core::Deadline::after(30s));
   if (job.link == "ipc" && job.n > 1 && !space->ipc()) return 5;
   if (hosts &&
@@ -272,7 +321,11 @@ int run_rank(const Job& job, int rank, int port) {
   int wrong = 0;
   try {
     if (job.mode == "fault") return until_failure(r);
-    wrong = job.mode == "counters" ? host_free(r) : all_reduce_matrix(r) + others(r);
+    if (request) {
+      wrong = requested(r, options.algo);
+    } else {
+      wrong = job.mode == "counters" ? host_free(r) : all_reduce_matrix(r) + others(r);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
     ::_exit(2);
@@ -435,6 +488,20 @@ TEST_CASE("device all-reduces in steady state: no host wait, no host message (1-
     text << in.rdbuf();
     INFO("n=", n, " log:\n", text.str());
     CHECK(status == 0);
+  }
+}
+TEST_CASE("RINGLET_ALGO on a device-flags space: the algorithm asked for runs, exactly") {
+  for (int n : {2, 3, 4}) {
+    for (const std::string request : {"ring", "hierarchical", "one_shot", "two_shot", "window"}) {
+      if ((request == "hierarchical") != (n == 4)) continue;  // 2 hosts x 2 ranks; the rest n 2, 3
+      INFO("n=", n, " RINGLET_ALGO=", request);
+      Ranks ranks({n, "ipc", "algo=" + request});
+      for (int r = 0; r < n; ++r) {
+        const int status = wait_child(ranks.pids[r], 240s);
+        INFO("rank ", r, " log:\n", ranks.log(r));
+        CHECK(status == 0);
+      }
+    }
   }
 }
 TEST_CASE("device collectives on 2 simulated hosts x 2 ranks: the hierarchical all-reduce") {
