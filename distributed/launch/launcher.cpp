@@ -35,7 +35,7 @@
 #include "distributed/launch/worker_logs.h"
 #include "distributed/launch/worker_process.h"
 #include "transport/rendezvous.h"
-#include "transport/stale_objects.h"
+#include "transport/shared_objects.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::distributed {

@@ -1,6 +1,6 @@
 // What a launcher killed by SIGKILL cannot do itself: remove the shared-memory objects its
 // workers leave in /dev/shm (shm segments not attached yet, the emulated RDMA device's objects,
-// named with their creator's pid; transport/stale_objects.h). A small /bin/sh process, in its
+// named with their creator's pid; transport/shared_objects.h). A small /bin/sh process, in its
 // own session and not a child for long (it forks once and its parent exits), reads the worker
 // pids the launcher sends it over a socket. When the socket closes without the launcher's
 // "done" (it was killed), it kills what is left of the workers' process groups (a worker's own

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
@@ -23,7 +24,9 @@
 #include "connection_checks.h"
 #include "memory_store.h"
 #include "same_bytes.h"
+#include "temp_dir.h"
 #include "transport/errors.h"
+#include "transport/shared_objects.h"
 #include "transport/shm/connection.h"
 #include "transport/shm/window.h"
 
@@ -286,6 +289,40 @@ TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a faile
     CHECK(std::string(e.what()).find("peer rank 5") != std::string::npos);
   }
   CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);
+}
+
+TEST_CASE("shared objects: names carry the creator's pid; a sweep removes a dead one's only") {
+  using transport::creator_pid;
+  CHECK(transport::shared_object_name(transport::kRdmaEmuKind, 42, "7-mrs") ==
+        "/ringlet-ibemu-42-7-mrs");
+  CHECK(creator_pid("ringlet-shm-123-ab-0-1", transport::kShmSegmentKind) == 123);
+  CHECK(creator_pid("ringlet-ibemu-9-1-mrs", transport::kRdmaEmuKind) == 9);
+  CHECK(creator_pid("ringlet-ibemu-9-1-mrs", transport::kShmSegmentKind) == 0);  // another kind
+  CHECK(creator_pid("ringlet-shm-x1-a", transport::kShmSegmentKind) == 0);
+  CHECK(creator_pid("ringlet-shm-77", transport::kShmSegmentKind) == 0);  // no '-' after it
+  CHECK(creator_pid("ringlet-shm-1234567890-a", transport::kShmSegmentKind) == 0);  // 10 digits
+
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);  // reaped: its pid names no process
+  CHECK(transport::process_gone(child));
+  CHECK_FALSE(transport::process_gone(::getpid()));
+  testing::TempDir dir{"ringlet_shared_objects"};
+  const std::string dead = std::to_string(child), live = std::to_string(::getpid());
+  for (const std::string& name : {"ringlet-shm-" + dead + "-a", "ringlet-shm-" + live + "-b",
+                                  "ringlet-ibemu-" + dead + "-c", "other-" + dead + "-d"}) {
+    std::ofstream(dir.path / name) << "x";
+  }
+  const auto gone = [](pid_t pid, const std::filesystem::path&) {
+    return transport::process_gone(pid);
+  };
+  CHECK(transport::sweep_shared_objects(transport::kShmSegmentKind, gone, dir.path) == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.path / ("ringlet-shm-" + dead + "-a")));
+  CHECK(std::filesystem::exists(dir.path / ("ringlet-shm-" + live + "-b")));
+  CHECK(std::filesystem::exists(dir.path / ("ringlet-ibemu-" + dead + "-c")));  // another kind
+  CHECK(std::filesystem::exists(dir.path / ("other-" + dead + "-d")));
 }
 
 TEST_CASE(

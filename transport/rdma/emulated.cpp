@@ -21,6 +21,7 @@
 #include "transport/rdma/emulated_layout.h"
 #include "transport/rdma/shared_object.h"
 #include "transport/rdma/verbs.h"
+#include "transport/shared_objects.h"
 #include "transport/shm/futex.h"
 #include "transport/shm/process_watch.h"
 
@@ -32,12 +33,11 @@ using emu::kMaxWr;
 using emu::QpShared;
 using emu::RegionTable;
 
-constexpr const char* kObjectPrefix = "ringlet-ibemu-";
 // How long a write with immediate waits for the peer to post a receive (the RNR retries).
 constexpr auto kRnrWait = std::chrono::seconds(2);
 
 std::string object_name(std::int32_t pid, std::uint32_t context, const std::string& what) {
-  return core::str("/", kObjectPrefix, pid, "-", context, "-", what);
+  return shared_object_name(kRdmaEmuKind, pid, core::str(context, "-", what));
 }
 
 // The GID of an emulated context: fe80::/64 with the owner's pid and context number.
@@ -303,7 +303,7 @@ EmuContext::EmuContext(int port)
       number_(static_cast<std::uint32_t>(core::random_u64())),
       fault_(parse_fault()) {
   RINGLET_CHECK(port == 1, ValueError, "rdma: the emulated device has one port (1), not ", port);
-  remove_stale_objects(kObjectPrefix);
+  sweep_shared_objects(kRdmaEmuKind, [](pid_t pid, const auto&) { return process_gone(pid); });
   table_object_ = SharedObject::create(name_of("mrs"), sizeof(RegionTable));
   table_ = new (table_object_.data()) RegionTable{};
   table_->version = emu::kLayoutVersion;

@@ -1,13 +1,11 @@
 #include "transport/rdma/shared_object.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <system_error>
 #include <utility>
 
@@ -90,22 +88,6 @@ void SharedObject::reset() {
   if (data_ != nullptr) munmap(data_, bytes_);
   data_ = nullptr;
   owner_ = false;
-}
-
-int remove_stale_objects(const std::string& prefix) {
-  int removed = 0;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", error)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind(prefix, 0) != 0) continue;
-    const std::string rest = file.substr(prefix.size());
-    const std::size_t digits = rest.find_first_not_of("0123456789");
-    if (digits == 0 || digits > 9 || digits == std::string::npos || rest[digits] != '-') continue;
-    const long pid = std::stol(rest.substr(0, digits));
-    if (pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    if (shm_unlink(("/" + file).c_str()) == 0) ++removed;
-  }
-  return removed;
 }
 
 }  // namespace ringlet::transport::rdma

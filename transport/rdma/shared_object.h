@@ -35,8 +35,4 @@ class SharedObject {
   bool owner_ = false;
 };
 
-// Removes the objects "/dev/shm/<prefix><pid>-..." of processes that no longer exist (what a
-// killed job left behind); returns how many.
-int remove_stale_objects(const std::string& prefix);
-
 }  // namespace ringlet::transport::rdma

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/random.h"
+#include "transport/shared_objects.h"
 #include "transport/shm/futex.h"
 #include "transport/shm/process_watch.h"
 
@@ -77,8 +78,6 @@ std::string random_nonce() {
   return text;
 }
 
-constexpr char kNamePrefix[] = "ringlet-shm-";
-
 // Whether the segment file at `path` was made by a dead process of this pid namespace and
 // never attached: its header, read through a private read-only mapping, says so.
 bool is_stale(const std::filesystem::path& path) {
@@ -105,18 +104,15 @@ bool is_stale(const std::filesystem::path& path) {
 }  // namespace
 
 int ShmSegment::remove_stale(const std::string& dir) {
-  int removed = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(kNamePrefix, 0) != 0 || !is_stale(it->path())) continue;
-    if (std::filesystem::remove(it->path(), ec)) {
-      ++removed;
-      core::log(core::LogLevel::info, "shm: removed ", name, ", left by a job that died before ",
-                "its peer attached");
-    }
-  }
-  return removed;
+  return sweep_shared_objects(
+      kShmSegmentKind,
+      [](pid_t, const std::filesystem::path& path) {
+        if (!is_stale(path)) return false;
+        core::log(core::LogLevel::info, "shm: removing ", path.filename().string(),
+                  ", left by a job that died before its peer attached");
+        return true;
+      },
+      dir);
 }
 
 ShmSegment ShmSegment::create(int local_rank, int peer_rank) {
@@ -128,8 +124,8 @@ ShmSegment ShmSegment::create(int local_rank, int peer_rank) {
   segment.mapped_bytes_ = kHeaderBytes + 2 * segment.ring_bytes_;
   // The pid lets a test (or an operator) tell whose segment a leftover is; the nonce makes the
   // name unguessable and unique across jobs and reconnects.
-  segment.name_ =
-      core::str("/", kNamePrefix, getpid(), "-", random_nonce(), "-", local_rank, "-", peer_rank);
+  segment.name_ = shared_object_name(kShmSegmentKind, getpid(),
+                                     core::str(random_nonce(), "-", local_rank, "-", peer_rank));
   const auto context = [&] {
     return core::str("rank ", local_rank, ": cannot create shm segment ", segment.name_,
                      " for peer rank ", peer_rank, ": ");
