@@ -1,4 +1,5 @@
-// Adam / AdamW update as one loop per parameter over contiguous data. Each PyTorch op of the
+// Adam / AdamW update: on the host one loop per parameter over contiguous data, on a device one
+// multi-tensor launch per device and dtype. Each PyTorch op of the
 // reference is one rounding step here, in the same order, with scalars cast to the element
 // type first; add(alpha=) and addcmul are fused multiply-adds as in PyTorch's CPU kernels, so
 // results equal PyTorch's bitwise (test_optim checks this on its golden cases).

@@ -1,8 +1,10 @@
 // Optimizer: the base of SGD, Adam and AdamW. It holds one group of parameters (leaf tensors,
-// f32 or f64, contiguous, on the host) with one learning rate, per-parameter state created
-// lazily on a parameter's first step with a gradient (as PyTorch), and the state dict that
-// checkpoints carry. Updates run as plain loops over each parameter's contiguous data; a
-// parameter whose .grad is undefined is skipped and its state is left alone.
+// f32 or f64, contiguous, on the host or a device) with one learning rate, per-parameter state
+// created lazily on a parameter's first step with a gradient (as PyTorch), on the parameter's
+// device, and the state dict that checkpoints carry (a host copy). On the host an update is one
+// loop over each parameter's contiguous data; on a device, one multi-tensor launch per device
+// and dtype over all its parameters (device_groups.h). A parameter whose .grad is undefined is
+// skipped and its state is left alone.
 #pragma once
 
 #include <cstdint>
@@ -107,7 +109,7 @@ class Optimizer {
     std::vector<tensor::Tensor> buffers;  // same order as buffer_names()
   };
 
-  // Checks the parameters (defined, leaf, f32/f64, contiguous, host, no duplicates).
+  // Checks the parameters (defined, leaf, f32/f64, contiguous, no duplicates).
   Optimizer(std::string name, std::vector<tensor::Tensor> params, double lr);
 
   // Per-parameter buffers this configuration keeps, by name ("momentum_buffer", ...).

@@ -1,4 +1,5 @@
-// SGD's update as one loop per parameter over contiguous data. Scalars are cast to the element
+// SGD's update: on the host one loop per parameter over contiguous data, on a device one
+// multi-tensor launch per device and dtype (the same arithmetic in the kernel). Scalars are cast to the element
 // type first and every PyTorch op is one rounding step, in PyTorch's order; add(alpha=) is a
 // fused multiply-add as in PyTorch's CPU kernels (vec::fmadd, and its contracted scalar tail),
 // so results equal PyTorch's bitwise (test_optim checks this on its golden cases).
