@@ -1,6 +1,7 @@
 // cuDNN's legacy convolution API through function pointers taken from the library at run time;
 // per shape one plan (descriptors, and each pass's algorithm and workspace), searched with
-// cudnnFind*AlgorithmEx the first time the shape runs outside a capture.
+// cudnnFind*AlgorithmEx the first time the shape runs outside a capture; one handle per device.
+// The three passes share one search-then-run (search_then_run), each pass naming its calls.
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <dlfcn.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/cuda_plugin.h"
@@ -78,7 +80,7 @@ const Api& api() {
   return loaded;
 }
 
-void check(cudnnStatus_t status, const char* what) {
+void check(cudnnStatus_t status, const std::string& what) {
   if (status != CUDNN_STATUS_SUCCESS) {
     RINGLET_THROW(DeviceError, "cuDNN ", what, " failed: ", api().cudnnGetErrorString(status));
   }
@@ -110,13 +112,16 @@ enum Pass { kForward = 0, kData = 1, kFilter = 2 };
 constexpr std::size_t kSearchWorkspace = std::size_t{64} << 20;
 constexpr int kAlgos = 8;
 
-std::mutex& mutex() {
+std::mutex& mutex() {  // the plans and the handles
   static std::mutex m;
   return m;
 }
 
-cudnnHandle_t handle(int device) {  // with mutex() held
-  static cudnnHandle_t handles[16] = {};
+// One handle per device, made on first use (with mutex() held).
+cudnnHandle_t handle(int device) {
+  static std::vector<cudnnHandle_t> handles;
+  RINGLET_CHECK(device >= 0, DeviceError, "cuDNN: no device ", device);
+  if (handles.size() <= static_cast<std::size_t>(device)) handles.resize(device + 1, nullptr);
   if (handles[device] == nullptr) {
     cudaSetDevice(device);
     check(api().cudnnCreate(&handles[device]), "cudnnCreate");
@@ -167,104 +172,120 @@ Choice first_success(const Perf* perf, int count, cudnnConvolutionDescriptor_t c
   RINGLET_THROW(DeviceError, "cuDNN found no algorithm for the ", what, " of this convolution");
 }
 
+// What differs between the three passes: their operands, the search (outside a capture),
+// cuDNN's heuristic (inside one, where a search cannot run) and the call that runs the pass.
+struct ForwardPass {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr Pass kPass = kForward;
+  static constexpr const char* kName = "forward";
+  const void *x, *w;
+  void* y;
+  cudnnStatus_t heuristic(cudnnHandle_t h, const Plan& p, int* found, Perf* perf) const {
+    return api().cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv[kPass], p.y, kAlgos,
+                                                        found, perf);
+  }
+  cudnnStatus_t search(cudnnHandle_t h, const Plan& p, int* found, Perf* perf, void* space,
+                       std::size_t bytes) const {
+    return api().cudnnFindConvolutionForwardAlgorithmEx(h, p.x, x, p.w, w, p.conv[kPass], p.y, y,
+                                                        kAlgos, found, perf, space, bytes);
+  }
+  cudnnStatus_t run(cudnnHandle_t h, const Plan& p, const Choice& c, void* space) const {
+    const float one = 1, zero = 0;
+    return api().cudnnConvolutionForward(h, &one, p.x, x, p.w, w, p.conv[kPass],
+                                         static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), space,
+                                         c.workspace, &zero, p.y, y);
+  }
+};
+
+struct DataGradientPass {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr Pass kPass = kData;
+  static constexpr const char* kName = "data gradient";
+  const void *w, *dy;
+  void* dx;
+  cudnnStatus_t heuristic(cudnnHandle_t h, const Plan& p, int* found, Perf* perf) const {
+    return api().cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w, p.y, p.conv[kPass], p.x,
+                                                             kAlgos, found, perf);
+  }
+  cudnnStatus_t search(cudnnHandle_t h, const Plan& p, int* found, Perf* perf, void* space,
+                       std::size_t bytes) const {
+    return api().cudnnFindConvolutionBackwardDataAlgorithmEx(h, p.w, w, p.y, dy, p.conv[kPass], p.x,
+                                                             dx, kAlgos, found, perf, space, bytes);
+  }
+  cudnnStatus_t run(cudnnHandle_t h, const Plan& p, const Choice& c, void* space) const {
+    const float one = 1, zero = 0;
+    return api().cudnnConvolutionBackwardData(h, &one, p.w, w, p.y, dy, p.conv[kPass],
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                              space, c.workspace, &zero, p.x, dx);
+  }
+};
+
+struct FilterGradientPass {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr Pass kPass = kFilter;
+  static constexpr const char* kName = "filter gradient";
+  const void *x, *dy;
+  void* dw;
+  cudnnStatus_t heuristic(cudnnHandle_t h, const Plan& p, int* found, Perf* perf) const {
+    return api().cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x, p.y, p.conv[kPass], p.w,
+                                                               kAlgos, found, perf);
+  }
+  cudnnStatus_t search(cudnnHandle_t h, const Plan& p, int* found, Perf* perf, void* space,
+                       std::size_t bytes) const {
+    return api().cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        h, p.x, x, p.y, dy, p.conv[kPass], p.w, dw, kAlgos, found, perf, space, bytes);
+  }
+  cudnnStatus_t run(cudnnHandle_t h, const Plan& p, const Choice& c, void* space) const {
+    const float one = 1, zero = 0;
+    return api().cudnnConvolutionBackwardFilter(
+        h, &one, p.x, x, p.y, dy, p.conv[kPass],
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), space, c.workspace, &zero, p.w, dw);
+  }
+};
+
+// Every pass: the shape's plan, its algorithm (searched the first time outside a capture; inside
+// one cuDNN's heuristic stands in until a later run can search), then the pass on `stream`.
+template <class PassT>
+void search_then_run(const CudnnShape& s, const PassT& pass, void* stream, int device,
+                     const Workspace& workspace) {
+  std::lock_guard lock(mutex());
+  cudnnHandle_t h = handle(device);
+  const auto st = static_cast<cudaStream_t>(stream);
+  check(api().cudnnSetStream(h, st), "cudnnSetStream");
+  Plan& p = plan_for(s);
+  Choice& c = p.choice[PassT::kPass];
+  if (!c.searched) {
+    typename PassT::Perf perf[kAlgos];
+    int found = 0;
+    const bool searching = !capturing(st);
+    if (searching) {
+      check(pass.search(h, p, &found, perf, workspace(kSearchWorkspace), kSearchWorkspace),
+            std::string(PassT::kName) + " search");
+    } else {
+      check(pass.heuristic(h, p, &found, perf), std::string(PassT::kName) + " heuristic");
+    }
+    c = first_success(perf, found, p.conv[PassT::kPass], searching, PassT::kName);
+  }
+  check(pass.run(h, p, c, workspace(c.workspace)), PassT::kName);
+}
+
 }  // namespace
 
 const std::string& cudnn_unavailable() { return api().missing; }
 
 void cudnn_forward(const CudnnShape& s, const void* x, const void* w, void* y, void* stream,
                    int device, const Workspace& workspace) {
-  std::lock_guard lock(mutex());
-  const Api& a = api();
-  cudnnHandle_t h = handle(device);
-  const auto st = static_cast<cudaStream_t>(stream);
-  check(a.cudnnSetStream(h, st), "cudnnSetStream");
-  Plan& p = plan_for(s);
-  Choice& c = p.choice[kForward];
-  if (!c.searched) {
-    cudnnConvolutionFwdAlgoPerf_t perf[kAlgos];
-    int found = 0;
-    if (capturing(st)) {
-      check(a.cudnnGetConvolutionForwardAlgorithm_v7(h, p.x, p.w, p.conv[kForward], p.y, kAlgos,
-                                                     &found, perf),
-            "forward heuristic");
-      c = first_success(perf, found, p.conv[kForward], false, "forward");
-    } else {
-      check(a.cudnnFindConvolutionForwardAlgorithmEx(h, p.x, x, p.w, w, p.conv[kForward], p.y, y,
-                                                     kAlgos, &found, perf,
-                                                     workspace(kSearchWorkspace), kSearchWorkspace),
-            "forward search");
-      c = first_success(perf, found, p.conv[kForward], true, "forward");
-    }
-  }
-  const float one = 1, zero = 0;
-  check(a.cudnnConvolutionForward(h, &one, p.x, x, p.w, w, p.conv[kForward],
-                                  static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-                                  workspace(c.workspace), c.workspace, &zero, p.y, y),
-        "cudnnConvolutionForward");
+  search_then_run(s, ForwardPass{x, w, y}, stream, device, workspace);
 }
 
 void cudnn_backward_data(const CudnnShape& s, const void* w, const void* dy, void* dx, void* stream,
                          int device, const Workspace& workspace) {
-  std::lock_guard lock(mutex());
-  const Api& a = api();
-  cudnnHandle_t h = handle(device);
-  const auto st = static_cast<cudaStream_t>(stream);
-  check(a.cudnnSetStream(h, st), "cudnnSetStream");
-  Plan& p = plan_for(s);
-  Choice& c = p.choice[kData];
-  if (!c.searched) {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgos];
-    int found = 0;
-    if (capturing(st)) {
-      check(a.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w, p.y, p.conv[kData], p.x, kAlgos,
-                                                          &found, perf),
-            "data gradient heuristic");
-      c = first_success(perf, found, p.conv[kData], false, "data gradient");
-    } else {
-      check(a.cudnnFindConvolutionBackwardDataAlgorithmEx(
-                h, p.w, w, p.y, dy, p.conv[kData], p.x, dx, kAlgos, &found, perf,
-                workspace(kSearchWorkspace), kSearchWorkspace),
-            "data gradient search");
-      c = first_success(perf, found, p.conv[kData], true, "data gradient");
-    }
-  }
-  const float one = 1, zero = 0;
-  check(a.cudnnConvolutionBackwardData(h, &one, p.w, w, p.y, dy, p.conv[kData],
-                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
-                                       workspace(c.workspace), c.workspace, &zero, p.x, dx),
-        "cudnnConvolutionBackwardData");
+  search_then_run(s, DataGradientPass{w, dy, dx}, stream, device, workspace);
 }
 
 void cudnn_backward_filter(const CudnnShape& s, const void* x, const void* dy, void* dw,
                            void* stream, int device, const Workspace& workspace) {
-  std::lock_guard lock(mutex());
-  const Api& a = api();
-  cudnnHandle_t h = handle(device);
-  const auto st = static_cast<cudaStream_t>(stream);
-  check(a.cudnnSetStream(h, st), "cudnnSetStream");
-  Plan& p = plan_for(s);
-  Choice& c = p.choice[kFilter];
-  if (!c.searched) {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgos];
-    int found = 0;
-    if (capturing(st)) {
-      check(a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x, p.y, p.conv[kFilter], p.w,
-                                                            kAlgos, &found, perf),
-            "filter gradient heuristic");
-      c = first_success(perf, found, p.conv[kFilter], false, "filter gradient");
-    } else {
-      check(a.cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                h, p.x, x, p.y, dy, p.conv[kFilter], p.w, dw, kAlgos, &found, perf,
-                workspace(kSearchWorkspace), kSearchWorkspace),
-            "filter gradient search");
-      c = first_success(perf, found, p.conv[kFilter], true, "filter gradient");
-    }
-  }
-  const float one = 1, zero = 0;
-  check(a.cudnnConvolutionBackwardFilter(h, &one, p.x, x, p.y, dy, p.conv[kFilter],
-                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
-                                         workspace(c.workspace), c.workspace, &zero, p.w, dw),
-        "cudnnConvolutionBackwardFilter");
+  search_then_run(s, FilterGradientPass{x, dy, dw}, stream, device, workspace);
 }
 
 }  // namespace ringlet::tensor::cuda
