@@ -100,7 +100,8 @@ class ChildWatcher {
   std::string wait_all(double seconds);
   std::string failure() const;
   // The failure, waiting up to `seconds` for one: rank 0 failing in a step that noticed a dead
-  // rank by itself (shm's watch on a peer's process) names the death as the watcher saw it.
+  // rank by itself (shm's watch on a peer's process) names the death as the watcher saw it. A
+  // rank killed by a signal is named before ranks that exited non-zero after it.
   std::string failure_within(double seconds) const;
 
  private:

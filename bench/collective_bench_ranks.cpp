@@ -134,6 +134,30 @@ struct ChildWatcher::State {
   // it, whatever it still waits on (a set-up step, a thread join) is not worth the job's time.
   static constexpr auto kTeardownLimit = 5s;
   std::chrono::steady_clock::time_point failed_at{};
+  bool failure_killed = false;  // `failure` is a rank killed by a signal
+
+  // The first failure is told at once (on_failure). A rank killed by a signal that is reaped
+  // later replaces, in `failure`, one that merely exited non-zero: the exits follow the death.
+  void record_failure(std::size_t i, int status, std::unique_lock<std::mutex>& lock) {
+    const bool killed = WIFSIGNALED(status);
+    const std::string text = describe_status(static_cast<int>(i) + 1, children[i], status);
+    if (!failure.empty()) {
+      if (killed && !failure_killed) {
+        failure = text;
+        failure_killed = true;
+        cv.notify_all();
+      }
+      return;
+    }
+    failure = text;
+    failure_killed = killed;
+    failed_at = std::chrono::steady_clock::now();
+    cv.notify_all();
+    auto notify = on_failure;
+    lock.unlock();
+    if (notify) notify(text);
+    lock.lock();
+  }
 
   // Rank 0 outlived kTeardownLimit after a rank's failure: says so, kills the other ranks and
   // exits (the orphan sweeper removes what the job left in /dev/shm).
@@ -160,16 +184,7 @@ struct ChildWatcher::State {
         running[i] = false;
         cv.notify_all();
         const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && failure.empty()) {
-          failure = describe_status(static_cast<int>(i) + 1, children[i], status);
-          failed_at = std::chrono::steady_clock::now();
-          cv.notify_all();
-          auto notify = on_failure;
-          const std::string message = failure;
-          lock.unlock();
-          if (notify) notify(message);
-          lock.lock();
-        }
+        if (!ok) record_failure(i, status, lock);
       }
       cv.wait_for(lock, 50ms);
     }
@@ -221,8 +236,11 @@ std::string ChildWatcher::failure() const {
 
 std::string ChildWatcher::failure_within(double seconds) const {
   std::unique_lock lock(state_->mutex);
-  state_->cv.wait_for(lock, std::chrono::duration<double>(seconds),
-                      [&] { return !state_->failure.empty(); });
+  // A rank that exited non-zero may have followed one killed by a signal not reaped yet: the
+  // killed one, if any, is the one to name, so wait for it or for every rank to be reaped.
+  state_->cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
+    return !state_->failure.empty() && (state_->failure_killed || state_->all_exited());
+  });
   return state_->failure;
 }
 

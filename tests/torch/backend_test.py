@@ -64,9 +64,17 @@ def finish(procs, timeout):
     return outs
 
 
+# torch's TCPStore could not bind the port free_port() found: another process took it first.
+PORT_TAKEN = "failed to listen on any local network address"
+
+
 def job(world, args, timeout=240):
-    procs = start(world, args)
-    outs = finish(procs, timeout)
+    for attempt in range(3):
+        procs = start(world, args)
+        outs = finish(procs, timeout)
+        if not any(PORT_TAKEN in out for out in outs):
+            break
+        print(f"  port taken by another process (attempt {attempt + 1}); again on a new one")
     for rank, (p, out) in enumerate(zip(procs, outs)):
         if p.returncode != 0 or f"{args[0]} ok rank {rank}" not in out:
             raise AssertionError(f"{args} rank {rank} exited {p.returncode}:\n{out[-4000:]}")
@@ -88,13 +96,17 @@ def ddp_bitwise(tmp):
 
 def dead_peer(kind):
     timeout = 10
-    procs = start(2, ["dead", kind, str(timeout)])
-    started = time.monotonic()
-    try:
-        out0, _ = procs[0].communicate(timeout=timeout + 50)
-    finally:
-        procs[1].kill()  # SIGSTOPped, or already dead
-        procs[1].communicate()
+    for attempt in range(3):
+        procs = start(2, ["dead", kind, str(timeout)])
+        started = time.monotonic()
+        try:
+            out0, _ = procs[0].communicate(timeout=timeout + 50)
+        finally:
+            procs[1].kill()  # SIGSTOPped, or already dead
+            procs[1].communicate()
+        if PORT_TAKEN not in out0:
+            break
+        print(f"  port taken by another process (attempt {attempt + 1}); again on a new one")
     took = time.monotonic() - started
     match = re.search(r"raised after ([0-9.]+) s: (.*)", out0)
     assert procs[0].returncode == 0 and match, f"rank 0 exited {procs[0].returncode}:\n{out0[-3000:]}"
