@@ -13,10 +13,14 @@
 #include "data/data_loader.h"
 #include "data/distributed_sampler.h"
 #include "data/tensor_dataset.h"
+#include "loader_batches.h"
 
 using namespace ringlet;
 using namespace ringlet::data;
 using tensor::Tensor;
+using testing::check_same;
+using testing::run_epoch;
+using testing::same_bytes;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -49,28 +53,6 @@ std::shared_ptr<const Transform> augment() {
       std::make_shared<RandomHorizontalFlip>(),
       std::make_shared<Normalize>(std::vector<float>{0.5f, 0.4f, 0.3f},
                                   std::vector<float>{0.2f, 0.25f, 0.3f})});
-}
-
-std::vector<Batch> run_epoch(DataLoader& loader, std::int64_t epoch) {
-  std::vector<Batch> out;
-  auto it = loader.begin_epoch(epoch);
-  while (auto batch = it.next()) out.push_back(std::move(*batch));
-  return out;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
-void check_same(const std::vector<Batch>& a, const std::vector<Batch>& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    CHECK(a[i].number == static_cast<std::int64_t>(i));
-    CHECK(a[i].indices == b[i].indices);
-    CHECK(same_bytes(a[i].images, b[i].images));
-    CHECK(same_bytes(a[i].labels, b[i].labels));
-  }
 }
 
 }  // namespace

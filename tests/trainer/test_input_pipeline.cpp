@@ -3,12 +3,12 @@
 // padding, and never touches the test split.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "cifar_files.h"
+#include "loader_batches.h"
 #include "temp_dir.h"
 #include "trainer/input_pipeline.h"
 
@@ -16,32 +16,8 @@ using namespace ringlet;
 using namespace ringlet::data;
 using namespace ringlet::trainer;
 using tensor::Tensor;
-
-namespace {
-
-std::vector<Batch> run_epoch(DataLoader& loader, std::int64_t epoch) {
-  std::vector<Batch> out;
-  auto it = loader.begin_epoch(epoch);
-  while (auto batch = it.next()) out.push_back(std::move(*batch));
-  return out;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
-}
-
-void check_same(const std::vector<Batch>& a, const std::vector<Batch>& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    CHECK(a[i].number == static_cast<std::int64_t>(i));
-    CHECK(a[i].indices == b[i].indices);
-    CHECK(same_bytes(a[i].images, b[i].images));
-    CHECK(same_bytes(a[i].labels, b[i].labels));
-  }
-}
-
-}  // namespace
+using testing::check_same;
+using testing::run_epoch;
 
 namespace {
 
