@@ -36,22 +36,27 @@ double read_runqueue_ms() {
   return static_cast<double>(waiting_ns) / 1e6;
 }
 
+double steady_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 ThreadClocks ThreadClocks::now() {
   ThreadClocks c;
-  c.wall_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
-          .count();
+  c.wall_ms = steady_ms();
   c.cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID);
   c.runqueue_ms = read_runqueue_ms();
   c.process_cpu_ms = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+  c.wall_end_ms = steady_ms();
   return c;
 }
 
 TimeSplit split_between(const ThreadClocks& from, const ThreadClocks& to) {
   TimeSplit s;
-  s.wall_ms = to.wall_ms - from.wall_ms;
+  s.wall_ms = to.wall_end_ms - from.wall_ms;
   s.computing_ms = to.cpu_ms - from.cpu_ms;
   s.preempted_ms = to.runqueue_ms - from.runqueue_ms;  // NaN if either is
   s.blocked_ms = s.wall_ms - s.computing_ms - (std::isnan(s.preempted_ms) ? 0 : s.preempted_ms);

@@ -14,8 +14,12 @@
 namespace ringlet::core {
 
 // The calling thread's clocks at one moment, in milliseconds from each clock's own origin.
+// The steady clock is read first and last, so a split's wall time (from one reading's first
+// read to the next one's last) encloses its CPU and run-queue intervals: a preemption in the
+// middle of a reading lands in both or in neither, never in preempted alone.
 struct ThreadClocks {
-  double wall_ms = 0;         // steady clock
+  double wall_ms = 0;         // steady clock, read first
+  double wall_end_ms = 0;     // steady clock, read last
   double cpu_ms = 0;          // this thread's CPU time
   double runqueue_ms = 0;     // this thread's total wait on a run queue; NaN when unknown
   double process_cpu_ms = 0;  // the whole process's CPU time (every thread)

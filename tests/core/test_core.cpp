@@ -193,6 +193,7 @@ void spin_for(double ms) {
 TEST_CASE("thread clocks: asleep is blocked, spinning is not, other threads' CPU is counted") {
   const ThreadClocks start = ThreadClocks::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CHECK(start.wall_end_ms >= start.wall_ms);
   const TimeSplit slept = split_between(start, ThreadClocks::now());
   CHECK(slept.wall_ms >= 30.0);
   CHECK(slept.computing_ms < 5.0);
@@ -228,7 +229,8 @@ TEST_CASE("thread clocks: splits add up, means are per field, an unknown run que
   a.cpu_ms = 10;
   a.runqueue_ms = 1;
   a.process_cpu_ms = 12;
-  b.wall_ms = 150;
+  b.wall_ms = 149;
+  b.wall_end_ms = 150;  // a split's wall runs from the first reading's start to the second's end
   b.cpu_ms = 40;
   b.runqueue_ms = 5;
   b.process_cpu_ms = 45;
