@@ -23,10 +23,10 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/isa.h"
+#include "device/runtime.h"
+#include "device/stream.h"
 #include "distributed/device_space.h"
 #include "distributed/rank_device.h"
-#include "tensor/device/runtime.h"
-#include "tensor/device/stream.h"
 #include "transport/rendezvous.h"
 
 namespace ringlet::bench {
@@ -112,13 +112,13 @@ struct Result {
 // (filled, then copied up; run on the device; copied down, then checked).
 struct DeviceBuffers {
   core::Device device;
-  tensor::device::Runtime& rt;
+  device::Runtime& rt;
   char* send;
   char* recv;
   std::size_t bytes;
   DeviceBuffers(core::Device d, std::size_t b)
       : device(d),
-        rt(tensor::device::runtime(d)),
+        rt(device::runtime(d)),
         send(static_cast<char*>(rt.malloc(b))),
         recv(static_cast<char*>(rt.malloc(b))),
         bytes(b) {
@@ -130,7 +130,7 @@ struct DeviceBuffers {
     rt.free(recv);
   }
   void blocking_copy(void* dst, const void* src, std::size_t n) {
-    const auto stream = tensor::device::current_stream(device);
+    const auto stream = device::current_stream(device);
     rt.copy_async(dst, src, n, stream.handle());
     rt.synchronize(stream.handle());
   }
@@ -545,7 +545,7 @@ std::unique_ptr<distributed::DeviceSpace> device_space(const BenchOptions& o, Co
                                                        transport::Store& store) {
   std::string kind = o.device;
   if (kind == "cpu" && o.gpu_flag) {
-    kind = tensor::device::usable_gpu_count() > 0 ? "cuda" : "emu";
+    kind = device::usable_gpu_count() > 0 ? "cuda" : "emu";
   }
   RINGLET_CHECK(kind != "cpu" || o.link != "ipc", ValueError,
                 "-t ipc moves device buffers: add -g 1 or --device emu|cuda");
@@ -568,7 +568,7 @@ struct Backend {
   std::string label, device;
   // --threads: this rank's own stream, current on its thread (ranks that shared one stream
   // would queue one rank's wait ahead of another's part of the same op).
-  std::unique_ptr<tensor::device::StreamGuard> own_stream;
+  std::unique_ptr<device::StreamGuard> own_stream;
 };
 
 Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store& store,
@@ -582,8 +582,7 @@ Backend make_backend(const BenchOptions& o, Communicator& comm, transport::Store
   }
   b.space = device_space(o, comm, store);
   if (o.threads && b.space) {
-    b.own_stream = std::make_unique<tensor::device::StreamGuard>(
-        tensor::device::new_stream(b.space->device()));
+    b.own_stream = std::make_unique<device::StreamGuard>(device::new_stream(b.space->device()));
   }
   // The transports this rank's connections actually use (auto resolved), not the request.
   const std::string transports = comm.transports();

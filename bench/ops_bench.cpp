@@ -19,8 +19,8 @@
 
 #include "bench/program_main.h"
 #include "core/threads.h"
-#include "tensor/device/runtime.h"
-#include "tensor/device/stream.h"
+#include "device/runtime.h"
+#include "device/stream.h"
 #include "tensor/ops.h"
 
 namespace {

@@ -22,16 +22,16 @@
 #include "core/dtype.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "tensor/cuda/device_runtime.h"
-#include "tensor/device/runtime.h"
+#include "device/cuda/device_runtime.h"
+#include "device/runtime.h"
 
 using namespace ringlet;
-namespace tcuda = ringlet::tensor::cuda;
+namespace dcuda = ringlet::device::cuda;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-tensor::device::Runtime& gpu() { return tensor::device::runtime(core::Device::cuda(0)); }
+device::Runtime& gpu() { return device::runtime(core::Device::cuda(0)); }
 
 void* upload(const std::vector<char>& host) {
   void* d = gpu().malloc(host.size());
@@ -129,8 +129,8 @@ void bench_size(std::size_t bytes, core::DType dtype, int reps) {
 }
 
 int run(const Options& o) {
-  if (!tcuda::built_with_cuda() || tcuda::device_count() == 0) {
-    std::puts(tcuda::built_with_cuda() ? "skipped: no CUDA device"
+  if (!dcuda::built_with_cuda() || dcuda::device_count() == 0) {
+    std::puts(dcuda::built_with_cuda() ? "skipped: no CUDA device"
                                        : "skipped: ringlet was built without CUDA");
     return 77;
   }

@@ -55,6 +55,8 @@
 #include "core/env.h"
 #include "core/thread_clocks.h"
 #include "core/threads.h"
+#include "device/counters.h"
+#include "device/stream.h"
 #include "distributed/ddp.h"
 #include "distributed/launch/launcher.h"
 #include "distributed/process_group.h"
@@ -63,9 +65,7 @@
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
-#include "tensor/device/counters.h"
 #include "tensor/device/graph.h"
-#include "tensor/device/stream.h"
 #include "tensor/ops.h"
 #include "transport/discovery.h"
 
@@ -146,7 +146,7 @@ Options parse(int argc, char** argv) {
   RINGLET_CHECK(o.batch >= 1 && o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.nproc >= 1 &&
                     o.block >= 1,
                 ValueError, "--batch, --threads, --steps, --nproc and --block must be >= 1");
-  if (!o.device.is_cpu()) tensor::device::check_device(o.device);
+  if (!o.device.is_cpu()) device::check_device(o.device);
   RINGLET_CHECK(!o.cuda_graph || !o.device.is_cpu(), ValueError,
                 "--cuda_graph on needs a device (--device cuda or emu): a graph captures a "
                 "device's work");
@@ -169,7 +169,7 @@ struct Timings {
   double forward_ms = 0, backward_ms = 0, sync_ms = 0;  // over every forward+backward run
   std::vector<double> steps_ms;
   std::vector<core::TimeSplit> splits;
-  // On a device: what a full step queued and waited for, per step (tensor/device/counters.h).
+  // On a device: what a full step queued and waited for, per step (device/counters.h).
   double stream_ops = 0, host_syncs = 0, driver_allocs = 0;
 };
 
@@ -241,8 +241,8 @@ struct Bench {
   nn::CrossEntropyLoss criterion;
   std::unique_ptr<nn::SGD> sgd;
   std::unique_ptr<distributed::DistributedDataParallel> ddp;
-  std::unique_ptr<tensor::device::Graph> graph;  // --cuda_graph on: the full step, captured
-  tensor::Tensor graph_loss;                     // its static output
+  std::unique_ptr<tensor::Graph> graph;  // --cuda_graph on: the full step, captured
+  tensor::Tensor graph_loss;             // its static output
 };
 
 void check_loss(double loss) {
@@ -312,14 +312,14 @@ Timings measure_device(const Options& o, Bench& b) {
     // The step's stream: DDP's collectives are ordered into it, so its end is the block's (a
     // whole-device synchronize would wait on every stream, one host wait each).
     const tensor::Tensor read = loss.to(core::Device::cpu(), /*non_blocking=*/true);
-    tensor::device::current_stream(o.device).synchronize();
+    device::current_stream(o.device).synchronize();
     check_loss(read.item());
     const core::TimeSplit split = core::split_between(before, core::ThreadClocks::now());
     if (splits != nullptr) splits->push_back(split);
     return split.wall_ms / o.block;
   };
   for (int i = 0; i < o.warmup; ++i) b.step(true);
-  tensor::device::synchronize(o.device);
+  device::synchronize(o.device);
   std::vector<double> fb, full;
   for (int k = 0; k < blocks; ++k) fb.push_back(run_block(false, nullptr));
   if (o.cuda_graph) {
@@ -327,14 +327,14 @@ Timings measure_device(const Options& o, Bench& b) {
     // replayed from then on; its static output is the loss.
     for (int i = 0; i < 3; ++i) b.step(true);
     tensor::Tensor loss;
-    b.graph = tensor::device::Graph::capture(tensor::device::current_stream(o.device),
-                                             [&] { loss = b.step(true); });
+    b.graph =
+        tensor::Graph::capture(device::current_stream(o.device), [&] { loss = b.step(true); });
     b.graph_loss = loss;
   }
   std::vector<core::TimeSplit> splits;
-  const tensor::device::DeviceCounts start = tensor::device::device_counts(o.device);
+  const device::DeviceCounts start = device::device_counts(o.device);
   for (int k = 0; k < blocks; ++k) full.push_back(run_block(true, &splits));
-  const tensor::device::DeviceCounts used = tensor::device::device_counts(o.device) - start;
+  const device::DeviceCounts used = device::device_counts(o.device) - start;
   core::TimeSplit per_step = core::mean_split(splits);
   for (double* v : {&per_step.wall_ms, &per_step.computing_ms, &per_step.preempted_ms,
                     &per_step.blocked_ms, &per_step.other_threads_ms}) {

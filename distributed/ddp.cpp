@@ -167,8 +167,8 @@ struct DistributedDataParallel::State : std::enable_shared_from_this<State> {
       device_staging =
           tensor::Tensor::empty({static_cast<std::int64_t>(words)}, tensor::DType::i32, device);
     }
-    tensor::device::Runtime& rt = tensor::device::runtime(device);
-    const tensor::device::Stream stream = tensor::device::current_stream(device);
+    device::Runtime& rt = device::runtime(device);
+    const device::Stream stream = device::current_stream(device);
     auto* flat = static_cast<std::byte*>(device_staging.raw_data());
     const auto copy_each = [&](bool into_flat) {
       std::size_t offset = 0;
@@ -266,7 +266,7 @@ struct DistributedDataParallel::State : std::enable_shared_from_this<State> {
     const auto deadline = core::Deadline::after(comm->timeout());
     for (auto& b : buckets) {
       if (space != nullptr) {  // the stream waits; the host goes on
-        distributed::wait_on_stream(b.work, tensor::device::current_stream(device), deadline);
+        distributed::wait_on_stream(b.work, device::current_stream(device), deadline);
       } else {
         b.work->wait(deadline);
       }

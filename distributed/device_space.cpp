@@ -15,14 +15,13 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "tensor/device/counters.h"
-#include "tensor/device/sticky_error.h"
-#include "tensor/emu/emu_runtime.h"
+#include "device/counters.h"
+#include "device/emu/emu_runtime.h"
+#include "device/sticky_error.h"
 
 namespace ringlet::distributed {
 namespace {
 
-namespace device = tensor::device;
 using collectives::DType;
 using collectives::ReduceOp;
 
@@ -101,7 +100,7 @@ class DeviceSpace::Issue final : public collectives::DeviceIssue {
       return;
     }
     device::count_stream_ops(dev);
-    tensor::emu::queue(stream_.handle()).enqueue([=] {
+    device::emu::queue(stream_.handle()).enqueue([=] {
       collectives::reduce_many(dst, srcs.data(), static_cast<int>(srcs.size()), count, dtype, op);
     });
   }
@@ -113,7 +112,7 @@ class DeviceSpace::Issue final : public collectives::DeviceIssue {
       collectives::cuda::divide_by(data, count, dtype, divisor, dev.index, stream_.handle());
       return;
     }
-    tensor::emu::queue(stream_.handle()).enqueue([=] {
+    device::emu::queue(stream_.handle()).enqueue([=] {
       collectives::divide_by(data, count, dtype, divisor);
     });
   }

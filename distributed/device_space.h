@@ -34,7 +34,7 @@
 #include "collectives/device_issue.h"
 #include "collectives/work.h"
 #include "core/deadline.h"
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 #include "transport/store.h"
 
 namespace ringlet::distributed {
@@ -98,9 +98,9 @@ class DeviceSpace final : public collectives::BufferSpace {
   void clear_own_flags();
 
   core::Device device_;
-  tensor::device::Runtime& runtime_;
-  tensor::device::Stream comm_;                         // the ops' copies and reductions
-  tensor::device::Stream p2p_;                          // copy_now
+  device::Runtime& runtime_;
+  device::Stream comm_;                                 // the ops' copies and reductions
+  device::Stream p2p_;                                  // copy_now
   std::vector<std::pair<char*, std::size_t>> staging_;  // pinned, per slot
   std::pair<char*, std::size_t> scratch_{nullptr, 0};   // device memory
   std::vector<char*> retired_pinned_, retired_device_;  // outgrown, freed with the space
@@ -111,15 +111,15 @@ class DeviceSpace final : public collectives::BufferSpace {
   bool device_sync_ = false;
   collectives::DeviceGroup group_;
   std::unique_ptr<collectives::DeviceControl> control_;
-  std::unique_ptr<tensor::device::Event> after_caller_;  // reused: a wait takes its last record
-  tensor::device::Stream release_;                       // release_flags' copies (CUDA)
-  char* ones_ = nullptr;                                 // pinned: the flag words, all 1
+  std::unique_ptr<device::Event> after_caller_;  // reused: a wait takes its last record
+  device::Stream release_;                       // release_flags' copies (CUDA)
+  char* ones_ = nullptr;                         // pinned: the flag words, all 1
 };
 
 // Work queued on `stream` after this call waits until `work` is done; on the emulated device the
 // host does not wait, and a failed (or late: `deadline`) work fails the stream with the
 // collective's error; on CUDA the host waits, and the error is thrown here.
-void wait_on_stream(const collectives::WorkPtr& work, const tensor::device::Stream& stream,
+void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stream,
                     core::Deadline deadline);
 
 }  // namespace ringlet::distributed

@@ -2,8 +2,8 @@
 #include "distributed/process_group.h"
 
 #include "core/error.h"
+#include "device/runtime.h"
 #include "distributed/device_space.h"
-#include "tensor/device/runtime.h"
 #include "transport/rendezvous.h"
 
 namespace ringlet::distributed {

@@ -11,8 +11,8 @@ import os
 import re
 import sys
 
-LAYERS = ("core", "transport", "collectives", "tensor", "nn", "data", "checkpoint", "distributed",
-          "trainer")
+LAYERS = ("core", "transport", "device", "collectives", "tensor", "nn", "data", "checkpoint",
+          "distributed", "trainer")
 INCLUDE = re.compile(r'^(\s*#\s*include\s*)"((?:%s)/[^"]+)"' % "|".join(LAYERS), re.M)
 
 

@@ -11,8 +11,8 @@ import os
 import re
 import sys
 
-FOLDERS = ["core", "transport", "collectives", "tensor", "nn", "data", "checkpoint", "distributed",
-           "trainer", "python", "bench", "tests", "examples"]
+FOLDERS = ["core", "transport", "device", "collectives", "tensor", "nn", "data", "checkpoint",
+           "distributed", "trainer", "python", "bench", "tests", "examples"]
 SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 

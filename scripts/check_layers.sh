@@ -8,15 +8,16 @@ root=$1 layer=$2 stamp=$3
 declare -A allowed=(
   [core]=""
   [transport]="core"
-  [collectives]="core transport"
-  [tensor]="core"
-  [nn]="core tensor"
+  [device]="core"
+  [collectives]="core transport device"
+  [tensor]="core device"
+  [nn]="core device tensor"
   [data]="core tensor"
   [checkpoint]="core tensor nn"
-  [distributed]="core transport collectives tensor nn"
-  [trainer]="core transport collectives tensor nn data checkpoint distributed"
+  [distributed]="core transport device collectives tensor nn"
+  [trainer]="core transport device collectives tensor nn data checkpoint distributed"
 )
-layers="core transport collectives tensor nn data checkpoint distributed trainer"
+layers="core transport device collectives tensor nn data checkpoint distributed trainer"
 bad=0
 while IFS= read -r hit; do
   target=$(printf '%s\n' "$hit" | sed -E 's/^[^:]*:[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](ringlet\/)?([a-z_]+)\/.*/\2/')

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/op_context.h"
+#include "device/op_context.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ringlet::tensor {
@@ -41,12 +41,12 @@ class CallbackQueue {
   std::vector<std::function<void()>>* previous_;
 };
 
-// Runs a node's backward with the thread's op context naming it (tensor/op_context.h).
+// Runs a node's backward with the thread's op context naming it (device/op_context.h).
 std::vector<Tensor> apply_noted(Node& node, const Tensor& grad_output,
                                 const std::vector<bool>& needs) {
   struct Note {
-    explicit Note(const std::string& name) { detail::note_backward_op(&name); }
-    ~Note() { detail::note_backward_op(nullptr); }
+    explicit Note(const std::string& name) { device::detail::note_backward_op(&name); }
+    ~Note() { device::detail::note_backward_op(nullptr); }
   } note(node.name());
   return node.apply(grad_output, needs);
 }
@@ -101,7 +101,7 @@ bool any_requires_grad(const std::vector<Tensor>& inputs) {
 }
 
 Tensor record(const char* name, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
-  detail::note_forward_op(name);
+  device::detail::note_forward_op(name);
   if (!any_requires_grad(inputs)) return out;
   auto& impl = out.impl();
   impl.requires_grad = true;

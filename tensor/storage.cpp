@@ -25,19 +25,19 @@ Allocator& cpu_allocator() {
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
-  return device::device_allocator(device);
+  return device_allocator(device);
 }
 
 BlockCacheStats device_memory_stats(Device device) {
   if (device.is_cpu()) return host_cache_stats();
-  return device::device_allocator(device).stats();
+  return device_allocator(device).stats();
 }
 
 void empty_device_cache(Device device) {
   if (device.is_cpu()) {
     empty_host_cache();
   } else {
-    device::device_allocator(device).empty();
+    device_allocator(device).empty();
   }
 }
 

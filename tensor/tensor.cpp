@@ -118,9 +118,9 @@ Tensor Tensor::transpose(std::int64_t a, std::int64_t b) const {
 Tensor Tensor::permute(const Shape& dims) const { return tensor::permute(*this, dims); }
 
 Tensor Tensor::to(Device target, bool non_blocking) const {
-  return device::transfer(*this, target, non_blocking);
+  return tensor::transfer(*this, target, non_blocking);
 }
 
-Tensor Tensor::pin_memory() const { return device::pin_memory(*this); }
+Tensor Tensor::pin_memory() const { return tensor::pin_memory(*this); }
 
 }  // namespace ringlet::tensor

@@ -14,8 +14,8 @@
 #include "core/device.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "device/runtime.h"
 #include "distributed/launch/launcher.h"
-#include "tensor/device/runtime.h"
 #include "trainer/config_value.h"
 #include "trainer/dataset_catalog.h"
 #include "trainer/usage_error.h"
@@ -349,7 +349,7 @@ void check_device(const TrainConfig& c) {
   }
   if (device.is_cpu()) return;
   try {
-    tensor::device::check_device(device);
+    device::check_device(device);
   } catch (const core::Error& e) {
     check(false, e.what());
   }

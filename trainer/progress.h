@@ -10,7 +10,7 @@
 // checkpoint does not hold (run_dir.h). The ETA is the steps left at this command's rate. On a
 // device both also say what a step queued and waited for, on average over the window:
 //   "device_per_step": {"stream_ops": 68, "host_syncs": 1, "driver_allocs": 0}
-// (tensor/device/counters.h). Each step's loss is read one step late, when the next step has
+// (device/counters.h). Each step's loss is read one step late, when the next step has
 // been queued, so a window's line comes one step after its last step.
 #pragma once
 
@@ -21,7 +21,7 @@
 #include <ostream>
 #include <string>
 
-#include "tensor/device/counters.h"
+#include "device/counters.h"
 
 namespace ringlet::trainer {
 
@@ -48,8 +48,8 @@ struct StepSample {
   double lr = 0;
   std::optional<double> grad_norm;   // measured on the steps wants_grad_norm() names
   std::optional<double> loss_scale;  // f16
-  // On a device: what the step queued and waited for (tensor/device/counters.h).
-  std::optional<tensor::device::DeviceCounts> device;
+  // On a device: what the step queued and waited for (device/counters.h).
+  std::optional<device::DeviceCounts> device;
 };
 
 class Progress {
@@ -84,7 +84,7 @@ class Progress {
   // Examples of the window's steps that counted (not skipped), and of all its steps.
   std::int64_t window_examples_ = 0, window_images_ = 0, window_skipped_ = 0;
   // A device's counts over the window's steps, and how many steps had them.
-  tensor::device::DeviceCounts window_device_;
+  device::DeviceCounts window_device_;
   std::int64_t window_device_steps_ = 0;
   Clock::time_point window_start_;
 };

@@ -4,7 +4,7 @@
 #include <ostream>
 
 #include "core/error.h"
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 #include "tensor/ops.h"
 #include "trainer/usage_error.h"
 
@@ -71,8 +71,8 @@ void StepGraph::fill_inputs(const tensor::Tensor& images, const tensor::Tensor& 
 
 void StepGraph::capture() {
   optimizer_.stage_step();
-  graph_ = tensor::device::Graph::capture(tensor::device::current_stream(device_),
-                                          [&] { loss_ = work_(images_, labels_); });
+  graph_ = tensor::Graph::capture(device::current_stream(device_),
+                                  [&] { loss_ = work_(images_, labels_); });
   for (const tensor::Tensor& p : optimizer_.parameters()) grads_.push_back(p.grad());
 }
 

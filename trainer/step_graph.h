@@ -58,7 +58,7 @@ class StepGraph {
   tensor::Tensor images_, labels_;     // the graph's static inputs
   tensor::Tensor loss_;                // its static output
   std::vector<tensor::Tensor> grads_;  // the parameters' gradients in the graph's memory
-  std::unique_ptr<tensor::device::Graph> graph_;
+  std::unique_ptr<tensor::Graph> graph_;
 };
 
 }  // namespace ringlet::trainer

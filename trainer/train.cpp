@@ -22,6 +22,7 @@
 #include "core/file_io.h"
 #include "core/thread_clocks.h"
 #include "core/threads.h"
+#include "device/counters.h"
 #include "distributed/ddp.h"
 #include "distributed/rank_times.h"
 #include "distributed/sync_batch_norm.h"
@@ -30,7 +31,6 @@
 #include "nn/grad_scaler.h"
 #include "nn/loss.h"
 #include "nn/lr_schedule.h"
-#include "tensor/device/counters.h"
 #include "tensor/device/late_reads.h"
 #include "tensor/ops.h"
 #include "trainer/dataset_catalog.h"
@@ -110,7 +110,7 @@ struct Run {
   std::int64_t step = 0;  // optimizer steps taken, skipped ones included
   core::Device device;    // where the model computes (batches are moved there)
   // Each step's loss, read one step late (a device's step then waits for nothing new).
-  tensor::device::LateReads late_losses;
+  tensor::LateReads late_losses;
   std::unique_ptr<StepGraph> graph;  // --cuda_graph: the step captured and replayed
   StopRequest stop_request;          // SIGTERM, SIGINT, SIGUSR1: stop at the next step
   std::unique_ptr<StopVote> vote;    // the ranks' agreement on it
@@ -403,10 +403,10 @@ EpochStats train_epoch(Run& run, int epoch) {
   for (;;) {
     auto batch = next_batch(run, it);
     if (!batch) break;
-    const tensor::device::DeviceCounts counts = tensor::device::device_counts(run.device);
+    const device::DeviceCounts counts = device::device_counts(run.device);
     StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm(stats.steps + 1));
     if (pending) count_step(run, epoch, finish_sample(run, *pending), stats);
-    if (!run.device.is_cpu()) sample.device = tensor::device::device_counts(run.device) - counts;
+    if (!run.device.is_cpu()) sample.device = device::device_counts(run.device) - counts;
     pending = sample;
     run.trace->end_step();
     ++stats.steps;

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "core/cuda_plugin.h"
-#include "tensor/device/counters.h"
+#include "device/counters.h"
 #include "tensor/kernels/device_kernels_impl.h"
 #include "tensor/math_mode.h"
 

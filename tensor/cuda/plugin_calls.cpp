@@ -1,18 +1,16 @@
 // Linked instead of the CUDA code itself when ringlet is built with CUDA: each entry point of
 // tensor/cuda/ calls into the plugin (core/cuda_plugin.h), which holds the CUDA code and is
-// loaded on the first call. Without a loadable plugin (no libcudart here), built_with_cuda()
-// stays true, device_count() is 0, cudnn_unavailable() says why and the rest throw DeviceError.
+// loaded on the first call. Without a loadable plugin (no libcudart here), cudnn_unavailable()
+// says why and the rest throw DeviceError. The device runtime's entry points are
+// device/cuda/plugin_calls.cpp's.
 #include <ostream>
 
 #include "core/cuda_plugin.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "tensor/cuda/cudnn_conv.h"
-#include "tensor/cuda/device_runtime.h"
-#include "tensor/device/counters.h"
 #include "tensor/kernels/device_kernels.h"
 #include "tensor/math_mode.h"
-#include "tensor/op_context.h"
 
 namespace ringlet::tensor::cuda {
 namespace {
@@ -25,12 +23,7 @@ namespace {
     reinterpret_cast<const void*>(&core::float_to_half),
     reinterpret_cast<const void*>(
         static_cast<std::ostream& (*)(std::ostream&, core::DType)>(&core::operator<<)),
-    reinterpret_cast<const void*>(&device::count_stream_ops),
-    reinterpret_cast<const void*>(&device::count_host_sync),
-    reinterpret_cast<const void*>(&device::count_driver_alloc),
-    reinterpret_cast<const void*>(&device::wait_timeout),
     reinterpret_cast<const void*>(&tensor::tensor_cores_allowed),
-    reinterpret_cast<const void*>(&tensor::current_op),
 };
 
 template <class Fn>
@@ -39,19 +32,6 @@ Fn* entry(const char* name) {
 }
 
 }  // namespace
-
-bool built_with_cuda() { return true; }
-
-int device_count() {
-  if (!core::cuda_plugin_unavailable().empty()) return 0;
-  static auto* const fn = entry<int()>("ringlet_cuda_device_count");
-  return fn();
-}
-
-device::Runtime& device_runtime(int index) {
-  static auto* const fn = entry<device::Runtime*(int)>("ringlet_cuda_device_runtime");
-  return *fn(index);
-}
 
 const std::string& cudnn_unavailable() {
   if (!core::cuda_plugin_unavailable().empty()) return core::cuda_plugin_unavailable();

@@ -2,7 +2,6 @@
 // throws NotBuiltError, so callers need no #ifdef.
 #include "core/error.h"
 #include "tensor/cuda/cudnn_conv.h"
-#include "tensor/cuda/device_runtime.h"
 #include "tensor/kernels/device_kernels.h"
 
 namespace ringlet::tensor::cuda {
@@ -11,10 +10,6 @@ namespace {
   RINGLET_THROW(NotBuiltError, what, ": ringlet was built without CUDA (meson -Dcuda=enabled)");
 }
 }  // namespace
-
-bool built_with_cuda() { return false; }
-int device_count() { not_built("cuda::device_count"); }
-device::Runtime& device_runtime(int) { not_built("cuda::device_runtime"); }
 
 const std::string& cudnn_unavailable() {
   static const std::string why = "this build has no CUDA";

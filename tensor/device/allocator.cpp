@@ -6,39 +6,39 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "tensor/device/stream.h"
-#include "tensor/op_context.h"
+#include "device/op_context.h"
+#include "device/stream.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 namespace {
 
 constexpr std::size_t kDeviceGranule = 512;  // PyTorch's: every size cached, 512-byte classes
 
-std::uintptr_t tag(StreamHandle stream) { return reinterpret_cast<std::uintptr_t>(stream); }
+std::uintptr_t tag(device::StreamHandle stream) { return reinterpret_cast<std::uintptr_t>(stream); }
 
 }  // namespace
 
 DeviceAllocator::DeviceAllocator(Device device)
     : device_(device),
-      runtime_(runtime(device)),
-      cache_(
-          {.allocate =
-               [this](std::size_t bytes) {
-                 // Called with mutex_ held: a cache miss while a stream captures.
-                 RINGLET_CHECK(capture_stream_ == nullptr, CaptureError, device_, ": ", bytes,
-                               " bytes that the allocator's cache does not hold (a new "
-                               "allocation reaches the driver, which a graph capture cannot "
-                               "hold; run the work once before capturing it, so that the cache "
-                               "holds its blocks), in ",
-                               current_op());
-                 return runtime_.malloc(bytes);
-               },
-           .release = [this](void* ptr) { runtime_.free(ptr); },
-           .name = core::str(device, " (capacity ", runtime(device).memory_capacity(), " bytes)")},
-          kDeviceGranule, 0, SIZE_MAX) {}
+      runtime_(device::runtime(device)),
+      cache_({.allocate =
+                  [this](std::size_t bytes) {
+                    // Called with mutex_ held: a cache miss while a stream captures.
+                    RINGLET_CHECK(capture_stream_ == nullptr, CaptureError, device_, ": ", bytes,
+                                  " bytes that the allocator's cache does not hold (a new "
+                                  "allocation reaches the driver, which a graph capture cannot "
+                                  "hold; run the work once before capturing it, so that the cache "
+                                  "holds its blocks), in ",
+                                  device::current_op());
+                    return runtime_.malloc(bytes);
+                  },
+              .release = [this](void* ptr) { runtime_.free(ptr); },
+              .name = core::str(device, " (capacity ", device::runtime(device).memory_capacity(),
+                                " bytes)")},
+             kDeviceGranule, 0, SIZE_MAX) {}
 
 void* DeviceAllocator::allocate(std::size_t bytes) {
-  const StreamHandle stream = current_stream(device_).handle();
+  const device::StreamHandle stream = device::current_stream(device_).handle();
   std::lock_guard lock(mutex_);
   const bool captured = capture_stream_ != nullptr && stream == capture_stream_;
   if (captured && bytes > 0) {  // the pool's own freed blocks first
@@ -89,18 +89,18 @@ void DeviceAllocator::deallocate(void* ptr, std::size_t bytes) {
     return;
   }
   Pending p{ptr, bytes, live.stream, {}};
-  for (StreamHandle s : live.used_on) {
+  for (device::StreamHandle s : live.used_on) {
     p.events.push_back(runtime_.create_event());
     runtime_.record(p.events.back(), s);
   }
   pending_.push_back(std::move(p));
 }
 
-void DeviceAllocator::record_stream(void* ptr, StreamHandle stream) {
+void DeviceAllocator::record_stream(void* ptr, device::StreamHandle stream) {
   std::lock_guard lock(mutex_);
   const auto it = live_.find(ptr);
   if (it == live_.end() || it->second.stream == stream) return;
-  for (StreamHandle s : it->second.used_on)
+  for (device::StreamHandle s : it->second.used_on)
     if (s == stream) return;
   it->second.used_on.push_back(stream);
 }
@@ -108,7 +108,7 @@ void DeviceAllocator::record_stream(void* ptr, StreamHandle stream) {
 void DeviceAllocator::collect_pending(bool wait) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     bool done = true;
-    for (EventHandle e : it->events) {
+    for (device::EventHandle e : it->events) {
       if (wait) runtime_.synchronize_event(e);
       done = done && runtime_.query(e);
     }
@@ -116,13 +116,13 @@ void DeviceAllocator::collect_pending(bool wait) {
       ++it;
       continue;
     }
-    for (EventHandle e : it->events) runtime_.destroy_event(e);
+    for (device::EventHandle e : it->events) runtime_.destroy_event(e);
     cache_.deallocate(it->ptr, it->bytes, tag(it->stream));
     it = pending_.erase(it);
   }
 }
 
-int DeviceAllocator::begin_capture(StreamHandle stream) {
+int DeviceAllocator::begin_capture(device::StreamHandle stream) {
   std::lock_guard lock(mutex_);
   RINGLET_CHECK(capture_stream_ == nullptr, CaptureError, device_,
                 ": a graph capture is already in progress on this device");
@@ -158,7 +158,7 @@ void DeviceAllocator::empty() {
 }
 
 DeviceAllocator& device_allocator(Device device) {
-  check_device(device);
+  device::check_device(device);
   RINGLET_CHECK(!device.is_cpu(), DeviceError, "device_allocator: cpu is not a device");
   constexpr int kMax = 16;
   static std::array<std::once_flag, 2 * kMax> once;
@@ -185,7 +185,7 @@ class PinnedAllocator final : public Allocator {
 
  private:
   struct Backend {
-    Runtime* gpu = nullptr;  // the first GPU's runtime when there is one
+    device::Runtime* gpu = nullptr;  // the first GPU's runtime when there is one
     void* allocate(std::size_t bytes) const {
       return gpu ? gpu->host_alloc_pinned(bytes) : std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     }
@@ -195,7 +195,7 @@ class PinnedAllocator final : public Allocator {
     static const Backend backend = [] {
       Backend b;
       try {
-        if (device_count(Device::Kind::cuda) > 0) b.gpu = &runtime(Device::cuda(0));
+        if (device::device_count(Device::Kind::cuda) > 0) b.gpu = &device::runtime(Device::cuda(0));
       } catch (const core::NotBuiltError&) {
       }
       return b;
@@ -212,4 +212,4 @@ Allocator& pinned_allocator() {
   return *allocator;
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

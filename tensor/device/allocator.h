@@ -24,54 +24,54 @@
 #include <unordered_map>
 #include <vector>
 
+#include "device/runtime.h"
 #include "tensor/block_cache.h"
-#include "tensor/device/runtime.h"
 #include "tensor/storage.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 
 class DeviceAllocator final : public Allocator {
  public:
   explicit DeviceAllocator(Device device);
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr, std::size_t bytes) override;
-  void record_stream(void* ptr, StreamHandle stream) override;
+  void record_stream(void* ptr, device::StreamHandle stream) override;
   Device device() const override { return device_; }
   BlockCacheStats stats() const;
   void empty();
 
   // Graph capture on `stream` (one at a time per device): returns the new pool's id.
-  int begin_capture(StreamHandle stream);
+  int begin_capture(device::StreamHandle stream);
   void end_capture();
   // The graph is gone: its pool's blocks go back to the cache, its live ones become ordinary.
   void release_pool(int pool);
 
  private:
   struct Live {
-    StreamHandle stream;                // allocated on
-    std::vector<StreamHandle> used_on;  // record_stream()'s other streams
-    int pool = 0;                       // the graph's whose capture allocated it, else 0
+    device::StreamHandle stream;                // allocated on
+    std::vector<device::StreamHandle> used_on;  // record_stream()'s other streams
+    int pool = 0;                               // the graph's whose capture allocated it, else 0
   };
   struct PoolBlock {
     void* ptr;
     std::size_t size;  // its size class
-    StreamHandle stream;
+    device::StreamHandle stream;
   };
   struct Pending {
     void* ptr;
     std::size_t bytes;
-    StreamHandle stream;
-    std::vector<EventHandle> events;  // one per stream in used_on, recorded at free
+    device::StreamHandle stream;
+    std::vector<device::EventHandle> events;  // one per stream in used_on, recorded at free
   };
   void collect_pending(bool wait);  // called with mutex_ held
 
   Device device_;
-  Runtime& runtime_;
+  device::Runtime& runtime_;
   BlockCache cache_;
   std::mutex mutex_;
   std::unordered_map<void*, Live> live_;
   std::deque<Pending> pending_;
-  StreamHandle capture_stream_ = nullptr;  // the stream capturing now, if any
+  device::StreamHandle capture_stream_ = nullptr;  // the stream capturing now, if any
   int capture_pool_ = 0, next_pool_ = 0;
   std::unordered_map<int, std::vector<PoolBlock>> pools_;  // live pools' freed blocks
 };
@@ -81,4 +81,4 @@ DeviceAllocator& device_allocator(Device device);
 // Page-locked host memory for asynchronous copies (Tensor::pin_memory()).
 Allocator& pinned_allocator();
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

@@ -7,14 +7,15 @@
 #include "core/error.h"
 #include "tensor/device/allocator.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 
-std::unique_ptr<Graph> Graph::capture(const Stream& stream, const std::function<void()>& work) {
+std::unique_ptr<Graph> Graph::capture(const device::Stream& stream,
+                                      const std::function<void()>& work) {
   const Device device = stream.device();
-  Runtime& rt = runtime(device);
+  device::Runtime& rt = device::runtime(device);
   DeviceAllocator& allocator = device_allocator(device);
   const int pool = allocator.begin_capture(stream.handle());
-  GraphHandle handle = nullptr;
+  device::GraphHandle handle = nullptr;
   try {
     rt.begin_capture(stream.handle());
   } catch (...) {
@@ -24,7 +25,7 @@ std::unique_ptr<Graph> Graph::capture(const Stream& stream, const std::function<
   }
   std::exception_ptr failed;
   try {
-    const StreamGuard on(stream);
+    const device::StreamGuard on(stream);
     work();
   } catch (...) {
     failed = std::current_exception();
@@ -43,16 +44,20 @@ std::unique_ptr<Graph> Graph::capture(const Stream& stream, const std::function<
   return std::unique_ptr<Graph>(new Graph(stream, handle, pool));
 }
 
-Graph::Graph(Stream stream, GraphHandle handle, int pool)
+Graph::Graph(device::Stream stream, device::GraphHandle handle, int pool)
     : stream_(std::move(stream)), handle_(handle), pool_(pool) {}
 
 Graph::~Graph() {
-  runtime(stream_.device()).destroy_graph(handle_);
+  device::runtime(stream_.device()).destroy_graph(handle_);
   device_allocator(stream_.device()).release_pool(pool_);
 }
 
-void Graph::replay() const { runtime(stream_.device()).launch_graph(handle_, stream_.handle()); }
+void Graph::replay() const {
+  device::runtime(stream_.device()).launch_graph(handle_, stream_.handle());
+}
 
-bool capturing(core::Device device) { return !device.is_cpu() && runtime(device).capturing(); }
+bool capturing(core::Device device) {
+  return !device.is_cpu() && device::runtime(device).capturing();
+}
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

@@ -16,29 +16,30 @@
 #include <functional>
 #include <memory>
 
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 
 class Graph {
  public:
-  static std::unique_ptr<Graph> capture(const Stream& stream, const std::function<void()>& work);
+  static std::unique_ptr<Graph> capture(const device::Stream& stream,
+                                        const std::function<void()>& work);
   ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
   void replay() const;
-  const Stream& stream() const { return stream_; }
+  const device::Stream& stream() const { return stream_; }
 
  private:
-  Graph(Stream stream, GraphHandle handle, int pool);
+  Graph(device::Stream stream, device::GraphHandle handle, int pool);
 
-  Stream stream_;
-  GraphHandle handle_;
+  device::Stream stream_;
+  device::GraphHandle handle_;
   int pool_;  // the allocator's pool of the memory the capture allocated
 };
 
 // Whether `device` has a capture in progress now (ops that draw from the host refuse then).
 bool capturing(core::Device device);
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

@@ -2,10 +2,10 @@
 #include "tensor/device/late_reads.h"
 
 #include "core/error.h"
+#include "device/runtime.h"
 #include "tensor/device/allocator.h"
-#include "tensor/device/runtime.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 
 void LateReads::push(const Tensor& scalar) {
   RINGLET_CHECK(scalar.numel() == 1, ShapeError, "LateReads: a scalar has one element, not ",
@@ -16,10 +16,10 @@ void LateReads::push(const Tensor& scalar) {
   }
   const Tensor src = scalar.detach().contiguous();
   Tensor pinned = Tensor::empty({}, src.dtype()).pin_memory();
-  const Stream stream = current_stream(src.device());
-  runtime(src.device())
+  const device::Stream stream = device::current_stream(src.device());
+  device::runtime(src.device())
       .copy_async(pinned.raw_data(), src.raw_data(), src.nbytes(), stream.handle());
-  auto copied = std::make_shared<Event>(src.device());
+  auto copied = std::make_shared<device::Event>(src.device());
   copied->record(stream);
   slots_.push_back(Slot{std::move(pinned), std::move(copied)});
 }
@@ -32,4 +32,4 @@ double LateReads::pop() {
   return slot.pinned.item();
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

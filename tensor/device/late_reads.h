@@ -9,10 +9,10 @@
 #include <deque>
 #include <memory>
 
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 #include "tensor/tensor.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 
 class LateReads {
  public:
@@ -25,10 +25,10 @@ class LateReads {
 
  private:
   struct Slot {
-    Tensor pinned;                  // the copy's destination (host), or the value itself
-    std::shared_ptr<Event> copied;  // null on the host
+    Tensor pinned;                          // the copy's destination (host), or the value itself
+    std::shared_ptr<device::Event> copied;  // null on the host
   };
   std::deque<Slot> slots_;
 };
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

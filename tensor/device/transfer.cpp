@@ -6,7 +6,7 @@
 
 #include "tensor/device/allocator.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 namespace {
 
 Tensor empty_pinned(const Shape& shape, DType dtype) {
@@ -17,8 +17,8 @@ Tensor empty_pinned(const Shape& shape, DType dtype) {
 
 // Queues a host function that drops `keep` once everything queued so far on `stream` has
 // run: what an asynchronous copy reads stays alive until then.
-void release_after(const Stream& stream, std::shared_ptr<Storage> keep) {
-  runtime(stream.device()).host_func(stream.handle(), [keep = std::move(keep)]() mutable {
+void release_after(const device::Stream& stream, std::shared_ptr<Storage> keep) {
+  device::runtime(stream.device()).host_func(stream.handle(), [keep = std::move(keep)]() mutable {
     keep.reset();
   });
 }
@@ -34,8 +34,8 @@ Tensor pinned_source(const Tensor& host) {
 
 void copy_to_device(const Tensor& host, void* dst, Device target) {
   const Tensor src = pinned_source(host);
-  const Stream stream = current_stream(target);
-  runtime(target).copy_async(dst, src.raw_data(), src.nbytes(), stream.handle());
+  const device::Stream stream = device::current_stream(target);
+  device::runtime(target).copy_async(dst, src.raw_data(), src.nbytes(), stream.handle());
   release_after(stream, src.storage());
 }
 
@@ -49,8 +49,9 @@ Tensor device_to_host(const Tensor& dev, bool non_blocking) {
   const Tensor src = dev.contiguous();
   Tensor out = non_blocking ? empty_pinned(src.shape(), src.dtype())
                             : Tensor::empty(src.shape(), src.dtype(), Device::cpu());
-  const Stream stream = current_stream(src.device());
-  runtime(src.device()).copy_async(out.raw_data(), src.raw_data(), src.nbytes(), stream.handle());
+  const device::Stream stream = device::current_stream(src.device());
+  device::runtime(src.device())
+      .copy_async(out.raw_data(), src.raw_data(), src.nbytes(), stream.handle());
   if (non_blocking) {
     release_after(stream, out.storage());  // the copy writes into it until then
   } else {
@@ -63,7 +64,7 @@ Tensor device_to_host(const Tensor& dev, bool non_blocking) {
 
 Tensor transfer(const Tensor& src, Device target, bool non_blocking) {
   if (src.device() == target) return src;
-  check_device(target);
+  device::check_device(target);
   if (src.device().is_cpu()) return host_to_device(src, target);
   if (target.is_cpu()) return device_to_host(src, non_blocking);
   return host_to_device(device_to_host(src, false), target);
@@ -88,10 +89,10 @@ Tensor pin_memory(const Tensor& host) {
   return out;
 }
 
-void record_stream(const Tensor& t, const Stream& stream) {
+void record_stream(const Tensor& t, const device::Stream& stream) {
   RINGLET_CHECK(t.device() == stream.device(), DeviceError, "record_stream: tensor on ", t.device(),
                 ", stream of ", stream.device());
   t.storage()->record_stream(stream.handle());
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

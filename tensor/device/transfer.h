@@ -10,10 +10,10 @@
 // - device -> another device goes through the host.
 #pragma once
 
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 #include "tensor/tensor.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::tensor {
 
 Tensor transfer(const Tensor& src, Device target, bool non_blocking);
 // Copies a host tensor into an existing contiguous device tensor of its dtype and shape, staged
@@ -24,6 +24,6 @@ void upload_into(const Tensor& host, Tensor& target);
 Tensor pin_memory(const Tensor& host);
 // Marks t's memory as used on `stream` too (torch's record_stream): when t is freed, its block
 // is not reused until `stream` has passed the point where this was called.
-void record_stream(const Tensor& t, const Stream& stream);
+void record_stream(const Tensor& t, const device::Stream& stream);
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::tensor

@@ -2,9 +2,9 @@
 // as one task on the stream's thread, which runs f(i) for every index (split over the
 // kernel threads, core::parallel_for, when there are many), and GEMM as OpenBLAS there.
 #include "core/threads.h"
+#include "device/counters.h"
+#include "device/emu/emu_runtime.h"
 #include "tensor/cpu/blas.h"
-#include "tensor/device/counters.h"
-#include "tensor/emu/emu_runtime.h"
 #include "tensor/kernels/device_kernels_impl.h"
 
 namespace ringlet::tensor::kernels {
@@ -13,8 +13,8 @@ namespace {
 struct EmuExec {
   template <class F>
   static void launch(Stream stream, std::int64_t n, const F& f) {
-    device::count_stream_ops(emu::queue(stream).device());
-    emu::queue(stream).enqueue([f, n] {
+    device::count_stream_ops(device::emu::queue(stream).device());
+    device::emu::queue(stream).enqueue([f, n] {
       core::parallel_for(n, std::int64_t{1} << 15, [&f](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i) f(i);
       });
@@ -26,8 +26,8 @@ struct EmuExec {
   static void gemm(Stream stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                    std::int64_t k, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
                    T beta, T* c, std::int64_t ldc) {
-    device::count_stream_ops(emu::queue(stream).device());
-    emu::queue(stream).enqueue(
+    device::count_stream_ops(device::emu::queue(stream).device());
+    device::emu::queue(stream).enqueue(
         [=] { cpu::gemm(trans_a, trans_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc); });
   }
 
@@ -38,8 +38,8 @@ struct EmuExec {
                            std::int64_t stride_a, const T* b, std::int64_t ldb,
                            std::int64_t stride_b, T beta, T* c, std::int64_t ldc,
                            std::int64_t stride_c, std::int64_t batch) {
-    device::count_stream_ops(emu::queue(stream).device());
-    emu::queue(stream).enqueue([=] {
+    device::count_stream_ops(device::emu::queue(stream).device());
+    device::emu::queue(stream).enqueue([=] {
       for (std::int64_t i = 0; i < batch; ++i) {
         cpu::gemm(trans_a, trans_b, m, n, k, T(1), a + i * stride_a, lda, b + i * stride_b, ldb,
                   beta, c + i * stride_c, ldc);

@@ -2,7 +2,7 @@
 #include "tensor/kernels/device_kernels.h"
 
 #include "core/error.h"
-#include "tensor/device/runtime.h"
+#include "device/runtime.h"
 
 namespace ringlet::tensor::kernels {
 

@@ -164,7 +164,7 @@ class DeviceKernels {
                                       const std::int64_t* labels, const double* lse, const void* g,
                                       void* grad, Stream stream) = 0;
   // Records a label outside [0, classes) in the device's sticky error words `error` with `code`
-  // (tensor/device/sticky_error.h); the host sees it at its next synchronization.
+  // (device/sticky_error.h); the host sees it at its next synchronization.
   virtual void check_labels(std::int64_t n, std::int64_t classes, const std::int64_t* labels,
                             std::uint64_t* error, std::uint64_t code, Stream stream) = 0;
   // One SGD step over `count` tensors of one dtype, as few launches as the kernel's table takes

@@ -1,8 +1,8 @@
 // Tensor -> kernel View, and the device / stream lookups.
 #include "tensor/ops/device_dispatch.h"
 
-#include "tensor/device/runtime.h"
-#include "tensor/device/stream.h"
+#include "device/runtime.h"
+#include "device/stream.h"
 
 namespace ringlet::tensor {
 

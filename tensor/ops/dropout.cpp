@@ -52,7 +52,7 @@ Tensor draw_mask(const Shape& shape, DType dtype, double p, Generator& gen) {
 Tensor dropout_device(const Tensor& input, double p, Generator& gen) {
   RINGLET_CHECK(input.dtype() == DType::f32 || input.dtype() == DType::f64, DTypeError, kOp,
                 ": dtype ", input.dtype(), " is not supported (f32 and f64 are)");
-  RINGLET_CHECK(!device::capturing(input.device()), CaptureError, input.device(), ": ", kOp,
+  RINGLET_CHECK(!capturing(input.device()), CaptureError, input.device(), ": ", kOp,
                 " draws its seed on the host at each call, so a captured graph would replay one "
                 "mask; it cannot be captured into a graph");
   const Tensor x = input.detach().contiguous();

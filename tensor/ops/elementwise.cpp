@@ -398,7 +398,7 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
   if (dst.device() != src.device()) {
     if (src.device().is_cpu() && dst.is_contiguous() && src.shape() == dst.shape() &&
         src.dtype() == dst.dtype()) {
-      device::upload_into(src, dst);  // straight into place: one copy on the stream
+      upload_into(src, dst);  // straight into place: one copy on the stream
       return dst;
     }
     // Across devices: move the source over first (a staged, stream-ordered transfer).

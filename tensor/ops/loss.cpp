@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
+#include "device/sticky_error.h"
 #include "tensor/autograd.h"
 #include "tensor/cpu/dispatch.h"
-#include "tensor/device/sticky_error.h"
 #include "tensor/ops/creation.h"
 #include "tensor/ops/device_dispatch.h"
 #include "tensor/ops/elementwise.h"

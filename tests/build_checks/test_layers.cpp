@@ -62,7 +62,7 @@ TEST_CASE("an include that goes up a layer fails the layer check") {
 
 TEST_CASE("the project's own tree follows the layering") {
   const std::string script = std::string(RINGLET_SOURCE_ROOT) + "/scripts/check_layers.sh";
-  for (const char* layer : {"core", "transport", "collectives", "tensor", "nn", "data",
+  for (const char* layer : {"core", "transport", "device", "collectives", "tensor", "nn", "data",
                             "checkpoint", "distributed", "trainer"}) {
     const Result r = run(script + " " RINGLET_SOURCE_ROOT " " + layer + " /dev/null");
     INFO(layer, ": ", r.output);

@@ -21,6 +21,7 @@
 #include "comm_ranks.h"
 #include "cuda_probe.h"
 #include "data/distributed_sampler.h"
+#include "device/counters.h"
 #include "distributed/ddp.h"
 #include "distributed/device_space.h"
 #include "distributed/sync_batch_norm.h"
@@ -34,7 +35,6 @@
 #include "nn/sequential.h"
 #include "nn/sgd.h"
 #include "temp_dir.h"
-#include "tensor/device/counters.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -322,7 +322,7 @@ TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (s
 // A DDP step on a device with device flags: the forward's buffer broadcast and the buckets'
 // all-reduces are ordered on the streams, so the host waits only where it reads the loss.
 void host_waits_per_step(const std::function<core::Device(int)>& device_of) {
-  std::vector<tensor::device::DeviceCounts> used(2);
+  std::vector<device::DeviceCounts> used(2);
   std::vector<collectives::CommCounters> comm_used(2);
   std::vector<std::uint64_t> loss_read_syncs(2);
   std::vector<char> flags(2);  // not vector<bool>: each rank's thread writes its own element
@@ -350,15 +350,15 @@ void host_waits_per_step(const std::function<core::Device(int)>& device_of) {
         };
         step(data[0]);
         step(data[1]).item();  // warmed up: caches filled, kernels chosen
-        const auto before = tensor::device::device_counts(dev);
+        const auto before = device::device_counts(dev);
         const collectives::CommCounters comm_before = comm.counters();
         Tensor loss;
         for (int s = 2; s < 6; ++s) loss = step(data[s]);
-        used[rank] = tensor::device::device_counts(dev) - before;
+        used[rank] = device::device_counts(dev) - before;
         comm_used[rank] = comm.counters() - comm_before;
-        const auto before_read = tensor::device::device_counts(dev);
+        const auto before_read = device::device_counts(dev);
         CHECK(std::isfinite(loss.item()));
-        loss_read_syncs[rank] = (tensor::device::device_counts(dev) - before_read).host_syncs;
+        loss_read_syncs[rank] = (device::device_counts(dev) - before_read).host_syncs;
       });
   for (int rank = 0; rank < 2; ++rank) {
     INFO("rank ", rank);

@@ -23,13 +23,12 @@
 #include "collective_values.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
+#include "device/stream.h"
 #include "distributed/device_space.h"
 #include "temp_dir.h"
-#include "tensor/device/stream.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
-namespace device = ringlet::tensor::device;
 
 namespace {
 

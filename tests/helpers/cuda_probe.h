@@ -8,19 +8,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tensor/cuda/device_runtime.h"
+#include "device/cuda/device_runtime.h"
 
 namespace ringlet::testing {
 
 inline bool cuda_gpu_present() {
   static const bool present = [] {
-    if (!tensor::cuda::built_with_cuda()) return false;
+    if (!device::cuda::built_with_cuda()) return false;
     const pid_t pid = ::fork();
     if (pid < 0) return false;
     if (pid == 0) {
       int count = 0;
       try {
-        count = tensor::cuda::device_count();
+        count = device::cuda::device_count();
       } catch (...) {
         count = 0;
       }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 #include "tensor/ops.h"
 
 namespace suite {

@@ -1,4 +1,4 @@
-// A training step on a device, counted (tensor/device/counters.h): fmnist_cnn at batch 64 on
+// A training step on a device, counted (device/counters.h): fmnist_cnn at batch 64 on
 // the emulated device, which runs the code paths a GPU does, so the counts are a GPU's too.
 // The fast path launches a handful of kernels per layer (batched convolutions, fused epilogues,
 // one optimizer launch), the loss is read one step late, and nothing reaches the driver once
@@ -8,13 +8,13 @@
 #include <cmath>
 #include <vector>
 
+#include "device/counters.h"
+#include "device/stream.h"
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
-#include "tensor/device/counters.h"
 #include "tensor/device/graph.h"
 #include "tensor/device/late_reads.h"
-#include "tensor/device/stream.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -31,7 +31,7 @@ struct Step {
   Tensor x, y;
   nn::CrossEntropyLoss criterion;
   std::unique_ptr<nn::SGD> sgd;
-  tensor::device::LateReads losses;
+  tensor::LateReads losses;
 
   explicit Step(core::Device device) {
     x = tensor::randn({64, 1, 28, 28}, gen).to(device);
@@ -71,10 +71,10 @@ TEST_CASE("fmnist_cnn batch 64 on a device: at most 80 stream operations and 1 h
     on_host.run();
   }
   constexpr int kSteps = 5;
-  const auto before = tensor::device::device_counts(kDevice);
+  const auto before = device::device_counts(kDevice);
   std::vector<double> losses;
   for (int i = 0; i < kSteps; ++i) losses.push_back(step.run());
-  const auto used = tensor::device::device_counts(kDevice) - before;
+  const auto used = device::device_counts(kDevice) - before;
   MESSAGE("per step: ", static_cast<double>(used.stream_ops) / kSteps, " stream operations, ",
           static_cast<double>(used.host_syncs) / kSteps, " host synchronizations, ",
           used.driver_allocs, " driver allocations in ", kSteps, " steps");
@@ -97,12 +97,12 @@ TEST_CASE("a captured training step replays bit for bit as the eager one, with n
     graphed.run();
   }
   Tensor loss;  // the graph's static output
-  const auto graph = tensor::device::Graph::capture(tensor::device::current_stream(kDevice),
-                                                    [&] { loss = graphed.queue_step(); });
+  const auto graph =
+      tensor::Graph::capture(device::current_stream(kDevice), [&] { loss = graphed.queue_step(); });
   constexpr int kSteps = 4;
-  const auto before = tensor::device::device_counts(kDevice);
+  const auto before = device::device_counts(kDevice);
   for (int i = 0; i < kSteps; ++i) graph->replay();
-  const auto used = tensor::device::device_counts(kDevice) - before;
+  const auto used = device::device_counts(kDevice) - before;
   CHECK(used.stream_ops == kSteps);  // a launch a step
   CHECK(used.host_syncs == 0);
   for (int i = 0; i < kSteps; ++i) eager.run();

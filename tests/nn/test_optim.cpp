@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "device/counters.h"
 #include "golden_data.h"
 #include "nn/adam.h"
 #include "nn/clip_grad.h"
@@ -24,7 +25,6 @@
 #include "nn/lr_schedule.h"
 #include "nn/optimizer.h"
 #include "nn/sgd.h"
-#include "tensor/device/counters.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -624,9 +624,9 @@ TEST_CASE("one optimizer step updates many parameters in few launches, exactly a
         host[i].set_grad(g);
         dev[i].set_grad(g.to(core::Device::emu(0)));
       }
-      const auto before = tensor::device::device_counts(core::Device::emu(0));
+      const auto before = device::device_counts(core::Device::emu(0));
       on_dev->step();
-      const auto used = tensor::device::device_counts(core::Device::emu(0)) - before;
+      const auto used = device::device_counts(core::Device::emu(0)) - before;
       on_host->step();
       if (step > 0) CHECK(used.stream_ops == 3);  // the first step also fills the new buffers
     }

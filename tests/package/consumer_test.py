@@ -261,7 +261,7 @@ def check_headers(includedir, pc_env):
     headers = sorted(os.path.relpath(os.path.join(d, f), root)
                      for d, _, fs in os.walk(root) for f in fs if f.endswith(".h"))
     problems = []
-    quoted = re.compile(r'^\s*#\s*include\s*"(core|transport|collectives|tensor|nn|data|'
+    quoted = re.compile(r'^\s*#\s*include\s*"(core|transport|device|collectives|tensor|nn|data|'
                         r'checkpoint|distributed|trainer)/', re.M)
     for h in headers:
         with open(os.path.join(root, h)) as f:

@@ -14,9 +14,9 @@
 #include "collectives/reduce_kernels.h"
 #include "core/cuda_plugin.h"
 #include "core/dtype.h"
+#include "device/cuda/device_runtime.h"
+#include "device/runtime.h"
 #include "device_op_suite.h"
-#include "tensor/cuda/device_runtime.h"
-#include "tensor/device/runtime.h"
 #include "tensor/ops.h"
 #include "tensor/storage.h"
 
@@ -162,11 +162,11 @@ TEST_CASE("collective reduction kernels on device memory match the host kernels 
 }
 
 int main(int argc, char** argv) {
-  if (!cuda::built_with_cuda()) {
+  if (!device::cuda::built_with_cuda()) {
     std::puts("skipped: ringlet was built without CUDA");
     return 77;
   }
-  if (cuda::device_count() == 0) {
+  if (device::cuda::device_count() == 0) {
     const std::string& why = core::cuda_plugin_unavailable();
     std::printf("skipped: no CUDA device%s%s\n", why.empty() ? "" : ": ", why.c_str());
     return 77;

@@ -13,10 +13,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "device/emu/stream_queue.h"
+#include "device/stream.h"
 #include "tensor/device/allocator.h"
-#include "tensor/device/stream.h"
 #include "tensor/device/transfer.h"
-#include "tensor/emu/stream_queue.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -109,7 +109,7 @@ TEST_CASE(
       {
         device::StreamGuard on(consumer);
         if (with_wait) ready.wait(consumer);
-        device::record_stream(x, consumer);
+        tensor::record_stream(x, consumer);
         y = mul(x, 2.0);
       }
       if (!with_wait) consumer.synchronize();  // the consumer is done before the producer ran
@@ -160,7 +160,7 @@ TEST_CASE(
         device::StreamGuard on(side);
         made.wait(side);
         out = add(temp, 1.0);  // queued behind the gate: reads temp later
-        if (recorded) device::record_stream(temp, side);
+        if (recorded) tensor::record_stream(temp, side);
       }  // temp freed here, while the side stream has not read it yet
       Tensor reuse = full({2048}, 100.0, DType::f32, kEmu);  // same size, compute stream
       compute.synchronize();  // 100s are written before the side stream reads
@@ -173,9 +173,9 @@ TEST_CASE(
 }
 
 TEST_CASE("jitter: a missing event wait shows as wrong results, the wait fixes them") {
-  emu::StreamQueue::set_jitter(1000);  // up to 1 ms before every task, per stream
+  device::emu::StreamQueue::set_jitter(1000);  // up to 1 ms before every task, per stream
   struct Reset {
-    ~Reset() { emu::StreamQueue::set_jitter(0); }
+    ~Reset() { device::emu::StreamQueue::set_jitter(0); }
   } reset;
   const device::Stream a = device::new_stream(kEmu), b = device::new_stream(kEmu);
   Generator gen(5);
@@ -198,7 +198,7 @@ TEST_CASE("jitter: a missing event wait shows as wrong results, the wait fixes t
       {
         device::StreamGuard on(b);
         if (with_wait) done.wait(b);
-        device::record_stream(x, b);
+        tensor::record_stream(x, b);
         y = sub(x, 0.5);
       }
       device::synchronize(kEmu);

@@ -7,10 +7,10 @@
 
 #include <vector>
 
+#include "device/counters.h"
+#include "device/stream.h"
 #include "tensor/device/allocator.h"
-#include "tensor/device/counters.h"
 #include "tensor/device/graph.h"
-#include "tensor/device/stream.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -33,7 +33,7 @@ TEST_CASE("a captured graph replays its ops on static inputs: new inputs, new re
   const auto work = [&] { y = relu(add(mul(x, w), 1.0)); };
   work();  // warm, twice: the cache then holds every block the capture wants, as a step's old
   work();  // outputs are still alive while its new ones are made (PyTorch warms up three times)
-  const auto graph = device::Graph::capture(stream, work);
+  const auto graph = tensor::Graph::capture(stream, work);
   // Captured, not run: y holds the capture's memory, not yet written.
   const auto before = device::device_counts(kDevice);
   graph->replay();
@@ -59,7 +59,7 @@ TEST_CASE("memory a capture allocated stays the graph's: no other tensor gets it
   };
   work();
   work();
-  auto graph = device::Graph::capture(stream, work);
+  auto graph = tensor::Graph::capture(stream, work);
   const void* captured_scratch = scratch;
   for (int i = 0; i < 4; ++i) {
     const Tensor other = empty({1000}, DType::f32, kDevice);  // the same size, eagerly
@@ -83,7 +83,7 @@ TEST_CASE("what a capture cannot hold is refused, naming it and the op; the devi
   const auto refused = [&](const std::function<void()>& work) {
     std::string message;
     try {
-      device::Graph::capture(stream, work);
+      tensor::Graph::capture(stream, work);
     } catch (const core::CaptureError& e) {
       message = e.what();
     }
@@ -112,6 +112,6 @@ TEST_CASE("what a capture cannot hold is refused, naming it and the op; the devi
   m = refused([&] { (void)dropout(x, 0.5, true, gen); });
   CHECK(m.find("dropout draws its seed on the host") != std::string::npos);
   // Nothing is left capturing: eager work runs and reads back.
-  CHECK_FALSE(device::capturing(kDevice));
+  CHECK_FALSE(tensor::capturing(kDevice));
   CHECK(sum(x).item() == doctest::Approx(24.0));
 }

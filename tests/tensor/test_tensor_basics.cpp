@@ -1,7 +1,7 @@
 // Storage, creation, dtypes and printing.
 #include <doctest/doctest.h>
 
-#include "tensor/cuda/device_runtime.h"
+#include "device/cuda/device_runtime.h"
 #include "tensor/ops.h"
 
 using namespace ringlet;
@@ -107,6 +107,7 @@ TEST_CASE("creation errors name what is wrong") {
 }
 
 TEST_CASE("CUDA placement fails clearly when unavailable") {
-  if (cuda::built_with_cuda() && cuda::device_count() > 0) return;  // covered by test_cuda
+  if (device::cuda::built_with_cuda() && device::cuda::device_count() > 0)
+    return;  // covered by test_cuda
   CHECK_THROWS_AS(zeros({2}).to(Device::cuda(0)), core::Error);
 }

@@ -134,16 +134,16 @@ TEST_CASE("progress: a window of skipped steps has no loss, and its images still
   progress.begin_epoch(0, 4);
   for (int step = 1; step <= 4; ++step) {
     const bool skipped = step <= 2;  // the first window overflowed twice (f16)
-    progress.step({.step = step,
-                   .skipped = skipped,
-                   .loss = skipped ? 0.0 : 1.5,
-                   .examples = 8,
-                   .lr = 0.1,
-                   .grad_norm = std::nullopt,
-                   .loss_scale = 1024.0,
-                   .device = step <= 2 ? std::nullopt
-                                       : std::optional<tensor::device::DeviceCounts>(
-                                             {step == 3 ? 60u : 70u, 1, 0})});
+    progress.step(
+        {.step = step,
+         .skipped = skipped,
+         .loss = skipped ? 0.0 : 1.5,
+         .examples = 8,
+         .lr = 0.1,
+         .grad_norm = std::nullopt,
+         .loss_scale = 1024.0,
+         .device = step <= 2 ? std::nullopt
+                             : std::optional<device::DeviceCounts>({step == 3 ? 60u : 70u, 1, 0})});
   }
   INFO(out.str());
   CHECK(contains(out.str(), "step 2/4 loss - (every step skipped) lr 0.100000"));

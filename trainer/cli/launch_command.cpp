@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "core/env.h"
+#include "device/runtime.h"
 #include "distributed/launch/hosts.h"
 #include "distributed/launch/launcher.h"
 #include "distributed/launch/worker_logs.h"
-#include "tensor/device/runtime.h"
 #include "trainer/cli/usage.h"
 
 namespace ringlet::trainer::cli {
@@ -122,10 +122,10 @@ int nproc_flag(const std::string& value) {
   if (value == "cpu") {
     n = cores;
   } else if (value == "gpu") {
-    n = tensor::device::usable_gpu_count();
+    n = device::usable_gpu_count();
     if (n == 0) throw UsageError("launch: --nproc-per-node gpu: this machine has no usable GPU");
   } else if (value == "auto") {
-    const int gpus = tensor::device::usable_gpu_count();
+    const int gpus = device::usable_gpu_count();
     n = gpus > 0 ? gpus : cores;
   } else {
     return int_flag("--nproc-per-node", value, 1, distributed::kMaxWorkersPerNode);

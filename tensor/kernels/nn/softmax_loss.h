@@ -142,7 +142,7 @@ struct CrossEntropyGradFn {
 };
 
 // Whether every label lies in [0, classes): a bad one is recorded in the device's sticky error
-// words (tensor/device/sticky_error.h) as one packed store, code | index | value (saturated to
+// words (device/sticky_error.h) as one packed store, code | index | value (saturated to
 // 32 bits), after the limit; of several bad labels any one may be the one recorded.
 struct LabelCheckFn {
   std::int64_t classes;

@@ -14,11 +14,11 @@
 
 #include "core/cuda_plugin.h"
 #include "core/error.h"
-#include "tensor/cuda/device_runtime.h"
-#include "tensor/device/counters.h"
-#include "tensor/op_context.h"
+#include "device/counters.h"
+#include "device/cuda/device_runtime.h"
+#include "device/op_context.h"
 
-namespace ringlet::tensor::cuda {
+namespace ringlet::device::cuda {
 namespace {
 
 // A failed call also clears the thread's last error (for errors that are not sticky): the error
@@ -334,7 +334,7 @@ class CudaRuntime final : public device::Runtime {
   }
   [[noreturn]] void refuse_in_capture(const std::string& what) const {
     RINGLET_THROW(CaptureError, "cuda:", index_, ": ", what, " cannot be captured into a graph ",
-                  "(while capturing, in ", tensor::current_op(), ")");
+                  "(while capturing, in ", device::current_op(), ")");
   }
   static cudaEvent_t as_event(device::EventHandle e) { return static_cast<cudaEvent_t>(e); }
   static void check_driver(CUresult status, const char* what) {
@@ -380,13 +380,12 @@ device::Runtime& device_runtime(int index) {
   return *runtimes[index];
 }
 
-}  // namespace ringlet::tensor::cuda
+}  // namespace ringlet::device::cuda
 
-// The plugin's entry points (core/cuda_plugin.h); tensor/cuda/plugin_calls.cpp calls them.
+// The plugin's entry points (core/cuda_plugin.h); device/cuda/plugin_calls.cpp calls them.
 RINGLET_CUDA_PLUGIN_EXPORT int ringlet_cuda_device_count() {
-  return ringlet::tensor::cuda::device_count();
+  return ringlet::device::cuda::device_count();
 }
-RINGLET_CUDA_PLUGIN_EXPORT ringlet::tensor::device::Runtime* ringlet_cuda_device_runtime(
-    int index) {
-  return &ringlet::tensor::cuda::device_runtime(index);
+RINGLET_CUDA_PLUGIN_EXPORT ringlet::device::Runtime* ringlet_cuda_device_runtime(int index) {
+  return &ringlet::device::cuda::device_runtime(index);
 }

@@ -1,7 +1,7 @@
 // Which runtime serves a device: the emulator's for emu:N, cudart's for cuda:N. Runtimes are
 // created on first use and never destroyed (their streams' threads and the CUDA context must
 // outlive every tensor, including static ones).
-#include "tensor/device/runtime.h"
+#include "device/runtime.h"
 
 #include <array>
 #include <atomic>
@@ -10,10 +10,10 @@
 #include "core/cuda_plugin.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "tensor/cuda/device_runtime.h"
-#include "tensor/emu/emu_runtime.h"
+#include "device/cuda/device_runtime.h"
+#include "device/emu/emu_runtime.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 namespace {
 
 constexpr int kMaxDevices = 16;
@@ -91,4 +91,4 @@ Runtime& runtime(Device device) {
   return *emulated[static_cast<std::size_t>(device.index)];
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

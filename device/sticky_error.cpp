@@ -1,15 +1,15 @@
 // The sticky words live in the device's runtime (device_error_words); reading them is a plain
 // load once the host has synchronized with the stream that wrote them.
-#include "tensor/device/sticky_error.h"
+#include "device/sticky_error.h"
 
 #include <atomic>
 #include <map>
 #include <mutex>
 
 #include "core/error.h"
-#include "tensor/device/runtime.h"
+#include "device/runtime.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 namespace {
 
 const char* op_of(StickyCode code) {
@@ -72,4 +72,4 @@ void raise_sticky_error(core::Device device) {
                 "); found on ", device, " by the label check, reported at this synchronization)");
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

@@ -15,10 +15,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "tensor/device/runtime.h"
-#include "tensor/emu/stream_queue.h"
+#include "device/emu/stream_queue.h"
+#include "device/runtime.h"
 
-namespace ringlet::tensor::emu {
+namespace ringlet::device::emu {
 
 // The stream behind an emulated device's handle (kernels queue on it).
 inline StreamQueue& queue(device::StreamHandle stream) {
@@ -89,4 +89,4 @@ class EmuRuntime final : public device::Runtime {
   void drain_streams();             // every queued task has run (free's precondition)
 };
 
-}  // namespace ringlet::tensor::emu
+}  // namespace ringlet::device::emu

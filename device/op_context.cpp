@@ -1,8 +1,8 @@
 // The notes: two thread-local pointers (the names outlive their use: string literals, and a
 // node's name while the node runs).
-#include "tensor/op_context.h"
+#include "device/op_context.h"
 
-namespace ringlet::tensor {
+namespace ringlet::device {
 namespace {
 
 thread_local const char* t_forward = nullptr;
@@ -21,4 +21,4 @@ void note_forward_op(const char* name) { t_forward = name; }
 void note_backward_op(const std::string* node_name) { t_backward = node_name; }
 }  // namespace detail
 
-}  // namespace ringlet::tensor
+}  // namespace ringlet::device

@@ -1,14 +1,14 @@
 // Current-stream bookkeeping (thread-local, per device) and the Event / Stream wrappers.
-#include "tensor/device/stream.h"
+#include "device/stream.h"
 
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "core/error.h"
-#include "tensor/device/sticky_error.h"
+#include "device/sticky_error.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 namespace {
 
 using DeviceKey = std::pair<int, int>;  // (kind, index)
@@ -125,4 +125,4 @@ Event record_event(const Stream& stream) {
   return event;
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

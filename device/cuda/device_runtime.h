@@ -5,13 +5,13 @@
 // built_with_cuda() is false and the rest throws NotBuiltError.
 #pragma once
 
-#include "tensor/device/runtime.h"
+#include "device/runtime.h"
 
-namespace ringlet::tensor::cuda {
+namespace ringlet::device::cuda {
 
 bool built_with_cuda();
 // The GPUs visible: 0 when CUDA is built in but no usable GPU or driver is present.
 int device_count();
 device::Runtime& device_runtime(int index);
 
-}  // namespace ringlet::tensor::cuda
+}  // namespace ringlet::device::cuda

@@ -1,5 +1,5 @@
 // The emulated stream's thread: take the next task, sleep the jitter, run it, count it.
-#include "tensor/emu/stream_queue.h"
+#include "device/emu/stream_queue.h"
 
 #include <atomic>
 #include <chrono>
@@ -7,9 +7,9 @@
 
 #include "core/env.h"
 #include "core/error.h"
-#include "tensor/device/runtime.h"
+#include "device/runtime.h"
 
-namespace ringlet::tensor::emu {
+namespace ringlet::device::emu {
 namespace {
 
 std::atomic<int>& jitter_us() {
@@ -131,4 +131,4 @@ void StreamQueue::run() {
   }
 }
 
-}  // namespace ringlet::tensor::emu
+}  // namespace ringlet::device::emu

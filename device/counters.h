@@ -14,7 +14,7 @@
 
 #include "core/device.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 
 struct DeviceCounts {
   std::uint64_t stream_ops = 0;
@@ -33,4 +33,4 @@ void count_stream_ops(core::Device device, std::uint64_t n = 1);
 void count_host_sync(core::Device device);
 void count_driver_alloc(core::Device device);
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

@@ -1,4 +1,4 @@
-// The device runtime both executors implement: a CUDA GPU (tensor/cuda/device_runtime.cu) and
+// The device runtime both executors implement: a CUDA GPU (device/cuda/device_runtime.cu) and
 // the emulated GPU (tensor/emu/). Memory, streams, events and asynchronous copies, with CUDA's
 // semantics: work on one stream runs in the order it was queued; streams run concurrently
 // with each other and with the host; an event marks a point in a stream that another stream
@@ -16,7 +16,7 @@
 
 #include "core/device.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 
 using core::Device;
 using StreamHandle = void*;
@@ -68,7 +68,7 @@ class Runtime {
   virtual void host_free_pinned(void* ptr) = 0;
 
   // Two 64-bit words of host memory kernels of this device write directly (mapped pinned
-  // memory on a GPU): the device's sticky error (tensor/device/sticky_error.h).
+  // memory on a GPU): the device's sticky error (device/sticky_error.h).
   virtual void* error_words() = 0;
 
   // Graph capture (CUDA's stream capture, in thread-local mode): between begin_capture and
@@ -122,4 +122,4 @@ void check_device(Device device);
 std::chrono::milliseconds wait_timeout();
 void set_wait_timeout(std::chrono::milliseconds timeout);
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

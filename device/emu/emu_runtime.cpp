@@ -2,7 +2,7 @@
 // allocation: the emulator's IPC), streams (StreamQueue) and events (a record
 // count and a completed count under a mutex: record queues "completed = n", wait queues
 // "block until completed >= n", both on the stream's own thread).
-#include "tensor/emu/emu_runtime.h"
+#include "device/emu/emu_runtime.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,10 +20,10 @@
 
 #include "core/env.h"
 #include "core/error.h"
-#include "tensor/device/counters.h"
-#include "tensor/op_context.h"
+#include "device/counters.h"
+#include "device/op_context.h"
 
-namespace ringlet::tensor::emu {
+namespace ringlet::device::emu {
 namespace {
 
 struct EmuEvent {
@@ -57,7 +57,7 @@ struct EmuGraph {
 // The error for work a capture cannot hold, naming the op that queued it.
 [[noreturn]] void refuse_in_capture(core::Device device, const std::string& what) {
   RINGLET_THROW(CaptureError, device, ": ", what, " cannot be captured into a graph (while ",
-                "capturing, in ", tensor::current_op(), ")");
+                "capturing, in ", device::current_op(), ")");
 }
 
 }  // namespace
@@ -332,4 +332,4 @@ void* EmuRuntime::host_alloc_pinned(std::size_t bytes) {
 
 void EmuRuntime::host_free_pinned(void* ptr) { std::free(ptr); }
 
-}  // namespace ringlet::tensor::emu
+}  // namespace ringlet::device::emu

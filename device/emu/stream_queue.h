@@ -25,7 +25,7 @@
 
 #include "core/device.h"
 
-namespace ringlet::tensor::emu {
+namespace ringlet::device::emu {
 
 class StreamQueue {
  public:
@@ -71,4 +71,4 @@ class StreamQueue {
   std::thread thread_;
 };
 
-}  // namespace ringlet::tensor::emu
+}  // namespace ringlet::device::emu

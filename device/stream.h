@@ -10,9 +10,9 @@
 
 #include <memory>
 
-#include "tensor/device/runtime.h"
+#include "device/runtime.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 
 class Stream {
  public:
@@ -65,4 +65,4 @@ class Event {
 // The stream's work so far, as an event (a fresh Event recorded on it).
 Event record_event(const Stream& stream);
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

@@ -1,10 +1,10 @@
 // The counts: relaxed atomics per device, in a fixed table (cuda and emu, 16 of each).
-#include "tensor/device/counters.h"
+#include "device/counters.h"
 
 #include <array>
 #include <atomic>
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 namespace {
 
 constexpr int kMaxPerKind = 16;
@@ -41,4 +41,4 @@ void count_driver_alloc(core::Device device) {
   if (Counters* c = counters_of(device)) c->driver_allocs.fetch_add(1, std::memory_order_relaxed);
 }
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

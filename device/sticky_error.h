@@ -12,7 +12,7 @@
 
 #include "core/device.h"
 
-namespace ringlet::tensor::device {
+namespace ringlet::device {
 
 // What a kernel found. The packed word keeps what one thread saw together (several may write).
 enum class StickyCode : std::uint64_t { none = 0, cross_entropy_label = 1, nll_loss_label = 2 };
@@ -30,4 +30,4 @@ void raise_sticky_error(core::Device device);
 // CollectiveError with `message`. The first posted stays until then.
 void post_device_failure(core::Device device, const std::string& message);
 
-}  // namespace ringlet::tensor::device
+}  // namespace ringlet::device

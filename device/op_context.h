@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace ringlet::tensor {
+namespace ringlet::device {
 
 // "conv2d's backward", "the op after linear", or "no op yet" (this thread's).
 std::string current_op();
@@ -15,4 +15,4 @@ void note_forward_op(const char* name);               // record(): the op just f
 void note_backward_op(const std::string* node_name);  // the engine: null when the node is done
 }  // namespace detail
 
-}  // namespace ringlet::tensor
+}  // namespace ringlet::device
