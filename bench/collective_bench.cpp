@@ -25,7 +25,7 @@
 #include "core/isa.h"
 #include "device/runtime.h"
 #include "device/stream.h"
-#include "distributed/device_space.h"
+#include "collectives/device_space.h"
 #include "distributed/rank_device.h"
 #include "transport/rendezvous.h"
 
@@ -141,7 +141,7 @@ class Runner {
   // Ops run on ringlet's communicator (on the space's device buffers, if any) or, with a peer
   // engine, on the peer's (on buffers of the engine's device).
   Runner(Collective coll, const BenchOptions& o, Communicator& comm,
-         distributed::DeviceSpace* space, PeerEngine* peer)
+         collectives::DeviceSpace* space, PeerEngine* peer)
       : coll_(coll),
         o_(o),
         comm_(comm),
@@ -371,7 +371,7 @@ class Runner {
   const BenchOptions& o_;
   Communicator& comm_;
   int rank_, n_;
-  distributed::DeviceSpace* space_;  // ringlet's ops on device buffers: through this space
+  collectives::DeviceSpace* space_;  // ringlet's ops on device buffers: through this space
   PeerEngine* peer_;                 // a peer program: its ops instead of ringlet's
   std::deque<WorkPtr> pending_;      // ringlet's ops issued and not yet waited for
   std::vector<char> send_, recv_;
@@ -541,7 +541,7 @@ std::string host_work_row(std::size_t bytes, const Result& oop, const Result& ip
 
 // The device space of -g 1 / --device (null for host buffers): device local rank % count, cuda
 // when -g 1 alone and a GPU is there, else the emulated device.
-std::unique_ptr<distributed::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
+std::unique_ptr<collectives::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
                                                        transport::Store& store) {
   std::string kind = o.device;
   if (kind == "cpu" && o.gpu_flag) {
@@ -553,9 +553,9 @@ std::unique_ptr<distributed::DeviceSpace> device_space(const BenchOptions& o, Co
   transport::InitInfo info;
   info.local_rank = comm.rank();
   const core::Device device = distributed::rank_device(kind, info);
-  distributed::DeviceSpaceOptions so;
-  so.link = distributed::parse_device_link(o.link);
-  return distributed::DeviceSpace::create(store, "bench/device", comm.rank(), comm.size(), device,
+  collectives::DeviceSpaceOptions so;
+  so.link = collectives::parse_device_link(o.link);
+  return collectives::DeviceSpace::create(store, "bench/device", comm.rank(), comm.size(), device,
                                           so, core::Deadline::after(120s));
 }
 
@@ -564,7 +564,7 @@ std::unique_ptr<distributed::DeviceSpace> device_space(const BenchOptions& o, Co
 // transport and device columns.
 struct Backend {
   std::unique_ptr<PeerEngine> engine;
-  std::unique_ptr<distributed::DeviceSpace> space;
+  std::unique_ptr<collectives::DeviceSpace> space;
   std::string label, device;
   // --threads: this rank's own stream, current on its thread (ranks that shared one stream
   // would queue one rank's wait ahead of another's part of the same op).

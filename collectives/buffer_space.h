@@ -1,7 +1,7 @@
 // BufferSpace: where a collective's buffers live, as the algorithms see it. Host buffers need
 // none (the algorithms load and store them directly, as they always have); a device's buffers
-// come with a space (bridge/device_space.h bridges one to the device runtime) through which
-// the algorithms move and combine them:
+// come with a space (device_space.h: one device's, on the device runtime) through which the
+// algorithms move and combine them:
 // - copy and reduce_into queue work on the space's communication stream; either side may be
 //   the device's memory, a peer's device memory mapped over IPC, or the space's pinned host
 //   staging (which the device reads and writes at the same address, as mapped pinned memory).
@@ -14,10 +14,9 @@
 //   (an event), so the op sees what the caller queued before it, as with NCCL.
 // The reduction itself runs on the device: the space queues the device's reduction kernels.
 // Device collectives with no host in the loop (device_collectives.h): a space whose ranks can
-// signal each other through flags in their device windows (device_sync()) gives each op a
-// DeviceIssue on the stream it runs on, the group of windows the protocols use and the ranks'
-// shared host blocks (device_control.h); the communicator then issues its collectives there,
-// from the caller's thread, instead of on the progress thread with fences and messages.
+// signal each other through flags in their device windows has device_flags(), the DeviceSpace
+// that issues each op there, from the caller's thread, instead of on the progress thread with
+// fences and messages.
 #pragma once
 
 #include <cstddef>
@@ -25,17 +24,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/types.h"
 
 namespace ringlet::collectives {
 
-// The device-flags machinery (device_collectives.h, device_issue.h, device_control.h), named
-// here only: a program that holds a BufferSpace does not see its internals.
-class DeviceControl;
-class DeviceIssue;
-struct DeviceGroup;
+class DeviceSpace;  // device_space.h
 
 // Host waits for a device made on this thread so far (fence() counts them).
 inline std::uint64_t& host_waits_here() {
@@ -78,15 +74,11 @@ class BufferSpace {
   virtual const std::vector<std::byte*>& windows() const = 0;
   virtual std::size_t window_bytes() const = 0;
 
-  // Device-side synchronization (see above); the rest is only called where it is true.
-  virtual bool device_sync() const { return false; }
-  virtual std::unique_ptr<DeviceIssue> issue_on_device();  // null: none (device_collectives.cpp)
-  virtual const DeviceGroup* device_group() const { return nullptr; }
-  virtual DeviceControl* device_control() { return nullptr; }
-  // After a failure (`reason`): sets every flag of this rank's window from the host, so that
-  // device waits queued on them pass (what they guard is void by then), and makes the device's
-  // next synchronization throw the failure. The watchdog calls it.
-  virtual void release_flags(const std::string& /*reason*/) {}
+  // The space whose ranks run collectives with device flags (see above); null when they don't.
+  virtual const DeviceSpace* device_flags() const { return nullptr; }
+  DeviceSpace* device_flags() {
+    return const_cast<DeviceSpace*>(std::as_const(*this).device_flags());
+  }
 
  protected:
   virtual void wait_for_device() = 0;  // fence()'s wait

@@ -47,10 +47,10 @@ std::string Communicator::transports() const {
 Algorithm Communicator::all_reduce_algorithm(std::size_t bytes, const BufferSpace* space) const {
   PeerAccess access = impl_->access;
   access.device_windows = space != nullptr && !space->windows().empty();
-  access.device_flags = space != nullptr && space->device_sync();
-  if (access.device_flags && space->device_group() != nullptr && impl_->size > 1) {
-    access.device_area_bytes = space->device_group()->area_bytes();
-  }
+  const DeviceSpace* flags = space != nullptr ? space->device_flags() : nullptr;
+  access.device_flags = flags != nullptr;
+  if (flags != nullptr && impl_->size > 1)
+    access.device_area_bytes = flags->device_group().area_bytes();
   return choose_all_reduce(impl_->options.algo, impl_->options.thresholds, access, impl_->size,
                            bytes, space != nullptr ? Buffers::device : Buffers::host);
 }
@@ -133,7 +133,7 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
     const auto algorithm = plan.algorithm == Algorithm::one_shot ? DeviceAlgorithm::one_shot
                                                                  : DeviceAlgorithm::two_shot;
     return impl_->issue_on_device(
-        OpKind::all_reduce, fp, *space, [=](DeviceIssue& d, const DeviceGroup& g) {
+        OpKind::all_reduce, fp, *space->device_flags(), [=](DeviceIssue& d, const DeviceGroup& g) {
           device_all_reduce(d, g, algorithm, send, recv, count, dtype, op);
         });
   }
@@ -173,8 +173,8 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
   const std::size_t es = core::dtype_size(dtype);
   const int n = impl_->size, r = impl_->rank;
   Fingerprint fp{OpKind::reduce_scatter, dtype, op, 0, -1, recv_count, 0};
-  if (space != nullptr && space->device_sync()) {
-    return impl_->issue_on_device(OpKind::reduce_scatter, fp, *space,
+  if (DeviceSpace* flags = space != nullptr ? space->device_flags() : nullptr) {
+    return impl_->issue_on_device(OpKind::reduce_scatter, fp, *flags,
                                   [=](DeviceIssue& d, const DeviceGroup& g) {
                                     device_reduce_scatter(d, g, send, recv, recv_count, dtype, op);
                                   });
@@ -213,8 +213,8 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
   const std::size_t es = core::dtype_size(dtype);
   const int r = impl_->rank;
   Fingerprint fp{OpKind::all_gather, dtype, ReduceOp::sum, 0, -1, send_count, 0};
-  if (space != nullptr && space->device_sync()) {
-    return impl_->issue_on_device(OpKind::all_gather, fp, *space,
+  if (DeviceSpace* flags = space != nullptr ? space->device_flags() : nullptr) {
+    return impl_->issue_on_device(OpKind::all_gather, fp, *flags,
                                   [=](DeviceIssue& d, const DeviceGroup& g) {
                                     device_all_gather(d, g, send, recv, send_count, dtype);
                                   });
@@ -235,8 +235,8 @@ WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int 
   impl_->check_rank(root, "root", "broadcast");
   impl_->check_buffer(data, count, "buffer", "broadcast");
   Fingerprint fp{OpKind::broadcast, dtype, ReduceOp::sum, 0, root, count, 0};
-  if (space != nullptr && space->device_sync()) {
-    return impl_->issue_on_device(OpKind::broadcast, fp, *space,
+  if (DeviceSpace* flags = space != nullptr ? space->device_flags() : nullptr) {
+    return impl_->issue_on_device(OpKind::broadcast, fp, *flags,
                                   [=](DeviceIssue& d, const DeviceGroup& g) {
                                     device_broadcast(d, g, data, count, dtype, root);
                                   });
@@ -259,8 +259,8 @@ WorkPtr Communicator::reduce(const void* send, void* recv, std::size_t count, DT
   const std::size_t es = core::dtype_size(dtype);
   const bool is_root = impl_->rank == root;
   Fingerprint fp{OpKind::reduce, dtype, op, 0, root, count, 0};
-  if (space != nullptr && space->device_sync()) {
-    return impl_->issue_on_device(OpKind::reduce, fp, *space,
+  if (DeviceSpace* flags = space != nullptr ? space->device_flags() : nullptr) {
+    return impl_->issue_on_device(OpKind::reduce, fp, *flags,
                                   [=](DeviceIssue& d, const DeviceGroup& g) {
                                     device_reduce(d, g, send, recv, count, dtype, op, root);
                                   });

@@ -7,7 +7,7 @@
 //   the calling thread instead, saving two thread hand-offs; its Work is done on return.
 // - Buffers are (pointer, count, dtype) on the host; they must stay valid until the Work is
 //   done. send == recv means in place.
-// - Device buffers come with their BufferSpace (buffer_space.h; distributed/device_space.h makes
+// - Device buffers come with their BufferSpace (buffer_space.h; device_space.h makes
 //   one for a device): the op is ordered after the caller's current stream at issue and its Work
 //   completes once the device has run it. Where the ranks synchronize through flags in their
 //   device windows (device_collectives.h), a collective is queued on the device from the

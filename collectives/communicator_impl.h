@@ -17,6 +17,7 @@
 #include "collectives/device_collectives.h"
 #include "collectives/device_control.h"
 #include "collectives/device_issue.h"
+#include "collectives/device_space.h"
 #include "collectives/device_watchdog.h"
 #include "collectives/failure_policy.h"
 #include "collectives/peer_memory.h"
@@ -265,7 +266,7 @@ struct Communicator::Impl {
   // against the peers' records, its work queued on the device from this thread by `body`, and
   // the watchdog watching it until the device has run it. An op being captured into a graph is
   // done here: it runs when the graph does.
-  WorkPtr issue_on_device(OpKind kind, Fingerprint fp, BufferSpace& space,
+  WorkPtr issue_on_device(OpKind kind, Fingerprint fp, DeviceSpace& space,
                           const std::function<void(DeviceIssue&, const DeviceGroup&)>& body) {
     std::lock_guard issuing(device_issue);
     {
@@ -283,7 +284,7 @@ struct Communicator::Impl {
       if (control != nullptr) check_fingerprint(*control, fp);
       after_queued_space_ops();
       std::unique_ptr<DeviceIssue> issue = space.issue_on_device();
-      body(*issue, *space.device_group());
+      body(*issue, space.device_group());
       std::shared_ptr<DeviceCompletion> completion = issue->finish();
       WorkDriver::complete_on_device(*work, completion);
       if (completion->captured()) return work;  // done: it runs with the graph

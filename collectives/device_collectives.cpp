@@ -4,15 +4,11 @@
 
 #include <algorithm>
 
-#include "collectives/buffer_space.h"
 #include "collectives/context.h"
 #include "collectives/device_issue.h"
 #include "core/error.h"
 
 namespace ringlet::collectives {
-
-// BufferSpace's default: a space without device-side synchronization issues nothing there.
-std::unique_ptr<DeviceIssue> BufferSpace::issue_on_device() { return nullptr; }
 
 namespace {
 

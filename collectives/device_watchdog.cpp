@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "collectives/device_space.h"
 #include "collectives/work_driver.h"
 #include "core/error.h"
 
@@ -40,7 +41,7 @@ DeviceWatchdog::~DeviceWatchdog() {
 }
 
 void DeviceWatchdog::watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion,
-                           BufferSpace* space, core::Deadline deadline, std::string what) {
+                           DeviceSpace* space, core::Deadline deadline, std::string what) {
   std::lock_guard lock(mutex_);
   ops_.push_back({std::move(work), std::move(completion), space, deadline, std::move(what)});
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });

@@ -4,7 +4,7 @@
 // DeviceControl says so), fails the communicator (`fail`, which names the cause), marks this
 // rank failed for its own peers to see, and fails every op in flight with that error. The
 // device may still be waiting on a flag the peer will never set: the watchdog then releases the
-// flags of this rank's window (BufferSpace::release_flags) every tick until the queued work has
+// flags of this rank's window (DeviceSpace::release_flags) every tick until the queued work has
 // drained, as NCCL's abort flag releases its kernels.
 #pragma once
 
@@ -37,14 +37,14 @@ class DeviceWatchdog {
   DeviceWatchdog& operator=(const DeviceWatchdog&) = delete;
 
   // Watches one op until its completion is done; `what` names it ("rank 0: all_reduce seq 3").
-  void watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion, BufferSpace* space,
+  void watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion, DeviceSpace* space,
              core::Deadline deadline, std::string what);
 
  private:
   struct InFlight {
     WorkPtr work;
     std::shared_ptr<DeviceCompletion> completion;
-    BufferSpace* space;
+    DeviceSpace* space;
     core::Deadline deadline;
     std::string what;
   };

@@ -23,7 +23,7 @@ void Work::wait(core::Deadline deadline) {
   std::unique_lock lock(mutex_);
   if (device_ != nullptr) {
     // The device gives no wake-up: poll its event, briefly at first (a host wait the caller
-    // asked for; the stream-side wait, distributed::wait_on_stream, makes none).
+    // asked for; the stream-side wait, collectives::wait_on_stream, makes none).
     auto pause = std::chrono::microseconds(1);
     while (!device_done()) {
       lock.unlock();

@@ -49,6 +49,9 @@ class Runtime {
   // Queues fn to run on a host thread once everything queued before it on `stream` has run
   // (cudaLaunchHostFunc). fn must not queue device work.
   virtual void host_func(StreamHandle stream, std::function<void()> fn) = 0;
+  // Whether fn may block until other work of this device has run: on the emulated device (each
+  // stream is a thread of its own); not on a GPU, whose callback thread that work may need.
+  virtual bool host_functions_may_block() const = 0;
   // Blocks the host until everything queued on `stream` has run; rethrows a kernel's failure.
   virtual void synchronize(StreamHandle stream) = 0;
 

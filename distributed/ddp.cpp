@@ -10,7 +10,7 @@
 #include <mutex>
 
 #include "core/log.h"
-#include "distributed/device_space.h"
+#include "collectives/device_space.h"
 #include "tensor/autograd.h"
 #include "tensor/ops.h"
 
@@ -181,7 +181,7 @@ struct DistributedDataParallel::State : std::enable_shared_from_this<State> {
     };
     if (comm->rank() == 0) copy_each(true);
     auto work = comm->broadcast(flat, words, core::DType::i32, 0, space);
-    distributed::wait_on_stream(work, stream, deadline);
+    collectives::wait_on_stream(work, stream, deadline);
     if (comm->rank() != 0) copy_each(false);
   }
 
@@ -266,7 +266,7 @@ struct DistributedDataParallel::State : std::enable_shared_from_this<State> {
     const auto deadline = core::Deadline::after(comm->timeout());
     for (auto& b : buckets) {
       if (space != nullptr) {  // the stream waits; the host goes on
-        distributed::wait_on_stream(b.work, device::current_stream(device), deadline);
+        collectives::wait_on_stream(b.work, device::current_stream(device), deadline);
       } else {
         b.work->wait(deadline);
       }

@@ -52,7 +52,7 @@ enum class CommHook { none, fp16_compress, bf16_compress };
 CommHook parse_comm_hook(const std::string& name);
 
 struct DDPOptions {
-  // The device's space (distributed/device_space.h) when the module is on a device: buckets
+  // The device's space (collectives/device_space.h) when the module is on a device: buckets
   // live there, all-reduces run on the device and the caller's stream waits for them
   // (wait_on_stream: with device flags no host wait at all; host-driven ops on CUDA make the
   // host wait). Null for a module on the host.

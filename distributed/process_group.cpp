@@ -3,7 +3,7 @@
 
 #include "core/error.h"
 #include "device/runtime.h"
-#include "distributed/device_space.h"
+#include "collectives/device_space.h"
 #include "transport/rendezvous.h"
 
 namespace ringlet::distributed {
@@ -30,7 +30,7 @@ namespace ringlet::distributed {
 
 void attach_device(DistributedContext& job, const std::string& name, core::Device device,
                    core::Deadline deadline) {
-  job.space = distributed::DeviceSpace::create(*job.store, name, job.info.rank, job.info.world_size,
+  job.space = collectives::DeviceSpace::create(*job.store, name, job.info.rank, job.info.world_size,
                                                device, {}, deadline);
 }
 

@@ -17,7 +17,7 @@ namespace ringlet::distributed {
 struct DistributedContext {
   transport::InitInfo info;
   std::unique_ptr<transport::Store> store;  // outlives comm (declared first, destroyed last)
-  // attach_device's space (distributed/device_space.h), for DDP's options and the collectives'
+  // attach_device's space (collectives/device_space.h), for DDP's options and the collectives'
   // `space` argument; it outlives comm too: comm's progress thread uses it.
   std::unique_ptr<collectives::BufferSpace> space;
   std::unique_ptr<collectives::Communicator> comm;

@@ -574,7 +574,7 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
   tensor::set_allow_tf32(run.c.allow_tf32);
   // Refused before any write; several ranks need collectives that a graph can hold: device
   // flags, and an all-reduce that runs on the device (not a RINGLET_ALGO=ring request).
-  const bool device_flags = run.space != nullptr && run.space->device_sync() &&
+  const bool device_flags = run.space != nullptr && run.space->device_flags() != nullptr &&
                             (run.comm == nullptr || runs_on_device(run.comm->all_reduce_algorithm(
                                                         sizeof(float), run.space)));
   const bool graphed = StepGraph::wanted(run.c, run.world, device_flags, run.out);

@@ -201,6 +201,7 @@ class CudaRuntime final : public device::Runtime {
     if (status != cudaSuccess) delete boxed;
     RINGLET_CUDA_CHECK(status);
   }
+  bool host_functions_may_block() const override { return false; }
   void synchronize(device::StreamHandle stream) override {
     if (stream_capturing(stream)) {
       refuse_in_capture(

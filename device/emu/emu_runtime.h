@@ -41,6 +41,7 @@ class EmuRuntime final : public device::Runtime {
   void copy_async(void* dst, const void* src, std::size_t bytes,
                   device::StreamHandle stream) override;
   void host_func(device::StreamHandle stream, std::function<void()> fn) override;
+  bool host_functions_may_block() const override { return true; }
   void synchronize(device::StreamHandle stream) override;
 
   device::EventHandle create_event() override;

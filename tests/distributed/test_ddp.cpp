@@ -23,7 +23,7 @@
 #include "data/distributed_sampler.h"
 #include "device/counters.h"
 #include "distributed/ddp.h"
-#include "distributed/device_space.h"
+#include "collectives/device_space.h"
 #include "distributed/sync_batch_norm.h"
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
@@ -180,7 +180,7 @@ TEST_CASE("2 ranks x batch 32 match 1 rank x batch 64 after 10 SGD steps") {
 namespace {
 
 using DeviceRankBody = std::function<void(int rank, core::Device dev, Communicator& comm,
-                                          distributed::DeviceSpace& space)>;
+                                          collectives::DeviceSpace& space)>;
 
 // Two ranks as threads, rank r on device_of(r), each with a communicator and a device space
 // named `name`; the first rank's error is rethrown after both joined.
@@ -196,7 +196,7 @@ void run_device_ranks(const std::string& name, const std::function<core::Device(
         const auto deadline = core::Deadline::after(60s);
         // Ranks are threads here: the spaces use each other's windows as plain pointers
         // (and device flags where they can); the space outlives the communicator.
-        auto space = distributed::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
+        auto space = collectives::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
         CommOptions options;
         options.name = name;
         auto comm = Communicator::create(store, mesh_options(rank, 2, "shm", options.name), options,
@@ -222,7 +222,7 @@ void device_equivalence(const std::function<core::Device(int)>& device_of) {
     std::vector<std::vector<std::vector<float>>> got(2);
     run_device_ranks(
         view ? "ddp-dev-view" : "ddp-dev", device_of,
-        [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
+        [&](int rank, core::Device dev, Communicator& comm, collectives::DeviceSpace& space) {
           auto model = mlp(rank == 0 ? 1 : 99);
           model->to(dev);
           distributed::DistributedDataParallel ddp(
@@ -295,7 +295,7 @@ void device_syncbn_equivalence(const std::function<core::Device(int)>& device_of
     std::vector<int> converted(2, 0);
     run_device_ranks(
         sync ? "dev-syncbn" : "dev-localbn", device_of,
-        [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
+        [&](int rank, core::Device dev, Communicator& comm, collectives::DeviceSpace& space) {
           auto model = conv_bn(3);
           model->to(dev);
           if (sync) converted[rank] = distributed::convert_sync_batchnorm(*model, comm);
@@ -328,7 +328,7 @@ void host_waits_per_step(const std::function<core::Device(int)>& device_of) {
   std::vector<char> flags(2);  // not vector<bool>: each rank's thread writes its own element
   run_device_ranks(
       "ddp-waits", device_of,
-      [&](int rank, core::Device dev, Communicator& comm, distributed::DeviceSpace& space) {
+      [&](int rank, core::Device dev, Communicator& comm, collectives::DeviceSpace& space) {
         flags[rank] = space.device_sync();
         auto model = conv_bn(3);  // BatchNorm: buffers broadcast every forward
         model->to(dev);

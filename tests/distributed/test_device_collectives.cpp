@@ -24,7 +24,7 @@
 #include "comm_ranks.h"
 #include "cuda_probe.h"
 #include "device/stream.h"
-#include "distributed/device_space.h"
+#include "collectives/device_space.h"
 #include "temp_dir.h"
 
 using namespace ringlet;
@@ -37,7 +37,7 @@ const auto kWait = 60s;
 struct Rank {
   int rank, size;
   Communicator& comm;
-  distributed::DeviceSpace& space;
+  collectives::DeviceSpace& space;
   device::Runtime& rt;
   device::Stream stream;  // the compute stream: where inputs are queued and results read
 };
@@ -60,7 +60,7 @@ TypedBuffer read_back(Rank& r, const collectives::WorkPtr& work, const DeviceBuf
                       DType dtype, std::size_t count) {
   static int turn = 0;
   if (++turn % 2 == 0) {
-    distributed::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+    collectives::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
   } else {
     work->wait(core::Deadline::after(kWait));
   }
@@ -164,7 +164,7 @@ int until_failure(Rank& r) {
   DeviceBuffer d(r, data);
   for (int i = 0; i < 100000; ++i) {
     auto work = r.comm.all_reduce(d.ptr, d.ptr, 1 << 20, DType::f32, ReduceOp::sum, &r.space);
-    distributed::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+    collectives::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
     r.rt.synchronize(r.stream.handle());
   }
   return 0;
@@ -196,7 +196,7 @@ int host_free(Rank& r) {
     for (const Buffers& b : buffers) {
       auto work =
           r.comm.all_reduce(b.in->ptr, b.out->ptr, b.count, DType::f32, ReduceOp::sum, &r.space);
-      distributed::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
+      collectives::wait_on_stream(work, r.stream, core::Deadline::after(kWait));
     }
   };
   round();  // the first op of each kind may set things up
@@ -294,16 +294,16 @@ int run_rank(const Job& job, int rank, int port) {
   const bool request = job.mode.rfind("algo=", 0) == 0;
   if (request) options.algo = job.mode.substr(5);
   // The space first: the communicator's progress thread uses it until the communicator goes.
-  distributed::DeviceSpaceOptions so;
+  collectives::DeviceSpaceOptions so;
   // "hosts": staged, ranks 0 .. n/2-1 on one simulated host and the rest on another.
   const bool hosts = job.link == "hosts";
   // A hierarchical request on the ipc link: device flags, the ranks on two simulated hosts.
   const bool split_hosts = hosts || job.mode == "algo=hierarchical";
-  so.link = distributed::parse_device_link(hosts ? "shm" : job.link);
+  so.link = collectives::parse_device_link(hosts ? "shm" : job.link);
   so.window_bytes = 64 * 1024;  // pieces of 32 KiB: many window rounds
   const core::Device dev =
       job.device == "cuda" ? core::Device::cuda(0) : core::Device::emu(rank % 2);
-  auto space = distributed::DeviceSpace::create(store, "dev", rank, job.n, dev, so,
+  auto space = collectives::DeviceSpace::create(store, "dev", rank, job.n, dev, so,
                                                 core::Deadline::after(30s));
   const std::string transport = job.link == "tcp" ? "tcp" : "shm";
   transport::MeshOptions mesh = mesh_options(rank, job.n, split_hosts ? "auto" : transport, "m");
@@ -416,11 +416,11 @@ int counters_as_threads(int n, const std::string& log) {
   for (int rank = 0; rank < n; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        distributed::DeviceSpaceOptions so;
-        so.link = distributed::DeviceLink::ipc;
+        collectives::DeviceSpaceOptions so;
+        so.link = collectives::DeviceLink::ipc;
         so.window_bytes = 64 * 1024;
         const core::Device dev = core::Device::emu(rank % 2);
-        auto space = distributed::DeviceSpace::create(store, "dev", rank, n, dev, so,
+        auto space = collectives::DeviceSpace::create(store, "dev", rank, n, dev, so,
                                                       core::Deadline::after(30s));
         CommOptions options;
         options.name = "dev";

@@ -1,17 +1,17 @@
-// DeviceSpace: the collectives' BufferSpace (collectives/buffer_space.h) for one device, emu
-// or cuda: the bridge that lets a Communicator move and reduce device buffers.
+// DeviceSpace: the BufferSpace (buffer_space.h) of one device, emu or cuda, on the device
+// runtime (device/runtime.h): how a Communicator moves and reduces device buffers.
 // - Copies and reductions queue on the space's communication stream; the reductions are the
-//   device's (collectives/cuda's kernels on a GPU; on the emulated device the host reduction
-//   kernels, run as tasks on that stream's thread, bit for bit what the CUDA kernels compute).
+//   device's kind's table (device_reduce.h: CUDA kernels on a GPU; on the emulated device the
+//   host reduction kernels, run as tasks on that stream's thread, bit for bit the same).
 // - Each op is ordered after the caller's current stream by an event recorded at issue.
 // - Same host: every rank allocates a device window and exports it (ipc_export); the ranks
 //   swap the handles through the store and open each other's (ranks that are threads of one
 //   process use each other's pointers: a handle cannot be opened where it was exported).
 //   Several ranks may share one device. Otherwise (other hosts, link staged, or a window that
 //   cannot be opened) every op is staged through pinned host memory over the connections.
-// - Device flags (collectives/device_collectives.h): with windows, where the device can wait on
+// - Device flags (device_collectives.h): with windows, where the device can wait on
 //   a flag as a stream operation (or every rank is a thread of this process, where a flag kernel
-//   may spin), and with the ranks' shared host blocks (collectives/device_control.h), every rank
+//   may spin), and with the ranks' shared host blocks (device_control.h), every rank
 //   agreeing, collectives run with no host in the loop: issue_on_device() queues each op on the
 //   communication stream after the caller's stream (or on the caller's stream while it is being
 //   captured) and its completion is an event. RINGLET_DEVICE_FLAGS=0 (or options) turns this off:
@@ -19,9 +19,9 @@
 // - wait_on_stream() makes a stream wait for a Work without blocking the host (NCCL's
 //   semantics): for an op with device flags, an event wait on either device (a failure found
 //   later is posted to the device: its next synchronization throws the collective's error); for
-//   a host-driven op on the emulated device, a host function on the stream that fails it; on
-//   CUDA, a host-driven op makes the host wait (as PyTorch's gloo backend does for CUDA tensors:
-//   a CUDA host function must not wait for other CUDA work).
+//   a host-driven op, a host function on the stream that fails it where the device's host
+//   functions may block (the emulated device), else the host waits (CUDA, as PyTorch's gloo
+//   backend does for CUDA tensors: a CUDA host function must not wait for other CUDA work).
 #pragma once
 
 #include <memory>
@@ -32,12 +32,13 @@
 #include "collectives/device_collectives.h"
 #include "collectives/device_control.h"
 #include "collectives/device_issue.h"
+#include "collectives/device_reduce.h"
 #include "collectives/work.h"
 #include "core/deadline.h"
 #include "device/stream.h"
 #include "transport/store.h"
 
-namespace ringlet::distributed {
+namespace ringlet::collectives {
 
 enum class DeviceLink { automatic, ipc, staged };
 // "auto", "ipc", "staged" (also "tcp" and "shm", the staged links' names in the benches).
@@ -54,7 +55,7 @@ struct DeviceSpaceOptions {
   std::size_t window_bytes = 0;  // 0: from the environment
 };
 
-class DeviceSpace final : public collectives::BufferSpace {
+class DeviceSpace final : public BufferSpace {
  public:
   // Collective over the store: every rank of the group calls it, with its own device. `key`
   // names the group in the store (as the communicator's name does).
@@ -69,9 +70,9 @@ class DeviceSpace final : public collectives::BufferSpace {
   std::string name() const override;
   std::function<void()> order_after_caller() override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
-  void reduce_into(void* dst, const void* src, std::size_t count, collectives::DType dtype,
-                   collectives::ReduceOp op) override;
-  void divide_by(void* data, std::size_t count, collectives::DType dtype, int divisor) override;
+  void reduce_into(void* dst, const void* src, std::size_t count, DType dtype,
+                   ReduceOp op) override;
+  void divide_by(void* data, std::size_t count, DType dtype, int divisor) override;
   char* staging(int slot, std::size_t bytes) override;
   char* scratch(std::size_t bytes) override;
   std::shared_ptr<char> host_buffer(std::size_t bytes) override;
@@ -79,11 +80,20 @@ class DeviceSpace final : public collectives::BufferSpace {
   const std::vector<std::byte*>& windows() const override { return windows_; }
   std::size_t window_bytes() const override { return window_bytes_; }
 
-  bool device_sync() const override { return device_sync_; }
-  std::unique_ptr<collectives::DeviceIssue> issue_on_device() override;
-  const collectives::DeviceGroup* device_group() const override { return &group_; }
-  collectives::DeviceControl* device_control() override { return control_.get(); }
-  void release_flags(const std::string& reason) override;
+  const DeviceSpace* device_flags() const override { return device_sync_ ? this : nullptr; }
+
+  // Device-side synchronization: whether the ranks agreed on device flags; the rest is only
+  // called where it is true.
+  bool device_sync() const { return device_sync_; }
+  // The op's DeviceIssue (device_issue.h): on the caller's stream while it is being captured,
+  // else on the communication stream after the caller's stream's work so far.
+  std::unique_ptr<DeviceIssue> issue_on_device();
+  const DeviceGroup& device_group() const { return group_; }
+  DeviceControl* device_control() { return control_.get(); }
+  // After a failure (`reason`): sets every flag of this rank's window, so that device waits
+  // queued on them pass (what they guard is void by then), and makes the device's next
+  // synchronization throw the failure. The watchdog calls it.
+  void release_flags(const std::string& reason);
 
  protected:
   void wait_for_device() override;
@@ -99,6 +109,7 @@ class DeviceSpace final : public collectives::BufferSpace {
 
   core::Device device_;
   device::Runtime& runtime_;
+  const DeviceReduce& reduce_;                          // the device's reduction kernels
   device::Stream comm_;                                 // the ops' copies and reductions
   device::Stream p2p_;                                  // copy_now
   std::vector<std::pair<char*, std::size_t>> staging_;  // pinned, per slot
@@ -109,17 +120,16 @@ class DeviceSpace final : public collectives::BufferSpace {
   std::vector<bool> opened_;         // [p]: windows_[p] came from ipc_open (not a thread's)
   std::size_t window_bytes_ = 0;
   bool device_sync_ = false;
-  collectives::DeviceGroup group_;
-  std::unique_ptr<collectives::DeviceControl> control_;
+  DeviceGroup group_;
+  std::unique_ptr<DeviceControl> control_;
   std::unique_ptr<device::Event> after_caller_;  // reused: a wait takes its last record
-  device::Stream release_;                       // release_flags' copies (CUDA)
-  char* ones_ = nullptr;                         // pinned: the flag words, all 1
+  device::Stream release_;                       // release_flags' flag writes
 };
 
-// Work queued on `stream` after this call waits until `work` is done; on the emulated device the
-// host does not wait, and a failed (or late: `deadline`) work fails the stream with the
-// collective's error; on CUDA the host waits, and the error is thrown here.
-void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stream,
-                    core::Deadline deadline);
+// Work queued on `stream` after this call waits until `work` is done; where the device's host
+// functions may block (the emulated device) the host does not wait, and a failed (or late:
+// `deadline`) work fails the stream with the collective's error; on CUDA the host waits, and the
+// error is thrown here.
+void wait_on_stream(const WorkPtr& work, const device::Stream& stream, core::Deadline deadline);
 
-}  // namespace ringlet::distributed
+}  // namespace ringlet::collectives

@@ -1,29 +1,21 @@
 // DeviceSpace: streams, staging, the device reductions, and the IPC windows' set-up.
-#include "distributed/device_space.h"
+#include "collectives/device_space.h"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 
-#include "collectives/cuda/reduce.h"
 #include "collectives/peer_memory.h"
-#include "collectives/reduce_kernels.h"
 #include "collectives/work_driver.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "device/counters.h"
-#include "device/emu/emu_runtime.h"
 #include "device/sticky_error.h"
 
-namespace ringlet::distributed {
+namespace ringlet::collectives {
 namespace {
-
-using collectives::DType;
-using collectives::ReduceOp;
 
 // What a peer published about its window.
 struct PeerWindow {
@@ -64,7 +56,7 @@ std::size_t window_bytes_from_env() {
 
 // A device op with device flags: an event recorded after its work, or a captured op (it runs
 // whenever its graph does; nothing here waits for it).
-class EventCompletion final : public collectives::DeviceCompletion {
+class EventCompletion final : public DeviceCompletion {
  public:
   explicit EventCompletion(std::shared_ptr<device::Event> event) : event_(std::move(event)) {}
   bool done() override { return event_ == nullptr || event_->query(); }
@@ -77,9 +69,9 @@ class EventCompletion final : public collectives::DeviceCompletion {
 
 }  // namespace
 
-// One op's work on one stream: copies, the device's reductions (collectives/cuda's kernels; on
-// the emulated device the host kernels as tasks of the stream), flag writes and waits.
-class DeviceSpace::Issue final : public collectives::DeviceIssue {
+// One op's work on one stream: copies, the device's reductions (device_reduce.h), flag writes
+// and waits.
+class DeviceSpace::Issue final : public DeviceIssue {
  public:
   Issue(DeviceSpace& space, device::Stream stream, bool captured)
       : space_(space), stream_(std::move(stream)), captured_(captured) {}
@@ -91,30 +83,12 @@ class DeviceSpace::Issue final : public collectives::DeviceIssue {
               ReduceOp op) override {
     if (count == 0) return;
     if (op == ReduceOp::avg) op = ReduceOp::sum;
-    const core::Device dev = space_.device_;
-    if (dev.is_cuda()) {
-      const int launches =
-          collectives::cuda::reduce_many(dst, srcs.data(), static_cast<int>(srcs.size()), count,
-                                         dtype, op, dev.index, stream_.handle());
-      device::count_stream_ops(dev, static_cast<std::uint64_t>(launches));
-      return;
-    }
-    device::count_stream_ops(dev);
-    device::emu::queue(stream_.handle()).enqueue([=] {
-      collectives::reduce_many(dst, srcs.data(), static_cast<int>(srcs.size()), count, dtype, op);
-    });
+    space_.reduce_.reduce_many(dst, srcs.data(), static_cast<int>(srcs.size()), count, dtype, op,
+                               space_.device_, stream_.handle());
   }
   void divide_by(void* data, std::size_t count, DType dtype, int divisor) override {
     if (count == 0) return;
-    const core::Device dev = space_.device_;
-    device::count_stream_ops(dev);
-    if (dev.is_cuda()) {
-      collectives::cuda::divide_by(data, count, dtype, divisor, dev.index, stream_.handle());
-      return;
-    }
-    device::emu::queue(stream_.handle()).enqueue([=] {
-      collectives::divide_by(data, count, dtype, divisor);
-    });
+    space_.reduce_.divide_by(data, count, dtype, divisor, space_.device_, stream_.handle());
   }
   void signal(std::uint32_t* flag) override {
     space_.runtime_.write_value32(flag, 1, stream_.handle());
@@ -123,7 +97,7 @@ class DeviceSpace::Issue final : public collectives::DeviceIssue {
     space_.runtime_.wait_value32(flag, 1, stream_.handle());
     space_.runtime_.write_value32(flag, 0, stream_.handle());
   }
-  std::shared_ptr<collectives::DeviceCompletion> finish() override {
+  std::shared_ptr<DeviceCompletion> finish() override {
     if (captured_) return std::make_shared<EventCompletion>(nullptr);
     auto event = std::make_shared<device::Event>(space_.device_);
     event->record(stream_);
@@ -147,6 +121,7 @@ DeviceLink parse_device_link(const std::string& text) {
 DeviceSpace::DeviceSpace(core::Device device)
     : device_(device),
       runtime_(device::runtime(device)),
+      reduce_(device_reduce(device)),
       comm_(device::new_stream(device)),
       p2p_(device::new_stream(device)),
       staging_(kStagingSlots, {nullptr, 0}),
@@ -206,8 +181,7 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
       }
     }
   }
-  const bool all =
-      collectives::all_ranks_agree(store, key + "ok/", rank, size, problem.empty(), deadline);
+  const bool all = all_ranks_agree(store, key + "ok/", rank, size, problem.empty(), deadline);
   if (all) {
     windows_ = std::move(mapped);
     return;
@@ -238,7 +212,6 @@ DeviceSpace::~DeviceSpace() {
   for (std::size_t p = 0; p < windows_.size(); ++p) {
     if (opened_[p]) runtime_.ipc_close(windows_[p]);
   }
-  if (ones_ != nullptr) runtime_.host_free_pinned(ones_);
   if (own_window_ != nullptr) runtime_.free(own_window_);
   for (auto& [ptr, bytes] : staging_) {
     if (ptr != nullptr) runtime_.host_free_pinned(ptr);
@@ -264,22 +237,13 @@ void DeviceSpace::reduce_into(void* dst, const void* src, std::size_t count, DTy
                               ReduceOp op) {
   if (count == 0) return;
   if (op == ReduceOp::avg) op = ReduceOp::sum;  // the division comes once, at the end
-  if (device_.is_cuda()) {
-    device::count_stream_ops(device_);
-    collectives::cuda::reduce_into(dst, src, count, dtype, op, device_.index, comm_.handle());
-    return;
-  }
-  runtime_.host_func(comm_.handle(), [=] { collectives::reduce_into(dst, src, count, dtype, op); });
+  const void* srcs[] = {dst, src};
+  reduce_.reduce_many(dst, srcs, 2, count, dtype, op, device_, comm_.handle());
 }
 
 void DeviceSpace::divide_by(void* data, std::size_t count, DType dtype, int divisor) {
   if (count == 0) return;
-  if (device_.is_cuda()) {
-    device::count_stream_ops(device_);
-    collectives::cuda::divide_by(data, count, dtype, divisor, device_.index, comm_.handle());
-    return;
-  }
-  runtime_.host_func(comm_.handle(), [=] { collectives::divide_by(data, count, dtype, divisor); });
+  reduce_.divide_by(data, count, dtype, divisor, device_, comm_.handle());
 }
 
 void DeviceSpace::wait_for_device() { runtime_.synchronize(comm_.handle()); }
@@ -331,26 +295,25 @@ void DeviceSpace::agree_on_device_flags(transport::Store& store, const std::stri
       options.flags != DeviceFlags::off && core::env_int("RINGLET_DEVICE_FLAGS", 1, 0, 1) == 1;
   if (size == 1) {  // nothing to synchronize with: the ops are copies on the device
     device_sync_ = wanted;
-    group_ = collectives::DeviceGroup{0, 1, {}, 0};
+    group_ = DeviceGroup{0, 1, {}, 0};
     return;
   }
   if (windows_.empty()) return;  // every rank agreed on that already
   std::string problem;
-  control_ = collectives::DeviceControl::connect(store, key + "control/", rank, size, deadline);
+  control_ = DeviceControl::connect(store, key + "control/", rank, size, deadline);
   if (!wanted) {
     problem = "RINGLET_DEVICE_FLAGS=0";
   } else if (control_ == nullptr) {
     problem = "the ranks cannot share a host block";
-  } else if (size > collectives::kDeviceMaxRanks) {
-    problem = core::str(size, " ranks: at most ", collectives::kDeviceMaxRanks);
-  } else if (window_bytes_ < collectives::kDeviceFlagBytes + 256) {
+  } else if (size > kDeviceMaxRanks) {
+    problem = core::str(size, " ranks: at most ", kDeviceMaxRanks);
+  } else if (window_bytes_ < kDeviceFlagBytes + 256) {
     problem = core::str("a window of ", window_bytes_, " bytes leaves no room");
   } else if (!runtime_.stream_memory_ops() && !control_->one_process()) {
     problem = "the device has no stream memory operations, and the ranks are processes";
   }
   if (problem.empty()) clear_own_flags();
-  const bool all =
-      collectives::all_ranks_agree(store, key + "ok/", rank, size, problem.empty(), deadline);
+  const bool all = all_ranks_agree(store, key + "ok/", rank, size, problem.empty(), deadline);
   if (!all) {
     core::log(core::LogLevel::info, "rank ", rank, " on ", device_,
               ": device collectives are driven by the host (no device flags: ",
@@ -359,25 +322,20 @@ void DeviceSpace::agree_on_device_flags(transport::Store& store, const std::stri
     return;
   }
   device_sync_ = true;
-  group_ = collectives::DeviceGroup{rank, size, windows_, window_bytes_};
-  ones_ = static_cast<char*>(runtime_.host_alloc_pinned(collectives::kDeviceFlagBytes));
-  std::vector<std::uint32_t> ones(collectives::kDeviceFlagBytes / 4, 1);
-  std::memcpy(ones_, ones.data(), collectives::kDeviceFlagBytes);
+  group_ = DeviceGroup{rank, size, windows_, window_bytes_};
 }
 
 // The flags start clear (the device's fresh memory is not zero): written before this rank votes,
 // so before any peer can signal.
 void DeviceSpace::clear_own_flags() {
-  char* zeros = static_cast<char*>(runtime_.host_alloc_pinned(collectives::kDeviceFlagBytes));
-  std::memset(zeros, 0, collectives::kDeviceFlagBytes);
-  runtime_.copy_async(own_window_, zeros, collectives::kDeviceFlagBytes, comm_.handle());
+  char* zeros = static_cast<char*>(runtime_.host_alloc_pinned(kDeviceFlagBytes));
+  std::memset(zeros, 0, kDeviceFlagBytes);
+  runtime_.copy_async(own_window_, zeros, kDeviceFlagBytes, comm_.handle());
   runtime_.synchronize(comm_.handle());
   runtime_.host_free_pinned(zeros);
 }
 
-// On the caller's stream while it is being captured; else on the communication stream, after
-// the caller's stream's work so far.
-std::unique_ptr<collectives::DeviceIssue> DeviceSpace::issue_on_device() {
+std::unique_ptr<DeviceIssue> DeviceSpace::issue_on_device() {
   const device::Stream caller = device::current_stream(device_);
   if (runtime_.is_capturing(caller.handle())) return std::make_unique<Issue>(*this, caller, true);
   after_caller_->record(caller);
@@ -388,21 +346,14 @@ std::unique_ptr<collectives::DeviceIssue> DeviceSpace::issue_on_device() {
 void DeviceSpace::release_flags(const std::string& reason) {
   if (!device_sync_ || own_window_ == nullptr) return;
   device::post_device_failure(device_, reason);
-  const std::size_t words = 2 * static_cast<std::size_t>(group_.size);
-  if (device_.is_cuda()) {
-    runtime_.copy_async(own_window_, ones_, words * 4, release_.handle());
-    runtime_.synchronize(release_.handle());
-    return;
-  }
+  // On a stream of its own: the communication stream may be held in a wait on these very flags.
   auto* flags = reinterpret_cast<std::uint32_t*>(own_window_);
-  for (std::size_t i = 0; i < words; ++i) {
-    std::atomic_ref(flags[i]).store(1, std::memory_order_release);
-  }
+  for (int i = 0; i < 2 * group_.size; ++i) runtime_.write_value32(flags + i, 1, release_.handle());
+  runtime_.synchronize(release_.handle());
 }
 
-void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stream,
-                    core::Deadline deadline) {
-  if (auto completion = collectives::WorkDriver::device_completion(*work)) {
+void wait_on_stream(const WorkPtr& work, const device::Stream& stream, core::Deadline deadline) {
+  if (auto completion = WorkDriver::device_completion(*work)) {
     // With device flags: the stream waits for the op's event (nothing, for a captured op:
     // it was recorded on the capturing stream, in order).
     if (auto error = work->error()) std::rethrow_exception(error);
@@ -412,15 +363,14 @@ void wait_on_stream(const collectives::WorkPtr& work, const device::Stream& stre
     if (ours->event() != nullptr) ours->event()->wait(stream);
     return;
   }
-  if (stream.device().is_cuda()) {
+  device::Runtime& runtime = device::runtime(stream.device());
+  if (!runtime.host_functions_may_block()) {
     // A blocking host function would hold the driver's callback thread while the op's own
     // stream work (and its fences on the progress thread) need the driver: it hangs on a GPU.
     work->wait(deadline);
     return;
   }
-  device::runtime(stream.device()).host_func(stream.handle(), [work, deadline] {
-    work->wait(deadline);
-  });
+  runtime.host_func(stream.handle(), [work, deadline] { work->wait(deadline); });
 }
 
-}  // namespace ringlet::distributed
+}  // namespace ringlet::collectives
