@@ -1,49 +1,123 @@
+// Both ends of the orphan sweeper: the launcher's (start it, tell it the workers) and the
+// sweeper's own, which runs before main in the program re-executed with kSweeperEnv set.
 #include "distributed/launch/orphan_sweeper.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "transport/shared_objects.h"
 
-namespace ringlet::distributed {
+extern char** environ;
 
+namespace ringlet::distributed {
 namespace {
 
-// Reads "g PID" / "p PID" (watch; g: it leads its own process group), "r PID" (reaped by its
-// parent: its group id may be reused, never kill it) until "done" (the launcher or rank 0 is
-// ending normally) or EOF (it was killed). Killed: it kills what is left of the watched process
-// groups. Either way it waits (at most 10 s) until the watched are gone (a zombie counts as
-// gone: whether anyone reaps it is not the sweeper's business) and removes the shared objects
-// they named (transport/shared_objects.h; nothing, after a clean end). The outer shell exits at
-// once (its parent reaps it); the subshell lives on, reading fd 3.
-std::string sweeper_script() {
-  std::string remove = "rm -f";
-  for (const char* kind : transport::kSharedObjectKinds) {
-    remove += std::string(" /dev/shm/") + kind + "\"$p\"-*";
+constexpr char kSweeperEnv[] = "RINGLET_ORPHAN_SWEEPER";
+
+// Alive and not a zombie (whether anyone reaps a zombie is not the sweeper's business).
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const std::size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
+// What the launcher said: "g PID" / "p PID" (watch; g: it leads its own process group),
+// "r PID" (reaped by its parent: its group id may be reused, never kill it), "done" (ending
+// normally). Returns whether "done" came before the end of the input.
+bool read_watch_list(int in, std::vector<pid_t>& pids, std::vector<pid_t>& groups) {
+  std::string pending;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(in, buffer, sizeof buffer)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    pending.append(buffer, static_cast<std::size_t>(n));
+    for (std::size_t end; (end = pending.find('\n')) != std::string::npos;) {
+      const std::string line = pending.substr(0, end);
+      pending.erase(0, end + 1);
+      if (line == "done") return true;
+      if (line.size() < 3) continue;
+      const pid_t pid = static_cast<pid_t>(std::atol(line.c_str() + 2));
+      if (pid <= 0) continue;
+      if (line[0] == 'r') {
+        groups.erase(std::remove(groups.begin(), groups.end(), pid), groups.end());
+      } else {
+        pids.push_back(pid);
+        if (line[0] == 'g') groups.push_back(pid);
+      }
+    }
   }
-  return "exec 3<&0; ("
-         "up() { s=$(sed -n 's/.*) \\(.\\).*/\\1/p' /proc/\"$1\"/stat 2>/dev/null); "
-         "[ -n \"$s\" ] && [ \"$s\" != Z ]; }; "
-         "pids=''; groups=''; ended=''; while read -r kind p <&3; do "
-         "case \"$kind\" in done) ended=1; break;; "
-         "r) groups=$(for g in $groups; do [ \"$g\" != \"$p\" ] && echo \"$g\"; done);; "
-         "g) pids=\"$pids $p\"; groups=\"$groups $p\";; *) pids=\"$pids $p\";; esac; done; "
-         "if [ -z \"$ended\" ]; then for g in $groups; do kill -9 -\"$g\" 2>/dev/null; done; fi; "
-         "for i in $(seq 100); do alive=''; "
-         "for p in $pids; do up \"$p\" && alive=1; done; "
-         "[ -z \"$alive\" ] && break; sleep 0.1; done; "
-         "for p in $pids; do up \"$p\" || " +
-         remove + "; done) </dev/null >/dev/null 2>&1 & exit 0";
+  return false;
+}
+
+// The sweeper's whole life: read, kill the groups left if the launcher was killed, wait (at
+// most 10 s) for the watched to be gone, remove what they named.
+void sweep(int in) {
+  std::vector<pid_t> pids, groups;
+  if (!read_watch_list(in, pids, groups)) {
+    for (const pid_t group : groups) ::kill(-group, SIGKILL);
+  }
+  for (int i = 0; i < 100 && std::any_of(pids.begin(), pids.end(), running); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto theirs = [&](pid_t pid, const std::filesystem::path&) {
+    return std::find(pids.begin(), pids.end(), pid) != pids.end() && !running(pid);
+  };
+  for (const char* kind : transport::kSharedObjectKinds) {
+    transport::sweep_shared_objects(kind, theirs);
+  }
+}
+
+// The program as its own sweeper: its standard input is the launcher's socket. It forks once
+// (the parent exits at once, reaped by the launcher) and sweeps; main never runs.
+[[gnu::constructor]] void run_if_sweeper() {
+  const char* mode = std::getenv(kSweeperEnv);
+  struct stat in {};
+  if (mode == nullptr || std::strcmp(mode, "1") != 0 || ::fstat(STDIN_FILENO, &in) != 0 ||
+      !S_ISSOCK(in.st_mode)) {
+    return;
+  }
+  const pid_t child = ::fork();
+  if (child != 0) ::_exit(child < 0 ? 1 : 0);
+  sweep(STDIN_FILENO);
+  ::_exit(0);
+}
+
+// This program's environment with kSweeperEnv=1 (before the fork: the child only execs).
+std::vector<char*> sweeper_environment(std::string& entry) {
+  entry = std::string(kSweeperEnv) + "=1";
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, kSweeperEnv, sizeof kSweeperEnv - 1) != 0) env.push_back(*e);
+  }
+  env.push_back(entry.data());
+  env.push_back(nullptr);
+  return env;
 }
 
 }  // namespace
 
 OrphanSweeper::OrphanSweeper() {
-  const std::string script = sweeper_script();  // before the fork: the child only execs
+  std::string entry;
+  std::vector<char*> env = sweeper_environment(entry);
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return;
   const pid_t child = ::fork();
@@ -61,14 +135,17 @@ OrphanSweeper::OrphanSweeper() {
       ::dup2(null, STDERR_FILENO);
     }
     ::close_range(3, ~0U, 0);
-    char* const argv[] = {const_cast<char*>("sh"), const_cast<char*>("-c"),
-                          const_cast<char*>(script.c_str()), nullptr};
-    ::execv("/bin/sh", argv);
+    char* const argv[] = {const_cast<char*>("ringlet-orphan-sweeper"), nullptr};
+    ::execve("/proc/self/exe", argv, env.data());
     ::_exit(127);
   }
   ::close(fds[1]);
   int status = 0;
-  ::waitpid(child, &status, 0);  // the outer shell only: it exits once the subshell runs
+  ::waitpid(child, &status, 0);  // the re-executed program only: it exits once its child sweeps
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ::close(fds[0]);  // it did not start: no sweeper
+    return;
+  }
   fd_ = fds[0];
 }
 

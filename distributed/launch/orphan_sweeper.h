@@ -1,12 +1,13 @@
 // What a launcher killed by SIGKILL cannot do itself: remove the shared-memory objects its
 // workers leave in /dev/shm (shm segments not attached yet, the emulated RDMA device's objects,
-// named with their creator's pid; transport/shared_objects.h). A small /bin/sh process, in its
-// own session and not a child for long (it forks once and its parent exits), reads the worker
-// pids the launcher sends it over a socket. When the socket closes without the launcher's
-// "done" (it was killed), it kills what is left of the workers' process groups (a worker's own
-// children; the workers themselves die with the launcher: PR_SET_PDEATHSIG). Either way it
-// waits (at most 10 s) until the watched are gone and removes the objects named with their
-// pids: after a clean end there are none, after a killed rank there are its.
+// named with their creator's pid; transport/shared_objects.h). The program re-executes itself
+// (/proc/self/exe) as the sweeper: a process in its own session, not a child for long (it forks
+// once and its parent exits), that reads the worker pids the launcher sends it over a socket and
+// never reaches the program's main. When the socket closes without the launcher's "done" (it
+// was killed), it kills what is left of the workers' process groups (a worker's own children;
+// the workers themselves die with the launcher: PR_SET_PDEATHSIG). Either way it waits (at most
+// 10 s) until the watched are gone and removes the objects named with their pids: after a clean
+// end there are none, after a killed rank there are its.
 #pragma once
 
 #include <sys/types.h>
@@ -15,7 +16,7 @@ namespace ringlet::distributed {
 
 class OrphanSweeper {
  public:
-  OrphanSweeper();   // starts it; without /bin/sh there is none (watch does nothing)
+  OrphanSweeper();   // starts it; when it cannot start there is none (watch does nothing)
   ~OrphanSweeper();  // says "done": no group is killed, the sweep still runs
   OrphanSweeper(const OrphanSweeper&) = delete;
   OrphanSweeper& operator=(const OrphanSweeper&) = delete;
