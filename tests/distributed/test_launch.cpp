@@ -256,7 +256,12 @@ TEST_CASE("launch: SIGINT to the launcher reaches the workers and the handler is
       ::kill(::getpid(), SIGINT);
     }
   });
-  const Result r = run_sh(nproc(2), "touch '" + dir.string() + "/up.'$RANK; sleep 30");
+  // The shell traps SIGINT before it says it is up: a SIGINT that came between a foreground
+  // child's normal exit and the next command would otherwise be lost (the shell waits for its
+  // child and then carries on, as shells do) and the worker would sleep on.
+  const Result r =
+      run_sh(nproc(2), "trap 'kill $p; exit 130' INT; sleep 30 >/dev/null 2>&1 & p=$!; touch '" +
+                           dir.string() + "/up.'$RANK; wait");
   interrupter.join();
   fs::remove_all(dir);
   REQUIRE(sent);
