@@ -20,7 +20,9 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
   impl->agree_on_peer_memory(mesh, deadline);
   impl->learn_topology();
   impl->scheduler.start();
-  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+  std::unique_ptr<Communicator> comm(new Communicator(std::move(impl)));
+  comm->impl_->transport_label = comm->transports();
+  return comm;
 }
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -145,13 +147,16 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
     return impl_->submit(
         OpKind::all_reduce, true, fp, 0,
         [=](ChannelContext& ctx) { run_all_reduce(ctx, plan, in, out, count, dtype, op); }, {},
-        !rings, space);
+        !rings, space, FlightOp::with_algorithm(algorithm_name(plan.algorithm)));
   }
-  return impl_->submit(OpKind::all_reduce, true, fp, -1, {}, [=](ChannelContext& ctx, int c) {
-    const std::size_t begin = split_offset(count, channels, c);
-    const std::size_t end = split_offset(count, channels, c + 1);
-    run_all_reduce(ctx, plan, in + begin * es, out + begin * es, end - begin, dtype, op);
-  });
+  return impl_->submit(
+      OpKind::all_reduce, true, fp, -1, {},
+      [=](ChannelContext& ctx, int c) {
+        const std::size_t begin = split_offset(count, channels, c);
+        const std::size_t end = split_offset(count, channels, c + 1);
+        run_all_reduce(ctx, plan, in + begin * es, out + begin * es, end - begin, dtype, op);
+      },
+      false, nullptr, FlightOp::with_algorithm(algorithm_name(plan.algorithm)));
 }
 
 namespace {
@@ -337,6 +342,10 @@ void Communicator::abort(const std::string& reason) {
 }
 
 bool Communicator::aborted() const { return impl_->failures.current() != nullptr; }
+
+std::string Communicator::dump_flight_recorder(const std::string& reason) {
+  return impl_->dump_flight_recorder(reason);
+}
 
 CommCounters Communicator::counters() const {
   CommCounters c;

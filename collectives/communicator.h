@@ -132,6 +132,11 @@ class Communicator {
   void abort(const std::string& reason);
   bool aborted() const;
 
+  // Writes this rank's flight recorder (flight_recorder.h: its last RINGLET_FR_SIZE ops) to
+  // RINGLET_FR_DIR (or CommOptions::flight_recorder_dir) as rank<R>.json, as a failure does on its
+  // own; returns the file written, or why there is none.
+  std::string dump_flight_recorder(const std::string& reason);
+
   CommCounters counters() const;
 
   struct Impl;

@@ -20,6 +20,7 @@
 #include "collectives/device_space.h"
 #include "collectives/device_watchdog.h"
 #include "collectives/failure_policy.h"
+#include "collectives/flight_recorder.h"
 #include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/scheduler.h"
@@ -43,8 +44,12 @@ struct Communicator::Impl {
         size(mesh.world_size),
         options(std::move(options_)),
         tracer(options.trace_dir, mesh.rank),
+        recorder(options.flight_recorder_size),
         failures(store_, options.name + "/error", mesh.rank,
-                 [this](const std::string& reason) { abort_connections(reason); }),
+                 [this](const std::string& reason) {
+                   abort_connections(reason);
+                   dump_flight_recorder(reason);
+                 }),
         scheduler(mesh.rank, mesh.world_size,
                   [this](ChannelContext& ctx, Task& task) { execute(ctx, task); }) {}
 
@@ -56,6 +61,8 @@ struct Communicator::Impl {
   CommOptions options_given;
   std::uint64_t next_group = 0;  // new_group calls so far (guarded by mutex)
   Tracer tracer;
+  FlightRecorder recorder;
+  std::string transport_label;  // what the records name as the transport (set once connected)
   FailurePolicy failures;
   PeerAccess access;
   SharedWindows windows;  // this rank's shared window and its peers', when access.windows
@@ -130,6 +137,53 @@ struct Communicator::Impl {
                   topology.describe());
   }
 
+  // The flight recorder's side of an op (flight_recorder.h): its record at issue, and what a
+  // failure left (the peer waited on, the bytes moved, whether a deadline passed).
+  std::uint64_t record_issued(OpKind kind, bool collective, const Fingerprint& fp, FlightOp op) {
+    if (!recorder.enabled()) return 0;
+    op.kind = kind;
+    op.collective = collective;
+    op.seq = fp.seq;
+    if (collective) {
+      op.dtype = fp.dtype;
+      op.count = fp.count;
+      op.bytes = fp.count * core::dtype_size(fp.dtype);
+      if (fp.root >= 0) op.peer = fp.root;
+    }
+    op.transport = transport_label;
+    return recorder.issued(op);
+  }
+  void record_failed(std::uint64_t id, const std::exception_ptr& error, const OpState& op) {
+    if (id == 0) return;
+    bool timed_out = false;
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(error);
+    } catch (const core::TimeoutError& e) {
+      timed_out = true;
+      what = e.what();
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    recorder.failed(id, what, timed_out, op.waiting_on, op.bytes_done);
+  }
+  // Every rank's records, written where the options say (RINGLET_FR_DIR) when the communicator
+  // first fails (its failure policy calls this), or on request; returns the file, or why none.
+  std::string dump_flight_recorder(const std::string& reason) {
+    if (!recorder.enabled()) return "the flight recorder is off (RINGLET_FR_SIZE=0)";
+    if (options.flight_recorder_dir.empty()) return "no dump directory (RINGLET_FR_DIR)";
+    const std::string path = flight_dump_path(options.flight_recorder_dir, rank, options.name);
+    const std::string error = recorder.dump(path, rank, size, options.name, reason);
+    if (!error.empty()) {
+      core::log(core::LogLevel::warn, "rank ", rank, ": the flight recorder's dump to ", path,
+                " failed: ", error);
+      return error;
+    }
+    core::log(core::LogLevel::info, "rank ", rank, ": flight recorder dumped to ", path);
+    return path;
+  }
+
   void abort_connections(const std::string& reason) {
     if (stopped) return;
     for (int c = 0; c < scheduler.channels(); ++c) {
@@ -149,6 +203,7 @@ struct Communicator::Impl {
     }
     ctx.op.begin(task.kind, task.fingerprint, core::Deadline::after(options.timeout),
                  options.timeout);
+    if (ctx.channel.channel == 0) recorder.started(task.record);
     try {
       if (task.collective && ctx.channel.channel == 0 && !task.self_checked) {
         post_fingerprint(ctx, task);
@@ -165,6 +220,7 @@ struct Communicator::Impl {
       // The transport may have failed on the data of a mismatched op before the check.
       if (auto mismatch = ctx.op.fingerprint.abandon()) error = mismatch;
       if (task.gate) task.gate->open(false);
+      record_failed(task.record, error, ctx.op);  // before the failure's dump
       WorkDriver::fail(*task.work, failures.op_failed(ctx.op, error));
     }
   }
@@ -185,15 +241,18 @@ struct Communicator::Impl {
   // arranges for its transport request to complete it.
   void complete(const ChannelContext& ctx, Task& task) {
     if (!ctx.op.deferred) {
+      if (ctx.channel.channel == 0) recorder.completed(task.record);
       WorkDriver::part_done(*task.work);
       return;
     }
     auto work = task.work;
     auto check = std::move(ctx.op.deferred_check);
-    ctx.op.deferred->then([work, check] {
+    ctx.op.deferred->then([this, work, check, id = task.record] {
       if (auto error = check()) {
+        record_failed(id, error, {});
         WorkDriver::fail(*work, error);
       } else {
+        recorder.completed(id);
         WorkDriver::part_done(*work);
       }
     });
@@ -205,7 +264,7 @@ struct Communicator::Impl {
   WorkPtr submit(OpKind kind, bool collective, Fingerprint fp, int channel,
                  std::function<void(ChannelContext&)> run_one,
                  std::function<void(ChannelContext&, int)> run_split = {},
-                 bool self_checked = false, BufferSpace* space = nullptr) {
+                 bool self_checked = false, BufferSpace* space = nullptr, FlightOp record = {}) {
     {
       std::lock_guard lock(mutex);
       fp.seq = collective ? next_seq++ : next_p2p++;
@@ -213,13 +272,15 @@ struct Communicator::Impl {
     ++ops;
     const int parts = channel < 0 ? scheduler.channels() : 1;
     auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, parts, options.timeout);
+    const std::uint64_t id = record_issued(kind, collective, fp, record);
     if (auto f = failures.current()) {
+      recorder.failed(id, "the communicator had failed before", false, -1, 0);
       WorkDriver::fail(*work, f);
       return work;
     }
     auto gate = parts > 1 ? std::make_shared<Gate>() : nullptr;
     if (space != nullptr) run_one = on_space(space, std::move(run_one));
-    Task task{std::move(run_one), work, kind, fp.seq, collective, self_checked, fp, gate};
+    Task task{std::move(run_one), work, kind, fp.seq, collective, self_checked, fp, gate, id};
     // Device ops never run on the caller's thread: it would wait for the device.
     if (parts == 1 && collective && space == nullptr && fits_inline(fp) &&
         scheduler.run_inline(channel, task)) {
@@ -275,10 +336,14 @@ struct Communicator::Impl {
     }
     ++ops;
     auto work = std::make_shared<Work>(rank, op_kind_name(kind), fp.seq, 1, options.timeout);
+    const std::uint64_t id =
+        record_issued(kind, true, fp, FlightOp::with_algorithm("device flags"));
     if (auto f = failures.current()) {
+      recorder.failed(id, "the communicator had failed before", false, -1, 0);
       WorkDriver::fail(*work, f);
       return work;
     }
+    recorder.started(id);  // queued on the device from here, whole
     DeviceControl* control = space.device_control();
     try {
       if (control != nullptr) check_fingerprint(*control, fp);
@@ -287,12 +352,23 @@ struct Communicator::Impl {
       body(*issue, space.device_group());
       std::shared_ptr<DeviceCompletion> completion = issue->finish();
       WorkDriver::complete_on_device(*work, completion);
-      if (completion->captured()) return work;  // done: it runs with the graph
+      if (completion->captured()) {
+        recorder.completed(id);  // recorded into the graph: it runs with each replay
+        return work;
+      }
       watchdog.watch(work, std::move(completion), &space, core::Deadline::after(options.timeout),
-                     work->describe());
+                     work->describe(),
+                     [this, id](const std::string* failure, bool timed_out, int late_peer) {
+                       if (failure == nullptr) {
+                         recorder.completed(id);
+                       } else {
+                         recorder.failed(id, *failure, timed_out, late_peer, 0);
+                       }
+                     });
     } catch (const std::exception& e) {
       // Some of the op may be queued: the communicator fails, and the peers learn it.
       const std::string message = core::str(work->describe(), ": ", e.what());
+      recorder.failed(id, e.what(), false, -1, 0);
       WorkDriver::fail(*work, failures.fail(message, message));
       if (control != nullptr) control->set_failed(message);
       space.release_flags(message);
@@ -344,7 +420,7 @@ struct Communicator::Impl {
             return error;
           };
         },
-        {}, false, space);
+        {}, false, space, FlightOp::point_to_point(bytes, peer));
   }
 
   // The error of a finished send/recv (it fails the communicator), or null.

@@ -118,6 +118,17 @@ std::optional<std::pair<int, Fingerprint>> DeviceControl::mismatch(const Fingerp
   return std::nullopt;
 }
 
+std::vector<int> DeviceControl::not_issued(std::uint64_t seq) const {
+  std::vector<int> late;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    const std::uint64_t version =
+        std::atomic_ref(block(p).ring[seq % kRing].version).load(std::memory_order_acquire);
+    if (version < 2 * seq + 2) late.push_back(p);
+  }
+  return late;
+}
+
 void DeviceControl::set_failed(const std::string& reason) {
   Block& mine = block(rank_);
   std::atomic_ref failed(mine.failed);

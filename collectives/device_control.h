@@ -47,6 +47,8 @@ class DeviceControl {
   // when every peer that recorded the op agrees (peers that have not issued it yet are not
   // checked: they check when they do).
   std::optional<std::pair<int, Fingerprint>> mismatch(const Fingerprint& fp) const;
+  // The peers that have not issued op `seq` yet (no record of it).
+  std::vector<int> not_issued(std::uint64_t seq) const;
 
   // Marks this rank failed with `reason` (the first reason stays).
   void set_failed(const std::string& reason);

@@ -41,26 +41,50 @@ DeviceWatchdog::~DeviceWatchdog() {
 }
 
 void DeviceWatchdog::watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion,
-                           DeviceSpace* space, core::Deadline deadline, std::string what) {
+                           DeviceSpace* space, core::Deadline deadline, std::string what,
+                           Settled settled) {
   std::lock_guard lock(mutex_);
-  ops_.push_back({std::move(work), std::move(completion), space, deadline, std::move(what)});
+  ops_.push_back({std::move(work), std::move(completion), space, deadline, std::move(what),
+                  std::move(settled)});
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+}
+
+// Tells the op's owner how it failed (before the communicator fails: that dumps its records);
+// returns the message.
+std::string DeviceWatchdog::settle(InFlight& op, std::string message) {
+  if (op.settled) op.settled(&message, op.timed_out, op.late_peer);
+  op.settled = nullptr;
+  return message;
 }
 
 // The communicator's failure, if there is one now: already recorded, or found here (a deadline
 // passed, a peer failed or exited while an op was in flight).
 std::exception_ptr DeviceWatchdog::check(std::vector<InFlight>& ops) {
   if (auto failed = current_()) return failed;
-  for (const InFlight& op : ops) {
+  for (InFlight& op : ops) {
     if (op.deadline.expired()) {
-      return fail_(
-          core::str(op.what, " did not finish on the device before its deadline ",
-                    "(RINGLET_TIMEOUT, in milliseconds): a peer never reached the same op"));
+      op.timed_out = true;
+      std::vector<int> late;
+      if (DeviceControl* control = op.space->device_control()) {
+        late = control->not_issued(op.work->seq());
+      }
+      if (!late.empty()) op.late_peer = late.front();
+      std::string who =
+          "every peer issued it, but the device work of one did not reach it (a "
+          "rank stopped or stuck)";
+      if (!late.empty()) {
+        who = "rank " + std::to_string(late.front());
+        for (std::size_t i = 1; i < late.size(); ++i) who += ", " + std::to_string(late[i]);
+        who += late.size() == 1 ? " has not issued it" : " have not issued it";
+      }
+      return fail_(settle(op, core::str(op.what, " did not finish on the device before its ",
+                                        "deadline (RINGLET_TIMEOUT, in milliseconds): ", who)));
     }
     if (DeviceControl* control = op.space->device_control()) {
       const std::string trouble = control->peer_trouble();
       if (!trouble.empty()) {
-        return fail_(core::str(op.what, " failed while waiting on the device: ", trouble));
+        return fail_(
+            settle(op, core::str(op.what, " failed while waiting on the device: ", trouble)));
       }
     }
   }
@@ -79,11 +103,17 @@ void DeviceWatchdog::loop() {
     std::vector<InFlight> ops = std::move(ops_);
     ops_.clear();
     lock.unlock();
-    std::erase_if(ops, [](const InFlight& op) { return op.completion->done(); });
+    std::erase_if(ops, [](const InFlight& op) {
+      if (!op.completion->done()) return false;
+      if (op.settled) op.settled(nullptr, false, -1);
+      return true;
+    });
     std::exception_ptr failed = ops.empty() ? nullptr : check(ops);
     if (failed) {
       const std::string reason = message_of(failed);
       for (InFlight& op : ops) {
+        if (op.settled) op.settled(&reason, op.timed_out, op.late_peer);
+        op.settled = nullptr;  // once
         WorkDriver::fail(*op.work, failed);
         if (DeviceControl* control = op.space->device_control()) control->set_failed(reason);
         op.space->release_flags(reason);

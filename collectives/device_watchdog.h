@@ -36,9 +36,12 @@ class DeviceWatchdog {
   DeviceWatchdog(const DeviceWatchdog&) = delete;
   DeviceWatchdog& operator=(const DeviceWatchdog&) = delete;
 
+  // What became of a watched op: done (within a tick of it), or failed with `failure` (the
+  // communicator's), with the peer that had not issued it when its deadline passed (or -1).
+  using Settled = std::function<void(const std::string* failure, bool timed_out, int late_peer)>;
   // Watches one op until its completion is done; `what` names it ("rank 0: all_reduce seq 3").
   void watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion, DeviceSpace* space,
-             core::Deadline deadline, std::string what);
+             core::Deadline deadline, std::string what, Settled settled = {});
 
  private:
   struct InFlight {
@@ -47,9 +50,13 @@ class DeviceWatchdog {
     DeviceSpace* space;
     core::Deadline deadline;
     std::string what;
+    Settled settled;
+    bool timed_out = false;
+    int late_peer = -1;
   };
   void loop();
   std::exception_ptr check(std::vector<InFlight>& ops);
+  static std::string settle(InFlight& op, std::string message);
 
   std::function<std::exception_ptr(const std::string&)> fail_;
   std::function<std::exception_ptr()> current_;

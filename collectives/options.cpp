@@ -1,6 +1,7 @@
 // resolve_options: CommOptions + the environment -> ResolvedOptions, once per communicator.
 #include "collectives/options.h"
 
+#include "collectives/flight_recorder.h"
 #include "core/env.h"
 #include "core/error.h"
 
@@ -72,6 +73,12 @@ ResolvedOptions resolve_options(const CommOptions& o, int world_size) {
           ? o.piece_bytes
           : core::env_int("RINGLET_HIER_PIECE_BYTES", kDefaultPieceBytes, 0, kMaxBytes));
   r.trace_dir = !o.trace_dir.empty() ? o.trace_dir : core::env_string("RINGLET_TRACE").value_or("");
+  r.flight_recorder_size = o.flight_recorder_size >= 0
+                               ? static_cast<std::size_t>(o.flight_recorder_size)
+                               : flight_recorder_size_from_env();
+  r.flight_recorder_dir = !o.flight_recorder_dir.empty()
+                              ? o.flight_recorder_dir
+                              : core::env_string("RINGLET_FR_DIR").value_or("");
   r.name = o.name;
   return r;
 }

@@ -44,6 +44,7 @@ struct Task {
   bool self_checked = false;   // its algorithm sends the fingerprint with its own messages
   Fingerprint fingerprint;     // checked by channel 0
   std::shared_ptr<Gate> gate;  // null for single-channel ops
+  std::uint64_t record = 0;    // its flight recorder record (0: none)
 };
 
 class Scheduler {

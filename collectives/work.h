@@ -40,6 +40,7 @@ class Work {
   bool done() const;
   std::exception_ptr error() const;
   std::string describe() const;
+  std::uint64_t seq() const { return seq_; }
   // Runs `callback` once the op is done or failed, on the thread that finishes it (a progress
   // thread, or the issuing thread for an op run inline), or at once here if it already is.
   // Host ops only: a device op is found done by queries (done(), wait()), and refuses it.

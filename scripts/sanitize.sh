@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sanitizer runs (`make sanitize`; .ci/run runs `all`):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer: every program and every test but the
-#         resume matrix and three long drills (asan_excluded, said so), in the clang build the fuzz targets use
+#         resume matrix and four long drills (asan_excluded, said so), in the clang build the fuzz targets use
 #         (build-fuzz, scripts/clang_asan.sh; installs clang when it is missing). The first
 #         report stops its program (halt_on_error=1), failing it.
 #   tsan  ThreadSanitizer (GCC, build-tsan): the tests of the threaded layers (store, transport,
@@ -28,7 +28,7 @@ source scripts/clang_asan.sh
 binary_tests=" test_launch test_multihost test_run_dir test_trace test_train "
 # Left out of the ASan run, which runs every other test: the lr schedule x resume matrix, and
 # three drills that repeat, for minutes, paths the shorter tests already run under ASan.
-asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry)
+asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry flight_recorder_drill)
 # TSan cannot run these: each forks children after its threads started.
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
@@ -84,7 +84,8 @@ asan() {
     echo "    schedule code runs under ASan in test_checkpoint, test_run_dir, test_resume; the chaos"
     echo "    drill's kills and restarts, which test_launch and test_faults make under ASan; training"
     echo "    under Slurm; the GPU script's dry run of programs that test_train and bench_programs"
-    echo "    run under ASan): ${asan_excluded[*]}"
+    echo "    run under ASan; the flight recorder's stopped and killed jobs, whose recorder and"
+    echo "    analysis test_flight_recorder runs under ASan): ${asan_excluded[*]}"
   fi
   run "$clang_asan_dir" "ASan + UBSan" "${all[@]}" "${tests[@]}"
 }

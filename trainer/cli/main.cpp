@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/isa.h"
+#include "trainer/cli/diagnose_command.h"
 #include "trainer/cli/eval_command.h"
 #include "trainer/cli/launch_command.h"
 #include "trainer/cli/report_command.h"
@@ -27,6 +28,7 @@ void print_help(std::ostream& out) {
       << ringlet::trainer::cli::kTrainSummary << "\n  " << ringlet::trainer::cli::kEvalSummary
       << "\n  " << ringlet::trainer::cli::kLaunchSummary << "\n  "
       << ringlet::trainer::cli::kReportSummary << "\n  " << ringlet::trainer::cli::kTraceSummary
+      << "\n  " << ringlet::trainer::cli::kDiagnoseSummary
       << "\n"
          "\n"
          "Run 'ringlet <command> --help' for a command's options.\n";
@@ -49,6 +51,7 @@ int run(const std::vector<std::string>& args) {
   if (command == "train") return ringlet::trainer::cli::train_command(rest, std::cout);
   if (command == "eval") return ringlet::trainer::cli::eval_command(rest, std::cout);
   if (command == "report") return ringlet::trainer::cli::report_command(rest, std::cout);
+  if (command == "diagnose") return ringlet::trainer::cli::diagnose_command(rest, std::cout);
   if (command == "launch") {
     return ringlet::trainer::cli::launch_command(rest, std::cout, std::cerr);
   }
@@ -56,7 +59,7 @@ int run(const std::vector<std::string>& args) {
     ringlet::trainer::cli::throw_unknown("", "option", command, {"-h", "--help"});
   }
   ringlet::trainer::cli::throw_unknown("", "command", command,
-                                       {"train", "eval", "launch", "report", "trace"});
+                                       {"train", "eval", "launch", "report", "trace", "diagnose"});
 }
 
 }  // namespace

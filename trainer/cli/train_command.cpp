@@ -2,6 +2,7 @@
 // the recipes.
 #include "trainer/cli/train_command.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -52,6 +53,10 @@ int train_worker(TrainConfig config, std::ostream& out) {
     config.resume = saved;
     config.reset = !saved;
     if (saved) config.resume_from.clear();
+  }
+  // A failed collective's flight recorder dumps go into the run directory, unless said otherwise.
+  if (!config.out.empty() && !core::env_string("RINGLET_FR_DIR")) {
+    ::setenv("RINGLET_FR_DIR", (std::filesystem::path(config.out) / "flight_recorder").c_str(), 1);
   }
   // how long to wait for the other ranks: the launcher's --rdzv-timeout
   const auto rdzv = distributed::default_rdzv_timeout();

@@ -1,0 +1,166 @@
+// The ring buffer, its JSON, and the dump file.
+#include "collectives/flight_recorder.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/env.h"
+#include "core/file_io.h"
+
+namespace ringlet::collectives {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string host_name() {
+  char host[256] = {};
+  return ::gethostname(host, sizeof host - 1) == 0 ? host : "?";
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(std::size_t capacity) : capacity_(capacity), records_(capacity) {}
+
+std::uint64_t FlightRecorder::issued(const FlightOp& op) {
+  if (!enabled()) return 0;
+  std::lock_guard lock(mutex_);
+  const std::uint64_t id = next_id_++;
+  Record& r = records_[id % capacity_];
+  r = Record{};
+  r.id = id;
+  r.op = op;
+  r.created_ns = now_ns();
+  return id;
+}
+
+FlightRecorder::Record* FlightRecorder::find(std::uint64_t id) {
+  if (id == 0 || !enabled()) return nullptr;
+  Record& r = records_[id % capacity_];
+  return r.id == id ? &r : nullptr;
+}
+
+void FlightRecorder::started(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  if (Record* r = find(id); r != nullptr && r->state == State::scheduled) {
+    r->state = State::started;
+    r->started_ns = now_ns();
+  }
+}
+
+void FlightRecorder::completed(std::uint64_t id) {
+  std::lock_guard lock(mutex_);
+  if (Record* r = find(id); r != nullptr && r->state != State::failed) {
+    if (r->started_ns == 0) r->started_ns = now_ns();
+    r->state = State::completed;
+    r->finished_ns = now_ns();
+  }
+}
+
+void FlightRecorder::failed(std::uint64_t id, const std::string& error, bool timed_out,
+                            int waiting_on, std::uint64_t bytes_done) {
+  std::lock_guard lock(mutex_);
+  if (Record* r = find(id); r != nullptr && r->state != State::failed) {
+    r->state = State::failed;
+    r->finished_ns = now_ns();
+    r->error = error;
+    r->timed_out = timed_out;
+    r->waiting_on = waiting_on;
+    r->bytes_done = bytes_done;
+  }
+}
+
+const char* FlightRecorder::state_name(State state) {
+  switch (state) {
+    case State::scheduled: return "scheduled";
+    case State::started: return "started";
+    case State::completed: return "completed";
+    case State::failed: return "failed";
+  }
+  return "?";
+}
+
+std::string FlightRecorder::dump_json(int rank, int world_size, const std::string& name,
+                                      const std::string& reason) const {
+  nlohmann::json entries = nlohmann::json::array();
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<const Record*> live;
+    for (const Record& r : records_) {
+      if (r.id != 0) live.push_back(&r);
+    }
+    std::sort(live.begin(), live.end(), [](auto* a, auto* b) { return a->id < b->id; });
+    for (const Record* r : live) {
+      const std::string dtype(core::dtype_name(r->op.dtype));
+      nlohmann::json e = {
+          {"record_id", r->id},
+          {r->op.collective ? "collective_seq_id" : "p2p_seq_id", r->op.seq},
+          {"profiling_name", std::string("ringlet:") + op_kind_name(r->op.kind)},
+          {"state", state_name(r->state)},
+          {"input_sizes", nlohmann::json::array({nlohmann::json::array({r->op.count})})},
+          {"input_dtypes", nlohmann::json::array({dtype})},
+          {"bytes", r->op.bytes},
+          {"algorithm", r->op.algorithm},
+          {"transport", r->op.transport},
+          {"time_created_ns", r->created_ns},
+          {"time_discovered_started_ns", r->started_ns},
+          {"time_discovered_completed_ns", r->finished_ns},
+      };
+      if (r->op.peer >= 0) e["peer"] = r->op.peer;
+      if (r->state == State::failed) {
+        e["error"] = r->error;
+        e["timed_out"] = r->timed_out;
+        e["waiting_on"] = r->waiting_on;
+        e["bytes_done"] = r->bytes_done;
+      }
+      entries.push_back(std::move(e));
+    }
+  }
+  const nlohmann::json doc = {{"version", 1},
+                              {"rank", rank},
+                              {"world_size", world_size},
+                              {"pg_name", name},
+                              {"host", host_name()},
+                              {"pid", ::getpid()},
+                              {"reason", reason},
+                              {"time_dumped_ns", now_ns()},
+                              {"entries", std::move(entries)}};
+  return doc.dump(1);
+}
+
+std::string FlightRecorder::dump(const std::string& path, int rank, int world_size,
+                                 const std::string& name, const std::string& reason) const {
+  try {
+    const std::filesystem::path file(path);
+    if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+    core::write_file_atomically(file, dump_json(rank, world_size, name, reason) + "\n");
+    return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::size_t flight_recorder_size_from_env() {
+  return static_cast<std::size_t>(core::env_int("RINGLET_FR_SIZE", 2000, 0, 10'000'000));
+}
+
+std::string flight_dump_path(const std::string& dir, int rank, const std::string& name) {
+  std::string suffix;
+  if (name != "comm") {
+    suffix = "." + name;
+    for (char& c : suffix) {
+      if (c == '/') c = '_';
+    }
+  }
+  return (std::filesystem::path(dir) / ("rank" + std::to_string(rank) + suffix + ".json")).string();
+}
+
+}  // namespace ringlet::collectives

@@ -1,0 +1,98 @@
+// FlightRecorder: the last N operations of one communicator, kept in a ring buffer so that when
+// a job hangs or fails every surviving rank can say what it issued, what it was running and what
+// it was waiting for (as PyTorch's flight recorder and NCCL's RAS). Each record: the sequence
+// number, op, dtype, count, bytes, algorithm and transport, and its state with times: issued
+// (`scheduled`), `started` (a channel began it), `completed` or `failed` (with the peer it
+// waited on, the bytes it had moved and the error). RINGLET_FR_SIZE records (default 2,000; 0
+// turns it off). dump() writes the records as JSON with PyTorch's field names where the concept
+// is the same (`collective_seq_id`, `profiling_name`, `state`, `time_created_ns`, sizes and
+// dtypes); flight_analysis.h reads the dumps back. Thread-safe; one short lock per change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectives/types.h"
+
+namespace ringlet::collectives {
+
+// What a record starts with, at issue.
+struct FlightOp {
+  OpKind kind = OpKind::all_reduce;
+  bool collective = true;  // false: send/recv (numbered apart, as p2p_seq_id)
+  std::uint64_t seq = 0;
+  DType dtype = DType::f32;
+  std::size_t count = 0;
+  std::size_t bytes = 0;
+  int peer = -1;  // send/recv: the other rank; broadcast/reduce: the root
+  std::string algorithm, transport;
+
+  static FlightOp with_algorithm(std::string name) {
+    FlightOp op;
+    op.algorithm = std::move(name);
+    return op;
+  }
+  static FlightOp point_to_point(std::size_t bytes, int peer) {
+    FlightOp op;
+    op.bytes = bytes;
+    op.peer = peer;
+    return op;
+  }
+};
+
+class FlightRecorder {
+ public:
+  explicit FlightRecorder(std::size_t capacity);
+  bool enabled() const { return capacity_ > 0; }
+  std::size_t capacity() const { return capacity_; }
+
+  // Records an issued op; returns its id for the calls below (0 when the recorder is off: the
+  // calls then do nothing). An id whose record was overwritten by newer ones is ignored too.
+  std::uint64_t issued(const FlightOp& op);
+  void started(std::uint64_t id);
+  void completed(std::uint64_t id);
+  void failed(std::uint64_t id, const std::string& error, bool timed_out, int waiting_on,
+              std::uint64_t bytes_done);
+
+  // The records, oldest first, as one JSON document's text: {"version", "rank", "world_size",
+  // "pg_name", "host", "pid", "reason", "time_dumped_ns", "entries": [...]}.
+  std::string dump_json(int rank, int world_size, const std::string& name,
+                        const std::string& reason) const;
+  // Writes dump_json() to `path` (atomically: a temporary file, then a rename), creating its
+  // directory. Errors are returned as text (empty: written), never thrown: a dump is written on
+  // the way out of a failure.
+  std::string dump(const std::string& path, int rank, int world_size, const std::string& name,
+                   const std::string& reason) const;
+
+ private:
+  enum class State { scheduled, started, completed, failed };
+  struct Record {
+    std::uint64_t id = 0;  // 0: empty slot
+    FlightOp op;
+    State state = State::scheduled;
+    std::int64_t created_ns = 0, started_ns = 0, finished_ns = 0;
+    std::string error;
+    bool timed_out = false;
+    int waiting_on = -1;
+    std::uint64_t bytes_done = 0;
+  };
+  Record* find(std::uint64_t id);  // with mutex_ held; null when off or overwritten
+  static const char* state_name(State state);
+
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::vector<Record> records_;
+  std::uint64_t next_id_ = 1;
+};
+
+// RINGLET_FR_SIZE (default 2,000; 0: off).
+std::size_t flight_recorder_size_from_env();
+// The file a rank's dump goes to in `dir`: rank<R>.json for the job's communicator ("comm"),
+// rank<R>.<name>.json for another (a sub-communicator, a torch process group).
+std::string flight_dump_path(const std::string& dir, int rank, const std::string& name);
+
+}  // namespace ringlet::collectives

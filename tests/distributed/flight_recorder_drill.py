@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Flight recorder drill: `RINGLET_FR_DIR=D all_reduce_perf -np 3` over shm, tcp, the emulated
+RDMA device and the emulated device's ipc, one rank (rank 1) stopped (SIGSTOP) or killed
+(SIGKILL) in mid-run. Each job must fail within its deadline and leave D/rank0*.json and
+D/rank2*.json but no rank-1 dump; `ringlet diagnose D`'s first line must name rank 1 and the op's
+sequence number the survivors' errors name (all_reduce seq S -> op #S): "never joined ... or
+stalled" for the stopped rank, "died" for the killed one.
+usage: flight_recorder_drill.py RINGLET ALL_REDUCE_PERF
+The last line is `N passed, N failed`.
+"""
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+JOBS = {
+    "shm": ({}, ["-t", "shm"]),
+    "tcp": ({}, ["-t", "tcp"]),
+    "rdma-emu": ({"RINGLET_IB_DEVICE": "emu0"}, ["-t", "rdma"]),
+    "emu-ipc": ({}, ["-g", "1", "--device", "emu", "-t", "ipc"]),
+}
+passed = failed = 0
+
+
+def check(ok, what):
+    global passed, failed
+    print(("ok      " if ok else "FAILED  ") + what, flush=True)
+    passed, failed = passed + ok, failed + (not ok)
+
+
+def child_pid(parent, rank):
+    """The -np rank `rank` that `parent` spawned, once it exists (within 10 s)."""
+    for _ in range(200):
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            if ppid == parent and b"--child-rank" in args and \
+                    args[args.index(b"--child-rank") + 1] == str(rank).encode():
+                return int(pid)
+        time.sleep(0.05)
+    return None
+
+
+def trial(ringlet, perf, name, how):
+    env_extra, args = JOBS[name]
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, RINGLET_FR_DIR=d, RINGLET_TIMEOUT="2500", **env_extra)
+        job = subprocess.Popen([perf, "-np", "3", "-b", "64K", "-e", "64K", "-n", "1000000",
+                                "-w", "1"] + args, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        victim = child_pid(job.pid, 1)
+        label = f"{name}, rank 1 {'stopped' if how == signal.SIGSTOP else 'killed'}"
+        if victim is None:
+            job.kill()
+            check(False, f"{label}: rank 1 never started")
+            return
+        time.sleep(1.5)  # mid-run
+        os.kill(victim, how)
+        try:
+            out, _ = job.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            out, _ = job.communicate()
+            check(False, f"{label}: the job still ran 30 s after the signal")
+        finally:
+            if how == signal.SIGSTOP:
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                    os.kill(victim, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        check(job.returncode != 0, f"{label}: the job failed (exit {job.returncode})")
+        dumps = sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "rank*.json")))
+        check(any(p.startswith("rank0") for p in dumps) and any(p.startswith("rank2") for p in dumps)
+              and not any(p.startswith("rank1") for p in dumps),
+              f"{label}: the survivors' dumps and none from rank 1 ({dumps})")
+        seqs = set(re.findall(r"all_reduce seq (\d+) (?:failed|did not finish)", out))
+        diag = subprocess.run([ringlet, "diagnose", d], capture_output=True, text=True)
+        first = diag.stdout.splitlines()[0] if diag.stdout else diag.stderr.strip()
+        said = re.match(r"rank 1 (never joined op #(\d+)|died: .* in op #(\d+))", first)
+        seq = said and (said.group(2) or said.group(3))
+        verdict = "never joined" if how == signal.SIGSTOP else "died"
+        check(diag.returncode == 0 and said is not None and verdict in first and seq in seqs,
+              f"{label}: diagnose's first line names rank 1 and op #{seq} (errors: {sorted(seqs)})"
+              f": {first}")
+        if failed:
+            print(out[-3000:])
+            print(diag.stdout[:3000])
+
+
+def main():
+    ringlet, perf = sys.argv[1], sys.argv[2]
+    for name in JOBS:
+        trial(ringlet, perf, name, signal.SIGSTOP)
+    trial(ringlet, perf, "shm", signal.SIGKILL)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
