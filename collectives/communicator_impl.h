@@ -150,7 +150,7 @@ struct Communicator::Impl {
       op.bytes = fp.count * core::dtype_size(fp.dtype);
       if (fp.root >= 0) op.peer = fp.root;
     }
-    op.transport = transport_label;
+    op.transport = transport_label.c_str();  // set once, before the first op
     return recorder.issued(op);
   }
   void record_failed(std::uint64_t id, const std::exception_ptr& error, const OpState& op) {

@@ -34,7 +34,6 @@ FlightEntry parse_entry(const Json& e) {
   f.transport = e.value("transport", "");
   f.state = e.at("state").get<std::string>();
   f.created_ns = e.at("time_created_ns").get<std::int64_t>();
-  f.started_ns = e.value("time_discovered_started_ns", std::int64_t{0});
   f.finished_ns = e.value("time_discovered_completed_ns", std::int64_t{0});
   f.error = e.value("error", "");
   f.timed_out = e.value("timed_out", false);

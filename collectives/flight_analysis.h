@@ -19,7 +19,7 @@ struct FlightEntry {
   std::uint64_t count = 0, bytes = 0;
   std::string algorithm, transport;
   std::string state;  // scheduled, started, completed, failed
-  std::int64_t created_ns = 0, started_ns = 0, finished_ns = 0;
+  std::int64_t created_ns = 0, finished_ns = 0;
   std::string error;  // a failed one's
   bool timed_out = false;
   int waiting_on = -1;

@@ -1,18 +1,20 @@
 // FlightRecorder: the last N operations of one communicator, kept in a ring buffer so that when
 // a job hangs or fails every surviving rank can say what it issued, what it was running and what
 // it was waiting for (as PyTorch's flight recorder and NCCL's RAS). Each record: the sequence
-// number, op, dtype, count, bytes, algorithm and transport, and its state with times: issued
-// (`scheduled`), `started` (a channel began it), `completed` or `failed` (with the peer it
-// waited on, the bytes it had moved and the error). RINGLET_FR_SIZE records (default 2,000; 0
+// number, op, dtype, count, bytes, algorithm and transport, and its state: issued (`scheduled`,
+// with its time), `started` (a channel began it), `completed` or `failed` (with the time, the peer
+// it waited on, the bytes it had moved and the error). RINGLET_FR_SIZE records (default 2,000; 0
 // turns it off). dump() writes the records as JSON with PyTorch's field names where the concept
 // is the same (`collective_seq_id`, `profiling_name`, `state`, `time_created_ns`, sizes and
 // dtypes); flight_analysis.h reads the dumps back. Thread-safe; one short lock per change.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,11 +31,14 @@ struct FlightOp {
   std::size_t count = 0;
   std::size_t bytes = 0;
   int peer = -1;  // send/recv: the other rank; broadcast/reduce: the root
-  std::string algorithm, transport;
+  // Names that outlive the recorder (string literals, the communicator's transport label): a
+  // record copies no string, so keeping it costs a small op next to nothing.
+  const char* algorithm = "";
+  const char* transport = "";
 
-  static FlightOp with_algorithm(std::string name) {
+  static FlightOp with_algorithm(const char* name) {
     FlightOp op;
-    op.algorithm = std::move(name);
+    op.algorithm = name;
     return op;
   }
   static FlightOp point_to_point(std::size_t bytes, int peer) {
@@ -74,7 +79,7 @@ class FlightRecorder {
     std::uint64_t id = 0;  // 0: empty slot
     FlightOp op;
     State state = State::scheduled;
-    std::int64_t created_ns = 0, started_ns = 0, finished_ns = 0;
+    std::uint64_t created = 0, finished = 0;  // clock ticks (tick_now)
     std::string error;
     bool timed_out = false;
     int waiting_on = -1;
@@ -82,11 +87,33 @@ class FlightRecorder {
   };
   Record* find(std::uint64_t id);  // with mutex_ held; null when off or overwritten
   static const char* state_name(State state);
+  // Ticks of the processor's time-stamp counter (a few ns to read, where the wall clock may take
+  // a hundred on a VM), turned into wall-clock ns at dump time from two (wall, tick) readings.
+  static std::uint64_t tick_now();
+  std::int64_t tick_to_ns(std::uint64_t tick, double ns_per_tick, std::int64_t now_ns,
+                          std::uint64_t now_tick) const;
+
+  // Held for a few stores at a time: one atomic exchange to take (a mutex takes two atomic
+  // operations, which on a 1 us all-reduce are a measurable share).
+  class SpinLock {
+   public:
+    void lock() {
+      while (held_.exchange(true, std::memory_order_acquire)) {
+        while (held_.load(std::memory_order_relaxed)) std::this_thread::yield();
+      }
+    }
+    void unlock() { held_.store(false, std::memory_order_release); }
+
+   private:
+    std::atomic<bool> held_{false};
+  };
 
   std::size_t capacity_;
-  mutable std::mutex mutex_;
+  mutable SpinLock mutex_;
   std::vector<Record> records_;
   std::uint64_t next_id_ = 1;
+  std::int64_t start_ns_;     // wall clock at construction
+  std::uint64_t start_tick_;  // and the tick then
 };
 
 // RINGLET_FR_SIZE (default 2,000; 0: off).
