@@ -20,12 +20,13 @@
 #include "bench/bench_version.h"
 #include "bench/machine_info.h"
 #include "bench/peer_engine.h"
+#include "collectives/device_space.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "core/isa.h"
 #include "device/runtime.h"
 #include "device/stream.h"
-#include "collectives/device_space.h"
 #include "distributed/rank_device.h"
 #include "transport/rendezvous.h"
 
@@ -393,7 +394,7 @@ void print_header(const BenchOptions& o, transport::Store& store, int rank, int 
   const auto deadline = core::Deadline::after(60s);
   char line[512];
   std::snprintf(line, sizeof line, "#  Rank %2d Group %2d Pid %6d on %10s device %s [%s] %s\n",
-                rank, 0, static_cast<int>(::getpid()), host_name().c_str(), device.c_str(),
+                rank, 0, static_cast<int>(::getpid()), core::host_name().c_str(), device.c_str(),
                 transport.c_str(), cpu_model().c_str());
   store.set("bench/rank_line/" + std::to_string(rank), line);
   if (rank != 0) return;
@@ -513,7 +514,7 @@ std::string result_row(const std::string& program, Collective coll, std::size_t 
                    {"nranks", n},
                    {"transport", transport},
                    {"algo", algo},
-                   {"host", host_name()},
+                   {"host", core::host_name()},
                    {"isa", isa_in_use()},
                    {"commit", RINGLET_BENCH_COMMIT}};
   j.update(result_json("oop", oop));

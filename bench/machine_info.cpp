@@ -1,8 +1,6 @@
 // What machine a benchmark ran on (machine_info.h).
 #include "bench/machine_info.h"
 
-#include <unistd.h>
-
 #include <fstream>
 
 #include "core/isa.h"
@@ -19,12 +17,6 @@ std::string cpu_model() {
     }
   }
   return "cpu";
-}
-
-std::string host_name() {
-  char name[256] = {0};
-  ::gethostname(name, sizeof name - 1);
-  return name;
 }
 
 std::string isa_in_use() { return std::string(core::isa_name(core::active_isa())); }

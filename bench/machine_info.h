@@ -7,7 +7,6 @@
 namespace ringlet::bench {
 
 std::string cpu_model();   // /proc/cpuinfo's "model name", or "cpu"
-std::string host_name();   // gethostname
 std::string isa_in_use();  // "baseline", "avx2" or "avx512"
 
 }  // namespace ringlet::bench

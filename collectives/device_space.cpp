@@ -11,6 +11,7 @@
 #include "collectives/work_driver.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "core/log.h"
 #include "device/sticky_error.h"
 
@@ -42,12 +43,6 @@ PeerWindow parse_peer_window(const std::string& value) {
 }
 
 constexpr int kStagingSlots = 4;
-
-std::string host_name() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) return "?";
-  return host;
-}
 
 std::size_t window_bytes_from_env() {
   return static_cast<std::size_t>(
@@ -156,7 +151,7 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
       handle = runtime_.ipc_export(own_window_);
     }
   }
-  const std::string host = host_name();
+  const std::string host = core::host_name();
   store.set(key + std::to_string(rank), core::str(host, "\n", ::getpid(), "\n", handle, "\n",
                                                   reinterpret_cast<std::uintptr_t>(own_window_)));
   std::vector<std::byte*> mapped(static_cast<std::size_t>(size), nullptr);

@@ -15,16 +15,6 @@ constexpr auto kTick = std::chrono::milliseconds(5);
 // Once the communicator closes, released work gets this long to drain before the thread ends.
 constexpr auto kDrainOnClose = std::chrono::seconds(10);
 
-std::string message_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an unknown error";
-  }
-}
-
 }  // namespace
 
 DeviceWatchdog::DeviceWatchdog(std::function<std::exception_ptr(const std::string&)> fail,
@@ -110,7 +100,7 @@ void DeviceWatchdog::loop() {
     });
     std::exception_ptr failed = ops.empty() ? nullptr : check(ops);
     if (failed) {
-      const std::string reason = message_of(failed);
+      const std::string reason = core::error_text(failed);
       for (InFlight& op : ops) {
         if (op.settled) op.settled(&reason, op.timed_out, op.late_peer);
         op.settled = nullptr;  // once

@@ -15,6 +15,7 @@
 #include "core/dtype.h"
 #include "core/env.h"
 #include "core/file_io.h"
+#include "core/host.h"
 
 namespace ringlet::collectives {
 namespace {
@@ -23,11 +24,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string host_name() {
-  char host[256] = {};
-  return ::gethostname(host, sizeof host - 1) == 0 ? host : "?";
 }
 
 }  // namespace
@@ -166,7 +162,7 @@ std::string FlightRecorder::dump_json(int rank, int world_size, const std::strin
                               {"rank", rank},
                               {"world_size", world_size},
                               {"pg_name", name},
-                              {"host", host_name()},
+                              {"host", core::host_name()},
                               {"pid", ::getpid()},
                               {"reason", reason},
                               {"time_dumped_ns", now_ns()},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cerrno>
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -64,6 +65,17 @@ class CaptureError : public Error {  // work a device graph capture cannot hold
  public:
   using Error::Error;
 };
+
+// The message of a stored exception ("an unknown error" for one that is no std::exception).
+inline std::string error_text(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
 
 // The system's words for an errno value (by default the calling thread's current errno).
 inline std::string errno_text(int error = errno) { return std::generic_category().message(error); }

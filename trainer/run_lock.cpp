@@ -11,14 +11,10 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/host.h"
+
 namespace ringlet::trainer {
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "?";
-  return name;
-}
 
 // What the lock file says, without its trailing newline.
 std::string read_holder(int fd) {
@@ -55,7 +51,7 @@ std::string local_time_now(const char* format) {
 }
 
 std::string this_process_as_holder() {
-  return core::str("pid ", ::getpid(), " on host ", host_name(), " since ",
+  return core::str("pid ", ::getpid(), " on host ", core::host_name(), " since ",
                    local_time_now("%Y-%m-%d %H:%M:%S"));
 }
 

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/host.h"
 
 namespace ringlet::trainer {
 
@@ -62,9 +63,8 @@ double now_seconds() {
 }
 
 std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
+  const std::string name = core::host_name();
+  return name == "?" ? "localhost" : name;
 }
 
 }  // namespace
