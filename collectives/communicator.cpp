@@ -20,6 +20,7 @@ std::unique_ptr<Communicator> Communicator::create(transport::Store& store,
   impl->agree_on_peer_memory(mesh, deadline);
   impl->learn_topology();
   impl->scheduler.start();
+  impl->start_status_board();
   std::unique_ptr<Communicator> comm(new Communicator(std::move(impl)));
   comm->impl_->transport_label = comm->transports();
   return comm;
@@ -30,6 +31,7 @@ Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 Communicator::~Communicator() {
   impl_->scheduler.stop();
   impl_->stopped = true;
+  impl_->status.reset();  // its last entry says the communicator closed
 }
 
 int Communicator::rank() const { return impl_->rank; }
@@ -342,6 +344,8 @@ void Communicator::abort(const std::string& reason) {
 }
 
 bool Communicator::aborted() const { return impl_->failures.current() != nullptr; }
+
+std::string Communicator::store_address() const { return impl_->store.address(); }
 
 std::string Communicator::dump_flight_recorder(const std::string& reason) {
   return impl_->dump_flight_recorder(reason);

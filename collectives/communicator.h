@@ -136,6 +136,9 @@ class Communicator {
   // RINGLET_FR_DIR (or CommOptions::flight_recorder_dir) as rank<R>.json, as a failure does on its
   // own; returns the file written, or why there is none.
   std::string dump_flight_recorder(const std::string& reason);
+  // Where a program outside the job reaches its store, and with it the status board
+  // (`ringlet status`, status_board.h): "host:port", or empty when it cannot.
+  std::string store_address() const;
 
   CommCounters counters() const;
 

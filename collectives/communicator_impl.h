@@ -24,6 +24,7 @@
 #include "collectives/peer_memory.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/scheduler.h"
+#include "collectives/status_board.h"
 #include "collectives/topology.h"
 #include "collectives/work_driver.h"
 #include "core/log.h"
@@ -77,8 +78,12 @@ struct Communicator::Impl {
   // its connection is destroyed, and must not reach for the channels being torn down.
   std::atomic<bool> stopped{false};
   std::atomic<std::uint64_t> ops{0}, host_waits{0};
-  std::atomic<int> space_ops_queued{0};  // device ops on the progress thread, not yet run
-  DeviceWatchdog watchdog{[this](const std::string& m) { return failures.fail(m, m); },
+  std::atomic<int> space_ops_queued{0};     // device ops on the progress thread, not yet run
+  std::unique_ptr<StatusPublisher> status;  // stopped by ~Communicator, before the rest
+  DeviceWatchdog watchdog{[this](const std::string& m, bool timed_out) {
+                            const std::string said = timed_out ? m + failures.board_story() : m;
+                            return failures.fail(said, said);
+                          },
                           [this] { return failures.current(); }};
   Scheduler scheduler;  // last: its threads stop before the rest goes
 
@@ -182,6 +187,31 @@ struct Communicator::Impl {
     }
     core::log(core::LogLevel::info, "rank ", rank, ": flight recorder dumped to ", path);
     return path;
+  }
+
+  // Publishes this rank's position on the store's status board (status_board.h) from a thread
+  // and a store connection of its own; a store that cannot open another one (torch's, a file)
+  // has no board. The board's reading is what a timed-out op's message adds.
+  void start_status_board() {
+    if (options.status_interval.count() == 0) return;
+    std::unique_ptr<transport::Store> own = store.another_client(std::chrono::seconds(5));
+    if (!own) return;
+    RankStatus identity;
+    identity.rank = rank;
+    identity.world_size = size;
+    status = std::make_unique<StatusPublisher>(
+        std::move(own), options.name, identity, options.status_interval,
+        [this](RankStatus& s) {
+          s.set_position(recorder.position());
+          if (auto f = failures.current()) s.failure = core::error_text(f);
+        },
+        [this] { dump_flight_recorder("requested through the status board (ringlet status)"); });
+    failures.set_board_reader([this] {
+      return assess_status(
+                 read_status_board(store, options.name, size, std::chrono::milliseconds(200)),
+                 wall_now_ns(), options.timeout)
+          .story;
+    });
   }
 
   void abort_connections(const std::string& reason) {

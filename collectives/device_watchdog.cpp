@@ -17,7 +17,7 @@ constexpr auto kDrainOnClose = std::chrono::seconds(10);
 
 }  // namespace
 
-DeviceWatchdog::DeviceWatchdog(std::function<std::exception_ptr(const std::string&)> fail,
+DeviceWatchdog::DeviceWatchdog(std::function<std::exception_ptr(const std::string&, bool)> fail,
                                std::function<std::exception_ptr()> current)
     : fail_(std::move(fail)), current_(std::move(current)) {}
 
@@ -68,13 +68,15 @@ std::exception_ptr DeviceWatchdog::check(std::vector<InFlight>& ops) {
         who += late.size() == 1 ? " has not issued it" : " have not issued it";
       }
       return fail_(settle(op, core::str(op.what, " did not finish on the device before its ",
-                                        "deadline (RINGLET_TIMEOUT, in milliseconds): ", who)));
+                                        "deadline (RINGLET_TIMEOUT, in milliseconds): ", who)),
+                   true);
     }
     if (DeviceControl* control = op.space->device_control()) {
       const std::string trouble = control->peer_trouble();
       if (!trouble.empty()) {
         return fail_(
-            settle(op, core::str(op.what, " failed while waiting on the device: ", trouble)));
+            settle(op, core::str(op.what, " failed while waiting on the device: ", trouble)),
+            false);
       }
     }
   }

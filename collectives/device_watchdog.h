@@ -28,9 +28,10 @@ namespace ringlet::collectives {
 
 class DeviceWatchdog {
  public:
-  // fail(message): records the communicator's failure (the first wins) and returns it.
-  // current(): the communicator's failure, or null (one seen elsewhere counts too).
-  DeviceWatchdog(std::function<std::exception_ptr(const std::string&)> fail,
+  // fail(message, timed_out): records the communicator's failure (the first wins) and returns
+  // it; timed_out when an op's deadline passed. current(): the communicator's failure, or null
+  // (one seen elsewhere counts too).
+  DeviceWatchdog(std::function<std::exception_ptr(const std::string&, bool)> fail,
                  std::function<std::exception_ptr()> current);
   ~DeviceWatchdog();
   DeviceWatchdog(const DeviceWatchdog&) = delete;
@@ -58,7 +59,7 @@ class DeviceWatchdog {
   std::exception_ptr check(std::vector<InFlight>& ops);
   static std::string settle(InFlight& op, std::string message);
 
-  std::function<std::exception_ptr(const std::string&)> fail_;
+  std::function<std::exception_ptr(const std::string&, bool)> fail_;
   std::function<std::exception_ptr()> current_;
   std::mutex mutex_;
   std::condition_variable wake_;

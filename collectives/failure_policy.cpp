@@ -61,8 +61,21 @@ std::exception_ptr FailurePolicy::op_failed(const OpState& op, std::exception_pt
                 op.waiting_on >= 0 ? core::str(" waiting for rank ", op.waiting_on) : std::string(),
                 " after ", op.bytes_done, " bytes", deadline, ": ", cause);
   const std::string root = publish_root_cause(local, peer_failed);
-  const std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
+  std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
+  if (timed_out) message += board_story();
   return fail(message, core::str("rank ", rank_, " aborted: ", local));
+}
+
+// The status board's story, as lines to add to a timed-out op's message (none without a board).
+std::string FailurePolicy::board_story() const {
+  if (!read_board_) return "";
+  try {
+    std::string text;
+    for (const std::string& line : read_board_()) text += "\n  status board: " + line;
+    return text;
+  } catch (const std::exception& e) {
+    return core::str("\n  status board: could not be read: ", e.what());
+  }
 }
 
 // Publishes `local` as the root cause unless another rank's is there; returns the root cause.

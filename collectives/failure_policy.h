@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "collectives/context.h"
 #include "transport/store.h"
@@ -31,6 +32,15 @@ class FailurePolicy {
   std::exception_ptr op_failed(const OpState& op, std::exception_ptr error);
   // What a timed-out op's message says sets the deadline (RINGLET_TIMEOUT's by default).
   void set_timeout_source(std::string source) { timeout_source_ = std::move(source); }
+  // What a timed-out op's message adds: the status board's story (status_board.h), read when
+  // the deadline passes, which tells a rank stopped or stuck inside a collective from one busy
+  // outside collectives (a skew).
+  void set_board_reader(std::function<std::vector<std::string>()> read) {
+    read_board_ = std::move(read);
+  }
+  // That story as lines ("\n  status board: ...") to add to a timed-out op's message; empty
+  // without a board.
+  std::string board_story() const;
 
  private:
   std::string publish_root_cause(const std::string& local, bool peer_failed);
@@ -41,6 +51,7 @@ class FailurePolicy {
   std::function<void(const std::string&)> abort_connections_;
   mutable std::mutex mutex_;
   std::exception_ptr failure_;
+  std::function<std::vector<std::string>()> read_board_;
   std::string timeout_source_ = "RINGLET_TIMEOUT sets it, in milliseconds";
 };
 

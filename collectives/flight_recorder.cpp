@@ -39,11 +39,20 @@ std::uint64_t FlightRecorder::tick_now() {
 #endif
 }
 
-std::int64_t FlightRecorder::tick_to_ns(std::uint64_t tick, double ns_per_tick, std::int64_t now,
-                                        std::uint64_t now_tick) const {
+FlightRecorder::TickScale FlightRecorder::tick_scale() const {
+  const std::int64_t now = now_ns();
+  const std::uint64_t now_tick = tick_now();
+  const double ns_per_tick =
+      now_tick > start_tick_
+          ? static_cast<double>(now - start_ns_) / static_cast<double>(now_tick - start_tick_)
+          : 1.0;
+  return {ns_per_tick, now, now_tick};
+}
+
+std::int64_t FlightRecorder::TickScale::to_ns(std::uint64_t tick) const {
   if (tick == 0) return 0;
   const double before = static_cast<double>(static_cast<std::int64_t>(now_tick - tick));
-  return now - static_cast<std::int64_t>(before * ns_per_tick);
+  return now_ns - static_cast<std::int64_t>(before * ns_per_tick);
 }
 
 std::uint64_t FlightRecorder::issued(const FlightOp& op) {
@@ -120,12 +129,7 @@ std::string FlightRecorder::dump_json(int rank, int world_size, const std::strin
   // The tick's length from the recorder's life so far (at least 10 ms of it, for the precision).
   while (now_ns() - start_ns_ < 10'000'000)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const std::int64_t now = now_ns();
-  const std::uint64_t now_tick = tick_now();
-  const double ns_per_tick =
-      now_tick > start_tick_
-          ? static_cast<double>(now - start_ns_) / static_cast<double>(now_tick - start_tick_)
-          : 1.0;
+  const TickScale scale = tick_scale();
   {
     std::lock_guard lock(mutex_);
     std::vector<const Record*> live;
@@ -145,8 +149,8 @@ std::string FlightRecorder::dump_json(int rank, int world_size, const std::strin
           {"bytes", r->op.bytes},
           {"algorithm", r->op.algorithm},
           {"transport", r->op.transport},
-          {"time_created_ns", tick_to_ns(r->created, ns_per_tick, now, now_tick)},
-          {"time_discovered_completed_ns", tick_to_ns(r->finished, ns_per_tick, now, now_tick)},
+          {"time_created_ns", scale.to_ns(r->created)},
+          {"time_discovered_completed_ns", scale.to_ns(r->finished)},
       };
       if (r->op.peer >= 0) e["peer"] = r->op.peer;
       if (r->state == State::failed) {
@@ -168,6 +172,31 @@ std::string FlightRecorder::dump_json(int rank, int world_size, const std::strin
                               {"time_dumped_ns", now_ns()},
                               {"entries", std::move(entries)}};
   return doc.dump(1);
+}
+
+FlightPosition FlightRecorder::position() const {
+  FlightPosition at;
+  at.enabled = enabled();
+  if (!at.enabled) return at;
+  const TickScale scale = tick_scale();
+  std::lock_guard lock(mutex_);
+  at.issued = next_id_ - 1;
+  const std::uint64_t oldest = next_id_ > std::min(capacity_, kPositionScan)
+                                   ? next_id_ - std::min(capacity_, kPositionScan)
+                                   : 1;
+  for (std::uint64_t id = next_id_ - 1; id >= oldest && id > 0; --id) {
+    const Record& r = records_[id % capacity_];
+    if (r.id != id || !r.op.collective) continue;
+    const bool open = r.state == State::scheduled || r.state == State::started;
+    const FlightMark mark{r.op.seq, r.op.kind, state_name(r.state),
+                          scale.to_ns(open ? r.created : r.finished)};
+    if (open) {
+      at.open = mark;  // the oldest open one wins
+    } else if (!at.last) {
+      at.last = mark;
+    }
+  }
+  return at;
 }
 
 std::string FlightRecorder::dump(const std::string& path, int rank, int world_size,

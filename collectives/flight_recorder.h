@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -49,6 +50,24 @@ struct FlightOp {
   }
 };
 
+// One op as a live status shows it (status_board.h).
+struct FlightMark {
+  std::uint64_t seq = 0;
+  OpKind kind = OpKind::all_reduce;
+  const char* state = "";    // scheduled, started, completed, failed
+  std::int64_t time_ns = 0;  // wall clock: issued (an open op), ended (a finished one)
+};
+
+// Where a rank stands among its collectives (send/recv left out): the oldest op still open
+// (issued, not finished: the one it is in or waits to start), the newest finished, and how many
+// it has issued. No open op: the rank is outside collectives since `last` ended.
+struct FlightPosition {
+  bool enabled = false;
+  std::uint64_t issued = 0;
+  std::optional<FlightMark> open;
+  std::optional<FlightMark> last;
+};
+
 class FlightRecorder {
  public:
   explicit FlightRecorder(std::size_t capacity);
@@ -72,6 +91,9 @@ class FlightRecorder {
   // the way out of a failure.
   std::string dump(const std::string& path, int rank, int world_size, const std::string& name,
                    const std::string& reason) const;
+  // The rank's position now, from the newest kPositionScan records.
+  FlightPosition position() const;
+  static constexpr std::size_t kPositionScan = 256;
 
  private:
   enum class State { scheduled, started, completed, failed };
@@ -90,8 +112,14 @@ class FlightRecorder {
   // Ticks of the processor's time-stamp counter (a few ns to read, where the wall clock may take
   // a hundred on a VM), turned into wall-clock ns at dump time from two (wall, tick) readings.
   static std::uint64_t tick_now();
-  std::int64_t tick_to_ns(std::uint64_t tick, double ns_per_tick, std::int64_t now_ns,
-                          std::uint64_t now_tick) const;
+  // A tick's length and a (wall, tick) pair to convert from, read now.
+  struct TickScale {
+    double ns_per_tick;
+    std::int64_t now_ns;
+    std::uint64_t now_tick;
+    std::int64_t to_ns(std::uint64_t tick) const;
+  };
+  TickScale tick_scale() const;
 
   // Held for a few stores at a time: one atomic exchange to take (a mutex takes two atomic
   // operations, which on a 1 us all-reduce are a measurable share).

@@ -2,6 +2,7 @@
 #include "collectives/options.h"
 
 #include "collectives/flight_recorder.h"
+#include "collectives/status_board.h"
 #include "core/env.h"
 #include "core/error.h"
 
@@ -79,6 +80,8 @@ ResolvedOptions resolve_options(const CommOptions& o, int world_size) {
   r.flight_recorder_dir = !o.flight_recorder_dir.empty()
                               ? o.flight_recorder_dir
                               : core::env_string("RINGLET_FR_DIR").value_or("");
+  r.status_interval = o.status_interval_ms >= 0 ? std::chrono::milliseconds(o.status_interval_ms)
+                                                : status_interval_from_env();
   r.name = o.name;
   return r;
 }

@@ -33,6 +33,7 @@ struct CommOptions {
   std::string trace_dir;             // empty = RINGLET_TRACE (unset: no tracing)
   std::int64_t flight_recorder_size = -1;  // -1 = RINGLET_FR_SIZE or 2,000; 0 = off
   std::string flight_recorder_dir;         // dumps; empty = RINGLET_FR_DIR (unset: none)
+  std::int64_t status_interval_ms = -1;    // -1 = RINGLET_STATUS_INTERVAL or 500; 0 = no board
   std::string name = "comm";               // store prefix for this communicator
 };
 
@@ -41,13 +42,14 @@ struct ResolvedOptions {
   AlgoRequest algo;
   AlgoThresholds thresholds;
   int channels;
-  std::size_t slice_bytes;           // 0: each transport's preferred slice
-  std::size_t window_bytes;          // 0: no shared windows
-  std::size_t inline_bytes;          // 0: never inline
-  std::size_t piece_bytes;           // 0: the hierarchical all-reduce runs in one piece
-  std::string trace_dir;             // empty: no tracing
-  std::size_t flight_recorder_size;  // 0: off
-  std::string flight_recorder_dir;   // empty: no dumps
+  std::size_t slice_bytes;                    // 0: each transport's preferred slice
+  std::size_t window_bytes;                   // 0: no shared windows
+  std::size_t inline_bytes;                   // 0: never inline
+  std::size_t piece_bytes;                    // 0: the hierarchical all-reduce runs in one piece
+  std::string trace_dir;                      // empty: no tracing
+  std::size_t flight_recorder_size;           // 0: off
+  std::string flight_recorder_dir;            // empty: no dumps
+  std::chrono::milliseconds status_interval;  // 0: no status board (status_board.h)
   std::string name;
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/file_io.h"
+#include "distributed/stragglers.h"
 #include "trainer/tensorboard.h"
 
 namespace ringlet::trainer {
@@ -102,6 +103,8 @@ void Progress::log_window(const StepSample& last) {
   const bool has_loss = window_examples_ > 0;
   const double loss = has_loss ? window_loss_sum_ / static_cast<double>(window_examples_) : 0.0;
   const double eta = eta_seconds();
+  const double step_ms = last.step_ms;
+  const auto straggler = distributed::find_straggler(last.waited_for_ms, step_ms);
   if (!options_.tty) {
     std::ostringstream line;  // one write: ranks' lines never interleave mid-line
     line << "epoch " << epoch_ + 1 << "/" << options_.epochs << " step " << epoch_steps_ << "/"
@@ -121,6 +124,7 @@ void Progress::log_window(const StepSample& last) {
            << " stream ops, " << window_device_.host_syncs / n << " host syncs, "
            << window_device_.driver_allocs / n << " driver allocs";
     }
+    if (straggler) line << " | " << distributed::straggler_text(*straggler, step_ms);
     line << "\n";
     out_ << line.str() << std::flush;
   }
@@ -147,6 +151,11 @@ void Progress::log_window(const StepSample& last) {
     record["device_per_step"] = {{"stream_ops", window_device_.stream_ops / n},
                                  {"host_syncs", window_device_.host_syncs / n},
                                  {"driver_allocs", window_device_.driver_allocs / n}};
+  }
+  if (!last.waited_for_ms.empty()) {
+    record["waited_for_ms"] = last.waited_for_ms;
+    record["step_ms"] = step_ms;
+    if (straggler) record["straggler"] = straggler->rank;
   }
   core::append_line(options_.steps_file, record.dump());
 }

@@ -6,6 +6,9 @@
 // (train/loss, train/lr, train/grad_norm, train/images_per_s, train/loss_scale) at that step:
 //   {"epoch": 3, "step": 1138, "loss": 0.71, "lr": 0.098, "grad_norm": 1.9,
 //    "images_per_s": 4263, "eta_s": 612.4}                 (+ "loss_scale", "skipped" on f16)
+// With several ranks (eager DDP steps), both also say per rank how long the others waited for it
+// at the gradient all-reduces ("waited_for_ms", ms per step), and the line names a rank that
+// keeps them waiting more than 20% of the step ("straggler": its rank in the record).
 // "epoch" is the epoch in progress (1-based), so a resume drops the records of an epoch its
 // checkpoint does not hold (run_dir.h). The ETA is the steps left at this command's rate. On a
 // device both also say what a step queued and waited for, on average over the window:
@@ -20,6 +23,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "device/counters.h"
 
@@ -50,6 +54,11 @@ struct StepSample {
   std::optional<double> loss_scale;  // f16
   // On a device: what the step queued and waited for (device/counters.h).
   std::optional<device::DeviceCounts> device;
+  // On a window's last step with several ranks: per rank, how long (ms per step, over the
+  // window) the earliest rank waited for it at the gradient all-reduces (distributed/
+  // stragglers.h).
+  std::vector<double> waited_for_ms;
+  double step_ms = 0;  // with them: the ranks' mean step over the window
 };
 
 class Progress {

@@ -217,6 +217,21 @@ RunDir prepare_run_dir(TrainConfig& c, int rank, std::ostream& out) {
   return result;
 }
 
+std::filesystem::path store_note_path(const std::filesystem::path& run_dir) {
+  return run_dir / "store";
+}
+
+StoreNote::StoreNote(const std::filesystem::path& run_dir, const std::string& address) {
+  if (address.empty()) return;
+  core::write_file_atomically(store_note_path(run_dir), address + "\n");
+  path_ = store_note_path(run_dir);
+}
+
+StoreNote::~StoreNote() {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove(path_, ec);
+}
+
 void undo_new_run_dir(RunDir& dir) {
   if (!dir.made_here) return;
   std::error_code ec;

@@ -55,6 +55,20 @@ struct RunDir {
 // Nothing is written before every check has passed.
 RunDir prepare_run_dir(TrainConfig& config, int rank, std::ostream& out);
 
+// <run dir>/store: where `ringlet status RUN_DIR` finds the job's store while it trains. Rank 0
+// writes the address (when there is one) and removes the file when training ends either way.
+class StoreNote {
+ public:
+  StoreNote(const std::filesystem::path& run_dir, const std::string& address);
+  ~StoreNote();
+  StoreNote(const StoreNote&) = delete;
+  StoreNote& operator=(const StoreNote&) = delete;
+
+ private:
+  std::filesystem::path path_;  // empty: none written
+};
+std::filesystem::path store_note_path(const std::filesystem::path& run_dir);
+
 // A start that failed before training (data, model, devices): a directory prepare_run_dir made
 // a run just now gets its files (config.json, history.jsonl, lock) removed, and itself when it
 // is empty then, so that it does not look used. Anything else is left as it is.

@@ -25,6 +25,7 @@
 #include "device/counters.h"
 #include "distributed/ddp.h"
 #include "distributed/rank_times.h"
+#include "distributed/stragglers.h"
 #include "distributed/sync_batch_norm.h"
 #include "nn/autocast.h"
 #include "nn/clip_grad.h"
@@ -100,9 +101,10 @@ struct Run {
   nn::GradScaler scaler;
   nn::CrossEntropyLoss criterion;
   std::unique_ptr<distributed::DistributedDataParallel> ddp;  // null on a single rank
-  std::unique_ptr<Progress> progress;                         // while the epochs train
-  std::unique_ptr<EventWriter> events;                        // rank 0: TensorBoard's event file
-  std::unique_ptr<StepTrace> trace;                           // trace_steps (or RINGLET_TRACE)
+  distributed::WaitTally waits;         // DDP's gradient sync waits over the log window
+  std::unique_ptr<Progress> progress;   // while the epochs train
+  std::unique_ptr<EventWriter> events;  // rank 0: TensorBoard's event file
+  std::unique_ptr<StepTrace> trace;     // trace_steps (or RINGLET_TRACE)
   int start_epoch = 0;
   // A resume inside epoch start_epoch: the batches of it already trained and their sums.
   std::int64_t start_batch = 0;
@@ -301,6 +303,19 @@ StepSample train_step(Run& run, const data::Batch& batch, bool measure_norm) {
   return sample;
 }
 
+// DDP's wait for the step's gradient all-reduces, and at a window's end every rank's share of
+// the others' waiting (distributed/stragglers.h). A graph's step waits inside the replay: none.
+void tally_waits(Run& run, bool window_end, double step_ms, StepSample& sample) {
+  if (!run.ddp || run.graph) return;
+  run.waits.add(run.ddp->last_sync_wait(), step_ms);
+  if (window_end) {
+    const distributed::Waits waits =
+        run.waits.waited_for(run.comm, core::Deadline::after(run.comm->timeout()));
+    sample.waited_for_ms = waits.waited_for_ms;
+    sample.step_ms = waits.step_ms;
+  }
+}
+
 // A step's sample with its loss, read one step late.
 StepSample finish_sample(Run& run, StepSample sample) {
   const double loss = run.late_losses.pop();
@@ -404,15 +419,17 @@ EpochStats train_epoch(Run& run, int epoch) {
     auto batch = next_batch(run, it);
     if (!batch) break;
     const device::DeviceCounts counts = device::device_counts(run.device);
-    StepSample sample = train_step(run, *batch, run.progress->wants_grad_norm(stats.steps + 1));
+    const bool window_end = run.progress->wants_grad_norm(stats.steps + 1);
+    StepSample sample = train_step(run, *batch, window_end);
     if (pending) count_step(run, epoch, finish_sample(run, *pending), stats);
     if (!run.device.is_cpu()) sample.device = device::device_counts(run.device) - counts;
-    pending = sample;
     run.trace->end_step();
     ++stats.steps;
     const core::ThreadClocks after = core::ThreadClocks::now();
     stats.splits.push_back(core::split_between(before, after));
     before = after;
+    tally_waits(run, window_end, stats.splits.back().wall_ms, sample);
+    pending = sample;
     if (run.vote->after_step()) {
       stats.stopped = true;
       break;
@@ -594,6 +611,9 @@ TrainResult train(TrainConfig config, std::ostream& out, collectives::Communicat
     undo_new_run_dir(run.run_dir);  // a start that failed leaves no used-looking directory
     throw;
   }
+  const StoreNote store_note(run.run_dir.path, run.rank == 0 && run.comm != nullptr
+                                                   ? run.comm->store_address()
+                                                   : std::string());
   return train_epochs(run);
 }
 

@@ -50,6 +50,10 @@ class HostedStore : public Store {
   bool delete_key(const std::string& key) override { return client_->delete_key(key); }
   std::int64_t num_keys() override { return client_->num_keys(); }
   void set_timeout(std::chrono::milliseconds timeout) override { client_->set_timeout(timeout); }
+  std::unique_ptr<Store> another_client(std::chrono::milliseconds timeout) const override {
+    return client_->another_client(timeout);
+  }
+  std::string address() const override { return client_->address(); }
 
  private:
   std::unique_ptr<TcpStoreServer> server_;  // declared first: destroyed after the client

@@ -33,6 +33,15 @@ class Store {
   virtual std::int64_t num_keys() = 0;
   // Bounds the non-waiting calls too (a dead server must not hang set/add).
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
+
+  // Another client of the same store on a connection of its own, its calls bounded by `timeout`
+  // (a thread publishing in the background then never queues behind a rank's blocking get);
+  // null when this kind of store cannot make one, or should not be written to steadily (a file
+  // store grows with every write: it has no status board).
+  virtual std::unique_ptr<Store> another_client(std::chrono::milliseconds timeout) const;
+  // Where a program outside the job finds the store (`ringlet status`): "host:port" for a TCP
+  // store; empty when there is none to give.
+  virtual std::string address() const;
 };
 
 // Every one of world_size ranks calls barrier(name) once; returns when all have arrived.

@@ -633,4 +633,11 @@ void TcpStore::set_timeout(std::chrono::milliseconds timeout) {
   impl_->timeout = timeout;
 }
 
+std::unique_ptr<Store> TcpStore::another_client(std::chrono::milliseconds timeout) const {
+  return std::make_unique<TcpStore>(impl_->host, impl_->port, core::Deadline::after(timeout),
+                                    timeout);
+}
+
+std::string TcpStore::address() const { return impl_->endpoint; }
+
 }  // namespace ringlet::transport

@@ -69,6 +69,8 @@ class TcpStore : public Store {
   bool delete_key(const std::string& key) override;
   std::int64_t num_keys() override;
   void set_timeout(std::chrono::milliseconds timeout) override;
+  std::unique_ptr<Store> another_client(std::chrono::milliseconds timeout) const override;
+  std::string address() const override;
 
  private:
   struct Impl;

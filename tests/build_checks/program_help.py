@@ -17,7 +17,8 @@ BENCHES = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadca
            "core_probe",
            "nccl_all_reduce_perf", "nccl_all_gather_perf", "nccl_reduce_scatter_perf",
            "nccl_broadcast_perf"]
-RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"]]
+RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"],
+                    ["diagnose"], ["status"]]
 
 
 def run(cmd, env=None):

@@ -4,7 +4,9 @@ RDMA device and the emulated device's ipc, one rank (rank 1) stopped (SIGSTOP) o
 (SIGKILL) in mid-run. Each job must fail within its deadline and leave D/rank0*.json and
 D/rank2*.json but no rank-1 dump; `ringlet diagnose D`'s first line must name rank 1 and the op's
 sequence number the survivors' errors name (all_reduce seq S -> op #S): "never joined ... or
-stalled" for the stopped rank, "died" for the killed one.
+stalled" for the stopped rank, "died" for the killed one. While rank 1 is stopped, `ringlet
+status 127.0.0.1:<store port>` must name it on top as not reporting within 2 s and exit 3, and
+the survivors' timeout errors must say the same from the status board.
 usage: flight_recorder_drill.py RINGLET ALL_REDUCE_PERF
 The last line is `N passed, N failed`.
 """
@@ -33,7 +35,8 @@ def check(ok, what):
 
 
 def child_pid(parent, rank):
-    """The -np rank `rank` that `parent` spawned, once it exists (within 10 s)."""
+    """The -np rank `rank` that `parent` spawned, once it exists (within 10 s), and its
+    command line."""
     for _ in range(200):
         for pid in os.listdir("/proc"):
             try:
@@ -45,9 +48,27 @@ def child_pid(parent, rank):
                 continue
             if ppid == parent and b"--child-rank" in args and \
                     args[args.index(b"--child-rank") + 1] == str(rank).encode():
-                return int(pid)
+                return int(pid), [a.decode() for a in args]
         time.sleep(0.05)
-    return None
+    return None, []
+
+
+def status_names_stopped(ringlet, port, stopped_at, label):
+    """`ringlet status` on the job's store names rank 1 as silent within 2 s of its stop, at the
+    top, and exits 3 (stuck for more than --stuck-after 1)."""
+    out, status = "", None
+    while time.monotonic() - stopped_at < 2.0:
+        proc = subprocess.run([ringlet, "status", f"127.0.0.1:{port}", "--stuck-after", "1"],
+                              capture_output=True, text=True, timeout=10)
+        out, status = proc.stdout + proc.stderr, proc.returncode
+        lines = out.splitlines()
+        if status == 3 and len(lines) > 1 and lines[1].startswith("  rank 1 (pid") and \
+                "has not reported" in lines[1]:
+            break
+        time.sleep(0.1)
+    took = time.monotonic() - stopped_at
+    check(took < 2.0, f"{label}: ringlet status named rank 1 on top {took:.2f} s after its stop "
+          f"(exit {status}):\n{out}")
 
 
 def trial(ringlet, perf, name, how):
@@ -57,7 +78,7 @@ def trial(ringlet, perf, name, how):
         job = subprocess.Popen([perf, "-np", "3", "-b", "64K", "-e", "64K", "-n", "1000000",
                                 "-w", "1"] + args, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-        victim = child_pid(job.pid, 1)
+        victim, argv = child_pid(job.pid, 1)
         label = f"{name}, rank 1 {'stopped' if how == signal.SIGSTOP else 'killed'}"
         if victim is None:
             job.kill()
@@ -65,6 +86,9 @@ def trial(ringlet, perf, name, how):
             return
         time.sleep(1.5)  # mid-run
         os.kill(victim, how)
+        stopped_at = time.monotonic()
+        if how == signal.SIGSTOP:
+            status_names_stopped(ringlet, argv[argv.index("--store-port") + 1], stopped_at, label)
         try:
             out, _ = job.communicate(timeout=30)
         except subprocess.TimeoutExpired:
@@ -92,6 +116,10 @@ def trial(ringlet, perf, name, how):
         check(diag.returncode == 0 and said is not None and verdict in first and seq in seqs,
               f"{label}: diagnose's first line names rank 1 and op #{seq} (errors: {sorted(seqs)})"
               f": {first}")
+        if how == signal.SIGSTOP:
+            check("status board: rank 1 (pid" in out and "has not reported for" in out,
+                  f"{label}: the survivors' timeout errors read from the status board that rank 1 "
+                  "stopped reporting")
         if failed:
             print(out[-3000:])
             print(diag.stdout[:3000])

@@ -132,6 +132,19 @@ def cases(ringlet, tmp):
            [f"{tmp / 'missing'}/train-images-idx3-ubyte.gz not found"]
            + ([] if not failed_start.exists() else ["no files left in --out"]))
 
+    yield ("ringlet status on a directory that is not a training run",
+           run(ringlet, ["status", str(tmp)]), 1,
+           [f"status: {tmp} has no file 'store'", "not a run directory of a job training now"])
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: refused
+        yield ("ringlet status on an address nobody serves",
+               run(ringlet, ["status", f"127.0.0.1:{port}"]), 1,
+               [f"127.0.0.1:{port}"])
+    yield ("ringlet status --stuck-after not a number",
+           run(ringlet, ["status", "127.0.0.1:1", "--stuck-after", "soon"]), 2,
+           ["status: --stuck-after 'soon' is not a number of seconds in (0, 86400]"])
+
     small = tmp / "27px"
     small_images(small, 27)
     yield ("27x27 images for fashion-mnist",

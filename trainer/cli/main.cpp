@@ -12,6 +12,7 @@
 #include "trainer/cli/eval_command.h"
 #include "trainer/cli/launch_command.h"
 #include "trainer/cli/report_command.h"
+#include "trainer/cli/status_command.h"
 #include "trainer/cli/trace_command.h"
 #include "trainer/cli/train_command.h"
 #include "trainer/cli/usage.h"
@@ -28,7 +29,8 @@ void print_help(std::ostream& out) {
       << ringlet::trainer::cli::kTrainSummary << "\n  " << ringlet::trainer::cli::kEvalSummary
       << "\n  " << ringlet::trainer::cli::kLaunchSummary << "\n  "
       << ringlet::trainer::cli::kReportSummary << "\n  " << ringlet::trainer::cli::kTraceSummary
-      << "\n  " << ringlet::trainer::cli::kDiagnoseSummary
+      << "\n  " << ringlet::trainer::cli::kDiagnoseSummary << "\n  "
+      << ringlet::trainer::cli::kStatusSummary
       << "\n"
          "\n"
          "Run 'ringlet <command> --help' for a command's options.\n";
@@ -52,14 +54,15 @@ int run(const std::vector<std::string>& args) {
   if (command == "eval") return ringlet::trainer::cli::eval_command(rest, std::cout);
   if (command == "report") return ringlet::trainer::cli::report_command(rest, std::cout);
   if (command == "diagnose") return ringlet::trainer::cli::diagnose_command(rest, std::cout);
+  if (command == "status") return ringlet::trainer::cli::status_command(rest, std::cout);
   if (command == "launch") {
     return ringlet::trainer::cli::launch_command(rest, std::cout, std::cerr);
   }
   if (!command.empty() && command[0] == '-') {
     ringlet::trainer::cli::throw_unknown("", "option", command, {"-h", "--help"});
   }
-  ringlet::trainer::cli::throw_unknown("", "command", command,
-                                       {"train", "eval", "launch", "report", "trace", "diagnose"});
+  ringlet::trainer::cli::throw_unknown(
+      "", "command", command, {"train", "eval", "launch", "report", "trace", "diagnose", "status"});
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include "trainer/report/run_report.h"
 
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,6 +41,42 @@ std::vector<std::pair<double, double>> points(const std::vector<json>& records, 
     out.emplace_back(xi->get<double>(), yi->get<double>());
   }
   return out;
+}
+
+// Per rank, (step, how long the others waited for it) from the records' "waited_for_ms".
+std::vector<ChartSeries> waited_for_series(const std::vector<json>& steps) {
+  static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                        "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  std::vector<ChartSeries> series;
+  for (const json& r : steps) {
+    const auto w = r.find("waited_for_ms");
+    const auto step = r.find("step");
+    if (w == r.end() || !w->is_array() || step == r.end() || !step->is_number()) continue;
+    for (std::size_t rank = 0; rank < w->size(); ++rank) {
+      if (!(*w)[rank].is_number()) continue;
+      while (series.size() <= rank) {
+        series.push_back(ChartSeries{
+            core::str("rank ", series.size()), kColors[series.size() % std::size(kColors)], {}});
+      }
+      series[rank].points.emplace_back(step->get<double>(), (*w)[rank].get<double>());
+    }
+  }
+  return series;
+}
+
+// The ranks the progress lines named as stragglers, and how often.
+std::string stragglers_note(const std::vector<json>& steps) {
+  std::map<int, int> named;
+  for (const json& r : steps) {
+    const auto s = r.find("straggler");
+    if (s != r.end() && s->is_number_integer()) ++named[s->get<int>()];
+  }
+  std::string note;
+  for (const auto& [rank, windows] : named) {
+    note += core::str(note.empty() ? "straggler: " : ", ", "rank ", rank, " in ", windows,
+                      " window(s)");
+  }
+  return note.empty() ? "no straggler (none kept the others waiting over 20% of a step)" : note;
 }
 
 // A value as text: strings bare, a command line's array of words joined by spaces.
@@ -124,8 +162,14 @@ std::string charts_html(const RunRecords& run) {
        << line_chart_svg({"Test accuracy", "epoch", "accuracy", 460, 260, epochs_note}, {accuracy})
        << line_chart_svg({"Learning rate", "step", "lr", 460, 260, steps_note}, {lr})
        << line_chart_svg({"Throughput", "step", "images/s", 460, 260, steps_note},
-                         {step_rate, epoch_rate})
-       << "</div>";
+                         {step_rate, epoch_rate});
+  const std::vector<ChartSeries> waited = waited_for_series(run.steps);
+  if (!waited.empty()) {
+    html << line_chart_svg(
+        {"Waiting for each rank (ms per step)", "step", "ms", 460, 260, stragglers_note(run.steps)},
+        waited);
+  }
+  html << "</div>";
   return html.str();
 }
 
