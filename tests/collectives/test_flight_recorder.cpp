@@ -1,15 +1,19 @@
 // The flight recorder (collectives/flight_recorder.h) and the story told from its dumps
 // (flight_analysis.h): the ring keeps the newest records, states and failures round-trip through
 // the JSON, and diagnose names a desync with both ops, a rank that never joined, a rank that
-// stalled, and the missing dumps of a stopped and of a killed rank. The end-to-end drill over real
+// stalled, and the missing dumps of a stopped and of a killed rank; two communicators over tcp, one
+// of whose ranks skips an op, leave dumps that diagnose reads as that desync. The drill over real
 // jobs is flight_recorder_drill.py.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "collectives/flight_analysis.h"
 #include "collectives/flight_recorder.h"
+#include "comm_ranks.h"
+#include "temp_dir.h"
 
 using namespace ringlet::collectives;
 
@@ -118,4 +122,29 @@ TEST_CASE("flight analysis: a file that is not a dump is named") {
                     doctest::Contains("/d/rank1.json is not a flight recorder dump"));
   CHECK_THROWS_WITH(read_flight_dumps("/nonexistent-dir-of-dumps"),
                     doctest::Contains("/nonexistent-dir-of-dumps"));
+}
+
+TEST_CASE("flight recorder, end to end: a rank skips an op; diagnose names the desync, both ops") {
+  ringlet::testing::TempDir dir("ringlet_fr_desync");
+  CommOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.flight_recorder_dir = dir.path.string();
+  ringlet::testing::run_comm(2, "tcp", options, [&](int rank, Communicator& comm) {
+    std::vector<float> x(8, 1.0f);
+    comm.all_reduce(x.data(), x.data(), 8, ringlet::core::DType::f32, ReduceOp::sum)->wait();
+    try {
+      if (rank == 1) {  // skips the second all-reduce: its broadcast meets rank 0's all-reduce
+        comm.broadcast(x.data(), 2, ringlet::core::DType::f32, 0)->wait();
+      } else {
+        comm.all_reduce(x.data(), x.data(), 8, ringlet::core::DType::f32, ReduceOp::sum)->wait();
+      }
+      CHECK_MESSAGE(false, "rank ", rank, ": the mismatched op completed");
+    } catch (const ringlet::core::Error& e) {
+      CHECK(std::string(e.what()).find("seq 1") != std::string::npos);
+    }
+  });
+  const std::vector<std::string> lines = story(read_flight_dumps(dir.path.string()));
+  INFO(ringlet::core::join(lines, "\n"));
+  CHECK(has(lines,
+            "desync at op #1: rank 0 issued all_reduce f32 x 8, rank 1 issued broadcast f32 x 2"));
 }
