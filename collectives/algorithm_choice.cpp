@@ -25,6 +25,7 @@ const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::ring: return "ring";
     case Algorithm::recursive_doubling: return "rd";
+    case Algorithm::rabenseifner: return "rabenseifner";
     case Algorithm::direct: return "direct";
     case Algorithm::window: return "window";
     case Algorithm::hierarchical: return "hierarchical";
@@ -38,13 +39,16 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
   if (text == "auto") return AlgoRequest::automatic;
   if (text == "ring") return AlgoRequest::ring;
   if (text == "rd") return AlgoRequest::recursive_doubling;
+  if (text == "rabenseifner") return AlgoRequest::rabenseifner;
   if (text == "direct") return AlgoRequest::direct;
   if (text == "window") return AlgoRequest::window;
   if (text == "hierarchical") return AlgoRequest::hierarchical;
   if (text == "one_shot") return AlgoRequest::one_shot;
   if (text == "two_shot") return AlgoRequest::two_shot;
-  RINGLET_THROW(ValueError, source, "='", text,
-                "' is not one of auto, ring, rd, direct, window, hierarchical, one_shot, two_shot");
+  RINGLET_THROW(
+      ValueError, source, "='", text,
+      "' is not one of auto, ring, rd, rabenseifner, direct, window, hierarchical, one_shot, "
+      "two_shot");
 }
 
 AlgoThresholds default_thresholds() {
@@ -68,7 +72,8 @@ Algorithm choose_device_flags(AlgoRequest request, const AlgoThresholds& thresho
 
 Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes) {
-  if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::direct) {
+  if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::rabenseifner ||
+      request == AlgoRequest::direct) {
     request = AlgoRequest::automatic;
   }
   const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical;
@@ -104,6 +109,7 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
       (request == AlgoRequest::window || (automatic && bytes >= thresholds.window_min_bytes))) {
     return Algorithm::window;
   }
+  if (world_size > 1 && request == AlgoRequest::rabenseifner) return Algorithm::rabenseifner;
   if (request == AlgoRequest::recursive_doubling ||
       (automatic && bytes <= thresholds.rd_max_bytes)) {
     return Algorithm::recursive_doubling;

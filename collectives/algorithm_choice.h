@@ -9,12 +9,22 @@
 
 namespace ringlet::collectives {
 
-enum class Algorithm { ring, recursive_doubling, direct, window, hierarchical, one_shot, two_shot };
+enum class Algorithm {
+  ring,
+  recursive_doubling,
+  rabenseifner,
+  direct,
+  window,
+  hierarchical,
+  one_shot,
+  two_shot
+};
 // What the user asked for (RINGLET_ALGO / CommOptions::algo).
 enum class AlgoRequest {
   automatic,
   ring,
   recursive_doubling,
+  rabenseifner,
   direct,
   window,
   hierarchical,
@@ -22,7 +32,7 @@ enum class AlgoRequest {
   two_shot
 };
 
-// "ring", "rd", "direct", "window", "hierarchical", "one_shot", "two_shot"
+// "ring", "rd", "rabenseifner", "direct", "window", "hierarchical", "one_shot", "two_shot"
 const char* algorithm_name(Algorithm algorithm);
 // "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
@@ -61,10 +71,11 @@ enum class Buffers { host, device };
 // or the hierarchical all-reduce runs that algorithm, host-driven, on such a space too, and the
 // space's other collectives stay on the device; one rank copies on the device, one-shot); else
 // the host-driven device windows where the ranks opened them, else the hierarchical all-reduce
-// on several hosts, else the ring (both staged through the host). Recursive doubling and cross-memory attach are
-// host algorithms, and one-shot and two-shot device ones: a request for one where it cannot run
-// counts as automatic.
-// An explicit request wins where its algorithm can run, else the ring.
+// on several hosts, else the ring (both staged through the host). Recursive doubling and
+// cross-memory attach are host algorithms, and one-shot and two-shot device ones: a request for one
+// where it cannot run counts as automatic. Rabenseifner's (recursive halving, then doubling) is a
+// host algorithm that runs only when asked for. An explicit request wins where its algorithm can
+// run, else the ring.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes,
                             Buffers buffers = Buffers::host);

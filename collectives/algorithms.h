@@ -69,6 +69,12 @@ void hierarchical_all_reduce(const ChannelContext& ctx, const HostRings& rings, 
 void rd_all_reduce(const ChannelContext& ctx, const char* input, char* data, std::size_t count,
                    DType dtype, ReduceOp op);
 
+// Rabenseifner's: reduce-scatter by recursive halving, all-gather by recursive doubling, over
+// the largest power of two of ranks (the others fold in first and get the result at the end);
+// the ring's bytes in 2 log2(p) steps. Host buffers. See rabenseifner.cpp.
+void rabenseifner_all_reduce(const ChannelContext& ctx, const char* input, char* data,
+                             std::size_t count, DType dtype, ReduceOp op);
+
 // Pipelined chain from root around the ring.
 void chain_broadcast(const ChannelContext& ctx, char* data, std::size_t count, DType dtype,
                      int root);

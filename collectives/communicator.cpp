@@ -90,6 +90,9 @@ void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const 
   }
   switch (plan.algorithm) {
     case Algorithm::recursive_doubling: rd_all_reduce(ctx, input, data, count, dtype, op); break;
+    case Algorithm::rabenseifner:
+      rabenseifner_all_reduce(ctx, input, data, count, dtype, op);
+      break;
     case Algorithm::direct: direct_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::ring: ring_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::window: {

@@ -106,6 +106,8 @@ const std::vector<Row> kTable = {
     // Explicit requests win where they can run, else the ring.
     {"tcp", 2, 4 * KiB, AlgoRequest::ring, ring},
     {"tcp", 4, 64 * MiB, AlgoRequest::recursive_doubling, rd},
+    {"tcp", 5, 8, AlgoRequest::rabenseifner, Algorithm::rabenseifner},
+    {"shm", 3, 64 * MiB, AlgoRequest::rabenseifner, Algorithm::rabenseifner},
     {"tcp", 2, 64 * MiB, AlgoRequest::direct, ring},
     {"tcp", 2, 64 * MiB, AlgoRequest::window, ring},
     {"shm", 2, 4 * KiB, AlgoRequest::window, window},
@@ -125,12 +127,13 @@ const std::vector<Row> kTable = {
     {"staged-hosts", 4, 64 * MiB, automatic, hierarchical, device},
     {"ipc", 1, 4 * KiB, automatic, ring, device},
     // ... where explicit requests for device algorithms win where they can run, and requests
-    // for host-only ones (rd, direct) count as automatic.
+    // for host-only ones (rd, rabenseifner, direct) count as automatic.
     {"ipc", 2, 4 * KiB, AlgoRequest::ring, ring, device},
     {"ipc", 2, 4 * KiB, AlgoRequest::recursive_doubling, window, device},
     {"ipc", 2, 64 * MiB, AlgoRequest::direct, window, device},
     {"staged", 2, 4 * KiB, AlgoRequest::window, ring, device},
     {"staged", 2, 4 * KiB, AlgoRequest::recursive_doubling, ring, device},
+    {"staged", 4, 4 * KiB, AlgoRequest::rabenseifner, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::ring, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::direct, hierarchical, device},
     // Device flags: one-shot up to 256 KiB (and what the staged area holds), two-shot above.
@@ -195,6 +198,8 @@ TEST_CASE("all-reduce algorithm: thresholds move the switch points") {
 TEST_CASE("algorithm requests parse by name; a bad one names the source and the choices") {
   CHECK(parse_algo_request("auto", "X") == AlgoRequest::automatic);
   CHECK(parse_algo_request("rd", "X") == AlgoRequest::recursive_doubling);
+  CHECK(parse_algo_request("rabenseifner", "X") == AlgoRequest::rabenseifner);
+  CHECK(std::string(algorithm_name(Algorithm::rabenseifner)) == "rabenseifner");
   CHECK(parse_algo_request("window", "X") == AlgoRequest::window);
   CHECK(parse_algo_request("hierarchical", "X") == AlgoRequest::hierarchical);
   CHECK(parse_algo_request("one_shot", "X") == AlgoRequest::one_shot);
@@ -203,7 +208,8 @@ TEST_CASE("algorithm requests parse by name; a bad one names the source and the 
   CHECK(std::string(algorithm_name(Algorithm::two_shot)) == "two_shot");
   CHECK_THROWS_WITH_AS(parse_algo_request("tree", "RINGLET_ALGO"),
                        doctest::Contains("RINGLET_ALGO='tree' is not one of auto, ring, rd, "
-                                         "direct, window, hierarchical, one_shot, two_shot"),
+                                         "rabenseifner, direct, window, hierarchical, one_shot, "
+                                         "two_shot"),
                        ringlet::core::ValueError);
 }
 
@@ -267,8 +273,8 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
   set_env("RINGLET_ALGO", "fast");
   CHECK_THROWS_WITH_AS(
       resolve_options(CommOptions{}, 2),
-      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, direct, window, "
-                        "hierarchical"),
+      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, rabenseifner, direct, "
+                        "window, hierarchical"),
       ringlet::core::ValueError);
   set_env("RINGLET_ALGO", nullptr);
   set_env("RINGLET_SHM_WINDOW_BYTES", "100");

@@ -1,8 +1,8 @@
 // Collectives as a Gloo-style matrix, ranks as threads over the real transports: world sizes
 // 1..8, counts 0, 1, < n, not divisible by n x slice, and ~16 M; every dtype x op; in place and
-// out of place; tcp and shm; ring, recursive doubling, direct and window (shm). Data are small
-// integers, so every result is exact (f16/bf16 included: every value involved is exactly
-// representable).
+// out of place; tcp, shm and emulated rdma; ring, recursive doubling, Rabenseifner's halving and
+// doubling, direct and window (shm). Data are small integers, so every result is exact (f16/bf16
+// included: every value involved is exactly representable).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -55,6 +55,12 @@ TEST_CASE("all_reduce matrix: recursive doubling over rdma (emulated device)") {
 }
 TEST_CASE("all_reduce matrix: recursive doubling over shm") { matrix("shm", "rd"); }
 TEST_CASE("all_reduce matrix: recursive doubling over tcp") { matrix("tcp", "rd"); }
+TEST_CASE("all_reduce matrix: rabenseifner over shm") { matrix("shm", "rabenseifner"); }
+TEST_CASE("all_reduce matrix: rabenseifner over tcp") { matrix("tcp", "rabenseifner"); }
+TEST_CASE("all_reduce matrix: rabenseifner over rdma (emulated device)") {
+  EmulatedRdma device;
+  matrix("rdma", "rabenseifner");
+}
 TEST_CASE("all_reduce matrix: direct (cross-memory attach) over shm") { matrix("shm", "direct"); }
 TEST_CASE("all_reduce matrix: shared windows over shm") { matrix("shm", "window"); }
 
