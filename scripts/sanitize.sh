@@ -33,7 +33,8 @@ asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry flight_recorde
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
             test_algorithm_choice test_collectives test_hierarchical test_collectives_procs
-            test_trace test_rdma test_data_loader test_ddp test_ddp_backward test_launch)
+            test_trace test_rdma test_data_loader test_ddp test_ddp_backward test_launch
+            test_status_board)
 
 # run DIR NAME [--build-all] TEST...: builds DIR (only TEST..., and the ringlet binary for those
 # that run it; with --build-all or no TEST, every program and test), runs TEST... (no TEST: every
