@@ -26,6 +26,7 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::ring: return "ring";
     case Algorithm::recursive_doubling: return "rd";
     case Algorithm::rabenseifner: return "rabenseifner";
+    case Algorithm::tree: return "tree";
     case Algorithm::direct: return "direct";
     case Algorithm::window: return "window";
     case Algorithm::hierarchical: return "hierarchical";
@@ -40,15 +41,15 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
   if (text == "ring") return AlgoRequest::ring;
   if (text == "rd") return AlgoRequest::recursive_doubling;
   if (text == "rabenseifner") return AlgoRequest::rabenseifner;
+  if (text == "tree") return AlgoRequest::tree;
   if (text == "direct") return AlgoRequest::direct;
   if (text == "window") return AlgoRequest::window;
   if (text == "hierarchical") return AlgoRequest::hierarchical;
   if (text == "one_shot") return AlgoRequest::one_shot;
   if (text == "two_shot") return AlgoRequest::two_shot;
-  RINGLET_THROW(
-      ValueError, source, "='", text,
-      "' is not one of auto, ring, rd, rabenseifner, direct, window, hierarchical, one_shot, "
-      "two_shot");
+  RINGLET_THROW(ValueError, source, "='", text,
+                "' is not one of auto, ring, rd, rabenseifner, tree, direct, window, hierarchical, "
+                "one_shot, two_shot");
 }
 
 AlgoThresholds default_thresholds() {
@@ -73,7 +74,7 @@ Algorithm choose_device_flags(AlgoRequest request, const AlgoThresholds& thresho
 Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes) {
   if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::rabenseifner ||
-      request == AlgoRequest::direct) {
+      request == AlgoRequest::tree || request == AlgoRequest::direct) {
     request = AlgoRequest::automatic;
   }
   const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical;
@@ -110,6 +111,7 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
     return Algorithm::window;
   }
   if (world_size > 1 && request == AlgoRequest::rabenseifner) return Algorithm::rabenseifner;
+  if (world_size > 1 && request == AlgoRequest::tree) return Algorithm::tree;
   if (request == AlgoRequest::recursive_doubling ||
       (automatic && bytes <= thresholds.rd_max_bytes)) {
     return Algorithm::recursive_doubling;

@@ -13,6 +13,7 @@ enum class Algorithm {
   ring,
   recursive_doubling,
   rabenseifner,
+  tree,
   direct,
   window,
   hierarchical,
@@ -25,6 +26,7 @@ enum class AlgoRequest {
   ring,
   recursive_doubling,
   rabenseifner,
+  tree,
   direct,
   window,
   hierarchical,
@@ -32,7 +34,8 @@ enum class AlgoRequest {
   two_shot
 };
 
-// "ring", "rd", "rabenseifner", "direct", "window", "hierarchical", "one_shot", "two_shot"
+// "ring", "rd", "rabenseifner", "tree", "direct", "window", "hierarchical", "one_shot",
+// "two_shot"
 const char* algorithm_name(Algorithm algorithm);
 // "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);

@@ -75,6 +75,12 @@ void rd_all_reduce(const ChannelContext& ctx, const char* input, char* data, std
 void rabenseifner_all_reduce(const ChannelContext& ctx, const char* input, char* data,
                              std::size_t count, DType dtype, ReduceOp op);
 
+// Double binary tree: each half of the buffer reduced up one of two binary trees and broadcast
+// back down it, in chunks of the uniform slice; the second tree is the first with every rank
+// moved one place on. Host buffers. See tree.cpp.
+void tree_all_reduce(const ChannelContext& ctx, const char* input, char* data, std::size_t count,
+                     DType dtype, ReduceOp op);
+
 // Pipelined chain from root around the ring.
 void chain_broadcast(const ChannelContext& ctx, char* data, std::size_t count, DType dtype,
                      int root);

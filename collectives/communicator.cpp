@@ -93,6 +93,7 @@ void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const 
     case Algorithm::rabenseifner:
       rabenseifner_all_reduce(ctx, input, data, count, dtype, op);
       break;
+    case Algorithm::tree: tree_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::direct: direct_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::ring: ring_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::window: {

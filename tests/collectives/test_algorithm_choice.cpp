@@ -108,6 +108,7 @@ const std::vector<Row> kTable = {
     {"tcp", 4, 64 * MiB, AlgoRequest::recursive_doubling, rd},
     {"tcp", 5, 8, AlgoRequest::rabenseifner, Algorithm::rabenseifner},
     {"shm", 3, 64 * MiB, AlgoRequest::rabenseifner, Algorithm::rabenseifner},
+    {"tcp", 7, 4 * KiB, AlgoRequest::tree, Algorithm::tree},
     {"tcp", 2, 64 * MiB, AlgoRequest::direct, ring},
     {"tcp", 2, 64 * MiB, AlgoRequest::window, ring},
     {"shm", 2, 4 * KiB, AlgoRequest::window, window},
@@ -134,6 +135,7 @@ const std::vector<Row> kTable = {
     {"staged", 2, 4 * KiB, AlgoRequest::window, ring, device},
     {"staged", 2, 4 * KiB, AlgoRequest::recursive_doubling, ring, device},
     {"staged", 4, 4 * KiB, AlgoRequest::rabenseifner, ring, device},
+    {"staged", 4, 4 * KiB, AlgoRequest::tree, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::ring, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::direct, hierarchical, device},
     // Device flags: one-shot up to 256 KiB (and what the staged area holds), two-shot above.
@@ -199,6 +201,8 @@ TEST_CASE("algorithm requests parse by name; a bad one names the source and the 
   CHECK(parse_algo_request("auto", "X") == AlgoRequest::automatic);
   CHECK(parse_algo_request("rd", "X") == AlgoRequest::recursive_doubling);
   CHECK(parse_algo_request("rabenseifner", "X") == AlgoRequest::rabenseifner);
+  CHECK(parse_algo_request("tree", "X") == AlgoRequest::tree);
+  CHECK(std::string(algorithm_name(Algorithm::tree)) == "tree");
   CHECK(std::string(algorithm_name(Algorithm::rabenseifner)) == "rabenseifner");
   CHECK(parse_algo_request("window", "X") == AlgoRequest::window);
   CHECK(parse_algo_request("hierarchical", "X") == AlgoRequest::hierarchical);
@@ -206,10 +210,10 @@ TEST_CASE("algorithm requests parse by name; a bad one names the source and the 
   CHECK(parse_algo_request("two_shot", "X") == AlgoRequest::two_shot);
   CHECK(std::string(algorithm_name(Algorithm::hierarchical)) == "hierarchical");
   CHECK(std::string(algorithm_name(Algorithm::two_shot)) == "two_shot");
-  CHECK_THROWS_WITH_AS(parse_algo_request("tree", "RINGLET_ALGO"),
-                       doctest::Contains("RINGLET_ALGO='tree' is not one of auto, ring, rd, "
-                                         "rabenseifner, direct, window, hierarchical, one_shot, "
-                                         "two_shot"),
+  CHECK_THROWS_WITH_AS(parse_algo_request("star", "RINGLET_ALGO"),
+                       doctest::Contains("RINGLET_ALGO='star' is not one of auto, ring, rd, "
+                                         "rabenseifner, tree, direct, window, hierarchical, "
+                                         "one_shot, two_shot"),
                        ringlet::core::ValueError);
 }
 
@@ -273,8 +277,8 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
   set_env("RINGLET_ALGO", "fast");
   CHECK_THROWS_WITH_AS(
       resolve_options(CommOptions{}, 2),
-      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, rabenseifner, direct, "
-                        "window, hierarchical"),
+      doctest::Contains("RINGLET_ALGO='fast' is not one of auto, ring, rd, rabenseifner, tree, "
+                        "direct, window, hierarchical"),
       ringlet::core::ValueError);
   set_env("RINGLET_ALGO", nullptr);
   set_env("RINGLET_SHM_WINDOW_BYTES", "100");
