@@ -171,6 +171,18 @@ class ChannelContext {
     collectives::check_message(message, bytes, expected_bytes, starts_with_fingerprint,
                                global_rank(rank), op.op_fingerprint, global_rank(peer_rank));
   }
+  // [this op's fingerprint | payload] to `peer_rank`: as two pieces where the transport takes
+  // them (try_send_joined), else copied into `staging`, which must outlive the send.
+  transport::RequestPtr send_fingerprinted(int peer_rank, const char* payload, std::size_t bytes,
+                                           std::vector<char>& staging) const {
+    transport::Connection& to = peer(peer_rank);
+    const std::size_t head = sizeof(Fingerprint);
+    if (auto sent = to.try_send_joined({&op.op_fingerprint, head}, {payload, bytes})) return sent;
+    staging.resize(head + bytes);
+    std::memcpy(staging.data(), &op.op_fingerprint, head);
+    if (bytes > 0) std::memcpy(staging.data() + head, payload, bytes);
+    return to.send(staging.data(), staging.size());
+  }
   core::CollectiveError mismatch_error(int peer_rank) const {
     return collectives::mismatch_error(global_rank(rank), op.op_fingerprint, global_rank(peer_rank),
                                        nullptr);

@@ -55,8 +55,7 @@ class Rabenseifner {
 
   void run() {
     const int n = ctx_.size, r = ctx_.rank;
-    out_ = ctx_.scratch_bytes(2 * capacity_);  // a message to send, then room to receive
-    in_ = out_ + capacity_;
+    in_ = ctx_.scratch_bytes(capacity_);
     p_ = 1;
     while (p_ * 2 <= n) p_ *= 2;
     rem_ = n - p_;
@@ -138,15 +137,8 @@ class Rabenseifner {
 
   // [fingerprint | base[segment]] to `peer`.
   transport::RequestPtr send(int peer, const char* base, Segment segment) {
-    transport::Connection& to = ctx_.peer(peer);
-    const char* part = base + segment.begin * es_;
-    const std::size_t bytes = segment.size() * es_;
-    if (auto sent = to.try_send_joined({&ctx_.op.op_fingerprint, kHead}, {part, bytes})) {
-      return sent;
-    }
-    std::memcpy(out_, &ctx_.op.op_fingerprint, kHead);
-    if (bytes > 0) std::memcpy(out_ + kHead, part, bytes);
-    return to.send(out_, kHead + bytes);
+    return ctx_.send_fingerprinted(peer, base + segment.begin * es_, segment.size() * es_,
+                                   staging_);
   }
 
   // Waits for `peer`'s message and checks that it is this op's, holding `segment`.
@@ -179,9 +171,9 @@ class Rabenseifner {
   std::size_t es_;
   // Room for a whole buffer and more: a partner that issued another op is a mismatch.
   std::size_t capacity_;
-  char* out_ = nullptr;
   char* in_ = nullptr;
-  bool reduced_ = false;  // data holds this rank's values (the first reduction is done)
+  std::vector<char> staging_;  // a message, where the transport cannot send two pieces
+  bool reduced_ = false;       // data holds this rank's values (the first reduction is done)
   int p_ = 1, rem_ = 0, step_ = 0;
 };
 

@@ -142,14 +142,7 @@ class TreeAllReduce {
   void send(int peer, const char* part, std::size_t len) {
     Pending& p = pending_[peer];
     if (p.request) ctx_.wait(p.request, peer);
-    transport::Connection& to = ctx_.peer(peer);
-    const std::size_t bytes = len * es_;
-    p.request = to.try_send_joined({&ctx_.op.op_fingerprint, kHead}, {part, bytes});
-    if (p.request) return;
-    p.staged.resize(kHead + bytes);
-    std::memcpy(p.staged.data(), &ctx_.op.op_fingerprint, kHead);
-    if (bytes > 0) std::memcpy(p.staged.data() + kHead, part, bytes);
-    p.request = to.send(p.staged.data(), p.staged.size());
+    p.request = ctx_.send_fingerprinted(peer, part, len * es_, p.staged);
   }
 
   void settle_sends() {
