@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -21,6 +22,28 @@
 
 using namespace ringlet;
 using ringlet::testing::contains;
+
+namespace {
+
+// A progress of one epoch, log windows of 2 steps, steps.jsonl written in `dir`.
+trainer::Progress two_step_windows(std::ostream& out, int world, const std::filesystem::path& dir) {
+  return trainer::Progress(out, {.epochs = 1,
+                                 .world = world,
+                                 .log_every = 2,
+                                 .tty = false,
+                                 .steps_file = dir / "steps.jsonl",
+                                 .events = nullptr});
+}
+
+std::vector<nlohmann::json> read_windows(const std::filesystem::path& dir) {
+  std::ifstream records(dir / "steps.jsonl");
+  std::string line;
+  std::vector<nlohmann::json> windows;
+  while (std::getline(records, line)) windows.push_back(nlohmann::json::parse(line));
+  return windows;
+}
+
+}  // namespace
 
 TEST_CASE("rank times: one rank's split as is, several ranks' ranges and their slowest") {
   using ringlet::core::TimeSplit;
@@ -48,12 +71,7 @@ TEST_CASE("rank times: one rank's split as is, several ranks' ranges and their s
 TEST_CASE("progress: a window of skipped steps has no loss, and its images still count") {
   ringlet::testing::TempDir dir("ringlet_progress_skipped");
   std::ostringstream out;
-  trainer::Progress progress(out, {.epochs = 1,
-                                   .world = 1,
-                                   .log_every = 2,
-                                   .tty = false,
-                                   .steps_file = dir.path / "steps.jsonl",
-                                   .events = nullptr});
+  trainer::Progress progress = two_step_windows(out, 1, dir.path);
   progress.begin_epoch(0, 4);
   for (int step = 1; step <= 4; ++step) {
     const bool skipped = step <= 2;  // the first window overflowed twice (f16)
@@ -72,10 +90,7 @@ TEST_CASE("progress: a window of skipped steps has no loss, and its images still
   INFO(out.str());
   CHECK(contains(out.str(), "step 2/4 loss - (every step skipped) lr 0.100000"));
   CHECK(contains(out.str(), "step 4/4 loss 1.5000 lr"));
-  std::ifstream records(dir.path / "steps.jsonl");
-  std::string line;
-  std::vector<nlohmann::json> windows;
-  while (std::getline(records, line)) windows.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> windows = read_windows(dir.path);
   REQUIRE(windows.size() == 2);
   CHECK(windows[0]["loss"].is_null());
   CHECK(windows[0]["skipped"] == 2);
@@ -93,12 +108,7 @@ TEST_CASE("progress: a window of skipped steps has no loss, and its images still
 TEST_CASE("progress: a rank the others wait for over 20% of a step is named the straggler") {
   ringlet::testing::TempDir dir("ringlet_progress_straggler");
   std::ostringstream out;
-  trainer::Progress progress(out, {.epochs = 1,
-                                   .world = 3,
-                                   .log_every = 2,
-                                   .tty = false,
-                                   .steps_file = dir.path / "steps.jsonl",
-                                   .events = nullptr});
+  trainer::Progress progress = two_step_windows(out, 3, dir.path);
   progress.begin_epoch(0, 4);
   for (int step = 1; step <= 4; ++step) {
     trainer::StepSample sample;
@@ -119,10 +129,7 @@ TEST_CASE("progress: a rank the others wait for over 20% of a step is named the 
                  "| straggler: rank 2 keeps the others waiting 3.0 ms of a 10.0 ms step "
                  "(30%)"));
   CHECK(std::count(said.begin(), said.end(), '|') == 1);  // not in the second window
-  std::ifstream records(dir.path / "steps.jsonl");
-  std::string line;
-  std::vector<nlohmann::json> windows;
-  while (std::getline(records, line)) windows.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> windows = read_windows(dir.path);
   REQUIRE(windows.size() == 2);
   CHECK(windows[0]["straggler"] == 2);
   CHECK(windows[0]["waited_for_ms"].size() == 3);
