@@ -238,8 +238,8 @@ def check_without_cuda(build_has_cuda, libdir, ringlet, built):
     return problems
 
 
-INTERNAL = re.compile(r"^(transport/(tcp|shm|rdma)/|tensor/(emu|cuda|kernels)/|collectives/device_|"
-                      r"collectives/work_driver)")
+INTERNAL = re.compile(r"^(transport/(tcp|shm|rdma)/|device/(emu|cuda)/|tensor/(emu|cuda|kernels)/|"
+                      r"collectives/device_|collectives/work_driver)")
 # A program may wait on a Work but not complete or fail it: that is the communicator's.
 WORK_DRIVER_CALL = """#include <ringlet/collectives/communicator.h>
 void finish(ringlet::collectives::Work& work) { work.part_done(); }

@@ -269,6 +269,24 @@ TEST_CASE("a SIGKILL at any moment leaves a run that --resume finishes bit for b
     CHECK(epochs_of(dir.path) == std::vector<int>{1, 2, 3});
     check_same_checkpoint(dir.path, whole.path);
   }
+  // Timed kills land where the machine's load puts them (a loaded run may not reach its first
+  // checkpoint in any): one more kill, as soon as the first checkpoint is there, falls between
+  // two checkpoints whatever the load.
+  {
+    ringlet::testing::TempDir dir("ringlet_rundir_kill_mid");
+    const std::string checkpoint = quoted(dir.path / "checkpoint.safetensors");
+    const CommandResult killed = ringlet::testing::finish_command(ringlet::testing::start_command(
+        "'" + ringlet::testing::require_ringlet_binary() + "' train " + recipe + " --out " +
+        quoted(dir.path) + " > /dev/null 2>&1 & pid=$!; n=0; while [ ! -f " + checkpoint +
+        " ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done; kill -KILL $pid; wait $pid"));
+    CHECK(killed.status == 128 + SIGKILL);
+    const CommandResult resumed_run = ringlet_train("--resume --out " + quoted(dir.path));
+    INFO(resumed_run.output);
+    REQUIRE(resumed_run.status == 0);
+    from_checkpoint += contains(resumed_run.output, "resumed from ") ? 1 : 0;
+    CHECK(epochs_of(dir.path) == std::vector<int>{1, 2, 3});
+    check_same_checkpoint(dir.path, whole.path);
+  }
   CHECK(from_checkpoint >= 1);  // some kills fell between two checkpoints
 }
 
