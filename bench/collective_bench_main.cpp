@@ -124,8 +124,14 @@ int collective_bench_main(Collective coll, int argc, char** argv, const PeerProg
     try {
       status = run_rank(coll, program, o, setup, live, peer);
     } catch (...) {
-      const std::string death = watcher ? watcher->failure_within(1.0) : "";
-      if (!death.empty()) std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), death.c_str());
+      if (watcher) {
+        const std::string death = watcher->failure_within(1.0);
+        if (!death.empty())
+          std::fprintf(stderr, "%s (rank 0): %s\n", program.c_str(), death.c_str());
+        // The other ranks are failing too: let them say why before this rank's exit ends them
+        // (their parent-death signal cuts a report short).
+        watcher->wait_all(3.0);
+      }
       throw;
     }
     if (watcher) {
