@@ -444,12 +444,17 @@ std::string size_text(std::size_t bytes) {
 }
 
 // The algorithm ringlet runs for one op of `bytes` per rank: the all-reduce's depends on the
-// size, the world and the ranks' memory access; the others have one each.
+// size, the world and the ranks' memory access, the all-gather's and the reduce-scatter's on
+// RINGLET_ALGO; the others have one each.
 std::string algorithm_of(Collective coll, const Communicator& comm, const BufferSpace* space,
                          std::size_t bytes) {
   switch (coll) {
     case Collective::all_reduce:
       return collectives::algorithm_name(comm.all_reduce_algorithm(bytes, space));
+    case Collective::all_gather:
+      return collectives::algorithm_name(comm.all_gather_algorithm(space));
+    case Collective::reduce_scatter:
+      return collectives::algorithm_name(comm.reduce_scatter_algorithm(space));
     case Collective::broadcast: return "chain";
     default: return "ring";
   }

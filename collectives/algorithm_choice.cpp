@@ -1,4 +1,4 @@
-// The all-reduce algorithm choice and its measured thresholds.
+// The all-reduce and all-gather algorithm choices and the all-reduce's measured thresholds.
 #include "collectives/algorithm_choice.h"
 
 #include "core/error.h"
@@ -32,6 +32,9 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::one_shot: return "one_shot";
     case Algorithm::two_shot: return "two_shot";
+    case Algorithm::bruck: return "bruck";
+    case Algorithm::halving: return "halving";
+    case Algorithm::doubling: return "doubling";
   }
   return "unknown";
 }
@@ -47,9 +50,10 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
   if (text == "hierarchical") return AlgoRequest::hierarchical;
   if (text == "one_shot") return AlgoRequest::one_shot;
   if (text == "two_shot") return AlgoRequest::two_shot;
+  if (text == "bruck") return AlgoRequest::bruck;
   RINGLET_THROW(ValueError, source, "='", text,
                 "' is not one of auto, ring, rd, rabenseifner, tree, direct, window, hierarchical, "
-                "one_shot, two_shot");
+                "one_shot, two_shot, bruck (all-gather)");
 }
 
 AlgoThresholds default_thresholds() {
@@ -74,7 +78,8 @@ Algorithm choose_device_flags(AlgoRequest request, const AlgoThresholds& thresho
 Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes) {
   if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::rabenseifner ||
-      request == AlgoRequest::tree || request == AlgoRequest::direct) {
+      request == AlgoRequest::tree || request == AlgoRequest::direct ||
+      request == AlgoRequest::bruck) {
     request = AlgoRequest::automatic;
   }
   const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical;
@@ -102,8 +107,9 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
   if (buffers == Buffers::device) {
     return choose_for_device(request, thresholds, access, world_size, bytes);
   }
-  if (request == AlgoRequest::one_shot || request == AlgoRequest::two_shot) {
-    request = AlgoRequest::automatic;  // device algorithms
+  if (request == AlgoRequest::one_shot || request == AlgoRequest::two_shot ||
+      request == AlgoRequest::bruck) {
+    request = AlgoRequest::automatic;  // device algorithms, and an all-gather
   }
   const bool automatic = request == AlgoRequest::automatic;
   if (world_size > 1 && access.windows &&
@@ -124,6 +130,19 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
     return Algorithm::hierarchical;
   }
   return Algorithm::ring;
+}
+
+Algorithm choose_all_gather(AlgoRequest request, int world_size, Buffers buffers) {
+  if (world_size == 1 || buffers == Buffers::device) return Algorithm::ring;
+  if (request == AlgoRequest::bruck) return Algorithm::bruck;
+  if (request == AlgoRequest::rabenseifner) return Algorithm::doubling;
+  return Algorithm::ring;
+}
+
+Algorithm choose_reduce_scatter(AlgoRequest request, int world_size, Buffers buffers) {
+  const bool halving =
+      request == AlgoRequest::rabenseifner && world_size > 1 && buffers == Buffers::host;
+  return halving ? Algorithm::halving : Algorithm::ring;
 }
 
 }  // namespace ringlet::collectives

@@ -18,7 +18,10 @@ enum class Algorithm {
   window,
   hierarchical,
   one_shot,
-  two_shot
+  two_shot,
+  bruck,     // an all-gather
+  halving,   // a reduce-scatter (RINGLET_ALGO=rabenseifner)
+  doubling,  // an all-gather (RINGLET_ALGO=rabenseifner)
 };
 // What the user asked for (RINGLET_ALGO / CommOptions::algo).
 enum class AlgoRequest {
@@ -31,11 +34,12 @@ enum class AlgoRequest {
   window,
   hierarchical,
   one_shot,
-  two_shot
+  two_shot,
+  bruck
 };
 
 // "ring", "rd", "rabenseifner", "tree", "direct", "window", "hierarchical", "one_shot",
-// "two_shot"
+// "two_shot", "bruck", "halving", "doubling"
 const char* algorithm_name(Algorithm algorithm);
 // "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
@@ -78,9 +82,16 @@ enum class Buffers { host, device };
 // cross-memory attach are host algorithms, and one-shot and two-shot device ones: a request for one
 // where it cannot run counts as automatic. Rabenseifner's (recursive halving, then doubling) is a
 // host algorithm that runs only when asked for. An explicit request wins where its algorithm can
-// run, else the ring.
+// run, else the ring. Bruck's is an all-gather: a request for it counts as automatic.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes,
                             Buffers buffers = Buffers::host);
+
+// The algorithm of an all-gather: on host buffers with two ranks or more, Bruck's where asked
+// for, recursive doubling where Rabenseifner's is (its all-gather half); else the ring.
+Algorithm choose_all_gather(AlgoRequest request, int world_size, Buffers buffers);
+// The algorithm of a reduce-scatter: recursive halving where Rabenseifner's is asked for (its
+// reduce-scatter half; host buffers, two ranks or more), else the ring.
+Algorithm choose_reduce_scatter(AlgoRequest request, int world_size, Buffers buffers);
 
 }  // namespace ringlet::collectives

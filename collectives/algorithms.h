@@ -29,6 +29,16 @@ void ring_all_gather(const ChannelContext& ctx, char* data, std::vector<std::siz
 void ring_reduce_scatter_blocks(const ChannelContext& ctx, char* data, std::size_t block,
                                 DType dtype, ReduceOp op);
 void ring_all_gather_blocks(const ChannelContext& ctx, char* data, std::size_t block, DType dtype);
+// Bruck's all-gather over the same blocks: ceil(log2 n) steps of doubling size, then a rotation.
+// Host buffers. See bruck.cpp.
+void bruck_all_gather(const ChannelContext& ctx, char* data, std::size_t block, DType dtype);
+// Rabenseifner's two halves on their own, over the same blocks: reduce-scatter by recursive
+// halving (input: this rank's n blocks; afterwards block `rank` of data holds the reduction, the
+// other blocks are scratch) and all-gather by recursive doubling, each in log2(p) steps plus a
+// fold and an unfold for n not a power of two. Host buffers. See halving_doubling.cpp.
+void halving_reduce_scatter(const ChannelContext& ctx, const char* input, char* data,
+                            std::size_t block, DType dtype, ReduceOp op);
+void doubling_all_gather(const ChannelContext& ctx, char* data, std::size_t block, DType dtype);
 
 // Direct reduce-scatter + all-gather through cross-memory attach (every peer connection must
 // can_read_peer()): each byte crosses between processes once per phase. See direct.cpp for the

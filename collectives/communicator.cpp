@@ -109,8 +109,11 @@ void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const 
       break;
     case Algorithm::one_shot:
     case Algorithm::two_shot:
+    case Algorithm::bruck:
+    case Algorithm::halving:
+    case Algorithm::doubling:
       RINGLET_THROW(Error, "rank ", ctx.rank, ": ", algorithm_name(plan.algorithm),
-                    " runs on the device, not on a channel");
+                    " is not a host all-reduce");
   }
   divide_for_avg(ctx, data, count, dtype, op);
 }
@@ -190,12 +193,13 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
                                     device_reduce_scatter(d, g, send, recv, recv_count, dtype, op);
                                   });
   }
+  const Algorithm algorithm = reduce_scatter_algorithm(space);
   return impl_->submit(
       OpKind::reduce_scatter, true, fp, 0,
       [=](ChannelContext& ctx) {
-        // The ring's working buffer: on a device the space's scratch, holding a copy of the
-        // input; on the host the channel's, kept across ops, the ring reading the input where
-        // it lies.
+        // The working buffer: on a device the space's scratch, holding a copy of the input; on
+        // the host the channel's, kept across ops, the ring or recursive halving reading the
+        // input where it lies.
         const std::size_t bytes = recv_count * n * es;
         char* work = nullptr;
         if (space != nullptr) {
@@ -206,14 +210,29 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
           std::vector<char>& kept = ctx.states.get<ReduceScatterBuffer>().bytes;
           if (kept.size() < bytes) kept.resize(bytes);
           work = kept.data();
-          ring_reduce_scatter(ctx, static_cast<const char*>(send), work,
-                              balanced(recv_count * n, n), dtype, op);
+          if (algorithm == Algorithm::halving) {
+            halving_reduce_scatter(ctx, static_cast<const char*>(send), work, recv_count, dtype,
+                                   op);
+          } else {
+            ring_reduce_scatter(ctx, static_cast<const char*>(send), work,
+                                balanced(recv_count * n, n), dtype, op);
+          }
         }
         char* mine = work + r * recv_count * es;
         divide_for_avg(ctx, mine, recv_count, dtype, op);
         copy_within(ctx, recv, mine, recv_count * es);
       },
-      {}, false, space);
+      {}, algorithm != Algorithm::ring, space, FlightOp::with_algorithm(algorithm_name(algorithm)));
+}
+
+Algorithm Communicator::all_gather_algorithm(const BufferSpace* space) const {
+  return choose_all_gather(impl_->options.algo, impl_->size,
+                           space != nullptr ? Buffers::device : Buffers::host);
+}
+
+Algorithm Communicator::reduce_scatter_algorithm(const BufferSpace* space) const {
+  return choose_reduce_scatter(impl_->options.algo, impl_->size,
+                               space != nullptr ? Buffers::device : Buffers::host);
 }
 
 WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_count, DType dtype,
@@ -230,14 +249,23 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
                                     device_all_gather(d, g, send, recv, send_count, dtype);
                                   });
   }
+  // Bruck's and recursive doubling carry the fingerprint in their own messages; the ring checks
+  // it through channel 0's exchange with the neighbours.
+  const Algorithm algorithm = all_gather_algorithm(space);
   return impl_->submit(
       OpKind::all_gather, true, fp, 0,
       [=](ChannelContext& ctx) {
         char* mine = static_cast<char*>(recv) + r * send_count * es;
         copy_within(ctx, mine, send, send_count * es);
-        ring_all_gather_blocks(ctx, static_cast<char*>(recv), send_count, dtype);
+        if (algorithm == Algorithm::bruck) {
+          bruck_all_gather(ctx, static_cast<char*>(recv), send_count, dtype);
+        } else if (algorithm == Algorithm::doubling) {
+          doubling_all_gather(ctx, static_cast<char*>(recv), send_count, dtype);
+        } else {
+          ring_all_gather_blocks(ctx, static_cast<char*>(recv), send_count, dtype);
+        }
       },
-      {}, false, space);
+      {}, algorithm != Algorithm::ring, space, FlightOp::with_algorithm(algorithm_name(algorithm)));
 }
 
 WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int root,

@@ -85,6 +85,11 @@ class Communicator {
   // The algorithm an all_reduce of `bytes` per rank runs: on host buffers, or on a device
   // space's (space). RINGLET_LOG=debug logs each all_reduce's choice as it is issued.
   Algorithm all_reduce_algorithm(std::size_t bytes, const BufferSpace* space = nullptr) const;
+  // The algorithm an all_gather runs (the ring; Bruck's or recursive doubling where
+  // RINGLET_ALGO=bruck or rabenseifner), and a reduce_scatter (the ring; recursive halving where
+  // RINGLET_ALGO=rabenseifner).
+  Algorithm all_gather_algorithm(const BufferSpace* space = nullptr) const;
+  Algorithm reduce_scatter_algorithm(const BufferSpace* space = nullptr) const;
 
   WorkPtr all_reduce(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op,
                      BufferSpace* space = nullptr);

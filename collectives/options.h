@@ -16,8 +16,8 @@ struct CommOptions {
   std::chrono::milliseconds timeout{0};  // per op; 0 = RINGLET_TIMEOUT or 10 minutes
   std::string timeout_source;    // what a timed-out op says sets it; empty: RINGLET_TIMEOUT's words
   std::string algo;              // "auto", "ring", "rd", "rabenseifner", "tree", "direct",
-                                 // "window", "hierarchical", "one_shot", "two_shot"; empty =
-                                 // RINGLET_ALGO or auto
+                                 // "window", "hierarchical", "one_shot", "two_shot", "bruck"
+                                 // (all-gather); empty = RINGLET_ALGO or auto
   std::size_t rd_max_bytes = 0;  // auto uses rd up to this size; 0 = measured default
   std::size_t direct_min_bytes = 0;  // auto uses direct from this size (when every pair can
                                      // read each other's memory); 0 = measured default

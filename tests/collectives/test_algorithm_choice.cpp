@@ -210,11 +210,42 @@ TEST_CASE("algorithm requests parse by name; a bad one names the source and the 
   CHECK(parse_algo_request("two_shot", "X") == AlgoRequest::two_shot);
   CHECK(std::string(algorithm_name(Algorithm::hierarchical)) == "hierarchical");
   CHECK(std::string(algorithm_name(Algorithm::two_shot)) == "two_shot");
+  CHECK(parse_algo_request("bruck", "X") == AlgoRequest::bruck);
+  CHECK(std::string(algorithm_name(Algorithm::bruck)) == "bruck");
   CHECK_THROWS_WITH_AS(parse_algo_request("star", "RINGLET_ALGO"),
                        doctest::Contains("RINGLET_ALGO='star' is not one of auto, ring, rd, "
                                          "rabenseifner, tree, direct, window, hierarchical, "
-                                         "one_shot, two_shot"),
+                                         "one_shot, two_shot, bruck"),
                        ringlet::core::ValueError);
+}
+
+TEST_CASE("all-gather and reduce-scatter: Bruck's or halving / doubling where asked for") {
+  using enum AlgoRequest;
+  CHECK(choose_all_gather(rabenseifner, 3, Buffers::host) == Algorithm::doubling);
+  CHECK(choose_all_gather(rabenseifner, 3, Buffers::device) == Algorithm::ring);
+  CHECK(choose_reduce_scatter(rabenseifner, 6, Buffers::host) == Algorithm::halving);
+  CHECK(choose_reduce_scatter(rabenseifner, 1, Buffers::host) == Algorithm::ring);
+  CHECK(choose_reduce_scatter(rabenseifner, 6, Buffers::device) == Algorithm::ring);
+  for (AlgoRequest other : {automatic, ring, bruck, tree, window}) {
+    CHECK(choose_reduce_scatter(other, 4, Buffers::host) == Algorithm::ring);
+  }
+  CHECK(std::string(algorithm_name(Algorithm::halving)) == "halving");
+  CHECK(std::string(algorithm_name(Algorithm::doubling)) == "doubling");
+  CHECK(choose_all_gather(bruck, 3, Buffers::host) == Algorithm::bruck);
+  CHECK(choose_all_gather(bruck, 2, Buffers::host) == Algorithm::bruck);
+  CHECK(choose_all_gather(bruck, 1, Buffers::host) == Algorithm::ring);  // one rank copies
+  CHECK(choose_all_gather(bruck, 4, Buffers::device) == Algorithm::ring);
+  for (AlgoRequest other : {automatic, ring, recursive_doubling, tree, window}) {
+    CHECK(choose_all_gather(other, 4, Buffers::host) == Algorithm::ring);
+  }
+  // Bruck's is no all-reduce: asked for one, the all-reduce chooses as if asked for nothing.
+  const AlgoThresholds t = default_thresholds();
+  for (std::size_t bytes : {std::size_t{8}, 64 * MiB}) {
+    CHECK(choose_all_reduce(bruck, t, {}, 4, bytes) ==
+          choose_all_reduce(automatic, t, {}, 4, bytes));
+    CHECK(choose_all_reduce(bruck, t, {}, 4, bytes, Buffers::device) ==
+          choose_all_reduce(automatic, t, {}, 4, bytes, Buffers::device));
+  }
 }
 
 TEST_CASE("topology: ranks grouped by host, hosts in order of their first rank") {

@@ -1,8 +1,9 @@
 // Collectives as a Gloo-style matrix, ranks as threads over the real transports: world sizes
 // 1..8, counts 0, 1, < n, not divisible by n x slice, and ~16 M; every dtype x op; in place and
 // out of place; tcp, shm and emulated rdma; ring, recursive doubling, Rabenseifner's halving and
-// doubling, the double binary tree, direct and window (shm). Data are small integers, so every
-// result is exact (f16/bf16 included: every value involved is exactly representable).
+// doubling, the double binary tree, direct and window (shm); Bruck's and recursive doubling's
+// all-gather, recursive halving's reduce-scatter. Data are small integers, so every result is exact
+// (f16/bf16 included: every value involved is exactly representable).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -41,7 +42,104 @@ void matrix(const std::string& transport, const std::string& algo) {
   }
 }
 
+// All-gather with `algo` at 1-8 ranks: blocks of 0, 1, 3 and 1031 elements, every dtype, in
+// place (the send block is this rank's block of the result) and out of place.
+void all_gather_matrix(const std::string& transport, const std::string& algo) {
+  for (int n = 1; n <= 8; ++n) {
+    CommOptions options;
+    options.algo = algo;
+    options.name = "gather-matrix";
+    run_comm(n, transport, options, [&](int rank, Communicator& comm) {
+      for (std::size_t block :
+           {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
+        for (DType dtype : kDTypes) {
+          for (bool in_place : {false, true}) {
+            INFO("n=", n, " block ", block, " ", core::dtype_name(dtype), " in place ", in_place);
+            TypedBuffer mine(dtype, block), all(dtype, block * n);
+            for (std::size_t i = 0; i < block * n; ++i) all.set(i, -1);
+            TypedBuffer& source = in_place ? all : mine;
+            const std::size_t at = in_place ? rank * block : 0;
+            for (std::size_t i = 0; i < block; ++i)
+              source.set(at + i, value(rank, i, ReduceOp::max));
+            const auto* send =
+                static_cast<const char*>(source.data()) + at * core::dtype_size(dtype);
+            comm.all_gather(send, all.data(), block, dtype)->wait(core::Deadline::after(kWait));
+            for (int r = 0; r < n; ++r) {
+              for (std::size_t i = 0; i < block; ++i) {
+                REQUIRE(all.get(r * block + i) == value(r, i, ReduceOp::max));
+              }
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
+// Reduce-scatter with `algo` at 1-8 ranks: blocks of 0, 1, 3 and 1031 elements, every dtype x
+// op, out of place and in place (the result lands in this rank's block of the input).
+void reduce_scatter_matrix(const std::string& transport, const std::string& algo) {
+  for (int n = 1; n <= 8; ++n) {
+    CommOptions options;
+    options.algo = algo;
+    options.name = "scatter-matrix";
+    run_comm(n, transport, options, [&](int rank, Communicator& comm) {
+      for (std::size_t block :
+           {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
+        for (DType dtype : kDTypes) {
+          for (ReduceOp op : kOps) {
+            for (bool in_place : {false, true}) {
+              INFO("n=", n, " block ", block, " ", core::dtype_name(dtype), " ",
+                   std::string(collectives::reduce_op_name(op)), " in place ", in_place);
+              TypedBuffer send(dtype, block * n), out(dtype, block);
+              for (std::size_t i = 0; i < block * n; ++i) send.set(i, value(rank, i, op));
+              char* recv = in_place ? static_cast<char*>(send.data()) +
+                                          rank * block * core::dtype_size(dtype)
+                                    : static_cast<char*>(out.data());
+              comm.reduce_scatter(send.data(), recv, block, dtype, op)
+                  ->wait(core::Deadline::after(kWait));
+              const TypedBuffer& got = in_place ? send : out;
+              const std::size_t at = in_place ? rank * block : 0;
+              for (std::size_t i = 0; i < block; ++i) {
+                REQUIRE(got.get(at + i) == expected(n, rank * block + i, op, dtype));
+              }
+            }
+          }
+        }
+      }
+    });
+  }
+}
+
 }  // namespace
+
+TEST_CASE("reduce_scatter matrix: recursive halving over shm") {
+  reduce_scatter_matrix("shm", "rabenseifner");
+}
+TEST_CASE("reduce_scatter matrix: recursive halving over tcp") {
+  reduce_scatter_matrix("tcp", "rabenseifner");
+}
+TEST_CASE("reduce_scatter matrix: recursive halving over rdma (emulated device)") {
+  EmulatedRdma device;
+  reduce_scatter_matrix("rdma", "rabenseifner");
+}
+TEST_CASE("reduce_scatter matrix: ring over shm") { reduce_scatter_matrix("shm", "ring"); }
+TEST_CASE("all_gather matrix: recursive doubling over shm") {
+  all_gather_matrix("shm", "rabenseifner");
+}
+TEST_CASE("all_gather matrix: recursive doubling over tcp") {
+  all_gather_matrix("tcp", "rabenseifner");
+}
+TEST_CASE("all_gather matrix: recursive doubling over rdma (emulated device)") {
+  EmulatedRdma device;
+  all_gather_matrix("rdma", "rabenseifner");
+}
+TEST_CASE("all_gather matrix: Bruck over shm") { all_gather_matrix("shm", "bruck"); }
+TEST_CASE("all_gather matrix: Bruck over tcp") { all_gather_matrix("tcp", "bruck"); }
+TEST_CASE("all_gather matrix: Bruck over rdma (emulated device)") {
+  EmulatedRdma device;
+  all_gather_matrix("rdma", "bruck");
+}
 
 TEST_CASE("all_reduce matrix: ring over shm") { matrix("shm", "ring"); }
 TEST_CASE("all_reduce matrix: ring over tcp") { matrix("tcp", "ring"); }
