@@ -398,6 +398,38 @@ TEST_CASE("rdma: abort, a peer QP in error and a closed peer fail what waits, na
   }
 }
 
+TEST_CASE(
+    "rdma: what a peer sent before it closed still arrives, to receives posted before and "
+    "after its connection failed; a receive for more fails") {
+  RdmaPair p;
+  // 2 + 2 + 1 fragments of the 512 KiB slots: within the credits, so each send completes as its
+  // writes land, before any receive is posted.
+  std::vector<std::vector<unsigned char>> out{pattern(600000, 1), pattern(1 << 20, 2),
+                                              pattern(100, 3)};
+  std::vector<RequestPtr> sends;
+  for (const auto& message : out) sends.push_back(p.a->send(message.data(), message.size()));
+  transport::wait_all(sends, core::Deadline::after(kWait));
+  std::vector<unsigned char> first(out[0].size());
+  RequestPtr before = p.b->recv(first.data(), first.size());
+  p.a.reset();  // the sender is done and closes, as a rank that finished its last op does
+  // Rank 1's next write finds the peer's QP gone: the connection fails...
+  unsigned char byte = 7;
+  CHECK(contains(expect_peer_error(p.b->send(&byte, 1), 5s), "RETRY_EXC_ERR"));
+  // ...but what had arrived whole is still handed over, before and after the failure.
+  before->wait(core::Deadline::after(kWait));
+  CHECK(first == out[0]);
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    std::vector<unsigned char> in(out[i].size());
+    RequestPtr after = p.b->recv(in.data(), in.size());
+    after->wait(core::Deadline::after(kWait));
+    CHECK(after->bytes() == out[i].size());
+    CHECK(in == out[i]);
+  }
+  std::vector<unsigned char> more(10);
+  CHECK(contains(expect_peer_error(p.b->recv(more.data(), more.size()), 5s),
+                 "rank 1: rdma connection with peer rank 0 failed"));
+}
+
 TEST_CASE("rdma: a QP moved to error mid-stream (RINGLET_IB_EMU_FAULT) fails both sides") {
   ::setenv("RINGLET_IB_EMU_FAULT", "qp_error_after=5", 1);
   RdmaPair p;

@@ -126,13 +126,13 @@ RequestPtr RdmaConnection::make_request(RequestLabel::Kind kind, std::size_t byt
 }
 
 template <class Enqueue>
-void RdmaConnection::post(const RequestPtr& request, Enqueue enqueue) {
+void RdmaConnection::post(Enqueue enqueue) {
   {
     std::lock_guard lock(mutex_);
+    enqueue();
     if (failed_) {
-      failed_requests_.push_back(request);
+      fail_pending();  // a receive may still take a message that arrived whole before
     } else {
-      enqueue();
       progress();
     }
   }
@@ -150,7 +150,7 @@ RequestPtr RdmaConnection::send(ConstBuffer buffer) {
   op.data = static_cast<const std::byte*>(buffer.data);
   op.bytes = buffer.bytes;
   if (op.bytes > 0) op.region = registrations_.find(op.data, op.bytes);
-  post(request, [&] { sends_.push_back(std::move(op)); });
+  post([&] { sends_.push_back(std::move(op)); });
   return request;
 }
 
@@ -159,7 +159,7 @@ RequestPtr RdmaConnection::recv(Buffer buffer) {
                 " cannot receive into device memory (", buffer.device.str(),
                 ") yet; stage it in host memory");
   RequestPtr request = make_request(RequestLabel::Kind::recv, buffer.bytes);
-  post(request, [&] {
+  post([&] {
     recvs_.push_back(RecvOp{request, static_cast<std::byte*>(buffer.data), buffer.bytes, 0});
   });
   return request;
@@ -219,9 +219,9 @@ bool RdmaConnection::poll_once() {
     for (std::size_t j = i + 1; j < n; ++j) {
       if (error_rank(completions[j]) > error_rank(*worst)) worst = &completions[j];
     }
-    fail_all(core::str(is_receive(*worst) ? "a receive" : "a write",
-                       " failed: ", wc_status_name(worst->status),
-                       worst->detail.empty() ? "" : " (" + worst->detail + ")"));
+    peer_failed(core::str(is_receive(*worst) ? "a receive" : "a write",
+                          " failed: ", wc_status_name(worst->status),
+                          worst->detail.empty() ? "" : " (" + worst->detail + ")"));
   }
   return n > 0 && !failed_;
 }
@@ -284,8 +284,11 @@ void RdmaConnection::on_fragment(std::uint32_t imm) {
   arrived_.push_back(Fragment{slot, bytes, (imm & kLastBit) != 0});
 }
 
+// Copies arrived fragments into the posted receives, in order. After the peer's side failed,
+// only messages that arrived whole (see peer_failed).
 void RdmaConnection::deliver() {
-  while (!failed_ && !arrived_.empty() && !recvs_.empty()) {
+  while (!arrived_.empty() && !recvs_.empty() &&
+         (!failed_ || (peer_failed_ && whole_message_arrived()))) {
     const Fragment fragment = arrived_.front();
     RecvOp& op = recvs_.front();
     if (fragment.bytes > op.capacity - op.received) {
@@ -396,15 +399,39 @@ void RdmaConnection::fail_all(const std::string& why) {
   if (failed_) return;
   failed_ = true;
   failure_ = describe_failure(why);
+  fail_pending();
+  try {
+    qp_->to_error();  // the peer's next write fails too, so it learns at once
+  } catch (const core::Error&) {
+  }
+}
+
+// A failed completion: the peer's QP is gone or in error. Its writes that landed before are
+// whole and in order, so the fragments that arrived go to the receives posted now, and those
+// that make whole messages to receives posted later (post); a receive that needs more fails.
+void RdmaConnection::peer_failed(const std::string& why) {
+  deliver();
+  peer_failed_ = true;
+  fail_all(why);
+}
+
+// The front receive's message ends in the fragments that arrived.
+bool RdmaConnection::whole_message_arrived() const {
+  for (const Fragment& fragment : arrived_) {
+    if (fragment.last) return true;
+  }
+  return false;
+}
+
+// Fails every queued request (mutex_ held, the connection failed) but the receives that take
+// whole messages that arrived before a failure of the peer's side.
+void RdmaConnection::fail_pending() {
+  deliver();
   for (SendOp& op : sends_) failed_requests_.push_back(op.request);
   for (RecvOp& op : recvs_) failed_requests_.push_back(op.request);
   sends_.clear();
   recvs_.clear();
   post_cursor_ = 0;
-  try {
-    qp_->to_error();  // the peer's next write fails too, so it learns at once
-  } catch (const core::Error&) {
-  }
 }
 
 std::string RdmaConnection::describe_failure(const std::string& why) const {

@@ -17,7 +17,9 @@
 // writes an empty keepalive when requests wait and nothing moved for a while, so a dead peer
 // or a peer QP in error fails the connection within about a second even when this side only
 // receives. Any error completion fails every pending and later request with a PeerError naming
-// local rank, peer rank, the verbs status and the bytes moved.
+// local rank, peer rank, the verbs status and the bytes moved; but what the peer wrote before it
+// failed or closed (a rank that finished its last op and went) is whole and in order, so a receive
+// posted before or after the failure still gets a message that had arrived whole.
 #pragma once
 
 #include <atomic>
@@ -126,10 +128,10 @@ class RdmaConnection : public Connection {
 
   // A request that the waiting thread drives (drive()).
   RequestPtr make_request(RequestLabel::Kind kind, std::size_t bytes);
-  // Queues a request's op (enqueue(), under the mutex) and progresses, or fails the request at
-  // once when the connection already failed.
+  // Queues a request's op (enqueue(), under the mutex) and progresses; when the connection
+  // already failed, fails the request at once (a receive may take a message that arrived whole).
   template <class Enqueue>
-  void post(const RequestPtr& request, Enqueue enqueue);
+  void post(Enqueue enqueue);
   // Everything below runs with mutex_ held.
   void progress();
   bool poll_once();
@@ -145,6 +147,9 @@ class RdmaConnection : public Connection {
   void keep_alive();
   void complete_sends();
   void fail_all(const std::string& why);
+  void peer_failed(const std::string& why);
+  bool whole_message_arrived() const;
+  void fail_pending();
   std::string describe_failure(const std::string& why) const;
   // Without mutex_: completes and fails the requests progress() finished.
   void settle();
@@ -183,6 +188,7 @@ class RdmaConnection : public Connection {
   std::uint64_t next_wr_id_ = 1;
   std::chrono::steady_clock::time_point last_activity_;
   bool failed_ = false;
+  bool peer_failed_ = false;  // failed by the peer's side: what arrived whole is still delivered
   std::string failure_;
   std::vector<RequestPtr> done_;             // finished, to complete outside the mutex
   std::vector<RequestPtr> failed_requests_;  // to fail with failure_ outside the mutex
