@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer runs (`make sanitize`; .ci/run runs `all`):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer: every program and every test but the
-#         resume matrix and four long drills (asan_excluded, said so), in the clang build the fuzz targets use
+#         longest end-to-end runs of the binary and drills (asan_excluded, said so; the code
+#         they run is under ASan in shorter tests), in the clang build the fuzz targets use
 #         (build-fuzz, scripts/clang_asan.sh; installs clang when it is missing). The first
 #         report stops its program (halt_on_error=1), failing it.
 #   tsan  ThreadSanitizer (GCC, build-tsan): the tests of the threaded layers (store, transport,
@@ -26,9 +27,11 @@ source scripts/clang_asan.sh
 
 # Tests that run the ringlet binary.
 binary_tests=" test_launch test_multihost test_run_dir test_trace test_train "
-# Left out of the ASan run, which runs every other test: the lr schedule x resume matrix, and
-# three drills that repeat, for minutes, paths the shorter tests already run under ASan.
-asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry flight_recorder_drill)
+# Left out of the ASan run, which runs every other test: the lr schedule x resume matrix, the
+# binary's longest end-to-end runs, and drills that repeat, for minutes, paths the shorter tests
+# already run under ASan (each 1-4 minutes under ASan on 2 cores).
+asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry flight_recorder_drill
+               test_train test_run_dir test_eval_command kill_drill)
 # TSan cannot run these: each forks children after its threads started.
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
@@ -81,12 +84,13 @@ asan() {
     ninja -C "$clang_asan_dir" build.ninja >/dev/null || return 1
     mapfile -t tests < <("$MESON" test -C "$clang_asan_dir" --list 2>/dev/null |
       sed -n 's|^.* / ||p' | grep -vxF -f <(printf '%s\n' "${asan_excluded[@]}"))
-    echo "=== sanitize: not run under ASan (30 two-rank jobs of the binary, whose checkpoint and"
-    echo "    schedule code runs under ASan in test_checkpoint, test_run_dir, test_resume; the chaos"
-    echo "    drill's kills and restarts, which test_launch and test_faults make under ASan; training"
-    echo "    under Slurm; the GPU script's dry run of programs that test_train and bench_programs"
-    echo "    run under ASan; the flight recorder's stopped and killed jobs, whose recorder and"
-    echo "    analysis test_flight_recorder runs under ASan): ${asan_excluded[*]}"
+    echo "=== sanitize: not run under ASan (runs of the binary: 30 two-rank jobs, and the training,"
+    echo "    run-directory and eval runs, whose checkpoint, schedule, loop and DDP code runs under"
+    echo "    ASan in test_checkpoint, test_resume, test_progress, test_ddp and test_train_golden; the"
+    echo "    chaos and kill drills' kills and restarts, which test_launch and test_faults make under"
+    echo "    ASan; training under Slurm; the GPU script's dry run of programs bench_programs runs"
+    echo "    under ASan; the flight recorder's stopped and killed jobs, whose recorder and analysis"
+    echo "    test_flight_recorder runs under ASan): ${asan_excluded[*]}"
   fi
   run "$clang_asan_dir" "ASan + UBSan" "${all[@]}" "${tests[@]}"
 }
