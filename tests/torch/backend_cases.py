@@ -310,6 +310,11 @@ def main():
     elif case == "dead":
         rank, world = init(timeout=int(sys.argv[3]))
         case_dead(rank, world, sys.argv[2])
+    elif case == "algo":  # every op again under RINGLET_ALGO, with counts up to 10007
+        global COUNTS
+        COUNTS = (1, 7, 10007)
+        rank, world = init()
+        case_ops(rank, world)
     else:
         rank, world = init()
         {"ops": case_ops, "groups": case_groups, "async": case_async,

@@ -6,6 +6,8 @@ usage: backend_test.py RINGLET_BINARY SOURCE_ROOT [JOB ...]
 Starts each job's ranks as processes with torch's env:// variables on loopback and checks
 what they print (backend_cases.py has the cases):
   ops2, ops3    every op x dtype x reduce op x count (1, 7, 1000003), 2 and 3 ranks
+  algos         the same (counts up to 10007, 3 ranks) under RINGLET_ALGO=tree, rabenseifner
+                (its all-reduce, halving reduce-scatter, doubling all-gather) and bruck
   inits         init_method file:// and tcp:// instead of env://, 2 ranks
   groups        new_group sub-communicators, 3 ranks
   async         async ops, Work.wait / is_completed, get_future().then
@@ -68,9 +70,9 @@ def finish(procs, timeout):
 PORT_TAKEN = "failed to listen on any local network address"
 
 
-def job(world, args, timeout=240):
+def job(world, args, timeout=240, extra_env=None):
     for attempt in range(3):
-        procs = start(world, args)
+        procs = start(world, args, extra_env)
         outs = finish(procs, timeout)
         if not any(PORT_TAKEN in out for out in outs):
             break
@@ -148,13 +150,16 @@ def main():
         print(f"skipped: ringlet_torch is not built or not on PYTHONPATH ({e}); see python/README.md")
         return SKIP
     binary, root = sys.argv[1], sys.argv[2]
-    jobs = sys.argv[3:] or ["ops2", "ops3", "inits", "groups", "async", "mismatch", "ddp", "kill",
+    jobs = sys.argv[3:] or ["ops2", "ops3", "algos", "inits", "groups", "async", "mismatch", "ddp", "kill",
                             "stop", "seeds"]
     with tempfile.TemporaryDirectory(prefix="ringlet_torch_") as tmp:
         for name in jobs:
             started = time.monotonic()
             if name in ("ops2", "ops3"):
                 job(int(name[-1]), ["ops"])
+            elif name == "algos":
+                for algo in ("tree", "rabenseifner", "bruck"):
+                    job(3, ["algo"], extra_env={"RINGLET_ALGO": algo})
             elif name == "inits":
                 job(2, ["init", "file://" + os.path.join(tmp, "rendezvous")])
                 job(2, ["init", f"tcp://127.0.0.1:{free_port()}"])
