@@ -77,12 +77,12 @@ Algorithm choose_device_flags(AlgoRequest request, const AlgoThresholds& thresho
 
 Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes) {
-  if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::rabenseifner ||
-      request == AlgoRequest::tree || request == AlgoRequest::direct ||
+  if (request == AlgoRequest::recursive_doubling || request == AlgoRequest::direct ||
       request == AlgoRequest::bruck) {
     request = AlgoRequest::automatic;
   }
-  const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical;
+  const bool host_driven = request == AlgoRequest::ring || request == AlgoRequest::hierarchical ||
+                           request == AlgoRequest::rabenseifner || request == AlgoRequest::tree;
   if (access.device_flags && !host_driven) {
     if (world_size == 1) return Algorithm::one_shot;  // a copy on the device
     if (access.device_windows) return choose_device_flags(request, thresholds, access, bytes);
@@ -97,6 +97,8 @@ Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& threshold
   if (access.hosts && (automatic || request == AlgoRequest::hierarchical)) {
     return Algorithm::hierarchical;
   }
+  if (world_size > 1 && request == AlgoRequest::rabenseifner) return Algorithm::rabenseifner;
+  if (world_size > 1 && request == AlgoRequest::tree) return Algorithm::tree;
   return Algorithm::ring;
 }
 

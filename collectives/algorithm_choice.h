@@ -80,8 +80,9 @@ enum class Buffers { host, device };
 // the host-driven device windows where the ranks opened them, else the hierarchical all-reduce
 // on several hosts, else the ring (both staged through the host). Recursive doubling and
 // cross-memory attach are host algorithms, and one-shot and two-shot device ones: a request for one
-// where it cannot run counts as automatic. Rabenseifner's (recursive halving, then doubling) is a
-// host algorithm that runs only when asked for. An explicit request wins where its algorithm can
+// where it cannot run counts as automatic. Rabenseifner's (recursive halving, then doubling) and
+// the double binary tree run only when asked for, host-driven; on device buffers staged whole
+// through pinned host memory. An explicit request wins where its algorithm can
 // run, else the ring. Bruck's is an all-gather: a request for it counts as automatic.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes,

@@ -80,6 +80,29 @@ struct AllReducePlan {
   const HostRings* rings;
 };
 
+// Device buffers for a host algorithm: the input copied into the space's pinned staging, the
+// algorithm run there in place, the result copied back: two copies of the buffer over the
+// device's link and the reductions on the host, for the latency-bound sizes these are for.
+template <class Run>
+void run_staged(const ChannelContext& ctx, const char* input, char* data, std::size_t bytes,
+                Run run) {
+  BufferSpace& space = *ctx.space();
+  char* host = space.staging(0, bytes);
+  space.copy(host, input, bytes);
+  space.fence();
+  run(static_cast<const char*>(host), host);
+  space.copy(data, host, bytes);
+  space.fence();
+}
+
+// Rabenseifner's and the tree on the host, or staged for device buffers.
+template <class Run>
+void run_host_algorithm(const ChannelContext& ctx, const char* input, char* data, std::size_t bytes,
+                        Run run) {
+  if (ctx.space() == nullptr) return run(input, data);
+  run_staged(ctx, input, data, bytes, run);
+}
+
 // One channel's all-reduce of data[0, count) (input == data in place). A single rank only
 // copies; every algorithm runs with two ranks or more.
 void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const char* input,
@@ -91,9 +114,16 @@ void run_all_reduce(const ChannelContext& ctx, const AllReducePlan& plan, const 
   switch (plan.algorithm) {
     case Algorithm::recursive_doubling: rd_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::rabenseifner:
-      rabenseifner_all_reduce(ctx, input, data, count, dtype, op);
+      run_host_algorithm(ctx, input, data, count * core::dtype_size(dtype),
+                         [&](const char* in, char* out) {
+                           rabenseifner_all_reduce(ctx, in, out, count, dtype, op);
+                         });
       break;
-    case Algorithm::tree: tree_all_reduce(ctx, input, data, count, dtype, op); break;
+    case Algorithm::tree:
+      run_host_algorithm(
+          ctx, input, data, count * core::dtype_size(dtype),
+          [&](const char* in, char* out) { tree_all_reduce(ctx, in, out, count, dtype, op); });
+      break;
     case Algorithm::direct: direct_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::ring: ring_all_reduce(ctx, input, data, count, dtype, op); break;
     case Algorithm::window: {

@@ -127,15 +127,19 @@ const std::vector<Row> kTable = {
     {"staged-hosts", 4, 8, automatic, hierarchical, device},
     {"staged-hosts", 4, 64 * MiB, automatic, hierarchical, device},
     {"ipc", 1, 4 * KiB, automatic, ring, device},
-    // ... where explicit requests for device algorithms win where they can run, and requests
-    // for host-only ones (rd, rabenseifner, direct) count as automatic.
+    // ... where explicit requests for device algorithms win where they can run, requests for
+    // Rabenseifner's and the tree run them staged through the host (flags or not), and requests
+    // for host-only ones (rd, direct) count as automatic.
     {"ipc", 2, 4 * KiB, AlgoRequest::ring, ring, device},
     {"ipc", 2, 4 * KiB, AlgoRequest::recursive_doubling, window, device},
     {"ipc", 2, 64 * MiB, AlgoRequest::direct, window, device},
     {"staged", 2, 4 * KiB, AlgoRequest::window, ring, device},
     {"staged", 2, 4 * KiB, AlgoRequest::recursive_doubling, ring, device},
-    {"staged", 4, 4 * KiB, AlgoRequest::rabenseifner, ring, device},
-    {"staged", 4, 4 * KiB, AlgoRequest::tree, ring, device},
+    {"staged", 4, 4 * KiB, AlgoRequest::rabenseifner, Algorithm::rabenseifner, device},
+    {"staged", 4, 4 * KiB, AlgoRequest::tree, Algorithm::tree, device},
+    {"flags", 3, 4 * KiB, AlgoRequest::rabenseifner, Algorithm::rabenseifner, device},
+    {"flags", 3, 64 * MiB, AlgoRequest::tree, Algorithm::tree, device},
+    {"flags", 1, 4 * KiB, AlgoRequest::tree, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::ring, ring, device},
     {"staged-hosts", 4, 4 * KiB, AlgoRequest::direct, hierarchical, device},
     // Device flags: one-shot up to 256 KiB (and what the staged area holds), two-shot above.

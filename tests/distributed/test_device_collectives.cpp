@@ -21,10 +21,10 @@
 #include <thread>
 
 #include "collective_values.h"
+#include "collectives/device_space.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
 #include "device/stream.h"
-#include "collectives/device_space.h"
 #include "temp_dir.h"
 
 using namespace ringlet;
@@ -231,19 +231,23 @@ int host_free(Rank& r) {
   return wrong;
 }
 
-// RINGLET_ALGO=`request` on a device-flags space (the ipc link): the all-reduce runs the
-// algorithm asked for, exact for every dtype and op. The ring and the hierarchical all-reduce
-// (its ranks on two simulated hosts) are driven by the host: they send host messages; one-shot
-// and two-shot (and the window, two-shot there) run on the device: none.
+// RINGLET_ALGO=`request` on a device space: the all-reduce runs the algorithm asked for, exact
+// for every dtype and op. The ring and the hierarchical all-reduce (its ranks on two simulated
+// hosts), Rabenseifner's and the tree (staged whole through the host) are driven by the host:
+// they send host messages; one-shot and two-shot (and the window, two-shot there) run on the
+// device: none.
 int requested(Rank& r, const std::string& request) {
   int wrong = 0;
   const auto expect = [&](bool ok, const std::string& what) {
     if (!ok && ++wrong <= 5)
       std::fprintf(stderr, "rank %d n=%d %s: %s\n", r.rank, r.size, request.c_str(), what.c_str());
   };
-  const bool host_driven = request == "ring" || request == "hierarchical";
+  const bool host_driven = request == "ring" || request == "hierarchical" ||
+                           request == "rabenseifner" || request == "tree";
   const auto want = request == "ring"           ? collectives::Algorithm::ring
                     : request == "hierarchical" ? collectives::Algorithm::hierarchical
+                    : request == "rabenseifner" ? collectives::Algorithm::rabenseifner
+                    : request == "tree"         ? collectives::Algorithm::tree
                     : request == "two_shot" || request == "window"
                         ? collectives::Algorithm::two_shot
                         : collectives::Algorithm::one_shot;
@@ -489,17 +493,27 @@ TEST_CASE("device all-reduces in steady state: no host wait, no host message (1-
     CHECK(status == 0);
   }
 }
-TEST_CASE("RINGLET_ALGO on a device-flags space: the algorithm asked for runs, exactly") {
+TEST_CASE("RINGLET_ALGO on a device space: the algorithm asked for runs, exactly") {
+  struct Request {
+    int n;
+    std::string link, algo;
+  };
+  std::vector<Request> requests;
   for (int n : {2, 3, 4}) {
-    for (const std::string request : {"ring", "hierarchical", "one_shot", "two_shot", "window"}) {
-      if ((request == "hierarchical") != (n == 4)) continue;  // 2 hosts x 2 ranks; the rest n 2, 3
-      INFO("n=", n, " RINGLET_ALGO=", request);
-      Ranks ranks({n, "ipc", "algo=" + request});
-      for (int r = 0; r < n; ++r) {
-        const int status = wait_child(ranks.pids[r], 240s);
-        INFO("rank ", r, " log:\n", ranks.log(r));
-        CHECK(status == 0);
-      }
+    for (const std::string algo :
+         {"ring", "hierarchical", "one_shot", "two_shot", "window", "rabenseifner", "tree"}) {
+      // The hierarchical all-reduce on 2 hosts x 2 ranks; the rest at n 2, 3.
+      if ((algo == "hierarchical") == (n == 4)) requests.push_back({n, "ipc", algo});
+    }
+  }
+  for (const std::string algo : {"rabenseifner", "tree"}) requests.push_back({3, "shm", algo});
+  for (const Request& request : requests) {
+    INFO("n=", request.n, " ", request.link, " RINGLET_ALGO=", request.algo);
+    Ranks ranks({request.n, request.link, "algo=" + request.algo});
+    for (int r = 0; r < request.n; ++r) {
+      const int status = wait_child(ranks.pids[r], 240s);
+      INFO("rank ", r, " log:\n", ranks.log(r));
+      CHECK(status == 0);
     }
   }
 }
