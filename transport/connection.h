@@ -87,9 +87,9 @@ class Connection {
   // until `deadline` and calls use(message, bytes) on it there; if that returns true the
   // message is taken, and so is this call's result. Else false with nothing received (also
   // when `use` declines, say for a misaligned message, or the wait ends without one: a
-  // failure, a closed or dead peer, the deadline, a message longer than max_bytes), and the
-  // caller receives the message as usual, which reports what went wrong. It saves copying the
-  // message out.
+  // failure, a closed or dead peer, the deadline, a message longer than max_bytes or than the
+  // transport can hold whole), and the caller receives the message as usual, which reports what
+  // went wrong. It saves copying the message out.
   using InPlace = std::function<bool(const std::byte* message, std::size_t bytes)>;
   virtual bool receives_in_place() const { return false; }
   virtual bool recv_in_place(const InPlace& /*use*/, std::size_t /*max_bytes*/,

@@ -176,8 +176,8 @@ TEST_CASE(
 
 TEST_CASE(
     "shm: a message received in place is the message, then consumed; refused with nothing "
-    "received behind a posted receive, across the ring's end, when longer than allowed, at the "
-    "deadline, and when the reader throws or declines") {
+    "received behind a posted receive, across the ring's end, when longer than allowed or than "
+    "the ring, at the deadline, and when the reader throws or declines") {
   auto p = make_small_ring_pair("inplace");
   REQUIRE(p->b->receives_in_place());
   const auto deadline = [] { return core::Deadline::after(kWait); };
@@ -237,6 +237,15 @@ TEST_CASE(
   };
   CHECK_FALSE(p->b->recv_in_place(decline, 4096, deadline()));
   CHECK(receive(1000) == three);
+  // Longer than the ring: it can never lie there whole, so refused at once (not at the
+  // deadline, holding the read end while the writer waits for room), and received as usual.
+  const auto big = pattern(6000, 4);
+  RequestPtr sending = p->a->send(big.data(), big.size());
+  const auto before = std::chrono::steady_clock::now();
+  CHECK_FALSE(p->b->recv_in_place(take, 8192, core::Deadline::after(20s)));
+  CHECK(std::chrono::steady_clock::now() - before < 5s);
+  CHECK(receive(8192) == big);
+  sending->wait(deadline());
 }
 
 TEST_CASE(

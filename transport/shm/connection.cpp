@@ -312,7 +312,8 @@ bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
   while (!recv_.failed.load(std::memory_order_acquire)) {
     std::uint64_t frame = 0;
     if (rx_.peek(&frame, sizeof frame) == sizeof frame) {
-      if (frame > max_bytes) return false;
+      // Longer than allowed, or than the ring: it can never lie there whole.
+      if (frame > max_bytes || frame_bytes(frame) > rx_.capacity()) return false;
       if (rx_.readable() >= frame_bytes(frame)) {
         const std::byte* message = rx_.view(sizeof frame, frame);
         if (message == nullptr) return false;  // it wraps round the ring's end
