@@ -105,8 +105,12 @@ tsan() {
       -Db_lundef=false -Doptimization=2 -Ddebug=false >/dev/null || return 1
   fi
   echo "=== sanitize: not run under TSan (a 3-epoch training run, ~10x slower under TSan, passes"
-  echo "    its 60 s limit): test_launch's \"kill -9 of a worker mid-epoch restarts and resumes\""
-  run build-tsan "TSan" "$@" "--test-args=-tce=*restarts?and?resumes*"
+  echo "    its 60 s limit): test_launch's \"kill -9 of a worker mid-epoch restarts and resumes\";"
+  echo "    test_collectives' matrices over the emulated rdma device and its all-gather and"
+  echo "    reduce-scatter matrices (the same progress thread and transports as the other matrices"
+  echo "    and test_rdma, minutes under TSan)"
+  run build-tsan "TSan" "$@" \
+    "--test-args=-tce=*restarts?and?resumes*,*matrix:*over rdma*,*all_gather matrix*,*reduce_scatter matrix*"
 }
 
 status=0
