@@ -30,85 +30,88 @@ namespace {
 
 const auto kWait = 60s;
 
+// body(rank, comm) on every rank of worlds of 1-8 ranks over `transport`, made with `options`.
+void at_world_sizes_1_to_8(const std::string& transport, const CommOptions& options,
+                           const std::function<void(int, Communicator&)>& body) {
+  for (int n = 1; n <= 8; ++n) run_comm(n, transport, options, body);
+}
+
+CommOptions with_algo(const std::string& algo, const std::string& name) {
+  CommOptions options;
+  options.algo = algo;
+  options.name = name;
+  return options;
+}
+
 void matrix(const std::string& transport, const std::string& algo) {
-  for (int n = 1; n <= 8; ++n) {
-    CommOptions options;
-    options.algo = algo;
-    options.slice_bytes = 64;    // many slices even for small counts
-    options.window_bytes = 256;  // pieces of 128 bytes: many window rounds too
-    options.name = "matrix";
-    run_comm(n, transport, options,
-             [&](int rank, Communicator& comm) { check_all_reduce_matrix(rank, comm); });
-  }
+  CommOptions options = with_algo(algo, "matrix");
+  options.slice_bytes = 64;    // many slices even for small counts
+  options.window_bytes = 256;  // pieces of 128 bytes: many window rounds too
+  at_world_sizes_1_to_8(transport, options,
+                        [](int rank, Communicator& comm) { check_all_reduce_matrix(rank, comm); });
 }
 
 // All-gather with `algo` at 1-8 ranks: blocks of 0, 1, 3 and 1031 elements, every dtype, in
 // place (the send block is this rank's block of the result) and out of place.
 void all_gather_matrix(const std::string& transport, const std::string& algo) {
-  for (int n = 1; n <= 8; ++n) {
-    CommOptions options;
-    options.algo = algo;
-    options.name = "gather-matrix";
-    run_comm(n, transport, options, [&](int rank, Communicator& comm) {
-      for (std::size_t block :
-           {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
-        for (DType dtype : kDTypes) {
-          for (bool in_place : {false, true}) {
-            INFO("n=", n, " block ", block, " ", core::dtype_name(dtype), " in place ", in_place);
-            TypedBuffer mine(dtype, block), all(dtype, block * n);
-            for (std::size_t i = 0; i < block * n; ++i) all.set(i, -1);
-            TypedBuffer& source = in_place ? all : mine;
-            const std::size_t at = in_place ? rank * block : 0;
-            for (std::size_t i = 0; i < block; ++i)
-              source.set(at + i, value(rank, i, ReduceOp::max));
-            const auto* send =
-                static_cast<const char*>(source.data()) + at * core::dtype_size(dtype);
-            comm.all_gather(send, all.data(), block, dtype)->wait(core::Deadline::after(kWait));
-            for (int r = 0; r < n; ++r) {
-              for (std::size_t i = 0; i < block; ++i) {
-                REQUIRE(all.get(r * block + i) == value(r, i, ReduceOp::max));
+  at_world_sizes_1_to_8(
+      transport, with_algo(algo, "gather-matrix"), [](int rank, Communicator& comm) {
+        const int n = comm.size();
+        for (std::size_t block :
+             {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
+          for (DType dtype : kDTypes) {
+            for (bool in_place : {false, true}) {
+              INFO("n=", n, " block ", block, " ", core::dtype_name(dtype), " in place ", in_place);
+              TypedBuffer mine(dtype, block), all(dtype, block * n);
+              for (std::size_t i = 0; i < block * n; ++i) all.set(i, -1);
+              TypedBuffer& source = in_place ? all : mine;
+              const std::size_t at = in_place ? rank * block : 0;
+              for (std::size_t i = 0; i < block; ++i)
+                source.set(at + i, value(rank, i, ReduceOp::max));
+              const auto* send =
+                  static_cast<const char*>(source.data()) + at * core::dtype_size(dtype);
+              comm.all_gather(send, all.data(), block, dtype)->wait(core::Deadline::after(kWait));
+              for (int r = 0; r < n; ++r) {
+                for (std::size_t i = 0; i < block; ++i) {
+                  REQUIRE(all.get(r * block + i) == value(r, i, ReduceOp::max));
+                }
               }
             }
           }
         }
-      }
-    });
-  }
+      });
 }
 
 // Reduce-scatter with `algo` at 1-8 ranks: blocks of 0, 1, 3 and 1031 elements, every dtype x
 // op, out of place and in place (the result lands in this rank's block of the input).
 void reduce_scatter_matrix(const std::string& transport, const std::string& algo) {
-  for (int n = 1; n <= 8; ++n) {
-    CommOptions options;
-    options.algo = algo;
-    options.name = "scatter-matrix";
-    run_comm(n, transport, options, [&](int rank, Communicator& comm) {
-      for (std::size_t block :
-           {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
-        for (DType dtype : kDTypes) {
-          for (ReduceOp op : kOps) {
-            for (bool in_place : {false, true}) {
-              INFO("n=", n, " block ", block, " ", core::dtype_name(dtype), " ",
-                   std::string(collectives::reduce_op_name(op)), " in place ", in_place);
-              TypedBuffer send(dtype, block * n), out(dtype, block);
-              for (std::size_t i = 0; i < block * n; ++i) send.set(i, value(rank, i, op));
-              char* recv = in_place ? static_cast<char*>(send.data()) +
-                                          rank * block * core::dtype_size(dtype)
-                                    : static_cast<char*>(out.data());
-              comm.reduce_scatter(send.data(), recv, block, dtype, op)
-                  ->wait(core::Deadline::after(kWait));
-              const TypedBuffer& got = in_place ? send : out;
-              const std::size_t at = in_place ? rank * block : 0;
-              for (std::size_t i = 0; i < block; ++i) {
-                REQUIRE(got.get(at + i) == expected(n, rank * block + i, op, dtype));
+  at_world_sizes_1_to_8(
+      transport, with_algo(algo, "scatter-matrix"), [](int rank, Communicator& comm) {
+        const int n = comm.size();
+        for (std::size_t block :
+             {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1031}}) {
+          for (DType dtype : kDTypes) {
+            for (ReduceOp op : kOps) {
+              for (bool in_place : {false, true}) {
+                INFO("n=", n, " block ", block, " ", core::dtype_name(dtype), " ",
+                     std::string(collectives::reduce_op_name(op)), " in place ", in_place);
+                TypedBuffer send(dtype, block * n), out(dtype, block);
+                for (std::size_t i = 0; i < block * n; ++i) send.set(i, value(rank, i, op));
+                char* recv = in_place ? static_cast<char*>(send.data()) +
+                                            rank * block * core::dtype_size(dtype)
+                                      : static_cast<char*>(out.data());
+                comm.reduce_scatter(send.data(), recv, block, dtype, op)
+                    ->wait(core::Deadline::after(kWait));
+                const TypedBuffer& got = in_place ? send : out;
+                const std::size_t at = in_place ? rank * block : 0;
+                for (std::size_t i = 0; i < block; ++i) {
+                  REQUIRE(got.get(at + i) == expected(n, rank * block + i, op, dtype));
+                }
               }
             }
           }
         }
-      }
-    });
-  }
+      });
 }
 
 }  // namespace

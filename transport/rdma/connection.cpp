@@ -407,10 +407,9 @@ void RdmaConnection::fail_all(const std::string& why) {
 }
 
 // A failed completion: the peer's QP is gone or in error. Its writes that landed before are
-// whole and in order, so the fragments that arrived go to the receives posted now, and those
-// that make whole messages to receives posted later (post); a receive that needs more fails.
+// whole and in order, so the messages that arrived whole still go to the receives posted now
+// (fail_all's fail_pending) and later (post); a receive that needs more fails.
 void RdmaConnection::peer_failed(const std::string& why) {
-  deliver();
   peer_failed_ = true;
   fail_all(why);
 }
