@@ -25,7 +25,7 @@ void bruck_all_gather(const ChannelContext& ctx, char* data, std::size_t block, 
   const std::size_t block_bytes = block * core::dtype_size(dtype);
   const std::size_t head = sizeof(Fingerprint);
   char* const end = data + n * block_bytes;
-  std::rotate(data, data + r * block_bytes, end);  // rotate in
+  rotate_within(ctx, data, data + r * block_bytes, end);  // rotate in
   char* in = ctx.scratch_bytes(head + n * block_bytes + kMismatchRoom);
   std::vector<char> staging;  // a message, where the transport cannot send two pieces
   int step = 0;
@@ -38,10 +38,10 @@ void bruck_all_gather(const ChannelContext& ctx, char* data, std::size_t block, 
     ctx.wait(recv, from);
     ctx.check_message(in, recv->bytes(), head + bytes, true, from);
     ctx.wait(sent, to);
-    if (bytes > 0) std::memcpy(data + d * block_bytes, in + head, bytes);
+    copy_within(ctx, data + d * block_bytes, in + head, bytes);
     ctx.trace(step, "gather", -1, from, 2 * bytes, start);
   }
-  std::rotate(data, end - r * block_bytes, end);  // rotate out
+  rotate_within(ctx, data, end - r * block_bytes, end);  // rotate out
 }
 
 }  // namespace ringlet::collectives

@@ -25,7 +25,9 @@
 #include <vector>
 
 #include "collectives/buffer_space.h"
+#include "collectives/dry_run.h"
 #include "collectives/fingerprint.h"
+#include "collectives/reduce_kernels.h"
 #include "collectives/trace.h"
 #include "collectives/types.h"
 #include "core/deadline.h"
@@ -47,6 +49,7 @@ struct ChannelConfig {
 struct OpState {
   OpKind kind = OpKind::all_reduce;
   BufferSpace* space = nullptr;  // device buffers: how to reach them; null for host buffers
+  DryRun* dry = nullptr;         // set when the op runs without data (dry_run.h)
   std::uint64_t seq = 0;
   core::Deadline deadline = core::Deadline::never();
   std::chrono::milliseconds timeout{0};  // what the deadline was set from (for error messages)
@@ -69,6 +72,7 @@ struct OpState {
              std::chrono::milliseconds op_timeout) {
     kind = op_kind;
     space = nullptr;  // a device op's body sets it
+    dry = nullptr;
     seq = fp.seq;
     deadline = op_deadline;
     timeout = op_timeout;
@@ -168,6 +172,12 @@ class ChannelContext {
   // collective (see check_message).
   void check_message(const char* message, std::size_t bytes, std::size_t expected_bytes,
                      bool starts_with_fingerprint, int peer_rank) const {
+    if (op.dry != nullptr) {
+      RINGLET_CHECK(bytes == expected_bytes, CollectiveError, "rank ", global_rank(rank),
+                    " received ", bytes, " bytes from rank ", global_rank(peer_rank), " in ",
+                    op.name(), " seq ", op.seq, " where it expected ", expected_bytes);
+      return;
+    }
     collectives::check_message(message, bytes, expected_bytes, starts_with_fingerprint,
                                global_rank(rank), op.op_fingerprint, global_rank(peer_rank));
   }
@@ -177,6 +187,7 @@ class ChannelContext {
                                            std::vector<char>& staging) const {
     transport::Connection& to = peer(peer_rank);
     const std::size_t head = sizeof(Fingerprint);
+    if (op.dry != nullptr) return to.send(op.dry->placeholder(head + bytes), head + bytes);
     if (auto sent = to.try_send_joined({&op.op_fingerprint, head}, {payload, bytes})) return sent;
     staging.resize(head + bytes);
     std::memcpy(staging.data(), &op.op_fingerprint, head);
@@ -200,6 +211,7 @@ class ChannelContext {
   void waiting_for(int peer_rank) const { op.waiting_on = global_rank(peer_rank); }
 
   char* scratch_bytes(std::size_t bytes) const {
+    if (op.dry != nullptr) return op.dry->placeholder(bytes);
     std::vector<char>& scratch = states.get<Scratch>().bytes;
     if (scratch.size() < bytes) scratch.resize(bytes);
     return scratch.data();
@@ -236,12 +248,30 @@ class ChannelContext {
 // return.
 inline void copy_within(const ChannelContext& ctx, void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0 || dst == src) return;
+  if (ctx.op.dry != nullptr) return ctx.op.dry->copied(bytes);
   if (ctx.space() == nullptr) {
     std::memcpy(dst, src, bytes);
     return;
   }
   ctx.space()->copy(dst, src, bytes);
   ctx.space()->fence();
+}
+
+// dst = own op src over `count` elements of the op's buffers (own == dst in place), on the host
+// or the op's device; done on return.
+inline void reduce_within(const ChannelContext& ctx, void* dst, const void* own, const void* src,
+                          std::size_t count, DType dtype, ReduceOp op) {
+  if (count == 0) return;
+  if (ctx.op.dry != nullptr) return ctx.op.dry->reduced(count * core::dtype_size(dtype));
+  if (ctx.space() == nullptr) return reduce_pair(dst, own, src, count, dtype, op);
+  reduce_pair(*ctx.space(), dst, own, src, count, dtype, op);
+  ctx.space()->fence();
+}
+
+// std::rotate of host bytes [first, last) so that `middle` comes first.
+inline void rotate_within(const ChannelContext& ctx, char* first, char* middle, char* last) {
+  if (ctx.op.dry != nullptr) return ctx.op.dry->copied(static_cast<std::size_t>(last - first));
+  std::rotate(first, middle, last);
 }
 
 // Balanced split of `count` elements into `parts`: part i is [offset(i), offset(i + 1)).

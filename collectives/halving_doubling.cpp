@@ -144,14 +144,12 @@ class HalvingDoubling {
     return in_ + sizeof(Fingerprint);
   }
   void place(const char* payload, Blocks blocks) {
-    if (bytes(blocks) > 0) std::memcpy(data_ + offset(blocks), payload, bytes(blocks));
+    copy_within(ctx_, data_ + offset(blocks), payload, bytes(blocks));
   }
   // data[blocks] = source[blocks] op received; from the first reduction on, data is the source.
   void reduce_received(Blocks blocks, ReduceOp op) {
-    if (bytes(blocks) > 0) {
-      reduce_pair(data_ + offset(blocks), source_ + offset(blocks), in_ + sizeof(Fingerprint),
+    reduce_within(ctx_, data_ + offset(blocks), source_ + offset(blocks), in_ + sizeof(Fingerprint),
                   blocks.size() * count_, dtype_, op);
-    }
     source_ = data_;
   }
 

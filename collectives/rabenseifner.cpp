@@ -119,7 +119,7 @@ class Rabenseifner {
     auto sent = send(partner, data_, have);
     receive(recv, partner, get);
     ctx_.wait(sent, partner);
-    if (get.size() > 0) std::memcpy(at(data_, get.begin), in_ + kHead, get.size() * es_);
+    copy_within(ctx_, at(data_, get.begin), in_ + kHead, get.size() * es_);
     ctx_.trace(step_++, "double", -1, partner, (have.size() + get.size()) * es_, start);
   }
 
@@ -130,7 +130,7 @@ class Rabenseifner {
       ctx_.wait(send(r - 1, data_, {0, count_}), r - 1);
     } else {
       receive(ctx_.peer(r + 1).recv(in_, capacity_), r + 1, {0, count_});
-      if (count_ > 0) std::memcpy(data_, in_ + kHead, count_ * es_);
+      copy_within(ctx_, data_, in_ + kHead, count_ * es_);
     }
     ctx_.trace(step_++, "unfold", -1, r % 2 == 1 ? r - 1 : r + 1, count_ * es_, start);
   }
@@ -155,10 +155,8 @@ class Rabenseifner {
   // reduction on, data holds this rank's values: every later step reads only inside the segment
   // reduced first, and the doubling writes the rest.
   void reduce_received(Segment segment) {
-    if (segment.size() > 0) {
-      reduce_pair(at(data_, segment.begin), mine() + segment.begin * es_, in_ + kHead,
+    reduce_within(ctx_, at(data_, segment.begin), mine() + segment.begin * es_, in_ + kHead,
                   segment.size(), dtype_, op_);
-    }
     reduced_ = true;
   }
 

@@ -43,7 +43,7 @@ class Doubling {
     const int n = ctx_.size, r = ctx_.rank;
     out_ = ctx_.scratch_bytes(kHead + bytes_ + capacity_);  // [fp | data], then room to receive
     in_ = out_ + kHead + bytes_;
-    std::memcpy(out_, &ctx_.op.op_fingerprint, kHead);
+    copy_within(ctx_, out_, &ctx_.op.op_fingerprint, kHead);
     int p = 1;
     while (p * 2 <= n) p *= 2;
     const int rem = n - p;
@@ -81,7 +81,7 @@ class Doubling {
       ctx_.wait(send_data(r - 1), r - 1);
     } else {
       receive(ctx_.peer(r + 1).recv(in_, capacity_), r + 1);
-      if (bytes_ > 0) std::memcpy(data_, in_ + kHead, bytes_);
+      copy_within(ctx_, data_, in_ + kHead, bytes_);
     }
     ctx_.trace(step_++, "RD", -1, r % 2 == 1 ? r - 1 : r + 1, bytes_, start);
   }
@@ -116,7 +116,7 @@ class Doubling {
     if (auto sent = to.try_send_joined({&ctx_.op.op_fingerprint, kHead}, {mine_, bytes_})) {
       return sent;
     }
-    if (bytes_ > 0) std::memcpy(out_ + kHead, mine_, bytes_);
+    copy_within(ctx_, out_ + kHead, mine_, bytes_);
     return to.send(out_, kHead + bytes_);
   }
 
@@ -128,7 +128,7 @@ class Doubling {
 
   // data = mine op received (reduce_into's operand order, so the bits are the in-place ones).
   void reduce_from(const char* received) {
-    reduce_pair(data_, mine_, received, count_, dtype_, op_);
+    reduce_within(ctx_, data_, mine_, received, count_, dtype_, op_);
     mine_ = data_;
   }
   void reduce_received() { reduce_from(in_ + kHead); }

@@ -179,13 +179,8 @@ class RingPass {
       check_slice(*pending, slice_length(n, per, k) * es_);
       char* dst = at(data_, c) + k * per * es_;
       const char *mine = own + k * per * es_, *got = tmp + (k % 2) * per * es_;
-      if (space_ != nullptr) {
-        // On the device, out of the pinned slice; done before that slice receives again.
-        collectives::reduce_pair(*space_, dst, mine, got, slice_length(n, per, k), dtype_, op_);
-        space_->fence();
-      } else {
-        reduce_pair(dst, mine, got, slice_length(n, per, k), dtype_, op_);
-      }
+      // Device buffers: on the device, out of the pinned slice, done before it receives again.
+      reduce_within(ctx_, dst, mine, got, slice_length(n, per, k), dtype_, op_);
       pending = std::move(next);
     }
   }

@@ -100,7 +100,7 @@ class TreeAllReduce {
       for (const int child : links.children) {
         if (child < 0) continue;
         receive(child, len);
-        if (len > 0) reduce_pair(data_ + first * es_, mine, in_ + kHead, len, dtype_, op_);
+        reduce_within(ctx_, data_ + first * es_, mine, in_ + kHead, len, dtype_, op_);
         mine = data_ + first * es_;
       }
       if (links.parent >= 0) send(links.parent, mine, len);
@@ -117,7 +117,7 @@ class TreeAllReduce {
       char* chunk = data_ + first * es_;
       if (links.parent >= 0) {
         receive(links.parent, len);
-        if (len > 0) std::memcpy(chunk, in_ + kHead, len * es_);
+        copy_within(ctx_, chunk, in_ + kHead, len * es_);
       }
       for (const int child : links.children) {
         if (child >= 0) send(child, chunk, len);

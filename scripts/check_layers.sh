@@ -10,14 +10,15 @@ declare -A allowed=(
   [transport]="core"
   [device]="core"
   [collectives]="core transport device"
+  [model]="core transport device collectives"
   [tensor]="core device"
   [nn]="core device tensor"
   [data]="core tensor"
   [checkpoint]="core tensor nn"
   [distributed]="core transport device collectives tensor nn"
-  [trainer]="core transport device collectives tensor nn data checkpoint distributed"
+  [trainer]="core transport device collectives model tensor nn data checkpoint distributed"
 )
-layers="core transport device collectives tensor nn data checkpoint distributed trainer"
+layers="core transport device collectives model tensor nn data checkpoint distributed trainer"
 bad=0
 while IFS= read -r hit; do
   target=$(printf '%s\n' "$hit" | sed -E 's/^[^:]*:[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](ringlet\/)?([a-z_]+)\/.*/\2/')

@@ -234,22 +234,33 @@ std::unique_ptr<Mesh> Mesh::connect(Store& store, MeshOptions o, core::Deadline 
 
 Mesh::~Mesh() = default;
 
+std::unique_ptr<Mesh> Mesh::over(int rank, int size, Dialer dial) {
+  std::unique_ptr<Mesh> mesh(new Mesh());
+  mesh->rank_ = rank;
+  mesh->peers_.resize(static_cast<std::size_t>(size));
+  mesh->dial_ = std::move(dial);
+  return mesh;
+}
+
 Connection& Mesh::peer(int rank) {
   RINGLET_CHECK(rank >= 0 && rank < size() && rank != rank_, ValueError, "mesh: rank ", rank_,
                 " has no connection to rank ", rank, " (world size ", size(), ")");
+  if (!peers_[rank] && dial_) peers_[rank] = dial_(rank);
   return *peers_[rank];
 }
 
 std::string Mesh::listen_endpoint() const {
+  if (!listener_) return "";
   return tcp::endpoint_str(listener_->address(), listener_->port());
 }
 
 const std::string& Mesh::host_of(int rank) const {
   RINGLET_CHECK(rank >= 0 && rank < size(), ValueError, "mesh: no rank ", rank, " in a world of ",
                 size());
-  return hosts_[rank];
+  static const std::string none;
+  return hosts_.empty() ? none : hosts_[rank];
 }
 
-std::uint64_t Mesh::refused_connections() const { return listener_->refused(); }
+std::uint64_t Mesh::refused_connections() const { return listener_ ? listener_->refused() : 0; }
 
 }  // namespace ringlet::transport

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,12 +50,17 @@ inline constexpr int kDefaultSocketsPerPeer = 2;
 class Mesh {
  public:
   static std::unique_ptr<Mesh> connect(Store& store, MeshOptions options, core::Deadline deadline);
+  // A mesh over connections made elsewhere (the simulated network, model/): `dial(peer)` makes
+  // this rank's connection to `peer` when it is first used, on the thread that uses it. No
+  // listener, and no host names (host_of is "").
+  using Dialer = std::function<std::unique_ptr<Connection>(int peer)>;
+  static std::unique_ptr<Mesh> over(int rank, int size, Dialer dial);
   ~Mesh();
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(peers_.size()); }
   Connection& peer(int rank);
-  // The listen endpoint ("host:port") other ranks dial.
+  // The listen endpoint ("host:port") other ranks dial; empty for a mesh made over().
   std::string listen_endpoint() const;
   std::uint64_t refused_connections() const;
   // The host `rank` published (its own included): ranks with equal identities share a host.
@@ -67,6 +73,7 @@ class Mesh {
   std::vector<std::string> hosts_;                  // host_of, by rank
   std::unique_ptr<rdma::RdmaDevice> rdma_;          // opened for the first rdma peer
   std::vector<std::unique_ptr<Connection>> peers_;  // null at rank_ (destroyed before rdma_)
+  Dialer dial_;                                     // over(): makes peers_ on first use
 };
 
 }  // namespace ringlet::transport

@@ -11,6 +11,7 @@
 #include "trainer/cli/diagnose_command.h"
 #include "trainer/cli/eval_command.h"
 #include "trainer/cli/launch_command.h"
+#include "trainer/cli/model_command.h"
 #include "trainer/cli/report_command.h"
 #include "trainer/cli/status_command.h"
 #include "trainer/cli/trace_command.h"
@@ -30,7 +31,7 @@ void print_help(std::ostream& out) {
       << "\n  " << ringlet::trainer::cli::kLaunchSummary << "\n  "
       << ringlet::trainer::cli::kReportSummary << "\n  " << ringlet::trainer::cli::kTraceSummary
       << "\n  " << ringlet::trainer::cli::kDiagnoseSummary << "\n  "
-      << ringlet::trainer::cli::kStatusSummary
+      << ringlet::trainer::cli::kStatusSummary << "\n  " << ringlet::trainer::cli::kModelSummary
       << "\n"
          "\n"
          "Run 'ringlet <command> --help' for a command's options.\n";
@@ -55,6 +56,7 @@ int run(const std::vector<std::string>& args) {
   if (command == "report") return ringlet::trainer::cli::report_command(rest, std::cout);
   if (command == "diagnose") return ringlet::trainer::cli::diagnose_command(rest, std::cout);
   if (command == "status") return ringlet::trainer::cli::status_command(rest, std::cout);
+  if (command == "model") return ringlet::trainer::cli::model_command(rest, std::cout);
   if (command == "launch") {
     return ringlet::trainer::cli::launch_command(rest, std::cout, std::cerr);
   }
@@ -62,7 +64,8 @@ int run(const std::vector<std::string>& args) {
     ringlet::trainer::cli::throw_unknown("", "option", command, {"-h", "--help"});
   }
   ringlet::trainer::cli::throw_unknown(
-      "", "command", command, {"train", "eval", "launch", "report", "trace", "diagnose", "status"});
+      "", "command", command,
+      {"train", "eval", "launch", "report", "trace", "diagnose", "status", "model"});
 }
 
 }  // namespace

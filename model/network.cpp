@@ -1,0 +1,265 @@
+// The virtual network's clock, links and scheduler (see network.h).
+#include "model/network.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include "core/error.h"
+
+namespace ringlet::model {
+namespace {
+
+// A rank program's stack: the algorithms' frames, an exception's message and its unwinding.
+constexpr std::size_t kStackBytes = 256 * 1024;
+
+}  // namespace
+
+VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
+    : shape_(shape), profile_(std::move(profile)) {
+  RINGLET_CHECK(shape_.ranks >= 1 && shape_.per_host >= 0, ValueError,
+                "simulated network: ", shape_.ranks, " ranks, ", shape_.per_host,
+                " per host: needs at least one rank and a per-host count >= 0");
+  const auto nics = static_cast<std::size_t>(shape_.hosts()) *
+                    static_cast<std::size_t>(std::max(1, profile_.nics_per_host));
+  nic_out_free_.assign(nics, 0.0);
+  nic_in_free_.assign(nics, 0.0);
+}
+
+VirtualNetwork::~VirtualNetwork() = default;
+
+VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) {
+  return flows_[static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(shape_.ranks) +
+                static_cast<std::uint64_t>(to)];
+}
+
+// The NIC a rank's messages to other hosts pass through: its host's, by its index there.
+std::size_t VirtualNetwork::nic_of(int rank) const {
+  const int k = std::max(1, profile_.nics_per_host);
+  const int local = shape_.per_host > 0 ? rank % shape_.per_host : rank;
+  return static_cast<std::size_t>(shape_.host_of(rank)) * static_cast<std::size_t>(k) +
+         static_cast<std::size_t>(local % k);
+}
+
+// Occupies the link (and between hosts, both NICs) for the message, first come first served in
+// virtual time; returns when its last byte left.
+double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
+  Flow& f = flow(from, to);
+  const int hs = shape_.host_of(from), hd = shape_.host_of(to);
+  double start = std::max(now_, f.link_free);
+  double bandwidth = profile_.intra.bandwidth_GBps;
+  const std::size_t out = nic_of(from), in = nic_of(to);
+  if (hs != hd) {
+    start = std::max({start, nic_out_free_[out], nic_in_free_[in]});
+    bandwidth = std::min(profile_.inter.bandwidth_GBps, profile_.nic_GBps);
+  }
+  const double left = start + static_cast<double>(bytes) / (bandwidth * 1e9);
+  f.link_free = left;
+  if (hs != hd) nic_out_free_[out] = nic_in_free_[in] = left;
+  return left;
+}
+
+std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::transfer(
+    int rank, transport::RequestLabel::Kind kind, int peer, std::size_t bytes) {
+  auto t = std::make_shared<Transfer>();
+  t->request =
+      std::make_shared<transport::Request>(transport::RequestLabel{kind, rank, peer, bytes, "sim"});
+  t->bytes = bytes;
+  t->rank = rank;
+  t->peer = peer;
+  t->receive = kind == transport::RequestLabel::Kind::recv;
+  // A wait on the request is a wait in virtual time (the request does not outlive its transfer
+  // undone: the transfer is dropped once it completed it).
+  t->request->set_driver([this, rank, raw = t.get()](const core::Deadline* deadline) {
+    if (deadline != nullptr) wait_for(rank, *raw);
+  });
+  return t;
+}
+
+transport::RequestPtr VirtualNetwork::send(int from, int to, std::size_t bytes) {
+  auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
+  const double left = reserve(from, to, bytes);
+  const LinkCost& link =
+      shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
+  const double arrival = left + link.latency_us * 1e-6;
+  Flow& f = flow(from, to);
+  if (!f.posted.empty()) {
+    auto receive = std::move(f.posted.front());
+    f.posted.pop_front();
+    match(receive, bytes, arrival);
+  } else {
+    f.unmatched.push_back({bytes, arrival});
+  }
+  schedule(left, -1, t);
+  ++messages_;
+  bytes_ += bytes;
+  return t->request;
+}
+
+transport::RequestPtr VirtualNetwork::recv(int at, int from, std::size_t room) {
+  auto t = transfer(at, transport::RequestLabel::Kind::recv, from, room);
+  Flow& f = flow(from, at);
+  if (!f.unmatched.empty()) {
+    const Flow::Message m = f.unmatched.front();
+    f.unmatched.pop_front();
+    match(t, m.bytes, m.arrival);
+  } else {
+    f.posted.push_back(t);
+  }
+  return t->request;
+}
+
+// The receive gets the message: complete when it has arrived (it was posted by now).
+void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, std::size_t bytes,
+                           double arrival) {
+  if (bytes > receive->bytes) {
+    receive->error =
+        core::str("rank ", receive->rank, " posted a receive of up to ", receive->bytes,
+                  " bytes from rank ", receive->peer, " (sim), which sent ", bytes);
+  }
+  receive->bytes = bytes;
+  schedule(std::max(now_, arrival), -1, receive);
+}
+
+void VirtualNetwork::schedule(double time, int rank, std::shared_ptr<Transfer> transfer) {
+  events_.push(Event{time, next_seq_++, rank, std::move(transfer)});
+}
+
+void VirtualNetwork::complete(Transfer& t) {
+  if (!t.error.empty()) {
+    t.request->fail(std::make_exception_ptr(core::PeerError(t.error)));
+    return;
+  }
+  t.request->add_bytes(t.bytes);
+  t.request->complete();
+}
+
+// On the rank's thread, which has the turn: its own completion next, or the turn goes back
+// until the event that completes it.
+void VirtualNetwork::wait_for(int rank, Transfer& t) {
+  if (t.request->done()) return;
+  RINGLET_CHECK(deadlock_.empty(), TimeoutError, deadlock_);
+  if (!events_.empty() && events_.top().transfer.get() == &t) {
+    now_ = events_.top().time;
+    events_.pop();
+    complete(t);
+    return;
+  }
+  Process& p = *processes_[static_cast<std::size_t>(rank)];
+  t.waiter = rank;
+  p.waiting = &t;
+  yield(rank);
+  p.waiting = nullptr;
+  RINGLET_CHECK(t.request->done(), TimeoutError, deadlock_);
+}
+
+void VirtualNetwork::spend(int rank, double seconds) {
+  if (seconds <= 0) return;
+  const double until = now_ + seconds;
+  if (events_.empty() || events_.top().time > until) {  // nothing happens meanwhile
+    now_ = until;
+    return;
+  }
+  schedule(until, rank, nullptr);
+  yield(rank);
+}
+
+// The rank's turn ends: the next events run here, up to the first that resumes a rank, which
+// gets the turn straight from this one (one switch, not two through the scheduler); with none
+// left, the scheduler takes it back.
+void VirtualNetwork::yield(int rank) {
+  Fiber& me = *processes_[static_cast<std::size_t>(rank)]->fiber;
+  const int next = next_resumed();
+  if (next == rank) return;
+  me.switch_to(next >= 0 ? *processes_[static_cast<std::size_t>(next)]->fiber : scheduler_);
+}
+
+// Runs events in order up to the first that resumes a rank: that rank, or -1 when none is left.
+int VirtualNetwork::next_resumed() {
+  while (!events_.empty()) {
+    // Moved out, not copied: the top's transfer pointer is not needed in the queue any more.
+    Event e = std::move(const_cast<Event&>(events_.top()));
+    events_.pop();
+    now_ = e.time;
+    int who = e.rank;
+    if (e.transfer) {
+      complete(*e.transfer);
+      who = std::exchange(e.transfer->waiter, -1);
+    }
+    if (who >= 0) return who;
+  }
+  return -1;
+}
+
+void VirtualNetwork::resume(int rank) {
+  scheduler_.switch_to(*processes_[static_cast<std::size_t>(rank)]->fiber);
+}
+
+void VirtualNetwork::start(const std::function<void(int rank)>& program) {
+  RINGLET_CHECK(processes_.empty(), Error, "simulated network: run() once per network");
+  for (int r = 0; r < shape_.ranks; ++r) processes_.push_back(std::make_unique<Process>());
+  for (int r = 0; r < shape_.ranks; ++r) {
+    Process& p = *processes_[static_cast<std::size_t>(r)];
+    p.fiber = std::make_unique<Fiber>(
+        [this, r, &p, &program] {
+          try {
+            program(r);
+          } catch (...) {
+            if (!first_error_ && deadlock_.empty()) first_error_ = std::current_exception();
+          }
+          p.finished = true;
+          p.finished_at = now_;
+        },
+        kStackBytes, scheduler_);
+    schedule(0, r, nullptr);
+  }
+}
+
+double VirtualNetwork::run(const std::function<void(int rank)>& program) {
+  start(program);
+  // Ranks hand the turn to each other; it comes back here when a rank returns or no event is
+  // left.
+  for (int who = next_resumed(); who >= 0; who = next_resumed()) resume(who);
+  drain_deadlock();
+  if (first_error_) std::rethrow_exception(first_error_);
+  RINGLET_CHECK(deadlock_.empty(), CollectiveError, deadlock_);
+  double last = 0;
+  for (const auto& p : processes_) last = std::max(last, p->finished_at);
+  return last;
+}
+
+// Nothing left to happen, but ranks wait: their waits fail with what everyone waited for.
+void VirtualNetwork::drain_deadlock() {
+  std::vector<int> stuck;
+  for (int r = 0; r < shape_.ranks; ++r) {
+    if (!processes_[static_cast<std::size_t>(r)]->finished) stuck.push_back(r);
+  }
+  if (stuck.empty()) return;
+  std::string waits;
+  for (std::size_t i = 0; i < std::min<std::size_t>(stuck.size(), 4); ++i) {
+    const Transfer* t = processes_[static_cast<std::size_t>(stuck[i])]->waiting;
+    waits += core::str(i > 0 ? "; " : "", "rank ", stuck[i], " waits for a ",
+                       t != nullptr && t->receive ? "receive from" : "send to", " rank ",
+                       t != nullptr ? t->peer : -1);
+  }
+  deadlock_ = core::str("simulated network: deadlock at ", now_ * 1e6, " us: ", stuck.size(),
+                        " of ", shape_.ranks, " ranks wait for messages nobody will send (", waits,
+                        stuck.size() > 4 ? "; ..." : "", ")");
+  // Each released rank's wait throws; one that catches it and waits again throws again.
+  for (int round = 0; round < 8; ++round) {
+    bool any = false;
+    for (const int r : stuck) {
+      if (!processes_[static_cast<std::size_t>(r)]->finished) {
+        resume(r);
+        any = true;
+      }
+    }
+    if (!any) return;
+  }
+  std::fprintf(stderr, "ringlet: %s, and a rank keeps waiting after its waits failed\n",
+               deadlock_.c_str());
+  std::abort();
+}
+
+}  // namespace ringlet::model

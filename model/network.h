@@ -1,0 +1,131 @@
+// VirtualNetwork: ranks on hosts, the links between them and a clock, in virtual time. It is a
+// discrete-event simulation whose processes are real programs: each rank's program (an algorithm
+// of collectives/, unchanged) runs on a stack of its own, one at a time, in the order of virtual
+// time. A program runs until it waits for a message that has not arrived yet or spends
+// time computing; then the next event (a message arriving, a send finished, a computation over)
+// resumes whoever it is for. No data moves: a message is its length and its times. The
+// programs are fibers (fiber.h) of the thread that calls run(), so a switch costs no system call.
+//
+// Costs (profile.h): a message of b bytes from rank s to rank d starts when the link s -> d is
+// free (and, between hosts, a NIC of each host in its direction), occupies them for b /
+// bandwidth, and arrives latency after its last byte left. The send is done when its last byte
+// left (the sender may reuse its buffer); the receive, when the message arrived and was posted.
+// Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/fiber.h"
+#include "model/profile.h"
+#include "transport/request.h"
+
+namespace ringlet::model {
+
+struct NetworkShape {
+  int ranks = 1;
+  int per_host = 0;  // ranks per host; 0: all on one host
+  int hosts() const { return per_host > 0 ? (ranks + per_host - 1) / per_host : 1; }
+  int host_of(int rank) const { return per_host > 0 ? rank / per_host : 0; }
+};
+
+class VirtualNetwork {
+ public:
+  VirtualNetwork(NetworkShape shape, Profile profile);
+  ~VirtualNetwork();
+  VirtualNetwork(const VirtualNetwork&) = delete;
+  VirtualNetwork& operator=(const VirtualNetwork&) = delete;
+
+  // Runs program(rank) for every rank and returns the virtual seconds until the last one
+  // returned. Throws the first error a program threw, or, when programs are left waiting for
+  // messages nobody will send (a deadlock), an error naming them and what they wait for.
+  double run(const std::function<void(int rank)>& program);
+
+  // --- for the ranks' programs, on their threads while they run ---
+  transport::RequestPtr send(int from, int to, std::size_t bytes);
+  transport::RequestPtr recv(int at, int from, std::size_t room);
+  void spend(int rank, double seconds);  // the rank computes for this long
+  const NetworkShape& shape() const { return shape_; }
+  const Profile& profile() const { return profile_; }
+
+  std::uint64_t messages() const { return messages_; }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  // A posted send or receive: its request, its length, and the rank waiting for it.
+  struct Transfer {
+    transport::RequestPtr request;
+    std::size_t bytes = 0;  // the send's; the receive's room until it matches a message
+    int rank = 0, peer = 0;
+    bool receive = false;
+    int waiter = -1;
+    std::string error;  // a receive matched with a longer message
+  };
+  // The messages from one rank to another, matched in order with the receives posted for them.
+  struct Flow {
+    struct Message {
+      std::size_t bytes;
+      double arrival;
+    };
+    std::deque<Message> unmatched;
+    std::deque<std::shared_ptr<Transfer>> posted;
+    double link_free = 0;
+  };
+  // At `time`: the transfer completes (and its waiter resumes), or, with none, `rank` resumes.
+  struct Event {
+    double time;
+    std::uint64_t seq;
+    int rank;
+    std::shared_ptr<Transfer> transfer;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+  struct Process {
+    std::unique_ptr<Fiber> fiber;
+    bool finished = false;
+    double finished_at = 0;
+    std::exception_ptr error;
+    const Transfer* waiting = nullptr;
+  };
+
+  Flow& flow(int from, int to);
+  std::size_t nic_of(int rank) const;
+  double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
+  void match(const std::shared_ptr<Transfer>& recv, std::size_t bytes, double arrival);
+  void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
+  std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
+                                     std::size_t bytes);
+  void complete(Transfer& t);
+  void wait_for(int rank, Transfer& t);
+  void yield(int rank);
+  int next_resumed();
+  void resume(int rank);
+  void start(const std::function<void(int rank)>& program);
+  void drain_deadlock();
+
+  NetworkShape shape_;
+  Profile profile_;
+  double now_ = 0;
+  std::uint64_t next_seq_ = 0;
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  std::unordered_map<std::uint64_t, Flow> flows_;
+  std::vector<double> nic_out_free_, nic_in_free_;
+  std::vector<std::unique_ptr<Process>> processes_;
+  Fiber scheduler_;                 // the thread that called run()
+  std::string deadlock_;            // set when the waiting processes are released with an error
+  std::exception_ptr first_error_;  // the first a program threw
+  std::uint64_t messages_ = 0, bytes_ = 0;
+};
+
+}  // namespace ringlet::model

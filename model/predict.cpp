@@ -1,0 +1,101 @@
+// Predictions from simulations, remembered by algorithm and size.
+#include "model/predict.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace ringlet::model {
+
+using collectives::Algorithm;
+
+Predictor::Predictor(Collective collective, NetworkShape shape, Profile profile,
+                     std::vector<Algorithm> algorithms)
+    : collective_(collective),
+      shape_(shape),
+      profile_(std::move(profile)),
+      algorithms_(algorithms.empty() ? simulated_algorithms(collective) : std::move(algorithms)) {}
+
+const Prediction& Predictor::at(Algorithm algorithm, std::size_t bytes) {
+  const auto key = std::make_pair(algorithm, bytes);
+  if (auto it = done_.find(key); it != done_.end()) return it->second;
+  Prediction p{algorithm, simulate(SimCase{collective_, algorithm, shape_, bytes}, profile_)};
+  p.bus_GBps = bus_bandwidth_GBps(collective_, shape_.ranks, p.result.bytes, p.result.seconds);
+  wall_seconds_ += p.result.wall_seconds;
+  return done_.emplace(key, p).first->second;
+}
+
+std::vector<Prediction> Predictor::all(std::size_t bytes) {
+  std::vector<Prediction> out;
+  for (const Algorithm a : algorithms_) out.push_back(at(a, bytes));
+  return out;
+}
+
+Algorithm Predictor::fastest(std::size_t bytes) {
+  Algorithm best = algorithms_.front();
+  for (const Algorithm a : algorithms_) {
+    if (at(a, bytes).result.seconds < at(best, bytes).result.seconds) best = a;
+  }
+  return best;
+}
+
+void Predictor::bisect(int lo, int hi, std::vector<SizeRange>& out) {
+  const Algorithm a = fastest(std::size_t{1} << lo), b = fastest(std::size_t{1} << hi);
+  if (a == b || hi - lo <= 1) {
+    const auto add = [&out](int first, int last, Algorithm fastest) {
+      if (!out.empty() && out.back().fastest == fastest) {
+        out.back().last = std::size_t{1} << last;
+      } else {
+        out.push_back({std::size_t{1} << first, std::size_t{1} << last, fastest});
+      }
+    };
+    add(lo, a == b ? hi : lo, a);
+    if (a != b) add(hi, hi, b);
+    return;
+  }
+  const int mid = lo + (hi - lo) / 2;
+  bisect(lo, mid, out);
+  bisect(mid, hi, out);
+}
+
+std::vector<SizeRange> Predictor::fastest_by_size(std::size_t low, std::size_t high) {
+  RINGLET_CHECK(low >= 1 && low <= high, ValueError, "sizes from ", low, " to ", high,
+                ": need 1 <= low <= high");
+  std::vector<SizeRange> out;
+  bisect(std::bit_width(low) - 1, std::bit_width(high) - 1, out);
+  return out;
+}
+
+std::optional<std::size_t> Predictor::crossover(Algorithm a, Algorithm b, std::size_t low,
+                                                std::size_t high) {
+  int lo = std::bit_width(low) - 1, hi = std::bit_width(high) - 1;
+  const auto b_faster = [&](int e) {
+    const std::size_t s = std::size_t{1} << e;
+    return at(b, s).result.seconds < at(a, s).result.seconds;
+  };
+  if (b_faster(lo) || !b_faster(hi)) return std::nullopt;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (b_faster(mid) ? hi : lo) = mid;
+  }
+  return std::size_t{1} << hi;
+}
+
+std::string size_text(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text,
+                v == static_cast<double>(static_cast<long long>(v)) ? "%.0f %s" : "%.1f %s", v,
+                units[u]);
+  return text;
+}
+
+}  // namespace ringlet::model

@@ -1,0 +1,63 @@
+// Predictor: the simulated times of one collective on one network shape under one profile, for
+// each algorithm and size asked (each simulated once, then remembered), and what follows from
+// them: the fastest algorithm at a size, the fastest over a range of sizes (where it changes),
+// and where one algorithm stops beating another.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "model/simulate.h"
+
+namespace ringlet::model {
+
+struct Prediction {
+  collectives::Algorithm algorithm;
+  SimResult result;
+  double bus_GBps = 0;
+};
+
+// A range of sizes [first, last] (powers of two) with the algorithm fastest at its ends.
+struct SizeRange {
+  std::size_t first = 0, last = 0;
+  collectives::Algorithm fastest;
+};
+
+class Predictor {
+ public:
+  Predictor(Collective collective, NetworkShape shape, Profile profile,
+            std::vector<collectives::Algorithm> algorithms = {});  // {}: every simulated one
+
+  const Prediction& at(collectives::Algorithm algorithm, std::size_t bytes);
+  std::vector<Prediction> all(std::size_t bytes);  // in the order of algorithms()
+  collectives::Algorithm fastest(std::size_t bytes);
+  // By bisection over the powers of two from `low` to `high`: a range ends where its two ends'
+  // fastest differ and they are neighbours. A change and a change back between two sizes
+  // whose fastest agree goes unseen.
+  std::vector<SizeRange> fastest_by_size(std::size_t low, std::size_t high);
+  // The smallest power of two in [low, high] at which `b` is faster than `a`, where `a` is
+  // faster at `low` and `b` at `high` (bisection); nullopt otherwise.
+  std::optional<std::size_t> crossover(collectives::Algorithm a, collectives::Algorithm b,
+                                       std::size_t low, std::size_t high);
+
+  const std::vector<collectives::Algorithm>& algorithms() const { return algorithms_; }
+  double wall_seconds() const { return wall_seconds_; }  // all simulations so far
+
+ private:
+  void bisect(int lo, int hi, std::vector<SizeRange>& out);
+
+  Collective collective_;
+  NetworkShape shape_;
+  Profile profile_;
+  std::vector<collectives::Algorithm> algorithms_;
+  std::map<std::pair<collectives::Algorithm, std::size_t>, Prediction> done_;
+  double wall_seconds_ = 0;
+};
+
+// 1536 -> "1.5 KiB", 8 -> "8 B".
+std::string size_text(std::size_t bytes);
+
+}  // namespace ringlet::model

@@ -1,0 +1,132 @@
+// Profiles: defaults, JSON in and out, checked field by field.
+#include "model/profile.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace ringlet::model {
+
+double LinkCost::seconds(std::size_t bytes) const {
+  return latency_us * 1e-6 + static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
+}
+
+std::string Profile::summary() const {
+  std::ostringstream out;
+  out << "intra-host " << intra.latency_us << " us, " << intra.bandwidth_GBps
+      << " GB/s; inter-host " << inter.latency_us << " us, " << inter.bandwidth_GBps << " GB/s; "
+      << nics_per_host << (nics_per_host == 1 ? " NIC" : " NICs") << " per host at " << nic_GBps
+      << " GB/s; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s; slices of "
+      << slice_bytes << " bytes";
+  return out.str();
+}
+
+Profile default_profile() {
+  Profile p;
+  p.name = "defaults (a 2-core VM: shm within a host, tcp loopback between hosts)";
+  p.source = "round figures of bench/RESULTS.md's shm and tcp measurements";
+  p.intra = {1.0, 6.0};
+  p.inter = {15.0, 2.5};
+  p.nic_GBps = 2.5;
+  p.reduce_GBps = 6.0;
+  p.copy_GBps = 10.0;
+  return p;
+}
+
+namespace {
+
+double positive(const nlohmann::json& value, const std::string& path, const std::string& field) {
+  RINGLET_CHECK(value.is_number(), ValueError, "profile ", path, ": ", field,
+                " must be a number, not ", value.dump());
+  const double x = value.get<double>();
+  RINGLET_CHECK(std::isfinite(x) && x > 0, ValueError, "profile ", path, ": ", field,
+                " must be positive, not ", value.dump());
+  return x;
+}
+
+void read_link(const nlohmann::json& link, const std::string& path, const std::string& field,
+               LinkCost& cost) {
+  RINGLET_CHECK(link.is_object(), ValueError, "profile ", path, ": ", field,
+                " must be an object {\"latency_us\": .., \"bandwidth_GBps\": ..}");
+  for (const auto& [key, value] : link.items()) {
+    if (key == "latency_us") {
+      cost.latency_us = positive(value, path, field + ".latency_us");
+    } else if (key == "bandwidth_GBps") {
+      cost.bandwidth_GBps = positive(value, path, field + ".bandwidth_GBps");
+    } else {
+      RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
+                    " (latency_us, bandwidth_GBps)");
+    }
+  }
+}
+
+nlohmann::json parse(const std::string& path) {
+  std::ifstream in(path);
+  RINGLET_CHECK(in.good(), ValueError, "profile ", path, ": cannot open it");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    RINGLET_THROW(ValueError, "profile ", path, ": not JSON (", e.what(), ")");
+  }
+}
+
+}  // namespace
+
+Profile read_profile(const std::string& path) {
+  const nlohmann::json doc = parse(path);
+  RINGLET_CHECK(doc.is_object(), ValueError, "profile ", path, ": must be a JSON object");
+  Profile p = default_profile();
+  p.source = path;
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "name" || key == "source") {
+      RINGLET_CHECK(value.is_string(), ValueError, "profile ", path, ": ", key,
+                    " must be a string");
+      (key == "name" ? p.name : p.source) = value.get<std::string>();
+    } else if (key == "intra" || key == "inter") {
+      read_link(value, path, key, key == "intra" ? p.intra : p.inter);
+    } else if (key == "nic_GBps") {
+      p.nic_GBps = positive(value, path, key);
+    } else if (key == "nics_per_host") {
+      const double k = positive(value, path, key);
+      RINGLET_CHECK(k == static_cast<int>(k) && k <= 1024, ValueError, "profile ", path,
+                    ": nics_per_host must be a whole number from 1 to 1024, not ", value.dump());
+      p.nics_per_host = static_cast<int>(k);
+    } else if (key == "reduce_GBps") {
+      p.reduce_GBps = positive(value, path, key);
+    } else if (key == "copy_GBps") {
+      p.copy_GBps = positive(value, path, key);
+    } else if (key == "slice_bytes") {
+      p.slice_bytes = static_cast<std::size_t>(positive(value, path, key));
+    } else {
+      RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
+                    " (name, source, intra, inter, nic_GBps, nics_per_host, reduce_GBps, "
+                    "copy_GBps, slice_bytes)");
+    }
+  }
+  return p;
+}
+
+std::string profile_json(const Profile& p) {
+  const nlohmann::json doc = {
+      {"name", p.name},
+      {"source", p.source},
+      {"intra", {{"latency_us", p.intra.latency_us}, {"bandwidth_GBps", p.intra.bandwidth_GBps}}},
+      {"inter", {{"latency_us", p.inter.latency_us}, {"bandwidth_GBps", p.inter.bandwidth_GBps}}},
+      {"nic_GBps", p.nic_GBps},
+      {"nics_per_host", p.nics_per_host},
+      {"reduce_GBps", p.reduce_GBps},
+      {"copy_GBps", p.copy_GBps},
+      {"slice_bytes", p.slice_bytes}};
+  return doc.dump(2) + "\n";
+}
+
+void write_profile(const std::string& path, const Profile& profile) {
+  std::ofstream out(path);
+  out << profile_json(profile);
+  RINGLET_CHECK(out.good(), ValueError, "profile ", path, ": cannot write it");
+}
+
+}  // namespace ringlet::model

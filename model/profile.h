@@ -1,0 +1,46 @@
+// Profile: what the simulated network charges, per link class and per rank. Figures are in the
+// units people quote (microseconds, GB/s = 1e9 bytes per second) and are read from a JSON file:
+// one `ringlet model fit` measured here, or one written by hand from a machine's published
+// figures (model/profiles/). A message of b bytes costs latency + b / bandwidth on its link;
+// between hosts it also passes through a NIC of the sending host and one of the receiving host,
+// which the host's ranks share: nics_per_host each, a rank using NIC (its index on the host mod
+// nics_per_host), each NIC carrying one message at a time each way at nic_GBps. A reduction
+// costs its output bytes / reduce_GBps on its rank, a copy bytes / copy_GBps.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ringlet::model {
+
+struct LinkCost {
+  double latency_us = 0;
+  double bandwidth_GBps = 0;
+  double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
+};
+
+struct Profile {
+  std::string name;    // what it describes, e.g. "this machine, shm"
+  std::string source;  // where its figures come from
+  LinkCost intra;      // between two ranks of one host
+  LinkCost inter;      // between ranks of two hosts (and through both hosts' NICs)
+  double nic_GBps = 0;
+  int nics_per_host = 1;
+  double reduce_GBps = 0;
+  double copy_GBps = 0;
+  std::size_t slice_bytes = 512 * 1024;  // the message size links prefer (the ring's slices)
+
+  std::string summary() const;  // one line of its figures
+};
+
+// The profile a prediction uses when none is named: round figures of a 2-core VM's shared
+// memory between ranks of one host and tcp loopback between hosts (bench/RESULTS.md).
+Profile default_profile();
+
+// Reads a profile; a missing field keeps default_profile()'s, an unknown one, a value that is
+// not a positive number or a file that is not JSON is an error naming the file and the field.
+Profile read_profile(const std::string& path);
+void write_profile(const std::string& path, const Profile& profile);
+std::string profile_json(const Profile& profile);
+
+}  // namespace ringlet::model

@@ -1,0 +1,35 @@
+// Sends and receives as the simulated network's transfers.
+#include "model/sim_connection.h"
+
+#include "core/error.h"
+
+namespace ringlet::model {
+
+transport::RequestPtr SimConnection::send(transport::ConstBuffer buffer) {
+  if (!aborted_.empty()) return failed(transport::RequestLabel::Kind::send, buffer.bytes);
+  count_message();
+  sent_ += buffer.bytes;
+  return network_.send(rank_, peer_, buffer.bytes);
+}
+
+transport::RequestPtr SimConnection::recv(transport::Buffer buffer) {
+  if (!aborted_.empty()) return failed(transport::RequestLabel::Kind::recv, buffer.bytes);
+  auto request = network_.recv(rank_, peer_, buffer.bytes);
+  request->then([this, r = request.get()] { received_ += r->bytes(); });
+  return request;
+}
+
+void SimConnection::abort(const std::string& reason) {
+  if (aborted_.empty()) aborted_ = reason.empty() ? "aborted" : reason;
+}
+
+transport::RequestPtr SimConnection::failed(transport::RequestLabel::Kind kind,
+                                            std::size_t bytes) const {
+  auto request = std::make_shared<transport::Request>(
+      transport::RequestLabel{kind, rank_, peer_, bytes, "sim"});
+  request->fail(std::make_exception_ptr(core::PeerError(core::str(
+      "rank ", rank_, ": the sim connection to rank ", peer_, " was aborted: ", aborted_))));
+  return request;
+}
+
+}  // namespace ringlet::model

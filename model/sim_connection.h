@@ -1,0 +1,40 @@
+// SimConnection: a transport::Connection over the simulated network: what a collective sends
+// and receives on it costs virtual time (network.h) and moves no bytes; the buffers are never
+// read or written. Used with a DryRun op (collectives/dry_run.h).
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "model/network.h"
+#include "transport/connection.h"
+
+namespace ringlet::model {
+
+class SimConnection final : public transport::Connection {
+ public:
+  SimConnection(VirtualNetwork& network, int rank, int peer)
+      : network_(network), rank_(rank), peer_(peer) {}
+
+  transport::RequestPtr send(transport::ConstBuffer buffer) override;
+  transport::RequestPtr recv(transport::Buffer buffer) override;
+  // Later sends and receives fail with the reason (pending ones complete as the network says).
+  void abort(const std::string& reason) override;
+
+  int local_rank() const override { return rank_; }
+  int peer_rank() const override { return peer_; }
+  const char* transport() const override { return "sim"; }
+  std::uint64_t bytes_sent() const override { return sent_; }
+  std::uint64_t bytes_received() const override { return received_; }
+  std::size_t preferred_slice_bytes() const override { return network_.profile().slice_bytes; }
+
+ private:
+  transport::RequestPtr failed(transport::RequestLabel::Kind kind, std::size_t bytes) const;
+
+  VirtualNetwork& network_;
+  int rank_, peer_;
+  std::uint64_t sent_ = 0, received_ = 0;
+  std::string aborted_;
+};
+
+}  // namespace ringlet::model

@@ -1,0 +1,189 @@
+// Every rank's program in the simulation: a channel over SimConnections, a dry op, the
+// algorithm's own function.
+#include "model/simulate.h"
+
+#include <sys/mman.h>
+
+#include <chrono>
+
+#include "collectives/algorithms.h"
+#include "collectives/dry_run.h"
+#include "core/error.h"
+#include "model/sim_connection.h"
+
+namespace ringlet::model {
+namespace {
+
+using collectives::Algorithm;
+
+// An address range no one may touch (PROT_NONE): the dry ops' buffers point into it, so a data
+// step the helpers did not catch is a crash, not a silent copy.
+class Placeholder {
+ public:
+  explicit Placeholder(std::size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    RINGLET_CHECK(p != MAP_FAILED, OutOfMemoryError, "simulation: cannot reserve ", bytes_,
+                  " bytes of address space for placeholder buffers");
+    base_ = static_cast<char*>(p);
+  }
+  ~Placeholder() { munmap(base_, bytes_); }
+  Placeholder(const Placeholder&) = delete;
+  Placeholder& operator=(const Placeholder&) = delete;
+  char* at(std::size_t bytes) const {
+    RINGLET_CHECK(bytes <= bytes_, Error, "simulation: an algorithm asked for ", bytes,
+                  " bytes of scratch, more than the ", bytes_, " reserved");
+    return base_;
+  }
+
+ private:
+  std::size_t bytes_;
+  char* base_ = nullptr;
+};
+
+// A rank's copies and reductions cost it time on the network's clock.
+class RankDryRun final : public collectives::DryRun {
+ public:
+  RankDryRun(VirtualNetwork& network, int rank, const Placeholder& memory)
+      : network_(network), rank_(rank), memory_(memory) {}
+  void copied(std::size_t bytes) override {
+    network_.spend(rank_, static_cast<double>(bytes) / (network_.profile().copy_GBps * 1e9));
+  }
+  void reduced(std::size_t bytes) override {
+    network_.spend(rank_, static_cast<double>(bytes) / (network_.profile().reduce_GBps * 1e9));
+  }
+  char* placeholder(std::size_t bytes) override { return memory_.at(bytes); }
+
+ private:
+  VirtualNetwork& network_;
+  int rank_;
+  const Placeholder& memory_;
+};
+
+collectives::OpKind op_kind(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return collectives::OpKind::all_reduce;
+    case Collective::all_gather: return collectives::OpKind::all_gather;
+    case Collective::reduce_scatter: return collectives::OpKind::reduce_scatter;
+  }
+  return collectives::OpKind::all_reduce;
+}
+
+// The elements per rank's block (all-gather, reduce-scatter) or of the buffer (all-reduce).
+std::size_t elements(const SimCase& c) {
+  const std::size_t es = sizeof(float), total = (c.bytes + es - 1) / es;
+  if (c.collective == Collective::all_reduce) return total;
+  const auto n = static_cast<std::size_t>(c.shape.ranks);
+  return (total + n - 1) / n;
+}
+
+// The algorithm's own function on this rank's channel, as the communicator calls it.
+void run_algorithm(const collectives::ChannelContext& ctx, const SimCase& c, char* data,
+                   std::size_t count) {
+  const auto f32 = collectives::DType::f32;
+  const auto sum = collectives::ReduceOp::sum;
+  if (ctx.size == 1) return;
+  switch (c.collective) {
+    case Collective::all_reduce:
+      if (c.algorithm == Algorithm::ring) return ring_all_reduce(ctx, data, data, count, f32, sum);
+      if (c.algorithm == Algorithm::recursive_doubling) {
+        return rd_all_reduce(ctx, data, data, count, f32, sum);
+      }
+      if (c.algorithm == Algorithm::rabenseifner) {
+        return rabenseifner_all_reduce(ctx, data, data, count, f32, sum);
+      }
+      if (c.algorithm == Algorithm::tree) return tree_all_reduce(ctx, data, data, count, f32, sum);
+      break;
+    case Collective::all_gather:
+      if (c.algorithm == Algorithm::ring) return ring_all_gather_blocks(ctx, data, count, f32);
+      if (c.algorithm == Algorithm::bruck) return bruck_all_gather(ctx, data, count, f32);
+      if (c.algorithm == Algorithm::doubling) return doubling_all_gather(ctx, data, count, f32);
+      break;
+    case Collective::reduce_scatter:
+      if (c.algorithm == Algorithm::ring) {
+        return ring_reduce_scatter_blocks(ctx, data, count, f32, sum);
+      }
+      if (c.algorithm == Algorithm::halving) {
+        return halving_reduce_scatter(ctx, data, data, count, f32, sum);
+      }
+      break;
+  }
+  RINGLET_THROW(ValueError, "simulation: ", collective_name(c.collective), " has no algorithm ",
+                collectives::algorithm_name(c.algorithm), " to simulate");
+}
+
+}  // namespace
+
+const char* collective_name(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+Collective parse_collective(const std::string& text) {
+  for (const Collective c :
+       {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter}) {
+    if (text == collective_name(c)) return c;
+  }
+  RINGLET_THROW(ValueError, "'", text, "' is not a collective the model simulates (all_reduce, ",
+                "all_gather, reduce_scatter)");
+}
+
+std::vector<Algorithm> simulated_algorithms(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce:
+      return {Algorithm::ring, Algorithm::tree, Algorithm::rabenseifner,
+              Algorithm::recursive_doubling};
+    case Collective::all_gather: return {Algorithm::ring, Algorithm::bruck, Algorithm::doubling};
+    case Collective::reduce_scatter: return {Algorithm::ring, Algorithm::halving};
+  }
+  return {};
+}
+
+double bus_bandwidth_GBps(Collective collective, int ranks, std::size_t bytes, double seconds) {
+  if (seconds <= 0) return 0;
+  const double n = ranks;
+  const double factor = collective == Collective::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
+  return static_cast<double>(bytes) / seconds * factor / 1e9;
+}
+
+SimResult simulate(const SimCase& c, const Profile& profile) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const int n = c.shape.ranks;
+  const std::size_t count = elements(c);
+  const std::size_t buffer =
+      count * sizeof(float) * (c.collective == Collective::all_reduce ? 1 : n);
+  // The buffer, the algorithms' scratch (at most a buffer and a message more) and the ring's two
+  // slices.
+  Placeholder memory(4 * buffer + 2 * profile.slice_bytes + (std::size_t{1} << 20));
+  VirtualNetwork network(c.shape, profile);
+  std::vector<std::unique_ptr<transport::Mesh>> meshes;
+  for (int r = 0; r < n; ++r) {
+    meshes.push_back(transport::Mesh::over(r, n, [&network, r](int peer) {
+      return std::make_unique<SimConnection>(network, r, peer);
+    }));
+  }
+  const collectives::Fingerprint fp{
+      op_kind(c.collective), collectives::DType::f32, collectives::ReduceOp::sum, 0, -1, count, 0};
+  SimResult result;
+  result.seconds = network.run([&](int rank) {
+    collectives::ChannelConfig config{meshes[static_cast<std::size_t>(rank)].get(), 0, nullptr, 0};
+    collectives::OpState op;
+    op.begin(op_kind(c.collective), fp, core::Deadline::never(), std::chrono::milliseconds(0));
+    RankDryRun dry(network, rank, memory);
+    op.dry = &dry;
+    collectives::AlgorithmStates states;
+    const collectives::ChannelContext ctx(config, op, states, rank, n);
+    run_algorithm(ctx, c, memory.at(buffer), count);
+  });
+  result.bytes = buffer;
+  result.messages = network.messages();
+  result.bytes_sent = network.bytes();
+  result.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+}  // namespace ringlet::model

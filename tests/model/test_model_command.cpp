@@ -1,0 +1,117 @@
+// `ringlet model predict` end to end: its table is the simulator's answer, a profile file changes
+// it, the sweep names where the fastest changes and where the tree stops beating the ring, and
+// bad options or a bad profile are errors that say what and where.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "model/simulate.h"
+#include "ringlet_command.h"
+
+using namespace ringlet;
+using ringlet::testing::contains;
+
+namespace {
+
+testing::CommandResult ringlet_model(const std::string& args) {
+  return testing::finish_command(
+      testing::start_command(testing::require_ringlet_binary() + " model " + args));
+}
+
+// The time_us column of `algorithm`'s row (printed to 0.01 us).
+double time_us(const std::string& output, const std::string& algorithm) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string name;
+    double t = 0;
+    if (row >> name >> t && name == algorithm) return t;
+  }
+  FAIL("no row for ", algorithm, " in:\n", output);
+  return 0;
+}
+
+double simulated_us(collectives::Algorithm algorithm, int ranks, int per_host, std::size_t bytes,
+                    const model::Profile& profile) {
+  model::SimCase c{model::Collective::all_reduce, algorithm, {ranks, per_host}, bytes};
+  return model::simulate(c, profile).seconds * 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("model predict prints each algorithm's simulated time, the fastest and the crossovers") {
+  const auto r = ringlet_model("predict --ranks 64 --per-host 8 --size 4M");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "# all_reduce of 4 MiB (float32) over 64 ranks, 8 per host (8 hosts)"));
+  const model::Profile p = model::default_profile();
+  for (const auto a : model::simulated_algorithms(model::Collective::all_reduce)) {
+    CAPTURE(collectives::algorithm_name(a));
+    CHECK(std::abs(time_us(r.output, collectives::algorithm_name(a)) -
+                   simulated_us(a, 64, 8, 4 << 20, p)) <= 0.005001);
+  }
+  CHECK(contains(r.output, "# fastest at 4 MiB: "));
+  CHECK(contains(r.output, "# fastest by size (bisection over powers of two, 8 B .. 4 MiB):"));
+  CHECK(contains(r.output, "#   8 B"));
+  CHECK(contains(r.output, "# tree against ring: the tree is faster below "));
+}
+
+TEST_CASE("model predict with a profile file uses its figures") {
+  const auto path = std::filesystem::temp_directory_path() / "ringlet_model_command_profile.json";
+  std::ofstream(path) << R"({"name": "slow hosts", "inter": {"latency_us": 500}})";
+  const auto r = ringlet_model("predict --ranks 16 --per-host 4 --size 64K --no-sweep --profile " +
+                               path.string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "# profile: slow hosts"));
+  CHECK_FALSE(contains(r.output, "fastest by size"));
+  const model::Profile p = model::read_profile(path.string());
+  CHECK(std::abs(time_us(r.output, "ring") -
+                 simulated_us(collectives::Algorithm::ring, 16, 4, 64 << 10, p)) <= 0.005001);
+  CHECK(time_us(r.output, "ring") > 500 * 2 * 3);  // crosses hosts 3 times in each pass at least
+}
+
+TEST_CASE("model predict: bad options and a bad profile say what is wrong") {
+  struct Case {
+    std::string args;
+    int status;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"predict --size 4M", 2, "--ranks is required"},
+      {"predict --ranks 8", 2, "--size is required"},
+      {"predict --ranks 8 --size 12X", 2, "--size: '12X' is not a size"},
+      {"predict --ranks 8 --size 32G", 2, "--size: 32G is out of range"},
+      {"predict --ranks 0 --size 8", 2, "--ranks: '0' is not a whole number from 1 to 65536"},
+      {"predict --ranks 8 --per-host 9 --size 8", 2, "--per-host 9 is more than --ranks 8"},
+      {"predict --ranks 8 --size 8 --collective broadcast", 2, "'broadcast' is not a collective"},
+      {"predict --ranks 8 --size 8 --rank 3", 2, "--rank"},
+      {"predict --ranks 8 --size 8 --profile /nonexistent/p.json", 1,
+       "profile /nonexistent/p.json: cannot open it"},
+      {"frobnicate", 2, "frobnicate"},
+      {"", 2, "missing a subcommand"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const auto r = ringlet_model(c.args);
+    CHECK(r.status == c.status);
+    CHECK_MESSAGE(contains(r.output, c.message), r.output);
+  }
+}
+
+TEST_CASE("model predict runs all_gather and reduce_scatter algorithms too") {
+  const auto ag = ringlet_model("predict --ranks 8 --size 1M --collective all_gather --no-sweep");
+  INFO(ag.output);
+  REQUIRE(ag.status == 0);
+  CHECK(time_us(ag.output, "bruck") > 0);
+  CHECK(time_us(ag.output, "doubling") > 0);
+  const auto rs = ringlet_model("predict --ranks 8 --size 1M --collective reduce_scatter");
+  INFO(rs.output);
+  REQUIRE(rs.status == 0);
+  CHECK(time_us(rs.output, "halving") > 0);
+  CHECK_FALSE(contains(rs.output, "tree against ring"));
+}

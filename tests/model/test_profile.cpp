@@ -1,0 +1,84 @@
+// Profiles: a round trip through JSON, a hand-written file's missing fields kept from the
+// defaults, and bad files named with the field at fault.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "model/profile.h"
+
+namespace fs = std::filesystem;
+using namespace ringlet;
+
+namespace {
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const fs::path path = fs::temp_directory_path() / ("ringlet_profile_" + name + ".json");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    model::read_profile(write_file("bad", text));
+  } catch (const core::ValueError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a profile written and read back is the same") {
+  model::Profile p = model::default_profile();
+  p.name = "two hosts";
+  p.intra = {0.5, 40};
+  p.inter = {3, 12.5};
+  p.nic_GBps = 25;
+  p.nics_per_host = 8;
+  p.reduce_GBps = 7;
+  p.copy_GBps = 11;
+  p.slice_bytes = 1 << 20;
+  const std::string path = write_file("roundtrip", "");
+  model::write_profile(path, p);
+  const model::Profile q = model::read_profile(path);
+  CHECK(q.name == "two hosts");
+  CHECK(q.intra.latency_us == 0.5);
+  CHECK(q.intra.bandwidth_GBps == 40);
+  CHECK(q.inter.latency_us == 3);
+  CHECK(q.inter.bandwidth_GBps == 12.5);
+  CHECK(q.nic_GBps == 25);
+  CHECK(q.nics_per_host == 8);
+  CHECK(q.reduce_GBps == 7);
+  CHECK(q.copy_GBps == 11);
+  CHECK(q.slice_bytes == (1u << 20));
+}
+
+TEST_CASE("a hand-written profile keeps the defaults it does not name") {
+  const model::Profile q =
+      model::read_profile(write_file("partial", R"({"inter": {"latency_us": 2}})"));
+  const model::Profile d = model::default_profile();
+  CHECK(q.inter.latency_us == 2);
+  CHECK(q.inter.bandwidth_GBps == d.inter.bandwidth_GBps);
+  CHECK(q.intra.latency_us == d.intra.latency_us);
+  CHECK(q.reduce_GBps == d.reduce_GBps);
+}
+
+TEST_CASE("a bad profile is an error naming the file and the field") {
+  CHECK(error_of(R"({"intra": {"latency_us": -1}})").find("intra.latency_us must be positive") !=
+        std::string::npos);
+  CHECK(error_of(R"({"reduce_GBps": "fast"})").find("reduce_GBps must be a number") !=
+        std::string::npos);
+  CHECK(error_of(R"({"nics_per_host": 2.5})").find("nics_per_host must be a whole number") !=
+        std::string::npos);
+  CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);
+  CHECK(error_of(R"({"inter": {"lat": 3}})").find("unknown field inter.lat") != std::string::npos);
+  CHECK(error_of("{not json").find("not JSON") != std::string::npos);
+  CHECK(error_of("[1, 2]").find("must be a JSON object") != std::string::npos);
+  CHECK(error_of("{}").empty());
+  const std::string missing = "/nonexistent/ringlet/profile.json";
+  CHECK_THROWS_WITH_AS(model::read_profile(missing), doctest::Contains(missing.c_str()),
+                       core::ValueError);
+}

@@ -1,0 +1,154 @@
+// The simulated network: its clock against closed forms (one message; the ring's and recursive
+// doubling's schedules, run by their own code), NICs shared by a host's ranks, a deadlock named
+// instead of hung, every simulated algorithm at 1-9 ranks, and the same answer twice.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "collectives/algorithm_choice.h"
+#include "core/deadline.h"
+#include "core/error.h"
+#include "model/network.h"
+#include "model/simulate.h"
+
+using namespace ringlet;
+using collectives::Algorithm;
+
+namespace {
+
+// Round figures that keep the closed forms readable; slices larger than any message here.
+model::Profile test_profile() {
+  model::Profile p;
+  p.name = "test";
+  p.intra = {2.0, 4.0};
+  p.inter = {2.0, 4.0};
+  p.nic_GBps = 4.0;
+  p.reduce_GBps = 8.0;
+  p.copy_GBps = 16.0;
+  p.slice_bytes = std::size_t{1} << 30;
+  return p;
+}
+
+double simulated(model::Collective collective, Algorithm algorithm, int ranks, int per_host,
+                 std::size_t bytes, const model::Profile& profile = test_profile()) {
+  model::SimCase c;
+  c.collective = collective;
+  c.algorithm = algorithm;
+  c.shape = {ranks, per_host};
+  c.bytes = bytes;
+  return model::simulate(c, profile).seconds;
+}
+
+}  // namespace
+
+TEST_CASE("one message takes latency + bytes / bandwidth") {
+  model::VirtualNetwork net({2, 0}, test_profile());
+  const double t = net.run([&](int rank) {
+    if (rank == 0) net.send(0, 1, 4'000'000)->wait(core::Deadline::never());
+    if (rank == 1) net.recv(1, 0, 4'000'000)->wait(core::Deadline::never());
+  });
+  CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
+  CHECK(net.messages() == 1);
+  CHECK(net.bytes() == 4'000'000);
+}
+
+TEST_CASE(
+    "the ring all-reduce's own schedule: (n - 1)(2 latency + 2 chunk / bw + chunk / reduce)") {
+  const model::Profile p = test_profile();
+  for (const int n : {2, 3, 4, 7}) {
+    CAPTURE(n);
+    const std::size_t chunk = 4096 * 4;
+    const double expected =
+        (n - 1) * (2 * p.intra.latency_us * 1e-6 + 2 * chunk / (p.intra.bandwidth_GBps * 1e9) +
+                   chunk / (p.reduce_GBps * 1e9));
+    CHECK(simulated(model::Collective::all_reduce, Algorithm::ring, n, 0, chunk * n) ==
+          doctest::Approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("recursive doubling's own schedule: log2 n x (copy + message + reduce)") {
+  const model::Profile p = test_profile();
+  const double head = 24, bytes = 1 << 20;
+  const double step = bytes / (p.copy_GBps * 1e9) + p.intra.latency_us * 1e-6 +
+                      (bytes + head) / (p.intra.bandwidth_GBps * 1e9) +
+                      bytes / (p.reduce_GBps * 1e9);
+  const double expected = head / (p.copy_GBps * 1e9) + 3 * step;
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 8, 0, 1 << 20) ==
+        doctest::Approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("a host's ranks share its NIC: four messages out of one host leave one after another") {
+  // rd over 2 hosts x 4: the last step (mask 4) sends from every rank to the other host at once.
+  // Links of the same speed everywhere, so only the NIC's queue tells the shapes apart.
+  const model::Profile p = test_profile();
+  const std::size_t bytes = 1 << 20;
+  const double flat =
+      simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 8, 0, bytes);
+  const double hosts =
+      simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 8, 4, bytes);
+  CHECK(hosts - flat == doctest::Approx(3 * (bytes + 24) / (p.nic_GBps * 1e9)).epsilon(1e-9));
+}
+
+TEST_CASE("with a NIC per rank, the same messages leave side by side") {
+  model::Profile p = test_profile();
+  p.nics_per_host = 4;
+  const std::size_t bytes = 1 << 20;
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 8, 4, bytes, p) ==
+        doctest::Approx(
+            simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 8, 0, bytes, p))
+            .epsilon(1e-12));
+}
+
+TEST_CASE("ranks left waiting for messages nobody sends are a deadlock, named") {
+  model::VirtualNetwork net({3, 0}, test_profile());
+  CHECK_THROWS_WITH_AS(net.run([&](int rank) {
+    if (rank == 0) net.recv(0, 2, 8)->wait(core::Deadline::never());
+  }),
+                       doctest::Contains("deadlock at 0 us: 1 of 3 ranks wait for messages nobody "
+                                         "will send (rank 0 waits for a receive from rank 2)"),
+                       core::CollectiveError);
+}
+
+TEST_CASE("a message longer than its receive fails that receive, and the run with it") {
+  model::VirtualNetwork net({2, 0}, test_profile());
+  CHECK_THROWS_WITH_AS(net.run([&](int rank) {
+    if (rank == 0) net.send(0, 1, 100)->wait(core::Deadline::never());
+    if (rank == 1) net.recv(1, 0, 10)->wait(core::Deadline::never());
+  }),
+                       doctest::Contains("rank 1 posted a receive of up to 10 bytes from rank 0 "
+                                         "(sim), which sent 100"),
+                       core::PeerError);
+}
+
+TEST_CASE("every simulated algorithm runs at 1-9 ranks, flat and on hosts, the same twice") {
+  for (const auto collective : {model::Collective::all_reduce, model::Collective::all_gather,
+                                model::Collective::reduce_scatter}) {
+    for (const Algorithm algorithm : model::simulated_algorithms(collective)) {
+      for (int n = 1; n <= 9; ++n) {
+        for (const std::size_t bytes : {std::size_t{4}, std::size_t{4 * 1031 * 9}}) {
+          for (const int per_host : {0, 2}) {
+            CAPTURE(model::collective_name(collective));
+            CAPTURE(collectives::algorithm_name(algorithm));
+            CAPTURE(n);
+            CAPTURE(bytes);
+            CAPTURE(per_host);
+            model::SimCase c{collective, algorithm, {n, per_host}, bytes};
+            const model::SimResult a = model::simulate(c, model::default_profile());
+            const model::SimResult b = model::simulate(c, model::default_profile());
+            CHECK(a.seconds == b.seconds);
+            CHECK(a.messages == b.messages);
+            CHECK((a.seconds > 0) == (n > 1));
+            CHECK((a.messages > 0) == (n > 1));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a simulated algorithm the collective does not have is an error") {
+  model::SimCase c{model::Collective::all_gather, Algorithm::tree, {4, 0}, 64};
+  CHECK_THROWS_WITH_AS(model::simulate(c, model::default_profile()),
+                       doctest::Contains("all_gather has no algorithm tree"), core::ValueError);
+}

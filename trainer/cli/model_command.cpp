@@ -1,0 +1,212 @@
+// `ringlet model predict`: options, the simulations (model/predict.h) and the table.
+#include "trainer/cli/model_command.h"
+
+#include <cctype>
+#include <cstdio>
+#include <optional>
+
+#include "collectives/algorithm_choice.h"
+#include "core/error.h"
+#include "model/predict.h"
+#include "trainer/cli/usage.h"
+
+namespace ringlet::trainer::cli {
+
+const char* const kModelSummary =
+    "model predict --ranks N --size S  each algorithm's time on a simulated network, the\n"
+    "                                fastest, and the sizes where that changes";
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: ringlet model predict --ranks N --size S [options]\n"
+    "\n"
+    "Runs each algorithm of a collective (ring, double binary tree, Rabenseifner's, recursive\n"
+    "doubling; for all_gather ring, Bruck's, recursive doubling; for reduce_scatter ring,\n"
+    "recursive halving) on a simulated network of N ranks, with the same code that runs over\n"
+    "tcp, shm and rdma but no data, and prints each one's time and bus bandwidth (as nccl-tests\n"
+    "counts it), the fastest, and, by bisection over the powers of two from --from to S, which\n"
+    "is fastest at which size and where the tree stops beating the ring. Costs come from a\n"
+    "profile (latency and bandwidth within a host and between hosts, a NIC per host shared by\n"
+    "its ranks, reduction and copy rates).\n"
+    "\n"
+    "options:\n"
+    "  --ranks N            ranks (1 .. 65536)\n"
+    "  --size S             bytes, float32: 8, 4K, 64M, 1G (K, M, G: powers of 1024)\n"
+    "  --per-host P         ranks per host, the hosts' NICs shared by their ranks (default: all\n"
+    "                       on one host)\n"
+    "  --profile FILE       the costs: a JSON profile (model/profiles/, written by hand or by\n"
+    "                       ringlet model fit); default: round figures of a 2-core VM\n"
+    "  --collective C       all_reduce (default), all_gather or reduce_scatter\n"
+    "  --from S             the smallest size of the search for where the fastest changes\n"
+    "                       (default 8)\n"
+    "  --no-sweep           the table at --size only\n"
+    "  -h, --help           show this help\n";
+
+std::size_t parse_size(const std::string& flag, const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string unit = text.substr(digits);
+  if (unit.size() > 1 && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (unit.size() > 1 && unit.back() == 'i') unit.pop_back();
+  int shift = -1;
+  if (unit.empty()) shift = 0;
+  if (unit == "K" || unit == "k") shift = 10;
+  if (unit == "M" || unit == "m") shift = 20;
+  if (unit == "G" || unit == "g") shift = 30;
+  if (digits == 0 || digits > 12 || shift < 0) {
+    throw UsageError(flag + ": '" + text + "' is not a size (8, 4K, 64M, 1G)");
+  }
+  const std::size_t bytes = std::stoull(text.substr(0, digits)) << shift;
+  if (bytes == 0 || bytes > (std::size_t{16} << 30)) {
+    throw UsageError(flag + ": " + text + " is out of range (1 byte .. 16 GiB)");
+  }
+  return bytes;
+}
+
+int parse_count(const std::string& flag, const std::string& text, int low, int high) {
+  std::size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < low || value > high) {
+    throw UsageError(flag + ": '" + text + "' is not a whole number from " + std::to_string(low) +
+                     " to " + std::to_string(high));
+  }
+  return static_cast<int>(value);
+}
+
+struct PredictOptions {
+  int ranks = 0, per_host = 0;
+  std::size_t size = 0, from = 8;
+  std::optional<std::string> profile;
+  model::Collective collective = model::Collective::all_reduce;
+  bool sweep = true;
+};
+
+PredictOptions parse_predict(const std::vector<std::string>& args) {
+  PredictOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (auto v = flag_value(args, i, "--ranks")) {
+      o.ranks = parse_count("--ranks", *v, 1, 65536);
+    } else if (auto v = flag_value(args, i, "--per-host")) {
+      o.per_host = parse_count("--per-host", *v, 1, 65536);
+    } else if (auto v = flag_value(args, i, "--size")) {
+      o.size = parse_size("--size", *v);
+    } else if (auto v = flag_value(args, i, "--from")) {
+      o.from = parse_size("--from", *v);
+    } else if (auto v = flag_value(args, i, "--profile")) {
+      o.profile = *v;
+    } else if (auto v = flag_value(args, i, "--collective")) {
+      try {
+        o.collective = model::parse_collective(*v);
+      } catch (const core::ValueError& e) {
+        throw UsageError(std::string("--collective: ") + e.what());
+      }
+    } else if (args[i] == "--no-sweep") {
+      o.sweep = false;
+    } else {
+      throw_unknown("model predict", "option", args[i],
+                    {"--ranks", "--size", "--per-host", "--profile", "--collective", "--from",
+                     "--no-sweep", "--help"});
+    }
+  }
+  if (o.ranks == 0) throw UsageError("model predict: --ranks is required");
+  if (o.size == 0) throw UsageError("model predict: --size is required");
+  if (o.per_host > o.ranks) {
+    throw UsageError("model predict: --per-host " + std::to_string(o.per_host) +
+                     " is more than --ranks " + std::to_string(o.ranks));
+  }
+  if (o.from > o.size) o.from = o.size;
+  return o;
+}
+
+void print_header(const PredictOptions& o, const model::Profile& profile, std::ostream& out) {
+  const model::NetworkShape shape{o.ranks, o.per_host};
+  out << "# " << model::collective_name(o.collective) << " of " << model::size_text(o.size)
+      << " (float32) over " << o.ranks << " ranks, ";
+  if (o.per_host > 0) {
+    out << o.per_host << " per host (" << shape.hosts() << " hosts)\n";
+  } else {
+    out << "all on one host\n";
+  }
+  out << "# profile: " << profile.name << "\n#   " << profile.summary() << "\n#   from "
+      << profile.source << "\n"
+      << "# each algorithm's own code (collectives/) run on a simulated network, no data moved\n";
+}
+
+void print_table(model::Predictor& predictor, std::size_t size, std::ostream& out) {
+  char line[160];
+  std::snprintf(line, sizeof line, "#%-15s %14s %12s %12s %10s\n", " algorithm", "time_us",
+                "busbw_GB/s", "messages", "wall_s");
+  out << line;
+  for (const model::Prediction& p : predictor.all(size)) {
+    std::snprintf(line, sizeof line, " %-15s %14.2f %12.3f %12llu %10.2f\n",
+                  collectives::algorithm_name(p.algorithm), p.result.seconds * 1e6, p.bus_GBps,
+                  static_cast<unsigned long long>(p.result.messages), p.result.wall_seconds);
+    out << line;
+  }
+  out << "# fastest at " << model::size_text(size) << ": "
+      << collectives::algorithm_name(predictor.fastest(size)) << "\n";
+}
+
+void print_sweep(model::Predictor& predictor, const PredictOptions& o, std::ostream& out) {
+  out << "# fastest by size (bisection over powers of two, " << model::size_text(o.from) << " .. "
+      << model::size_text(o.size) << "):\n";
+  for (const model::SizeRange& r : predictor.fastest_by_size(o.from, o.size)) {
+    out << "#   " << model::size_text(r.first);
+    if (r.last != r.first) out << " .. " << model::size_text(r.last);
+    out << ": " << collectives::algorithm_name(r.fastest) << "\n";
+  }
+  using collectives::Algorithm;
+  if (o.collective != model::Collective::all_reduce || o.ranks < 2) return;
+  const auto tree_ring = predictor.crossover(Algorithm::tree, Algorithm::ring, o.from, o.size);
+  if (tree_ring) {
+    out << "# tree against ring: the tree is faster below " << model::size_text(*tree_ring)
+        << ", the ring from " << model::size_text(*tree_ring) << "\n";
+  } else {
+    const bool tree = predictor.at(Algorithm::tree, o.size).result.seconds <
+                      predictor.at(Algorithm::ring, o.size).result.seconds;
+    out << "# tree against ring: no crossover between " << model::size_text(o.from) << " and "
+        << model::size_text(o.size) << " (at " << model::size_text(o.size) << " the "
+        << (tree ? "tree" : "ring") << " is faster)\n";
+  }
+}
+
+int predict_command(const std::vector<std::string>& args, std::ostream& out) {
+  for (const std::string& arg : args) {
+    if (arg == "-h" || arg == "--help") {
+      out << kHelp;
+      return 0;
+    }
+  }
+  const PredictOptions o = parse_predict(args);
+  const model::Profile profile =
+      o.profile ? model::read_profile(*o.profile) : model::default_profile();
+  print_header(o, profile, out);
+  model::Predictor predictor(o.collective, {o.ranks, o.per_host}, profile);
+  print_table(predictor, o.size, out);
+  if (o.sweep) print_sweep(predictor, o, out);
+  char line[96];
+  std::snprintf(line, sizeof line, "# simulated in %.2f s\n", predictor.wall_seconds());
+  out << line;
+  return 0;
+}
+
+}  // namespace
+
+int model_command(const std::vector<std::string>& args, std::ostream& out) {
+  if (args.empty()) throw UsageError("model: missing a subcommand (predict)");
+  if (args[0] == "-h" || args[0] == "--help") {
+    out << kHelp;
+    return 0;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "predict") return predict_command(rest, out);
+  throw_unknown("model", "subcommand", args[0], {"predict"});
+}
+
+}  // namespace ringlet::trainer::cli
