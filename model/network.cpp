@@ -140,18 +140,22 @@ void VirtualNetwork::complete(Transfer& t) {
 void VirtualNetwork::wait_for(int rank, Transfer& t) {
   if (t.request->done()) return;
   RINGLET_CHECK(deadlock_.empty(), TimeoutError, deadlock_);
-  if (!events_.empty() && events_.top().transfer.get() == &t) {
-    now_ = events_.top().time;
+  if (!events_.empty() && events_.top().transfer.get() == &t) {    // this rank's turn goes on
+    const Event e = std::move(const_cast<Event&>(events_.top()));  // holds t while it completes
     events_.pop();
-    complete(t);
+    now_ = e.time;
+    complete(*e.transfer);
     return;
   }
   Process& p = *processes_[static_cast<std::size_t>(rank)];
   t.waiter = rank;
   p.waiting = &t;
+  // The event that completes the transfer drops it: only the request (the caller holds it) is
+  // still there when this rank resumes.
+  const transport::Request& request = *t.request;
   yield(rank);
   p.waiting = nullptr;
-  RINGLET_CHECK(t.request->done(), TimeoutError, deadlock_);
+  RINGLET_CHECK(request.done(), TimeoutError, deadlock_);
 }
 
 void VirtualNetwork::spend(int rank, double seconds) {

@@ -115,3 +115,26 @@ TEST_CASE("model predict runs all_gather and reduce_scatter algorithms too") {
   CHECK(time_us(rs.output, "halving") > 0);
   CHECK_FALSE(contains(rs.output, "tree against ring"));
 }
+
+TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predict reads") {
+  const auto path = std::filesystem::temp_directory_path() / "ringlet_model_fit.json";
+  std::filesystem::remove(path);
+  const auto r = ringlet_model("fit --quick --out " + path.string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "#      bytes        shm        tcp"));
+  CHECK(contains(r.output, "   16777216 "));
+  CHECK(contains(r.output, "# profile written to " + path.string()));
+  const model::Profile p = model::read_profile(path.string());
+  CHECK(p.source.rfind("ringlet model fit, ", 0) == 0);
+  CHECK(p.intra.latency_us > 0);
+  CHECK(p.intra.bandwidth_GBps > 0);
+  CHECK(p.inter.bandwidth_GBps == p.nic_GBps);
+  CHECK(p.reduce_GBps > 0);
+  CHECK(p.copy_GBps > 0);
+  const auto predicted =
+      ringlet_model("predict --ranks 4 --size 1M --no-sweep --profile " + path.string());
+  CHECK(predicted.status == 0);
+  CHECK(contains(predicted.output, "# profile: this machine: shm within a host, tcp loopback"));
+  CHECK(contains(ringlet_model("fit --bogus").output, "--bogus"));
+}

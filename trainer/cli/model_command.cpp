@@ -7,6 +7,7 @@
 
 #include "collectives/algorithm_choice.h"
 #include "core/error.h"
+#include "model/fit.h"
 #include "model/predict.h"
 #include "trainer/cli/usage.h"
 
@@ -14,7 +15,8 @@ namespace ringlet::trainer::cli {
 
 const char* const kModelSummary =
     "model predict --ranks N --size S  each algorithm's time on a simulated network, the\n"
-    "                                fastest, and the sizes where that changes";
+    "                                fastest, and the sizes where that changes\n"
+    "  model fit [--out FILE]        this machine's profile: shm, tcp, reduction, copy";
 
 namespace {
 
@@ -42,6 +44,22 @@ constexpr const char* kHelp =
     "                       (default 8)\n"
     "  --no-sweep           the table at --size only\n"
     "  -h, --help           show this help\n";
+
+constexpr const char* kFitHelp =
+    "usage: ringlet model fit [--out FILE] [--quick]\n"
+    "\n"
+    "Measures this machine into a profile for `ringlet model predict --profile`: the one-way\n"
+    "time of messages of 8 B to 16 MiB over shm and over tcp loopback (the median of\n"
+    "ping-pongs between two ranks, threads of this process with their own meshes), fitted as\n"
+    "latency + bytes / bandwidth (the latency is the 8-byte time, the bandwidth the slope from\n"
+    "256 KiB up), and the float32 reduction and copy rates of one thread out of cache. shm\n"
+    "becomes the profile's link within a host, tcp its link and NIC between hosts. Takes about\n"
+    "a few seconds on an idle machine; a busy one measures itself busy.\n"
+    "\n"
+    "options:\n"
+    "  --out FILE   write the profile there (default: print it)\n"
+    "  --quick      fewer repetitions (seconds less, noisier)\n"
+    "  -h, --help   show this help\n";
 
 std::size_t parse_size(const std::string& flag, const std::string& text) {
   std::size_t digits = 0;
@@ -196,17 +214,45 @@ int predict_command(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+int fit_command(const std::vector<std::string>& args, std::ostream& out) {
+  std::optional<std::string> path;
+  bool quick = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      out << kFitHelp;
+      return 0;
+    }
+    if (auto v = flag_value(args, i, "--out")) {
+      path = *v;
+    } else if (args[i] == "--quick") {
+      quick = true;
+    } else {
+      throw_unknown("model fit", "option", args[i], {"--out", "--quick", "--help"});
+    }
+  }
+  const model::MachineFit fit = model::fit_machine(quick);
+  out << model::fit_report(fit);
+  if (path) {
+    model::write_profile(*path, fit.profile);
+    out << "# profile written to " << *path << "\n";
+  } else {
+    out << model::profile_json(fit.profile);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int model_command(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.empty()) throw UsageError("model: missing a subcommand (predict)");
+  if (args.empty()) throw UsageError("model: missing a subcommand (predict, fit)");
   if (args[0] == "-h" || args[0] == "--help") {
     out << kHelp;
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "predict") return predict_command(rest, out);
-  throw_unknown("model", "subcommand", args[0], {"predict"});
+  if (args[0] == "fit") return fit_command(rest, out);
+  throw_unknown("model", "subcommand", args[0], {"predict", "fit"});
 }
 
 }  // namespace ringlet::trainer::cli
