@@ -106,8 +106,22 @@ LinkFit measure_link(const std::string& transport, bool quick) {
   for (std::size_t k = 0; k < kSizes.size(); ++k) {
     fit.samples.push_back({kSizes[k], median(times[k]) * 1e6});
   }
-  fit.cost = fit_link(fit.samples);
   return fit;
+}
+
+// The link measured `sittings` times, each size's fastest median kept: two ranks sharing two
+// cores sometimes sleep between messages, which makes a whole sitting slow.
+LinkFit measure_link(const std::string& transport, int sittings, bool quick) {
+  LinkFit best = measure_link(transport, quick);
+  for (int i = 1; i < sittings; ++i) {
+    const LinkFit again = measure_link(transport, quick);
+    for (std::size_t k = 0; k < best.samples.size(); ++k) {
+      best.samples[k].one_way_us =
+          std::min(best.samples[k].one_way_us, again.samples[k].one_way_us);
+    }
+  }
+  best.cost = fit_link(best.samples);
+  return best;
 }
 
 // Bytes per second of `step` over 16 MiB outputs: the median of several runs.
@@ -126,8 +140,8 @@ double rate_GBps(std::size_t bytes, int runs, Step step) {
 
 MachineFit fit_machine(bool quick) {
   MachineFit fit;
-  fit.shm = measure_link("shm", quick);
-  fit.tcp = measure_link("tcp", quick);
+  fit.shm = measure_link("shm", quick ? 1 : 3, quick);
+  fit.tcp = measure_link("tcp", quick ? 1 : 3, quick);
   const std::size_t count = std::size_t{4} << 20, bytes = count * sizeof(float);
   std::vector<float> a(count, 1.0f), b(count, 2.0f), out(count);
   const int runs = quick ? 2 : 9;
@@ -147,6 +161,8 @@ MachineFit fit_machine(bool quick) {
   p.inter = fit.tcp.cost;
   p.nic_GBps = fit.tcp.cost.bandwidth_GBps;
   p.nics_per_host = 1;
+  p.intra.copies = p.inter.copies = true;  // shm and tcp: the ranks' CPUs copy every byte
+  p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   p.reduce_GBps = fit.reduce_GBps;
   p.copy_GBps = fit.copy_GBps;
   return fit;

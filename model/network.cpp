@@ -25,6 +25,12 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
                     static_cast<std::size_t>(std::max(1, profile_.nics_per_host));
   nic_out_free_.assign(nics, 0.0);
   nic_in_free_.assign(nics, 0.0);
+  if (profile_.cores_per_host > 0) {
+    core_free_.assign(static_cast<std::size_t>(shape_.hosts()),
+                      std::vector<double>(static_cast<std::size_t>(profile_.cores_per_host), 0.0));
+  } else {
+    core_free_.assign(static_cast<std::size_t>(shape_.ranks), std::vector<double>(1, 0.0));
+  }
 }
 
 VirtualNetwork::~VirtualNetwork() = default;
@@ -42,6 +48,20 @@ std::size_t VirtualNetwork::nic_of(int rank) const {
          static_cast<std::size_t>(local % k);
 }
 
+std::vector<double>& VirtualNetwork::cores_of(int rank) {
+  const int pool = profile_.cores_per_host > 0 ? shape_.host_of(rank) : rank;
+  return core_free_[static_cast<std::size_t>(pool)];
+}
+
+// The core free first, other than `besides`; null when there is none other.
+double* VirtualNetwork::earliest_core(std::vector<double>& cores, const double* besides) {
+  double* best = nullptr;
+  for (double& core : cores) {
+    if (&core != besides && (best == nullptr || core < *best)) best = &core;
+  }
+  return best;
+}
+
 // Occupies the link (and between hosts, both NICs) for the message, first come first served in
 // virtual time; returns when its last byte left.
 double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
@@ -54,9 +74,21 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
     start = std::max({start, nic_out_free_[out], nic_in_free_[in]});
     bandwidth = std::min(profile_.inter.bandwidth_GBps, profile_.nic_GBps);
   }
-  const double left = start + static_cast<double>(bytes) / (bandwidth * 1e9);
+  double seconds = static_cast<double>(bytes) / (bandwidth * 1e9);
+  // A copying link: a core at each end (one core doing both copies takes twice as long).
+  double *sender = nullptr, *receiver = nullptr;
+  if ((hs == hd ? profile_.intra : profile_.inter).copies) {
+    sender = earliest_core(cores_of(from));
+    receiver = earliest_core(cores_of(to), sender);
+    start = std::max(start, *sender);
+    if (receiver != nullptr) start = std::max(start, *receiver);
+    if (receiver == nullptr) seconds *= 2;
+  }
+  const double left = start + seconds;
   f.link_free = left;
   if (hs != hd) nic_out_free_[out] = nic_in_free_[in] = left;
+  if (sender != nullptr) *sender = left;
+  if (receiver != nullptr) *receiver = left;
   return left;
 }
 
@@ -160,7 +192,9 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
 
 void VirtualNetwork::spend(int rank, double seconds) {
   if (seconds <= 0) return;
-  const double until = now_ + seconds;
+  double& core = *earliest_core(cores_of(rank));
+  const double until = std::max(now_, core) + seconds;
+  core = until;
   if (events_.empty() || events_.top().time > until) {  // nothing happens meanwhile
     now_ = until;
     return;

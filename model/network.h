@@ -11,6 +11,9 @@
 // bandwidth, and arrives latency after its last byte left. The send is done when its last byte
 // left (the sender may reuse its buffer); the receive, when the message arrived and was posted.
 // Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
+// A rank's reductions and copies run on a core of its host (the earliest free; a core of its own
+// when the profile gives none per host), and so do both ends of a message on a link whose CPUs
+// move the bytes: there a message also waits for a core at each end.
 #pragma once
 
 #include <cstddef>
@@ -101,6 +104,8 @@ class VirtualNetwork {
 
   Flow& flow(int from, int to);
   std::size_t nic_of(int rank) const;
+  std::vector<double>& cores_of(int rank);
+  double* earliest_core(std::vector<double>& cores, const double* besides = nullptr);
   double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
   void match(const std::shared_ptr<Transfer>& recv, std::size_t bytes, double arrival);
   void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
@@ -121,6 +126,7 @@ class VirtualNetwork {
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   std::unordered_map<std::uint64_t, Flow> flows_;
   std::vector<double> nic_out_free_, nic_in_free_;
+  std::vector<std::vector<double>> core_free_;  // per host (or per rank): each core's
   std::vector<std::unique_ptr<Process>> processes_;
   Fiber scheduler_;                 // the thread that called run()
   std::string deadlock_;            // set when the waiting processes are released with an error

@@ -16,10 +16,14 @@ double LinkCost::seconds(std::size_t bytes) const {
 
 std::string Profile::summary() const {
   std::ostringstream out;
-  out << "intra-host " << intra.latency_us << " us, " << intra.bandwidth_GBps
-      << " GB/s; inter-host " << inter.latency_us << " us, " << inter.bandwidth_GBps << " GB/s; "
-      << nics_per_host << (nics_per_host == 1 ? " NIC" : " NICs") << " per host at " << nic_GBps
-      << " GB/s; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s; slices of "
+  const auto moved_by = [](const LinkCost& link) { return link.copies ? " (CPU copies)" : ""; };
+  out << "intra-host " << intra.latency_us << " us, " << intra.bandwidth_GBps << " GB/s"
+      << moved_by(intra) << "; inter-host " << inter.latency_us << " us, " << inter.bandwidth_GBps
+      << " GB/s" << moved_by(inter) << "; " << nics_per_host
+      << (nics_per_host == 1 ? " NIC" : " NICs") << " per host at " << nic_GBps << " GB/s; "
+      << (cores_per_host > 0 ? std::to_string(cores_per_host) + " cores per host"
+                             : std::string("a core per rank"))
+      << "; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s; slices of "
       << slice_bytes << " bytes";
   return out.str();
 }
@@ -28,8 +32,8 @@ Profile default_profile() {
   Profile p;
   p.name = "defaults (a 2-core VM: shm within a host, tcp loopback between hosts)";
   p.source = "round figures of bench/RESULTS.md's shm and tcp measurements";
-  p.intra = {1.0, 6.0};
-  p.inter = {15.0, 2.5};
+  p.intra = {1.0, 6.0, true};
+  p.inter = {15.0, 2.5, true};
   p.nic_GBps = 2.5;
   p.reduce_GBps = 6.0;
   p.copy_GBps = 10.0;
@@ -56,9 +60,13 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       cost.latency_us = positive(value, path, field + ".latency_us");
     } else if (key == "bandwidth_GBps") {
       cost.bandwidth_GBps = positive(value, path, field + ".bandwidth_GBps");
+    } else if (key == "copies") {
+      RINGLET_CHECK(value.is_boolean(), ValueError, "profile ", path, ": ", field,
+                    ".copies must be true or false, not ", value.dump());
+      cost.copies = value.get<bool>();
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
-                    " (latency_us, bandwidth_GBps)");
+                    " (latency_us, bandwidth_GBps, copies)");
     }
   }
 }
@@ -94,6 +102,13 @@ Profile read_profile(const std::string& path) {
       RINGLET_CHECK(k == static_cast<int>(k) && k <= 1024, ValueError, "profile ", path,
                     ": nics_per_host must be a whole number from 1 to 1024, not ", value.dump());
       p.nics_per_host = static_cast<int>(k);
+    } else if (key == "cores_per_host") {
+      RINGLET_CHECK(value.is_number_integer() && value.get<int>() >= 0 && value.get<int>() <= 4096,
+                    ValueError, "profile ", path,
+                    ": cores_per_host must be a whole number from 0 (a core per rank) to 4096, "
+                    "not ",
+                    value.dump());
+      p.cores_per_host = value.get<int>();
     } else if (key == "reduce_GBps") {
       p.reduce_GBps = positive(value, path, key);
     } else if (key == "copy_GBps") {
@@ -102,24 +117,34 @@ Profile read_profile(const std::string& path) {
       p.slice_bytes = static_cast<std::size_t>(positive(value, path, key));
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
-                    " (name, source, intra, inter, nic_GBps, nics_per_host, reduce_GBps, "
-                    "copy_GBps, slice_bytes)");
+                    " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
+                    "reduce_GBps, copy_GBps, slice_bytes)");
     }
   }
   return p;
 }
 
+namespace {
+
+nlohmann::json link_json(const LinkCost& link) {
+  return {{"latency_us", link.latency_us},
+          {"bandwidth_GBps", link.bandwidth_GBps},
+          {"copies", link.copies}};
+}
+
+}  // namespace
+
 std::string profile_json(const Profile& p) {
-  const nlohmann::json doc = {
-      {"name", p.name},
-      {"source", p.source},
-      {"intra", {{"latency_us", p.intra.latency_us}, {"bandwidth_GBps", p.intra.bandwidth_GBps}}},
-      {"inter", {{"latency_us", p.inter.latency_us}, {"bandwidth_GBps", p.inter.bandwidth_GBps}}},
-      {"nic_GBps", p.nic_GBps},
-      {"nics_per_host", p.nics_per_host},
-      {"reduce_GBps", p.reduce_GBps},
-      {"copy_GBps", p.copy_GBps},
-      {"slice_bytes", p.slice_bytes}};
+  const nlohmann::json doc = {{"name", p.name},
+                              {"source", p.source},
+                              {"intra", link_json(p.intra)},
+                              {"inter", link_json(p.inter)},
+                              {"nic_GBps", p.nic_GBps},
+                              {"nics_per_host", p.nics_per_host},
+                              {"cores_per_host", p.cores_per_host},
+                              {"reduce_GBps", p.reduce_GBps},
+                              {"copy_GBps", p.copy_GBps},
+                              {"slice_bytes", p.slice_bytes}};
   return doc.dump(2) + "\n";
 }
 

@@ -5,7 +5,8 @@
 // between hosts it also passes through a NIC of the sending host and one of the receiving host,
 // which the host's ranks share: nics_per_host each, a rank using NIC (its index on the host mod
 // nics_per_host), each NIC carrying one message at a time each way at nic_GBps. A reduction
-// costs its output bytes / reduce_GBps on its rank, a copy bytes / copy_GBps.
+// costs its output bytes / reduce_GBps on a core, a copy bytes / copy_GBps; a link whose CPUs
+// move the bytes (`copies`) holds a core at each end while a message moves.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,9 @@ namespace ringlet::model {
 struct LinkCost {
   double latency_us = 0;
   double bandwidth_GBps = 0;
+  // The ranks' CPUs move the bytes (shm, tcp: a copy on each side), so a message occupies a core
+  // of the sender's and one of the receiver's while it moves; not so over DMA (NVLink, RDMA).
+  bool copies = false;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
 };
 
@@ -26,6 +30,8 @@ struct Profile {
   LinkCost inter;      // between ranks of two hosts (and through both hosts' NICs)
   double nic_GBps = 0;
   int nics_per_host = 1;
+  // Cores a host's ranks share for their reductions, copies and copying links; 0: a core each.
+  int cores_per_host = 0;
   double reduce_GBps = 0;
   double copy_GBps = 0;
   std::size_t slice_bytes = 512 * 1024;  // the message size links prefer (the ring's slices)

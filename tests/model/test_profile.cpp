@@ -34,8 +34,9 @@ std::string error_of(const std::string& text) {
 TEST_CASE("a profile written and read back is the same") {
   model::Profile p = model::default_profile();
   p.name = "two hosts";
-  p.intra = {0.5, 40};
-  p.inter = {3, 12.5};
+  p.intra = {0.5, 40, false};
+  p.inter = {3, 12.5, true};
+  p.cores_per_host = 3;
   p.nic_GBps = 25;
   p.nics_per_host = 8;
   p.reduce_GBps = 7;
@@ -49,6 +50,9 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.intra.bandwidth_GBps == 40);
   CHECK(q.inter.latency_us == 3);
   CHECK(q.inter.bandwidth_GBps == 12.5);
+  CHECK_FALSE(q.intra.copies);
+  CHECK(q.inter.copies);
+  CHECK(q.cores_per_host == 3);
   CHECK(q.nic_GBps == 25);
   CHECK(q.nics_per_host == 8);
   CHECK(q.reduce_GBps == 7);
@@ -72,6 +76,10 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
   CHECK(error_of(R"({"reduce_GBps": "fast"})").find("reduce_GBps must be a number") !=
         std::string::npos);
   CHECK(error_of(R"({"nics_per_host": 2.5})").find("nics_per_host must be a whole number") !=
+        std::string::npos);
+  CHECK(error_of(R"({"intra": {"copies": "yes"}})").find("intra.copies must be true or false") !=
+        std::string::npos);
+  CHECK(error_of(R"({"cores_per_host": -1})").find("cores_per_host must be a whole number") !=
         std::string::npos);
   CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);
   CHECK(error_of(R"({"inter": {"lat": 3}})").find("unknown field inter.lat") != std::string::npos);

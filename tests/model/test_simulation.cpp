@@ -100,6 +100,34 @@ TEST_CASE("with a NIC per rank, the same messages leave side by side") {
             .epsilon(1e-12));
 }
 
+TEST_CASE("a host's cores: computations queue for them, copying links hold one at each end") {
+  model::Profile p = test_profile();
+  p.cores_per_host = 2;
+  {  // four ranks computing 1 ms each on two cores: two rounds
+    model::VirtualNetwork net({4, 4}, p);
+    CHECK(net.run([&](int rank) { net.spend(rank, 1e-3); }) == doctest::Approx(2e-3));
+  }
+  p.intra.copies = true;
+  p.cores_per_host = 1;
+  {  // one core does the sender's copy and the receiver's: twice the time on the link
+    model::VirtualNetwork net({2, 2}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) net.send(0, 1, 4'000'000)->wait(core::Deadline::never());
+      if (rank == 1) net.recv(1, 0, 4'000'000)->wait(core::Deadline::never());
+    });
+    CHECK(t == doctest::Approx(2e-6 + 2 * 4e6 / 4e9).epsilon(1e-12));
+  }
+  p.cores_per_host = 0;
+  {  // a core per rank: a copying link costs what the link does
+    model::VirtualNetwork net({2, 2}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) net.send(0, 1, 4'000'000)->wait(core::Deadline::never());
+      if (rank == 1) net.recv(1, 0, 4'000'000)->wait(core::Deadline::never());
+    });
+    CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("ranks left waiting for messages nobody sends are a deadlock, named") {
   model::VirtualNetwork net({3, 0}, test_profile());
   CHECK_THROWS_WITH_AS(net.run([&](int rank) {

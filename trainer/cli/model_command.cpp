@@ -43,6 +43,8 @@ constexpr const char* kHelp =
     "  --from S             the smallest size of the search for where the fastest changes\n"
     "                       (default 8)\n"
     "  --no-sweep           the table at --size only\n"
+    "  --grid               first, each algorithm's time at every 16th power of two from\n"
+    "                       --from to --size (one row per size, the fastest last)\n"
     "  -h, --help           show this help\n";
 
 constexpr const char* kFitHelp =
@@ -103,6 +105,7 @@ struct PredictOptions {
   std::optional<std::string> profile;
   model::Collective collective = model::Collective::all_reduce;
   bool sweep = true;
+  bool grid = false;
 };
 
 PredictOptions parse_predict(const std::vector<std::string>& args) {
@@ -126,10 +129,12 @@ PredictOptions parse_predict(const std::vector<std::string>& args) {
       }
     } else if (args[i] == "--no-sweep") {
       o.sweep = false;
+    } else if (args[i] == "--grid") {
+      o.grid = true;
     } else {
       throw_unknown("model predict", "option", args[i],
                     {"--ranks", "--size", "--per-host", "--profile", "--collective", "--from",
-                     "--no-sweep", "--help"});
+                     "--no-sweep", "--grid", "--help"});
     }
   }
   if (o.ranks == 0) throw UsageError("model predict: --ranks is required");
@@ -154,6 +159,28 @@ void print_header(const PredictOptions& o, const model::Profile& profile, std::o
   out << "# profile: " << profile.name << "\n#   " << profile.summary() << "\n#   from "
       << profile.source << "\n"
       << "# each algorithm's own code (collectives/) run on a simulated network, no data moved\n";
+}
+
+// Sizes from, 16 from, 256 from, ... up to size (and size itself).
+void print_grid(model::Predictor& predictor, const PredictOptions& o, std::ostream& out) {
+  out << "# time_us by size (bytes); the fastest last\n#" << std::string(13, ' ');
+  for (const auto a : predictor.algorithms()) {
+    char cell[32];
+    std::snprintf(cell, sizeof cell, " %14s", collectives::algorithm_name(a));
+    out << cell;
+  }
+  out << "  fastest\n";
+  for (std::size_t s = o.from;; s = std::min(s * 16, o.size)) {
+    char cell[32];
+    std::snprintf(cell, sizeof cell, " %13zu", s);
+    out << cell;
+    for (const auto a : predictor.algorithms()) {
+      std::snprintf(cell, sizeof cell, " %14.2f", predictor.at(a, s).result.seconds * 1e6);
+      out << cell;
+    }
+    out << "  " << collectives::algorithm_name(predictor.fastest(s)) << "\n";
+    if (s == o.size) break;
+  }
 }
 
 void print_table(model::Predictor& predictor, std::size_t size, std::ostream& out) {
@@ -206,6 +233,7 @@ int predict_command(const std::vector<std::string>& args, std::ostream& out) {
       o.profile ? model::read_profile(*o.profile) : model::default_profile();
   print_header(o, profile, out);
   model::Predictor predictor(o.collective, {o.ranks, o.per_host}, profile);
+  if (o.grid) print_grid(predictor, o, out);
   print_table(predictor, o.size, out);
   if (o.sweep) print_sweep(predictor, o, out);
   char line[96];
