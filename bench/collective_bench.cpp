@@ -15,10 +15,12 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "bench/bench_version.h"
 #include "bench/machine_info.h"
+#include "bench/model_expectation.h"
 #include "bench/peer_engine.h"
 #include "collectives/device_space.h"
 #include "core/env.h"
@@ -417,12 +419,13 @@ void print_header(const BenchOptions& o, transport::Store& store, int rank, int 
       "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place"
       "          \n",
       "", "", "", "", "");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+  const bool model = !o.model.empty();
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s%s\n", "size",
               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-              "busbw", "#wrong");
-  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+              "busbw", "#wrong", model ? "   model" : "");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s%s\n", "(B)",
               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-              "");
+              "", model ? "  (GB/s)" : "");
   std::fflush(stdout);
 }
 
@@ -480,6 +483,18 @@ void print_algorithms(Collective coll, const BenchOptions& o, const Communicator
   }
   std::printf("# Algorithm: %s\n#\n", line.c_str());
   std::fflush(stdout);
+}
+
+// The --model column: the expected busbw, '*' when the row's is more than 30% off it.
+void print_expected(ModelExpectation& model, const std::string& algorithm, std::size_t bytes,
+                    const Result& oop, const Result& ip) {
+  const auto expected = model.bus_GBps(algorithm, bytes);
+  if (!expected) {
+    std::printf("  %6s", "-");
+    return;
+  }
+  const double measured = (oop.busbw + ip.busbw) / 2;
+  std::printf("  %6.2f%s", *expected, ModelExpectation::off(measured, *expected) ? "*" : "");
 }
 
 void print_result(const Result& r) {
@@ -612,6 +627,11 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
   print_header(o, store, rank, n, backend.label, backend.device);
   if (rank == 0 && !backend.engine) print_algorithms(coll, o, comm, backend.space.get());
   Runner runner(coll, o, comm, backend.space.get(), backend.engine.get());
+  std::optional<ModelExpectation> model;
+  if (rank == 0 && !o.model.empty() && !backend.engine) {
+    model.emplace(o.model, op_label(coll), n, backend.label);
+    std::printf("%s#\n", model->note().c_str());
+  }
   std::vector<std::string> json_lines, host_rows;
   double busbw_sum = 0;
   int busbw_count = 0;
@@ -641,17 +661,18 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
           std::fflush(stdout);
           throw;
         }
+        const std::string algo =
+            backend.engine ? backend.engine->label()
+                           : algorithm_of(coll, comm, backend.space.get(), g.send_count * w);
         if (rank == 0) {
           print_result(ip);
+          if (model) print_expected(*model, algo, bytes, oop, ip);
           std::printf("\n");
           std::fflush(stdout);
         }
         busbw_sum += oop.busbw + ip.busbw;
         busbw_count += 2;
         if (oop.host_waits >= 0) host_rows.push_back(host_work_row(bytes, oop, ip));
-        const std::string algo =
-            backend.engine ? backend.engine->label()
-                           : algorithm_of(coll, comm, backend.space.get(), g.send_count * w);
         json_lines.push_back(
             result_row(program, coll, bytes, g, t, redop, root, n, backend.label, algo, oop, ip));
       }

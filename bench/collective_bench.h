@@ -63,6 +63,7 @@ struct BenchOptions {
   int store_port = 0;
   int parent_pid = 0;             // rank 0's pid, on ranks spawned by -np
   std::vector<std::string> args;  // argv[1..], forwarded to spawned ranks
+  std::string model;              // --model: a profile file or "default"; empty: no column
 };
 
 BenchOptions parse_bench_options(const std::string& program, int argc, char** argv);

@@ -91,7 +91,8 @@ const std::map<std::string, std::string> kLongNames{{"minbytes", "b"},
                                                     {"parent-pid", "parent-pid"},
                                                     {"corrupt", "corrupt"},
                                                     {"threads", "threads"},
-                                                    {"device", "device"}};
+                                                    {"device", "device"},
+                                                    {"model", "model"}};
 
 const std::map<std::string, std::string> kUnsupported{
     {"m", "agg_iters"}, {"p", "parallel_init"},  {"y", "stream_null"},
@@ -106,7 +107,7 @@ std::string usage(const std::string& program) {
       "       [-n iters] [-w warmup_iters] [-c 0|1] [-d "
       "float|double|half|bfloat16|int32|int64|all]\n"
       "       [-o sum|prod|min|max|avg|all] [-r root] [-z 0|1] [-a 0|1|2|3] [-T timeout_s] [-g 1]\n"
-      "       [--min-time seconds] [--corrupt] [--threads]\n"
+      "       [--min-time seconds] [--corrupt] [--threads] [--model PROFILE|default]\n"
       "  -np N        spawn N local ranks (processes); without it, a launcher's RANK/WORLD_SIZE/\n"
       "               MASTER_ADDR/MASTER_PORT make this process one rank (else 1 rank)\n"
       "  --threads    the -np ranks as threads of this process (ranks sharing a device then\n"
@@ -120,6 +121,9 @@ std::string usage(const std::string& program) {
       "  --min-time   grow iters per size until the timed loop lasts at least this long\n"
       "  --corrupt    negative control: spoil one result element on the last rank per check\n"
       "               (the run must then report #wrong > 0 and exit 1)\n"
+      "  --model P    a column more: the bus bandwidth the model expects of each row (the\n"
+      "               algorithm that ran, simulated under profile P: a `ringlet model fit` file,\n"
+      "               model/profiles/, or `default`); '*' marks a row more than 30% off\n"
       "  sizes take K, M, G suffixes (1024-based), as in nccl-tests\n");
 }
 
@@ -212,6 +216,9 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
     o.min_time_s = std::strtod(v.c_str(), &end);
     RINGLET_CHECK(*end == '\0' && o.min_time_s >= 0 && o.min_time_s < 3600, ValueError,
                   "--min-time '", v, "' is not a number of seconds");
+  } else if (flag == "model") {
+    RINGLET_CHECK(!v.empty(), ValueError, "--model needs a profile file or `default`");
+    o.model = v;
   } else if (flag == "child-rank") {
     o.child_rank = parse_count(name, v, 1);
   } else if (flag == "store-port") {

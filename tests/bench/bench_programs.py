@@ -8,7 +8,8 @@ ringlet: all_reduce_perf and its siblings with -np 2/3 on host and emulated-devi
 #wrong 0 in every row and "Out of bounds values : 0 OK"; --corrupt (one spoiled element per
 check) must make the run fail, so the check is shown to catch a wrong result. Device buffers
 over ipc (device flags), ranks as processes and as threads (--threads): the host-work lines after
-the table say 0 host waits and 0 host messages per op at every size.
+the table say 0 host waits and 0 host messages per op at every size. --model's column is what
+`ringlet model predict` simulates for the algorithm that ran, '-' for one it does not.
 
 nccl: the NCCL peer programs print the same table with #wrong 0 when this machine has a GPU
 per rank; where it has not, they must fail with the sentence that says so, and the test exits
@@ -150,6 +151,45 @@ def ordered(algos):
     return runs
 
 
+def model_column(build):
+    """--model adds the model's expected busbw to each row: the ring's, as `ringlet model
+    predict` simulates it under the same profile; '-' for an algorithm the model does not run
+    (the shm window); a bad profile is an error naming the file."""
+    problems = []
+    sizes = ["-b", "64K", "-e", "1M", "-f", "16", "-n", "2", "-w", "1", "--model", "default"]
+    for env, expect_dash in (({"RINGLET_ALGO": "ring"}, False), ({}, True)):
+        what, proc = run(build, "all_reduce_perf", ["-np", "3", "-t", "shm"] + sizes, env=env)
+        what = " ".join(f"{k}={v}" for k, v in env.items()) + " " + what
+        header = [l for l in proc.stdout.splitlines() if l.startswith("#") and "redop" in l]
+        if proc.returncode != 0 or not header or header[0].split()[1:] != COLUMNS + ["model"]:
+            problems.append(f"{what}: exit {proc.returncode}, header {header[:1]}: {proc.stderr[-300:]}")
+            continue
+        if "# Model: expected busbw" not in proc.stdout:
+            problems.append(f"{what}: no '# Model:' line")
+        table = [l.split() for l in proc.stdout.splitlines()
+                 if len(l.split()) == 14 and l.split()[0].isdigit()]
+        if len(table) != 2:
+            problems.append(f"{what}: {len(table)} rows of 14 fields")
+        for row in table:
+            cell = row[13]
+            if expect_dash:
+                if cell != "-":
+                    problems.append(f"{what}: the window row's model cell is {cell!r}, not '-'")
+                continue
+            predicted = subprocess.run(
+                [f"{build}/trainer/ringlet", "model", "predict", "--ranks", "3", "--size", row[0],
+                 "--no-sweep"], capture_output=True, text=True, timeout=60).stdout
+            busbw = next(float(l.split()[2]) for l in predicted.splitlines()
+                         if l.split()[:1] == ["ring"])
+            if abs(float(cell.rstrip("*")) - busbw) > 0.006:
+                problems.append(f"{what}: size {row[0]}: model cell {cell}, predict says {busbw}")
+        print(f"{what}: model cells {[r[13] for r in table]}")
+    what, proc = run(build, "all_reduce_perf", ["-np", "2", "--model", "/nonexistent/p.json"])
+    if proc.returncode == 0 or "profile /nonexistent/p.json: cannot open it" not in proc.stderr:
+        problems.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-300:]!r}")
+    return problems
+
+
 NO_PLACE = re.compile(r"NCCL needs a CUDA GPU and this machine has none|NCCL cannot place \d+ ranks")
 
 
@@ -170,7 +210,7 @@ def nccl(build):
 
 def main():
     build, which = sys.argv[1], sys.argv[2]
-    problems = ringlet(build) if which == "ringlet" else nccl(build)
+    problems = ringlet(build) + model_column(build) if which == "ringlet" else nccl(build)
     if problems is None:
         return SKIP
     for p in problems:
