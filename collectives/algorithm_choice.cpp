@@ -57,7 +57,14 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
 }
 
 AlgoThresholds default_thresholds() {
-  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes};
+  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes, {}};
+}
+
+Algorithm table_choice(const AlgorithmTable& table, std::size_t bytes) {
+  for (const SizeChoice& row : table) {
+    if (row.up_to_bytes == 0 || bytes <= row.up_to_bytes) return row.algorithm;
+  }
+  return table.back().algorithm;
 }
 
 namespace {
@@ -114,6 +121,9 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
     request = AlgoRequest::automatic;  // device algorithms, and an all-gather
   }
   const bool automatic = request == AlgoRequest::automatic;
+  if (automatic && world_size > 1 && !thresholds.table.empty()) {
+    return table_choice(thresholds.table, bytes);
+  }
   if (world_size > 1 && access.windows &&
       (request == AlgoRequest::window || (automatic && bytes >= thresholds.window_min_bytes))) {
     return Algorithm::window;

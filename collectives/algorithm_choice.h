@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ringlet::collectives {
 
@@ -44,13 +45,24 @@ const char* algorithm_name(Algorithm algorithm);
 // "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
 
+// A cost model's choice of the host all-reduce by size, for one world size (algorithm_table.h
+// reads it from a file): the first row whose up_to_bytes holds the size (0: any), the last row
+// above them all.
+struct SizeChoice {
+  std::size_t up_to_bytes = 0;
+  Algorithm algorithm = Algorithm::ring;
+};
+using AlgorithmTable = std::vector<SizeChoice>;
+Algorithm table_choice(const AlgorithmTable& table, std::size_t bytes);  // table not empty
+
 // Where `automatic` switches, in bytes per rank. Measured with all_reduce_perf on 2 cores (see
-// algorithm_choice.cpp).
+// algorithm_choice.cpp), or a model's table.
 struct AlgoThresholds {
   std::size_t rd_max_bytes;        // recursive doubling up to this
   std::size_t direct_min_bytes;    // cross-memory attach from this
   std::size_t window_min_bytes;    // shared windows from this
   std::size_t one_shot_max_bytes;  // device buffers with device flags: one-shot up to this
+  AlgorithmTable table;            // host buffers: when set, `automatic` takes its row instead
 };
 AlgoThresholds default_thresholds();
 
@@ -68,22 +80,23 @@ struct PeerAccess {
 enum class Buffers { host, device };
 
 // The algorithm of an all-reduce of `bytes` per rank.
-// Host buffers: shared windows when the ranks have them, from window_min_bytes; else recursive
-// doubling up to rd_max_bytes, then cross-memory attach from direct_min_bytes where the ranks
-// can read each other's memory, the hierarchical all-reduce where the ranks are on several hosts
-// (access.hosts), and the ring in between and everywhere else.
-// Device buffers: where the ranks synchronize through device flags (device_collectives.h),
-// one-shot up to one_shot_max_bytes (and what the staged area holds), two-shot above (a request
-// for the window gets two-shot, the window protocol with device flags; a request for the ring
-// or the hierarchical all-reduce runs that algorithm, host-driven, on such a space too, and the
-// space's other collectives stay on the device; one rank copies on the device, one-shot); else
-// the host-driven device windows where the ranks opened them, else the hierarchical all-reduce
-// on several hosts, else the ring (both staged through the host). Recursive doubling and
-// cross-memory attach are host algorithms, and one-shot and two-shot device ones: a request for one
-// where it cannot run counts as automatic. Rabenseifner's (recursive halving, then doubling) and
-// the double binary tree run only when asked for, host-driven; on device buffers staged whole
-// through pinned host memory. An explicit request wins where its algorithm can
-// run, else the ring. Bruck's is an all-gather: a request for it counts as automatic.
+// Host buffers: the model's table where there is one (only the algorithms it simulates: ring,
+// rd, rabenseifner, tree); else shared windows when the ranks have them, from window_min_bytes;
+// else recursive doubling up to rd_max_bytes, then cross-memory attach from direct_min_bytes where
+// the ranks can read each other's memory, the hierarchical all-reduce where the ranks are on
+// several hosts (access.hosts), and the ring in between and everywhere else. Device buffers: where
+// the ranks synchronize through device flags (device_collectives.h), one-shot up to
+// one_shot_max_bytes (and what the staged area holds), two-shot above (a request for the window
+// gets two-shot, the window protocol with device flags; a request for the ring or the hierarchical
+// all-reduce runs that algorithm, host-driven, on such a space too, and the space's other
+// collectives stay on the device; one rank copies on the device, one-shot); else the host-driven
+// device windows where the ranks opened them, else the hierarchical all-reduce on several hosts,
+// else the ring (both staged through the host). Recursive doubling and cross-memory attach are host
+// algorithms, and one-shot and two-shot device ones: a request for one where it cannot run counts
+// as automatic. Rabenseifner's (recursive halving, then doubling) and the double binary tree run
+// only when asked for, host-driven; on device buffers staged whole through pinned host memory. An
+// explicit request wins where its algorithm can run, else the ring. Bruck's is an all-gather: a
+// request for it counts as automatic.
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
                             PeerAccess access, int world_size, std::size_t bytes,
                             Buffers buffers = Buffers::host);

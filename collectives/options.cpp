@@ -1,6 +1,7 @@
 // resolve_options: CommOptions + the environment -> ResolvedOptions, once per communicator.
 #include "collectives/options.h"
 
+#include "collectives/algorithm_table.h"
 #include "collectives/flight_recorder.h"
 #include "collectives/status_board.h"
 #include "core/env.h"
@@ -26,8 +27,11 @@ AlgoRequest resolve_algo(const std::string& given) {
   return parse_algo_request(core::env_string("RINGLET_ALGO").value_or("auto"), "RINGLET_ALGO");
 }
 
-AlgoThresholds resolve_thresholds(const CommOptions& o) {
+AlgoThresholds resolve_thresholds(const CommOptions& o, int world_size) {
   AlgoThresholds t = default_thresholds();
+  const std::string table =
+      !o.algo_table.empty() ? o.algo_table : core::env_string("RINGLET_ALGO_TABLE").value_or("");
+  if (!table.empty()) t.table = algorithm_table_for(table, world_size);
   if (o.rd_max_bytes != 0) t.rd_max_bytes = o.rd_max_bytes;
   if (o.direct_min_bytes != 0) t.direct_min_bytes = o.direct_min_bytes;
   if (o.window_min_bytes != 0) t.window_min_bytes = o.window_min_bytes;
@@ -57,7 +61,7 @@ ResolvedOptions resolve_options(const CommOptions& o, int world_size) {
   ResolvedOptions r;
   r.timeout = resolve_timeout(o.timeout);
   r.algo = resolve_algo(o.algo);
-  r.thresholds = resolve_thresholds(o);
+  r.thresholds = resolve_thresholds(o, world_size);
   r.channels =
       o.channels > 0 ? o.channels : static_cast<int>(core::env_int("RINGLET_CHANNELS", 1, 1, 16));
   // 0 stays 0: each transport's preferred slice.

@@ -35,6 +35,8 @@ struct CommOptions {
   std::int64_t flight_recorder_size = -1;  // -1 = RINGLET_FR_SIZE or 2,000; 0 = off
   std::string flight_recorder_dir;         // dumps; empty = RINGLET_FR_DIR (unset: none)
   std::int64_t status_interval_ms = -1;    // -1 = RINGLET_STATUS_INTERVAL or 500; 0 = no board
+  std::string algo_table;                  // a model's algorithm tables (algorithm_table.h);
+                                           // empty = RINGLET_ALGO_TABLE (unset: thresholds)
   std::string name = "comm";               // store prefix for this communicator
 };
 
@@ -60,8 +62,8 @@ std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given);
 
 // Fills every unset field of `options` from the environment (RINGLET_TIMEOUT, RINGLET_ALGO,
 // RINGLET_CHANNELS, RINGLET_SLICE_BYTES, RINGLET_SHM_WINDOW_BYTES, RINGLET_INLINE_BYTES,
-// RINGLET_HIER_PIECE_BYTES, RINGLET_TRACE) or the measured defaults; a bad value is a ValueError
-// naming it.
+// RINGLET_HIER_PIECE_BYTES, RINGLET_TRACE, RINGLET_ALGO_TABLE) or the measured defaults; a bad
+// value is a ValueError naming it.
 ResolvedOptions resolve_options(const CommOptions& options, int world_size);
 
 }  // namespace ringlet::collectives

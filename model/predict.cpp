@@ -83,6 +83,15 @@ std::optional<std::size_t> Predictor::crossover(Algorithm a, Algorithm b, std::s
   return std::size_t{1} << hi;
 }
 
+collectives::AlgorithmTable Predictor::table(std::size_t low, std::size_t high) {
+  collectives::AlgorithmTable rows;
+  const std::vector<SizeRange> ranges = fastest_by_size(low, high);
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    rows.push_back({i + 1 < ranges.size() ? ranges[i].last : 0, ranges[i].fastest});
+  }
+  return rows;
+}
+
 std::string size_text(std::size_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);

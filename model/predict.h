@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/algorithm_choice.h"
 #include "model/simulate.h"
 
 namespace ringlet::model {
@@ -42,6 +43,9 @@ class Predictor {
   // faster at `low` and `b` at `high` (bisection); nullopt otherwise.
   std::optional<std::size_t> crossover(collectives::Algorithm a, collectives::Algorithm b,
                                        std::size_t low, std::size_t high);
+  // fastest_by_size as the communicator's table (collectives/algorithm_table.h): each range's
+  // fastest up to its last size, the last one for every size above.
+  collectives::AlgorithmTable table(std::size_t low, std::size_t high);
 
   const std::vector<collectives::Algorithm>& algorithms() const { return algorithms_; }
   double wall_seconds() const { return wall_seconds_; }  // all simulations so far

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 COLUMNS = ("size count type redop root time algbw busbw #wrong time algbw busbw #wrong").split()
 SKIP = 77
@@ -184,9 +185,38 @@ def model_column(build):
             if abs(float(cell.rstrip("*")) - busbw) > 0.006:
                 problems.append(f"{what}: size {row[0]}: model cell {cell}, predict says {busbw}")
         print(f"{what}: model cells {[r[13] for r in table]}")
+    problems += table_choice(build)
     what, proc = run(build, "all_reduce_perf", ["-np", "2", "--model", "/nonexistent/p.json"])
     if proc.returncode == 0 or "profile /nonexistent/p.json: cannot open it" not in proc.stderr:
         problems.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-300:]!r}")
+    return problems
+
+
+def table_choice(build):
+    """RINGLET_ALGO_TABLE: a table `ringlet model table` wrote makes auto run its algorithm at
+    each size (the rows' JSON names it), instead of the thresholds' (which pick the shm window)."""
+    problems = []
+    with tempfile.TemporaryDirectory() as folder:
+        table = os.path.join(folder, "t.json")
+        made = subprocess.run([f"{build}/trainer/ringlet", "model", "table", "--ranks", "3",
+                               "--out", table], capture_output=True, text=True, timeout=120)
+        if made.returncode != 0:
+            return [f"ringlet model table: exit {made.returncode}: {made.stderr[-300:]}"]
+        with open(table) as f:
+            rows = json.load(f)["all_reduce"]["3"]
+        sizes = ["-np", "3", "-b", "1K", "-e", "1M", "-f", "32", "-n", "2", "-w", "1"]
+        what, proc = run(build, "all_reduce_perf", sizes, env={"RINGLET_ALGO_TABLE": table})
+        ran = {}
+        for line in proc.stdout.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                ran[row["size"]] = row["algo"]
+        expected = {size: next(a for up_to, a in rows if up_to == 0 or size <= up_to)
+                    for size in ran}
+        if proc.returncode != 0 or len(ran) != 3 or ran != expected:
+            problems.append(f"RINGLET_ALGO_TABLE {rows}: {what}: ran {ran}, expected {expected}: "
+                            f"{proc.stderr[-300:]}")
+        print(f"RINGLET_ALGO_TABLE {rows}: {what}: ran {ran}")
     return problems
 
 

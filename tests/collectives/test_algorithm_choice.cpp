@@ -327,3 +327,28 @@ TEST_CASE("options: the environment fills what the caller left unset, once") {
                        doctest::Contains("RINGLET_HIER_PIECE_BYTES"), ringlet::core::ValueError);
   set_env("RINGLET_HIER_PIECE_BYTES", nullptr);
 }
+
+TEST_CASE("a model's table replaces the thresholds of auto on host buffers, and only there") {
+  AlgoThresholds t = default_thresholds();
+  t.table = {{8 * KiB, Algorithm::recursive_doubling},
+             {MiB, Algorithm::rabenseifner},
+             {0, Algorithm::ring}};
+  const PeerAccess shm = access_of("shm", 4);
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, shm, 4, 64) == Algorithm::recursive_doubling);
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, shm, 4, 8 * KiB) ==
+        Algorithm::recursive_doubling);
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, shm, 4, 8 * KiB + 1) ==
+        Algorithm::rabenseifner);
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, shm, 4, 64 * MiB) == Algorithm::ring);
+  // An explicit request wins; device buffers and a single rank keep their own choice.
+  CHECK(choose_all_reduce(AlgoRequest::tree, t, shm, 4, 64) == Algorithm::tree);
+  CHECK(choose_all_reduce(AlgoRequest::window, t, shm, 4, 64) == Algorithm::window);
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("ipc", 4), 4, 64 * MiB,
+                          Buffers::device) == Algorithm::window);
+  CHECK(
+      choose_all_reduce(AlgoRequest::automatic, t, access_of("shm", 1), 1, 64) ==
+      choose_all_reduce(AlgoRequest::automatic, default_thresholds(), access_of("shm", 1), 1, 64));
+  // Without an upper end on the last row, the last row still answers above every row.
+  t.table = {{KiB, Algorithm::tree}, {MiB, Algorithm::ring}};
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, shm, 4, 2 * MiB) == Algorithm::ring);
+}

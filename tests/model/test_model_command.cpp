@@ -138,3 +138,22 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(contains(predicted.output, "# profile: this machine: shm within a host, tcp loopback"));
   CHECK(contains(ringlet_model("fit --bogus").output, "--bogus"));
 }
+
+TEST_CASE("model table writes each world size's fastest algorithm by size, as predict finds it") {
+  const auto r = ringlet_model("table --ranks 2,8 --up-to 1M");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "\"all_reduce\""));
+  CHECK(contains(r.output, "\"2\""));
+  CHECK(contains(r.output, "\"8\""));
+  const auto sweep = ringlet_model("predict --ranks 8 --size 1M");
+  // The sweep's first range names the table's first algorithm for 8 ranks.
+  const auto first = sweep.output.find("#   8 B");
+  REQUIRE(first != std::string::npos);
+  const std::string line = sweep.output.substr(first, sweep.output.find('\n', first) - first);
+  const std::string algorithm = line.substr(line.rfind(' ') + 1);
+  const auto eight = r.output.find("\"8\"");
+  CHECK(r.output.find("\"" + algorithm + "\"", eight) != std::string::npos);
+  CHECK(ringlet_model("table").status == 2);
+  CHECK(contains(ringlet_model("table --ranks 1").output, "--ranks: '1' is not a whole number"));
+}

@@ -3,9 +3,11 @@
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 
 #include "collectives/algorithm_choice.h"
+#include "collectives/algorithm_table.h"
 #include "core/error.h"
 #include "model/fit.h"
 #include "model/predict.h"
@@ -16,7 +18,8 @@ namespace ringlet::trainer::cli {
 const char* const kModelSummary =
     "model predict --ranks N --size S  each algorithm's time on a simulated network, the\n"
     "                                fastest, and the sizes where that changes\n"
-    "  model fit [--out FILE]        this machine's profile: shm, tcp, reduction, copy";
+    "  model fit [--out FILE]        this machine's profile: shm, tcp, reduction, copy\n"
+    "  model table --ranks N,..      the algorithm by size for RINGLET_ALGO_TABLE";
 
 namespace {
 
@@ -46,6 +49,24 @@ constexpr const char* kHelp =
     "  --grid               first, each algorithm's time at every 16th power of two from\n"
     "                       --from to --size (one row per size, the fastest last)\n"
     "  -h, --help           show this help\n";
+
+constexpr const char* kTableHelp =
+    "usage: ringlet model table --ranks N[,N...] [--per-host P] [--profile FILE] [--up-to S]\n"
+    "                           [--out FILE]\n"
+    "\n"
+    "For each world size, the fastest all-reduce algorithm by size (the bisection `model\n"
+    "predict` prints, 8 B to --up-to, default 1G) as a table a communicator reads from\n"
+    "RINGLET_ALGO_TABLE=FILE: `auto` on host buffers then takes the model's choice among the\n"
+    "algorithms it simulates (ring, rd, rabenseifner, tree) instead of the measured thresholds\n"
+    "(and so never the shm window or cross-memory attach, which it does not simulate).\n"
+    "\n"
+    "options:\n"
+    "  --ranks N,...    world sizes (each 2 .. 4096)\n"
+    "  --per-host P     ranks per host (default: all on one host)\n"
+    "  --profile FILE   the costs (default: round figures of a 2-core VM)\n"
+    "  --up-to S        the largest size searched (default 1G)\n"
+    "  --out FILE       write the tables there (default: print them)\n"
+    "  -h, --help       show this help\n";
 
 constexpr const char* kFitHelp =
     "usage: ringlet model fit [--out FILE] [--quick]\n"
@@ -269,10 +290,68 @@ int fit_command(const std::vector<std::string>& args, std::ostream& out) {
   return 0;
 }
 
+std::vector<int> parse_ranks(const std::string& text) {
+  std::vector<int> ranks;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    ranks.push_back(parse_count("--ranks", text.substr(start, comma - start), 2, 4096));
+    start = comma + 1;
+  }
+  return ranks;
+}
+
+int table_command(const std::vector<std::string>& args, std::ostream& out) {
+  std::vector<int> ranks;
+  int per_host = 0;
+  std::size_t up_to = std::size_t{1} << 30;
+  std::optional<std::string> profile_path, path;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-h" || args[i] == "--help") {
+      out << kTableHelp;
+      return 0;
+    }
+    if (auto v = flag_value(args, i, "--ranks")) {
+      ranks = parse_ranks(*v);
+    } else if (auto v = flag_value(args, i, "--per-host")) {
+      per_host = parse_count("--per-host", *v, 1, 4096);
+    } else if (auto v = flag_value(args, i, "--profile")) {
+      profile_path = *v;
+    } else if (auto v = flag_value(args, i, "--up-to")) {
+      up_to = parse_size("--up-to", *v);
+    } else if (auto v = flag_value(args, i, "--out")) {
+      path = *v;
+    } else {
+      throw_unknown("model table", "option", args[i],
+                    {"--ranks", "--per-host", "--profile", "--up-to", "--out", "--help"});
+    }
+  }
+  if (ranks.empty()) throw UsageError("model table: --ranks is required");
+  const model::Profile profile =
+      profile_path ? model::read_profile(*profile_path) : model::default_profile();
+  collectives::AlgorithmTables tables;
+  tables.source = "ringlet model table, profile: " + profile.name;
+  for (const int n : ranks) {
+    model::Predictor predictor(model::Collective::all_reduce, {n, per_host}, profile);
+    tables.all_reduce[n] = predictor.table(8, up_to);
+  }
+  const std::string json = collectives::algorithm_tables_json(tables);
+  if (!path) {
+    out << json;
+    return 0;
+  }
+  std::ofstream file(*path);
+  file << json;
+  if (!file.good()) throw core::ValueError("model table: cannot write " + *path);
+  out << "# algorithm tables for " << ranks.size() << " world size(s) written to " << *path
+      << " (RINGLET_ALGO_TABLE=" << *path << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 int model_command(const std::vector<std::string>& args, std::ostream& out) {
-  if (args.empty()) throw UsageError("model: missing a subcommand (predict, fit)");
+  if (args.empty()) throw UsageError("model: missing a subcommand (predict, fit, table)");
   if (args[0] == "-h" || args[0] == "--help") {
     out << kHelp;
     return 0;
@@ -280,7 +359,8 @@ int model_command(const std::vector<std::string>& args, std::ostream& out) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "predict") return predict_command(rest, out);
   if (args[0] == "fit") return fit_command(rest, out);
-  throw_unknown("model", "subcommand", args[0], {"predict", "fit"});
+  if (args[0] == "table") return table_command(rest, out);
+  throw_unknown("model", "subcommand", args[0], {"predict", "fit", "table"});
 }
 
 }  // namespace ringlet::trainer::cli

@@ -1,0 +1,30 @@
+// The file of algorithm tables (AlgorithmTable, algorithm_choice.h: the host all-reduce's
+// algorithm by size as a cost model chose it): `ringlet model table` writes it,
+// RINGLET_ALGO_TABLE or CommOptions::algo_table names it. It holds a table per world size:
+//   {"source": "...", "all_reduce": {"4": [[8192, "rd"], [1048576, "rabenseifner"], [0, "ring"]]}}
+// (0: no upper end). The algorithms are those the model simulates: ring, rd, rabenseifner, tree.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithm_choice.h"
+
+namespace ringlet::collectives {
+
+// Every world size's table, and where they come from.
+struct AlgorithmTables {
+  std::string source;
+  std::map<int, AlgorithmTable> all_reduce;
+};
+std::string algorithm_tables_json(const AlgorithmTables& tables);
+// A file that is not such JSON, an algorithm the tables may not hold, rows out of order: a
+// ValueError naming the file and what is wrong.
+AlgorithmTables read_algorithm_tables(const std::string& path);
+// `world_size`'s table from the file; one it has none for is a ValueError naming the world sizes
+// it has.
+AlgorithmTable algorithm_table_for(const std::string& path, int world_size);
+
+}  // namespace ringlet::collectives
