@@ -18,7 +18,8 @@ BENCHES = ["all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadca
            "nccl_all_reduce_perf", "nccl_all_gather_perf", "nccl_reduce_scatter_perf",
            "nccl_broadcast_perf"]
 RINGLET_COMMANDS = [[], ["train"], ["eval"], ["launch"], ["trace"], ["trace", "merge"], ["trace", "report"], ["report"],
-                    ["diagnose"], ["status"]]
+                    ["diagnose"], ["status"], ["model"], ["model", "predict"], ["model", "fit"],
+                    ["model", "table"]]
 
 
 def run(cmd, env=None):
