@@ -1,9 +1,9 @@
 // Algorithm tables: lookup, and the JSON file checked row by row.
 #include "collectives/algorithm_table.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "collectives/json_file.h"
 #include "core/error.h"
 
 namespace ringlet::collectives {
@@ -41,16 +41,6 @@ AlgorithmTable read_rows(const std::string& path, const std::string& world,
   return table;
 }
 
-nlohmann::json parse(const std::string& path) {
-  std::ifstream in(path);
-  RINGLET_CHECK(in.good(), ValueError, "algorithm table ", path, ": cannot open it");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    RINGLET_THROW(ValueError, "algorithm table ", path, ": not JSON (", e.what(), ")");
-  }
-}
-
 }  // namespace
 
 std::string algorithm_tables_json(const AlgorithmTables& tables) {
@@ -66,7 +56,7 @@ std::string algorithm_tables_json(const AlgorithmTables& tables) {
 }
 
 AlgorithmTables read_algorithm_tables(const std::string& path) {
-  const nlohmann::json doc = parse(path);
+  const nlohmann::json doc = read_json_file(path, "algorithm table");
   RINGLET_CHECK(doc.is_object() && doc.contains("all_reduce") && doc["all_reduce"].is_object(),
                 ValueError, "algorithm table ", path,
                 ": must be an object with \"all_reduce\": {world size: rows}");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "collectives/json_file.h"
 #include "core/error.h"
 
 namespace ringlet::model {
@@ -71,20 +72,10 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
   }
 }
 
-nlohmann::json parse(const std::string& path) {
-  std::ifstream in(path);
-  RINGLET_CHECK(in.good(), ValueError, "profile ", path, ": cannot open it");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    RINGLET_THROW(ValueError, "profile ", path, ": not JSON (", e.what(), ")");
-  }
-}
-
 }  // namespace
 
 Profile read_profile(const std::string& path) {
-  const nlohmann::json doc = parse(path);
+  const nlohmann::json doc = collectives::read_json_file(path, "profile");
   RINGLET_CHECK(doc.is_object(), ValueError, "profile ", path, ": must be a JSON object");
   Profile p = default_profile();
   p.source = path;
