@@ -68,6 +68,19 @@ inline pid_t find_ringlet(const std::string& marker, int rank) {
   return -1;
 }
 
+// Waits (up to 60 s) until no worker of ranks 0 .. ranks - 1 of the run `marker` names is left: a
+// killed launcher's workers die of it a moment later (rank 0 holds the run's lock until then).
+inline bool wait_for_workers_gone(const std::string& marker, int ranks) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (int r = 0; r < ranks && !any; ++r) any = find_ringlet(marker, r) > 0;
+    if (!any) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 // Waits (up to 60 s) until `file` has at least `lines` lines.
 inline bool wait_for_lines(const std::filesystem::path& file, std::size_t lines) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

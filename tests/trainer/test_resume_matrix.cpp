@@ -54,6 +54,7 @@ TEST_CASE("every lr schedule resumes bit for bit: after a kill, a restart and --
     REQUIRE(launcher > 0);
     ::kill(launcher, SIGKILL);
     ringlet::testing::finish_command(run);
+    REQUIRE(wait_for_workers_gone(killed.path.string(), 2));
     CommandResult result = train("--resume --out " + quoted(killed.path));
     INFO(result.output);
     REQUIRE(result.status == 0);
