@@ -72,7 +72,7 @@ LinkCost fit_link(const std::vector<Sample>& samples) {
   return {samples.front().one_way_us, 1 / slope / 1e9};
 }
 
-LinkFit measure_link(const std::string& transport, bool quick) {
+LinkFit measure_link_once(const std::string& transport, bool quick) {
   transport::TcpStoreServer server("127.0.0.1", 0);
   LinkFit fit{transport, {}, {}};
   std::vector<std::vector<double>> times(kSizes.size());
@@ -112,9 +112,9 @@ LinkFit measure_link(const std::string& transport, bool quick) {
 // The link measured `sittings` times, each size's fastest median kept: two ranks sharing two
 // cores sometimes sleep between messages, which makes a whole sitting slow.
 LinkFit measure_link(const std::string& transport, int sittings, bool quick) {
-  LinkFit best = measure_link(transport, quick);
+  LinkFit best = measure_link_once(transport, quick);
   for (int i = 1; i < sittings; ++i) {
-    const LinkFit again = measure_link(transport, quick);
+    const LinkFit again = measure_link_once(transport, quick);
     for (std::size_t k = 0; k < best.samples.size(); ++k) {
       best.samples[k].one_way_us =
           std::min(best.samples[k].one_way_us, again.samples[k].one_way_us);

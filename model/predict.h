@@ -61,7 +61,7 @@ class Predictor {
   double wall_seconds_ = 0;
 };
 
-// 1536 -> "1.5 KiB", 8 -> "8 B".
+// 1536 -> "1.5 KiB", 8 -> "8 B", 4 MiB -> "4 MiB" (collectives' bytes_text writes "4.0 MiB").
 std::string size_text(std::size_t bytes);
 
 }  // namespace ringlet::model
