@@ -74,21 +74,24 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
     start = std::max({start, nic_out_free_[out], nic_in_free_[in]});
     bandwidth = std::min(profile_.inter.bandwidth_GBps, profile_.nic_GBps);
   }
-  double seconds = static_cast<double>(bytes) / (bandwidth * 1e9);
-  // A copying link: a core at each end (one core doing both copies takes twice as long).
+  const double wire = static_cast<double>(bytes) / (bandwidth * 1e9);
+  // A copying link: a core at each end (one core doing both copies takes twice as long), for
+  // as long as the CPUs take to move the bytes; the wire may take longer.
+  const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
+  double cpu = link.cpu_seconds(bytes);
   double *sender = nullptr, *receiver = nullptr;
-  if ((hs == hd ? profile_.intra : profile_.inter).copies) {
+  if (link.copies) {
     sender = earliest_core(cores_of(from));
     receiver = earliest_core(cores_of(to), sender);
     start = std::max(start, *sender);
     if (receiver != nullptr) start = std::max(start, *receiver);
-    if (receiver == nullptr) seconds *= 2;
+    if (receiver == nullptr) cpu *= 2;
   }
-  const double left = start + seconds;
+  const double left = start + std::max(wire, cpu);
   f.link_free = left;
   if (hs != hd) nic_out_free_[out] = nic_in_free_[in] = left;
-  if (sender != nullptr) *sender = left;
-  if (receiver != nullptr) *receiver = left;
+  if (sender != nullptr) *sender = start + cpu;
+  if (receiver != nullptr) *receiver = start + cpu;
   return left;
 }
 
@@ -172,22 +175,39 @@ void VirtualNetwork::complete(Transfer& t) {
 void VirtualNetwork::wait_for(int rank, Transfer& t) {
   if (t.request->done()) return;
   RINGLET_CHECK(deadlock_.empty(), TimeoutError, deadlock_);
+  const double since = now_;
+  const bool receive = t.receive;
   if (!events_.empty() && events_.top().transfer.get() == &t) {    // this rank's turn goes on
     const Event e = std::move(const_cast<Event&>(events_.top()));  // holds t while it completes
     events_.pop();
     now_ = e.time;
     complete(*e.transfer);
-    return;
+  } else {
+    Process& p = *processes_[static_cast<std::size_t>(rank)];
+    t.waiter = rank;
+    p.waiting = &t;
+    // The event that completes the transfer drops it: only the request (the caller holds it) is
+    // still there when this rank resumes.
+    const transport::Request& request = *t.request;
+    yield(rank);
+    p.waiting = nullptr;
+    RINGLET_CHECK(request.done(), TimeoutError, deadlock_);
   }
-  Process& p = *processes_[static_cast<std::size_t>(rank)];
-  t.waiter = rank;
-  p.waiting = &t;
-  // The event that completes the transfer drops it: only the request (the caller holds it) is
-  // still there when this rank resumes.
-  const transport::Request& request = *t.request;
-  yield(rank);
-  p.waiting = nullptr;
-  RINGLET_CHECK(request.done(), TimeoutError, deadlock_);
+  if (receive && now_ > since) wake_up(rank);
+}
+
+// A rank that slept in a receive on a host with more ranks than cores: the scheduler's wake-up.
+void VirtualNetwork::wake_up(int rank) {
+  if (profile_.wakeup_us > 0 && oversubscribed(rank)) spend(rank, profile_.wakeup_us * 1e-6);
+}
+
+bool VirtualNetwork::oversubscribed(int rank) const {
+  if (profile_.cores_per_host <= 0) return false;
+  const int on_host =
+      shape_.per_host > 0
+          ? std::min(shape_.per_host, shape_.ranks - shape_.host_of(rank) * shape_.per_host)
+          : shape_.ranks;
+  return on_host > profile_.cores_per_host;
 }
 
 void VirtualNetwork::spend(int rank, double seconds) {

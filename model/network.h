@@ -13,7 +13,9 @@
 // Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
 // A rank's reductions and copies run on a core of its host (the earliest free; a core of its own
 // when the profile gives none per host), and so do both ends of a message on a link whose CPUs
-// move the bytes: there a message also waits for a core at each end.
+// move the bytes: there a message also waits for a core at each end, and holds it while the CPUs
+// move the bytes (the wire may take longer). On a host with more ranks
+// than cores, a receive that had to wait ends with a wake-up, spent on a core.
 #pragma once
 
 #include <cstddef>
@@ -113,6 +115,8 @@ class VirtualNetwork {
                                      std::size_t bytes);
   void complete(Transfer& t);
   void wait_for(int rank, Transfer& t);
+  void wake_up(int rank);
+  bool oversubscribed(int rank) const;
   void yield(int rank);
   int next_resumed();
   void resume(int rank);

@@ -15,15 +15,26 @@ double LinkCost::seconds(std::size_t bytes) const {
   return latency_us * 1e-6 + static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
 }
 
+double LinkCost::cpu_seconds(std::size_t bytes) const {
+  if (!copies) return 0;
+  return static_cast<double>(bytes) / ((cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps) * 1e9);
+}
+
 std::string Profile::summary() const {
   std::ostringstream out;
-  const auto moved_by = [](const LinkCost& link) { return link.copies ? " (CPU copies)" : ""; };
+  const auto moved_by = [](const LinkCost& link) {
+    if (!link.copies) return std::string();
+    if (link.cpu_GBps > 0) return core::str(" (CPU copies at ", link.cpu_GBps, " GB/s)");
+    return std::string(" (CPU copies)");
+  };
   out << "intra-host " << intra.latency_us << " us, " << intra.bandwidth_GBps << " GB/s"
       << moved_by(intra) << "; inter-host " << inter.latency_us << " us, " << inter.bandwidth_GBps
       << " GB/s" << moved_by(inter) << "; " << nics_per_host
       << (nics_per_host == 1 ? " NIC" : " NICs") << " per host at " << nic_GBps << " GB/s; "
       << (cores_per_host > 0 ? std::to_string(cores_per_host) + " cores per host"
                              : std::string("a core per rank"))
+      << (cores_per_host > 0 && wakeup_us > 0 ? core::str(", a wake-up ", wakeup_us, " us")
+                                              : std::string())
       << "; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s; slices of "
       << slice_bytes << " bytes";
   return out.str();
@@ -65,9 +76,11 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       RINGLET_CHECK(value.is_boolean(), ValueError, "profile ", path, ": ", field,
                     ".copies must be true or false, not ", value.dump());
       cost.copies = value.get<bool>();
+    } else if (key == "cpu_GBps") {
+      cost.cpu_GBps = positive(value, path, field + ".cpu_GBps");
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
-                    " (latency_us, bandwidth_GBps, copies)");
+                    " (latency_us, bandwidth_GBps, copies, cpu_GBps)");
     }
   }
 }
@@ -100,6 +113,12 @@ Profile read_profile(const std::string& path) {
                     "not ",
                     value.dump());
       p.cores_per_host = value.get<int>();
+    } else if (key == "wakeup_us") {
+      RINGLET_CHECK(
+          value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() >= 0,
+          ValueError, "profile ", path, ": wakeup_us must be a number of microseconds >= 0, not ",
+          value.dump());
+      p.wakeup_us = value.get<double>();
     } else if (key == "reduce_GBps") {
       p.reduce_GBps = positive(value, path, key);
     } else if (key == "copy_GBps") {
@@ -109,7 +128,7 @@ Profile read_profile(const std::string& path) {
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
-                    "reduce_GBps, copy_GBps, slice_bytes)");
+                    "wakeup_us, reduce_GBps, copy_GBps, slice_bytes)");
     }
   }
   return p;
@@ -118,9 +137,11 @@ Profile read_profile(const std::string& path) {
 namespace {
 
 nlohmann::json link_json(const LinkCost& link) {
-  return {{"latency_us", link.latency_us},
-          {"bandwidth_GBps", link.bandwidth_GBps},
-          {"copies", link.copies}};
+  nlohmann::json j = {{"latency_us", link.latency_us},
+                      {"bandwidth_GBps", link.bandwidth_GBps},
+                      {"copies", link.copies}};
+  if (link.cpu_GBps > 0) j["cpu_GBps"] = link.cpu_GBps;
+  return j;
 }
 
 }  // namespace
@@ -133,6 +154,7 @@ std::string profile_json(const Profile& p) {
                               {"nic_GBps", p.nic_GBps},
                               {"nics_per_host", p.nics_per_host},
                               {"cores_per_host", p.cores_per_host},
+                              {"wakeup_us", p.wakeup_us},
                               {"reduce_GBps", p.reduce_GBps},
                               {"copy_GBps", p.copy_GBps},
                               {"slice_bytes", p.slice_bytes}};

@@ -6,7 +6,8 @@
 // which the host's ranks share: nics_per_host each, a rank using NIC (its index on the host mod
 // nics_per_host), each NIC carrying one message at a time each way at nic_GBps. A reduction
 // costs its output bytes / reduce_GBps on a core, a copy bytes / copy_GBps; a link whose CPUs
-// move the bytes (`copies`) holds a core at each end while a message moves.
+// move the bytes (`copies`) holds a core at each end while they move them (cpu_GBps); a host with
+// more ranks than cores charges a wake-up (wakeup_us on a core) to each receive that had to wait.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,12 @@ struct LinkCost {
   // The ranks' CPUs move the bytes (shm, tcp: a copy on each side), so a message occupies a core
   // of the sender's and one of the receiver's while it moves; not so over DMA (NVLink, RDMA).
   bool copies = false;
-  double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
+  // With copies: the rate a core at each end moves the bytes at, when the wire is slower than
+  // the CPUs (tcp over a real or shaped link); 0: the link's bandwidth (shm: the copy is the
+  // link).
+  double cpu_GBps = 0;
+  double seconds(std::size_t bytes) const;      // latency + bytes / bandwidth
+  double cpu_seconds(std::size_t bytes) const;  // a core's time at each end; 0 without copies
 };
 
 struct Profile {
@@ -32,6 +38,9 @@ struct Profile {
   int nics_per_host = 1;
   // Cores a host's ranks share for their reductions, copies and copying links; 0: a core each.
   int cores_per_host = 0;
+  // When a host runs more ranks than it has cores, a rank whose receive had to wait was put to
+  // sleep: it holds a core this long (the scheduler's wake-up and switch) before it goes on.
+  double wakeup_us = 0;
   double reduce_GBps = 0;
   double copy_GBps = 0;
   std::size_t slice_bytes = 512 * 1024;  // the message size links prefer (the ring's slices)

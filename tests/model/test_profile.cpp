@@ -35,8 +35,9 @@ TEST_CASE("a profile written and read back is the same") {
   model::Profile p = model::default_profile();
   p.name = "two hosts";
   p.intra = {0.5, 40, false};
-  p.inter = {3, 12.5, true};
+  p.inter = {3, 12.5, true, 6.25};
   p.cores_per_host = 3;
+  p.wakeup_us = 9.5;
   p.nic_GBps = 25;
   p.nics_per_host = 8;
   p.reduce_GBps = 7;
@@ -52,7 +53,10 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.inter.bandwidth_GBps == 12.5);
   CHECK_FALSE(q.intra.copies);
   CHECK(q.inter.copies);
+  CHECK(q.inter.cpu_GBps == 6.25);
+  CHECK(q.intra.cpu_GBps == 0);
   CHECK(q.cores_per_host == 3);
+  CHECK(q.wakeup_us == 9.5);
   CHECK(q.nic_GBps == 25);
   CHECK(q.nics_per_host == 8);
   CHECK(q.reduce_GBps == 7);
@@ -80,6 +84,10 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
   CHECK(error_of(R"({"intra": {"copies": "yes"}})").find("intra.copies must be true or false") !=
         std::string::npos);
   CHECK(error_of(R"({"cores_per_host": -1})").find("cores_per_host must be a whole number") !=
+        std::string::npos);
+  CHECK(error_of(R"({"wakeup_us": -2})").find("wakeup_us must be a number of microseconds >= 0") !=
+        std::string::npos);
+  CHECK(error_of(R"({"inter": {"cpu_GBps": 0}})").find("inter.cpu_GBps must be positive") !=
         std::string::npos);
   CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);
   CHECK(error_of(R"({"inter": {"lat": 3}})").find("unknown field inter.lat") != std::string::npos);

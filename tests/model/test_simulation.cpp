@@ -117,6 +117,18 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
     });
     CHECK(t == doctest::Approx(2e-6 + 2 * 4e6 / 4e9).epsilon(1e-12));
   }
+  p.intra.cpu_GBps = 40;
+  {  // CPUs faster than the wire: the core is free again once they moved the bytes, and a
+     // third rank computes on it while the message is still on the wire
+    model::VirtualNetwork net({3, 3}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) net.send(0, 1, 4'000'000)->wait(core::Deadline::never());
+      if (rank == 1) net.recv(1, 0, 4'000'000)->wait(core::Deadline::never());
+      if (rank == 2) net.spend(2, 0.5e-3);
+    });
+    CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
+  }
+  p.intra.cpu_GBps = 0;
   p.cores_per_host = 0;
   {  // a core per rank: a copying link costs what the link does
     model::VirtualNetwork net({2, 2}, p);
@@ -125,6 +137,41 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
       if (rank == 1) net.recv(1, 0, 4'000'000)->wait(core::Deadline::never());
     });
     CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("more ranks than cores: a receive that waited ends with a wake-up on a core") {
+  // A ping-pong of two ranks: each waits for the other's message. On one core the wake-ups
+  // (and only there) add to the clock, one per waiting receive.
+  model::Profile p = test_profile();
+  p.wakeup_us = 10;
+  const auto ping_pong = [](model::VirtualNetwork& net) {
+    return net.run([&](int rank) {
+      const auto forever = core::Deadline::never();
+      if (rank == 0) {
+        net.send(0, 1, 4000)->wait(forever);
+        net.recv(0, 1, 4000)->wait(forever);
+      } else {
+        net.recv(1, 0, 4000)->wait(forever);
+        net.send(1, 0, 4000)->wait(forever);
+      }
+    });
+  };
+  const double message = 2e-6 + 4000 / 4e9;
+  p.cores_per_host = 1;
+  {
+    model::VirtualNetwork net({2, 2}, p);
+    CHECK(ping_pong(net) == doctest::Approx(2 * message + 2 * 10e-6).epsilon(1e-12));
+  }
+  p.cores_per_host = 2;
+  {
+    model::VirtualNetwork net({2, 2}, p);
+    CHECK(ping_pong(net) == doctest::Approx(2 * message).epsilon(1e-12));
+  }
+  p.cores_per_host = 0;
+  {
+    model::VirtualNetwork net({2, 2}, p);
+    CHECK(ping_pong(net) == doctest::Approx(2 * message).epsilon(1e-12));
   }
 }
 
