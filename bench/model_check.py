@@ -4,36 +4,98 @@ all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model simulates the algori
 2, 4 and 8 local ranks over shm and over tcp, 64 KiB - 64 MiB, and `ringlet model predict`
 simulates each row with the fitted profile (for tcp, the profile's link within the host is the
 tcp one). Prints one table: measured median (of the rounds; each round's time the mean of the
-in-place and out-of-place ones), predicted, predicted / measured, and whether that is within 25%.
+in-place and out-of-place ones), the rounds' spread (the slowest / the fastest: how far the
+measurement agrees with itself), predicted, predicted / measured, and whether that is within 25%.
 
-usage: bench/model_check.py [--rounds N] [--build DIR] [--ranks 2,4,8] [--transports shm,tcp]
+"hosts" (in the default --transports when this runs as root with ip and tc): 2 x 2 ranks on two
+network namespaces joined by a veth pair shaped with tc tbf (bench/simulated_hosts.py's, --rate
+2gbit): `ringlet model fit --between-ranks`, launched with a rank in each namespace, measures the
+link between them; the ring runs as one job of 2 x 2 ranks (shm within a namespace, tcp across);
+the model gets 2 hosts of 2 ranks, each host half of this machine's cores (the namespaces share
+them).
+
+usage: bench/model_check.py [--rounds N] [--build DIR] [--ranks 2,4,8]
+           [--transports shm,tcp,hosts] [--rate 2gbit]
 """
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import simulated_hosts  # noqa: E402  (the namespaces and the launches across them)
+
+SIZES = ["-b", "64K", "-e", "64M", "-f", "4"]
 
 
 def measure(build, ranks, transport):
     """{size: us} of one all_reduce_perf sweep of the ring."""
     env = dict(os.environ, RINGLET_ALGO="ring")
-    cmd = [os.path.join(build, "bench", "all_reduce_perf"), "-np", str(ranks), "-t", transport,
-           "-b", "64K", "-e", "64M", "-f", "4"]
+    cmd = [os.path.join(build, "bench", "all_reduce_perf"), "-np", str(ranks), "-t",
+           transport] + SIZES
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=True)
+    return rows_of([json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")])
+
+
+def rows_of(records):
     rows = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("{"):
-            j = json.loads(line)
-            assert j["algo"] == "ring", j["algo"]
-            rows[j["size"]] = (j["oop_us"] + j["ip_us"]) / 2
+    for j in records:
+        assert j["algo"] == "ring", j["algo"]
+        rows[j["size"]] = (j["oop_us"] + j["ip_us"]) / 2
     return rows
 
 
-def predict(build, ranks, size, profile):
+def hosts_args(build):
+    """What simulated_hosts.launch_both needs of its options."""
+    return types.SimpleNamespace(build=build, job_timeout=600, nproc_per_node=2)
+
+
+def measure_hosts(hosts, build, ports):
+    """{size: us} of one all_reduce_perf sweep of the ring over 2 x 2 ranks on the namespaces."""
+    perf = os.path.join(build, "bench", "all_reduce_perf")
+    return rows_of(simulated_hosts.launch_both(hosts, hosts_args(build), ["RINGLET_ALGO=ring"],
+                                               [perf] + SIZES, ports.take(),
+                                               "all_reduce_perf across the namespaces"))
+
+
+def fit_hosts(hosts, build, ports, folder):
+    """A profile whose link between hosts is the veth's, measured by a rank in each namespace."""
+    path = os.path.join(folder, "hosts.json")
+    ringlet = os.path.join(build, "trainer", "ringlet")
+    port = ports.take()
+    procs = []
+    for node in (1, 0):
+        cmd = ["timeout", "300", ringlet, "launch", "--nnodes", "2", "--nproc-per-node", "1",
+               "--node-rank", str(node), "--master-addr", simulated_hosts.ADDR[0],
+               "--master-port", str(port), "--rdzv-timeout", "60", "--",
+               ringlet, "model", "fit", "--between-ranks", "--out", path]
+        procs.append(subprocess.Popen(hosts.exec(node, cmd), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outputs = [p.communicate(timeout=330)[0] for p in procs]
+    if any(p.returncode != 0 for p in procs):
+        raise RuntimeError("model fit --between-ranks failed:\n" + "\n".join(outputs))
+    lines = [re.sub(r"^\[rank \d+\] ", "", line) for line in outputs[1].splitlines()]
+    print("\n".join(line for line in lines if not line.startswith(("[ringlet", "*", "Setting"))))
+    with open(path) as f:
+        p = json.load(f)
+    # The two namespaces are one machine: each "host" has half of its cores.
+    p["cores_per_host"] = max(1, p["cores_per_host"] // 2)
+    with open(path, "w") as f:
+        json.dump(p, f)
+    return path
+
+
+def predict(build, ranks, size, profile, per_host):
     cmd = [os.path.join(build, "trainer", "ringlet"), "model", "predict", "--ranks", str(ranks),
            "--size", str(size), "--profile", profile, "--no-sweep"]
+    if per_host:
+        cmd += ["--per-host", str(per_host)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     for line in out.splitlines():
         cells = line.split()
@@ -57,36 +119,71 @@ def profiles(build, folder):
     return {"shm": shm, "tcp": tcp}
 
 
+def can_build_hosts():
+    return os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc")
+
+
+def measure_all(args, ranks, transports, profile, hosts, ports):
+    """{(transport, ranks, size): [us per round]}, the rounds interleaved."""
+    times = {}
+    for _ in range(args.rounds):
+        for t in transports:
+            if t == "hosts":
+                for size, us in measure_hosts(hosts, args.build, ports).items():
+                    times.setdefault((t, 4, size), []).append(us)
+                continue
+            for n in ranks:
+                for size, us in measure(args.build, n, t).items():
+                    times.setdefault((t, n, size), []).append(us)
+    return times
+
+
+def report(args, times, profile):
+    print(f"| transport | ranks | bytes | measured us (median of {args.rounds}) "
+          "| rounds' spread | predicted us | predicted / measured | within 25% |")
+    print("|---|---|---|---|---|---|---|---|")
+    within = steady = 0
+    for (t, n, size), us in sorted(times.items()):
+        measured = statistics.median(us)
+        spread = max(us) / min(us)
+        steady += spread <= 1.25
+        per_host = 2 if t == "hosts" else 0
+        predicted = predict(args.build, n, size, profile[t], per_host)
+        ratio = predicted / measured
+        ok = abs(ratio - 1) <= 0.25
+        within += ok
+        print(f"| {t} | {'2 x 2' if per_host else n} | {size} | {measured:.1f} | {spread:.2f} "
+              f"| {predicted:.1f} | {ratio:.2f} | {'yes' if ok else 'no'} |")
+    print(f"\n{within} of {len(times)} rows within 25%")
+    print(f"{steady} of {len(times)} rows whose rounds (the slowest / the fastest) are within 25% of "
+          "each other")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--build", default="build")
     parser.add_argument("--ranks", default="2,4,8")
-    parser.add_argument("--transports", default="shm,tcp")
+    parser.add_argument("--transports", default=None,
+                        help="shm,tcp,hosts (hosts only where namespaces can be built)")
+    parser.add_argument("--rate", default="2gbit", help="the shaped link's tc tbf rate")
     args = parser.parse_args()
     ranks = [int(r) for r in args.ranks.split(",")]
+    if args.transports is None:
+        args.transports = "shm,tcp,hosts" if can_build_hosts() else "shm,tcp"
+        if not can_build_hosts():
+            print("# hosts: skipped: needs root (CAP_NET_ADMIN), ip and tc for the namespaces")
     transports = args.transports.split(",")
+    ports = simulated_hosts.Ports()
     with tempfile.TemporaryDirectory() as folder:
         profile = profiles(args.build, folder)
-        times = {}
-        for _ in range(args.rounds):
-            for t in transports:
-                for n in ranks:
-                    for size, us in measure(args.build, n, t).items():
-                        times.setdefault((t, n, size), []).append(us)
-        print(f"| transport | ranks | bytes | measured us (median of {args.rounds}) "
-              "| predicted us | predicted / measured | within 25% |")
-        print("|---|---|---|---|---|---|---|")
-        within = 0
-        for (t, n, size), us in sorted(times.items()):
-            measured = statistics.median(us)
-            predicted = predict(args.build, n, size, profile[t])
-            ratio = predicted / measured
-            ok = abs(ratio - 1) <= 0.25
-            within += ok
-            print(f"| {t} | {n} | {size} | {measured:.1f} | {predicted:.1f} | {ratio:.2f} | "
-                  f"{'yes' if ok else 'no'} |")
-        print(f"\n{within} of {len(times)} rows within 25%")
+        if "hosts" not in transports:
+            report(args, measure_all(args, ranks, transports, profile, None, ports), profile)
+            return
+        with simulated_hosts.Hosts(args.rate, "1mb") as hosts:
+            profile["hosts"] = fit_hosts(hosts, args.build, ports, folder)
+            times = measure_all(args, ranks, transports, profile, hosts, ports)
+        report(args, times, profile)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,24 @@
 // Ping-pongs over real meshes, reduction and copy rates, and the least-squares fit.
 #include "model/fit.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include "collectives/reduce_kernels.h"
 #include "core/error.h"
+#include "transport/discovery.h"
 #include "transport/mesh.h"
+#include "transport/rendezvous.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::model {
@@ -31,27 +38,35 @@ double seconds_since(Clock::time_point start) {
 
 const std::vector<std::size_t> kSizes{8, 4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
 
-// Ping-pongs enough to move about `budget` bytes each way (5 .. 400 of them); rank 0's round
-// trips, halved.
-std::vector<double> ping_pong(int rank, transport::Connection& peer, std::size_t bytes,
-                              std::size_t budget) {
+// Rank 0's times of `bytes` moved between two ranks, enough rounds to move about `budget`
+// bytes each way (5 .. 400 of them; two more first, to warm up): one way of a ping-pong (half
+// its round trip), or a whole exchange (both ranks send and receive at once, as in the ring's
+// steps).
+enum class Pattern { ping_pong, exchange };
+
+std::vector<double> message_times(Pattern pattern, int rank, transport::Connection& peer,
+                                  std::size_t bytes, std::size_t budget) {
   const std::size_t rounds =
       std::clamp<std::size_t>(budget / std::max<std::size_t>(bytes, 1), 5, 400);
-  std::vector<char> buffer(bytes);
-  std::vector<double> one_way;
+  std::vector<char> out(bytes), in(bytes);
+  std::vector<double> times;
   const auto deadline = core::Deadline::after(60s);
-  for (std::size_t i = 0; i < rounds + 2; ++i) {  // the first two warm up
+  for (std::size_t i = 0; i < rounds + 2; ++i) {
     const auto start = Clock::now();
-    if (rank == 0) {
-      peer.send(buffer.data(), bytes)->wait(deadline);
-      peer.recv(buffer.data(), bytes)->wait(deadline);
+    if (pattern == Pattern::exchange) {
+      auto received = peer.recv(in.data(), bytes);
+      peer.send(out.data(), bytes)->wait(deadline);
+      received->wait(deadline);
+    } else if (rank == 0) {
+      peer.send(out.data(), bytes)->wait(deadline);
+      peer.recv(in.data(), bytes)->wait(deadline);
     } else {
-      peer.recv(buffer.data(), bytes)->wait(deadline);
-      peer.send(buffer.data(), bytes)->wait(deadline);
+      peer.recv(in.data(), bytes)->wait(deadline);
+      peer.send(out.data(), bytes)->wait(deadline);
     }
-    if (i >= 2) one_way.push_back(seconds_since(start) / 2);
+    if (i >= 2) times.push_back(seconds_since(start) / (pattern == Pattern::exchange ? 1 : 2));
   }
-  return one_way;
+  return times;
 }
 
 // Latency: the smallest size's time; bandwidth: the slope over the sizes from 256 KiB.
@@ -72,13 +87,41 @@ LinkCost fit_link(const std::vector<Sample>& samples) {
   return {samples.front().one_way_us, 1 / slope / 1e9};
 }
 
-LinkFit measure_link_once(const std::string& transport, bool quick) {
+// Keeps the calling thread on one CPU: the one it runs on now.
+void stay_on_this_cpu() {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(std::max(0, sched_getcpu()), &one);
+  RINGLET_CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0, Error,
+                "model fit: cannot keep a thread on CPU ", sched_getcpu());
+}
+
+// One ping-pong per size between two ranks (threads, each with its own mesh); with `one_cpu`
+// both ranks run on the same CPU, so every message waits for the other rank to be woken.
+LinkFit measure_link_once(const std::string& transport, const std::vector<std::size_t>& sizes,
+                          bool one_cpu, bool quick) {
   transport::TcpStoreServer server("127.0.0.1", 0);
-  LinkFit fit{transport, {}, {}};
-  std::vector<std::vector<double>> times(kSizes.size());
+  LinkFit fit{transport == "tcp" ? "tcp loopback" : transport, {}, {}};
+  std::map<Pattern, std::vector<std::vector<double>>> times;
+  for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
+    times[pattern].resize(sizes.size());
+  }
   std::exception_ptr errors[2];
+  std::atomic<int> cpu{-1};
   const auto rank_body = [&](int rank) {
     try {
+      if (one_cpu && rank == 0) {
+        stay_on_this_cpu();
+        cpu = sched_getcpu();
+        cpu.notify_one();
+      }
+      if (one_cpu && rank == 1) {
+        cpu.wait(-1);
+        cpu_set_t same;
+        CPU_ZERO(&same);
+        CPU_SET(cpu.load(), &same);
+        pthread_setaffinity_np(pthread_self(), sizeof same, &same);
+      }
       transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
       transport::MeshOptions o;
       o.rank = rank;
@@ -87,40 +130,45 @@ LinkFit measure_link_once(const std::string& transport, bool quick) {
       o.prefix = "fit-" + transport;
       o.store_host = "127.0.0.1";
       auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
-      for (std::size_t k = 0; k < kSizes.size(); ++k) {
-        auto t = ping_pong(rank, mesh->peer(1 - rank), kSizes[k],
-                           quick ? (std::size_t{1} << 20) : (std::size_t{256} << 20));
-        if (rank == 0) times[k] = std::move(t);
+      const std::size_t budget = quick ? (std::size_t{1} << 20) : (std::size_t{256} << 20);
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
+          auto t = message_times(pattern, rank, mesh->peer(1 - rank), sizes[k], budget);
+          if (rank == 0) times[pattern][k] = std::move(t);
+        }
       }
       transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
     } catch (...) {
       errors[rank] = std::current_exception();
     }
   };
-  std::thread other(rank_body, 1);
-  rank_body(0);
-  other.join();
+  std::thread zero(rank_body, 0), one(rank_body, 1);
+  zero.join();
+  one.join();
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  for (std::size_t k = 0; k < kSizes.size(); ++k) {
-    fit.samples.push_back({kSizes[k], median(times[k]) * 1e6});
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    fit.samples.push_back({sizes[k], median(times[Pattern::ping_pong][k]) * 1e6,
+                           median(times[Pattern::exchange][k]) * 1e6});
   }
   return fit;
 }
 
 // The link measured `sittings` times, each size's fastest median kept: two ranks sharing two
 // cores sometimes sleep between messages, which makes a whole sitting slow.
-LinkFit measure_link(const std::string& transport, int sittings, bool quick) {
-  LinkFit best = measure_link_once(transport, quick);
+LinkFit measure_link(const std::string& transport, const std::vector<std::size_t>& sizes,
+                     bool one_cpu, int sittings, bool quick) {
+  LinkFit best = measure_link_once(transport, sizes, one_cpu, quick);
   for (int i = 1; i < sittings; ++i) {
-    const LinkFit again = measure_link_once(transport, quick);
+    const LinkFit again = measure_link_once(transport, sizes, one_cpu, quick);
     for (std::size_t k = 0; k < best.samples.size(); ++k) {
       best.samples[k].one_way_us =
           std::min(best.samples[k].one_way_us, again.samples[k].one_way_us);
+      best.samples[k].exchange_us =
+          std::min(best.samples[k].exchange_us, again.samples[k].exchange_us);
     }
   }
-  best.cost = fit_link(best.samples);
   return best;
 }
 
@@ -138,10 +186,53 @@ double rate_GBps(std::size_t bytes, int runs, Step step) {
 
 }  // namespace
 
-MachineFit fit_machine(bool quick) {
-  MachineFit fit;
-  fit.shm = measure_link("shm", quick ? 1 : 3, quick);
-  fit.tcp = measure_link("tcp", quick ? 1 : 3, quick);
+namespace {
+
+// The link between the two ranks of a launched job (ringlet launch, a rank on each of two
+// hosts): ping-pongs over their mesh's tcp connection, `sittings` meshes, each size's fastest
+// median kept.
+LinkFit measure_job_link(int sittings, bool quick, int& rank) {
+  constexpr const char* kJob =
+      "model fit --between-ranks: runs as a job of 2 ranks (ringlet launch --nnodes 2 "
+      "--nproc-per-node 1 -- ringlet model fit --between-ranks); this one ";
+  RINGLET_CHECK(transport::launched_as_rank(), ValueError, kJob, "has no launcher");
+  const transport::InitInfo info = transport::discover({});
+  RINGLET_CHECK(info.world_size == 2, ValueError, kJob, "has ", info.world_size);
+  rank = info.rank;
+  auto store = transport::open_store(info, core::Deadline::after(60s));
+  LinkFit best{"tcp between ranks 0 and 1", {}, {}};
+  for (int sitting = 0; sitting < sittings; ++sitting) {
+    transport::MeshOptions o;
+    o.rank = rank;
+    o.world_size = 2;
+    o.transport = "tcp";
+    o.prefix = "fit-job-" + std::to_string(sitting);
+    o.store_host = info.master_addr.empty() ? "127.0.0.1" : info.master_addr;
+    auto mesh = transport::Mesh::connect(*store, o, core::Deadline::after(60s));
+    for (std::size_t k = 0; k < kSizes.size(); ++k) {
+      const std::size_t budget = quick ? (std::size_t{1} << 20) : (64u << 20);
+      auto& peer = mesh->peer(1 - rank);
+      const Sample now{
+          kSizes[k], median(message_times(Pattern::ping_pong, rank, peer, kSizes[k], budget)) * 1e6,
+          median(message_times(Pattern::exchange, rank, peer, kSizes[k], budget)) * 1e6};
+      if (sitting == 0) best.samples.push_back(now);
+      best.samples[k].one_way_us = std::min(best.samples[k].one_way_us, now.one_way_us);
+      best.samples[k].exchange_us = std::min(best.samples[k].exchange_us, now.exchange_us);
+    }
+    transport::store_barrier(*store, o.prefix + "/end", 2, core::Deadline::after(60s));
+  }
+  return best;
+}
+
+// Both ranks on one CPU: a message's one-way time is the wake-up of the rank it is for, on top
+// of the link's latency.
+void measure_wakeup(MachineFit& fit, int sittings, bool quick) {
+  fit.one_cpu = measure_link("shm", {8}, true, sittings, quick).samples.front().one_way_us;
+  fit.wakeup_us = std::max(0.0, fit.one_cpu - fit.shm.cost.latency_us);
+}
+
+// One thread's float32 sum and memcpy over 16 MiB outputs, out of cache.
+void measure_rates(MachineFit& fit, bool quick) {
   const std::size_t count = std::size_t{4} << 20, bytes = count * sizeof(float);
   std::vector<float> a(count, 1.0f), b(count, 2.0f), out(count);
   const int runs = quick ? 2 : 9;
@@ -150,41 +241,79 @@ MachineFit fit_machine(bool quick) {
                              collectives::ReduceOp::sum);
   });
   fit.copy_GBps = rate_GBps(bytes, runs, [&] { std::memcpy(out.data(), a.data(), bytes); });
-  Profile& p = fit.profile;
-  p = default_profile();
+}
+
+Profile profile_of(const MachineFit& fit) {
+  Profile p = default_profile();
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
-  p.name = "this machine: shm within a host, tcp loopback between hosts";
+  p.name = "this machine: shm within a host, " + fit.tcp.transport + " between hosts";
   p.source = std::string("ringlet model fit, ") + date;
   p.intra = fit.shm.cost;
   p.inter = fit.tcp.cost;
   p.nic_GBps = fit.tcp.cost.bandwidth_GBps;
   p.nics_per_host = 1;
   p.intra.copies = p.inter.copies = true;  // shm and tcp: the ranks' CPUs copy every byte
+  p.inter.cpu_GBps = fit.tcp_cpu_GBps;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  p.wakeup_us = fit.wakeup_us;
   p.reduce_GBps = fit.reduce_GBps;
   p.copy_GBps = fit.copy_GBps;
+  return p;
+}
+
+}  // namespace
+
+MachineFit fit_machine(const FitOptions& options) {
+  MachineFit fit;
+  const int sittings = options.quick ? 1 : 3;
+  if (options.between_ranks) {
+    fit.tcp = measure_job_link(sittings, options.quick, fit.rank);
+    if (fit.rank != 0) return fit;  // rank 0 measures the rest
+    const LinkFit loopback = measure_link("tcp", kSizes, false, sittings, options.quick);
+    fit.tcp_cpu_GBps = fit_link(loopback.samples).bandwidth_GBps;
+  } else {
+    fit.tcp = measure_link("tcp", kSizes, false, sittings, options.quick);
+  }
+  fit.shm = measure_link("shm", kSizes, false, sittings, options.quick);
+  fit.shm.cost = fit_link(fit.shm.samples);
+  fit.tcp.cost = fit_link(fit.tcp.samples);
+  measure_wakeup(fit, sittings, options.quick);
+  measure_rates(fit, options.quick);
+  fit.profile = profile_of(fit);
   return fit;
 }
 
 std::string fit_report(const MachineFit& fit) {
   std::ostringstream out;
-  out << "# one-way time of a message (median of ping-pongs between two ranks), us\n";
-  out << "#      bytes        shm        tcp\n";
+  out << "# a message between two ranks, us (medians): one way (half a ping-pong), and an\n"
+         "# exchange (both send and receive it at once); tcp: "
+      << fit.tcp.transport << "\n";
+  out << "#      bytes    shm one-way   shm exchange    tcp one-way   tcp exchange\n";
   for (std::size_t k = 0; k < fit.shm.samples.size(); ++k) {
-    char line[96];
-    std::snprintf(line, sizeof line, " %10zu %10.2f %10.2f\n", fit.shm.samples[k].bytes,
-                  fit.shm.samples[k].one_way_us, fit.tcp.samples[k].one_way_us);
+    const Sample &a = fit.shm.samples[k], &b = fit.tcp.samples[k];
+    char line[128];
+    std::snprintf(line, sizeof line, " %10zu %14.2f %14.2f %14.2f %14.2f\n", a.bytes, a.one_way_us,
+                  a.exchange_us, b.one_way_us, b.exchange_us);
     out << line;
   }
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "# shm: %.2f us + bytes / %.2f GB/s; tcp: %.2f us + bytes / %.2f GB/s\n"
-                "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s\n",
-                fit.shm.cost.latency_us, fit.shm.cost.bandwidth_GBps, fit.tcp.cost.latency_us,
-                fit.tcp.cost.bandwidth_GBps, fit.reduce_GBps, fit.copy_GBps);
-  out << line;
+  const auto figures = [&out](const char* format, auto... values) {
+    char line[160];
+    std::snprintf(line, sizeof line, format, values...);
+    out << line;
+  };
+  figures("# shm: %.2f us + bytes / %.2f GB/s; tcp: %.2f us + bytes / %.2f GB/s\n",
+          fit.shm.cost.latency_us, fit.shm.cost.bandwidth_GBps, fit.tcp.cost.latency_us,
+          fit.tcp.cost.bandwidth_GBps);
+  if (fit.tcp_cpu_GBps > 0) {
+    figures("# tcp loopback (the CPUs' share of a tcp message between hosts): %.2f GB/s\n",
+            fit.tcp_cpu_GBps);
+  }
+  figures("# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s\n", fit.reduce_GBps,
+          fit.copy_GBps);
+  figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
+          fit.one_cpu, fit.wakeup_us);
   return out.str();
 }
 

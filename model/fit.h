@@ -1,7 +1,8 @@
 // fit_machine(): measures this machine into a profile (`ringlet model fit`): each transport's
 // one-way time of a message by size, from ping-pongs between two ranks (threads of this process,
 // each with its own mesh, as the collectives use them), and the host's reduction and copy rates.
-// The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback.
+// The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
+// wake-up, a shm ping-pong with both ranks on one CPU.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@ namespace ringlet::model {
 struct Sample {
   std::size_t bytes = 0;
   double one_way_us = 0;
+  double exchange_us = 0;  // both ranks sending and receiving it at once
 };
 
 // A link's figures: latency is the one-way time of the smallest message, bandwidth the
@@ -30,11 +32,23 @@ struct MachineFit {
   LinkFit shm, tcp;
   double reduce_GBps = 0;  // float32 sum, out of cache, one thread
   double copy_GBps = 0;    // memcpy, out of cache, one thread
+  // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
+  // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
+  double tcp_cpu_GBps = 0;
+  double one_cpu = 0;    // 8 bytes' one-way time over shm with both ranks on one CPU, us
+  double wakeup_us = 0;  // that less the shm latency: the scheduler's wake-up
   Profile profile;
+  int rank = 0;  // with between_ranks, the job's; only rank 0's fit is whole
 };
 
-// `quick`: fewer repetitions (tests); otherwise a few seconds.
-MachineFit fit_machine(bool quick = false);
+struct FitOptions {
+  bool quick = false;  // fewer repetitions (tests); otherwise a few seconds
+  // Run as a launched job of two ranks, one per host: the link between hosts is the job's tcp
+  // connection between them instead of tcp loopback; rank 0 measures the rest.
+  bool between_ranks = false;
+};
+
+MachineFit fit_machine(const FitOptions& options = {});
 
 // Each transport's samples, then the rates, as a table for people.
 std::string fit_report(const MachineFit& fit);

@@ -122,8 +122,10 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   const auto r = ringlet_model("fit --quick --out " + path.string());
   INFO(r.output);
   REQUIRE(r.status == 0);
-  CHECK(contains(r.output, "#      bytes        shm        tcp"));
+  CHECK(contains(r.output,
+                 "#      bytes    shm one-way   shm exchange    tcp one-way   tcp exchange"));
   CHECK(contains(r.output, "   16777216 "));
+  CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over shm take "));
   CHECK(contains(r.output, "# profile written to " + path.string()));
   const model::Profile p = model::read_profile(path.string());
   CHECK(p.source.rfind("ringlet model fit, ", 0) == 0);
@@ -132,11 +134,35 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.inter.bandwidth_GBps == p.nic_GBps);
   CHECK(p.reduce_GBps > 0);
   CHECK(p.copy_GBps > 0);
+  CHECK(p.cores_per_host >= 1);
+  CHECK(p.wakeup_us >= 0);
+  CHECK(p.inter.cpu_GBps == 0);  // tcp loopback: the CPUs are the link
   const auto predicted =
       ringlet_model("predict --ranks 4 --size 1M --no-sweep --profile " + path.string());
   CHECK(predicted.status == 0);
   CHECK(contains(predicted.output, "# profile: this machine: shm within a host, tcp loopback"));
   CHECK(contains(ringlet_model("fit --bogus").output, "--bogus"));
+}
+
+TEST_CASE("model fit --between-ranks measures the link between a launched job's two ranks") {
+  const auto path = std::filesystem::temp_directory_path() / "ringlet_model_fit_job.json";
+  std::filesystem::remove(path);
+  const std::string ringlet = testing::require_ringlet_binary();
+  const auto r = testing::finish_command(
+      testing::start_command(ringlet + " launch --nproc-per-node 2 --quiet-others -- " + ringlet +
+                             " model fit --between-ranks --quick --out " + path.string()));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "tcp: tcp between ranks 0 and 1"));
+  CHECK(contains(r.output, "# tcp loopback (the CPUs' share of a tcp message between hosts): "));
+  const model::Profile p = model::read_profile(path.string());
+  CHECK(contains(p.name, "tcp between ranks 0 and 1 between hosts"));
+  CHECK(p.inter.bandwidth_GBps > 0);
+  CHECK(p.inter.cpu_GBps > 0);
+  // Not launched as two ranks: said, not measured.
+  const auto alone = ringlet_model("fit --between-ranks --quick");
+  CHECK(alone.status != 0);
+  CHECK(contains(alone.output, "runs as a job of 2 ranks"));
 }
 
 TEST_CASE("model table writes each world size's fastest algorithm by size, as predict finds it") {

@@ -69,20 +69,26 @@ constexpr const char* kTableHelp =
     "  -h, --help       show this help\n";
 
 constexpr const char* kFitHelp =
-    "usage: ringlet model fit [--out FILE] [--quick]\n"
+    "usage: ringlet model fit [--out FILE] [--quick] [--between-ranks]\n"
     "\n"
     "Measures this machine into a profile for `ringlet model predict --profile`: the one-way\n"
     "time of messages of 8 B to 16 MiB over shm and over tcp loopback (the median of\n"
     "ping-pongs between two ranks, threads of this process with their own meshes), fitted as\n"
     "latency + bytes / bandwidth (the latency is the 8-byte time, the bandwidth the slope from\n"
     "256 KiB up), and the float32 reduction and copy rates of one thread out of cache. shm\n"
-    "becomes the profile's link within a host, tcp its link and NIC between hosts. Takes about\n"
-    "a few seconds on an idle machine; a busy one measures itself busy.\n"
+    "becomes the profile's link within a host, tcp its link and NIC between hosts. A shm\n"
+    "ping-pong with both ranks on one CPU gives the wake-up a rank pays when its host runs more\n"
+    "ranks than cores. Takes about a few seconds on an idle machine; a busy one measures\n"
+    "itself busy.\n"
     "\n"
     "options:\n"
-    "  --out FILE   write the profile there (default: print it)\n"
-    "  --quick      fewer repetitions (seconds less, noisier)\n"
-    "  -h, --help   show this help\n";
+    "  --out FILE        write the profile there (default: print it)\n"
+    "  --quick           fewer repetitions (seconds less, noisier)\n"
+    "  --between-ranks   run as a job of two ranks on two hosts (ringlet launch --nnodes 2\n"
+    "                    --nproc-per-node 1 -- ringlet model fit --between-ranks): the link\n"
+    "                    between hosts is the tcp connection between the two ranks instead of\n"
+    "                    tcp loopback; rank 0 measures the rest and writes the profile\n"
+    "  -h, --help        show this help\n";
 
 std::size_t parse_size(const std::string& flag, const std::string& text) {
   std::size_t digits = 0;
@@ -265,7 +271,7 @@ int predict_command(const std::vector<std::string>& args, std::ostream& out) {
 
 int fit_command(const std::vector<std::string>& args, std::ostream& out) {
   std::optional<std::string> path;
-  bool quick = false;
+  model::FitOptions options;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       out << kFitHelp;
@@ -274,12 +280,19 @@ int fit_command(const std::vector<std::string>& args, std::ostream& out) {
     if (auto v = flag_value(args, i, "--out")) {
       path = *v;
     } else if (args[i] == "--quick") {
-      quick = true;
+      options.quick = true;
+    } else if (args[i] == "--between-ranks") {
+      options.between_ranks = true;
     } else {
-      throw_unknown("model fit", "option", args[i], {"--out", "--quick", "--help"});
+      throw_unknown("model fit", "option", args[i],
+                    {"--out", "--quick", "--between-ranks", "--help"});
     }
   }
-  const model::MachineFit fit = model::fit_machine(quick);
+  const model::MachineFit fit = model::fit_machine(options);
+  if (fit.rank != 0) {
+    out << "# rank " << fit.rank << ": measured the link with rank 0, which writes the profile\n";
+    return 0;
+  }
   out << model::fit_report(fit);
   if (path) {
     model::write_profile(*path, fit.profile);
