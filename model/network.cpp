@@ -26,10 +26,9 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
   nic_out_free_.assign(nics, 0.0);
   nic_in_free_.assign(nics, 0.0);
   if (profile_.cores_per_host > 0) {
-    core_free_.assign(static_cast<std::size_t>(shape_.hosts()),
-                      std::vector<double>(static_cast<std::size_t>(profile_.cores_per_host), 0.0));
+    cores_.assign(static_cast<std::size_t>(shape_.hosts()), Cores(profile_.cores_per_host));
   } else {
-    core_free_.assign(static_cast<std::size_t>(shape_.ranks), std::vector<double>(1, 0.0));
+    cores_.assign(static_cast<std::size_t>(shape_.ranks), Cores(1));
   }
 }
 
@@ -48,18 +47,29 @@ std::size_t VirtualNetwork::nic_of(int rank) const {
          static_cast<std::size_t>(local % k);
 }
 
-std::vector<double>& VirtualNetwork::cores_of(int rank) {
+Cores& VirtualNetwork::cores_of(int rank) {
   const int pool = profile_.cores_per_host > 0 ? shape_.host_of(rank) : rank;
-  return core_free_[static_cast<std::size_t>(pool)];
+  Cores& cores = cores_[static_cast<std::size_t>(pool)];
+  cores.forget_before(now_);
+  return cores;
 }
 
-// The core free first, other than `besides`; null when there is none other.
-double* VirtualNetwork::earliest_core(std::vector<double>& cores, const double* besides) {
-  double* best = nullptr;
-  for (double& core : cores) {
-    if (&core != besides && (best == nullptr || core < *best)) best = &core;
+// When a copying link's CPUs can move `cpu` seconds' worth of a message from `from` to `to`,
+// at the earliest from `start`: a core at each end at once (the two of one host's, or one core
+// doing both copies, which takes twice as long). Books them; `cpu` becomes the time they take.
+double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) {
+  Cores &a = cores_of(from), &b = cores_of(to);
+  if (&a != &b) {
+    start = earliest_together(a, b, start, cpu);
+    a.book(start, cpu);
+    b.book(start, cpu);
+    return start;
   }
-  return best;
+  const int needed = a.count() >= 2 ? 2 : 1;
+  if (needed == 1) cpu *= 2;
+  start = a.earliest(start, cpu, needed);
+  a.book(start, cpu, needed);
+  return start;
 }
 
 // Occupies the link (and between hosts, both NICs) for the message, first come first served in
@@ -79,19 +89,10 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   // as long as the CPUs take to move the bytes; the wire may take longer.
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   double cpu = link.cpu_seconds(bytes);
-  double *sender = nullptr, *receiver = nullptr;
-  if (link.copies) {
-    sender = earliest_core(cores_of(from));
-    receiver = earliest_core(cores_of(to), sender);
-    start = std::max(start, *sender);
-    if (receiver != nullptr) start = std::max(start, *receiver);
-    if (receiver == nullptr) cpu *= 2;
-  }
+  if (link.copies) start = book_copies(from, to, start, cpu);
   const double left = start + std::max(wire, cpu);
   f.link_free = left;
   if (hs != hd) nic_out_free_[out] = nic_in_free_[in] = left;
-  if (sender != nullptr) *sender = start + cpu;
-  if (receiver != nullptr) *receiver = start + cpu;
   return left;
 }
 
@@ -212,9 +213,10 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 
 void VirtualNetwork::spend(int rank, double seconds) {
   if (seconds <= 0) return;
-  double& core = *earliest_core(cores_of(rank));
-  const double until = std::max(now_, core) + seconds;
-  core = until;
+  Cores& cores = cores_of(rank);
+  const double at = cores.earliest(now_, seconds);
+  cores.book(at, seconds);
+  const double until = at + seconds;
   if (events_.empty() || events_.top().time > until) {  // nothing happens meanwhile
     now_ = until;
     return;

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/cores.h"
 #include "model/fiber.h"
 #include "model/profile.h"
 #include "transport/request.h"
@@ -106,8 +107,8 @@ class VirtualNetwork {
 
   Flow& flow(int from, int to);
   std::size_t nic_of(int rank) const;
-  std::vector<double>& cores_of(int rank);
-  double* earliest_core(std::vector<double>& cores, const double* besides = nullptr);
+  Cores& cores_of(int rank);
+  double book_copies(int from, int to, double start, double& cpu);
   double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
   void match(const std::shared_ptr<Transfer>& recv, std::size_t bytes, double arrival);
   void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
@@ -130,7 +131,7 @@ class VirtualNetwork {
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   std::unordered_map<std::uint64_t, Flow> flows_;
   std::vector<double> nic_out_free_, nic_in_free_;
-  std::vector<std::vector<double>> core_free_;  // per host (or per rank): each core's
+  std::vector<Cores> cores_;  // per host (or per rank)
   std::vector<std::unique_ptr<Process>> processes_;
   Fiber scheduler_;                 // the thread that called run()
   std::string deadlock_;            // set when the waiting processes are released with an error

@@ -9,6 +9,7 @@
 #include "collectives/algorithm_choice.h"
 #include "core/deadline.h"
 #include "core/error.h"
+#include "model/cores.h"
 #include "model/network.h"
 #include "model/simulate.h"
 
@@ -138,6 +139,26 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
     });
     CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
   }
+}
+
+TEST_CASE("a core's calendar: work booked for later leaves it free before") {
+  // Whole numbers of seconds: the sums are exact.
+  model::Cores one(1);
+  one.book(10, 1);
+  CHECK(one.earliest(0, 5) == 0);   // fits before the booking
+  CHECK(one.earliest(6, 5) == 11);  // would overlap it: after
+  CHECK(one.earliest(0, 20) == 11);
+  model::Cores two(2);
+  two.book(0, 4);
+  CHECK(two.earliest(0, 1) == 0);     // the other core
+  CHECK(two.earliest(0, 1, 2) == 4);  // both: once the first is free
+  model::Cores other(1);
+  other.book(4, 3);
+  CHECK(model::earliest_together(one, other, 0, 2) == 0);
+  CHECK(model::earliest_together(one, other, 3, 2) == 7);
+  CHECK(model::earliest_together(one, other, 3, 4) == 11);
+  one.forget_before(12);
+  CHECK(one.earliest(0, 20) == 0);
 }
 
 TEST_CASE("more ranks than cores: a receive that waited ends with a wake-up on a core") {
