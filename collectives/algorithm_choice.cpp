@@ -57,7 +57,7 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
 }
 
 AlgoThresholds default_thresholds() {
-  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes, {}};
+  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes, {}, false};
 }
 
 Algorithm table_choice(const AlgorithmTable& table, std::size_t bytes) {
@@ -109,6 +109,13 @@ Algorithm choose_for_device(AlgoRequest request, const AlgoThresholds& threshold
   return Algorithm::ring;
 }
 
+// A table's row where these ranks can run it: direct and window need each other's memory.
+bool can_run_on_host(Algorithm algorithm, PeerAccess access) {
+  if (algorithm == Algorithm::window) return access.windows;
+  if (algorithm == Algorithm::direct) return access.peers_readable;
+  return true;
+}
+
 }  // namespace
 
 Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& thresholds,
@@ -121,8 +128,10 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
     request = AlgoRequest::automatic;  // device algorithms, and an all-gather
   }
   const bool automatic = request == AlgoRequest::automatic;
-  if (automatic && world_size > 1 && !thresholds.table.empty()) {
-    return table_choice(thresholds.table, bytes);
+  if (automatic && world_size > 1 && !thresholds.table.empty() &&
+      !(thresholds.table_is_default && access.hosts)) {
+    const Algorithm chosen = table_choice(thresholds.table, bytes);
+    if (can_run_on_host(chosen, access)) return chosen;
   }
   if (world_size > 1 && access.windows &&
       (request == AlgoRequest::window || (automatic && bytes >= thresholds.window_min_bytes))) {

@@ -9,15 +9,17 @@
 namespace ringlet::collectives {
 namespace {
 
-constexpr Algorithm kTableAlgorithms[] = {Algorithm::ring, Algorithm::recursive_doubling,
-                                          Algorithm::rabenseifner, Algorithm::tree};
+constexpr Algorithm kTableAlgorithms[] = {Algorithm::ring,         Algorithm::recursive_doubling,
+                                          Algorithm::rabenseifner, Algorithm::tree,
+                                          Algorithm::direct,       Algorithm::window};
 
 Algorithm table_algorithm(const std::string& path, const std::string& name) {
   for (const Algorithm a : kTableAlgorithms) {
     if (name == algorithm_name(a)) return a;
   }
   RINGLET_THROW(ValueError, "algorithm table ", path, ": '", name,
-                "' is not an algorithm a table may hold (ring, rd, rabenseifner, tree)");
+                "' is not an algorithm a table may hold (ring, rd, rabenseifner, tree, direct, "
+                "window)");
 }
 
 AlgorithmTable read_rows(const std::string& path, const std::string& world,
@@ -56,7 +58,10 @@ std::string algorithm_tables_json(const AlgorithmTables& tables) {
 }
 
 AlgorithmTables read_algorithm_tables(const std::string& path) {
-  const nlohmann::json doc = read_json_file(path, "algorithm table");
+  return algorithm_tables_from_json(read_json_file(path, "algorithm table"), path);
+}
+
+AlgorithmTables algorithm_tables_from_json(const nlohmann::json& doc, const std::string& path) {
   RINGLET_CHECK(doc.is_object() && doc.contains("all_reduce") && doc["all_reduce"].is_object(),
                 ValueError, "algorithm table ", path,
                 ": must be an object with \"all_reduce\": {world size: rows}");

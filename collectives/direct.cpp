@@ -43,7 +43,7 @@ void direct_all_reduce(const ChannelContext& ctx, const char* input, char* data,
   const std::size_t begin = split_offset(count, n, r);
   const std::size_t len = split_offset(count, n, r + 1) - begin;
   char* chunk = data + begin * es;
-  if (input != data && len > 0) std::memcpy(chunk, input + begin * es, len * es);
+  if (input != data) copy_within(ctx, chunk, input + begin * es, len * es);
   const std::size_t slice = std::max<std::size_t>(1, ctx.uniform_slice() / es);
   char* scratch = ctx.scratch_bytes(std::min(slice, std::max<std::size_t>(len, 1)) * es);
   std::vector<std::chrono::steady_clock::time_point> started(static_cast<std::size_t>(n));
@@ -54,7 +54,7 @@ void direct_all_reduce(const ChannelContext& ctx, const char* input, char* data,
       if (off == 0) started[p] = std::chrono::steady_clock::now();
       ctx.waiting_for(p);
       ctx.peer(p).read_peer(scratch, where[p].input + (begin + off) * es, m * es);
-      reduce_into(chunk + off * es, scratch, m, dtype, op);
+      reduce_within(ctx, chunk + off * es, chunk + off * es, scratch, m, dtype, op);
     }
   }
   ctx.op.bytes_done += len * es * static_cast<std::size_t>(n - 1);

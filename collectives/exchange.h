@@ -36,7 +36,11 @@ void exchange(const ChannelContext& ctx, const T& mine, std::vector<T>& theirs, 
     const int p = (r + k) % n;
     ctx.wait(recvs[p], p);
     ctx.check_message(inbox.get() + p * room, recvs[p]->bytes(), sizeof(T), first_round, p);
-    std::memcpy(&theirs[p], inbox.get() + p * room, sizeof(T));
+    if (ctx.op.dry != nullptr) {
+      theirs[p] = mine;  // a dry message carries no bytes; a peer in step sends what this rank does
+    } else {
+      std::memcpy(&theirs[p], inbox.get() + p * room, sizeof(T));
+    }
   }
   for (int k = 1; k < n; ++k) {
     const int p = (r + n - k) % n;

@@ -2,6 +2,7 @@
 #include "collectives/options.h"
 
 #include "collectives/algorithm_table.h"
+#include "collectives/default_algorithm_tables.h"
 #include "collectives/flight_recorder.h"
 #include "collectives/status_board.h"
 #include "core/env.h"
@@ -27,11 +28,20 @@ AlgoRequest resolve_algo(const std::string& given) {
   return parse_algo_request(core::env_string("RINGLET_ALGO").value_or("auto"), "RINGLET_ALGO");
 }
 
+// The table `auto` takes: the one named (a file; "thresholds": none, the measured thresholds
+// decide), else the model's default for this world size unless thresholds were given.
 AlgoThresholds resolve_thresholds(const CommOptions& o, int world_size) {
   AlgoThresholds t = default_thresholds();
   const std::string table =
       !o.algo_table.empty() ? o.algo_table : core::env_string("RINGLET_ALGO_TABLE").value_or("");
-  if (!table.empty()) t.table = algorithm_table_for(table, world_size);
+  const bool thresholds_given =
+      o.rd_max_bytes != 0 || o.direct_min_bytes != 0 || o.window_min_bytes != 0;
+  if (table.empty() && !thresholds_given) {
+    t.table = default_algorithm_table(world_size);
+    t.table_is_default = true;
+  } else if (!table.empty() && table != "thresholds") {
+    t.table = algorithm_table_for(table, world_size);
+  }
   if (o.rd_max_bytes != 0) t.rd_max_bytes = o.rd_max_bytes;
   if (o.direct_min_bytes != 0) t.direct_min_bytes = o.direct_min_bytes;
   if (o.window_min_bytes != 0) t.window_min_bytes = o.window_min_bytes;
@@ -42,13 +52,18 @@ std::size_t resolve_window_bytes(std::int64_t given, int world_size) {
   const std::int64_t bytes =
       given >= 0 ? given
                  : core::env_int("RINGLET_SHM_WINDOW_BYTES",
-                                 2 * world_size * kDefaultWindowChunkBytes, 0, kMaxBytes);
+                                 static_cast<std::int64_t>(default_window_bytes(world_size)), 0,
+                                 kMaxBytes);
   RINGLET_CHECK(bytes == 0 || bytes >= 256, ValueError, "RINGLET_SHM_WINDOW_BYTES=", bytes,
                 " is too small: 0 (no windows) or at least 256 bytes");
   return static_cast<std::size_t>(bytes);
 }
 
 }  // namespace
+
+std::size_t default_window_bytes(int world_size) {
+  return 2 * static_cast<std::size_t>(world_size) * kDefaultWindowChunkBytes;
+}
 
 std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given) {
   if (given.count() > 0) return given;

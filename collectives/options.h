@@ -35,9 +35,11 @@ struct CommOptions {
   std::int64_t flight_recorder_size = -1;  // -1 = RINGLET_FR_SIZE or 2,000; 0 = off
   std::string flight_recorder_dir;         // dumps; empty = RINGLET_FR_DIR (unset: none)
   std::int64_t status_interval_ms = -1;    // -1 = RINGLET_STATUS_INTERVAL or 500; 0 = no board
-  std::string algo_table;                  // a model's algorithm tables (algorithm_table.h);
-                                           // empty = RINGLET_ALGO_TABLE (unset: thresholds)
-  std::string name = "comm";               // store prefix for this communicator
+  std::string algo_table;     // a model's algorithm tables (algorithm_table.h); "thresholds": the
+                              // measured thresholds; empty = RINGLET_ALGO_TABLE, unset: the model's
+                              // default tables (default_algorithm_tables.h) where no threshold
+                              // above is set and the world size has one, else the thresholds
+  std::string name = "comm";  // store prefix for this communicator
 };
 
 struct ResolvedOptions {
@@ -59,6 +61,10 @@ struct ResolvedOptions {
 // The deadline of one collective: `given` when positive, else RINGLET_TIMEOUT (ms), else 10
 // minutes (a bad RINGLET_TIMEOUT is a ValueError naming it).
 std::chrono::milliseconds resolve_timeout(std::chrono::milliseconds given);
+
+// A rank's shared window when neither CommOptions nor RINGLET_SHM_WINDOW_BYTES sets it: two
+// chunks of 256 KiB per rank.
+std::size_t default_window_bytes(int world_size);
 
 // Fills every unset field of `options` from the environment (RINGLET_TIMEOUT, RINGLET_ALGO,
 // RINGLET_CHANNELS, RINGLET_SLICE_BYTES, RINGLET_SHM_WINDOW_BYTES, RINGLET_INLINE_BYTES,

@@ -51,18 +51,24 @@ struct WindowRounds {
 // The bytes of one piece: half a window, rounded down to 64 bytes.
 std::size_t piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
 
-// The window's memory operations: plain loads and the host kernels, or the device's.
+// The window's memory operations: plain loads and the host kernels, or the device's; in a dry
+// run (dry_run.h), their costs.
 struct WindowMemory {
   BufferSpace* space;
+  DryRun* dry;
   void copy(void* dst, const void* src, std::size_t bytes) const {
-    if (space != nullptr) {
+    if (dry != nullptr) {
+      if (bytes > 0) dry->copied(bytes);
+    } else if (space != nullptr) {
       space->copy(dst, src, bytes);
     } else {
       core::copy_bytes(dst, src, bytes);
     }
   }
   void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) const {
-    if (space != nullptr) {
+    if (dry != nullptr) {
+      dry->reduced(count * core::dtype_size(dtype));
+    } else if (space != nullptr) {
       space->reduce_into(dst, src, count, dtype, op);
     } else {
       reduce_into(dst, src, count, dtype, op);
@@ -79,7 +85,7 @@ void window_all_reduce(const ChannelContext& ctx, const Windows& shared, const c
                        char* data, std::size_t count, DType dtype, ReduceOp op) {
   const int n = ctx.size, r = ctx.rank;
   const std::size_t es = core::dtype_size(dtype);
-  const WindowMemory mem{ctx.space()};
+  const WindowMemory mem{ctx.space(), ctx.op.dry};
   const std::vector<std::byte*>& windows = shared.mapped;
   const std::size_t half_bytes = piece_bytes(shared.bytes);
   const std::size_t piece = half_bytes / es;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -96,16 +97,11 @@ void stay_on_this_cpu() {
                 "model fit: cannot keep a thread on CPU ", sched_getcpu());
 }
 
-// One ping-pong per size between two ranks (threads, each with its own mesh); with `one_cpu`
-// both ranks run on the same CPU, so every message waits for the other rank to be woken.
-LinkFit measure_link_once(const std::string& transport, const std::vector<std::size_t>& sizes,
-                          bool one_cpu, bool quick) {
+// body(rank, mesh) on two ranks, threads of this process with a mesh each over `transport`;
+// with `one_cpu` both run on the same CPU, so every message waits for the other to be woken.
+void on_two_ranks(const std::string& transport, bool one_cpu,
+                  const std::function<void(int, transport::Mesh&)>& body) {
   transport::TcpStoreServer server("127.0.0.1", 0);
-  LinkFit fit{transport == "tcp" ? "tcp loopback" : transport, {}, {}};
-  std::map<Pattern, std::vector<std::vector<double>>> times;
-  for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
-    times[pattern].resize(sizes.size());
-  }
   std::exception_ptr errors[2];
   std::atomic<int> cpu{-1};
   const auto rank_body = [&](int rank) {
@@ -130,13 +126,7 @@ LinkFit measure_link_once(const std::string& transport, const std::vector<std::s
       o.prefix = "fit-" + transport;
       o.store_host = "127.0.0.1";
       auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
-      const std::size_t budget = quick ? (std::size_t{1} << 20) : (std::size_t{256} << 20);
-      for (std::size_t k = 0; k < sizes.size(); ++k) {
-        for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
-          auto t = message_times(pattern, rank, mesh->peer(1 - rank), sizes[k], budget);
-          if (rank == 0) times[pattern][k] = std::move(t);
-        }
-      }
+      body(rank, *mesh);
       transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
     } catch (...) {
       errors[rank] = std::current_exception();
@@ -148,11 +138,67 @@ LinkFit measure_link_once(const std::string& transport, const std::vector<std::s
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+}
+
+// A ping-pong and an exchange per size between two ranks (on one CPU with `one_cpu`).
+LinkFit measure_link_once(const std::string& transport, const std::vector<std::size_t>& sizes,
+                          bool one_cpu, bool quick) {
+  std::map<Pattern, std::vector<std::vector<double>>> times;
+  for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
+    times[pattern].resize(sizes.size());
+  }
+  const std::size_t budget = quick ? (std::size_t{1} << 20) : (std::size_t{256} << 20);
+  on_two_ranks(transport, one_cpu, [&](int rank, transport::Mesh& mesh) {
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
+        auto t = message_times(pattern, rank, mesh.peer(1 - rank), sizes[k], budget);
+        if (rank == 0) times[pattern][k] = std::move(t);
+      }
+    }
+  });
+  LinkFit fit{transport == "tcp" ? "tcp loopback" : transport, {}, {}};
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     fit.samples.push_back({sizes[k], median(times[Pattern::ping_pong][k]) * 1e6,
                            median(times[Pattern::exchange][k]) * 1e6});
   }
   return fit;
+}
+
+// Bytes per second of `step` over 16 MiB outputs: the median of several runs.
+template <class Step>
+double rate_GBps(std::size_t bytes, int runs, Step step) {
+  std::vector<double> t;
+  for (int i = 0; i < runs + 1; ++i) {
+    const auto start = Clock::now();
+    step();
+    if (i > 0) t.push_back(seconds_since(start));
+  }
+  return static_cast<double>(bytes) / median(t) / 1e9;
+}
+
+// Rank 0 reads 16 MiB of rank 1's memory over their shm connection (cross-memory attach), as
+// the direct all-reduce does: GB/s, the median of several reads; 0 where the connection cannot.
+double measure_peer_read(bool quick) {
+  constexpr std::size_t kBytes = std::size_t{16} << 20;
+  double rate = 0;
+  on_two_ranks("shm", false, [&](int rank, transport::Mesh& mesh) {
+    transport::Connection& peer = mesh.peer(1 - rank);
+    std::vector<char> buffer(kBytes, 1);
+    const auto deadline = core::Deadline::after(60s);
+    std::uint64_t where = reinterpret_cast<std::uintptr_t>(buffer.data());
+    if (rank == 1) {  // publish the buffer, keep it until rank 0 has read it
+      peer.send(&where, sizeof where)->wait(deadline);
+      peer.recv(&where, sizeof where)->wait(deadline);
+      return;
+    }
+    peer.recv(&where, sizeof where)->wait(deadline);
+    if (peer.can_read_peer()) {
+      rate =
+          rate_GBps(kBytes, quick ? 2 : 9, [&] { peer.read_peer(buffer.data(), where, kBytes); });
+    }
+    peer.send(&where, sizeof where)->wait(deadline);
+  });
+  return rate;
 }
 
 // The link measured `sittings` times, each size's fastest median kept: two ranks sharing two
@@ -170,18 +216,6 @@ LinkFit measure_link(const std::string& transport, const std::vector<std::size_t
     }
   }
   return best;
-}
-
-// Bytes per second of `step` over 16 MiB outputs: the median of several runs.
-template <class Step>
-double rate_GBps(std::size_t bytes, int runs, Step step) {
-  std::vector<double> t;
-  for (int i = 0; i < runs + 1; ++i) {
-    const auto start = Clock::now();
-    step();
-    if (i > 0) t.push_back(seconds_since(start));
-  }
-  return static_cast<double>(bytes) / median(t) / 1e9;
 }
 
 }  // namespace
@@ -260,6 +294,7 @@ Profile profile_of(const MachineFit& fit) {
   p.wakeup_us = fit.wakeup_us;
   p.reduce_GBps = fit.reduce_GBps;
   p.copy_GBps = fit.copy_GBps;
+  p.peer_read_GBps = fit.peer_read_GBps;
   return p;
 }
 
@@ -280,6 +315,7 @@ MachineFit fit_machine(const FitOptions& options) {
   fit.shm.cost = fit_link(fit.shm.samples);
   fit.tcp.cost = fit_link(fit.tcp.samples);
   measure_wakeup(fit, sittings, options.quick);
+  fit.peer_read_GBps = measure_peer_read(options.quick);
   measure_rates(fit, options.quick);
   fit.profile = profile_of(fit);
   return fit;
@@ -310,8 +346,10 @@ std::string fit_report(const MachineFit& fit) {
     figures("# tcp loopback (the CPUs' share of a tcp message between hosts): %.2f GB/s\n",
             fit.tcp_cpu_GBps);
   }
-  figures("# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s\n", fit.reduce_GBps,
-          fit.copy_GBps);
+  figures(
+      "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s; a read of a peer's "
+      "memory (cross-memory attach): %.2f GB/s\n",
+      fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
   figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
           fit.one_cpu, fit.wakeup_us);
   return out.str();

@@ -30,8 +30,9 @@ struct LinkFit {
 
 struct MachineFit {
   LinkFit shm, tcp;
-  double reduce_GBps = 0;  // float32 sum, out of cache, one thread
-  double copy_GBps = 0;    // memcpy, out of cache, one thread
+  double reduce_GBps = 0;     // float32 sum, out of cache, one thread
+  double copy_GBps = 0;       // memcpy, out of cache, one thread
+  double peer_read_GBps = 0;  // 16 MiB read from a peer's memory over shm (0: cannot)
   // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
   // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
   double tcp_cpu_GBps = 0;

@@ -16,7 +16,8 @@ Predictor::Predictor(Collective collective, NetworkShape shape, Profile profile,
     : collective_(collective),
       shape_(shape),
       profile_(std::move(profile)),
-      algorithms_(algorithms.empty() ? simulated_algorithms(collective) : std::move(algorithms)) {}
+      algorithms_(algorithms.empty() ? simulated_algorithms(collective, shape_, profile_)
+                                     : std::move(algorithms)) {}
 
 const Prediction& Predictor::at(Algorithm algorithm, std::size_t bytes) {
   const auto key = std::make_pair(algorithm, bytes);

@@ -35,20 +35,24 @@ std::string Profile::summary() const {
                              : std::string("a core per rank"))
       << (cores_per_host > 0 && wakeup_us > 0 ? core::str(", a wake-up ", wakeup_us, " us")
                                               : std::string())
-      << "; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s; slices of "
-      << slice_bytes << " bytes";
+      << "; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s"
+      << (peer_read_GBps > 0 ? core::str("; peer reads ", peer_read_GBps, " GB/s") : std::string())
+      << "; slices of " << slice_bytes << " bytes";
   return out.str();
 }
 
 Profile default_profile() {
   Profile p;
   p.name = "defaults (a 2-core VM: shm within a host, tcp loopback between hosts)";
-  p.source = "round figures of bench/RESULTS.md's shm and tcp measurements";
-  p.intra = {1.0, 6.0, true};
-  p.inter = {15.0, 2.5, true};
-  p.nic_GBps = 2.5;
-  p.reduce_GBps = 6.0;
-  p.copy_GBps = 10.0;
+  p.source = "round figures of `ringlet model fit` on a 2-vCPU VM (bench/RESULTS.md, 2026-11-30)";
+  p.intra = {0.25, 16.0, true};
+  p.inter = {5.5, 4.0, true};
+  p.nic_GBps = 4.0;
+  p.cores_per_host = 2;
+  p.wakeup_us = 10.0;
+  p.reduce_GBps = 7.0;
+  p.copy_GBps = 13.0;
+  p.peer_read_GBps = 5.0;
   return p;
 }
 
@@ -123,12 +127,14 @@ Profile read_profile(const std::string& path) {
       p.reduce_GBps = positive(value, path, key);
     } else if (key == "copy_GBps") {
       p.copy_GBps = positive(value, path, key);
+    } else if (key == "peer_read_GBps") {
+      p.peer_read_GBps = positive(value, path, key);
     } else if (key == "slice_bytes") {
       p.slice_bytes = static_cast<std::size_t>(positive(value, path, key));
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
-                    "wakeup_us, reduce_GBps, copy_GBps, slice_bytes)");
+                    "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes)");
     }
   }
   return p;
@@ -147,17 +153,18 @@ nlohmann::json link_json(const LinkCost& link) {
 }  // namespace
 
 std::string profile_json(const Profile& p) {
-  const nlohmann::json doc = {{"name", p.name},
-                              {"source", p.source},
-                              {"intra", link_json(p.intra)},
-                              {"inter", link_json(p.inter)},
-                              {"nic_GBps", p.nic_GBps},
-                              {"nics_per_host", p.nics_per_host},
-                              {"cores_per_host", p.cores_per_host},
-                              {"wakeup_us", p.wakeup_us},
-                              {"reduce_GBps", p.reduce_GBps},
-                              {"copy_GBps", p.copy_GBps},
-                              {"slice_bytes", p.slice_bytes}};
+  nlohmann::json doc = {{"name", p.name},
+                        {"source", p.source},
+                        {"intra", link_json(p.intra)},
+                        {"inter", link_json(p.inter)},
+                        {"nic_GBps", p.nic_GBps},
+                        {"nics_per_host", p.nics_per_host},
+                        {"cores_per_host", p.cores_per_host},
+                        {"wakeup_us", p.wakeup_us},
+                        {"reduce_GBps", p.reduce_GBps},
+                        {"copy_GBps", p.copy_GBps},
+                        {"slice_bytes", p.slice_bytes}};
+  if (p.peer_read_GBps > 0) doc["peer_read_GBps"] = p.peer_read_GBps;
   return doc.dump(2) + "\n";
 }
 

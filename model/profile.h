@@ -43,13 +43,18 @@ struct Profile {
   double wakeup_us = 0;
   double reduce_GBps = 0;
   double copy_GBps = 0;
+  // A read of a peer's memory on the same host (cross-memory attach, the direct all-reduce's);
+  // 0: at copy_GBps.
+  double peer_read_GBps = 0;
   std::size_t slice_bytes = 512 * 1024;  // the message size links prefer (the ring's slices)
 
   std::string summary() const;  // one line of its figures
 };
 
-// The profile a prediction uses when none is named: round figures of a 2-core VM's shared
-// memory between ranks of one host and tcp loopback between hosts (bench/RESULTS.md).
+// The profile a prediction uses when none is named, and the one the communicator's default
+// algorithm tables come from (collectives/default_algorithm_tables.cpp): round figures of
+// `ringlet model fit` on a 2-core VM, shm between ranks of one host and tcp loopback between
+// hosts (bench/RESULTS.md).
 Profile default_profile();
 
 // Reads a profile; a missing field keeps default_profile()'s, an unknown one, a value that is

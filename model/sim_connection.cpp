@@ -19,6 +19,19 @@ transport::RequestPtr SimConnection::recv(transport::Buffer buffer) {
   return request;
 }
 
+bool SimConnection::can_read_peer() const {
+  const NetworkShape& shape = network_.shape();
+  return network_.profile().intra.copies && shape.host_of(rank_) == shape.host_of(peer_);
+}
+
+void SimConnection::read_peer(void* /*dst*/, std::uintptr_t /*remote*/, std::size_t bytes) {
+  RINGLET_CHECK(can_read_peer(), Error, "rank ", rank_, ": the sim connection to rank ", peer_,
+                " cannot read the peer's memory (another host, or no shared memory)");
+  const Profile& p = network_.profile();
+  const double rate = p.peer_read_GBps > 0 ? p.peer_read_GBps : p.copy_GBps;
+  network_.spend(rank_, static_cast<double>(bytes) / (rate * 1e9));
+}
+
 void SimConnection::abort(const std::string& reason) {
   if (aborted_.empty()) aborted_ = reason.empty() ? "aborted" : reason;
 }

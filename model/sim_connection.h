@@ -27,6 +27,10 @@ class SimConnection final : public transport::Connection {
   std::uint64_t bytes_sent() const override { return sent_; }
   std::uint64_t bytes_received() const override { return received_; }
   std::size_t preferred_slice_bytes() const override { return network_.profile().slice_bytes; }
+  // Ranks of one host whose CPUs copy (shared memory) read each other's memory; a read costs
+  // the reader a copy.
+  bool can_read_peer() const override;
+  void read_peer(void* dst, std::uintptr_t remote, std::size_t bytes) override;
 
  private:
   transport::RequestPtr failed(transport::RequestLabel::Kind kind, std::size_t bytes) const;

@@ -8,6 +8,7 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/dry_run.h"
+#include "collectives/options.h"
 #include "core/error.h"
 #include "model/sim_connection.h"
 
@@ -78,7 +79,7 @@ std::size_t elements(const SimCase& c) {
 
 // The algorithm's own function on this rank's channel, as the communicator calls it.
 void run_algorithm(const collectives::ChannelContext& ctx, const SimCase& c, char* data,
-                   std::size_t count) {
+                   std::size_t count, const collectives::Windows& windows) {
   const auto f32 = collectives::DType::f32;
   const auto sum = collectives::ReduceOp::sum;
   if (ctx.size == 1) return;
@@ -92,6 +93,12 @@ void run_algorithm(const collectives::ChannelContext& ctx, const SimCase& c, cha
         return rabenseifner_all_reduce(ctx, data, data, count, f32, sum);
       }
       if (c.algorithm == Algorithm::tree) return tree_all_reduce(ctx, data, data, count, f32, sum);
+      if (c.algorithm == Algorithm::direct) {
+        return direct_all_reduce(ctx, data, data, count, f32, sum);
+      }
+      if (c.algorithm == Algorithm::window) {
+        return window_all_reduce(ctx, windows, data, data, count, f32, sum);
+      }
       break;
     case Collective::all_gather:
       if (c.algorithm == Algorithm::ring) return ring_all_gather_blocks(ctx, data, count, f32);
@@ -142,6 +149,16 @@ std::vector<Algorithm> simulated_algorithms(Collective collective) {
   return {};
 }
 
+std::vector<Algorithm> simulated_algorithms(Collective collective, const NetworkShape& shape,
+                                            const Profile& profile) {
+  std::vector<Algorithm> algorithms = simulated_algorithms(collective);
+  if (collective == Collective::all_reduce && shape.hosts() == 1 && profile.intra.copies) {
+    algorithms.push_back(Algorithm::direct);
+    algorithms.push_back(Algorithm::window);
+  }
+  return algorithms;
+}
+
 double bus_bandwidth_GBps(Collective collective, int ranks, std::size_t bytes, double seconds) {
   if (seconds <= 0) return 0;
   const double n = ranks;
@@ -155,9 +172,16 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
   const std::size_t count = elements(c);
   const std::size_t buffer =
       count * sizeof(float) * (c.collective == Collective::all_reduce ? 1 : n);
-  // The buffer, the algorithms' scratch (at most a buffer and a message more) and the ring's two
-  // slices.
-  Placeholder memory(4 * buffer + 2 * profile.slice_bytes + (std::size_t{1} << 20));
+  // The buffer, the algorithms' scratch (at most a buffer and a message more), the ring's two
+  // slices and the windows.
+  const std::size_t window_bytes = collectives::default_window_bytes(n);
+  Placeholder memory(4 * buffer + 2 * profile.slice_bytes + window_bytes + (std::size_t{1} << 20));
+  collectives::Windows windows;
+  if (c.algorithm == Algorithm::window) {
+    windows.mapped.assign(static_cast<std::size_t>(n),
+                          reinterpret_cast<std::byte*>(memory.at(window_bytes)));
+    windows.bytes = window_bytes;
+  }
   VirtualNetwork network(c.shape, profile);
   std::vector<std::unique_ptr<transport::Mesh>> meshes;
   for (int r = 0; r < n; ++r) {
@@ -176,7 +200,7 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
     op.dry = &dry;
     collectives::AlgorithmStates states;
     const collectives::ChannelContext ctx(config, op, states, rank, n);
-    run_algorithm(ctx, c, memory.at(buffer), count);
+    run_algorithm(ctx, c, memory.at(buffer), count, windows);
   });
   result.bytes = buffer;
   result.messages = network.messages();

@@ -37,9 +37,15 @@ struct SimResult {
   double wall_seconds = 0;       // the real time the simulation took
 };
 
-// The algorithms the simulator runs for a collective: every host algorithm of it except those
-// that need shared memory (direct, window) or a second thread (hierarchical).
+// The algorithms the simulator runs for a collective on any network: every host algorithm of
+// it that only sends messages (not the hierarchical all-reduce, which needs a second thread).
 std::vector<collectives::Algorithm> simulated_algorithms(Collective collective);
+// Those, and for an all-reduce of ranks on one host whose CPUs copy (shared memory: the
+// profile's intra link `copies`), the two that read each other's memory: cross-memory attach
+// (direct) and the shared windows (window, of collectives::default_window_bytes).
+std::vector<collectives::Algorithm> simulated_algorithms(Collective collective,
+                                                         const NetworkShape& shape,
+                                                         const Profile& profile);
 
 // nccl-tests' bus bandwidth in GB/s: size / time x 2(n - 1)/n for an all-reduce, (n - 1)/n for
 // the other two.

@@ -9,7 +9,7 @@ ringlet: all_reduce_perf and its siblings with -np 2/3 on host and emulated-devi
 check) must make the run fail, so the check is shown to catch a wrong result. Device buffers
 over ipc (device flags), ranks as processes and as threads (--threads): the host-work lines after
 the table say 0 host waits and 0 host messages per op at every size. --model's column is what
-`ringlet model predict` simulates for the algorithm that ran, '-' for one it does not.
+`ringlet model predict` simulates for the algorithm that ran, '-' for a collective it does not.
 
 nccl: the NCCL peer programs print the same table with #wrong 0 when this machine has a GPU
 per rank; where it has not, they must fail with the sentence that says so, and the test exits
@@ -153,12 +153,13 @@ def ordered(algos):
 
 
 def model_column(build):
-    """--model adds the model's expected busbw to each row: the ring's, as `ringlet model
-    predict` simulates it under the same profile; '-' for an algorithm the model does not run
-    (the shm window); a bad profile is an error naming the file."""
+    """--model adds the model's expected busbw to each row: the algorithm that ran (the rows' JSON
+    names it: the ring where asked for, auto's shm window or recursive doubling otherwise), as
+    `ringlet model predict` simulates it under the same profile; '-' for a collective the model
+    does not run (broadcast); a bad profile is an error naming the file."""
     problems = []
     sizes = ["-b", "64K", "-e", "1M", "-f", "16", "-n", "2", "-w", "1", "--model", "default"]
-    for env, expect_dash in (({"RINGLET_ALGO": "ring"}, False), ({}, True)):
+    for env in ({"RINGLET_ALGO": "ring"}, {}):
         what, proc = run(build, "all_reduce_perf", ["-np", "3", "-t", "shm"] + sizes, env=env)
         what = " ".join(f"{k}={v}" for k, v in env.items()) + " " + what
         header = [l for l in proc.stdout.splitlines() if l.startswith("#") and "redop" in l]
@@ -169,22 +170,25 @@ def model_column(build):
             problems.append(f"{what}: no '# Model:' line")
         table = [l.split() for l in proc.stdout.splitlines()
                  if len(l.split()) == 14 and l.split()[0].isdigit()]
+        algos = {json.loads(l)["size"]: json.loads(l)["algo"] for l in proc.stdout.splitlines()
+                 if l.startswith("{")}
         if len(table) != 2:
             problems.append(f"{what}: {len(table)} rows of 14 fields")
         for row in table:
-            cell = row[13]
-            if expect_dash:
-                if cell != "-":
-                    problems.append(f"{what}: the window row's model cell is {cell!r}, not '-'")
-                continue
+            cell, algo = row[13], algos.get(int(row[0]), "?")
             predicted = subprocess.run(
                 [f"{build}/trainer/ringlet", "model", "predict", "--ranks", "3", "--size", row[0],
                  "--no-sweep"], capture_output=True, text=True, timeout=60).stdout
-            busbw = next(float(l.split()[2]) for l in predicted.splitlines()
-                         if l.split()[:1] == ["ring"])
-            if abs(float(cell.rstrip("*")) - busbw) > 0.006:
-                problems.append(f"{what}: size {row[0]}: model cell {cell}, predict says {busbw}")
-        print(f"{what}: model cells {[r[13] for r in table]}")
+            busbw = [float(l.split()[2]) for l in predicted.splitlines() if l.split()[:1] == [algo]]
+            if not busbw or cell == "-" or abs(float(cell.rstrip("*")) - busbw[0]) > 0.006:
+                problems.append(f"{what}: size {row[0]}, {algo}: model cell {cell}, predict says "
+                                f"{busbw}")
+        print(f"{what}: model cells {[(algos.get(int(r[0])), r[13]) for r in table]}")
+    what, proc = run(build, "broadcast_perf", ["-np", "2", "-b", "64K", "-e", "64K", "-n", "2",
+                                               "-w", "1", "--model", "default"])
+    cells = [l.split()[-1] for l in proc.stdout.splitlines() if l.split()[:1] == ["65536"]]
+    if proc.returncode != 0 or cells != ["-"]:
+        problems.append(f"{what}: exit {proc.returncode}, model cells {cells}, not ['-']")
     problems += table_choice(build)
     what, proc = run(build, "all_reduce_perf", ["-np", "2", "--model", "/nonexistent/p.json"])
     if proc.returncode == 0 or "profile /nonexistent/p.json: cannot open it" not in proc.stderr:

@@ -352,3 +352,28 @@ TEST_CASE("a model's table replaces the thresholds of auto on host buffers, and 
   t.table = {{KiB, Algorithm::tree}, {MiB, Algorithm::ring}};
   CHECK(choose_all_reduce(AlgoRequest::automatic, t, shm, 4, 2 * MiB) == Algorithm::ring);
 }
+
+TEST_CASE("a table's window and direct rows run where the ranks can, else the thresholds decide") {
+  AlgoThresholds t = default_thresholds();
+  t.table = {
+      {16 * KiB, Algorithm::recursive_doubling}, {MiB, Algorithm::window}, {0, Algorithm::direct}};
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("shm", 4), 4, 64 * KiB) ==
+        Algorithm::window);
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("shm", 4), 4, 4 * MiB) ==
+        Algorithm::direct);
+  // No windows: the thresholds' choice at that size (above rd's, below direct's: the ring).
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("shm-nowin", 4), 4, 256 * KiB) ==
+        Algorithm::ring);
+  // Nobody's memory readable (tcp): the thresholds' ring, not direct.
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("tcp", 4), 4, 4 * MiB) ==
+        Algorithm::ring);
+  // The built-in table describes one host: across hosts the thresholds (hierarchical) decide; a
+  // table the user named applies there too.
+  t.table = {{0, Algorithm::rabenseifner}};
+  t.table_is_default = true;
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("hosts", 4), 4, 4 * MiB) ==
+        Algorithm::hierarchical);
+  t.table_is_default = false;
+  CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("hosts", 4), 4, 4 * MiB) ==
+        Algorithm::rabenseifner);
+}

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectives/algorithm_table.h"
+#include "collectives/default_algorithm_tables.h"
 #include "collectives/options.h"
 #include "core/error.h"
 
@@ -29,6 +30,14 @@ std::string error_of(const std::string& text, int world = 4) {
     return e.what();
   }
   return "";
+}
+
+std::string text(const AlgorithmTable& table) {
+  std::string out;
+  for (const auto& row : table) {
+    out += std::to_string(row.up_to_bytes) + ":" + algorithm_name(row.algorithm) + " ";
+  }
+  return out;
 }
 
 }  // namespace
@@ -56,8 +65,8 @@ TEST_CASE("a bad algorithm table names the file and what is wrong") {
   const std::string two = R"({"all_reduce": {"2": [[0, "ring"]], "8": [[0, "ring"]]}})";
   CHECK(error_of(two).find("has no table for 4 ranks (it has 2, 8): make one with ringlet model "
                            "table --ranks 4") != std::string::npos);
-  CHECK(error_of(R"({"all_reduce": {"4": [[0, "window"]]}})")
-            .find("'window' is not an algorithm a table may hold") != std::string::npos);
+  CHECK(error_of(R"({"all_reduce": {"4": [[0, "hierarchical"]]}})")
+            .find("'hierarchical' is not an algorithm a table may hold") != std::string::npos);
   CHECK(error_of(R"({"all_reduce": {"4": [[1024, "rd"], [512, "ring"]]}})")
             .find("must grow in size") != std::string::npos);
   CHECK(
@@ -83,8 +92,26 @@ TEST_CASE("RINGLET_ALGO_TABLE gives the communicator's options the table of its 
   CHECK_THROWS_WITH_AS(resolve_options(CommOptions{}, 5), doctest::Contains("no table for 5 ranks"),
                        ringlet::core::ValueError);
   unsetenv("RINGLET_ALGO_TABLE");
-  CHECK(resolve_options(CommOptions{}, 3).thresholds.table.empty());
   CommOptions given;
   given.algo_table = path;
   CHECK(resolve_options(given, 3).thresholds.table.size() == 2);
+  CHECK_FALSE(resolve_options(given, 3).thresholds.table_is_default);
+}
+
+TEST_CASE("with no table named, auto takes the model's built-in table, unless told otherwise") {
+  unsetenv("RINGLET_ALGO_TABLE");
+  const ResolvedOptions three = resolve_options(CommOptions{}, 3);
+  CHECK(three.thresholds.table_is_default);
+  CHECK(text(three.thresholds.table) == text(default_algorithm_table(3)));
+  CHECK_FALSE(three.thresholds.table.empty());
+  CHECK(resolve_options(CommOptions{}, 9).thresholds.table.empty());  // none for 9 ranks
+  CommOptions thresholds;
+  thresholds.algo_table = "thresholds";  // the measured thresholds, by name
+  CHECK(resolve_options(thresholds, 3).thresholds.table.empty());
+  setenv("RINGLET_ALGO_TABLE", "thresholds", 1);
+  CHECK(resolve_options(CommOptions{}, 3).thresholds.table.empty());
+  unsetenv("RINGLET_ALGO_TABLE");
+  CommOptions rd;
+  rd.rd_max_bytes = 4096;  // a threshold given: the thresholds decide
+  CHECK(resolve_options(rd, 3).thresholds.table.empty());
 }

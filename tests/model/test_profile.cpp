@@ -42,6 +42,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.nics_per_host = 8;
   p.reduce_GBps = 7;
   p.copy_GBps = 11;
+  p.peer_read_GBps = 4.5;
   p.slice_bytes = 1 << 20;
   const std::string path = write_file("roundtrip", "");
   model::write_profile(path, p);
@@ -61,6 +62,7 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.nics_per_host == 8);
   CHECK(q.reduce_GBps == 7);
   CHECK(q.copy_GBps == 11);
+  CHECK(q.peer_read_GBps == 4.5);
   CHECK(q.slice_bytes == (1u << 20));
 }
 

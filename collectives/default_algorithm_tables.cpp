@@ -1,0 +1,38 @@
+// The default algorithm tables: `ringlet model table --ranks 2,3,4,5,6,7,8`'s output, as it
+// wrote it (regenerate with that command when the model or its default profile changes; the
+// test that compares them says so).
+#include "collectives/default_algorithm_tables.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ringlet::collectives {
+namespace {
+
+constexpr const char* kTables = R"json(
+{"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
+ "all_reduce": {
+  "2": [[1024, "rd"], [0, "window"]],
+  "3": [[1024, "rd"], [16384, "tree"], [0, "window"]],
+  "4": [[0, "window"]],
+  "5": [[8192, "rd"], [0, "window"]],
+  "6": [[4096, "rd"], [0, "window"]],
+  "7": [[256, "rd"], [0, "window"]],
+  "8": [[0, "window"]]
+ }}
+)json";
+
+}  // namespace
+
+const AlgorithmTables& default_algorithm_tables() {
+  static const AlgorithmTables tables =
+      algorithm_tables_from_json(nlohmann::json::parse(kTables), "(built-in default tables)");
+  return tables;
+}
+
+AlgorithmTable default_algorithm_table(int world_size) {
+  const auto& tables = default_algorithm_tables().all_reduce;
+  const auto it = tables.find(world_size);
+  return it != tables.end() ? it->second : AlgorithmTable{};
+}
+
+}  // namespace ringlet::collectives

@@ -1,0 +1,35 @@
+// The communicator's built-in algorithm tables (collectives/default_algorithm_tables.cpp) are
+// the model's choice today: each world size's table is what `ringlet model table` computes under
+// the default profile. When the model or its profile changes, this fails until the tables are
+// regenerated with the command the file names.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "collectives/default_algorithm_tables.h"
+#include "model/predict.h"
+
+using namespace ringlet;
+
+namespace {
+
+std::string text(const collectives::AlgorithmTable& table) {
+  std::string out;
+  for (const auto& row : table) {
+    out += std::to_string(row.up_to_bytes) + ":" + collectives::algorithm_name(row.algorithm) + " ";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the built-in algorithm tables are the model's under its default profile") {
+  const auto& tables = collectives::default_algorithm_tables().all_reduce;
+  REQUIRE(tables.size() == 7);
+  for (const auto& [n, table] : tables) {
+    CAPTURE(n);
+    model::Predictor predictor(model::Collective::all_reduce, {n, 0}, model::default_profile());
+    CHECK(text(table) == text(predictor.table(8, std::size_t{1} << 30)));
+  }
+  CHECK(collectives::default_algorithm_table(9).empty());  // beyond them: the thresholds
+}
