@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <future>
 
 #include "core/error.h"
 
@@ -19,19 +20,39 @@ Predictor::Predictor(Collective collective, NetworkShape shape, Profile profile,
       algorithms_(algorithms.empty() ? simulated_algorithms(collective, shape_, profile_)
                                      : std::move(algorithms)) {}
 
+// Simulated outside the lock: two threads of a sweep may simulate at once (a map's elements
+// stay where they are while others are added).
 const Prediction& Predictor::at(Algorithm algorithm, std::size_t bytes) {
   const auto key = std::make_pair(algorithm, bytes);
-  if (auto it = done_.find(key); it != done_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = done_.find(key); it != done_.end()) return it->second;
+  }
   Prediction p{algorithm, simulate(SimCase{collective_, algorithm, shape_, bytes}, profile_)};
   p.bus_GBps = bus_bandwidth_GBps(collective_, shape_.ranks, p.result.bytes, p.result.seconds);
-  wall_seconds_ += p.result.wall_seconds;
-  return done_.emplace(key, p).first->second;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto [it, added] = done_.emplace(key, p);
+  if (added) wall_seconds_ += p.result.wall_seconds;
+  return it->second;
 }
 
 std::vector<Prediction> Predictor::all(std::size_t bytes) {
   std::vector<Prediction> out;
   for (const Algorithm a : algorithms_) out.push_back(at(a, bytes));
   return out;
+}
+
+// side(): on a spare core while here(); else one after the other.
+void Predictor::side_by_side(const std::function<void()>& side, const std::function<void()>& here) {
+  if (spare_threads_.fetch_sub(1) > 0) {
+    auto other = std::async(std::launch::async, side);
+    here();
+    other.get();
+  } else {
+    side();
+    here();
+  }
+  spare_threads_.fetch_add(1);
 }
 
 Algorithm Predictor::fastest(std::size_t bytes) {
@@ -42,23 +63,34 @@ Algorithm Predictor::fastest(std::size_t bytes) {
   return best;
 }
 
+namespace {
+
+// Appends a range, joining it to the last one where the same algorithm is fastest.
+void add_range(std::vector<SizeRange>& out, SizeRange range) {
+  if (!out.empty() && out.back().fastest == range.fastest) {
+    out.back().last = range.last;
+  } else {
+    out.push_back(range);
+  }
+}
+
+}  // namespace
+
+// The halves of a range are searched side by side while a core is spare (the simulations are
+// independent; each half's ranges are joined in order after).
 void Predictor::bisect(int lo, int hi, std::vector<SizeRange>& out) {
   const Algorithm a = fastest(std::size_t{1} << lo), b = fastest(std::size_t{1} << hi);
   if (a == b || hi - lo <= 1) {
-    const auto add = [&out](int first, int last, Algorithm fastest) {
-      if (!out.empty() && out.back().fastest == fastest) {
-        out.back().last = std::size_t{1} << last;
-      } else {
-        out.push_back({std::size_t{1} << first, std::size_t{1} << last, fastest});
-      }
-    };
-    add(lo, a == b ? hi : lo, a);
-    if (a != b) add(hi, hi, b);
+    add_range(out, {std::size_t{1} << lo, std::size_t{1} << (a == b ? hi : lo), a});
+    if (a != b) add_range(out, {std::size_t{1} << hi, std::size_t{1} << hi, b});
     return;
   }
   const int mid = lo + (hi - lo) / 2;
-  bisect(lo, mid, out);
-  bisect(mid, hi, out);
+  fastest(std::size_t{1} << mid);  // both halves start from it
+  std::vector<SizeRange> left, right;
+  side_by_side([&] { bisect(lo, mid, left); }, [&] { bisect(mid, hi, right); });
+  for (const SizeRange& r : left) add_range(out, r);
+  for (const SizeRange& r : right) add_range(out, r);
 }
 
 std::vector<SizeRange> Predictor::fastest_by_size(std::size_t low, std::size_t high) {

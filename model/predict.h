@@ -4,9 +4,13 @@
 // and where one algorithm stops beating another.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,13 +56,18 @@ class Predictor {
 
  private:
   void bisect(int lo, int hi, std::vector<SizeRange>& out);
+  void side_by_side(const std::function<void()>& side, const std::function<void()>& here);
 
   Collective collective_;
   NetworkShape shape_;
   Profile profile_;
   std::vector<collectives::Algorithm> algorithms_;
+  std::mutex mutex_;  // guards done_ and wall_seconds_
   std::map<std::pair<collectives::Algorithm, std::size_t>, Prediction> done_;
-  double wall_seconds_ = 0;
+  double wall_seconds_ = 0;  // of the simulations, added up (more than the sweep's wall time
+                             // where they ran side by side)
+  std::atomic<int> spare_threads_{static_cast<int>(std::thread::hardware_concurrency()) -
+                                  1};  // for a sweep's halves
 };
 
 // 1536 -> "1.5 KiB", 8 -> "8 B", 4 MiB -> "4 MiB" (collectives' bytes_text writes "4.0 MiB").
