@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""auto's two choices side by side: the model's default tables (collectives/
-default_algorithm_tables.cpp, `ringlet model table` under the default profile) against the
-measured thresholds (RINGLET_ALGO_TABLE=thresholds), all_reduce_perf on this host's ranks,
-interleaved for --rounds rounds. Prints per world size and size the algorithm each ran, its
-median busbw (each round's the mean of in-place and out-of-place) and model / thresholds.
+"""auto's two choices side by side: the model's built-in tables (RINGLET_ALGO_TABLE=model:
+collectives/default_algorithm_tables.cpp, `ringlet model table` under the default profile)
+against the measured thresholds (the default), all_reduce_perf on this host's ranks,
+interleaved for --rounds rounds, each going first in every other round. Prints per world size
+and size the algorithm each ran, its median busbw (each round's the mean of in-place and
+out-of-place) and model / thresholds.
 
 usage: bench/choice_check.py [--rounds 2] [--ranks 2,4,8] [--build DIR] [--sizes 1K,64M]
 """
@@ -13,7 +14,7 @@ import os
 import statistics
 import subprocess
 
-MODES = {"thresholds": {"RINGLET_ALGO_TABLE": "thresholds"}, "model": {}}
+MODES = {"thresholds": {}, "model": {"RINGLET_ALGO_TABLE": "model"}}
 
 
 def sweep(build, ranks, sizes, env):
@@ -40,9 +41,10 @@ def main():
     args = ap.parse_args()
     sizes = args.sizes.split(",")
     runs = {}
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds):
         for n in [int(r) for r in args.ranks.split(",")]:
-            for mode, env in MODES.items():
+            order = list(MODES.items())
+            for mode, env in order if round_ % 2 == 0 else reversed(order):  # each first in turn
                 for size, (busbw, algo) in sweep(args.build, n, sizes, env).items():
                     runs.setdefault((n, size), {}).setdefault(mode, []).append((busbw, algo))
     print(f"| ranks | bytes | thresholds: algorithm | busbw GB/s | model: algorithm | busbw GB/s "

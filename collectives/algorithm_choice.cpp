@@ -129,7 +129,7 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
   }
   const bool automatic = request == AlgoRequest::automatic;
   if (automatic && world_size > 1 && !thresholds.table.empty() &&
-      !(thresholds.table_is_default && access.hosts)) {
+      !(thresholds.table_is_builtin && access.hosts)) {
     const Algorithm chosen = table_choice(thresholds.table, bytes);
     if (can_run_on_host(chosen, access)) return chosen;
   }
@@ -153,16 +153,15 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
   return Algorithm::ring;
 }
 
-Algorithm choose_all_gather(AlgoRequest request, int world_size, Buffers buffers) {
-  if (world_size == 1 || buffers == Buffers::device) return Algorithm::ring;
+Algorithm choose_all_gather(AlgoRequest request, int world_size, Buffers /*buffers*/) {
+  if (world_size == 1) return Algorithm::ring;
   if (request == AlgoRequest::bruck) return Algorithm::bruck;
   if (request == AlgoRequest::rabenseifner) return Algorithm::doubling;
   return Algorithm::ring;
 }
 
-Algorithm choose_reduce_scatter(AlgoRequest request, int world_size, Buffers buffers) {
-  const bool halving =
-      request == AlgoRequest::rabenseifner && world_size > 1 && buffers == Buffers::host;
+Algorithm choose_reduce_scatter(AlgoRequest request, int world_size, Buffers /*buffers*/) {
+  const bool halving = request == AlgoRequest::rabenseifner && world_size > 1;
   return halving ? Algorithm::halving : Algorithm::ring;
 }
 

@@ -63,7 +63,7 @@ struct AlgoThresholds {
   std::size_t window_min_bytes;    // shared windows from this
   std::size_t one_shot_max_bytes;  // device buffers with device flags: one-shot up to this
   AlgorithmTable table;            // host buffers: when set, `automatic` takes its row instead
-  bool table_is_default = false;   // the model's built-in table (one host): not across hosts
+  bool table_is_builtin = false;   // the model's built-in table (one host): not across hosts
 };
 AlgoThresholds default_thresholds();
 
@@ -82,8 +82,8 @@ enum class Buffers { host, device };
 
 // The algorithm of an all-reduce of `bytes` per rank.
 // Host buffers: the model's table where there is one (the algorithms it simulates: ring, rd,
-// rabenseifner, tree, and direct and window where the ranks can run them; the built-in default
-// table not for ranks on several hosts, which it does not describe); else shared windows when
+// rabenseifner, tree, and direct and window where the ranks can run them; the built-in table not
+// for ranks on several hosts, which it does not describe); else shared windows when
 // the ranks have them, from window_min_bytes;
 // else recursive doubling up to rd_max_bytes, then cross-memory attach from direct_min_bytes where
 // the ranks can read each other's memory, the hierarchical all-reduce where the ranks are on
@@ -104,11 +104,13 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
                             PeerAccess access, int world_size, std::size_t bytes,
                             Buffers buffers = Buffers::host);
 
-// The algorithm of an all-gather: on host buffers with two ranks or more, Bruck's where asked
-// for, recursive doubling where Rabenseifner's is (its all-gather half); else the ring.
+// The algorithm of an all-gather: with two ranks or more, Bruck's where asked for, recursive
+// doubling where Rabenseifner's is (its all-gather half); else the ring. On device buffers both
+// run host-driven, staged whole through pinned host memory (where the ranks synchronize through
+// device flags, the device runs the all-gather, whatever this says).
 Algorithm choose_all_gather(AlgoRequest request, int world_size, Buffers buffers);
 // The algorithm of a reduce-scatter: recursive halving where Rabenseifner's is asked for (its
-// reduce-scatter half; host buffers, two ranks or more), else the ring.
+// reduce-scatter half; two ranks or more; staged on device buffers, as above), else the ring.
 Algorithm choose_reduce_scatter(AlgoRequest request, int world_size, Buffers buffers);
 
 }  // namespace ringlet::collectives

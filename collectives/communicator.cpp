@@ -232,7 +232,13 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
         // input where it lies.
         const std::size_t bytes = recv_count * n * es;
         char* work = nullptr;
-        if (space != nullptr) {
+        if (space != nullptr && algorithm == Algorithm::halving) {
+          // Recursive halving on device buffers: in the space's pinned staging, on the host.
+          char* in = space->staging(0, bytes);
+          work = space->staging(1, bytes);
+          copy_within(ctx, in, send, bytes);
+          halving_reduce_scatter(ctx, in, work, recv_count, dtype, op);
+        } else if (space != nullptr) {
           work = space->scratch(bytes);
           copy_within(ctx, work, send, bytes);
           ring_reduce_scatter_blocks(ctx, work, recv_count, dtype, op);
@@ -271,7 +277,7 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
   impl_->check_buffer(send, send_count, "send buffer", "all_gather");
   impl_->check_buffer(recv, send_count, "recv buffer", "all_gather");
   const std::size_t es = core::dtype_size(dtype);
-  const int r = impl_->rank;
+  const int n = impl_->size, r = impl_->rank;
   Fingerprint fp{OpKind::all_gather, dtype, ReduceOp::sum, 0, -1, send_count, 0};
   if (DeviceSpace* flags = space != nullptr ? space->device_flags() : nullptr) {
     return impl_->issue_on_device(OpKind::all_gather, fp, *flags,
@@ -285,15 +291,20 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
   return impl_->submit(
       OpKind::all_gather, true, fp, 0,
       [=](ChannelContext& ctx) {
-        char* mine = static_cast<char*>(recv) + r * send_count * es;
-        copy_within(ctx, mine, send, send_count * es);
+        // Bruck's and recursive doubling on device buffers run in the space's pinned staging,
+        // copied back whole: host algorithms, for the latency-bound sizes they are for.
+        const std::size_t block = send_count * es, bytes = block * n;
+        const bool staged = space != nullptr && algorithm != Algorithm::ring;
+        char* out = staged ? space->staging(0, bytes) : static_cast<char*>(recv);
+        copy_within(ctx, out + r * block, send, block);
         if (algorithm == Algorithm::bruck) {
-          bruck_all_gather(ctx, static_cast<char*>(recv), send_count, dtype);
+          bruck_all_gather(ctx, out, send_count, dtype);
         } else if (algorithm == Algorithm::doubling) {
-          doubling_all_gather(ctx, static_cast<char*>(recv), send_count, dtype);
+          doubling_all_gather(ctx, out, send_count, dtype);
         } else {
-          ring_all_gather_blocks(ctx, static_cast<char*>(recv), send_count, dtype);
+          ring_all_gather_blocks(ctx, out, send_count, dtype);
         }
+        if (staged) copy_within(ctx, recv, out, bytes);
       },
       {}, algorithm != Algorithm::ring, space, FlightOp::with_algorithm(algorithm_name(algorithm)));
 }

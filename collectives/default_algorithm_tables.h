@@ -1,7 +1,9 @@
-// The all-reduce algorithm by size that `auto` takes on host buffers when no table is named
-// (RINGLET_ALGO_TABLE, CommOptions::algo_table): the model's choice (model/, `ringlet model
-// table`) under its default profile, round figures of a 2-core VM's fit, for 2-8 ranks on one
-// host. tests/model/test_default_tables checks that they are what the model says today.
+// The model's all-reduce algorithm by size, built in: what `auto` takes on host buffers with
+// RINGLET_ALGO_TABLE=model (CommOptions::algo_table = "model"). The model's choice (model/,
+// `ringlet model table`) under its default profile, round figures of a 2-core VM's fit, for 2-8
+// ranks on one host; tests/model/test_default_tables checks that they are what the model says
+// today. Not the default: at 1-16 KiB on 4-8 ranks it picks the shm window where recursive
+// doubling is measured faster (bench/RESULTS.md, 2026-11-30 "auto from the model").
 #pragma once
 
 #include "collectives/algorithm_table.h"

@@ -28,18 +28,16 @@ AlgoRequest resolve_algo(const std::string& given) {
   return parse_algo_request(core::env_string("RINGLET_ALGO").value_or("auto"), "RINGLET_ALGO");
 }
 
-// The table `auto` takes: the one named (a file; "thresholds": none, the measured thresholds
-// decide), else the model's default for this world size unless thresholds were given.
+// The table `auto` takes: none (the measured thresholds decide), a file, or "model": the
+// model's built-in table for this world size (none beyond 8 ranks).
 AlgoThresholds resolve_thresholds(const CommOptions& o, int world_size) {
   AlgoThresholds t = default_thresholds();
   const std::string table =
       !o.algo_table.empty() ? o.algo_table : core::env_string("RINGLET_ALGO_TABLE").value_or("");
-  const bool thresholds_given =
-      o.rd_max_bytes != 0 || o.direct_min_bytes != 0 || o.window_min_bytes != 0;
-  if (table.empty() && !thresholds_given) {
+  if (table == "model") {
     t.table = default_algorithm_table(world_size);
-    t.table_is_default = true;
-  } else if (!table.empty() && table != "thresholds") {
+    t.table_is_builtin = true;
+  } else if (!table.empty()) {
     t.table = algorithm_table_for(table, world_size);
   }
   if (o.rd_max_bytes != 0) t.rd_max_bytes = o.rd_max_bytes;

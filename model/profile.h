@@ -51,7 +51,7 @@ struct Profile {
   std::string summary() const;  // one line of its figures
 };
 
-// The profile a prediction uses when none is named, and the one the communicator's default
+// The profile a prediction uses when none is named, and the one the communicator's built-in
 // algorithm tables come from (collectives/default_algorithm_tables.cpp): round figures of
 // `ringlet model fit` on a 2-core VM, shm between ranks of one host and tcp loopback between
 // hosts (bench/RESULTS.md).

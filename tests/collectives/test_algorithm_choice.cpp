@@ -226,10 +226,10 @@ TEST_CASE("algorithm requests parse by name; a bad one names the source and the 
 TEST_CASE("all-gather and reduce-scatter: Bruck's or halving / doubling where asked for") {
   using enum AlgoRequest;
   CHECK(choose_all_gather(rabenseifner, 3, Buffers::host) == Algorithm::doubling);
-  CHECK(choose_all_gather(rabenseifner, 3, Buffers::device) == Algorithm::ring);
+  CHECK(choose_all_gather(rabenseifner, 3, Buffers::device) == Algorithm::doubling);  // staged
   CHECK(choose_reduce_scatter(rabenseifner, 6, Buffers::host) == Algorithm::halving);
   CHECK(choose_reduce_scatter(rabenseifner, 1, Buffers::host) == Algorithm::ring);
-  CHECK(choose_reduce_scatter(rabenseifner, 6, Buffers::device) == Algorithm::ring);
+  CHECK(choose_reduce_scatter(rabenseifner, 6, Buffers::device) == Algorithm::halving);
   for (AlgoRequest other : {automatic, ring, bruck, tree, window}) {
     CHECK(choose_reduce_scatter(other, 4, Buffers::host) == Algorithm::ring);
   }
@@ -238,7 +238,8 @@ TEST_CASE("all-gather and reduce-scatter: Bruck's or halving / doubling where as
   CHECK(choose_all_gather(bruck, 3, Buffers::host) == Algorithm::bruck);
   CHECK(choose_all_gather(bruck, 2, Buffers::host) == Algorithm::bruck);
   CHECK(choose_all_gather(bruck, 1, Buffers::host) == Algorithm::ring);  // one rank copies
-  CHECK(choose_all_gather(bruck, 4, Buffers::device) == Algorithm::ring);
+  CHECK(choose_all_gather(bruck, 4, Buffers::device) == Algorithm::bruck);
+  CHECK(choose_all_gather(bruck, 1, Buffers::device) == Algorithm::ring);
   for (AlgoRequest other : {automatic, ring, recursive_doubling, tree, window}) {
     CHECK(choose_all_gather(other, 4, Buffers::host) == Algorithm::ring);
   }
@@ -370,10 +371,10 @@ TEST_CASE("a table's window and direct rows run where the ranks can, else the th
   // The built-in table describes one host: across hosts the thresholds (hierarchical) decide; a
   // table the user named applies there too.
   t.table = {{0, Algorithm::rabenseifner}};
-  t.table_is_default = true;
+  t.table_is_builtin = true;
   CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("hosts", 4), 4, 4 * MiB) ==
         Algorithm::hierarchical);
-  t.table_is_default = false;
+  t.table_is_builtin = false;
   CHECK(choose_all_reduce(AlgoRequest::automatic, t, access_of("hosts", 4), 4, 4 * MiB) ==
         Algorithm::rabenseifner);
 }

@@ -95,23 +95,20 @@ TEST_CASE("RINGLET_ALGO_TABLE gives the communicator's options the table of its 
   CommOptions given;
   given.algo_table = path;
   CHECK(resolve_options(given, 3).thresholds.table.size() == 2);
-  CHECK_FALSE(resolve_options(given, 3).thresholds.table_is_default);
+  CHECK_FALSE(resolve_options(given, 3).thresholds.table_is_builtin);
 }
 
-TEST_CASE("with no table named, auto takes the model's built-in table, unless told otherwise") {
+TEST_CASE("RINGLET_ALGO_TABLE=model: the model's built-in tables; unset: the thresholds") {
   unsetenv("RINGLET_ALGO_TABLE");
-  const ResolvedOptions three = resolve_options(CommOptions{}, 3);
-  CHECK(three.thresholds.table_is_default);
-  CHECK(text(three.thresholds.table) == text(default_algorithm_table(3)));
-  CHECK_FALSE(three.thresholds.table.empty());
-  CHECK(resolve_options(CommOptions{}, 9).thresholds.table.empty());  // none for 9 ranks
-  CommOptions thresholds;
-  thresholds.algo_table = "thresholds";  // the measured thresholds, by name
-  CHECK(resolve_options(thresholds, 3).thresholds.table.empty());
-  setenv("RINGLET_ALGO_TABLE", "thresholds", 1);
   CHECK(resolve_options(CommOptions{}, 3).thresholds.table.empty());
+  setenv("RINGLET_ALGO_TABLE", "model", 1);
+  const ResolvedOptions three = resolve_options(CommOptions{}, 3);
+  CHECK(three.thresholds.table_is_builtin);
+  CHECK_FALSE(three.thresholds.table.empty());
+  CHECK(text(three.thresholds.table) == text(default_algorithm_table(3)));
+  CHECK(resolve_options(CommOptions{}, 9).thresholds.table.empty());  // none for 9 ranks
   unsetenv("RINGLET_ALGO_TABLE");
-  CommOptions rd;
-  rd.rd_max_bytes = 4096;  // a threshold given: the thresholds decide
-  CHECK(resolve_options(rd, 3).thresholds.table.empty());
+  CommOptions model;
+  model.algo_table = "model";
+  CHECK(text(resolve_options(model, 8).thresholds.table) == text(default_algorithm_table(8)));
 }

@@ -232,9 +232,10 @@ int host_free(Rank& r) {
 }
 
 // RINGLET_ALGO=`request` on a device space: the all-reduce runs the algorithm asked for, exact
-// for every dtype and op. The ring and the hierarchical all-reduce (its ranks on two simulated
-// hosts), Rabenseifner's and the tree (staged whole through the host) are driven by the host:
-// they send host messages; one-shot and two-shot (and the window, two-shot there) run on the
+// for every dtype and op (and Bruck's and Rabenseifner's all-gather and reduce-scatter halves
+// where the ranks have no device flags). The ring and the hierarchical all-reduce (its ranks on two
+// simulated hosts), Rabenseifner's and the tree (staged whole through the host) are driven by the
+// host: they send host messages; one-shot and two-shot (and the window, two-shot there) run on the
 // device: none.
 int requested(Rank& r, const std::string& request) {
   int wrong = 0;
@@ -242,15 +243,19 @@ int requested(Rank& r, const std::string& request) {
     if (!ok && ++wrong <= 5)
       std::fprintf(stderr, "rank %d n=%d %s: %s\n", r.rank, r.size, request.c_str(), what.c_str());
   };
+  // Bruck's is no all-reduce: asked for, the all-reduce is auto's (the device's one-shot with
+  // device flags, else the ring staged through the host).
+  const bool flags = r.space.device_flags() != nullptr;
   const bool host_driven = request == "ring" || request == "hierarchical" ||
-                           request == "rabenseifner" || request == "tree";
-  const auto want = request == "ring"           ? collectives::Algorithm::ring
-                    : request == "hierarchical" ? collectives::Algorithm::hierarchical
-                    : request == "rabenseifner" ? collectives::Algorithm::rabenseifner
-                    : request == "tree"         ? collectives::Algorithm::tree
-                    : request == "two_shot" || request == "window"
-                        ? collectives::Algorithm::two_shot
-                        : collectives::Algorithm::one_shot;
+                           request == "rabenseifner" || request == "tree" ||
+                           (request == "bruck" && !flags);
+  const auto want =
+      request == "ring" || (request == "bruck" && !flags) ? collectives::Algorithm::ring
+      : request == "hierarchical"                         ? collectives::Algorithm::hierarchical
+      : request == "rabenseifner"                         ? collectives::Algorithm::rabenseifner
+      : request == "tree"                                 ? collectives::Algorithm::tree
+      : request == "two_shot" || request == "window"      ? collectives::Algorithm::two_shot
+                                                          : collectives::Algorithm::one_shot;
   const auto got = r.comm.all_reduce_algorithm(4, &r.space);
   expect(got == want, core::str("runs ", collectives::algorithm_name(got), ", not ",
                                 collectives::algorithm_name(want)));
@@ -277,6 +282,19 @@ int requested(Rank& r, const std::string& request) {
   const collectives::CommCounters used = r.comm.counters() - before;
   expect(host_driven == (used.host_messages > 0),
          core::str(used.host_messages, " host messages in ", used.ops, " ops"));
+  // Without device flags, the all-gather and reduce-scatter asked for (Bruck's; recursive
+  // doubling and halving, Rabenseifner's halves) run staged through the host, exact.
+  if ((request == "bruck" || request == "rabenseifner") && !flags) {
+    const auto ag = r.comm.all_gather_algorithm(&r.space);
+    const auto rs = r.comm.reduce_scatter_algorithm(&r.space);
+    expect(ag == (request == "bruck" ? collectives::Algorithm::bruck
+                                     : collectives::Algorithm::doubling),
+           core::str("all_gather runs ", collectives::algorithm_name(ag)));
+    expect(
+        rs == (request == "bruck" ? collectives::Algorithm::ring : collectives::Algorithm::halving),
+        core::str("reduce_scatter runs ", collectives::algorithm_name(rs)));
+    wrong += others(r);
+  }
   return wrong;
 }
 
@@ -506,7 +524,11 @@ TEST_CASE("RINGLET_ALGO on a device space: the algorithm asked for runs, exactly
       if ((algo == "hierarchical") == (n == 4)) requests.push_back({n, "ipc", algo});
     }
   }
-  for (const std::string algo : {"rabenseifner", "tree"}) requests.push_back({3, "shm", algo});
+  for (const std::string algo : {"rabenseifner", "tree", "bruck"}) {
+    requests.push_back({3, "shm", algo});
+  }
+  requests.push_back({2, "tcp", "bruck"});
+  requests.push_back({4, "tcp", "rabenseifner"});
   for (const Request& request : requests) {
     INFO("n=", request.n, " ", request.link, " RINGLET_ALGO=", request.algo);
     Ranks ranks({request.n, request.link, "algo=" + request.algo});
