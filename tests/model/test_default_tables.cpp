@@ -26,7 +26,9 @@ std::string text(const collectives::AlgorithmTable& table) {
 TEST_CASE("the built-in algorithm tables are the model's under its default profile") {
   const auto& tables = collectives::default_algorithm_tables().all_reduce;
   REQUIRE(tables.size() == 7);
-  for (const auto& [n, table] : tables) {
+  for (const auto& entry : tables) {
+    const int n = entry.first;  // not a structured binding: CAPTURE's lambda takes it
+    const collectives::AlgorithmTable& table = entry.second;
     CAPTURE(n);
     model::Predictor predictor(model::Collective::all_reduce, {n, 0}, model::default_profile());
     CHECK(text(table) == text(predictor.table(8, std::size_t{1} << 30)));
