@@ -12,7 +12,7 @@ constexpr const char* kTables = R"json(
 {"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
  "all_reduce": {
   "2": [[1024, "rd"], [0, "window"]],
-  "3": [[1024, "rd"], [16384, "tree"], [0, "window"]],
+  "3": [[2048, "rd"], [4096, "tree"], [16384, "rd"], [0, "window"]],
   "4": [[0, "window"]],
   "5": [[8192, "rd"], [0, "window"]],
   "6": [[4096, "rd"], [0, "window"]],
