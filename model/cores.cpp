@@ -2,6 +2,7 @@
 #include "model/cores.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/error.h"
 
@@ -45,16 +46,20 @@ void Cores::book(double at, double seconds, int needed) {
     auto& core = busy_[c];
     const Interval booked{at, at + seconds};
     core.insert(std::upper_bound(core.begin(), core.end(), booked), booked);
+    first_end_ = std::min(first_end_, booked.second);
     --needed;
   }
   RINGLET_CHECK(needed == 0, Error, "simulated cores: booked a time they are not free at");
 }
 
 void Cores::forget_before(double now) {
+  if (now < first_end_) return;  // nothing has ended yet
+  first_end_ = std::numeric_limits<double>::infinity();
   for (auto& core : busy_) {
     core.erase(std::remove_if(core.begin(), core.end(),
                               [now](const Interval& b) { return b.second <= now; }),
                core.end());
+    for (const Interval& b : core) first_end_ = std::min(first_end_, b.second);
   }
 }
 

@@ -28,6 +28,7 @@ class Cores {
   int free_count(double from, double to) const;
 
   std::vector<std::vector<Interval>> busy_;  // per core, sorted by start
+  double first_end_ = 0;                     // no booking ends before this
 };
 
 // The earliest time >= from at which a core of `a` and a core of `b` (another pool) are both

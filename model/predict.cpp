@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdio>
 #include <future>
+#include <limits>
 
 #include "core/error.h"
 
@@ -42,25 +43,48 @@ std::vector<Prediction> Predictor::all(std::size_t bytes) {
   return out;
 }
 
-// side(): on a spare core while here(); else one after the other.
+// side(): on a spare core while here(); else one after the other. The core is spare again as
+// soon as side() is done, for here()'s own halves.
 void Predictor::side_by_side(const std::function<void()>& side, const std::function<void()>& here) {
-  if (spare_threads_.fetch_sub(1) > 0) {
-    auto other = std::async(std::launch::async, side);
-    here();
-    other.get();
-  } else {
+  if (spare_threads_.fetch_sub(1) <= 0) {
+    spare_threads_.fetch_add(1);
     side();
     here();
+    return;
   }
-  spare_threads_.fetch_add(1);
+  auto other = std::async(std::launch::async, [&] {
+    side();
+    spare_threads_.fetch_add(1);
+  });
+  here();
+  other.get();
 }
 
+// A lower bound of an algorithm's time without simulating it: its chain of messages each of
+// which waits for the one before (the ring all-reduce's 2(n - 1) steps) at the smallest link
+// latency; 0 where none is worked out.
+double Predictor::bound(Algorithm algorithm) const {
+  if (collective_ != Collective::all_reduce || algorithm != Algorithm::ring) return 0;
+  const double latency = std::min(profile_.intra.latency_us, profile_.inter.latency_us) * 1e-6;
+  return 2.0 * (shape_.ranks - 1) * latency;
+}
+
+// The algorithms with no bound are simulated first; one with a bound above the fastest time so
+// far cannot be the fastest and is not simulated (at 1,024 ranks the ring's 2 million messages
+// are most of a sweep's time, and its latency alone rules it out below megabytes).
 Algorithm Predictor::fastest(std::size_t bytes) {
-  Algorithm best = algorithms_.front();
-  for (const Algorithm a : algorithms_) {
-    if (at(a, bytes).result.seconds < at(best, bytes).result.seconds) best = a;
+  std::vector<Algorithm> order = algorithms_;
+  std::stable_partition(order.begin(), order.end(), [&](Algorithm a) { return bound(a) == 0; });
+  double best_time = std::numeric_limits<double>::infinity();
+  for (const Algorithm a : order) {
+    if (bound(a) > best_time) continue;
+    best_time = std::min(best_time, at(a, bytes).result.seconds);
   }
-  return best;
+  // The first in algorithms()'s order at the fastest time.
+  for (const Algorithm a : algorithms_) {
+    if (bound(a) <= best_time && at(a, bytes).result.seconds == best_time) return a;
+  }
+  return algorithms_.front();
 }
 
 namespace {
@@ -101,13 +125,25 @@ std::vector<SizeRange> Predictor::fastest_by_size(std::size_t low, std::size_t h
   return out;
 }
 
+// Whether `b` is faster than `a` at `bytes`; the one with a bound is simulated only where its
+// bound does not settle it.
+bool Predictor::faster(Algorithm b, Algorithm a, std::size_t bytes) {
+  const auto t = [&](Algorithm x) { return at(x, bytes).result.seconds; };
+  if (bound(a) > 0 && bound(b) == 0) {
+    const double tb = t(b);
+    return bound(a) > tb || tb < t(a);
+  }
+  if (bound(b) > 0 && bound(a) == 0) {
+    const double ta = t(a);
+    return bound(b) < ta && t(b) < ta;
+  }
+  return t(b) < t(a);
+}
+
 std::optional<std::size_t> Predictor::crossover(Algorithm a, Algorithm b, std::size_t low,
                                                 std::size_t high) {
   int lo = std::bit_width(low) - 1, hi = std::bit_width(high) - 1;
-  const auto b_faster = [&](int e) {
-    const std::size_t s = std::size_t{1} << e;
-    return at(b, s).result.seconds < at(a, s).result.seconds;
-  };
+  const auto b_faster = [&](int e) { return faster(b, a, std::size_t{1} << e); };
   if (b_faster(lo) || !b_faster(hi)) return std::nullopt;
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;

@@ -57,6 +57,8 @@ class Predictor {
  private:
   void bisect(int lo, int hi, std::vector<SizeRange>& out);
   void side_by_side(const std::function<void()>& side, const std::function<void()>& here);
+  double bound(collectives::Algorithm algorithm) const;
+  bool faster(collectives::Algorithm b, collectives::Algorithm a, std::size_t bytes);
 
   Collective collective_;
   NetworkShape shape_;
