@@ -13,11 +13,9 @@
 //   3. done: nobody reads this rank's memory any more, so the caller may reuse it.
 // Chunk r is reduced by rank r alone, so every rank ends with identical bits.
 #include <chrono>
-#include <cstring>
 
 #include "collectives/algorithms.h"
 #include "collectives/exchange.h"
-#include "collectives/reduce_kernels.h"
 
 namespace ringlet::collectives {
 namespace {
