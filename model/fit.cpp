@@ -11,7 +11,6 @@
 #include <ctime>
 #include <exception>
 #include <functional>
-#include <map>
 #include <sstream>
 #include <thread>
 
@@ -88,13 +87,13 @@ LinkCost fit_link(const std::vector<Sample>& samples) {
   return {samples.front().one_way_us, 1 / slope / 1e9};
 }
 
-// Keeps the calling thread on one CPU: the one it runs on now.
-void stay_on_this_cpu() {
+// Keeps the calling thread on `cpu`.
+void stay_on_cpu(int cpu) {
   cpu_set_t one;
   CPU_ZERO(&one);
-  CPU_SET(std::max(0, sched_getcpu()), &one);
+  CPU_SET(cpu, &one);
   RINGLET_CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0, Error,
-                "model fit: cannot keep a thread on CPU ", sched_getcpu());
+                "model fit: cannot keep a thread on CPU ", cpu);
 }
 
 // body(rank, mesh) on two ranks, threads of this process with a mesh each over `transport`;
@@ -106,17 +105,13 @@ void on_two_ranks(const std::string& transport, bool one_cpu,
   std::atomic<int> cpu{-1};
   const auto rank_body = [&](int rank) {
     try {
-      if (one_cpu && rank == 0) {
-        stay_on_this_cpu();
-        cpu = sched_getcpu();
+      if (one_cpu && rank == 0) {  // rank 0 stays where it is, rank 1 joins it
+        cpu = std::max(0, sched_getcpu());
         cpu.notify_one();
       }
-      if (one_cpu && rank == 1) {
+      if (one_cpu) {
         cpu.wait(-1);
-        cpu_set_t same;
-        CPU_ZERO(&same);
-        CPU_SET(cpu.load(), &same);
-        pthread_setaffinity_np(pthread_self(), sizeof same, &same);
+        stay_on_cpu(cpu.load());
       }
       transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
       transport::MeshOptions o;
@@ -140,27 +135,41 @@ void on_two_ranks(const std::string& transport, bool one_cpu,
   }
 }
 
+// Each size's median one-way time (ping-pong) and exchange time between this rank and `peer`;
+// both ranks take part, rank 0's figures are the ones kept.
+std::vector<Sample> link_samples(int rank, transport::Connection& peer,
+                                 const std::vector<std::size_t>& sizes, std::size_t budget) {
+  std::vector<Sample> samples;
+  for (const std::size_t bytes : sizes) {
+    const double one_way = median(message_times(Pattern::ping_pong, rank, peer, bytes, budget));
+    const double exchange = median(message_times(Pattern::exchange, rank, peer, bytes, budget));
+    samples.push_back({bytes, one_way * 1e6, exchange * 1e6});
+  }
+  return samples;
+}
+
+// Each size's fastest of two fits of one link (a sitting can be slow as a whole).
+void keep_fastest(LinkFit& best, const LinkFit& again) {
+  if (best.samples.empty()) {
+    best.samples = again.samples;
+    return;
+  }
+  for (std::size_t k = 0; k < best.samples.size(); ++k) {
+    best.samples[k].one_way_us = std::min(best.samples[k].one_way_us, again.samples[k].one_way_us);
+    best.samples[k].exchange_us =
+        std::min(best.samples[k].exchange_us, again.samples[k].exchange_us);
+  }
+}
+
 // A ping-pong and an exchange per size between two ranks (on one CPU with `one_cpu`).
 LinkFit measure_link_once(const std::string& transport, const std::vector<std::size_t>& sizes,
                           bool one_cpu, bool quick) {
-  std::map<Pattern, std::vector<std::vector<double>>> times;
-  for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
-    times[pattern].resize(sizes.size());
-  }
   const std::size_t budget = quick ? (std::size_t{1} << 20) : (std::size_t{256} << 20);
-  on_two_ranks(transport, one_cpu, [&](int rank, transport::Mesh& mesh) {
-    for (std::size_t k = 0; k < sizes.size(); ++k) {
-      for (const Pattern pattern : {Pattern::ping_pong, Pattern::exchange}) {
-        auto t = message_times(pattern, rank, mesh.peer(1 - rank), sizes[k], budget);
-        if (rank == 0) times[pattern][k] = std::move(t);
-      }
-    }
-  });
   LinkFit fit{transport == "tcp" ? "tcp loopback" : transport, {}, {}};
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    fit.samples.push_back({sizes[k], median(times[Pattern::ping_pong][k]) * 1e6,
-                           median(times[Pattern::exchange][k]) * 1e6});
-  }
+  on_two_ranks(transport, one_cpu, [&](int rank, transport::Mesh& mesh) {
+    auto samples = link_samples(rank, mesh.peer(1 - rank), sizes, budget);
+    if (rank == 0) fit.samples = std::move(samples);
+  });
   return fit;
 }
 
@@ -207,20 +216,10 @@ LinkFit measure_link(const std::string& transport, const std::vector<std::size_t
                      bool one_cpu, int sittings, bool quick) {
   LinkFit best = measure_link_once(transport, sizes, one_cpu, quick);
   for (int i = 1; i < sittings; ++i) {
-    const LinkFit again = measure_link_once(transport, sizes, one_cpu, quick);
-    for (std::size_t k = 0; k < best.samples.size(); ++k) {
-      best.samples[k].one_way_us =
-          std::min(best.samples[k].one_way_us, again.samples[k].one_way_us);
-      best.samples[k].exchange_us =
-          std::min(best.samples[k].exchange_us, again.samples[k].exchange_us);
-    }
+    keep_fastest(best, measure_link_once(transport, sizes, one_cpu, quick));
   }
   return best;
 }
-
-}  // namespace
-
-namespace {
 
 // The link between the two ranks of a launched job (ringlet launch, a rank on each of two
 // hosts): ping-pongs over their mesh's tcp connection, `sittings` meshes, each size's fastest
@@ -243,16 +242,9 @@ LinkFit measure_job_link(int sittings, bool quick, int& rank) {
     o.prefix = "fit-job-" + std::to_string(sitting);
     o.store_host = info.master_addr.empty() ? "127.0.0.1" : info.master_addr;
     auto mesh = transport::Mesh::connect(*store, o, core::Deadline::after(60s));
-    for (std::size_t k = 0; k < kSizes.size(); ++k) {
-      const std::size_t budget = quick ? (std::size_t{1} << 20) : (64u << 20);
-      auto& peer = mesh->peer(1 - rank);
-      const Sample now{
-          kSizes[k], median(message_times(Pattern::ping_pong, rank, peer, kSizes[k], budget)) * 1e6,
-          median(message_times(Pattern::exchange, rank, peer, kSizes[k], budget)) * 1e6};
-      if (sitting == 0) best.samples.push_back(now);
-      best.samples[k].one_way_us = std::min(best.samples[k].one_way_us, now.one_way_us);
-      best.samples[k].exchange_us = std::min(best.samples[k].exchange_us, now.exchange_us);
-    }
+    const std::size_t budget = quick ? (std::size_t{1} << 20) : (std::size_t{64} << 20);
+    keep_fastest(best,
+                 {best.transport, link_samples(rank, mesh->peer(1 - rank), kSizes, budget), {}});
     transport::store_barrier(*store, o.prefix + "/end", 2, core::Deadline::after(60s));
   }
   return best;
