@@ -60,29 +60,77 @@ void Predictor::side_by_side(const std::function<void()>& side, const std::funct
   other.get();
 }
 
-// A lower bound of an algorithm's time without simulating it: its chain of messages each of
-// which waits for the one before (the ring all-reduce's 2(n - 1) steps) at the smallest link
-// latency; 0 where none is worked out.
-double Predictor::bound(Algorithm algorithm) const {
-  if (collective_ != Collective::all_reduce || algorithm != Algorithm::ring) return 0;
-  const double latency = std::min(profile_.intra.latency_us, profile_.inter.latency_us) * 1e-6;
-  return 2.0 * (shape_.ranks - 1) * latency;
+// The ring's steps depend on each other two ways, and each way is a path of waits that no run
+// of the ring can be shorter than, whatever else its ranks wait for (cores, wake-ups, NICs,
+// which are left out):
+//   - round the ring: a rank sends in step t + 1 what it received in step t, so a message
+//     crosses link r -> r + 1, then r + 1 -> r + 2, ... (2(n - 1) links for an all-reduce,
+//     n - 1 for an all-gather or reduce-scatter), each taking its link's latency and its chunk's
+//     bytes on the wire after the one before arrived; every start on the ring is such a chain;
+//   - on one link: a rank's chunks leave one after another, each its bytes on the wire, and the
+//     last still has the latency to go.
+// The longest of these bounds the ring's time from below.
+double ring_chain_seconds(Collective collective, const NetworkShape& shape, const Profile& p,
+                          std::size_t bytes) {
+  const int n = shape.ranks;
+  if (n < 2) return 0;
+  const std::size_t elements = (bytes + sizeof(float) - 1) / sizeof(float);
+  // The smallest chunk: of the all-reduce's balanced split, or the others' blocks.
+  const auto parts = static_cast<std::size_t>(n);
+  const std::size_t per_rank =
+      collective == Collective::all_reduce ? elements / parts : (elements + parts - 1) / parts;
+  const double chunk = static_cast<double>(per_rank * sizeof(float));
+  const double inter_GBps = std::min(p.inter.bandwidth_GBps, p.nic_GBps);
+  std::vector<double> wire(static_cast<std::size_t>(n)), latency(wire.size());  // r -> r + 1
+  for (std::size_t r = 0; r < wire.size(); ++r) {
+    const bool across = shape.host_of(static_cast<int>(r)) !=
+                        shape.host_of(static_cast<int>((r + 1) % wire.size()));
+    wire[r] = chunk / ((across ? inter_GBps : p.intra.bandwidth_GBps) * 1e9);
+    latency[r] = (across ? p.inter.latency_us : p.intra.latency_us) * 1e-6;
+  }
+  const int steps = collective == Collective::all_reduce ? 2 * (n - 1) : n - 1;
+  double one_link = 0, lap = 0;
+  for (std::size_t r = 0; r < wire.size(); ++r) {
+    one_link = std::max(one_link, steps * wire[r] + latency[r]);
+    lap += wire[r] + latency[r];
+  }
+  // Whole laps, then the costliest run of the remaining links (a window sliding round the ring).
+  const auto link = [&](int r) {
+    const auto i = static_cast<std::size_t>(r % n);
+    return wire[i] + latency[i];
+  };
+  const int rest = steps % n;
+  double window = 0;
+  for (int t = 0; t < rest; ++t) window += link(t);
+  double costliest = window;
+  for (int start = 1; start < n && rest > 0; ++start) {
+    window += link(start + rest - 1) - link(start - 1);
+    costliest = std::max(costliest, window);
+  }
+  return std::max(one_link, (steps / n) * lap + costliest);
+}
+
+// A lower bound of an algorithm's time without simulating it; 0 where none is worked out.
+double Predictor::bound(Algorithm algorithm, std::size_t bytes) const {
+  if (algorithm != Algorithm::ring) return 0;
+  return ring_chain_seconds(collective_, shape_, profile_, bytes);
 }
 
 // The algorithms with no bound are simulated first; one with a bound above the fastest time so
 // far cannot be the fastest and is not simulated (at 1,024 ranks the ring's 2 million messages
-// are most of a sweep's time, and its latency alone rules it out below megabytes).
+// are most of a sweep's time, and its chain of steps alone rules it out below a megabyte).
 Algorithm Predictor::fastest(std::size_t bytes) {
   std::vector<Algorithm> order = algorithms_;
-  std::stable_partition(order.begin(), order.end(), [&](Algorithm a) { return bound(a) == 0; });
+  std::stable_partition(order.begin(), order.end(),
+                        [&](Algorithm a) { return bound(a, bytes) == 0; });
   double best_time = std::numeric_limits<double>::infinity();
   for (const Algorithm a : order) {
-    if (bound(a) > best_time) continue;
+    if (bound(a, bytes) > best_time) continue;
     best_time = std::min(best_time, at(a, bytes).result.seconds);
   }
   // The first in algorithms()'s order at the fastest time.
   for (const Algorithm a : algorithms_) {
-    if (bound(a) <= best_time && at(a, bytes).result.seconds == best_time) return a;
+    if (bound(a, bytes) <= best_time && at(a, bytes).result.seconds == best_time) return a;
   }
   return algorithms_.front();
 }
@@ -129,13 +177,13 @@ std::vector<SizeRange> Predictor::fastest_by_size(std::size_t low, std::size_t h
 // bound does not settle it.
 bool Predictor::faster(Algorithm b, Algorithm a, std::size_t bytes) {
   const auto t = [&](Algorithm x) { return at(x, bytes).result.seconds; };
-  if (bound(a) > 0 && bound(b) == 0) {
+  if (bound(a, bytes) > 0 && bound(b, bytes) == 0) {
     const double tb = t(b);
-    return bound(a) > tb || tb < t(a);
+    return bound(a, bytes) > tb || tb < t(a);
   }
-  if (bound(b) > 0 && bound(a) == 0) {
+  if (bound(b, bytes) > 0 && bound(a, bytes) == 0) {
     const double ta = t(a);
-    return bound(b) < ta && t(b) < ta;
+    return bound(b, bytes) < ta && t(b) < ta;
   }
   return t(b) < t(a);
 }

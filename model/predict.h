@@ -57,7 +57,7 @@ class Predictor {
  private:
   void bisect(int lo, int hi, std::vector<SizeRange>& out);
   void side_by_side(const std::function<void()>& side, const std::function<void()>& here);
-  double bound(collectives::Algorithm algorithm) const;
+  double bound(collectives::Algorithm algorithm, std::size_t bytes) const;
   bool faster(collectives::Algorithm b, collectives::Algorithm a, std::size_t bytes);
 
   Collective collective_;
@@ -71,6 +71,11 @@ class Predictor {
   std::atomic<int> spare_threads_{static_cast<int>(std::thread::hardware_concurrency()) -
                                   1};  // for a sweep's halves
 };
+
+// A lower bound of the ring's time at `bytes` (float32): its longest chain of steps at the
+// links' latency and bandwidth, without the waits for cores, NICs and wake-ups.
+double ring_chain_seconds(Collective collective, const NetworkShape& shape, const Profile& profile,
+                          std::size_t bytes);
 
 // 1536 -> "1.5 KiB", 8 -> "8 B", 4 MiB -> "4 MiB" (collectives' bytes_text writes "4.0 MiB").
 std::string size_text(std::size_t bytes);
