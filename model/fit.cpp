@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -269,6 +270,42 @@ void measure_rates(MachineFit& fit, bool quick) {
   fit.copy_GBps = rate_GBps(bytes, runs, [&] { std::memcpy(out.data(), a.data(), bytes); });
 }
 
+// The last-level cache of the first CPU (sysfs: a VM's share of a large part, not the whole
+// chip's that sysconf may report); 0 where it cannot be read.
+std::size_t last_level_cache_bytes() {
+  std::size_t bytes = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::size_t value = 0;
+    char unit = 0;
+    if (!(in >> value)) continue;
+    in >> unit;
+    const std::size_t scale = unit == 'K' ? 1024 : unit == 'M' ? std::size_t{1} << 20 : 1;
+    bytes = std::max(bytes, value * scale);  // the last level is the largest
+  }
+  return bytes;
+}
+
+// Every core copies a buffer of its own, well past the cache, at once: the host's memory
+// bandwidth (bytes copied per second, all cores together), the median of several rounds.
+void measure_memory(MachineFit& fit, bool quick) {
+  fit.cache_bytes = last_level_cache_bytes();
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::size_t bytes = std::max<std::size_t>(std::size_t{64} << 20, 2 * fit.cache_bytes);
+  std::vector<std::vector<char>> from(static_cast<std::size_t>(threads)), to(from.size());
+  for (std::size_t t = 0; t < from.size(); ++t) {
+    from[t].assign(bytes, 1);
+    to[t].assign(bytes, 0);
+  }
+  fit.memory_GBps = rate_GBps(bytes * from.size(), quick ? 1 : 5, [&] {
+    std::vector<std::thread> copiers;
+    for (std::size_t t = 0; t < from.size(); ++t) {
+      copiers.emplace_back([&, t] { std::memcpy(to[t].data(), from[t].data(), bytes); });
+    }
+    for (auto& c : copiers) c.join();
+  });
+}
+
 Profile profile_of(const MachineFit& fit) {
   Profile p = default_profile();
   std::time_t now = std::time(nullptr);
@@ -287,6 +324,8 @@ Profile profile_of(const MachineFit& fit) {
   p.reduce_GBps = fit.reduce_GBps;
   p.copy_GBps = fit.copy_GBps;
   p.peer_read_GBps = fit.peer_read_GBps;
+  p.cache_bytes = fit.cache_bytes;
+  p.memory_GBps = fit.cache_bytes > 0 ? fit.memory_GBps : 0;
   return p;
 }
 
@@ -309,6 +348,7 @@ MachineFit fit_machine(const FitOptions& options) {
   measure_wakeup(fit, sittings, options.quick);
   fit.peer_read_GBps = measure_peer_read(options.quick);
   measure_rates(fit, options.quick);
+  measure_memory(fit, options.quick);
   fit.profile = profile_of(fit);
   return fit;
 }
@@ -342,6 +382,8 @@ std::string fit_report(const MachineFit& fit) {
       "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s; a read of a peer's "
       "memory (cross-memory attach): %.2f GB/s\n",
       fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
+  figures("# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB\n",
+          fit.memory_GBps, fit.cache_bytes >> 20);
   figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
           fit.one_cpu, fit.wakeup_us);
   return out.str();

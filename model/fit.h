@@ -1,6 +1,7 @@
 // fit_machine(): measures this machine into a profile (`ringlet model fit`): each transport's
 // one-way time of a message by size, from ping-pongs between two ranks (threads of this process,
-// each with its own mesh, as the collectives use them), and the host's reduction and copy rates.
+// each with its own mesh, as the collectives use them), the host's reduction and copy rates,
+// and its memory's bandwidth past its last-level cache.
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
 // wake-up, a shm ping-pong with both ranks on one CPU.
 #pragma once
@@ -30,9 +31,11 @@ struct LinkFit {
 
 struct MachineFit {
   LinkFit shm, tcp;
-  double reduce_GBps = 0;     // float32 sum, out of cache, one thread
-  double copy_GBps = 0;       // memcpy, out of cache, one thread
-  double peer_read_GBps = 0;  // 16 MiB read from a peer's memory over shm (0: cannot)
+  double reduce_GBps = 0;       // float32 sum, out of cache, one thread
+  double copy_GBps = 0;         // memcpy, out of cache, one thread
+  double peer_read_GBps = 0;    // 16 MiB read from a peer's memory over shm (0: cannot)
+  double memory_GBps = 0;       // memcpy past the cache, every core at once, all together
+  std::size_t cache_bytes = 0;  // the last-level cache (0: unknown)
   // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
   // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
   double tcp_cpu_GBps = 0;

@@ -88,7 +88,12 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   // A copying link: a core at each end (one core doing both copies takes twice as long), for
   // as long as the CPUs take to move the bytes; the wire may take longer.
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
-  double cpu = link.cpu_seconds(bytes);
+  // Each end copies between its buffer and the link's (a memory stream at each end).
+  double cpu = link.copies ? static_cast<double>(bytes) /
+                                 (std::min(moving_GBps(from, link.cpu_GBps_or_wire(), 1),
+                                           moving_GBps(to, link.cpu_GBps_or_wire(), 1)) *
+                                  1e9)
+                           : 0;
   if (link.copies) start = book_copies(from, to, start, cpu);
   const double left = start + std::max(wire, cpu);
   f.link_free = left;
@@ -202,13 +207,29 @@ void VirtualNetwork::wake_up(int rank) {
   if (profile_.wakeup_us > 0 && oversubscribed(rank)) spend(rank, profile_.wakeup_us * 1e-6);
 }
 
+int VirtualNetwork::ranks_on_host(int rank) const {
+  return shape_.per_host > 0
+             ? std::min(shape_.per_host, shape_.ranks - shape_.host_of(rank) * shape_.per_host)
+             : shape_.ranks;
+}
+
 bool VirtualNetwork::oversubscribed(int rank) const {
-  if (profile_.cores_per_host <= 0) return false;
-  const int on_host =
-      shape_.per_host > 0
-          ? std::min(shape_.per_host, shape_.ranks - shape_.host_of(rank) * shape_.per_host)
-          : shape_.ranks;
-  return on_host > profile_.cores_per_host;
+  return profile_.cores_per_host > 0 && ranks_on_host(rank) > profile_.cores_per_host;
+}
+
+// The host's memory bandwidth split among the cores its ranks keep busy, for the share of the
+// bytes that miss the cache (what of the ranks' buffers does not fit it), blended with the core's
+// own rate for the rest.
+double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams) const {
+  const int ranks = ranks_on_host(rank);
+  const double working = static_cast<double>(buffer_bytes_) * ranks;
+  if (profile_.memory_GBps <= 0 || working <= static_cast<double>(profile_.cache_bytes)) {
+    return core_GBps;
+  }
+  const double missed = 1 - static_cast<double>(profile_.cache_bytes) / working;
+  const int busy = profile_.cores_per_host > 0 ? std::min(ranks, profile_.cores_per_host) : ranks;
+  const double share = std::min(core_GBps, profile_.memory_GBps * 2 / streams / busy);
+  return 1 / ((1 - missed) / core_GBps + missed / share);
 }
 
 void VirtualNetwork::spend(int rank, double seconds) {

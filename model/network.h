@@ -15,7 +15,9 @@
 // when the profile gives none per host), and so do both ends of a message on a link whose CPUs
 // move the bytes: there a message also waits for a core at each end, and holds it while the CPUs
 // move the bytes (the wire may take longer). On a host with more ranks
-// than cores, a receive that had to wait ends with a wake-up, spent on a core.
+// than cores, a receive that had to wait ends with a wake-up, spent on a core. Where a host's
+// ranks' buffers outgrow its cache, its cores move bytes at most at their share of its memory's
+// bandwidth.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +61,14 @@ class VirtualNetwork {
   transport::RequestPtr send(int from, int to, std::size_t bytes);
   transport::RequestPtr recv(int at, int from, std::size_t room);
   void spend(int rank, double seconds);  // the rank computes for this long
+  // Each rank's buffer (the collective's bytes): with the host's ranks, whether it fits the
+  // host's cache.
+  void set_buffer_bytes(std::size_t bytes) { buffer_bytes_ = bytes; }
+  // The rate a core of the rank's host moves bytes at, where it alone would move them at
+  // `core_GBps`, with `streams` streams of them to or from memory: a reduction 2 (it reads a
+  // buffer and writes one); a copy 1 (the collectives copy between a buffer and a staging area,
+  // a window or a link's buffer, which stays in cache).
+  double moving_GBps(int rank, double core_GBps, int streams = 2) const;
   const NetworkShape& shape() const { return shape_; }
   const Profile& profile() const { return profile_; }
 
@@ -118,6 +128,7 @@ class VirtualNetwork {
   void wait_for(int rank, Transfer& t);
   void wake_up(int rank);
   bool oversubscribed(int rank) const;
+  int ranks_on_host(int rank) const;
   void yield(int rank);
   int next_resumed();
   void resume(int rank);
@@ -137,6 +148,7 @@ class VirtualNetwork {
   std::string deadlock_;            // set when the waiting processes are released with an error
   std::exception_ptr first_error_;  // the first a program threw
   std::uint64_t messages_ = 0, bytes_ = 0;
+  std::size_t buffer_bytes_ = 0;
 };
 
 }  // namespace ringlet::model

@@ -15,11 +15,6 @@ double LinkCost::seconds(std::size_t bytes) const {
   return latency_us * 1e-6 + static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
 }
 
-double LinkCost::cpu_seconds(std::size_t bytes) const {
-  if (!copies) return 0;
-  return static_cast<double>(bytes) / ((cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps) * 1e9);
-}
-
 std::string Profile::summary() const {
   std::ostringstream out;
   const auto moved_by = [](const LinkCost& link) {
@@ -37,7 +32,11 @@ std::string Profile::summary() const {
                                               : std::string())
       << "; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s"
       << (peer_read_GBps > 0 ? core::str("; peer reads ", peer_read_GBps, " GB/s") : std::string())
-      << "; slices of " << slice_bytes << " bytes";
+      << "; slices of " << slice_bytes << " bytes"
+      << (memory_GBps > 0 && cache_bytes > 0
+              ? core::str("; past ", cache_bytes >> 20, " MiB of cache, memory at ", memory_GBps,
+                          " GB/s a host")
+              : std::string());
   return out.str();
 }
 
@@ -131,10 +130,15 @@ Profile read_profile(const std::string& path) {
       p.peer_read_GBps = positive(value, path, key);
     } else if (key == "slice_bytes") {
       p.slice_bytes = static_cast<std::size_t>(positive(value, path, key));
+    } else if (key == "cache_bytes") {
+      p.cache_bytes = static_cast<std::size_t>(positive(value, path, key));
+    } else if (key == "memory_GBps") {
+      p.memory_GBps = positive(value, path, key);
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
-                    "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes)");
+                    "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes, cache_bytes, "
+                    "memory_GBps)");
     }
   }
   return p;
@@ -165,6 +169,8 @@ std::string profile_json(const Profile& p) {
                         {"copy_GBps", p.copy_GBps},
                         {"slice_bytes", p.slice_bytes}};
   if (p.peer_read_GBps > 0) doc["peer_read_GBps"] = p.peer_read_GBps;
+  if (p.cache_bytes > 0) doc["cache_bytes"] = p.cache_bytes;
+  if (p.memory_GBps > 0) doc["memory_GBps"] = p.memory_GBps;
   return doc.dump(2) + "\n";
 }
 

@@ -8,6 +8,7 @@
 // costs its output bytes / reduce_GBps on a core, a copy bytes / copy_GBps; a link whose CPUs
 // move the bytes (`copies`) holds a core at each end while they move them (cpu_GBps); a host with
 // more ranks than cores charges a wake-up (wakeup_us on a core) to each receive that had to wait.
+// Past the cache, a host's cores share its memory's bandwidth (memory_GBps).
 #pragma once
 
 #include <cstddef>
@@ -25,8 +26,8 @@ struct LinkCost {
   // the CPUs (tcp over a real or shaped link); 0: the link's bandwidth (shm: the copy is the
   // link).
   double cpu_GBps = 0;
-  double seconds(std::size_t bytes) const;      // latency + bytes / bandwidth
-  double cpu_seconds(std::size_t bytes) const;  // a core's time at each end; 0 without copies
+  double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
+  double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }
 };
 
 struct Profile {
@@ -47,6 +48,11 @@ struct Profile {
   // 0: at copy_GBps.
   double peer_read_GBps = 0;
   std::size_t slice_bytes = 512 * 1024;  // the message size links prefer (the ring's slices)
+  // A host's last-level cache and its memory's bandwidth, all cores together: where the host's
+  // ranks' buffers (each the collective's bytes) do not fit the cache, a core moves bytes
+  // (copies, reductions, copying links) at no more than its share of memory_GBps. 0: no limit.
+  std::size_t cache_bytes = 0;
+  double memory_GBps = 0;
 
   std::string summary() const;  // one line of its figures
 };
@@ -54,7 +60,7 @@ struct Profile {
 // The profile a prediction uses when none is named, and the one the communicator's built-in
 // algorithm tables come from (collectives/default_algorithm_tables.cpp): round figures of
 // `ringlet model fit` on a 2-core VM, shm between ranks of one host and tcp loopback between
-// hosts (bench/RESULTS.md).
+// hosts (bench/RESULTS.md). It leaves the cache and memory out (no limit past the cache).
 Profile default_profile();
 
 // Reads a profile; a missing field keeps default_profile()'s, an unknown one, a value that is

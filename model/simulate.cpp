@@ -47,10 +47,12 @@ class RankDryRun final : public collectives::DryRun {
   RankDryRun(VirtualNetwork& network, int rank, const Placeholder& memory)
       : network_(network), rank_(rank), memory_(memory) {}
   void copied(std::size_t bytes) override {
-    network_.spend(rank_, static_cast<double>(bytes) / (network_.profile().copy_GBps * 1e9));
+    const double rate = network_.moving_GBps(rank_, network_.profile().copy_GBps, 1);
+    network_.spend(rank_, static_cast<double>(bytes) / (rate * 1e9));
   }
   void reduced(std::size_t bytes) override {
-    network_.spend(rank_, static_cast<double>(bytes) / (network_.profile().reduce_GBps * 1e9));
+    const double rate = network_.moving_GBps(rank_, network_.profile().reduce_GBps);
+    network_.spend(rank_, static_cast<double>(bytes) / (rate * 1e9));
   }
   char* placeholder(std::size_t bytes) override { return memory_.at(bytes); }
 
@@ -183,6 +185,7 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
     windows.bytes = window_bytes;
   }
   VirtualNetwork network(c.shape, profile);
+  network.set_buffer_bytes(buffer);
   std::vector<std::unique_ptr<transport::Mesh>> meshes;
   for (int r = 0; r < n; ++r) {
     meshes.push_back(transport::Mesh::over(r, n, [&network, r](int peer) {

@@ -44,6 +44,8 @@ TEST_CASE("a profile written and read back is the same") {
   p.copy_GBps = 11;
   p.peer_read_GBps = 4.5;
   p.slice_bytes = 1 << 20;
+  p.cache_bytes = 32 << 20;
+  p.memory_GBps = 12.5;
   const std::string path = write_file("roundtrip", "");
   model::write_profile(path, p);
   const model::Profile q = model::read_profile(path);
@@ -63,6 +65,8 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.reduce_GBps == 7);
   CHECK(q.copy_GBps == 11);
   CHECK(q.peer_read_GBps == 4.5);
+  CHECK(q.cache_bytes == 32 << 20);
+  CHECK(q.memory_GBps == 12.5);
   CHECK(q.slice_bytes == (1u << 20));
 }
 

@@ -196,6 +196,40 @@ TEST_CASE("more ranks than cores: a receive that waited ends with a wake-up on a
   }
 }
 
+TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
+  model::Profile p = test_profile();
+  p.cores_per_host = 2;
+  p.cache_bytes = 4 << 20;
+  p.memory_GBps = 6;  // all cores together
+  model::VirtualNetwork net({4, 4}, p);
+  // 4 ranks x 1 MiB fit the cache: a core's own rate.
+  net.set_buffer_bytes(1 << 20);
+  CHECK(net.moving_GBps(0, 10) == 10);
+  // 4 x 4 MiB: three quarters of the bytes miss the cache and move at a core's share of the
+  // memory (6 GB/s / 2 busy cores); a link's copy at one end touches memory once, not twice.
+  net.set_buffer_bytes(4 << 20);
+  CHECK(net.moving_GBps(0, 10) == doctest::Approx(1 / (0.25 / 10 + 0.75 / 3)));
+  CHECK(net.moving_GBps(0, 10, 1) == doctest::Approx(1 / (0.25 / 10 + 0.75 / 6)));
+  CHECK(net.moving_GBps(0, 2) == 2);  // a core slower than its share
+  // Without the figures, no limit.
+  model::VirtualNetwork unlimited({4, 4}, test_profile());
+  unlimited.set_buffer_bytes(std::size_t{1} << 30);
+  CHECK(unlimited.moving_GBps(0, 10) == 10);
+}
+
+TEST_CASE("the ring past the cache: slower by its memory, the same within it") {
+  model::Profile p = model::default_profile();
+  const auto ring = [](const model::Profile& profile, std::size_t bytes) {
+    return model::simulate({model::Collective::all_reduce, Algorithm::ring, {4, 0}, bytes}, profile)
+        .seconds;
+  };
+  model::Profile limited = p;
+  limited.cache_bytes = 32 << 20;
+  limited.memory_GBps = 6;
+  CHECK(ring(limited, 1 << 20) == ring(p, 1 << 20));
+  CHECK(ring(limited, 64 << 20) > 1.2 * ring(p, 64 << 20));
+}
+
 TEST_CASE("ranks left waiting for messages nobody sends are a deadlock, named") {
   model::VirtualNetwork net({3, 0}, test_profile());
   CHECK_THROWS_WITH_AS(net.run([&](int rank) {
