@@ -14,9 +14,9 @@ constexpr const char* kTables = R"json(
   "2": [[1024, "rd"], [0, "window"]],
   "3": [[2048, "rd"], [4096, "tree"], [16384, "rd"], [0, "window"]],
   "4": [[0, "window"]],
-  "5": [[8192, "rd"], [0, "window"]],
-  "6": [[4096, "rd"], [0, "window"]],
-  "7": [[256, "rd"], [0, "window"]],
+  "5": [[512, "rd"], [1024, "window"], [8192, "rd"], [0, "window"]],
+  "6": [[512, "rd"], [1024, "window"], [4096, "rd"], [0, "window"]],
+  "7": [[256, "rd"], [1024, "window"], [8192, "rd"], [0, "window"]],
   "8": [[0, "window"]]
  }}
 )json";

@@ -2,10 +2,12 @@
 #include "model/predict.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <future>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 
@@ -21,7 +23,7 @@ Predictor::Predictor(Collective collective, NetworkShape shape, Profile profile,
       algorithms_(algorithms.empty() ? simulated_algorithms(collective, shape_, profile_)
                                      : std::move(algorithms)) {}
 
-// Simulated outside the lock: two threads of a sweep may simulate at once (a map's elements
+// Simulated outside the lock: the threads of a sweep simulate at once (a map's elements
 // stay where they are while others are added).
 const Prediction& Predictor::at(Algorithm algorithm, std::size_t bytes) {
   const auto key = std::make_pair(algorithm, bytes);
@@ -41,23 +43,6 @@ std::vector<Prediction> Predictor::all(std::size_t bytes) {
   std::vector<Prediction> out;
   for (const Algorithm a : algorithms_) out.push_back(at(a, bytes));
   return out;
-}
-
-// side(): on a spare core while here(); else one after the other. The core is spare again as
-// soon as side() is done, for here()'s own halves.
-void Predictor::side_by_side(const std::function<void()>& side, const std::function<void()>& here) {
-  if (spare_threads_.fetch_sub(1) <= 0) {
-    spare_threads_.fetch_add(1);
-    side();
-    here();
-    return;
-  }
-  auto other = std::async(std::launch::async, [&] {
-    side();
-    spare_threads_.fetch_add(1);
-  });
-  here();
-  other.get();
 }
 
 // The ring's steps depend on each other two ways, and each way is a path of waits that no run
@@ -148,28 +133,31 @@ void add_range(std::vector<SizeRange>& out, SizeRange range) {
 
 }  // namespace
 
-// The halves of a range are searched side by side while a core is spare (the simulations are
-// independent; each half's ranges are joined in order after).
-void Predictor::bisect(int lo, int hi, std::vector<SizeRange>& out) {
-  const Algorithm a = fastest(std::size_t{1} << lo), b = fastest(std::size_t{1} << hi);
-  if (a == b || hi - lo <= 1) {
-    add_range(out, {std::size_t{1} << lo, std::size_t{1} << (a == b ? hi : lo), a});
-    if (a != b) add_range(out, {std::size_t{1} << hi, std::size_t{1} << hi, b});
-    return;
-  }
-  const int mid = lo + (hi - lo) / 2;
-  fastest(std::size_t{1} << mid);  // both halves start from it
-  std::vector<SizeRange> left, right;
-  side_by_side([&] { bisect(lo, mid, left); }, [&] { bisect(mid, hi, right); });
-  for (const SizeRange& r : left) add_range(out, r);
-  for (const SizeRange& r : right) add_range(out, r);
-}
-
+// Every power of two from low to high, the largest first (the ring's simulations are there),
+// shared among the machine's cores: each takes the next size not yet taken.
 std::vector<SizeRange> Predictor::fastest_by_size(std::size_t low, std::size_t high) {
   RINGLET_CHECK(low >= 1 && low <= high, ValueError, "sizes from ", low, " to ", high,
                 ": need 1 <= low <= high");
+  const int lo = std::bit_width(low) - 1, hi = std::bit_width(high) - 1;
+  std::vector<Algorithm> best(static_cast<std::size_t>(hi - lo + 1));
+  std::atomic<int> next{hi};
+  const auto work = [&] {
+    for (int e = next--; e >= lo; e = next--) {
+      best[static_cast<std::size_t>(e - lo)] = fastest(std::size_t{1} << e);
+    }
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::future<void>> others;
+  for (unsigned t = 1; t < std::min<unsigned>(cores, static_cast<unsigned>(best.size())); ++t) {
+    others.push_back(std::async(std::launch::async, work));
+  }
+  work();
+  for (auto& other : others) other.get();
   std::vector<SizeRange> out;
-  bisect(std::bit_width(low) - 1, std::bit_width(high) - 1, out);
+  for (int e = lo; e <= hi; ++e) {
+    add_range(out,
+              {std::size_t{1} << e, std::size_t{1} << e, best[static_cast<std::size_t>(e - lo)]});
+  }
   return out;
 }
 

@@ -4,13 +4,10 @@
 // and where one algorithm stops beating another.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -39,9 +36,8 @@ class Predictor {
   const Prediction& at(collectives::Algorithm algorithm, std::size_t bytes);
   std::vector<Prediction> all(std::size_t bytes);  // in the order of algorithms()
   collectives::Algorithm fastest(std::size_t bytes);
-  // By bisection over the powers of two from `low` to `high`: a range ends where its two ends'
-  // fastest differ and they are neighbours. A change and a change back between two sizes
-  // whose fastest agree goes unseen.
+  // The fastest at every power of two from `low` to `high` (simulated side by side on the
+  // machine's cores), as ranges of neighbouring sizes with the same fastest.
   std::vector<SizeRange> fastest_by_size(std::size_t low, std::size_t high);
   // The smallest power of two in [low, high] at which `b` is faster than `a`, where `a` is
   // faster at `low` and `b` at `high` (bisection); nullopt otherwise.
@@ -55,8 +51,6 @@ class Predictor {
   double wall_seconds() const { return wall_seconds_; }  // all simulations so far
 
  private:
-  void bisect(int lo, int hi, std::vector<SizeRange>& out);
-  void side_by_side(const std::function<void()>& side, const std::function<void()>& here);
   double bound(collectives::Algorithm algorithm, std::size_t bytes) const;
   bool faster(collectives::Algorithm b, collectives::Algorithm a, std::size_t bytes);
 
@@ -68,8 +62,6 @@ class Predictor {
   std::map<std::pair<collectives::Algorithm, std::size_t>, Prediction> done_;
   double wall_seconds_ = 0;  // of the simulations, added up (more than the sweep's wall time
                              // where they ran side by side)
-  std::atomic<int> spare_threads_{static_cast<int>(std::thread::hardware_concurrency()) -
-                                  1};  // for a sweep's halves
 };
 
 // A lower bound of the ring's time at `bytes` (float32): its longest chain of steps at the

@@ -31,10 +31,11 @@ constexpr const char* kHelp =
     "all_gather ring, Bruck's, recursive doubling; for reduce_scatter ring, recursive halving)\n"
     "on a simulated network of N ranks, with the same code that runs over\n"
     "tcp, shm and rdma but no data, and prints each one's time and bus bandwidth (as nccl-tests\n"
-    "counts it), the fastest, and, by bisection over the powers of two from --from to S, which\n"
+    "counts it), the fastest, and, at every power of two from --from to S, which\n"
     "is fastest at which size and where the tree stops beating the ring. Costs come from a\n"
     "profile (latency and bandwidth within a host and between hosts, whether CPUs copy the\n"
-    "bytes, NICs and cores per host shared by its ranks, reduction and copy rates).\n"
+    "bytes, NICs and cores per host shared by its ranks, reduction and copy rates, the cache\n"
+    "and the memory's bandwidth past it).\n"
     "\n"
     "options:\n"
     "  --ranks N            ranks (1 .. 65536)\n"
@@ -55,7 +56,7 @@ constexpr const char* kTableHelp =
     "usage: ringlet model table --ranks N[,N...] [--per-host P] [--profile FILE] [--up-to S]\n"
     "                           [--out FILE]\n"
     "\n"
-    "For each world size, the fastest all-reduce algorithm by size (the bisection `model\n"
+    "For each world size, the fastest all-reduce algorithm by size (the sweep `model\n"
     "predict` prints, 8 B to --up-to, default 1G) as a table a communicator reads from\n"
     "RINGLET_ALGO_TABLE=FILE: `auto` on host buffers then takes the model's choice among the\n"
     "algorithms it simulates (ring, rd, rabenseifner, tree; direct and window on one host with\n"
@@ -228,7 +229,7 @@ void print_table(model::Predictor& predictor, std::size_t size, std::ostream& ou
 }
 
 void print_sweep(model::Predictor& predictor, const PredictOptions& o, std::ostream& out) {
-  out << "# fastest by size (bisection over powers of two, " << model::size_text(o.from) << " .. "
+  out << "# fastest by size (every power of two, " << model::size_text(o.from) << " .. "
       << model::size_text(o.size) << "):\n";
   for (const model::SizeRange& r : predictor.fastest_by_size(o.from, o.size)) {
     out << "#   " << model::size_text(r.first);
