@@ -19,8 +19,9 @@ MODES = {"thresholds": {}, "model": {"RINGLET_ALGO_TABLE": "model"}}
 
 def sweep(build, ranks, sizes, env):
     """{size: (busbw, algo)} of one all_reduce_perf run."""
+    # Settled ranks (two started on one CPU share it for about 0.1 s), timed loops of 50 ms.
     cmd = [os.path.join(build, "bench", "all_reduce_perf"), "-np", str(ranks), "-b", sizes[0],
-           "-e", sizes[1], "-f", "4"]
+           "-e", sizes[1], "-f", "4", "--warmup-time", "0.3", "--min-time", "0.05"]
     clean = {k: v for k, v in os.environ.items() if k != "RINGLET_ALGO_TABLE"}
     out = subprocess.run(cmd, env={**clean, **env}, capture_output=True, text=True, timeout=600,
                          check=True).stdout

@@ -210,6 +210,22 @@ class Runner {
     drain();
   }
 
+  // The op at `g` in batches until `seconds` have passed on rank 0's clock (each rank learns it
+  // from rank 0, so all run the same batches): before anything is timed, the ranks' processes
+  // settle onto their CPUs (two ranks started on one CPU share it until the kernel moves one,
+  // about 0.1 s here, and each message costs a context switch till then).
+  void settle(const Geometry& g, DType t, ReduceOp op, double seconds) {
+    t_ = t;
+    op_ = op;
+    const auto start = Clock::now();
+    for (double elapsed = 0; elapsed < seconds;) {
+      for (int i = 0; i < 64; ++i) issue(g, false);
+      drain();
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      wait(comm_.broadcast(&elapsed, 1, DType::f64, 0));
+    }
+  }
+
   double combine(double v) {
     double out = v;
     switch (o_.average) {
@@ -640,6 +656,8 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
     for (ReduceOp op : ops) {
       runner.warm_up(geometry(coll, o.max_bytes, t, n), t, op);
       runner.warm_up(geometry(coll, o.min_bytes, t, n), t, op);
+      if (o.warmup_time_s > 0)
+        runner.settle(geometry(coll, o.min_bytes, t, n), t, op, o.warmup_time_s);
       for (const std::size_t size : sweep_sizes(o)) {
         const Geometry g = geometry(coll, size, t, n);
         const std::size_t w = core::dtype_size(t);

@@ -46,8 +46,9 @@ struct BenchOptions {
   int blocking = 0;  // -z 1: wait for each op before issuing the next
   int average = 3;   // -a: 0 rank 0, 1 mean, 2 min, 3 max over ranks (nccl-tests' default is 1)
   int timeout_s = 0;
-  double min_time_s = 0;  // --min-time: grow iters until a timed loop lasts this long
-  bool corrupt = false;   // --corrupt: negative control, spoils one result element per check
+  double min_time_s = 0;     // --min-time: grow iters until a timed loop lasts this long
+  double warmup_time_s = 0;  // --warmup-time: the smallest size's op for this long first
+  bool corrupt = false;      // --corrupt: negative control, spoils one result element per check
   std::vector<core::DType> types{core::DType::f32};
   std::vector<collectives::ReduceOp> ops{collectives::ReduceOp::sum};
   int root = 0;

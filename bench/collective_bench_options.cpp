@@ -1,6 +1,7 @@
 // Command line of the collective benchmarks: nccl-tests' flags (-b -e -i -f -g -n -w -c -d -o
 // -r -z -T -a, short or long, "-b 8", "-b8", "--minbytes 8" or "--minbytes=8"; sizes take
-// nccl-tests' K/M/G suffixes, 1024-based), plus -t transport, -np ranks and --min-time.
+// nccl-tests' K/M/G suffixes, 1024-based), plus -t transport, -np ranks, --min-time and
+// --warmup-time.
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -86,6 +87,7 @@ const std::map<std::string, std::string> kLongNames{{"minbytes", "b"},
                                                     {"help", "h"},
                                                     {"np", "np"},
                                                     {"min-time", "min-time"},
+                                                    {"warmup-time", "warmup-time"},
                                                     {"child-rank", "child-rank"},
                                                     {"store-port", "store-port"},
                                                     {"parent-pid", "parent-pid"},
@@ -107,7 +109,8 @@ std::string usage(const std::string& program) {
       "       [-n iters] [-w warmup_iters] [-c 0|1] [-d "
       "float|double|half|bfloat16|int32|int64|all]\n"
       "       [-o sum|prod|min|max|avg|all] [-r root] [-z 0|1] [-a 0|1|2|3] [-T timeout_s] [-g 1]\n"
-      "       [--min-time seconds] [--corrupt] [--threads] [--model PROFILE|default]\n"
+      "       [--min-time seconds] [--warmup-time seconds] [--corrupt] [--threads]\n"
+      "       [--model PROFILE|default]\n"
       "  -np N        spawn N local ranks (processes); without it, a launcher's RANK/WORLD_SIZE/\n"
       "               MASTER_ADDR/MASTER_PORT make this process one rank (else 1 rank)\n"
       "  --threads    the -np ranks as threads of this process (ranks sharing a device then\n"
@@ -119,6 +122,8 @@ std::string usage(const std::string& program) {
       "  --device D   cpu (host buffers), emu or cuda: where the buffers live\n"
       "  -a           time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 3)\n"
       "  --min-time   grow iters per size until the timed loop lasts at least this long\n"
+      "  --warmup-time  before the first size, run the smallest one for this long (the ranks\n"
+      "               settle onto their CPUs: two started on one share it for about 0.1 s)\n"
       "  --corrupt    negative control: spoil one result element on the last rank per check\n"
       "               (the run must then report #wrong > 0 and exit 1)\n"
       "  --model P    a column more: the bus bandwidth the model expects of each row (the\n"
@@ -216,6 +221,11 @@ void set_option(BenchOptions& o, const std::string& flag, const std::string& v,
     o.min_time_s = std::strtod(v.c_str(), &end);
     RINGLET_CHECK(*end == '\0' && o.min_time_s >= 0 && o.min_time_s < 3600, ValueError,
                   "--min-time '", v, "' is not a number of seconds");
+  } else if (flag == "warmup-time") {
+    char* end = nullptr;
+    o.warmup_time_s = std::strtod(v.c_str(), &end);
+    RINGLET_CHECK(*end == '\0' && o.warmup_time_s >= 0 && o.warmup_time_s < 3600, ValueError,
+                  "--warmup-time '", v, "' is not a number of seconds");
   } else if (flag == "model") {
     RINGLET_CHECK(!v.empty(), ValueError, "--model needs a profile file or `default`");
     o.model = v;

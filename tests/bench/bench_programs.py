@@ -68,6 +68,7 @@ def ringlet(build):
         ("all_reduce_perf", ["-np", "2", "-g", "1", "-d", "all", "-o", "all"], 2 * 6 * 5),
         ("all_reduce_perf", ["-np", "3", "-g", "1", "-t", "tcp", "-d", "float", "-o", "all"], 10),
         ("all_reduce_perf", ["-np", "2", "-d", "all", "-o", "sum"], 2 * 6),
+        ("all_reduce_perf", ["-np", "2", "--warmup-time", "0.05"], 2),
         ("all_gather_perf", ["-np", "3", "-g", "1", "-d", "all"], 2 * 6),
         ("reduce_scatter_perf", ["-np", "2", "-g", "1", "-t", "shm", "-o", "all"], 2 * 5),
         ("broadcast_perf", ["-np", "3", "-g", "1", "-r", "2"], 2),
@@ -190,6 +191,9 @@ def model_column(build):
     if proc.returncode != 0 or cells != ["-"]:
         problems.append(f"{what}: exit {proc.returncode}, model cells {cells}, not ['-']")
     problems += table_choice(build)
+    what, proc = run(build, "all_reduce_perf", ["-np", "2", "--warmup-time", "soon"])
+    if proc.returncode == 0 or "--warmup-time 'soon' is not a number of seconds" not in proc.stderr:
+        problems.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-300:]!r}")
     what, proc = run(build, "all_reduce_perf", ["-np", "2", "--model", "/nonexistent/p.json"])
     if proc.returncode == 0 or "profile /nonexistent/p.json: cannot open it" not in proc.stderr:
         problems.append(f"{what}: exit {proc.returncode}, stderr {proc.stderr[-300:]!r}")
