@@ -6,8 +6,9 @@
 #         (build-fuzz, scripts/clang_asan.sh; installs clang when it is missing). The first
 #         report stops its program (halt_on_error=1), failing it.
 #   tsan  ThreadSanitizer (GCC, build-tsan): the tests of the threaded layers (store, transport,
-#         collectives, data loader, DDP, launcher). Left out, and said so: the tests that fork
-#         a process after starting threads, which TSan's runtime cannot follow.
+#         collectives, data loader, DDP, launcher, the model's sweep on threads). Left out, and
+#         said so: the tests that fork a process after starting threads, which TSan's runtime
+#         cannot follow.
 #   all   asan, then tsan (default).
 # Each run ends with its `N passed, N failed` line (scripts/test_summary.py); the exit status
 # is non-zero when a build failed or a test failed.
@@ -37,7 +38,7 @@ tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
             test_algorithm_choice test_collectives test_hierarchical test_collectives_procs
             test_trace test_rdma test_data_loader test_ddp test_ddp_backward test_launch
-            test_status_board)
+            test_status_board test_default_tables)
 
 # run DIR NAME [--build-all] TEST...: builds DIR (only TEST..., and the ringlet binary for those
 # that run it; with --build-all or no TEST, every program and test), runs TEST... (no TEST: every
