@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "bench/bench_version.h"
+#include "bench/device_buffers.h"
 #include "bench/machine_info.h"
 #include "bench/model_expectation.h"
 #include "bench/peer_engine.h"
@@ -109,34 +110,6 @@ struct Result {
   long iters = 0;
   // This rank's communicator's host work per timed op (-1: a peer engine ran them).
   double host_waits = -1, host_messages = -1;
-};
-
-// Device buffers: a device's memory mirroring the host buffers the harness fills and checks
-// (filled, then copied up; run on the device; copied down, then checked).
-struct DeviceBuffers {
-  core::Device device;
-  device::Runtime& rt;
-  char* send;
-  char* recv;
-  std::size_t bytes;
-  DeviceBuffers(core::Device d, std::size_t b)
-      : device(d),
-        rt(device::runtime(d)),
-        send(static_cast<char*>(rt.malloc(b))),
-        recv(static_cast<char*>(rt.malloc(b))),
-        bytes(b) {
-    RINGLET_CHECK(send != nullptr && recv != nullptr, OutOfMemoryError, d, ": ", b,
-                  " bytes twice for the benchmark's buffers are not free");
-  }
-  ~DeviceBuffers() {
-    rt.free(send);
-    rt.free(recv);
-  }
-  void blocking_copy(void* dst, const void* src, std::size_t n) {
-    const auto stream = device::current_stream(device);
-    rt.copy_async(dst, src, n, stream.handle());
-    rt.synchronize(stream.handle());
-  }
 };
 
 class Runner {
