@@ -105,17 +105,18 @@ double Predictor::bound(Algorithm algorithm, std::size_t bytes) const {
 // far cannot be the fastest and is not simulated (at 1,024 ranks the ring's 2 million messages
 // are most of a sweep's time, and its chain of steps alone rules it out below a megabyte).
 Algorithm Predictor::fastest(std::size_t bytes) {
+  std::map<Algorithm, double> bounds;
+  for (const Algorithm a : algorithms_) bounds[a] = bound(a, bytes);
   std::vector<Algorithm> order = algorithms_;
-  std::stable_partition(order.begin(), order.end(),
-                        [&](Algorithm a) { return bound(a, bytes) == 0; });
+  std::stable_partition(order.begin(), order.end(), [&](Algorithm a) { return bounds[a] == 0; });
   double best_time = std::numeric_limits<double>::infinity();
   for (const Algorithm a : order) {
-    if (bound(a, bytes) > best_time) continue;
+    if (bounds[a] > best_time) continue;
     best_time = std::min(best_time, at(a, bytes).result.seconds);
   }
   // The first in algorithms()'s order at the fastest time.
   for (const Algorithm a : algorithms_) {
-    if (bound(a, bytes) <= best_time && at(a, bytes).result.seconds == best_time) return a;
+    if (bounds[a] <= best_time && at(a, bytes).result.seconds == best_time) return a;
   }
   return algorithms_.front();
 }
@@ -165,13 +166,14 @@ std::vector<SizeRange> Predictor::fastest_by_size(std::size_t low, std::size_t h
 // bound does not settle it.
 bool Predictor::faster(Algorithm b, Algorithm a, std::size_t bytes) {
   const auto t = [&](Algorithm x) { return at(x, bytes).result.seconds; };
-  if (bound(a, bytes) > 0 && bound(b, bytes) == 0) {
+  const double bound_a = bound(a, bytes), bound_b = bound(b, bytes);
+  if (bound_a > 0 && bound_b == 0) {
     const double tb = t(b);
-    return bound(a, bytes) > tb || tb < t(a);
+    return bound_a > tb || tb < t(a);
   }
-  if (bound(b, bytes) > 0 && bound(a, bytes) == 0) {
+  if (bound_b > 0 && bound_a == 0) {
     const double ta = t(a);
-    return bound(b, bytes) < ta && t(b) < ta;
+    return bound_b < ta && t(b) < ta;
   }
   return t(b) < t(a);
 }
