@@ -625,12 +625,15 @@ int run_all(Collective coll, const std::string& program, const BenchOptions& o, 
   double busbw_sum = 0;
   int busbw_count = 0;
   const std::vector<ReduceOp> ops = reducing ? o.ops : std::vector<ReduceOp>{ReduceOp::sum};
+  bool settled = false;  // --warmup-time: once, before the first size is timed
   for (DType t : o.types) {
     for (ReduceOp op : ops) {
       runner.warm_up(geometry(coll, o.max_bytes, t, n), t, op);
       runner.warm_up(geometry(coll, o.min_bytes, t, n), t, op);
-      if (o.warmup_time_s > 0)
+      if (o.warmup_time_s > 0 && !settled) {
         runner.settle(geometry(coll, o.min_bytes, t, n), t, op, o.warmup_time_s);
+        settled = true;
+      }
       for (const std::size_t size : sweep_sizes(o)) {
         const Geometry g = geometry(coll, size, t, n);
         const std::size_t w = core::dtype_size(t);

@@ -286,11 +286,12 @@ std::size_t last_level_cache_bytes() {
   return bytes;
 }
 
-// Every core copies a buffer of its own, well past the cache, at once: the host's memory
-// bandwidth (bytes copied per second, all cores together), the median of several rounds.
+// Every core (up to 16, which saturate a socket's memory) copies a buffer of its own, well past
+// the cache, at once: the host's memory bandwidth (bytes copied per second, all cores
+// together), the median of several rounds.
 void measure_memory(MachineFit& fit, bool quick) {
   fit.cache_bytes = last_level_cache_bytes();
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
   const std::size_t bytes = std::max<std::size_t>(std::size_t{64} << 20, 2 * fit.cache_bytes);
   std::vector<std::vector<char>> from(static_cast<std::size_t>(threads)), to(from.size());
   for (std::size_t t = 0; t < from.size(); ++t) {
