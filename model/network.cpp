@@ -89,10 +89,8 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   // as long as the CPUs take to move the bytes; the wire may take longer.
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   // Each end copies between its buffer and the link's (a memory stream at each end).
-  double cpu = link.copies ? static_cast<double>(bytes) /
-                                 (std::min(moving_GBps(from, link.cpu_GBps_or_wire(), 1),
-                                           moving_GBps(to, link.cpu_GBps_or_wire(), 1)) *
-                                  1e9)
+  double cpu = link.copies ? std::max(moving_seconds(from, bytes, link.cpu_GBps_or_wire(), 1),
+                                      moving_seconds(to, bytes, link.cpu_GBps_or_wire(), 1))
                            : 0;
   if (link.copies) start = book_copies(from, to, start, cpu);
   const double left = start + std::max(wire, cpu);

@@ -69,6 +69,10 @@ class VirtualNetwork {
   // buffer and writes one); a copy 1 (the collectives copy between a buffer and a staging area,
   // a window or a link's buffer, which stays in cache).
   double moving_GBps(int rank, double core_GBps, int streams = 2) const;
+  // How long the rank's core takes to move `bytes` at that rate.
+  double moving_seconds(int rank, std::size_t bytes, double core_GBps, int streams = 2) const {
+    return static_cast<double>(bytes) / (moving_GBps(rank, core_GBps, streams) * 1e9);
+  }
   const NetworkShape& shape() const { return shape_; }
   const Profile& profile() const { return profile_; }
 

@@ -28,9 +28,8 @@ void SimConnection::read_peer(void* /*dst*/, std::uintptr_t /*remote*/, std::siz
   RINGLET_CHECK(can_read_peer(), Error, "rank ", rank_, ": the sim connection to rank ", peer_,
                 " cannot read the peer's memory (another host, or no shared memory)");
   const Profile& p = network_.profile();
-  const double rate =
-      network_.moving_GBps(rank_, p.peer_read_GBps > 0 ? p.peer_read_GBps : p.copy_GBps);
-  network_.spend(rank_, static_cast<double>(bytes) / (rate * 1e9));
+  const double rate = p.peer_read_GBps > 0 ? p.peer_read_GBps : p.copy_GBps;
+  network_.spend(rank_, network_.moving_seconds(rank_, bytes, rate));
 }
 
 void SimConnection::abort(const std::string& reason) {

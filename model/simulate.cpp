@@ -47,12 +47,10 @@ class RankDryRun final : public collectives::DryRun {
   RankDryRun(VirtualNetwork& network, int rank, const Placeholder& memory)
       : network_(network), rank_(rank), memory_(memory) {}
   void copied(std::size_t bytes) override {
-    const double rate = network_.moving_GBps(rank_, network_.profile().copy_GBps, 1);
-    network_.spend(rank_, static_cast<double>(bytes) / (rate * 1e9));
+    network_.spend(rank_, network_.moving_seconds(rank_, bytes, network_.profile().copy_GBps, 1));
   }
   void reduced(std::size_t bytes) override {
-    const double rate = network_.moving_GBps(rank_, network_.profile().reduce_GBps);
-    network_.spend(rank_, static_cast<double>(bytes) / (rate * 1e9));
+    network_.spend(rank_, network_.moving_seconds(rank_, bytes, network_.profile().reduce_GBps));
   }
   char* placeholder(std::size_t bytes) override { return memory_.at(bytes); }
 
