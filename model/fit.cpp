@@ -292,7 +292,9 @@ std::size_t last_level_cache_bytes() {
 void measure_memory(MachineFit& fit, bool quick) {
   fit.cache_bytes = last_level_cache_bytes();
   const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
-  const std::size_t bytes = std::max<std::size_t>(std::size_t{64} << 20, 2 * fit.cache_bytes);
+  // The cores share the cache: together their buffers are at least twice its size.
+  const std::size_t bytes = std::max<std::size_t>(
+      std::size_t{64} << 20, 2 * fit.cache_bytes / static_cast<std::size_t>(threads));
   std::vector<std::vector<char>> from(static_cast<std::size_t>(threads)), to(from.size());
   for (std::size_t t = 0; t < from.size(); ++t) {
     from[t].assign(bytes, 1);
