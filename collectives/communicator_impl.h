@@ -206,11 +206,11 @@ struct Communicator::Impl {
           if (auto f = failures.current()) s.failure = core::error_text(f);
         },
         [this] { dump_flight_recorder("requested through the status board (ringlet status)"); });
+    // The board as the others published it, with this rank's own entry as of now.
     failures.set_board_reader([this] {
-      return assess_status(
-                 read_status_board(store, options.name, size, std::chrono::milliseconds(200)),
-                 wall_now_ns(), options.timeout)
-          .story;
+      auto board = read_status_board(store, options.name, size, std::chrono::milliseconds(200));
+      board[static_cast<std::size_t>(rank)] = status->now();
+      return assess_status(board, wall_now_ns(), options.timeout).story;
     });
   }
 
@@ -250,8 +250,9 @@ struct Communicator::Impl {
       // The transport may have failed on the data of a mismatched op before the check.
       if (auto mismatch = ctx.op.fingerprint.abandon()) error = mismatch;
       if (task.gate) task.gate->open(false);
-      record_failed(task.record, error, ctx.op);  // before the failure's dump
-      WorkDriver::fail(*task.work, failures.op_failed(ctx.op, error));
+      const FailurePolicy::OpFailure told = failures.describe(ctx.op, error);
+      record_failed(task.record, error, ctx.op);  // after the board is read, before the dump
+      WorkDriver::fail(*task.work, failures.fail(told.message, told.abort_reason));
     }
   }
 

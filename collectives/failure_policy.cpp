@@ -39,7 +39,7 @@ std::exception_ptr FailurePolicy::fail(const std::string& message,
   return current();
 }
 
-std::exception_ptr FailurePolicy::op_failed(const OpState& op, std::exception_ptr error) {
+FailurePolicy::OpFailure FailurePolicy::describe(const OpState& op, std::exception_ptr error) {
   std::string cause;
   bool timed_out = false, peer_failed = false;
   try {
@@ -63,7 +63,7 @@ std::exception_ptr FailurePolicy::op_failed(const OpState& op, std::exception_pt
   const std::string root = publish_root_cause(local, peer_failed);
   std::string message = root == local ? local : core::str(local, "\n  root cause: ", root);
   if (timed_out) message += board_story();
-  return fail(message, core::str("rank ", rank_, " aborted: ", local));
+  return {message, core::str("rank ", rank_, " aborted: ", local)};
 }
 
 // The status board's story, as lines to add to a timed-out op's message (none without a board).

@@ -27,9 +27,14 @@ class FailurePolicy {
   // Records `message` as the communicator's failure unless one is recorded already (then
   // connections are aborted with `abort_reason`); returns the communicator's failure.
   std::exception_ptr fail(const std::string& message, const std::string& abort_reason);
-  // Turns an algorithm's exception during `op` into the op's error: names the rank, op, seq, peer
-  // waited on and bytes done, adds the published root cause, and fails the communicator.
-  std::exception_ptr op_failed(const OpState& op, std::exception_ptr error);
+  // An algorithm's exception during `op`, told: the rank, op, seq, peer waited on and bytes
+  // done, the published root cause and, for a timeout, the status board's story (read while
+  // this rank's flight recorder still has the op open). fail(message, abort_reason) then makes
+  // it the communicator's failure.
+  struct OpFailure {
+    std::string message, abort_reason;
+  };
+  OpFailure describe(const OpState& op, std::exception_ptr error);
   // What a timed-out op's message says sets the deadline (RINGLET_TIMEOUT's by default).
   void set_timeout_source(std::string source) { timeout_source_ = std::move(source); }
   // What a timed-out op's message adds: the status board's story (status_board.h), read when

@@ -221,11 +221,16 @@ void StatusPublisher::run() {
   publish(true);
 }
 
-void StatusPublisher::publish(bool closed) {
+RankStatus StatusPublisher::now(bool closed) const {
   RankStatus s = identity_;
   snapshot_(s);
   s.closed = closed;
   s.time_ns = wall_now_ns();
+  return s;
+}
+
+void StatusPublisher::publish(bool closed) {
+  const RankStatus s = now(closed);
   try {
     store_->set(status_key(name_, s.rank), s.to_json());
   } catch (const std::exception& e) {

@@ -77,6 +77,10 @@ class StatusPublisher {
   StatusPublisher(const StatusPublisher&) = delete;
   StatusPublisher& operator=(const StatusPublisher&) = delete;
 
+  // This rank's status as of now (its published entry may be an interval old, or older where
+  // the publisher's thread waits for a core).
+  RankStatus now(bool closed = false) const;
+
  private:
   void run();
   void publish(bool closed);

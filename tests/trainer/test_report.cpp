@@ -343,7 +343,7 @@ TEST_CASE("--trace_steps 2 on 2 ranks: compute spans next to the all-reduce step
   testing::TempDir tmp("ringlet_report");
   const fs::path run = tmp.path / "run";
   CommandResult r = run_ringlet(
-      "train --nproc 2 --epochs 1 --limit_train 256 --limit_test 64 --batch_size 32 "
+      "train --nproc 2 --epochs 1 --limit_train 512 --limit_test 64 --batch_size 32 "
       "--threads 1 --workers 1 --log_every 1000 --trace_steps 2 --out '" +
       run.string() + "'");
   INFO(r.output);
@@ -379,7 +379,9 @@ TEST_CASE("--trace_steps 2 on 2 ranks: compute spans next to the all-reduce step
     CHECK(last_all_reduce <= *std::max_element(step_ends.begin(), step_ends.end()));
   }
   // Each epoch's line and record say where every rank's step went: the two ranks' steps are as
-  // long as each other (lockstep), each within them computing and blocked.
+  // long as each other (lockstep), each within them computing and blocked. Only their first
+  // steps differ, by how much earlier one rank began the epoch (tens of ms on a loaded machine),
+  // spread here over 8 steps.
   const std::regex epoch_line(
       "epoch 1/1: train loss .*; a step [0-9.]+ ms: computing [0-9.]+-[0-9.]+ ms \\(rank [01] "
       "the slowest\\)(, preempted [0-9.]+-[0-9.]+ ms)?, blocked [0-9.]+-[0-9.]+ ms");
@@ -388,7 +390,7 @@ TEST_CASE("--trace_steps 2 on 2 ranks: compute spans next to the all-reduce step
   REQUIRE(record["ranks"].size() == 2);
   const auto& ranks = record["ranks"];
   CHECK(ranks[0]["wall_ms"].get<double>() ==
-        doctest::Approx(ranks[1]["wall_ms"].get<double>()).epsilon(0.1));
+        doctest::Approx(ranks[1]["wall_ms"].get<double>()).epsilon(0.15));
   for (const auto& rank : ranks) {
     CHECK(rank["computing_ms"].get<double>() > 0);
     CHECK(rank["computing_ms"].get<double>() <= rank["wall_ms"].get<double>() + 0.05);
