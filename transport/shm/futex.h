@@ -1,6 +1,6 @@
 // Waiting across processes on shared memory: a process-shared futex on a 32-bit word, and the
-// adaptive wait the shm ring and segment use (spin a few microseconds, then yield, then sleep on
-// the futex).
+// adaptive wait the shm ring and segment use (a few pauses, then yield, then sleep on the
+// futex).
 // Sleep/wake protocol (no lost wake-ups): a side about to sleep announces it (store flag,
 // seq_cst fence, re-check the condition) and sleeps only if the futex word still holds the value
 // read before the announcement; the other side publishes (store, seq_cst fence) and wakes only
@@ -25,10 +25,13 @@ void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                 std::chrono::microseconds timeout);
 void futex_wake_all(std::atomic<std::uint32_t>* word);
 
-// Adaptive waiting. Spinning catches the common case (the other side is mid-copy on another core)
-// without a syscall; yielding lets a co-scheduled peer run when cores are oversubscribed (4 ranks
-// on 2 cores); the futex sleep then costs nothing while a side is idle.
-constexpr auto kSpinTime = std::chrono::microseconds(8);
+// Adaptive waiting. A few pauses catch a message already on its way without a system call;
+// yielding then lets a co-scheduled peer run when cores are oversubscribed (4 ranks on 2 cores)
+// and, with a core to spare, returns at once (one system call per look); the futex sleep then
+// costs nothing while a side is idle. Spinning for 8 us before yielding was no faster with a
+// core per rank and 2-2.6x slower at 4 and 8 ranks on 2 cores, where the spinning rank held the
+// core the rank it waited for needed (bench/RESULTS.md, 2026-11-30 "Waiting").
+constexpr int kSpins = 32;
 constexpr auto kYieldTime = std::chrono::microseconds(40);
 
 inline void cpu_relax() {
@@ -39,17 +42,16 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins, then yields, until ready() or the spin budget is spent; true if ready.
+// Spins a few pauses, then yields, until ready() or the budget is spent; true if ready.
 template <class Ready>
 bool spin_then_yield(Ready ready) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  for (int i = 1;; ++i) {
+  for (int i = 0; i < kSpins; ++i) {
     if (ready()) return true;
     cpu_relax();
-    if (i % 32 == 0 && Clock::now() - start > kSpinTime) break;
   }
-  while (Clock::now() - start < kSpinTime + kYieldTime) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  while (Clock::now() - start < kYieldTime) {
     if (ready()) return true;
     sched_yield();
   }
