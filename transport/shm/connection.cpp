@@ -197,6 +197,7 @@ RequestPtr ShmConnection::post(Direction& dir, Op op, RequestLabel::Kind kind) {
           op.bytes + sizeof(std::uint64_t) <= segment_.ring_bytes()) {
         request->set_driver(
             [this, r = request.get()](const core::Deadline* d) { drive_recv(r, d); });
+        op.waiter_moves = true;
         dir.queue.push_back(std::move(op));
         return request;
       }
@@ -333,14 +334,20 @@ bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
   return false;
 }
 
+// The waiting thread is done with the ring's end. The progress thread is woken only for an op
+// it must move itself. Queued recvs that their own waiters move (the ring's next slice after
+// the fingerprint) are left to them: each waiter drives its recv, or, waiting for one that is not
+// next, wakes the progress thread then (drive_recv). Woken here, it raced the waiter for the
+// next recv and then had to wake it, twice a step.
 void ShmConnection::release_recv_end() {
-  bool more;
+  bool progress;
   {
     std::lock_guard lock(recv_.mutex);
     recv_.busy = false;
-    more = !recv_.queue.empty();
+    progress = std::any_of(recv_.queue.begin(), recv_.queue.end(),
+                           [](const Op& op) { return !op.waiter_moves; });
   }
-  if (more) recv_.cv.notify_all();
+  if (progress) recv_.cv.notify_all();
 }
 
 // Puts an op the waiting thread could not finish back at the front, for the progress thread.

@@ -68,6 +68,7 @@ class ShmConnection : public Connection {
     const std::byte* src = nullptr;  // send
     std::byte* dst = nullptr;        // recv
     std::size_t bytes = 0;
+    bool waiter_moves = false;  // a small recv its waiting thread moves (drive_recv)
   };
   // One direction's queue and progress thread. Once `failed` is set, every queued and later
   // request of this direction fails with `failure`.
