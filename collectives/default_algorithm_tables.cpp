@@ -11,12 +11,13 @@ namespace {
 constexpr const char* kTables = R"json(
 {"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
  "all_reduce": {
-  "2": [[1024, "rd"], [0, "window"]],
-  "3": [[2048, "rd"], [4096, "tree"], [16384, "rd"], [0, "window"]],
-  "4": [[0, "window"]],
-  "5": [[512, "rd"], [1024, "window"], [8192, "rd"], [0, "window"]],
-  "6": [[512, "rd"], [1024, "window"], [4096, "rd"], [0, "window"]],
-  "7": [[256, "rd"], [1024, "window"], [8192, "rd"], [0, "window"]],
+  "2": [[4096, "rd"], [0, "ring"]],
+  "3": [[32768, "rd"], [65536, "window"], [1048576, "ring"], [0, "window"]],
+  "4": [[32, "window"], [4096, "rd"], [65536, "window"], [262144, "rabenseifner"],
+        [524288, "ring"], [0, "window"]],
+  "5": [[2048, "rd"], [4096, "window"], [16384, "rd"], [0, "window"]],
+  "6": [[16384, "rd"], [65536, "window"], [262144, "rabenseifner"], [0, "window"]],
+  "7": [[1024, "rd"], [4096, "window"], [32768, "rd"], [262144, "tree"], [0, "window"]],
   "8": [[0, "window"]]
  }}
 )json";

@@ -15,6 +15,11 @@ class DryRun {
   virtual ~DryRun() = default;
   virtual void copied(std::size_t bytes) = 0;
   virtual void reduced(std::size_t bytes) = 0;  // bytes of the reduction's output
+  // The same with memory other cores' caches hold (the shm window's): a copy into memory the
+  // peers read (published), a copy or a reduction out of memory a peer just wrote.
+  virtual void published(std::size_t bytes) { copied(bytes); }
+  virtual void copied_from_peer(std::size_t bytes) { copied(bytes); }
+  virtual void reduced_from_peer(std::size_t bytes) { reduced(bytes); }
   // An address for `bytes` of memory the op may point at but never touches.
   virtual char* placeholder(std::size_t bytes) = 0;
 };

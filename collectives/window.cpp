@@ -51,23 +51,35 @@ struct WindowRounds {
 // The bytes of one piece: half a window, rounded down to 64 bytes.
 std::size_t piece_bytes(std::size_t window_bytes) { return window_bytes / 2 / 64 * 64; }
 
+// Where a copy's bytes are: the rank's own buffers, into its window (which the peers read), or
+// out of a peer's window (which that peer just wrote). The dry run costs them apart.
+enum class Across { none, to_peers, from_peer };
+
 // The window's memory operations: plain loads and the host kernels, or the device's; in a dry
 // run (dry_run.h), their costs.
 struct WindowMemory {
   BufferSpace* space;
   DryRun* dry;
-  void copy(void* dst, const void* src, std::size_t bytes) const {
+  void copy(void* dst, const void* src, std::size_t bytes, Across across) const {
     if (dry != nullptr) {
-      if (bytes > 0) dry->copied(bytes);
+      if (bytes == 0) return;
+      if (across == Across::to_peers) {
+        dry->published(bytes);
+      } else if (across == Across::from_peer) {
+        dry->copied_from_peer(bytes);
+      } else {
+        dry->copied(bytes);
+      }
     } else if (space != nullptr) {
       space->copy(dst, src, bytes);
     } else {
       core::copy_bytes(dst, src, bytes);
     }
   }
+  // Into the rank's own buffer, out of a peer's window.
   void reduce(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) const {
     if (dry != nullptr) {
-      dry->reduced(count * core::dtype_size(dtype));
+      dry->reduced_from_peer(count * core::dtype_size(dtype));
     } else if (space != nullptr) {
       space->reduce_into(dst, src, count, dtype, op);
     } else {
@@ -110,7 +122,8 @@ void window_all_reduce(const ChannelContext& ctx, const Windows& shared, const c
     auto start = std::chrono::steady_clock::now();
     for (int k = 1; k < n; ++k) {
       const int q = (r + k) % n;
-      mem.copy(window(r) + offset(q) * es, input + (begin + offset(q)) * es, length(q) * es);
+      mem.copy(window(r) + offset(q) * es, input + (begin + offset(q)) * es, length(q) * es,
+               Across::to_peers);
     }
     mem.fence();
     if (begin == 0) {
@@ -126,7 +139,9 @@ void window_all_reduce(const ChannelContext& ctx, const Windows& shared, const c
 
     char* own = data + (begin + offset(r)) * es;
     const std::size_t len = length(r);
-    if (input != data && len > 0) mem.copy(own, input + (begin + offset(r)) * es, len * es);
+    if (input != data && len > 0) {
+      mem.copy(own, input + (begin + offset(r)) * es, len * es, Across::none);
+    }
     for (std::size_t off = 0; off < len; off += slice) {
       const std::size_t s = std::min(slice, len - off);
       for (int k = 1; k < n; ++k) {
@@ -134,7 +149,7 @@ void window_all_reduce(const ChannelContext& ctx, const Windows& shared, const c
         mem.reduce(own + off * es, window(p) + (offset(r) + off) * es, s, dtype, op);
       }
     }
-    if (len > 0) mem.copy(window(r) + offset(r) * es, own, len * es);
+    if (len > 0) mem.copy(window(r) + offset(r) * es, own, len * es, Across::to_peers);
     mem.fence();
     ctx.op.bytes_done += len * es * static_cast<std::size_t>(n - 1);
     for (int k = 1; k < n; ++k) ctx.trace(step++, "RS", r, (r + k) % n, len * es, start);
@@ -144,7 +159,8 @@ void window_all_reduce(const ChannelContext& ctx, const Windows& shared, const c
       const int q = (r + k) % n;
       start = std::chrono::steady_clock::now();
       ctx.waiting_for(q);
-      mem.copy(data + (begin + offset(q)) * es, window(q) + offset(q) * es, length(q) * es);
+      mem.copy(data + (begin + offset(q)) * es, window(q) + offset(q) * es, length(q) * es,
+               Across::from_peer);
       ctx.op.bytes_done += length(q) * es;
       ctx.trace(step++, "AG", q, q, length(q) * es, start);
     }

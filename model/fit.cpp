@@ -14,8 +14,11 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "collectives/reduce_kernels.h"
+#include "core/copy.h"
 #include "core/error.h"
 #include "transport/discovery.h"
 #include "transport/mesh.h"
@@ -258,39 +261,128 @@ void measure_wakeup(MachineFit& fit, int sittings, bool quick) {
   fit.wakeup_us = std::max(0.0, fit.one_cpu - fit.shm.cost.latency_us);
 }
 
-// One thread's float32 sum and memcpy over 16 MiB outputs, out of cache.
-void measure_rates(MachineFit& fit, bool quick) {
-  const std::size_t count = std::size_t{4} << 20, bytes = count * sizeof(float);
+// One thread's float32 sum and memcpy with outputs of `bytes`: GB/s, the medians of `runs`.
+std::pair<double, double> reduce_and_copy_GBps(std::size_t bytes, int runs) {
+  const std::size_t count = bytes / sizeof(float);
   std::vector<float> a(count, 1.0f), b(count, 2.0f), out(count);
-  const int runs = quick ? 2 : 9;
-  fit.reduce_GBps = rate_GBps(bytes, runs, [&] {
+  const double reduce = rate_GBps(bytes, runs, [&] {
     collectives::reduce_pair(out.data(), a.data(), b.data(), count, collectives::DType::f32,
                              collectives::ReduceOp::sum);
   });
-  fit.copy_GBps = rate_GBps(bytes, runs, [&] { std::memcpy(out.data(), a.data(), bytes); });
+  return {reduce, rate_GBps(bytes, runs, [&] { std::memcpy(out.data(), a.data(), bytes); })};
 }
 
-// The last-level cache of the first CPU (sysfs: a VM's share of a large part, not the whole
-// chip's that sysconf may report); 0 where it cannot be read.
-std::size_t last_level_cache_bytes() {
-  std::size_t bytes = 0;
+// The first CPU's caches from sysfs (a VM's share of a large part, not the whole chip's that
+// sysconf may report): the last level's size, and the largest one the CPU has to itself (its
+// own level 2); 0 where they cannot be read.
+struct Caches {
+  std::size_t last_level = 0, own = 0;
+};
+Caches read_caches() {
+  Caches caches;
+  int deepest = 0;
   for (int index = 0; index < 8; ++index) {
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream size_file(dir + "/size"), level_file(dir + "/level"),
+        shared_file(dir + "/shared_cpu_list");
     std::size_t value = 0;
+    int level = 0;
     char unit = 0;
-    if (!(in >> value)) continue;
-    in >> unit;
-    const std::size_t scale = unit == 'K' ? 1024 : unit == 'M' ? std::size_t{1} << 20 : 1;
-    bytes = std::max(bytes, value * scale);  // the last level is the largest
+    std::string shared;
+    if (!(size_file >> value) || !(level_file >> level)) continue;
+    size_file >> unit;
+    shared_file >> shared;
+    const std::size_t bytes = value * (unit == 'K' ? 1024 : unit == 'M' ? std::size_t{1} << 20 : 1);
+    if (level > deepest || (level == deepest && bytes > caches.last_level)) {
+      deepest = level;
+      caches.last_level = bytes;
+    }
+    if (shared == "0") caches.own = std::max(caches.own, bytes);
   }
-  return bytes;
+  return caches;
+}
+
+// Over 16 MiB outputs (out of a core's own cache), and over buffers that fit it eight times
+// over.
+void measure_rates(MachineFit& fit, bool quick) {
+  std::tie(fit.reduce_GBps, fit.copy_GBps) =
+      reduce_and_copy_GBps(std::size_t{16} << 20, quick ? 2 : 9);
+  fit.core_cache_bytes = read_caches().own;
+  if (fit.core_cache_bytes >= 4096) {
+    std::tie(fit.cached_reduce_GBps, fit.cached_copy_GBps) =
+        reduce_and_copy_GBps(fit.core_cache_bytes / 8, quick ? 20 : 400);
+  }
+}
+
+// Two threads on two CPUs take turns with one 64 KiB buffer, as the shm window's ranks do: one
+// writes it (each line the other read last turn), the other reads it (each line the first just
+// wrote), both with the window's copy loop. Each side's GB/s, the medians of the turns; 0 with
+// fewer than two CPUs, or when a turn is not taken within a second.
+void measure_shared_lines(MachineFit& fit, bool quick) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
+  int cpus[2] = {-1, -1};
+  for (int cpu = 0, found = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus[found++] = cpu;
+  }
+  constexpr std::size_t kBytes = 64 * 1024;
+  const int turns = quick ? 50 : 2000;
+  std::vector<char> from(kBytes, 1), shared(kBytes, 0), to(kBytes, 0);
+  std::atomic<int> turn{0};
+  std::atomic<bool> late{false};
+  std::vector<double> writes, reads;
+  // Waits for `mine`: false when the other thread has not handed it over within a second.
+  const auto await = [&](int mine) {
+    const auto deadline = Clock::now() + std::chrono::seconds(1);
+    while (turn.load(std::memory_order_acquire) != mine) {
+      if (late.load(std::memory_order_relaxed) || Clock::now() > deadline) {
+        late.store(true, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    return true;
+  };
+  const auto timed = [](std::vector<double>& times, char* dst, const char* src) {
+    const auto start = Clock::now();
+    core::copy_bytes(dst, src, kBytes);
+    times.push_back(seconds_since(start));
+  };
+  // Each thread on its CPU; one that cannot be placed ends the measurement.
+  const auto placed = [&](int cpu) {
+    try {
+      stay_on_cpu(cpu);
+      return true;
+    } catch (const std::exception&) {
+      late.store(true);
+      return false;
+    }
+  };
+  std::thread reader([&] {
+    if (!placed(cpus[1])) return;
+    for (int k = 0; k < turns && await(1); ++k) {
+      timed(reads, to.data(), shared.data());
+      turn.store(0, std::memory_order_release);
+    }
+  });
+  std::thread writer([&] {
+    if (!placed(cpus[0])) return;
+    for (int k = 0; k < turns && await(0); ++k) {
+      timed(writes, shared.data(), from.data());
+      turn.store(1, std::memory_order_release);
+    }
+  });
+  writer.join();
+  reader.join();
+  if (late || writes.empty() || reads.empty()) return;
+  fit.shared_write_GBps = static_cast<double>(kBytes) / median(writes) / 1e9;
+  fit.shared_read_GBps = static_cast<double>(kBytes) / median(reads) / 1e9;
 }
 
 // Every core (up to 16, which saturate a socket's memory) copies a buffer of its own, well past
 // the cache, at once: the host's memory bandwidth (bytes copied per second, all cores
 // together), the median of several rounds.
 void measure_memory(MachineFit& fit, bool quick) {
-  fit.cache_bytes = last_level_cache_bytes();
+  fit.cache_bytes = read_caches().last_level;
   const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
   // The cores share the cache: together their buffers are at least twice its size.
   const std::size_t bytes = std::max<std::size_t>(
@@ -329,6 +421,11 @@ Profile profile_of(const MachineFit& fit) {
   p.peer_read_GBps = fit.peer_read_GBps;
   p.cache_bytes = fit.cache_bytes;
   p.memory_GBps = fit.cache_bytes > 0 ? fit.memory_GBps : 0;
+  p.core_cache_bytes = fit.core_cache_bytes;
+  p.cached_copy_GBps = fit.cached_copy_GBps;
+  p.cached_reduce_GBps = fit.cached_reduce_GBps;
+  p.shared_write_GBps = fit.shared_write_GBps;
+  p.shared_read_GBps = fit.shared_read_GBps;
   return p;
 }
 
@@ -351,6 +448,7 @@ MachineFit fit_machine(const FitOptions& options) {
   measure_wakeup(fit, sittings, options.quick);
   fit.peer_read_GBps = measure_peer_read(options.quick);
   measure_rates(fit, options.quick);
+  measure_shared_lines(fit, options.quick);
   measure_memory(fit, options.quick);
   fit.profile = profile_of(fit);
   return fit;
@@ -387,6 +485,10 @@ std::string fit_report(const MachineFit& fit) {
       fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
   figures("# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB\n",
           fit.memory_GBps, fit.cache_bytes >> 20);
+  figures("# within a core's own %zu KiB cache: reduction %.2f GB/s, copy %.2f GB/s\n",
+          fit.core_cache_bytes >> 10, fit.cached_reduce_GBps, fit.cached_copy_GBps);
+  figures("# 64 KiB another core's cache holds: written at %.2f GB/s, read at %.2f GB/s\n",
+          fit.shared_write_GBps, fit.shared_read_GBps);
   figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
           fit.one_cpu, fit.wakeup_us);
   return out.str();

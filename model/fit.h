@@ -31,11 +31,16 @@ struct LinkFit {
 
 struct MachineFit {
   LinkFit shm, tcp;
-  double reduce_GBps = 0;       // float32 sum, out of cache, one thread
-  double copy_GBps = 0;         // memcpy, out of cache, one thread
-  double peer_read_GBps = 0;    // 16 MiB read from a peer's memory over shm (0: cannot)
-  double memory_GBps = 0;       // memcpy past the cache, every core at once, all together
-  std::size_t cache_bytes = 0;  // the last-level cache (0: unknown)
+  double reduce_GBps = 0;            // float32 sum, out of cache, one thread
+  double copy_GBps = 0;              // memcpy, out of cache, one thread
+  double peer_read_GBps = 0;         // 16 MiB read from a peer's memory over shm (0: cannot)
+  double memory_GBps = 0;            // memcpy past the cache, every core at once, all together
+  std::size_t cache_bytes = 0;       // the last-level cache (0: unknown)
+  std::size_t core_cache_bytes = 0;  // a core's own (level 2; 0: unknown)
+  double cached_reduce_GBps = 0;     // the rates on buffers that fit it
+  double cached_copy_GBps = 0;
+  double shared_write_GBps = 0;  // 64 KiB another core read before, written (0: one CPU)
+  double shared_read_GBps = 0;   // 64 KiB another core just wrote, read
   // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
   // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
   double tcp_cpu_GBps = 0;

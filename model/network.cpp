@@ -89,11 +89,21 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   // as long as the CPUs take to move the bytes; the wire may take longer.
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   // Each end copies between its buffer and the link's (a memory stream at each end).
-  double cpu = link.copies ? std::max(moving_seconds(from, bytes, link.cpu_GBps_or_wire(), 1),
-                                      moving_seconds(to, bytes, link.cpu_GBps_or_wire(), 1))
-                           : 0;
-  if (link.copies) start = book_copies(from, to, start, cpu);
-  const double left = start + std::max(wire, cpu);
+  // Where the copies are the link (shm), they take the wire's time with the cores busy for part
+  // of it: within a core's cache, each end's share moves as fast as a core reads what another
+  // one wrote, and the message each way at once fits in the same time on the same cores. Past
+  // that cache the cores move the bytes at the link's rate, one direction after the other.
+  const double overlapped =
+      link.copies && link.cpu_GBps <= 0 && hs == hd ? profile_.shared_read_GBps : 0;
+  double cpu = link.copies
+                   ? std::max(moving_seconds(from, bytes, link.cpu_GBps_or_wire(), 1, overlapped),
+                              moving_seconds(to, bytes, link.cpu_GBps_or_wire(), 1, overlapped))
+                   : 0;
+  double left = start + wire;
+  if (link.copies) {
+    const double copying = book_copies(from, to, start, cpu);
+    left = overlapped > 0 ? std::max(left, copying + cpu) : copying + std::max(wire, cpu);
+  }
   f.link_free = left;
   if (hs != hd) nic_out_free_[out] = nic_in_free_[in] = left;
   return left;
@@ -218,7 +228,7 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 // The host's memory bandwidth split among the cores its ranks keep busy, for the share of the
 // bytes that miss the cache (what of the ranks' buffers does not fit it), blended with the core's
 // own rate for the rest.
-double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams) const {
+double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams) const {
   const int ranks = ranks_on_host(rank);
   const double working = static_cast<double>(buffer_bytes_) * ranks;
   if (profile_.memory_GBps <= 0 || working <= static_cast<double>(profile_.cache_bytes)) {
@@ -228,6 +238,21 @@ double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams) cons
   const int busy = profile_.cores_per_host > 0 ? std::min(ranks, profile_.cores_per_host) : ranks;
   const double share = std::min(core_GBps, profile_.memory_GBps * 2 / streams / busy);
   return 1 / ((1 - missed) / core_GBps + missed / share);
+}
+
+// The part of the rank's buffer that fits its share of its core's own cache (the ranks that
+// take turns on a core share it) moves at the cached rate, the rest as past that cache.
+double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
+                                   double cached_GBps) const {
+  const double past = past_core_cache_GBps(rank, core_GBps, streams);
+  const int ranks = ranks_on_host(rank), cores = profile_.cores_per_host;
+  const int per_core = cores > 0 ? (ranks + cores - 1) / cores : 1;
+  const double own = static_cast<double>(profile_.core_cache_bytes) / per_core;
+  if (cached_GBps <= 0 || own <= 0) return past;
+  const double buffer = static_cast<double>(buffer_bytes_), cached = std::max(cached_GBps, past);
+  if (buffer <= own) return cached;
+  const double missed = 1 - own / buffer;
+  return 1 / ((1 - missed) / cached + missed / past);
 }
 
 void VirtualNetwork::spend(int rank, double seconds) {

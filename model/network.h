@@ -68,10 +68,13 @@ class VirtualNetwork {
   // `core_GBps`, with `streams` streams of them to or from memory: a reduction 2 (it reads a
   // buffer and writes one); a copy 1 (the collectives copy between a buffer and a staging area,
   // a window or a link's buffer, which stays in cache).
-  double moving_GBps(int rank, double core_GBps, int streams = 2) const;
+  // With `cached_GBps` (the rank's own memory): the part of its buffer that fits its share of
+  // its core's cache moves at that rate.
+  double moving_GBps(int rank, double core_GBps, int streams = 2, double cached_GBps = 0) const;
   // How long the rank's core takes to move `bytes` at that rate.
-  double moving_seconds(int rank, std::size_t bytes, double core_GBps, int streams = 2) const {
-    return static_cast<double>(bytes) / (moving_GBps(rank, core_GBps, streams) * 1e9);
+  double moving_seconds(int rank, std::size_t bytes, double core_GBps, int streams = 2,
+                        double cached_GBps = 0) const {
+    return static_cast<double>(bytes) / (moving_GBps(rank, core_GBps, streams, cached_GBps) * 1e9);
   }
   const NetworkShape& shape() const { return shape_; }
   const Profile& profile() const { return profile_; }
@@ -133,6 +136,7 @@ class VirtualNetwork {
   void wake_up(int rank);
   bool oversubscribed(int rank) const;
   int ranks_on_host(int rank) const;
+  double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
   void yield(int rank);
   int next_resumed();
   void resume(int rank);

@@ -36,6 +36,14 @@ std::string Profile::summary() const {
       << (memory_GBps > 0 && cache_bytes > 0
               ? core::str("; past ", cache_bytes >> 20, " MiB of cache, memory at ", memory_GBps,
                           " GB/s a host")
+              : std::string())
+      << (core_cache_bytes > 0 && cached_copy_GBps > 0 && cached_reduce_GBps > 0
+              ? core::str("; within a core's ", core_cache_bytes >> 10, " KiB, copy ",
+                          cached_copy_GBps, " GB/s, reduce ", cached_reduce_GBps, " GB/s")
+              : std::string())
+      << (shared_write_GBps > 0 && shared_read_GBps > 0
+              ? core::str("; a peer's cached lines written at ", shared_write_GBps,
+                          " GB/s, read at ", shared_read_GBps, " GB/s")
               : std::string());
   return out.str();
 }
@@ -48,10 +56,15 @@ Profile default_profile() {
   p.inter = {5.5, 4.0, true};
   p.nic_GBps = 4.0;
   p.cores_per_host = 2;
-  p.wakeup_us = 10.0;
+  p.wakeup_us = 2.5;
   p.reduce_GBps = 7.0;
   p.copy_GBps = 13.0;
   p.peer_read_GBps = 5.0;
+  p.core_cache_bytes = std::size_t{1} << 20;
+  p.cached_copy_GBps = 55.0;
+  p.cached_reduce_GBps = 38.0;
+  p.shared_write_GBps = 9.0;
+  p.shared_read_GBps = 38.0;
   return p;
 }
 
@@ -134,11 +147,22 @@ Profile read_profile(const std::string& path) {
       p.cache_bytes = static_cast<std::size_t>(positive(value, path, key));
     } else if (key == "memory_GBps") {
       p.memory_GBps = positive(value, path, key);
+    } else if (key == "core_cache_bytes") {
+      p.core_cache_bytes = static_cast<std::size_t>(positive(value, path, key));
+    } else if (key == "cached_copy_GBps") {
+      p.cached_copy_GBps = positive(value, path, key);
+    } else if (key == "cached_reduce_GBps") {
+      p.cached_reduce_GBps = positive(value, path, key);
+    } else if (key == "shared_write_GBps") {
+      p.shared_write_GBps = positive(value, path, key);
+    } else if (key == "shared_read_GBps") {
+      p.shared_read_GBps = positive(value, path, key);
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
                     "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes, cache_bytes, "
-                    "memory_GBps)");
+                    "memory_GBps, core_cache_bytes, cached_copy_GBps, cached_reduce_GBps, "
+                    "shared_write_GBps, shared_read_GBps)");
     }
   }
   return p;
@@ -171,6 +195,11 @@ std::string profile_json(const Profile& p) {
   if (p.peer_read_GBps > 0) doc["peer_read_GBps"] = p.peer_read_GBps;
   if (p.cache_bytes > 0) doc["cache_bytes"] = p.cache_bytes;
   if (p.memory_GBps > 0) doc["memory_GBps"] = p.memory_GBps;
+  if (p.core_cache_bytes > 0) doc["core_cache_bytes"] = p.core_cache_bytes;
+  if (p.cached_copy_GBps > 0) doc["cached_copy_GBps"] = p.cached_copy_GBps;
+  if (p.cached_reduce_GBps > 0) doc["cached_reduce_GBps"] = p.cached_reduce_GBps;
+  if (p.shared_write_GBps > 0) doc["shared_write_GBps"] = p.shared_write_GBps;
+  if (p.shared_read_GBps > 0) doc["shared_read_GBps"] = p.shared_read_GBps;
   return doc.dump(2) + "\n";
 }
 

@@ -53,6 +53,17 @@ struct Profile {
   // (copies, reductions, copying links) at no more than its share of memory_GBps. 0: no limit.
   std::size_t cache_bytes = 0;
   double memory_GBps = 0;
+  // A core's own cache and the copy and reduction rates within it: the part of a rank's buffer
+  // that fits its share of that cache (the ranks taking turns on a core share it) is copied and
+  // reduced at these, the rest at the rates above. 0: no such level.
+  std::size_t core_cache_bytes = 0;
+  double cached_copy_GBps = 0;
+  double cached_reduce_GBps = 0;
+  // Memory another core's cache holds, as the shm window's ranks use it: writing what a peer
+  // read before (each line taken from that cache) and reading what a peer just wrote (each line
+  // fetched from it). 0: at copy_GBps.
+  double shared_write_GBps = 0;
+  double shared_read_GBps = 0;
 
   std::string summary() const;  // one line of its figures
 };
@@ -60,7 +71,8 @@ struct Profile {
 // The profile a prediction uses when none is named, and the one the communicator's built-in
 // algorithm tables come from (collectives/default_algorithm_tables.cpp): round figures of
 // `ringlet model fit` on a 2-core VM, shm between ranks of one host and tcp loopback between
-// hosts (bench/RESULTS.md). It leaves the cache and memory out (no limit past the cache).
+// hosts (bench/RESULTS.md). It has a core's cache and the shared lines' rates, and leaves the
+// last-level cache and the memory out (no limit past the cache).
 Profile default_profile();
 
 // Reads a profile; a missing field keeps default_profile()'s, an unknown one, a value that is

@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "collectives/algorithms.h"
@@ -46,15 +47,41 @@ class RankDryRun final : public collectives::DryRun {
  public:
   RankDryRun(VirtualNetwork& network, int rank, const Placeholder& memory)
       : network_(network), rank_(rank), memory_(memory) {}
-  void copied(std::size_t bytes) override {
-    network_.spend(rank_, network_.moving_seconds(rank_, bytes, network_.profile().copy_GBps, 1));
+  void copied(std::size_t bytes) override { spend(bytes, copy_GBps()); }
+  void reduced(std::size_t bytes) override { spend(bytes, reduce_GBps()); }
+  // Memory another core's cache holds moves at the shared rates (past the cache as any other
+  // bytes), a reduction out of it at the slower of that and the rank's own rate.
+  void published(std::size_t bytes) override {
+    const Profile& p = network_.profile();
+    spend(bytes, p.shared_write_GBps > 0 ? network_.moving_GBps(rank_, p.shared_write_GBps, 1)
+                                         : copy_GBps());
   }
-  void reduced(std::size_t bytes) override {
-    network_.spend(rank_, network_.moving_seconds(rank_, bytes, network_.profile().reduce_GBps));
+  void copied_from_peer(std::size_t bytes) override {
+    const Profile& p = network_.profile();
+    spend(bytes, p.shared_read_GBps > 0 ? network_.moving_GBps(rank_, p.shared_read_GBps, 1)
+                                        : copy_GBps());
+  }
+  void reduced_from_peer(std::size_t bytes) override {
+    const Profile& p = network_.profile();
+    spend(bytes, p.shared_read_GBps > 0
+                     ? std::min(reduce_GBps(), network_.moving_GBps(rank_, p.shared_read_GBps))
+                     : reduce_GBps());
   }
   char* placeholder(std::size_t bytes) override { return memory_.at(bytes); }
 
  private:
+  double copy_GBps() const {
+    const Profile& p = network_.profile();
+    return network_.moving_GBps(rank_, p.copy_GBps, 1, p.cached_copy_GBps);
+  }
+  double reduce_GBps() const {
+    const Profile& p = network_.profile();
+    return network_.moving_GBps(rank_, p.reduce_GBps, 2, p.cached_reduce_GBps);
+  }
+  void spend(std::size_t bytes, double GBps) {
+    network_.spend(rank_, static_cast<double>(bytes) / (GBps * 1e9));
+  }
+
   VirtualNetwork& network_;
   int rank_;
   const Placeholder& memory_;

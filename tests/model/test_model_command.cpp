@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "model/simulate.h"
 #include "ringlet_command.h"
@@ -138,8 +139,16 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.wakeup_us >= 0);
   CHECK(p.inter.cpu_GBps == 0);  // tcp loopback: the CPUs are the link
   CHECK(contains(r.output, "# memory, every core copying at once: "));
-  // Where sysfs names the cache, the memory's bandwidth past it is measured into the profile.
+  // Where sysfs names the cache, the memory's bandwidth past it is measured into the profile;
+  // where it names a core's own, the rates within it; with two CPUs, another core's lines.
   CHECK((p.cache_bytes > 0) == (p.memory_GBps > 0));
+  CHECK((p.core_cache_bytes > 0) == (p.cached_copy_GBps > 0));
+  CHECK((p.core_cache_bytes > 0) == (p.cached_reduce_GBps > 0));
+  CHECK(contains(r.output, "# 64 KiB another core's cache holds: written at "));
+  if (std::thread::hardware_concurrency() >= 2) {
+    CHECK(p.shared_write_GBps > 0);
+    CHECK(p.shared_read_GBps > 0);
+  }
   const auto predicted =
       ringlet_model("predict --ranks 4 --size 1M --no-sweep --profile " + path.string());
   CHECK(predicted.status == 0);

@@ -46,6 +46,11 @@ TEST_CASE("a profile written and read back is the same") {
   p.slice_bytes = 1 << 20;
   p.cache_bytes = 32 << 20;
   p.memory_GBps = 12.5;
+  p.core_cache_bytes = 1 << 20;
+  p.cached_copy_GBps = 56;
+  p.cached_reduce_GBps = 38;
+  p.shared_write_GBps = 9;
+  p.shared_read_GBps = 37.5;
   const std::string path = write_file("roundtrip", "");
   model::write_profile(path, p);
   const model::Profile q = model::read_profile(path);
@@ -67,6 +72,11 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.peer_read_GBps == 4.5);
   CHECK(q.cache_bytes == 32 << 20);
   CHECK(q.memory_GBps == 12.5);
+  CHECK(q.core_cache_bytes == 1 << 20);
+  CHECK(q.cached_copy_GBps == 56);
+  CHECK(q.cached_reduce_GBps == 38);
+  CHECK(q.shared_write_GBps == 9);
+  CHECK(q.shared_read_GBps == 37.5);
   CHECK(q.slice_bytes == (1u << 20));
 }
 
@@ -92,6 +102,8 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
   CHECK(error_of(R"({"cores_per_host": -1})").find("cores_per_host must be a whole number") !=
         std::string::npos);
   CHECK(error_of(R"({"wakeup_us": -2})").find("wakeup_us must be a number of microseconds >= 0") !=
+        std::string::npos);
+  CHECK(error_of(R"({"shared_read_GBps": 0})").find("shared_read_GBps must be positive") !=
         std::string::npos);
   CHECK(error_of(R"({"inter": {"cpu_GBps": 0}})").find("inter.cpu_GBps must be positive") !=
         std::string::npos);

@@ -217,6 +217,73 @@ TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
   CHECK(unlimited.moving_GBps(0, 10) == 10);
 }
 
+TEST_CASE("within its share of a core's cache, a rank moves its own bytes at the cached rate") {
+  model::Profile p = test_profile();
+  p.cores_per_host = 2;
+  p.core_cache_bytes = 1 << 20;  // 4 ranks on 2 cores: 512 KiB each
+  model::VirtualNetwork net({4, 4}, p);
+  net.set_buffer_bytes(256 << 10);
+  CHECK(net.moving_GBps(0, 10, 1, 40) == 40);
+  CHECK(net.moving_GBps(0, 10) == 10);  // no cached rate named: the core's
+  // Half of a 1 MiB buffer fits the rank's share.
+  net.set_buffer_bytes(1 << 20);
+  CHECK(net.moving_GBps(0, 10, 1, 40) == doctest::Approx(1 / (0.5 / 40 + 0.5 / 10)));
+  model::Profile none = p;
+  none.core_cache_bytes = 0;
+  model::VirtualNetwork uncached({4, 4}, none);
+  uncached.set_buffer_bytes(256 << 10);
+  CHECK(uncached.moving_GBps(0, 10, 1, 40) == 10);
+}
+
+TEST_CASE("over shm within the cache, a message each way at once takes as long as one") {
+  // Two cores: each message's copies hold both, at the rate a core reads what another wrote
+  // (twice the link's here), so the two directions share the cores in the wire's time.
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.cores_per_host = 2;
+  p.core_cache_bytes = 1 << 20;
+  p.shared_read_GBps = 8;
+  const std::size_t bytes = 256 << 10;
+  const auto exchange = [&](const model::Profile& profile) {
+    model::VirtualNetwork net({2, 2}, profile);
+    net.set_buffer_bytes(bytes);
+    return net.run([&](int rank) {
+      const auto forever = core::Deadline::never();
+      auto recv = net.recv(rank, 1 - rank, bytes);
+      net.send(rank, 1 - rank, bytes)->wait(forever);
+      recv->wait(forever);
+    });
+  };
+  const double one = 2e-6 + bytes / 4e9;
+  CHECK(exchange(p) == doctest::Approx(one).epsilon(1e-9));
+  model::Profile past = p;
+  past.shared_read_GBps = 0;  // the cores at the link's rate: one direction after the other
+  CHECK(exchange(past) == doctest::Approx(one + bytes / 4e9).epsilon(1e-9));
+}
+
+TEST_CASE("the window's writes for its peers and reads of theirs cost the shared rates") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  const std::size_t bytes = 1 << 20;
+  const auto window = [&](const model::Profile& profile) {
+    return model::simulate({model::Collective::all_reduce, Algorithm::window, {2, 0}, bytes},
+                           profile)
+        .seconds;
+  };
+  const double base = window(p);
+  // Each rank writes the whole buffer into its window (its peer's half staged, its own half
+  // reduced): at 8 GB/s instead of the copy's 16.
+  model::Profile slow_writes = p;
+  slow_writes.shared_write_GBps = 8;
+  CHECK(window(slow_writes) - base == doctest::Approx(bytes / 8e9 - bytes / 16e9).epsilon(1e-6));
+  // It gathers half the buffer out of its peer's window at 32 GB/s instead of 16; its
+  // reduction out of that window stays at the reduction's 8.
+  model::Profile fast_reads = p;
+  fast_reads.shared_read_GBps = 32;
+  CHECK(base - window(fast_reads) ==
+        doctest::Approx(bytes / 2 / 16e9 - bytes / 2 / 32e9).epsilon(1e-6));
+}
+
 TEST_CASE("the ring past the cache: slower by its memory, the same within it") {
   model::Profile p = model::default_profile();
   const auto ring = [](const model::Profile& profile, std::size_t bytes) {
