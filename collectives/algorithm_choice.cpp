@@ -14,6 +14,12 @@ namespace {
 constexpr std::size_t kRdMaxBytes = 64 * 1024;
 constexpr std::size_t kDirectMinBytes = 1024 * 1024;
 constexpr std::size_t kWindowMinBytes = 32 * 1024;
+// Two ranks, settled (bench/RESULTS.md, 2026-11-30 "Two ranks"): recursive doubling is one
+// exchange, reduced where the message lies in the shm ring, and beats the window's two rounds
+// and four copies up to 256 KiB (4.7 against 11.4 us at 64 KiB), while the thread that waits
+// moves its message; past that the progress thread does, and the window wins (1 MiB: 67 against
+// 163 us).
+constexpr std::size_t kPairRdMaxBytes = 256 * 1024;
 // Device flags: one-shot reads every rank's whole buffer (n x the bytes per rank), two-shot
 // moves each byte about twice but runs two more barriers' worth of kernels per piece. Not yet
 // measured on a GPU: the point where vLLM's custom all-reduce switches for 2 GPUs (256 KiB).
@@ -57,7 +63,8 @@ AlgoRequest parse_algo_request(const std::string& text, const std::string& sourc
 }
 
 AlgoThresholds default_thresholds() {
-  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes, {}, false};
+  return {kRdMaxBytes, kDirectMinBytes, kWindowMinBytes, kOneShotMaxBytes,
+          {},          false,           kPairRdMaxBytes};
 }
 
 Algorithm table_choice(const AlgorithmTable& table, std::size_t bytes) {
@@ -132,6 +139,9 @@ Algorithm choose_all_reduce(AlgoRequest request, const AlgoThresholds& threshold
       !(thresholds.table_is_builtin && access.hosts)) {
     const Algorithm chosen = table_choice(thresholds.table, bytes);
     if (can_run_on_host(chosen, access)) return chosen;
+  }
+  if (automatic && world_size == 2 && access.windows && bytes <= thresholds.pair_rd_max_bytes) {
+    return Algorithm::recursive_doubling;
   }
   if (world_size > 1 && access.windows &&
       (request == AlgoRequest::window || (automatic && bytes >= thresholds.window_min_bytes))) {

@@ -64,6 +64,8 @@ struct AlgoThresholds {
   std::size_t one_shot_max_bytes;  // device buffers with device flags: one-shot up to this
   AlgorithmTable table;            // host buffers: when set, `automatic` takes its row instead
   bool table_is_builtin = false;   // the model's built-in table (one host): not across hosts
+  // Two ranks with shared windows: recursive doubling up to this, before the windows (0: no).
+  std::size_t pair_rd_max_bytes = 0;
 };
 AlgoThresholds default_thresholds();
 
@@ -83,8 +85,9 @@ enum class Buffers { host, device };
 // The algorithm of an all-reduce of `bytes` per rank.
 // Host buffers: the model's table where there is one (the algorithms it simulates: ring, rd,
 // rabenseifner, tree, and direct and window where the ranks can run them; the built-in table not
-// for ranks on several hosts, which it does not describe); else shared windows when
-// the ranks have them, from window_min_bytes;
+// for ranks on several hosts, which it does not describe); else, for two ranks with shared
+// windows, recursive doubling up to pair_rd_max_bytes; else shared windows when the ranks have
+// them, from window_min_bytes;
 // else recursive doubling up to rd_max_bytes, then cross-memory attach from direct_min_bytes where
 // the ranks can read each other's memory, the hierarchical all-reduce where the ranks are on
 // several hosts (access.hosts), and the ring in between and everywhere else. Device buffers: where

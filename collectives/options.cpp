@@ -43,6 +43,8 @@ AlgoThresholds resolve_thresholds(const CommOptions& o, int world_size) {
   if (o.rd_max_bytes != 0) t.rd_max_bytes = o.rd_max_bytes;
   if (o.direct_min_bytes != 0) t.direct_min_bytes = o.direct_min_bytes;
   if (o.window_min_bytes != 0) t.window_min_bytes = o.window_min_bytes;
+  // Thresholds set by hand decide alone, at two ranks too.
+  if (o.rd_max_bytes != 0 || o.window_min_bytes != 0) t.pair_rd_max_bytes = 0;
   return t;
 }
 

@@ -78,10 +78,13 @@ const std::vector<Row> kTable = {
     {"tcp", 3, 4 * KiB, automatic, rd},
     {"tcp", 4, 16 * MiB, automatic, ring},
     {"tcp", 8, 64 * KiB, automatic, rd},
-    // shm with windows: rd below 32 KiB, windows from 32 KiB at every size above.
+    // shm with windows: rd below 32 KiB, windows from 32 KiB at every size above; two ranks
+    // rd up to 256 KiB.
     {"shm", 2, 4 * KiB, automatic, rd},
-    {"shm", 2, 32 * KiB - 4, automatic, rd},
-    {"shm", 2, 32 * KiB, automatic, window},
+    {"shm", 2, 256 * KiB, automatic, rd},
+    {"shm", 2, 256 * KiB + 4, automatic, window},
+    {"shm", 4, 32 * KiB - 4, automatic, rd},
+    {"shm", 4, 32 * KiB, automatic, window},
     {"shm", 4, 64 * KiB, automatic, window},
     {"shm", 4, 1 * MiB, automatic, window},
     {"shm", 3, 64 * MiB, automatic, window},
@@ -199,6 +202,18 @@ TEST_CASE("all-reduce algorithm: thresholds move the switch points") {
   CHECK(choose_all_reduce(automatic, t, {true, true, false}, 2, 512 * KiB) == direct);
   CHECK(choose_all_reduce(automatic, t, {true, true, false}, 2, 1 * MiB) == window);
   CHECK(choose_all_reduce(automatic, t, {false, false, true}, 4, 2 * KiB) == hierarchical);
+  // Two ranks with windows: recursive doubling up to its own limit, before the windows.
+  t.pair_rd_max_bytes = 2 * MiB;
+  CHECK(choose_all_reduce(automatic, t, {true, true, false}, 2, 1 * MiB) == rd);
+  CHECK(choose_all_reduce(automatic, t, {true, true, false}, 3, 1 * MiB) == window);
+  CHECK(choose_all_reduce(automatic, t, {true, false, false}, 2, 1 * MiB) == direct);  // none
+  t.pair_rd_max_bytes = 0;
+  CHECK(choose_all_reduce(automatic, t, {true, true, false}, 2, 1 * MiB) == window);
+  // Thresholds set by hand decide alone, at two ranks too.
+  CommOptions by_hand;
+  by_hand.window_min_bytes = 64 * KiB;
+  CHECK(resolve_options(by_hand, 2).thresholds.pair_rd_max_bytes == 0);
+  CHECK(resolve_options(CommOptions{}, 2).thresholds.pair_rd_max_bytes == 256 * KiB);
 }
 
 TEST_CASE("algorithm requests parse by name; a bad one names the source and the choices") {
