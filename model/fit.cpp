@@ -302,12 +302,11 @@ Caches read_caches() {
   return caches;
 }
 
-// Over 16 MiB outputs (out of a core's own cache), and over buffers that fit it eight times
-// over.
+// Over 16 MiB outputs (out of a core's own cache), and over buffers that fit it
+// (fit.core_cache_bytes, read first) eight times over.
 void measure_rates(MachineFit& fit, bool quick) {
   std::tie(fit.reduce_GBps, fit.copy_GBps) =
       reduce_and_copy_GBps(std::size_t{16} << 20, quick ? 2 : 9);
-  fit.core_cache_bytes = read_caches().own;
   if (fit.core_cache_bytes >= 4096) {
     std::tie(fit.cached_reduce_GBps, fit.cached_copy_GBps) =
         reduce_and_copy_GBps(fit.core_cache_bytes / 8, quick ? 20 : 400);
@@ -382,7 +381,6 @@ void measure_shared_lines(MachineFit& fit, bool quick) {
 // the cache, at once: the host's memory bandwidth (bytes copied per second, all cores
 // together), the median of several rounds.
 void measure_memory(MachineFit& fit, bool quick) {
-  fit.cache_bytes = read_caches().last_level;
   const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
   // The cores share the cache: together their buffers are at least twice its size.
   const std::size_t bytes = std::max<std::size_t>(
@@ -447,6 +445,9 @@ MachineFit fit_machine(const FitOptions& options) {
   fit.tcp.cost = fit_link(fit.tcp.samples);
   measure_wakeup(fit, sittings, options.quick);
   fit.peer_read_GBps = measure_peer_read(options.quick);
+  const Caches caches = read_caches();
+  fit.cache_bytes = caches.last_level;
+  fit.core_cache_bytes = caches.own;
   measure_rates(fit, options.quick);
   measure_shared_lines(fit, options.quick);
   measure_memory(fit, options.quick);

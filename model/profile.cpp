@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -79,6 +80,21 @@ double positive(const nlohmann::json& value, const std::string& path, const std:
   return x;
 }
 
+// The profile's positive figures read and written by name: rates and sizes.
+const std::map<std::string, double Profile::*> kRates = {
+    {"reduce_GBps", &Profile::reduce_GBps},
+    {"copy_GBps", &Profile::copy_GBps},
+    {"peer_read_GBps", &Profile::peer_read_GBps},
+    {"memory_GBps", &Profile::memory_GBps},
+    {"cached_copy_GBps", &Profile::cached_copy_GBps},
+    {"cached_reduce_GBps", &Profile::cached_reduce_GBps},
+    {"shared_write_GBps", &Profile::shared_write_GBps},
+    {"shared_read_GBps", &Profile::shared_read_GBps}};
+const std::map<std::string, std::size_t Profile::*> kSizes = {
+    {"slice_bytes", &Profile::slice_bytes},
+    {"cache_bytes", &Profile::cache_bytes},
+    {"core_cache_bytes", &Profile::core_cache_bytes}};
+
 void read_link(const nlohmann::json& link, const std::string& path, const std::string& field,
                LinkCost& cost) {
   RINGLET_CHECK(link.is_object(), ValueError, "profile ", path, ": ", field,
@@ -135,28 +151,10 @@ Profile read_profile(const std::string& path) {
           ValueError, "profile ", path, ": wakeup_us must be a number of microseconds >= 0, not ",
           value.dump());
       p.wakeup_us = value.get<double>();
-    } else if (key == "reduce_GBps") {
-      p.reduce_GBps = positive(value, path, key);
-    } else if (key == "copy_GBps") {
-      p.copy_GBps = positive(value, path, key);
-    } else if (key == "peer_read_GBps") {
-      p.peer_read_GBps = positive(value, path, key);
-    } else if (key == "slice_bytes") {
-      p.slice_bytes = static_cast<std::size_t>(positive(value, path, key));
-    } else if (key == "cache_bytes") {
-      p.cache_bytes = static_cast<std::size_t>(positive(value, path, key));
-    } else if (key == "memory_GBps") {
-      p.memory_GBps = positive(value, path, key);
-    } else if (key == "core_cache_bytes") {
-      p.core_cache_bytes = static_cast<std::size_t>(positive(value, path, key));
-    } else if (key == "cached_copy_GBps") {
-      p.cached_copy_GBps = positive(value, path, key);
-    } else if (key == "cached_reduce_GBps") {
-      p.cached_reduce_GBps = positive(value, path, key);
-    } else if (key == "shared_write_GBps") {
-      p.shared_write_GBps = positive(value, path, key);
-    } else if (key == "shared_read_GBps") {
-      p.shared_read_GBps = positive(value, path, key);
+    } else if (const auto rate = kRates.find(key); rate != kRates.end()) {
+      p.*(rate->second) = positive(value, path, key);
+    } else if (const auto size = kSizes.find(key); size != kSizes.end()) {
+      p.*(size->second) = static_cast<std::size_t>(positive(value, path, key));
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
@@ -188,18 +186,14 @@ std::string profile_json(const Profile& p) {
                         {"nic_GBps", p.nic_GBps},
                         {"nics_per_host", p.nics_per_host},
                         {"cores_per_host", p.cores_per_host},
-                        {"wakeup_us", p.wakeup_us},
-                        {"reduce_GBps", p.reduce_GBps},
-                        {"copy_GBps", p.copy_GBps},
-                        {"slice_bytes", p.slice_bytes}};
-  if (p.peer_read_GBps > 0) doc["peer_read_GBps"] = p.peer_read_GBps;
-  if (p.cache_bytes > 0) doc["cache_bytes"] = p.cache_bytes;
-  if (p.memory_GBps > 0) doc["memory_GBps"] = p.memory_GBps;
-  if (p.core_cache_bytes > 0) doc["core_cache_bytes"] = p.core_cache_bytes;
-  if (p.cached_copy_GBps > 0) doc["cached_copy_GBps"] = p.cached_copy_GBps;
-  if (p.cached_reduce_GBps > 0) doc["cached_reduce_GBps"] = p.cached_reduce_GBps;
-  if (p.shared_write_GBps > 0) doc["shared_write_GBps"] = p.shared_write_GBps;
-  if (p.shared_read_GBps > 0) doc["shared_read_GBps"] = p.shared_read_GBps;
+                        {"wakeup_us", p.wakeup_us}};
+  // The rates and sizes where set (0: left out; a profile read back has them all positive).
+  for (const auto& [key, field] : kRates) {
+    if (p.*field > 0) doc[key] = p.*field;
+  }
+  for (const auto& [key, field] : kSizes) {
+    if (p.*field > 0) doc[key] = p.*field;
+  }
   return doc.dump(2) + "\n";
 }
 
