@@ -12,13 +12,13 @@ constexpr const char* kTables = R"json(
 {"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
  "all_reduce": {
   "2": [[4096, "rd"], [0, "ring"]],
-  "3": [[32768, "rd"], [65536, "window"], [1048576, "ring"], [0, "window"]],
-  "4": [[32, "window"], [4096, "rd"], [65536, "window"], [262144, "rabenseifner"],
-        [524288, "ring"], [0, "window"]],
-  "5": [[2048, "rd"], [4096, "window"], [16384, "rd"], [0, "window"]],
-  "6": [[16384, "rd"], [65536, "window"], [262144, "rabenseifner"], [0, "window"]],
-  "7": [[1024, "rd"], [4096, "window"], [32768, "rd"], [262144, "tree"], [0, "window"]],
-  "8": [[0, "window"]]
+  "3": [[16384, "rd"], [131072, "tree"], [1048576, "ring"], [0, "window"]],
+  "4": [[65536, "rd"], [262144, "rabenseifner"], [524288, "ring"], [0, "window"]],
+  "5": [[65536, "rd"], [262144, "rabenseifner"], [0, "window"]],
+  "6": [[32768, "rd"], [262144, "rabenseifner"], [0, "window"]],
+  "7": [[32768, "rd"], [65536, "rabenseifner"], [131072, "tree"], [262144, "rabenseifner"],
+        [0, "window"]],
+  "8": [[8192, "rd"], [16384, "window"], [131072, "tree"], [0, "window"]]
  }}
 )json";
 

@@ -255,10 +255,13 @@ LinkFit measure_job_link(int sittings, bool quick, int& rank) {
 }
 
 // Both ranks on one CPU: a message's one-way time is the wake-up of the rank it is for, on top
-// of the link's latency.
-void measure_wakeup(MachineFit& fit, int sittings, bool quick) {
+// of the link's latency: what a message costs a host whose ranks take turns on its cores.
+void measure_wakeup(MachineFit& fit, bool tcp_loopback, int sittings, bool quick) {
   fit.one_cpu = measure_link("shm", {8}, true, sittings, quick).samples.front().one_way_us;
   fit.wakeup_us = std::max(0.0, fit.one_cpu - fit.shm.cost.latency_us);
+  if (tcp_loopback) {
+    fit.tcp_one_cpu = measure_link("tcp", {8}, true, sittings, quick).samples.front().one_way_us;
+  }
 }
 
 // One thread's float32 sum and memcpy with outputs of `bytes`: GB/s, the medians of `runs`.
@@ -411,7 +414,11 @@ Profile profile_of(const MachineFit& fit) {
   p.nic_GBps = fit.tcp.cost.bandwidth_GBps;
   p.nics_per_host = 1;
   p.intra.copies = p.inter.copies = true;  // shm and tcp: the ranks' CPUs copy every byte
-  p.inter.cpu_GBps = fit.tcp_cpu_GBps;
+  // tcp's CPUs copy into and out of the kernel's socket buffers at loopback's rate (the wire
+  // between hosts may be slower); the shm link's copies are the link.
+  p.inter.cpu_GBps = fit.tcp_cpu_GBps > 0 ? fit.tcp_cpu_GBps : fit.tcp.cost.bandwidth_GBps;
+  p.intra.one_cpu_us = fit.one_cpu;
+  p.inter.one_cpu_us = fit.tcp_one_cpu;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   p.wakeup_us = fit.wakeup_us;
   p.reduce_GBps = fit.reduce_GBps;
@@ -443,7 +450,7 @@ MachineFit fit_machine(const FitOptions& options) {
   fit.shm = measure_link("shm", kSizes, false, sittings, options.quick);
   fit.shm.cost = fit_link(fit.shm.samples);
   fit.tcp.cost = fit_link(fit.tcp.samples);
-  measure_wakeup(fit, sittings, options.quick);
+  measure_wakeup(fit, !options.between_ranks, sittings, options.quick);
   fit.peer_read_GBps = measure_peer_read(options.quick);
   const Caches caches = read_caches();
   fit.cache_bytes = caches.last_level;
@@ -492,6 +499,10 @@ std::string fit_report(const MachineFit& fit) {
           fit.shared_write_GBps, fit.shared_read_GBps);
   figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
           fit.one_cpu, fit.wakeup_us);
+  if (fit.tcp_one_cpu > 0) {
+    figures("# both ranks on one CPU: 8 bytes over tcp loopback take %.2f us one way\n",
+            fit.tcp_one_cpu);
+  }
   return out.str();
 }
 

@@ -3,7 +3,7 @@
 // each with its own mesh, as the collectives use them), the host's reduction and copy rates,
 // and its memory's bandwidth past its last-level cache.
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
-// wake-up, a shm ping-pong with both ranks on one CPU.
+// wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU time).
 #pragma once
 
 #include <cstddef>
@@ -44,8 +44,9 @@ struct MachineFit {
   // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
   // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
   double tcp_cpu_GBps = 0;
-  double one_cpu = 0;    // 8 bytes' one-way time over shm with both ranks on one CPU, us
-  double wakeup_us = 0;  // that less the shm latency: the scheduler's wake-up
+  double one_cpu = 0;      // 8 bytes' one-way time over shm with both ranks on one CPU, us
+  double wakeup_us = 0;    // that less the shm latency: the scheduler's wake-up
+  double tcp_one_cpu = 0;  // the same over tcp loopback (0: not measured, with between_ranks)
   Profile profile;
   int rank = 0;  // with between_ranks, the job's; only rank 0's fit is whole
 };

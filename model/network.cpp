@@ -126,12 +126,27 @@ std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::transfer(
   return t;
 }
 
+// Within a host whose ranks take turns on its cores, a copying link's latency is the work of
+// the CPUs at its ends (system calls, the kernel's stack, the copy's set-up; there is no wire),
+// which the cores must find time for: half the sender's before the bytes move, half on a core of
+// the receiver's host once they are there. 0 where the latency is a delay.
+double VirtualNetwork::latency_on_cores_seconds(int from, int to) const {
+  const LinkCost& link = profile_.intra;
+  if (shape_.host_of(from) != shape_.host_of(to) || !link.copies || !oversubscribed(from)) return 0;
+  return link.latency_us * 1e-6;
+}
+
 transport::RequestPtr VirtualNetwork::send(int from, int to, std::size_t bytes) {
+  // The sender's half of a latency the cores pay: its own work, before the bytes move.
+  const double on_cores = latency_on_cores_seconds(from, to);
+  spend(from, on_cores / 2);
   auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
   const double left = reserve(from, to, bytes);
   const LinkCost& link =
       shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
-  const double arrival = left + link.latency_us * 1e-6;
+  // The receiver's half, once the bytes are there.
+  const double arrival =
+      on_cores > 0 ? book_core(to, left, on_cores / 2) : left + link.latency_us * 1e-6;
   Flow& f = flow(from, to);
   if (!f.posted.empty()) {
     auto receive = std::move(f.posted.front());
@@ -191,6 +206,7 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
   RINGLET_CHECK(deadlock_.empty(), TimeoutError, deadlock_);
   const double since = now_;
   const bool receive = t.receive;
+  const int peer = t.peer;
   if (!events_.empty() && events_.top().transfer.get() == &t) {    // this rank's turn goes on
     const Event e = std::move(const_cast<Event&>(events_.top()));  // holds t while it completes
     events_.pop();
@@ -207,12 +223,27 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
     p.waiting = nullptr;
     RINGLET_CHECK(request.done(), TimeoutError, deadlock_);
   }
-  if (receive && now_ > since) wake_up(rank);
+  if (receive && now_ > since) wake_up(rank, peer);
 }
 
-// A rank that slept in a receive on a host with more ranks than cores: the scheduler's wake-up.
-void VirtualNetwork::wake_up(int rank) {
-  if (profile_.wakeup_us > 0 && oversubscribed(rank)) spend(rank, profile_.wakeup_us * 1e-6);
+// Work of `seconds` on a core of the rank's host (or its own), from `from_time` at the earliest;
+// returns when it is done.
+double VirtualNetwork::book_core(int rank, double from_time, double seconds) {
+  Cores& cores = cores_of(rank);
+  const double at = cores.earliest(from_time, seconds);
+  cores.book(at, seconds);
+  return at + seconds;
+}
+
+// A rank that slept in a receive, on a host with more ranks than cores: the scheduler's wake-up
+// (within the host over a copying link, what its one-CPU time has on top of its latency).
+void VirtualNetwork::wake_up(int rank, int from) {
+  if (!oversubscribed(rank)) return;
+  const LinkCost& link = profile_.intra;
+  const bool within = shape_.host_of(from) == shape_.host_of(rank) && link.copies;
+  const double us = within && link.one_cpu_us > 0 ? std::max(0.0, link.one_cpu_us - link.latency_us)
+                                                  : profile_.wakeup_us;
+  spend(rank, us * 1e-6);
 }
 
 int VirtualNetwork::ranks_on_host(int rank) const {

@@ -127,13 +127,15 @@ class VirtualNetwork {
   Cores& cores_of(int rank);
   double book_copies(int from, int to, double start, double& cpu);
   double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
+  double latency_on_cores_seconds(int from, int to) const;
+  double book_core(int rank, double from_time, double seconds);
   void match(const std::shared_ptr<Transfer>& recv, std::size_t bytes, double arrival);
   void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
   std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
                                      std::size_t bytes);
   void complete(Transfer& t);
   void wait_for(int rank, Transfer& t);
-  void wake_up(int rank);
+  void wake_up(int rank, int from);
   bool oversubscribed(int rank) const;
   int ranks_on_host(int rank) const;
   double past_core_cache_GBps(int rank, double core_GBps, int streams) const;

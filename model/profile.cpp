@@ -110,9 +110,11 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       cost.copies = value.get<bool>();
     } else if (key == "cpu_GBps") {
       cost.cpu_GBps = positive(value, path, field + ".cpu_GBps");
+    } else if (key == "one_cpu_us") {
+      cost.one_cpu_us = positive(value, path, field + ".one_cpu_us");
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
-                    " (latency_us, bandwidth_GBps, copies, cpu_GBps)");
+                    " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us)");
     }
   }
 }
@@ -173,6 +175,7 @@ nlohmann::json link_json(const LinkCost& link) {
                       {"bandwidth_GBps", link.bandwidth_GBps},
                       {"copies", link.copies}};
   if (link.cpu_GBps > 0) j["cpu_GBps"] = link.cpu_GBps;
+  if (link.one_cpu_us > 0) j["one_cpu_us"] = link.one_cpu_us;
   return j;
 }
 

@@ -6,8 +6,10 @@
 // which the host's ranks share: nics_per_host each, a rank using NIC (its index on the host mod
 // nics_per_host), each NIC carrying one message at a time each way at nic_GBps. A reduction
 // costs its output bytes / reduce_GBps on a core, a copy bytes / copy_GBps; a link whose CPUs
-// move the bytes (`copies`) holds a core at each end while they move them (cpu_GBps); a host with
-// more ranks than cores charges a wake-up (wakeup_us on a core) to each receive that had to wait.
+// move the bytes (`copies`) holds a core at each end while they move them (cpu_GBps). On a host
+// with more ranks than cores, such a link's latency within the host is its cores' work (half at
+// each end), and a receive that had to wait ends with a wake-up on a core: wakeup_us, or within
+// the host the link's one_cpu_us less its latency.
 // Past the cache, a host's cores share its memory's bandwidth (memory_GBps).
 #pragma once
 
@@ -26,6 +28,10 @@ struct LinkCost {
   // the CPUs (tcp over a real or shaped link); 0: the link's bandwidth (shm: the copy is the
   // link).
   double cpu_GBps = 0;
+  // With copies: a small message's one-way time with both ranks on one CPU (both ends' work and
+  // the switch to the rank it wakes); less latency_us, the wake-up of a rank that slept in a
+  // receive on this link within a host whose ranks take turns on its cores. 0: wakeup_us.
+  double one_cpu_us = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }
 };
@@ -40,7 +46,8 @@ struct Profile {
   // Cores a host's ranks share for their reductions, copies and copying links; 0: a core each.
   int cores_per_host = 0;
   // When a host runs more ranks than it has cores, a rank whose receive had to wait was put to
-  // sleep: it holds a core this long (the scheduler's wake-up and switch) before it goes on.
+  // sleep: it holds a core this long (the scheduler's wake-up and switch) before it goes on
+  // (within the host, a copying link with one_cpu_us has its own).
   double wakeup_us = 0;
   double reduce_GBps = 0;
   double copy_GBps = 0;

@@ -137,7 +137,10 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.copy_GBps > 0);
   CHECK(p.cores_per_host >= 1);
   CHECK(p.wakeup_us >= 0);
-  CHECK(p.inter.cpu_GBps == 0);  // tcp loopback: the CPUs are the link
+  CHECK(p.inter.cpu_GBps == p.inter.bandwidth_GBps);  // tcp loopback: its CPUs' rate
+  CHECK(p.intra.one_cpu_us > 0);                      // both ranks on one CPU, shm
+  CHECK(p.inter.one_cpu_us > 0);                      // and tcp loopback
+  CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
   // Where sysfs names the cache, the memory's bandwidth past it is measured into the profile;
   // where it names a core's own, the rates within it; with two CPUs, another core's lines.

@@ -35,7 +35,7 @@ TEST_CASE("a profile written and read back is the same") {
   model::Profile p = model::default_profile();
   p.name = "two hosts";
   p.intra = {0.5, 40, false};
-  p.inter = {3, 12.5, true, 6.25};
+  p.inter = {3, 12.5, true, 6.25, 11};
   p.cores_per_host = 3;
   p.wakeup_us = 9.5;
   p.nic_GBps = 25;
@@ -63,6 +63,8 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.inter.copies);
   CHECK(q.inter.cpu_GBps == 6.25);
   CHECK(q.intra.cpu_GBps == 0);
+  CHECK(q.inter.one_cpu_us == 11);
+  CHECK(q.intra.one_cpu_us == 0);  // not set: left out, read back as the default's 0
   CHECK(q.cores_per_host == 3);
   CHECK(q.wakeup_us == 9.5);
   CHECK(q.nic_GBps == 25);
@@ -106,6 +108,8 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
   CHECK(error_of(R"({"shared_read_GBps": 0})").find("shared_read_GBps must be positive") !=
         std::string::npos);
   CHECK(error_of(R"({"inter": {"cpu_GBps": 0}})").find("inter.cpu_GBps must be positive") !=
+        std::string::npos);
+  CHECK(error_of(R"({"intra": {"one_cpu_us": -1}})").find("intra.one_cpu_us must be positive") !=
         std::string::npos);
   CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);
   CHECK(error_of(R"({"inter": {"lat": 3}})").find("unknown field inter.lat") != std::string::npos);

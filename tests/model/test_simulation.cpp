@@ -118,7 +118,18 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
     });
     CHECK(t == doctest::Approx(2e-6 + 2 * 4e6 / 4e9).epsilon(1e-12));
   }
+  {  // ranks taking turns on the cores: the latency is the CPUs' work, half at each end, so a
+     // third rank's computation that took the core first comes before both halves
+    model::VirtualNetwork net({3, 3}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) net.send(0, 1, 8)->wait(core::Deadline::never());
+      if (rank == 1) net.recv(1, 0, 8)->wait(core::Deadline::never());
+      if (rank == 2) net.spend(2, 0.5e-3);
+    });
+    CHECK(t == doctest::Approx(0.5e-3 + 2e-6 + 2 * 8 / 4e9).epsilon(1e-12));
+  }
   p.intra.cpu_GBps = 40;
+  p.intra.latency_us = 0;
   {  // CPUs faster than the wire: the core is free again once they moved the bytes, and a
      // third rank computes on it while the message is still on the wire
     model::VirtualNetwork net({3, 3}, p);
@@ -127,9 +138,10 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
       if (rank == 1) net.recv(1, 0, 4'000'000)->wait(core::Deadline::never());
       if (rank == 2) net.spend(2, 0.5e-3);
     });
-    CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
+    CHECK(t == doctest::Approx(4e6 / 4e9).epsilon(1e-12));
   }
   p.intra.cpu_GBps = 0;
+  p.intra.latency_us = 2;
   p.cores_per_host = 0;
   {  // a core per rank: a copying link costs what the link does
     model::VirtualNetwork net({2, 2}, p);
@@ -193,6 +205,58 @@ TEST_CASE("more ranks than cores: a receive that waited ends with a wake-up on a
   {
     model::VirtualNetwork net({2, 2}, p);
     CHECK(ping_pong(net) == doctest::Approx(2 * message).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("more ranks than cores: a copying link's latency on the cores, its own wake-up") {
+  // One core, two ranks: the shm-like link's latency is CPU work, half at each end; a receive
+  // that slept pays the link's one-CPU time less its latency; one that found its message there
+  // pays nothing more.
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.one_cpu_us = 5;  // a wake-up of 3 us on top of the 2 us latency
+  p.wakeup_us = 100;       // between hosts only: not charged here
+  p.cores_per_host = 1;
+  const double bytes = 2 * 8 / 4e9;  // one core does both ends' copies
+  {                                  // the receiver sleeps while the sender computes 1 ms first
+    model::VirtualNetwork net({2, 2}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) {
+        net.spend(0, 1e-3);
+        net.send(0, 1, 8)->wait(core::Deadline::never());
+      } else {
+        net.recv(1, 0, 8)->wait(core::Deadline::never());
+      }
+    });
+    CHECK(t == doctest::Approx(1e-3 + 2e-6 + bytes + 3e-6).epsilon(1e-12));
+  }
+  {  // the second message is there before the receiver, busy for 1 ms, waits for it: the one
+     // core works throughout, for both messages and one wake-up
+    model::VirtualNetwork net({2, 2}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) {
+        net.send(0, 1, 8)->wait(core::Deadline::never());
+        net.send(0, 1, 8)->wait(core::Deadline::never());
+      } else {
+        net.recv(1, 0, 8)->wait(core::Deadline::never());
+        net.spend(1, 1e-3);
+        net.recv(1, 0, 8)->wait(core::Deadline::never());
+      }
+    });
+    CHECK(t == doctest::Approx(1e-3 + 2 * (2e-6 + bytes) + 3e-6).epsilon(1e-12));
+  }
+  p.cores_per_host = 2;
+  {  // a core per rank: the latency is a delay, and nobody sleeps on a shared core
+    model::VirtualNetwork net({2, 2}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 0) {
+        net.spend(0, 1e-3);
+        net.send(0, 1, 8)->wait(core::Deadline::never());
+      } else {
+        net.recv(1, 0, 8)->wait(core::Deadline::never());
+      }
+    });
+    CHECK(t == doctest::Approx(1e-3 + 2e-6 + 8 / 4e9).epsilon(1e-12));
   }
 }
 
