@@ -129,7 +129,9 @@ class HalvingDoubling {
                        std::optional<Blocks> get) {
     const auto start = std::chrono::steady_clock::now();
     transport::RequestPtr recv, sent;
-    if (get) recv = ctx_.peer(peer).recv(in_, capacity_);
+    // Room for the blocks due and kMismatchRoom (over shm, a receive that small is moved by the
+    // waiting thread itself, without a hand-off to the progress thread).
+    if (get) recv = ctx_.peer(peer).recv(in_, sizeof(Fingerprint) + bytes(*get) + kMismatchRoom);
     if (give) {
       sent = ctx_.send_fingerprinted(peer, give->base + offset(give->blocks), bytes(give->blocks),
                                      staging_);
@@ -157,7 +159,7 @@ class HalvingDoubling {
   char* data_;
   std::size_t block_bytes_, count_;
   DType dtype_;
-  std::size_t capacity_;  // a whole buffer and more: a partner in another op is a mismatch
+  std::size_t capacity_;  // the scratch: a whole buffer and kMismatchRoom
   char* in_ = nullptr;
   const char* source_ = nullptr;  // this rank's values: the input until the first reduction
   std::vector<char> staging_;     // a message, where the transport cannot send two pieces

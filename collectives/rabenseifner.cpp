@@ -98,7 +98,7 @@ class Rabenseifner {
     const bool low = (me & mask) == 0;
     const Segment keep = low ? segment.lower() : segment.upper();
     const Segment give = low ? segment.upper() : segment.lower();
-    auto recv = ctx_.peer(partner).recv(in_, capacity_);
+    auto recv = ctx_.peer(partner).recv(in_, room(keep));
     auto sent = send(partner, mine(), give);
     receive(recv, partner, keep);
     ctx_.wait(sent, partner);
@@ -115,7 +115,7 @@ class Rabenseifner {
     const bool low = (me & mask) == 0;
     const Segment have = low ? whole.lower() : whole.upper();
     const Segment get = low ? whole.upper() : whole.lower();
-    auto recv = ctx_.peer(partner).recv(in_, capacity_);
+    auto recv = ctx_.peer(partner).recv(in_, room(get));
     auto sent = send(partner, data_, have);
     receive(recv, partner, get);
     ctx_.wait(sent, partner);
@@ -129,7 +129,7 @@ class Rabenseifner {
     if (r % 2 == 1) {
       ctx_.wait(send(r - 1, data_, {0, count_}), r - 1);
     } else {
-      receive(ctx_.peer(r + 1).recv(in_, capacity_), r + 1, {0, count_});
+      receive(ctx_.peer(r + 1).recv(in_, room({0, count_})), r + 1, {0, count_});
       copy_within(ctx_, data_, in_ + kHead, count_ * es_);
     }
     ctx_.trace(step_++, "unfold", -1, r % 2 == 1 ? r - 1 : r + 1, count_ * es_, start);
@@ -141,13 +141,17 @@ class Rabenseifner {
                                    staging_);
   }
 
+  // A receive's room for a message holding `segment`: it and kMismatchRoom (over shm, one that
+  // small is moved by the waiting thread itself, without a hand-off to the progress thread).
+  std::size_t room(Segment segment) const { return kHead + segment.size() * es_ + kMismatchRoom; }
+
   // Waits for `peer`'s message and checks that it is this op's, holding `segment`.
   void receive(const transport::RequestPtr& recv, int peer, Segment segment) {
     ctx_.wait(recv, peer);
     ctx_.check_message(in_, recv->bytes(), kHead + segment.size() * es_, true, peer);
   }
   void receive_reduce(int peer, Segment segment) {
-    receive(ctx_.peer(peer).recv(in_, capacity_), peer, segment);
+    receive(ctx_.peer(peer).recv(in_, room(segment)), peer, segment);
     reduce_received(segment);
   }
 

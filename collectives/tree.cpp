@@ -131,9 +131,11 @@ class TreeAllReduce {
     return links.parent >= 0 ? links.parent : links.children[0];
   }
 
-  // Waits for `peer`'s next message and checks that it is this op's, `len` elements long.
+  // Waits for `peer`'s next message and checks that it is this op's, `len` elements long. The
+  // receive's room is that and kMismatchRoom, not a whole chunk's: over shm one that small is
+  // moved by the waiting thread itself, without a hand-off to the progress thread and back.
   void receive(int peer, std::size_t len) {
-    auto recv = ctx_.peer(peer).recv(in_, capacity_);
+    auto recv = ctx_.peer(peer).recv(in_, kHead + len * es_ + kMismatchRoom);
     ctx_.wait(recv, peer);
     ctx_.check_message(in_, recv->bytes(), kHead + len * es_, true, peer);
   }
