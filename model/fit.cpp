@@ -316,20 +316,22 @@ void measure_rates(MachineFit& fit, bool quick) {
   }
 }
 
-// Two threads on two CPUs take turns with one 64 KiB buffer, as the shm window's ranks do: one
-// writes it (each line the other read last turn), the other reads it (each line the first just
-// wrote), both with the window's copy loop. Each side's GB/s, the medians of the turns; 0 with
-// fewer than two CPUs, or when a turn is not taken within a second.
-void measure_shared_lines(MachineFit& fit, bool quick) {
+struct SharedRates {
+  double write_GBps = 0, read_GBps = 0;
+};
+
+// Two threads on two CPUs take turns with one buffer of `bytes`, as the shm window's ranks do:
+// one writes it (each line the other read last turn), the other reads it (each line the first
+// just wrote), both with the window's copy loop. Each side's GB/s, the medians of the turns; 0
+// with fewer than two CPUs, or when a turn is not taken within a second.
+SharedRates shared_lines(std::size_t bytes, int turns) {
   cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return {};
   int cpus[2] = {-1, -1};
   for (int cpu = 0, found = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
     if (CPU_ISSET(cpu, &allowed)) cpus[found++] = cpu;
   }
-  constexpr std::size_t kBytes = 64 * 1024;
-  const int turns = quick ? 50 : 2000;
-  std::vector<char> from(kBytes, 1), shared(kBytes, 0), to(kBytes, 0);
+  std::vector<char> from(bytes, 1), shared(bytes, 0), to(bytes, 0);
   std::atomic<int> turn{0};
   std::atomic<bool> late{false};
   std::vector<double> writes, reads;
@@ -344,9 +346,9 @@ void measure_shared_lines(MachineFit& fit, bool quick) {
     }
     return true;
   };
-  const auto timed = [](std::vector<double>& times, char* dst, const char* src) {
+  const auto timed = [bytes](std::vector<double>& times, char* dst, const char* src) {
     const auto start = Clock::now();
-    core::copy_bytes(dst, src, kBytes);
+    core::copy_bytes(dst, src, bytes);
     times.push_back(seconds_since(start));
   };
   // Each thread on its CPU; one that cannot be placed ends the measurement.
@@ -375,9 +377,21 @@ void measure_shared_lines(MachineFit& fit, bool quick) {
   });
   writer.join();
   reader.join();
-  if (late || writes.empty() || reads.empty()) return;
-  fit.shared_write_GBps = static_cast<double>(kBytes) / median(writes) / 1e9;
-  fit.shared_read_GBps = static_cast<double>(kBytes) / median(reads) / 1e9;
+  if (late || writes.empty() || reads.empty()) return {};
+  return {static_cast<double>(bytes) / median(writes) / 1e9,
+          static_cast<double>(bytes) / median(reads) / 1e9};
+}
+
+// 64 KiB, which a core's cache holds, and four times a core's cache (4 MiB where unknown), of
+// which the reader's core keeps only its last part: the rest is written where the last level
+// holds it.
+void measure_shared_lines(MachineFit& fit, bool quick) {
+  const SharedRates held = shared_lines(64 * 1024, quick ? 50 : 2000);
+  fit.shared_write_GBps = held.write_GBps;
+  fit.shared_read_GBps = held.read_GBps;
+  const std::size_t past = fit.core_cache_bytes > 0 ? 4 * fit.core_cache_bytes : 4 << 20;
+  if (held.write_GBps > 0)
+    fit.shared_write_past_GBps = shared_lines(past, quick ? 5 : 200).write_GBps;
 }
 
 // Every core (up to 16, which saturate a socket's memory) copies a buffer of its own, well past
@@ -431,6 +445,7 @@ Profile profile_of(const MachineFit& fit) {
   p.cached_reduce_GBps = fit.cached_reduce_GBps;
   p.shared_write_GBps = fit.shared_write_GBps;
   p.shared_read_GBps = fit.shared_read_GBps;
+  p.shared_write_past_GBps = fit.shared_write_past_GBps;
   return p;
 }
 
@@ -497,6 +512,11 @@ std::string fit_report(const MachineFit& fit) {
           fit.core_cache_bytes >> 10, fit.cached_reduce_GBps, fit.cached_copy_GBps);
   figures("# 64 KiB another core's cache holds: written at %.2f GB/s, read at %.2f GB/s\n",
           fit.shared_write_GBps, fit.shared_read_GBps);
+  if (fit.shared_write_past_GBps > 0) {
+    figures("# %zu KiB another core read (past its cache): written at %.2f GB/s\n",
+            (fit.core_cache_bytes > 0 ? 4 * fit.core_cache_bytes : std::size_t{4} << 20) >> 10,
+            fit.shared_write_past_GBps);
+  }
   figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
           fit.one_cpu, fit.wakeup_us);
   if (fit.tcp_one_cpu > 0) {

@@ -39,8 +39,9 @@ struct MachineFit {
   std::size_t core_cache_bytes = 0;  // a core's own (level 2; 0: unknown)
   double cached_reduce_GBps = 0;     // the rates on buffers that fit it
   double cached_copy_GBps = 0;
-  double shared_write_GBps = 0;  // 64 KiB another core read before, written (0: one CPU)
-  double shared_read_GBps = 0;   // 64 KiB another core just wrote, read
+  double shared_write_GBps = 0;       // 64 KiB another core read before, written (0: one CPU)
+  double shared_read_GBps = 0;        // 64 KiB another core just wrote, read
+  double shared_write_past_GBps = 0;  // 4 x a core's cache another core read, written
   // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
   // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
   double tcp_cpu_GBps = 0;

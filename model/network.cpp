@@ -271,19 +271,37 @@ double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int stre
   return 1 / ((1 - missed) / core_GBps + missed / share);
 }
 
-// The part of the rank's buffer that fits its share of its core's own cache (the ranks that
-// take turns on a core share it) moves at the cached rate, the rest as past that cache.
+// A rank's share of its core's own cache: the ranks that take turns on a core share it.
+double VirtualNetwork::core_cache_share(int rank) const {
+  const int ranks = ranks_on_host(rank), cores = profile_.cores_per_host;
+  const int per_core = cores > 0 ? (ranks + cores - 1) / cores : 1;
+  return static_cast<double>(profile_.core_cache_bytes) / per_core;
+}
+
+// The part of the rank's buffer that fits its share of its core's own cache moves at the cached
+// rate, the rest as past that cache.
 double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
                                    double cached_GBps) const {
   const double past = past_core_cache_GBps(rank, core_GBps, streams);
-  const int ranks = ranks_on_host(rank), cores = profile_.cores_per_host;
-  const int per_core = cores > 0 ? (ranks + cores - 1) / cores : 1;
-  const double own = static_cast<double>(profile_.core_cache_bytes) / per_core;
+  const double own = core_cache_share(rank);
   if (cached_GBps <= 0 || own <= 0) return past;
   const double buffer = static_cast<double>(buffer_bytes_), cached = std::max(cached_GBps, past);
   if (buffer <= own) return cached;
   const double missed = 1 - own / buffer;
   return 1 / ((1 - missed) / cached + missed / past);
+}
+
+// Writing into the rank's window, whose lines its peers read: what a core's cache still holds
+// of them (the rank's share of one) at the shared rate, the rest (in the last level only) at the
+// rate past a core's cache, and past the last level as any other bytes.
+double VirtualNetwork::shared_write_GBps(int rank) const {
+  const double held = profile_.shared_write_GBps;
+  const double own = core_cache_share(rank), buffer = static_cast<double>(buffer_bytes_);
+  if (profile_.shared_write_past_GBps <= 0 || own <= 0) return past_core_cache_GBps(rank, held, 1);
+  if (buffer <= own) return held;
+  const double missed = 1 - own / buffer;
+  const double past = past_core_cache_GBps(rank, profile_.shared_write_past_GBps, 1);
+  return 1 / ((1 - missed) / held + missed / past);
 }
 
 void VirtualNetwork::spend(int rank, double seconds) {

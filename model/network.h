@@ -71,6 +71,8 @@ class VirtualNetwork {
   // With `cached_GBps` (the rank's own memory): the part of its buffer that fits its share of
   // its core's cache moves at that rate.
   double moving_GBps(int rank, double core_GBps, int streams = 2, double cached_GBps = 0) const;
+  // The rate the rank writes its shm window at, whose lines its peers read (profile.h).
+  double shared_write_GBps(int rank) const;
   // How long the rank's core takes to move `bytes` at that rate.
   double moving_seconds(int rank, std::size_t bytes, double core_GBps, int streams = 2,
                         double cached_GBps = 0) const {
@@ -139,6 +141,7 @@ class VirtualNetwork {
   bool oversubscribed(int rank) const;
   int ranks_on_host(int rank) const;
   double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
+  double core_cache_share(int rank) const;
   void yield(int rank);
   int next_resumed();
   void resume(int rank);

@@ -45,6 +45,9 @@ std::string Profile::summary() const {
       << (shared_write_GBps > 0 && shared_read_GBps > 0
               ? core::str("; a peer's cached lines written at ", shared_write_GBps,
                           " GB/s, read at ", shared_read_GBps, " GB/s")
+              : std::string())
+      << (shared_write_past_GBps > 0
+              ? core::str(", past a core's cache written at ", shared_write_past_GBps, " GB/s")
               : std::string());
   return out.str();
 }
@@ -66,6 +69,7 @@ Profile default_profile() {
   p.cached_reduce_GBps = 38.0;
   p.shared_write_GBps = 9.0;
   p.shared_read_GBps = 38.0;
+  p.shared_write_past_GBps = 28.0;
   return p;
 }
 
@@ -89,7 +93,8 @@ const std::map<std::string, double Profile::*> kRates = {
     {"cached_copy_GBps", &Profile::cached_copy_GBps},
     {"cached_reduce_GBps", &Profile::cached_reduce_GBps},
     {"shared_write_GBps", &Profile::shared_write_GBps},
-    {"shared_read_GBps", &Profile::shared_read_GBps}};
+    {"shared_read_GBps", &Profile::shared_read_GBps},
+    {"shared_write_past_GBps", &Profile::shared_write_past_GBps}};
 const std::map<std::string, std::size_t Profile::*> kSizes = {
     {"slice_bytes", &Profile::slice_bytes},
     {"cache_bytes", &Profile::cache_bytes},
@@ -162,7 +167,7 @@ Profile read_profile(const std::string& path) {
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
                     "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes, cache_bytes, "
                     "memory_GBps, core_cache_bytes, cached_copy_GBps, cached_reduce_GBps, "
-                    "shared_write_GBps, shared_read_GBps)");
+                    "shared_write_GBps, shared_read_GBps, shared_write_past_GBps)");
     }
   }
   return p;

@@ -68,9 +68,12 @@ struct Profile {
   double cached_reduce_GBps = 0;
   // Memory another core's cache holds, as the shm window's ranks use it: writing what a peer
   // read before (each line taken from that cache) and reading what a peer just wrote (each line
-  // fetched from it). 0: at copy_GBps.
+  // fetched from it). 0: at copy_GBps. Past a core's cache (shared_write_past_GBps), the lines
+  // a peer read are no longer in its core's cache but in the last level: the part of a rank's
+  // window past its share of a core's cache is written at that rate (0: at shared_write_GBps).
   double shared_write_GBps = 0;
   double shared_read_GBps = 0;
+  double shared_write_past_GBps = 0;
 
   std::string summary() const;  // one line of its figures
 };

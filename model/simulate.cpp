@@ -53,8 +53,7 @@ class RankDryRun final : public collectives::DryRun {
   // bytes), a reduction out of it at the slower of that and the rank's own rate.
   void published(std::size_t bytes) override {
     const Profile& p = network_.profile();
-    spend(bytes, p.shared_write_GBps > 0 ? network_.moving_GBps(rank_, p.shared_write_GBps, 1)
-                                         : copy_GBps());
+    spend(bytes, p.shared_write_GBps > 0 ? network_.shared_write_GBps(rank_) : copy_GBps());
   }
   void copied_from_peer(std::size_t bytes) override {
     const Profile& p = network_.profile();

@@ -151,6 +151,8 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   if (std::thread::hardware_concurrency() >= 2) {
     CHECK(p.shared_write_GBps > 0);
     CHECK(p.shared_read_GBps > 0);
+    CHECK(p.shared_write_past_GBps > 0);
+    CHECK(contains(r.output, " another core read (past its cache): written at "));
   }
   const auto predicted =
       ringlet_model("predict --ranks 4 --size 1M --no-sweep --profile " + path.string());

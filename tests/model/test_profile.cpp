@@ -51,6 +51,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.cached_reduce_GBps = 38;
   p.shared_write_GBps = 9;
   p.shared_read_GBps = 37.5;
+  p.shared_write_past_GBps = 29;
   const std::string path = write_file("roundtrip", "");
   model::write_profile(path, p);
   const model::Profile q = model::read_profile(path);
@@ -78,6 +79,7 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.cached_copy_GBps == 56);
   CHECK(q.cached_reduce_GBps == 38);
   CHECK(q.shared_write_GBps == 9);
+  CHECK(q.shared_write_past_GBps == 29);
   CHECK(q.shared_read_GBps == 37.5);
   CHECK(q.slice_bytes == (1u << 20));
 }

@@ -348,6 +348,28 @@ TEST_CASE("the window's writes for its peers and reads of theirs cost the shared
         doctest::Approx(bytes / 2 / 16e9 - bytes / 2 / 32e9).epsilon(1e-6));
 }
 
+TEST_CASE("the window's writes past a core's cache share: at the rate past it") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.shared_write_GBps = 8;
+  p.core_cache_bytes = 256 << 10;  // a core per rank: each rank's share
+  const std::size_t bytes = 1 << 20;
+  const auto window = [&](const model::Profile& profile) {
+    return model::simulate({model::Collective::all_reduce, Algorithm::window, {2, 0}, bytes},
+                           profile)
+        .seconds;
+  };
+  model::Profile past = p;
+  past.shared_write_past_GBps = 32;
+  // Each rank writes the whole buffer into its window: a quarter of it (its share of a core's
+  // cache) at 8 GB/s, the rest at 32, instead of all at 8.
+  const double blended = 1 / (0.25 / 8e9 + 0.75 / 32e9);
+  CHECK(window(p) - window(past) == doctest::Approx(bytes / 8e9 - bytes / blended).epsilon(1e-6));
+  // Within the share, nothing changes.
+  past.core_cache_bytes = p.core_cache_bytes = 2 << 20;
+  CHECK(window(past) == doctest::Approx(window(p)).epsilon(1e-12));
+}
+
 TEST_CASE("the ring past the cache: slower by its memory, the same within it") {
   model::Profile p = model::default_profile();
   const auto ring = [](const model::Profile& profile, std::size_t bytes) {
