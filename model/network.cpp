@@ -257,11 +257,11 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 }
 
 // The host's memory bandwidth split among the cores its ranks keep busy, for the share of the
-// bytes that miss the cache (what of the ranks' buffers does not fit it), blended with the core's
-// own rate for the rest.
+// bytes that miss the cache (what of the memory the ranks touch does not fit it), blended with
+// the core's own rate for the rest.
 double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams) const {
   const int ranks = ranks_on_host(rank);
-  const double working = static_cast<double>(buffer_bytes_) * ranks;
+  const double working = touched_bytes() * ranks;
   if (profile_.memory_GBps <= 0 || working <= static_cast<double>(profile_.cache_bytes)) {
     return core_GBps;
   }
@@ -271,6 +271,10 @@ double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int stre
   return 1 / ((1 - missed) / core_GBps + missed / share);
 }
 
+// The memory a rank touches in a collective: its input, its output and what it receives into
+// (scratch, the link's ring, its peers' windows), each about the collective's bytes.
+double VirtualNetwork::touched_bytes() const { return 3 * static_cast<double>(buffer_bytes_); }
+
 // A rank's share of its core's own cache: the ranks that take turns on a core share it.
 double VirtualNetwork::core_cache_share(int rank) const {
   const int ranks = ranks_on_host(rank), cores = profile_.cores_per_host;
@@ -278,14 +282,14 @@ double VirtualNetwork::core_cache_share(int rank) const {
   return static_cast<double>(profile_.core_cache_bytes) / per_core;
 }
 
-// The part of the rank's buffer that fits its share of its core's own cache moves at the cached
-// rate, the rest as past that cache.
+// The part of the memory the rank touches that fits its share of its core's own cache moves at
+// the cached rate, the rest as past that cache.
 double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
                                    double cached_GBps) const {
   const double past = past_core_cache_GBps(rank, core_GBps, streams);
   const double own = core_cache_share(rank);
   if (cached_GBps <= 0 || own <= 0) return past;
-  const double buffer = static_cast<double>(buffer_bytes_), cached = std::max(cached_GBps, past);
+  const double buffer = touched_bytes(), cached = std::max(cached_GBps, past);
   if (buffer <= own) return cached;
   const double missed = 1 - own / buffer;
   return 1 / ((1 - missed) / cached + missed / past);
@@ -296,7 +300,7 @@ double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
 // rate past a core's cache, and past the last level as any other bytes.
 double VirtualNetwork::shared_write_GBps(int rank) const {
   const double held = profile_.shared_write_GBps;
-  const double own = core_cache_share(rank), buffer = static_cast<double>(buffer_bytes_);
+  const double own = core_cache_share(rank), buffer = touched_bytes();
   if (profile_.shared_write_past_GBps <= 0 || own <= 0) return past_core_cache_GBps(rank, held, 1);
   if (buffer <= own) return held;
   const double missed = 1 - own / buffer;

@@ -61,8 +61,8 @@ class VirtualNetwork {
   transport::RequestPtr send(int from, int to, std::size_t bytes);
   transport::RequestPtr recv(int at, int from, std::size_t room);
   void spend(int rank, double seconds);  // the rank computes for this long
-  // Each rank's buffer (the collective's bytes): with the host's ranks, whether it fits the
-  // host's cache.
+  // Each rank's buffer (the collective's bytes): a rank touches three times it (touched_bytes),
+  // and with the host's ranks, whether that fits a core's and the host's caches.
   void set_buffer_bytes(std::size_t bytes) { buffer_bytes_ = bytes; }
   // The rate a core of the rank's host moves bytes at, where it alone would move them at
   // `core_GBps`, with `streams` streams of them to or from memory: a reduction 2 (it reads a
@@ -142,6 +142,7 @@ class VirtualNetwork {
   int ranks_on_host(int rank) const;
   double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
   double core_cache_share(int rank) const;
+  double touched_bytes() const;
   void yield(int rank);
   int next_resumed();
   void resume(int rank);

@@ -263,13 +263,14 @@ TEST_CASE("more ranks than cores: a copying link's latency on the cores, its own
 TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
   model::Profile p = test_profile();
   p.cores_per_host = 2;
-  p.cache_bytes = 4 << 20;
+  p.cache_bytes = 12 << 20;
   p.memory_GBps = 6;  // all cores together
   model::VirtualNetwork net({4, 4}, p);
-  // 4 ranks x 1 MiB fit the cache: a core's own rate.
+  // 4 ranks touching 3 x 1 MiB each (input, output, what they receive) fit the cache: a core's
+  // own rate.
   net.set_buffer_bytes(1 << 20);
   CHECK(net.moving_GBps(0, 10) == 10);
-  // 4 x 4 MiB: three quarters of the bytes miss the cache and move at a core's share of the
+  // 4 x 3 x 4 MiB: three quarters of the bytes miss the cache and move at a core's share of the
   // memory (6 GB/s / 2 busy cores); a link's copy at one end touches memory once, not twice.
   net.set_buffer_bytes(4 << 20);
   CHECK(net.moving_GBps(0, 10) == doctest::Approx(1 / (0.25 / 10 + 0.75 / 3)));
@@ -284,12 +285,12 @@ TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
 TEST_CASE("within its share of a core's cache, a rank moves its own bytes at the cached rate") {
   model::Profile p = test_profile();
   p.cores_per_host = 2;
-  p.core_cache_bytes = 1 << 20;  // 4 ranks on 2 cores: 512 KiB each
+  p.core_cache_bytes = 3 << 20;  // 4 ranks on 2 cores: 1.5 MiB each
   model::VirtualNetwork net({4, 4}, p);
-  net.set_buffer_bytes(256 << 10);
+  net.set_buffer_bytes(256 << 10);  // touching 3 x 256 KiB (input, output, what it receives)
   CHECK(net.moving_GBps(0, 10, 1, 40) == 40);
   CHECK(net.moving_GBps(0, 10) == 10);  // no cached rate named: the core's
-  // Half of a 1 MiB buffer fits the rank's share.
+  // Half of what a 1 MiB buffer touches fits the rank's share.
   net.set_buffer_bytes(1 << 20);
   CHECK(net.moving_GBps(0, 10, 1, 40) == doctest::Approx(1 / (0.5 / 40 + 0.5 / 10)));
   model::Profile none = p;
@@ -352,7 +353,7 @@ TEST_CASE("the window's writes past a core's cache share: at the rate past it") 
   model::Profile p = test_profile();
   p.intra.copies = true;
   p.shared_write_GBps = 8;
-  p.core_cache_bytes = 256 << 10;  // a core per rank: each rank's share
+  p.core_cache_bytes = 768 << 10;  // a core per rank: each rank's share
   const std::size_t bytes = 1 << 20;
   const auto window = [&](const model::Profile& profile) {
     return model::simulate({model::Collective::all_reduce, Algorithm::window, {2, 0}, bytes},
@@ -362,11 +363,11 @@ TEST_CASE("the window's writes past a core's cache share: at the rate past it") 
   model::Profile past = p;
   past.shared_write_past_GBps = 32;
   // Each rank writes the whole buffer into its window: a quarter of it (its share of a core's
-  // cache) at 8 GB/s, the rest at 32, instead of all at 8.
+  // cache against the 3 MiB it touches) at 8 GB/s, the rest at 32, instead of all at 8.
   const double blended = 1 / (0.25 / 8e9 + 0.75 / 32e9);
   CHECK(window(p) - window(past) == doctest::Approx(bytes / 8e9 - bytes / blended).epsilon(1e-6));
   // Within the share, nothing changes.
-  past.core_cache_bytes = p.core_cache_bytes = 2 << 20;
+  past.core_cache_bytes = p.core_cache_bytes = 4 << 20;
   CHECK(window(past) == doctest::Approx(window(p)).epsilon(1e-12));
 }
 
