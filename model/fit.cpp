@@ -390,8 +390,9 @@ void measure_shared_lines(MachineFit& fit, bool quick) {
   fit.shared_write_GBps = held.write_GBps;
   fit.shared_read_GBps = held.read_GBps;
   const std::size_t past = fit.core_cache_bytes > 0 ? 4 * fit.core_cache_bytes : 4 << 20;
-  if (held.write_GBps > 0)
+  if (held.write_GBps > 0) {
     fit.shared_write_past_GBps = shared_lines(past, quick ? 5 : 200).write_GBps;
+  }
 }
 
 // Every core (up to 16, which saturate a socket's memory) copies a buffer of its own, well past

@@ -217,10 +217,10 @@ TEST_CASE("more ranks than cores: a copying link's latency on the cores, its own
   p.intra.one_cpu_us = 5;  // a wake-up of 3 us on top of the 2 us latency
   p.wakeup_us = 100;       // between hosts only: not charged here
   p.cores_per_host = 1;
-  const double bytes = 2 * 8 / 4e9;  // one core does both ends' copies
-  {                                  // the receiver sleeps while the sender computes 1 ms first
-    model::VirtualNetwork net({2, 2}, p);
-    const double t = net.run([&](int rank) {
+  // The receiver waits while the sender computes 1 ms, then sends 8 bytes.
+  const auto late_message = [](const model::Profile& profile) {
+    model::VirtualNetwork net({2, 2}, profile);
+    return net.run([&](int rank) {
       if (rank == 0) {
         net.spend(0, 1e-3);
         net.send(0, 1, 8)->wait(core::Deadline::never());
@@ -228,8 +228,9 @@ TEST_CASE("more ranks than cores: a copying link's latency on the cores, its own
         net.recv(1, 0, 8)->wait(core::Deadline::never());
       }
     });
-    CHECK(t == doctest::Approx(1e-3 + 2e-6 + bytes + 3e-6).epsilon(1e-12));
-  }
+  };
+  const double bytes = 2 * 8 / 4e9;  // one core does both ends' copies
+  CHECK(late_message(p) == doctest::Approx(1e-3 + 2e-6 + bytes + 3e-6).epsilon(1e-12));
   {  // the second message is there before the receiver, busy for 1 ms, waits for it: the one
      // core works throughout, for both messages and one wake-up
     model::VirtualNetwork net({2, 2}, p);
@@ -245,19 +246,8 @@ TEST_CASE("more ranks than cores: a copying link's latency on the cores, its own
     });
     CHECK(t == doctest::Approx(1e-3 + 2 * (2e-6 + bytes) + 3e-6).epsilon(1e-12));
   }
-  p.cores_per_host = 2;
-  {  // a core per rank: the latency is a delay, and nobody sleeps on a shared core
-    model::VirtualNetwork net({2, 2}, p);
-    const double t = net.run([&](int rank) {
-      if (rank == 0) {
-        net.spend(0, 1e-3);
-        net.send(0, 1, 8)->wait(core::Deadline::never());
-      } else {
-        net.recv(1, 0, 8)->wait(core::Deadline::never());
-      }
-    });
-    CHECK(t == doctest::Approx(1e-3 + 2e-6 + 8 / 4e9).epsilon(1e-12));
-  }
+  p.cores_per_host = 2;  // a core per rank: the latency is a delay, nobody sleeps on a shared core
+  CHECK(late_message(p) == doctest::Approx(1e-3 + 2e-6 + 8 / 4e9).epsilon(1e-12));
 }
 
 TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
