@@ -26,14 +26,14 @@ void bruck_all_gather(const ChannelContext& ctx, char* data, std::size_t block, 
   const std::size_t head = sizeof(Fingerprint);
   char* const end = data + n * block_bytes;
   rotate_within(ctx, data, data + r * block_bytes, end);  // rotate in
-  char* in = ctx.scratch_bytes(head + n * block_bytes + kMismatchRoom);
+  char* in = ctx.scratch_bytes(fingerprinted_room(n * block_bytes));
   std::vector<char> staging;  // a message, where the transport cannot send two pieces
   int step = 0;
   for (int d = 1; d < n; d *= 2, ++step) {
     const auto start = std::chrono::steady_clock::now();
     const int to = (r - d + n) % n, from = (r + d) % n;
     const std::size_t bytes = std::min(d, n - d) * block_bytes;
-    auto recv = ctx.peer(from).recv(in, head + n * block_bytes + kMismatchRoom);
+    auto recv = ctx.peer(from).recv(in, fingerprinted_room(n * block_bytes));
     auto sent = ctx.send_fingerprinted(to, data, bytes, staging);
     ctx.wait(recv, from);
     ctx.check_message(in, recv->bytes(), head + bytes, true, from);

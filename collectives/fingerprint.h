@@ -42,6 +42,12 @@ std::string to_string(const Fingerprint& f);  // "all_reduce(count=10, f32, sum,
 // what they expect, so that a longer message (a recursive-doubling op sends [fingerprint | data])
 // is reported as a mismatch, with the peer's fingerprint, rather than as a transport error.
 inline constexpr std::size_t kMismatchRoom = 64 * 1024;
+// A receive's room for a [fingerprint | payload] message: the message and kMismatchRoom. Sized to
+// the message due, not the op's largest: over shm a receive of up to 256 KiB of room is moved by
+// the thread that waits for it, a larger one by the progress thread (two hand-offs a message).
+inline constexpr std::size_t fingerprinted_room(std::size_t payload_bytes) {
+  return sizeof(Fingerprint) + payload_bytes + kMismatchRoom;
+}
 
 // The error for a peer whose message shows another collective: names both ranks and both
 // fingerprints (theirs when the message held one).

@@ -50,7 +50,7 @@ class HalvingDoubling {
         block_bytes_(block * core::dtype_size(dtype)),
         count_(block),
         dtype_(dtype),
-        capacity_(sizeof(Fingerprint) + ctx.size * block_bytes_ + kMismatchRoom) {
+        capacity_(fingerprinted_room(ctx.size * block_bytes_)) {
     while (p_ * 2 <= ctx.size) p_ *= 2;
     rem_ = ctx.size - p_;
     const int r = ctx.rank;
@@ -129,9 +129,7 @@ class HalvingDoubling {
                        std::optional<Blocks> get) {
     const auto start = std::chrono::steady_clock::now();
     transport::RequestPtr recv, sent;
-    // Room for the blocks due and kMismatchRoom (over shm, a receive that small is moved by the
-    // waiting thread itself, without a hand-off to the progress thread).
-    if (get) recv = ctx_.peer(peer).recv(in_, sizeof(Fingerprint) + bytes(*get) + kMismatchRoom);
+    if (get) recv = ctx_.peer(peer).recv(in_, fingerprinted_room(bytes(*get)));
     if (give) {
       sent = ctx_.send_fingerprinted(peer, give->base + offset(give->blocks), bytes(give->blocks),
                                      staging_);

@@ -51,7 +51,7 @@ class Rabenseifner {
         dtype_(dtype),
         op_(op),
         es_(core::dtype_size(dtype)),
-        capacity_(kHead + count * es_ + kMismatchRoom) {}
+        capacity_(fingerprinted_room(count * es_)) {}
 
   void run() {
     const int n = ctx_.size, r = ctx_.rank;
@@ -141,9 +141,7 @@ class Rabenseifner {
                                    staging_);
   }
 
-  // A receive's room for a message holding `segment`: it and kMismatchRoom (over shm, one that
-  // small is moved by the waiting thread itself, without a hand-off to the progress thread).
-  std::size_t room(Segment segment) const { return kHead + segment.size() * es_ + kMismatchRoom; }
+  std::size_t room(Segment segment) const { return fingerprinted_room(segment.size() * es_); }
 
   // Waits for `peer`'s message and checks that it is this op's, holding `segment`.
   void receive(const transport::RequestPtr& recv, int peer, Segment segment) {

@@ -37,7 +37,7 @@ class Doubling {
         es_(core::dtype_size(dtype)),
         bytes_(count * es_),
         mine_(input),
-        capacity_(kHead + bytes_ + kMismatchRoom) {}
+        capacity_(fingerprinted_room(bytes_)) {}
 
   void run() {
     const int n = ctx_.size, r = ctx_.rank;

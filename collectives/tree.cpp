@@ -70,7 +70,7 @@ class TreeAllReduce {
         op_(op),
         es_(core::dtype_size(dtype)),
         chunk_(std::max<std::size_t>(1, ctx.uniform_slice() / es_)),
-        capacity_(kHead + chunk_ * es_ + kMismatchRoom) {}
+        capacity_(fingerprinted_room(chunk_ * es_)) {}
 
   void run() {
     in_ = ctx_.scratch_bytes(capacity_);
@@ -131,11 +131,9 @@ class TreeAllReduce {
     return links.parent >= 0 ? links.parent : links.children[0];
   }
 
-  // Waits for `peer`'s next message and checks that it is this op's, `len` elements long. The
-  // receive's room is that and kMismatchRoom, not a whole chunk's: over shm one that small is
-  // moved by the waiting thread itself, without a hand-off to the progress thread and back.
+  // Waits for `peer`'s next message and checks that it is this op's, `len` elements long.
   void receive(int peer, std::size_t len) {
-    auto recv = ctx_.peer(peer).recv(in_, kHead + len * es_ + kMismatchRoom);
+    auto recv = ctx_.peer(peer).recv(in_, fingerprinted_room(len * es_));
     ctx_.wait(recv, peer);
     ctx_.check_message(in_, recv->bytes(), kHead + len * es_, true, peer);
   }

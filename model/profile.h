@@ -60,9 +60,10 @@ struct Profile {
   // (copies, reductions, copying links) at no more than its share of memory_GBps. 0: no limit.
   std::size_t cache_bytes = 0;
   double memory_GBps = 0;
-  // A core's own cache and the copy and reduction rates within it: the part of a rank's buffer
-  // that fits its share of that cache (the ranks taking turns on a core share it) is copied and
-  // reduced at these, the rest at the rates above. 0: no such level.
+  // A core's own cache and the copy and reduction rates within it: the part of what a rank
+  // touches (three times its buffer: input, output, what it receives into) that fits its share of
+  // that cache (the ranks taking turns on a core share it) is copied and reduced at these, the
+  // rest at the rates above. 0: no such level.
   std::size_t core_cache_bytes = 0;
   double cached_copy_GBps = 0;
   double cached_reduce_GBps = 0;
