@@ -4,7 +4,9 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,14 +70,25 @@ inline pid_t find_ringlet(const std::string& marker, int rank) {
   return -1;
 }
 
-// Waits (up to 60 s) until no worker of ranks 0 .. ranks - 1 of the run `marker` names is left: a
-// killed launcher's workers die of it a moment later (rank 0 holds the run's lock until then).
+// Whether the run directory's lock (trainer/run_lock.h) is free: no file, or a flock taken and
+// given back at once.
+inline bool run_lock_free(const std::filesystem::path& dir) {
+  const int fd = ::open((dir / "lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return true;
+  const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);  // gives the flock back
+  return free;
+}
+
+// Waits (up to 60 s) until no worker of ranks 0 .. ranks - 1 of the run directory `marker` names
+// is left and the run's lock is free: a killed launcher's workers die of it a moment later, and a
+// dying worker's command line is gone before its files (rank 0's lock among them) are closed.
 inline bool wait_for_workers_gone(const std::string& marker, int ranks) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     bool any = false;
     for (int r = 0; r < ranks && !any; ++r) any = find_ringlet(marker, r) > 0;
-    if (!any) return true;
+    if (!any && run_lock_free(marker)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
