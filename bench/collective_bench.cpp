@@ -24,10 +24,13 @@
 #include "bench/model_expectation.h"
 #include "bench/peer_engine.h"
 #include "collectives/device_space.h"
+#include "core/cuda_plugin.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "core/isa.h"
+#include "core/log.h"
+#include "device/cuda/device_runtime.h"
 #include "device/runtime.h"
 #include "device/stream.h"
 #include "distributed/rank_device.h"
@@ -549,13 +552,23 @@ std::string host_work_row(std::size_t bytes, const Result& oop, const Result& ip
   return row;
 }
 
-// The device space of -g 1 / --device (null for host buffers): device local rank % count, cuda
-// when -g 1 alone and a GPU is there, else the emulated device.
+// -g 1's device: cuda when a GPU is there, else the emulated device, saying why where this build
+// has CUDA but cannot use it (its plugin did not load: a missing library, say).
+std::string gpu_flag_device() {
+  if (device::usable_gpu_count() > 0) return "cuda";
+  if (device::cuda::built_with_cuda() && !core::cuda_plugin_unavailable().empty())
+    core::log(core::LogLevel::warn, "-g 1: the emulated device, as CUDA is unavailable: ",
+              core::cuda_plugin_unavailable());
+  return "emu";
+}
+
+// The device space of -g 1 / --device (null for host buffers): device local rank % count, on
+// gpu_flag_device() when -g 1 alone.
 std::unique_ptr<collectives::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
                                                        transport::Store& store) {
   std::string kind = o.device;
   if (kind == "cpu" && o.gpu_flag) {
-    kind = device::usable_gpu_count() > 0 ? "cuda" : "emu";
+    kind = gpu_flag_device();
   }
   RINGLET_CHECK(kind != "cpu" || o.link != "ipc", ValueError,
                 "-t ipc moves device buffers: add -g 1 or --device emu|cuda");

@@ -14,10 +14,17 @@
 namespace ringlet::device::cuda {
 namespace {
 
-// ringlet's functions the plugin's runtime calls back into: named here so that a program
-// linking this file also links them, and (-rdynamic) exports them for the plugin to bind to.
+// Every function of ringlet the plugin (the runtime, the tensor kernels, the collectives'
+// kernels) calls back into: named here so that a program linking this file, as every program
+// that loads the plugin does, also links them, and (-rdynamic) exports them for the plugin to
+// bind to. A function of a layer above this one would be missing in programs without that
+// layer: such a thing is passed to the plugin's entry point instead (ringlet_cuda_kernels).
 [[gnu::used]] const void* const plugin_needs[] = {
     reinterpret_cast<const void*>(&core::error_location),
+    reinterpret_cast<const void*>(&core::float_to_bf16),
+    reinterpret_cast<const void*>(&core::float_to_half),
+    reinterpret_cast<const void*>(
+        static_cast<std::ostream& (*)(std::ostream&, core::DType)>(&core::operator<<)),
     reinterpret_cast<const void*>(&device::count_stream_ops),
     reinterpret_cast<const void*>(&device::count_host_sync),
     reinterpret_cast<const void*>(&device::count_driver_alloc),

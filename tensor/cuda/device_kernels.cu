@@ -10,7 +10,6 @@
 #include "core/cuda_plugin.h"
 #include "device/counters.h"
 #include "tensor/kernels/device_kernels_impl.h"
-#include "tensor/math_mode.h"
 
 namespace ringlet::tensor::kernels {
 namespace {
@@ -23,6 +22,11 @@ __global__ void grid_stride(F f, std::int64_t n) {
     f(i);
   }
 }
+
+// Whether the calling thread allows tensor cores (tensor/math_mode.h's tensor_cores_allowed):
+// the function the program passed to ringlet_cuda_kernels, so that the plugin binds to no
+// function of the tensor layer (programs without it load the plugin too).
+bool (*tensor_cores_allowed)() = nullptr;
 
 // One handle per device; callers hold cublas_mutex() from cublasSetStream to the GEMM, since a
 // handle's stream is shared state.
@@ -163,6 +167,8 @@ DeviceKernels& cuda_kernels() {
 }  // namespace ringlet::tensor::kernels
 
 // The plugin's entry point (core/cuda_plugin.h); tensor/cuda/plugin_calls.cpp calls it.
-RINGLET_CUDA_PLUGIN_EXPORT ringlet::tensor::kernels::DeviceKernels* ringlet_cuda_kernels() {
+RINGLET_CUDA_PLUGIN_EXPORT ringlet::tensor::kernels::DeviceKernels* ringlet_cuda_kernels(
+    bool (*tensor_cores_allowed)()) {
+  ringlet::tensor::kernels::tensor_cores_allowed = tensor_cores_allowed;
   return &ringlet::tensor::kernels::cuda_kernels();
 }

@@ -2,29 +2,16 @@
 // tensor/cuda/ calls into the plugin (core/cuda_plugin.h), which holds the CUDA code and is
 // loaded on the first call. Without a loadable plugin (no libcudart here), cudnn_unavailable()
 // says why and the rest throw DeviceError. The device runtime's entry points are
-// device/cuda/plugin_calls.cpp's.
-#include <ostream>
-
+// device/cuda/plugin_calls.cpp's, as is the list of ringlet's functions the plugin binds to
+// (every program that loads it links that file). The tensor layer's one setting the plugin reads,
+// tensor_cores_allowed, is passed to it as a function.
 #include "core/cuda_plugin.h"
-#include "core/dtype.h"
-#include "core/error.h"
 #include "tensor/cuda/cudnn_conv.h"
 #include "tensor/kernels/device_kernels.h"
 #include "tensor/math_mode.h"
 
 namespace ringlet::tensor::cuda {
 namespace {
-
-// ringlet's functions the plugin's code calls back into: named here so that a program linking
-// this file also links them, and (-rdynamic) exports them for the plugin to bind to.
-[[gnu::used]] const void* const plugin_needs[] = {
-    reinterpret_cast<const void*>(&core::error_location),
-    reinterpret_cast<const void*>(&core::float_to_bf16),
-    reinterpret_cast<const void*>(&core::float_to_half),
-    reinterpret_cast<const void*>(
-        static_cast<std::ostream& (*)(std::ostream&, core::DType)>(&core::operator<<)),
-    reinterpret_cast<const void*>(&tensor::tensor_cores_allowed),
-};
 
 template <class Fn>
 Fn* entry(const char* name) {
@@ -65,8 +52,10 @@ void cudnn_backward_filter(const CudnnShape& s, const void* x, const void* dy, v
 namespace ringlet::tensor::kernels {
 
 DeviceKernels& cuda_kernels() {
-  static auto* const fn = core::cuda_plugin_function<DeviceKernels*()>("ringlet_cuda_kernels");
-  return *fn();
+  static auto* const fn =
+      core::cuda_plugin_function<DeviceKernels*(bool (*)())>("ringlet_cuda_kernels");
+  static DeviceKernels* const kernels = fn(&tensor_cores_allowed);
+  return *kernels;
 }
 
 }  // namespace ringlet::tensor::kernels
