@@ -2,8 +2,8 @@
 # bench/gpu_check.sh: every GPU test and benchmark of ringlet in one run, for a GPU machine lent
 # for minutes (about 6 of them on an H100; each command has its own time limit, the whole at most
 # 8 minutes), with the build copied from a machine without a GPU. In order:
-#   0. versions: the GPU, its driver, the CUDA runtime this build links, PyTorch and its cuDNN
-#      (whose library directory is put on LD_LIBRARY_PATH, so ringlet's cuDNN loads too);
+#   0. versions: the GPU, its driver, PyTorch; the CUDA runtime, cuBLAS, cuDNN and NCCL found on
+#      the machine (its /usr/local/cuda, else PyTorch's nvidia wheels), put on LD_LIBRARY_PATH;
 #   1. tests: test_cuda (the device op suite, the caching allocator, the collectives' kernels),
 #      the CUDA cases of test_device_collectives and test_ddp;
 #   2. the training step: fmnist_cnn (batch 64) and resnet20 on CIFAR-shaped input (batch 128),
@@ -14,7 +14,8 @@
 #      medians over the blocks;
 #      then ringlet train --device cuda --epochs 3 (fmnist_cnn; its test accuracy);
 #   3. collectives: all_reduce_perf -g 1 -np 2 and -np 4 over ipc (8 B - 256 MiB), -np 2 with
-#      the ranks as threads (one context), with host waits and messages per op; the
+#      the ranks as threads (one context), with host waits and messages per op; ring, recursive
+#      doubling, Rabenseifner's and the tree each forced at 4 ranks as threads; the
 #      device-to-device copy (reduce_kernel_bench), NCCL's one-rank table beside ringlet's;
 #   4. DDP on the one GPU: train_bench --nproc 2 beside one rank and beside PyTorch DDP over gloo
 #      (NCCL refuses two ranks on one GPU: its refusal is printed);
@@ -50,27 +51,26 @@ if [ "${GPU_CHECK_DRY:-0}" != 1 ] && command -v nvidia-smi >/dev/null 2>&1 &&
   gpu=1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 fi
-ldd "$build/tests/tensor/test_cuda" 2>/dev/null | grep -E "cudart|cublas" || echo "(no CUDA libraries linked)"
 torch_py=$(command -v python3)
-cudnn_dir=$("$torch_py" - <<'PY' 2>/dev/null
-import os
-try:
-    import nvidia.cudnn as c
-    print(os.path.join(os.path.dirname(c.__file__), "lib"))
-except Exception:
-    pass
-PY
-)
-[ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH="$cudnn_dir:${LD_LIBRARY_PATH:-}"
+# The GPU machine's own CUDA libraries (its toolkit's, else PyTorch's nvidia wheels), never the
+# build machine's: each one ringlet loads, put on LD_LIBRARY_PATH and printed.
+wheels=$("$torch_py" -c "import nvidia, os; print(os.path.dirname(nvidia.__path__[0]))" 2>/dev/null)
+for lib in libcudart.so.13 libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
+  found=$(find /usr/local/cuda/lib64/ /usr/local/cuda/lib/ ${wheels:+"$wheels/nvidia/"} \
+    -name "$lib" 2>/dev/null | head -n 1)
+  echo "$lib: ${found:-not found}"
+  [ -n "$found" ] && export LD_LIBRARY_PATH="$(dirname "$found"):${LD_LIBRARY_PATH:-}"
+done
+ldd "$build/libringlet-cuda.so" 2>/dev/null | grep -E "cudart|cublas|not found" ||
+  echo "(no CUDA plugin in $build)"
 "$torch_py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, \
 'cudnn', torch.backends.cudnn.version(), 'gpu', torch.cuda.is_available())" 2>/dev/null ||
   echo "(no PyTorch: its runs are skipped)"
-echo "cuDNN for ringlet: ${cudnn_dir:-the default library path}"
 if [ "$gpu" = 1 ]; then
-  device=cuda steps=100 block=20 warmup=10 big_batch=128 max_bytes=256M
+  device=cuda steps=100 block=20 warmup=10 big_batch=128 max_bytes=256M algo_bytes=64M
 else
   echo "no GPU here (or GPU_CHECK_DRY=1): the CPU-side part, on the emulated device"
-  device=emu steps=2 block=1 warmup=1 big_batch=8 max_bytes=64K
+  device=emu steps=2 block=1 warmup=1 big_batch=8 max_bytes=64K algo_bytes=64K
 fi
 
 say "1. tests"
@@ -134,6 +134,11 @@ done
 run all_reduce_np2_threads 150 "$build/bench/all_reduce_perf" -np 2 --threads -g 1 -t ipc \
   -b 8 -e "$max_bytes" -f 4
 run all_reduce_np1 60 "$build/bench/all_reduce_perf" -np 1 -g 1 -b 8 -e "$max_bytes" -f 4
+# The algorithms past the ring on device buffers: 4 ranks as threads (one context), each forced.
+for algo in ring rd rabenseifner tree; do
+  run "all_reduce_np4_$algo" 40 env RINGLET_ALGO="$algo" "$build/bench/all_reduce_perf" -np 4 \
+    --threads -g 1 -t ipc -b 8 -e "$algo_bytes" -f 8
+done
 if [ "$gpu" = 1 ]; then
   run copy_bandwidth 60 "$build/bench/reduce_kernel_bench" --sizes 64M,256M
   if [ -x "$build/bench/nccl_all_reduce_perf" ]; then
@@ -157,5 +162,5 @@ else
 fi
 
 say "5. the table"
-"$torch_py" "$here/gpu_check_table.py" "$out" | tee "$out/table.txt"
+GPU_CHECK_GPU=$gpu "$torch_py" "$here/gpu_check_table.py" "$out" | tee "$out/table.txt"
 echo "gpu_check: done in $((SECONDS - started)) s; logs and results.json in $out"

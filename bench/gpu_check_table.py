@@ -7,6 +7,7 @@ usage: gpu_check_table.py OUT
 """
 import json
 import os
+import re
 import sys
 
 
@@ -66,17 +67,47 @@ def step_rows(out):
     return rows
 
 
+# all_reduce_np<NAME>.log: 1, 2, 4 ranks in processes, 2 as threads, 4 as threads per algorithm.
+ALL_REDUCE_RUNS = (1, 2, 4, "2_threads", "4_ring", "4_rd", "4_rabenseifner", "4_tree")
+
+
+def rank0_device(path):
+    """The device of rank 0 in a benchmark's header ('#  Rank  0 ... device cuda:0 [...]'): the
+    emulated one where CUDA did not load."""
+    if os.path.exists(path):
+        for line in open(path, errors="replace"):
+            match = re.match(r"#\s+Rank\s+0 .* device (\S+) \[", line)
+            if match:
+                return match.group(1)
+    return None
+
+
+def size_text(size):
+    return next(f"{size >> s} {unit}" for s, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "B"))
+                if size >> s or s == 0)
+
+
+def run_label(name):
+    """'2_threads' -> '2 ranks as threads'; '4_tree' -> '4 ranks as threads, tree'."""
+    ranks, _, form = str(name).partition("_")
+    label = f"{ranks} rank" + ("" if ranks == "1" else "s")
+    return label if not form else label + " as threads" + ("" if form == "threads" else ", " + form)
+
+
 def all_reduce_rows(out):
     rows = {}
-    for np in (1, 2, 4, "2_threads"):
+    for np in ALL_REDUCE_RUNS:
         records = first_all(out, f"all_reduce_np{np}")
         small = [r["ip_us"] for r in records if r.get("size", 1 << 40) <= 64 * 1024]
-        big = [r for r in records if r.get("size") == 64 * 1024 * 1024]
+        sized = [r for r in records if "size" in r and "ip_busbw" in r]
+        largest = max(sized, key=lambda r: r["size"]) if sized else None
         waits = [r[k] for r in records for k in ("ip_host_waits", "oop_host_waits") if k in r]
         messages = [r[k] for r in records for k in ("ip_host_messages", "oop_host_messages")
                     if k in r]
         rows[np] = {"small_max_us": max(small) if small else None,
-                    "busbw_64M": big[0].get("ip_busbw") if big else None,
+                    "largest_bytes": largest and largest["size"],
+                    "busbw_largest": largest and largest["ip_busbw"],
+                    "device": rank0_device(os.path.join(out, f"all_reduce_np{np}.log")),
                     "wrong": sum(r.get("ip_wrong", 0) + r.get("oop_wrong", 0) for r in records),
                     "max_host_waits_per_op": max(waits, default=None),
                     "max_host_messages_per_op": max(messages, default=None)}
@@ -150,10 +181,12 @@ def print_table(tests, steps, reduce, ddp, kernels):
         print(f"  tensor-core kernels in the tuned resnet20 step: {len(kernels)} kinds"
               + (f", e.g. {kernels[0][:90]}" if kernels else ""))
     print("\nall-reduce on device buffers (-g 1, ipc):")
-    for np in (1, 2, 4, "2_threads"):
+    for np in ALL_REDUCE_RUNS:
         r = reduce[np]
-        print(f"  {str(np).replace('_', ' as ')} rank(s): slowest of 8 B-64 KiB {fmt(r['small_max_us'], 1)} us,"
-              f" busbw at 64 MiB {fmt(r['busbw_64M'])} GB/s, #wrong {r['wrong']},"
+        largest = r["largest_bytes"] and size_text(r["largest_bytes"])
+        print(f"  {run_label(np)} on {r['device'] or '-'}: slowest of 8 B-64 KiB"
+              f" {fmt(r['small_max_us'], 1)} us, busbw at {largest or '-'}"
+              f" {fmt(r['busbw_largest'])} GB/s, #wrong {r['wrong']},"
               f" host waits / messages per op at most {fmt(r['max_host_waits_per_op'], 1)}"
               f" / {fmt(r['max_host_messages_per_op'], 1)}")
     print(f"  NCCL, 1 rank: slowest of 8 B-64 KiB {fmt(reduce['nccl_np1_small_max_us'], 1)} us;"
@@ -177,6 +210,9 @@ def main():
                    "training": training,
                    "all_reduce": {str(k): v for k, v in reduce.items()}, "ddp": ddp}, f, indent=1)
     failed = [n for n, s in tests.items() if s not in (0, 77)]
+    if os.environ.get("GPU_CHECK_GPU") == "1":  # on a GPU, a device run on emu lost its GPU
+        failed += [f"all_reduce_np{np} (on {r['device']}, not the GPU)" for np, r in reduce.items()
+                   if isinstance(r, dict) and str(r.get("device")).startswith("emu")]
     if failed:
         print(f"\ngpu_check: failed or stopped: {', '.join(failed)}")
     return 1 if failed else 0
