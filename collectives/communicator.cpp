@@ -90,7 +90,10 @@ void run_staged(const ChannelContext& ctx, const char* input, char* data, std::s
   char* host = space.staging(0, bytes);
   space.copy(host, input, bytes);
   space.fence();
-  run(static_cast<const char*>(host), host);
+  {
+    const HostBuffersScope on_host(ctx);
+    run(static_cast<const char*>(host), host);
+  }
   space.copy(data, host, bytes);
   space.fence();
 }
@@ -237,6 +240,7 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
           char* in = space->staging(0, bytes);
           work = space->staging(1, bytes);
           copy_within(ctx, in, send, bytes);
+          const HostBuffersScope on_host(ctx);
           halving_reduce_scatter(ctx, in, work, recv_count, dtype, op);
         } else if (space != nullptr) {
           work = space->scratch(bytes);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <numeric>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "collectives/buffer_space.h"
@@ -242,6 +243,23 @@ class ChannelContext {
     std::iota(ranks.begin(), ranks.end(), 0);
     return ranks;
   }
+};
+
+// A host algorithm run on a device op's pinned staging: for the scope, the op's buffers are
+// host memory, so the algorithm's copies and reductions run on the host. Not so, its reductions
+// would be the device's kernels reading its receive space, pageable host memory that a GPU
+// cannot reach (an illegal memory access on a GPU, a DeviceError on the emulated device).
+class HostBuffersScope {
+ public:
+  explicit HostBuffersScope(const ChannelContext& ctx)
+      : op_(ctx.op), space_(std::exchange(ctx.op.space, nullptr)) {}
+  ~HostBuffersScope() { op_.space = space_; }
+  HostBuffersScope(const HostBuffersScope&) = delete;
+  HostBuffersScope& operator=(const HostBuffersScope&) = delete;
+
+ private:
+  OpState& op_;
+  BufferSpace* space_;
 };
 
 // Copies between two buffers of the op (host or device, as the op's space says); done on
