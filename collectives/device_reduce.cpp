@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "device/counters.h"
 #include "device/emu/emu_runtime.h"
+#include "device/emu/reachable.h"
 
 namespace ringlet::collectives {
 namespace {
@@ -21,6 +22,10 @@ void check_op(ReduceOp op) {
 void emu_reduce_many(void* dst, const void* const* srcs, int sources, std::size_t count,
                      DType dtype, ReduceOp op, core::Device device, device::StreamHandle stream) {
   check_op(op);
+  const std::size_t bytes = count * core::dtype_size(dtype);
+  device::emu::check_reachable(device, dst, bytes, "a reduction's output");
+  for (int s = 0; s < sources; ++s)
+    device::emu::check_reachable(device, srcs[s], bytes, "a reduction's input");
   device::count_stream_ops(device);
   device::emu::queue(stream).enqueue(
       [dst, list = std::vector<const void*>(srcs, srcs + sources), count, dtype, op] {
@@ -30,6 +35,7 @@ void emu_reduce_many(void* dst, const void* const* srcs, int sources, std::size_
 
 void emu_divide_by(void* data, std::size_t count, DType dtype, int divisor, core::Device device,
                    device::StreamHandle stream) {
+  device::emu::check_reachable(device, data, count * core::dtype_size(dtype), "a division's data");
   device::count_stream_ops(device);
   device::emu::queue(stream).enqueue([=] { divide_by(data, count, dtype, divisor); });
 }

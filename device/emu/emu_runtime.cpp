@@ -21,6 +21,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "device/counters.h"
+#include "device/emu/reachable.h"
 #include "device/op_context.h"
 
 namespace ringlet::device::emu {
@@ -69,9 +70,11 @@ EmuRuntime::EmuRuntime(int index)
                 << 20),
       compute_(std::make_unique<StreamQueue>(core::Device::emu(index),
                                              core::str("emu:", index, " compute stream"),
-                                             static_cast<std::uint64_t>(index) << 32)) {}
+                                             static_cast<std::uint64_t>(index) << 32)) {
+  add_reachable(error_words_, sizeof error_words_);
+}
 
-EmuRuntime::~EmuRuntime() = default;
+EmuRuntime::~EmuRuntime() { remove_reachable(error_words_); }
 
 void* EmuRuntime::malloc(std::size_t bytes) {
   if (bytes == 0) bytes = 1;
@@ -101,6 +104,7 @@ void* EmuRuntime::malloc(std::size_t bytes) {
   device::count_driver_alloc(device());
   std::lock_guard lock(memory_mutex_);
   mappings_[ptr] = Mapping{bytes, fd};
+  add_reachable(ptr, bytes);
   return ptr;
 }
 
@@ -123,6 +127,7 @@ void EmuRuntime::free(void* ptr) {
     bytes = it->second.bytes;
     ::close(it->second.fd);
     mappings_.erase(it);
+    remove_reachable(ptr);
     mapped_ -= bytes;
   }
   ::munmap(ptr, bytes);
@@ -156,6 +161,7 @@ void* EmuRuntime::ipc_open(const std::string& handle) {
                 pid, ": ", std::strerror(errno));
   std::lock_guard lock(memory_mutex_);
   opened_[ptr] = static_cast<std::size_t>(bytes);
+  add_reachable(ptr, static_cast<std::size_t>(bytes));
   return ptr;
 }
 
@@ -169,6 +175,7 @@ void EmuRuntime::ipc_close(void* ptr) {
     bytes = it->second;
     opened_.erase(it);
   }
+  remove_reachable(ptr);
   drain_streams();  // no queued kernel still reads the peer's memory
   ::munmap(ptr, bytes);
 }
@@ -327,9 +334,13 @@ void* EmuRuntime::host_alloc_pinned(std::size_t bytes) {
   void* ptr = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
   RINGLET_CHECK(ptr != nullptr, OutOfMemoryError, "pinned host memory: ", bytes,
                 " bytes could not be allocated");
+  add_reachable(ptr, bytes);
   return ptr;
 }
 
-void EmuRuntime::host_free_pinned(void* ptr) { std::free(ptr); }
+void EmuRuntime::host_free_pinned(void* ptr) {
+  remove_reachable(ptr);
+  std::free(ptr);
+}
 
 }  // namespace ringlet::device::emu

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "collective_values.h"
+#include "collectives/device_reduce.h"
 #include "collectives/device_space.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
@@ -545,6 +546,34 @@ TEST_CASE("device collectives on 2 simulated hosts x 2 ranks: the hierarchical a
 
 TEST_CASE("a rank killed during device all-reduces: every survivor fails, naming the op") {
   for (const std::string link : {"ipc", "tcp"}) run_fault(link, "emu");
+}
+
+// The emulated device's kernels read what a GPU's can reach, and refuse the rest as a GPU's
+// would fault: a staged algorithm once reduced from its receive space, pageable host memory,
+// which passed here and stopped an H200 with an illegal memory access.
+TEST_CASE("the emulated device refuses a reduction from pageable host memory, as a GPU faults") {
+  const core::Device dev = core::Device::emu(0);
+  device::Runtime& rt = device::runtime(dev);
+  const collectives::DeviceReduce& reduce = collectives::device_reduce(dev);
+  constexpr std::size_t kCount = 64;
+  auto* own = static_cast<float*>(rt.malloc(kCount * sizeof(float)));
+  auto* pinned = static_cast<float*>(rt.host_alloc_pinned(kCount * sizeof(float)));
+  std::vector<float> pageable(kCount, 1.0f);
+  const device::StreamHandle stream = rt.compute_stream();
+  const void* from_pinned[] = {own, pinned};
+  CHECK_NOTHROW(
+      reduce.reduce_many(own, from_pinned, 2, kCount, DType::f32, ReduceOp::sum, dev, stream));
+  const void* from_pageable[] = {own, pageable.data()};
+  CHECK_THROWS_WITH_AS(
+      reduce.reduce_many(own, from_pageable, 2, kCount, DType::f32, ReduceOp::sum, dev, stream),
+      doctest::Contains("illegal memory access"), core::DeviceError);
+  const void* past_the_end[] = {own, own + 1};  // one element past its allocation
+  CHECK_THROWS_AS(
+      reduce.reduce_many(own, past_the_end, 2, kCount, DType::f32, ReduceOp::sum, dev, stream),
+      core::DeviceError);
+  rt.synchronize(stream);
+  rt.host_free_pinned(pinned);
+  rt.free(own);
 }
 
 const char* const kNeedsGpu = "needs a CUDA GPU (none here, or built without CUDA)";
