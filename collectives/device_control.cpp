@@ -81,6 +81,13 @@ bool DeviceControl::one_process() const {
   return true;
 }
 
+bool DeviceControl::shares_a_process() const {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_ && pids_[static_cast<std::size_t>(r)] == ::getpid()) return true;
+  }
+  return false;
+}
+
 DeviceControl::Block& DeviceControl::block(int rank) const {
   return *reinterpret_cast<Block*>(blocks_.mapped[rank]);
 }

@@ -40,6 +40,8 @@ class DeviceControl {
   int size() const { return size_; }
   // Whether every rank is a thread of this process.
   bool one_process() const;
+  // Whether another rank is a thread of this process.
+  bool shares_a_process() const;
 
   // Records this rank's fingerprint of op fp.seq.
   void publish(const Fingerprint& fp);

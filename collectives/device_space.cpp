@@ -281,6 +281,27 @@ void DeviceSpace::copy_now(void* dst, const void* src, std::size_t bytes) {
   runtime_.synchronize(p2p_.handle());
 }
 
+std::string device_flags_problem(const DeviceFlagsFacts& f) {
+  if (!f.wanted) return "RINGLET_DEVICE_FLAGS=0";
+  if (!f.shared_host_block) return "the ranks cannot share a host block";
+  if (f.size > kDeviceMaxRanks) return core::str(f.size, " ranks: at most ", kDeviceMaxRanks);
+  if (f.window_bytes < kDeviceFlagBytes + 256) {
+    return core::str("a window of ", f.window_bytes, " bytes leaves no room");
+  }
+  if (!f.stream_memory_ops && !f.one_process) {
+    return "the device has no stream memory operations, and the ranks are processes";
+  }
+  // Ranks that are threads of one process share its CUDA driver. A thread blocked in the driver
+  // (a copy to or from pageable memory waits for its stream) holds it, so a peer thread cannot
+  // launch the work that sets the flag that stream waits for: on an H200, DDP with 2 ranks as
+  // threads on one GPU hung so. The host-driven path has no such wait on work not yet issued.
+  if (f.cuda && f.shares_a_process) {
+    return "ranks that are threads of one process would wait on each other inside the CUDA "
+           "driver";
+  }
+  return "";
+}
+
 // Device flags: when the ranks can run collectives with no host in the loop, and the group
 // the protocols use. Every rank reaches the same answer (the last step is a vote).
 void DeviceSpace::agree_on_device_flags(transport::Store& store, const std::string& key, int rank,
@@ -294,19 +315,15 @@ void DeviceSpace::agree_on_device_flags(transport::Store& store, const std::stri
     return;
   }
   if (windows_.empty()) return;  // every rank agreed on that already
-  std::string problem;
   control_ = DeviceControl::connect(store, key + "control/", rank, size, deadline);
-  if (!wanted) {
-    problem = "RINGLET_DEVICE_FLAGS=0";
-  } else if (control_ == nullptr) {
-    problem = "the ranks cannot share a host block";
-  } else if (size > kDeviceMaxRanks) {
-    problem = core::str(size, " ranks: at most ", kDeviceMaxRanks);
-  } else if (window_bytes_ < kDeviceFlagBytes + 256) {
-    problem = core::str("a window of ", window_bytes_, " bytes leaves no room");
-  } else if (!runtime_.stream_memory_ops() && !control_->one_process()) {
-    problem = "the device has no stream memory operations, and the ranks are processes";
+  DeviceFlagsFacts facts{wanted, control_ != nullptr, size, window_bytes_};
+  if (control_ != nullptr) {
+    facts.stream_memory_ops = runtime_.stream_memory_ops();
+    facts.one_process = control_->one_process();
+    facts.shares_a_process = control_->shares_a_process();
   }
+  facts.cuda = device_.is_cuda();
+  const std::string problem = device_flags_problem(facts);
   if (problem.empty()) clear_own_flags();
   const bool all = all_ranks_agree(store, key + "ok/", rank, size, problem.empty(), deadline);
   if (!all) {

@@ -55,6 +55,20 @@ struct DeviceSpaceOptions {
   std::size_t window_bytes = 0;  // 0: from the environment
 };
 
+// What a rank knows, before the ranks vote, of whether it can run device flags.
+struct DeviceFlagsFacts {
+  bool wanted = true;              // not RINGLET_DEVICE_FLAGS=0 nor DeviceFlags::off
+  bool shared_host_block = false;  // the ranks share a host block (device_control.h)
+  int size = 1;
+  std::size_t window_bytes = 0;
+  bool stream_memory_ops = false;  // the device can wait on and write a flag from a stream
+  bool one_process = false;        // every rank is a thread of this process
+  bool shares_a_process = false;   // another rank is
+  bool cuda = false;
+};
+// Why this rank cannot run device flags: "" when it can.
+std::string device_flags_problem(const DeviceFlagsFacts& facts);
+
 class DeviceSpace final : public BufferSpace {
  public:
   // Collective over the store: every rank of the group calls it, with its own device. `key`

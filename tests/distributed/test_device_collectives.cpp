@@ -576,6 +576,23 @@ TEST_CASE("the emulated device refuses a reduction from pageable host memory, as
   rt.free(own);
 }
 
+TEST_CASE("device flags: not for CUDA ranks that are threads of one process") {
+  collectives::DeviceFlagsFacts facts;
+  facts.shared_host_block = true;
+  facts.size = 2;
+  facts.window_bytes = std::size_t{16} << 20;
+  facts.stream_memory_ops = true;
+  CHECK(collectives::device_flags_problem(facts) == "");  // processes, on either device
+  facts.cuda = true;
+  CHECK(collectives::device_flags_problem(facts) == "");
+  facts.one_process = facts.shares_a_process = true;  // threads
+  CHECK(collectives::device_flags_problem(facts).find("CUDA driver") != std::string::npos);
+  facts.cuda = false;  // the emulated device has no driver to block in
+  CHECK(collectives::device_flags_problem(facts) == "");
+  facts.wanted = false;
+  CHECK(collectives::device_flags_problem(facts) == "RINGLET_DEVICE_FLAGS=0");
+}
+
 const char* const kNeedsGpu = "needs a CUDA GPU (none here, or built without CUDA)";
 
 TEST_CASE("on a CUDA GPU: device collectives over ipc, several ranks on one GPU" *
