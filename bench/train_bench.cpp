@@ -65,6 +65,7 @@
 #include "nn/loss.h"
 #include "nn/models.h"
 #include "nn/sgd.h"
+#include "tensor/cuda/cudnn_conv.h"
 #include "tensor/device/graph.h"
 #include "tensor/ops.h"
 #include "transport/discovery.h"
@@ -395,6 +396,12 @@ void report(const Options& o, int world, const Timings& t) {
               o.comm_hook == "none" ? "" : ", comm hook ",
               o.comm_hook == "none" ? "" : o.comm_hook.c_str(),
               barrier ? ", no DDP: a barrier a step" : "");
+  if (o.device.is_cuda()) {  // which convolutions the step ran (tensor/ops/conv_device.cpp)
+    const std::string& why = tensor::cuda::cudnn_unavailable();
+    std::printf("# convolutions: %s\n",
+                why.empty() ? "cuDNN for f32, ringlet's kernels for f16 / bf16"
+                            : ("ringlet's kernels (no cuDNN: " + why + ")").c_str());
+  }
   std::printf("  forward+backward        %9.2f ms\n", t.fwd_bwd_ms);
   std::printf("  forward+backward+step   %9.2f ms   (%.0f images/s)\n", t.step_ms, images_per_s);
   if (o.device.is_cpu()) {
