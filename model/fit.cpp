@@ -73,19 +73,35 @@ std::vector<double> message_times(Pattern pattern, int rank, transport::Connecti
   return times;
 }
 
-// Latency: the smallest size's time; bandwidth: the slope over the sizes from 256 KiB.
-LinkCost fit_link(const std::vector<Sample>& samples) {
+// Slope over the sizes from 256 KiB of one of a sample's times, seconds per byte.
+double slope_from_256k(const std::vector<Sample>& samples, double Sample::*us) {
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const Sample& s : samples) {
     if (s.bytes < (256u << 10)) continue;
-    const double x = static_cast<double>(s.bytes), y = s.one_way_us * 1e-6;
+    const double x = static_cast<double>(s.bytes), y = s.*us * 1e-6;
     n += 1;
     sx += x;
     sy += y;
     sxx += x * x;
     sxy += x * y;
   }
-  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+// The CPUs' share of a copying link's message, as a rate: one way, a message holds the link for
+// bytes / bandwidth; in an exchange both messages also need the two ranks' cores, each a core at
+// each end, so the second waits for the first's copies: the exchange takes bytes / cpu rate
+// beyond one way. At most `copy_GBps` (a core's memcpy); that too where the exchange is no
+// slower than one way.
+double cpu_share_GBps(const std::vector<Sample>& samples, double copy_GBps) {
+  const double extra = slope_from_256k(samples, &Sample::exchange_us) -
+                       slope_from_256k(samples, &Sample::one_way_us);
+  return extra > 0 ? std::min(copy_GBps, 1 / extra / 1e9) : copy_GBps;
+}
+
+// Latency: the smallest size's time; bandwidth: the slope over the sizes from 256 KiB.
+LinkCost fit_link(const std::vector<Sample>& samples) {
+  const double slope = slope_from_256k(samples, &Sample::one_way_us);
   RINGLET_CHECK(slope > 0, Error, "model fit: the one-way time did not grow with the size (", slope,
                 " s per byte): the machine was too busy to measure");
   return {samples.front().one_way_us, 1 / slope / 1e9};
@@ -429,9 +445,9 @@ Profile profile_of(const MachineFit& fit) {
   p.nic_GBps = fit.tcp.cost.bandwidth_GBps;
   p.nics_per_host = 1;
   p.intra.copies = p.inter.copies = true;  // shm and tcp: the ranks' CPUs copy every byte
-  // tcp's CPUs copy into and out of the kernel's socket buffers at loopback's rate (the wire
-  // between hosts may be slower); the shm link's copies are the link.
-  p.inter.cpu_GBps = fit.tcp_cpu_GBps > 0 ? fit.tcp_cpu_GBps : fit.tcp.cost.bandwidth_GBps;
+  // tcp's CPUs copy into and out of the kernel's socket buffers (the wire between hosts may be
+  // slower); the shm link's copies are the link.
+  p.inter.cpu_GBps = fit.tcp_cpu_GBps;
   p.intra.one_cpu_us = fit.one_cpu;
   p.inter.one_cpu_us = fit.tcp_one_cpu;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -455,13 +471,14 @@ Profile profile_of(const MachineFit& fit) {
 MachineFit fit_machine(const FitOptions& options) {
   MachineFit fit;
   const int sittings = options.quick ? 1 : 3;
+  LinkFit loopback;  // tcp between two ranks of this machine
   if (options.between_ranks) {
     fit.tcp = measure_job_link(sittings, options.quick, fit.rank);
     if (fit.rank != 0) return fit;  // rank 0 measures the rest
-    const LinkFit loopback = measure_link("tcp", kSizes, false, sittings, options.quick);
-    fit.tcp_cpu_GBps = fit_link(loopback.samples).bandwidth_GBps;
+    loopback = measure_link("tcp", kSizes, false, sittings, options.quick);
   } else {
     fit.tcp = measure_link("tcp", kSizes, false, sittings, options.quick);
+    loopback = fit.tcp;
   }
   fit.shm = measure_link("shm", kSizes, false, sittings, options.quick);
   fit.shm.cost = fit_link(fit.shm.samples);
@@ -472,6 +489,7 @@ MachineFit fit_machine(const FitOptions& options) {
   fit.cache_bytes = caches.last_level;
   fit.core_cache_bytes = caches.own;
   measure_rates(fit, options.quick);
+  fit.tcp_cpu_GBps = cpu_share_GBps(loopback.samples, fit.copy_GBps);
   measure_shared_lines(fit, options.quick);
   measure_memory(fit, options.quick);
   fit.profile = profile_of(fit);
@@ -499,10 +517,10 @@ std::string fit_report(const MachineFit& fit) {
   figures("# shm: %.2f us + bytes / %.2f GB/s; tcp: %.2f us + bytes / %.2f GB/s\n",
           fit.shm.cost.latency_us, fit.shm.cost.bandwidth_GBps, fit.tcp.cost.latency_us,
           fit.tcp.cost.bandwidth_GBps);
-  if (fit.tcp_cpu_GBps > 0) {
-    figures("# tcp loopback (the CPUs' share of a tcp message between hosts): %.2f GB/s\n",
-            fit.tcp_cpu_GBps);
-  }
+  figures(
+      "# tcp loopback, the CPUs' share of a message (what an exchange takes beyond one way): "
+      "%.2f GB/s\n",
+      fit.tcp_cpu_GBps);
   figures(
       "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s; a read of a peer's "
       "memory (cross-memory attach): %.2f GB/s\n",

@@ -42,8 +42,9 @@ struct MachineFit {
   double shared_write_GBps = 0;       // 64 KiB another core read before, written (0: one CPU)
   double shared_read_GBps = 0;        // 64 KiB another core just wrote, read
   double shared_write_past_GBps = 0;  // 4 x a core's cache another core read, written
-  // With between_ranks: tcp loopback's bandwidth, what the CPUs at the ends of a tcp message
-  // cost (the profile's inter.cpu_GBps); the wire between the hosts may be slower.
+  // The rate at which the CPUs at the ends of a tcp loopback message copy it (the profile's
+  // inter.cpu_GBps; between hosts the wire may be slower): from what an exchange takes beyond
+  // one way (cpu_share_GBps in fit.cpp).
   double tcp_cpu_GBps = 0;
   double one_cpu = 0;      // 8 bytes' one-way time over shm with both ranks on one CPU, us
   double wakeup_us = 0;    // that less the shm latency: the scheduler's wake-up
