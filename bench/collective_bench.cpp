@@ -567,9 +567,7 @@ std::string gpu_flag_device() {
 std::unique_ptr<collectives::DeviceSpace> device_space(const BenchOptions& o, Communicator& comm,
                                                        transport::Store& store) {
   std::string kind = o.device;
-  if (kind == "cpu" && o.gpu_flag) {
-    kind = gpu_flag_device();
-  }
+  if (kind == "cpu" && o.gpu_flag) kind = gpu_flag_device();
   RINGLET_CHECK(kind != "cpu" || o.link != "ipc", ValueError,
                 "-t ipc moves device buffers: add -g 1 or --device emu|cuda");
   if (kind == "cpu") return nullptr;
