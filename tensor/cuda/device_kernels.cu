@@ -62,7 +62,8 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
   }
   // Tensor cores (TF32) when the thread allows them (tensor/math_mode.h), else plain f32.
   const cublasMath_t math =
-      tensor_cores_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+      tensor_cores_allowed != nullptr && tensor_cores_allowed() ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                : CUBLAS_DEFAULT_MATH;
   if (cublasSetStream(h.handle, stream) != CUBLAS_STATUS_SUCCESS ||
       cublasSetWorkspace(h.handle, h.workspace, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS ||
       cublasSetMathMode(h.handle, math) != CUBLAS_STATUS_SUCCESS) {
