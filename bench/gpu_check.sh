@@ -19,7 +19,8 @@
 #      device-to-device copy (reduce_kernel_bench), NCCL's one-rank table beside ringlet's;
 #   4. DDP on the one GPU: train_bench --nproc 2 beside one rank and beside PyTorch DDP over gloo
 #      (NCCL refuses two ranks on one GPU: its refusal is printed);
-#   5. the table of everything, last; every raw line is in $OUT.
+#   5. the table of everything, last; every raw line is in $OUT (with the backtraces of any
+#      command that reached its limit).
 # usage: bench/gpu_check.sh [BUILD_DIR]      (default build; OUT=dir keeps the logs, results)
 # Without a GPU (or with GPU_CHECK_DRY=1) it runs its CPU-side part: the same pipeline on the
 # emulated device with a few steps, PyTorch's and NCCL's runs skipped (saying so), and the table.
@@ -31,16 +32,42 @@ mkdir -p "$out"
 started=$SECONDS
 
 say() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
-# run NAME LIMIT_S COMMAND...: the command's output in $out/NAME.log, shown, its status noted.
+# backtraces NAME RUNNER LIMIT_S: where a command still running 15 s before its limit waits,
+# every thread of it and of its children (ranks), in $out/NAME.backtraces, read by cuda-gdb
+# (on the GPU machine; it also reads programs with no GPU code). A hang then says where.
+backtraces() {
+  local name=$1 runner=$2 limit=$3
+  command -v cuda-gdb >/dev/null 2>&1 && [ "$limit" -gt 30 ] || return 0
+  sleep $((limit - 15))
+  kill -0 "$runner" 2>/dev/null || return 0
+  local command_pid
+  command_pid=$(pgrep -P "$runner" | head -n 1)
+  for pid in $command_pid $(pgrep -P "${command_pid:-0}"); do
+    echo "=== process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+    timeout 10 cuda-gdb -p "$pid" -batch -ex "thread apply all bt 25" 2>&1 | grep -v "^\[New"
+  done >"$out/$name.backtraces"
+}
+
+# run NAME LIMIT_S COMMAND...: the command's output in $out/NAME.log, shown, its status noted;
+# stopped at its limit, with its backtraces taken first.
 run() {
   local name=$1 limit=$2
   shift 2
   echo "+ $*"
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1 &
+  local runner=$!
+  backtraces "$name" "$runner" "$limit" &
+  local watcher=$!
+  wait "$runner"
   local status=$?
+  pkill -P "$watcher" 2>/dev/null  # its sleep: it then finds the command gone and returns
+  wait "$watcher" 2>/dev/null
   tail -n 25 "$out/$name.log"
   echo "$name $status" >>"$out/status.txt"
-  [ "$status" -eq 124 ] && echo "gpu_check: $name ran past its ${limit} s and was stopped"
+  if [ "$status" -eq 124 ]; then
+    echo "gpu_check: $name ran past its ${limit} s and was stopped (where it waited:" \
+      "$name.backtraces, where cuda-gdb is installed)"
+  fi
   return 0
 }
 
