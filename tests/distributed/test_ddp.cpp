@@ -17,13 +17,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "collectives/device_space.h"
 #include "collectives/trace.h"
 #include "comm_ranks.h"
 #include "cuda_probe.h"
 #include "data/distributed_sampler.h"
 #include "device/counters.h"
 #include "distributed/ddp.h"
-#include "collectives/device_space.h"
 #include "distributed/sync_batch_norm.h"
 #include "nn/activation.h"
 #include "nn/batch_norm.h"
@@ -183,9 +183,11 @@ using DeviceRankBody = std::function<void(int rank, core::Device dev, Communicat
                                           collectives::DeviceSpace& space)>;
 
 // Two ranks as threads, rank r on device_of(r), each with a communicator and a device space
-// named `name`; the first rank's error is rethrown after both joined.
+// named `name` (device flags where they can run, unless `flags` is off); the first rank's error
+// is rethrown after both joined.
 void run_device_ranks(const std::string& name, const std::function<core::Device(int)>& device_of,
-                      const DeviceRankBody& body) {
+                      const DeviceRankBody& body,
+                      collectives::DeviceFlags flags = collectives::DeviceFlags::automatic) {
   MemoryStore store;
   std::vector<std::exception_ptr> errors(2);
   std::vector<std::thread> threads;
@@ -196,7 +198,8 @@ void run_device_ranks(const std::string& name, const std::function<core::Device(
         const auto deadline = core::Deadline::after(60s);
         // Ranks are threads here: the spaces use each other's windows as plain pointers
         // (and device flags where they can); the space outlives the communicator.
-        auto space = collectives::DeviceSpace::create(store, name, rank, 2, dev, {}, deadline);
+        auto space =
+            collectives::DeviceSpace::create(store, name, rank, 2, dev, {.flags = flags}, deadline);
         CommOptions options;
         options.name = name;
         auto comm = Communicator::create(store, mesh_options(rank, 2, "shm", options.name), options,
@@ -214,15 +217,18 @@ void run_device_ranks(const std::string& name, const std::function<core::Device(
 }
 
 // DDP on devices (rank r on device_of(r)): 2 ranks x batch 32 match 1 rank x batch 64.
-void device_equivalence(const std::function<core::Device(int)>& device_of) {
+void device_equivalence(const std::function<core::Device(int)>& device_of,
+                        collectives::DeviceFlags flags = collectives::DeviceFlags::automatic) {
   constexpr int kSteps = 10;
   const auto expected = reference_params(kSteps);
   for (const bool view : {false, true}) {
     CAPTURE(view);
     std::vector<std::vector<std::vector<float>>> got(2);
+    std::vector<char> device_sync(2);  // not vector<bool>: each rank's thread writes its own
     run_device_ranks(
         view ? "ddp-dev-view" : "ddp-dev", device_of,
         [&](int rank, core::Device dev, Communicator& comm, collectives::DeviceSpace& space) {
+          device_sync[rank] = space.device_sync();
           auto model = mlp(rank == 0 ? 1 : 99);
           model->to(dev);
           distributed::DistributedDataParallel ddp(
@@ -230,7 +236,9 @@ void device_equivalence(const std::function<core::Device(int)>& device_of) {
           nn::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-4});
           ddp_steps(ddp, opt, batch, rank, kSteps, dev);
           got[rank] = params_of(*model);
-        });
+        },
+        flags);
+    if (flags == collectives::DeviceFlags::off) CHECK(device_sync == std::vector<char>{0, 0});
     match_reference(got, expected);
   }
 }
@@ -317,6 +325,12 @@ void device_syncbn_equivalence(const std::function<core::Device(int)>& device_of
 
 TEST_CASE("on the emulated device: 2 ranks x batch 32 match 1 rank x batch 64 (stream-ordered)") {
   device_equivalence([](int rank) { return core::Device::emu(rank); });
+}
+
+// The path of CUDA ranks that are threads of one process (device_flags_problem): host-driven.
+TEST_CASE("on the emulated device, without device flags: 2 ranks x batch 32 match 1 rank x 64") {
+  device_equivalence([](int rank) { return core::Device::emu(rank); },
+                     collectives::DeviceFlags::off);
 }
 
 // A DDP step on a device with device flags: the forward's buffer broadcast and the buckets'
