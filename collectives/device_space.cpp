@@ -144,7 +144,8 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
   if (options.link == DeviceLink::staged) {
     problem = "the link is staged";
   } else {
-    own_window_ = static_cast<std::byte*>(runtime_.malloc(window_bytes_));
+    own_shared_ = allocate_thread_window(runtime_, window_bytes_);
+    own_window_ = own_shared_.get();
     if (own_window_ == nullptr) {
       problem = core::str(window_bytes_, " bytes of device memory for the window are not free");
     } else {
@@ -165,8 +166,14 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
       problem = core::str("rank ", p, " is on host ", peer.host, ", this rank on ", host);
     } else if (peer.handle.empty()) {
       problem = core::str("rank ", p, " has no device window");
-    } else if (peer.pid == ::getpid()) {
-      mapped[p] = reinterpret_cast<std::byte*>(peer.address);  // a thread of this process
+    } else if (peer.pid == ::getpid()) {  // a thread of this process: held, not opened
+      SharedWindow held = hold_thread_window(reinterpret_cast<const void*>(peer.address));
+      if (held == nullptr) {
+        problem = core::str("rank ", p, "'s window is gone (its space closed)");
+      } else {
+        mapped[p] = held.get();
+        held_.push_back(std::move(held));
+      }
     } else {
       try {
         mapped[p] = static_cast<std::byte*>(runtime_.ipc_open(peer.handle));
@@ -185,7 +192,8 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
     if (opened_[p]) runtime_.ipc_close(mapped[p]);
   }
   opened_.clear();
-  if (own_window_ != nullptr) runtime_.free(own_window_);
+  held_.clear();
+  own_shared_.reset();
   own_window_ = nullptr;
   RINGLET_CHECK(options.link != DeviceLink::ipc, DeviceError, "rank ", rank, " on ", device_,
                 ": the ipc link needs every rank's device window open here, but ",
@@ -199,7 +207,12 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
 
 DeviceSpace::~DeviceSpace() {
   try {
-    runtime_.synchronize(comm_.handle());
+    // Every stream that may still read a peer's window or write this one: the ops' (the caller's
+    // with device flags), copy_now's, the flags' release.
+    for (const device::StreamHandle s : {comm_.handle(), p2p_.handle(), release_.handle(),
+                                         device::current_stream(device_).handle()}) {
+      runtime_.synchronize(s);
+    }
   } catch (const std::exception& e) {
     core::log(core::LogLevel::debug, device_, ": device space closing after: ", e.what());
   }
@@ -207,7 +220,8 @@ DeviceSpace::~DeviceSpace() {
   for (std::size_t p = 0; p < windows_.size(); ++p) {
     if (opened_[p]) runtime_.ipc_close(windows_[p]);
   }
-  if (own_window_ != nullptr) runtime_.free(own_window_);
+  held_.clear();        // a peer thread's window goes with its last holder
+  own_shared_.reset();  // so does this one, once no peer thread holds it
   for (auto& [ptr, bytes] : staging_) {
     if (ptr != nullptr) runtime_.host_free_pinned(ptr);
   }

@@ -33,6 +33,7 @@
 #include "collectives/device_control.h"
 #include "collectives/device_issue.h"
 #include "collectives/device_reduce.h"
+#include "collectives/thread_windows.h"
 #include "collectives/work.h"
 #include "core/deadline.h"
 #include "device/stream.h"
@@ -129,7 +130,9 @@ class DeviceSpace final : public BufferSpace {
   std::vector<std::pair<char*, std::size_t>> staging_;  // pinned, per slot
   std::pair<char*, std::size_t> scratch_{nullptr, 0};   // device memory
   std::vector<char*> retired_pinned_, retired_device_;  // outgrown, freed with the space
-  std::byte* own_window_ = nullptr;
+  SharedWindow own_shared_;          // the window, while this space or a peer thread holds it
+  std::byte* own_window_ = nullptr;  // own_shared_.get()
+  std::vector<SharedWindow> held_;   // peer threads' windows, held while this space reads them
   std::vector<std::byte*> windows_;  // [rank] is own_window_; empty without IPC
   std::vector<bool> opened_;         // [p]: windows_[p] came from ipc_open (not a thread's)
   std::size_t window_bytes_ = 0;

@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -574,6 +575,46 @@ TEST_CASE("the emulated device refuses a reduction from pageable host memory, as
   rt.synchronize(stream);
   rt.host_free_pinned(pinned);
   rt.free(own);
+}
+
+// Ranks that are threads read each other's windows as plain pointers: a rank whose space closes
+// while a peer's stream still has a copy from its window queued must leave the window to that
+// peer (the host-driven window all-reduce's last gather can be in flight so). In a child
+// process: a window freed under the copy kills it.
+int read_after_owner_left() {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid != 0) return wait_child(pid, 60s);
+  MemoryStore store;
+  std::unique_ptr<collectives::DeviceSpace> spaces[2];
+  collectives::DeviceSpaceOptions so;
+  so.link = collectives::DeviceLink::ipc;
+  so.window_bytes = 64 * 1024;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      spaces[rank] = collectives::DeviceSpace::create(
+          store, "left", rank, 2, core::Device::emu(rank), so, core::Deadline::after(30s));
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (!spaces[1]->ipc()) ::_exit(5);
+  device::Runtime& rt = device::runtime(core::Device::emu(1));
+  const device::Stream stream = device::new_stream(core::Device::emu(1));
+  std::promise<void> go;
+  rt.host_func(stream.handle(), [ready = go.get_future().share()] { ready.wait(); });
+  void* into = rt.malloc(so.window_bytes);
+  rt.copy_async(into, spaces[1]->windows()[0], so.window_bytes, stream.handle());
+  spaces[0].reset();  // rank 0 leaves with rank 1's copy from its window still queued
+  go.set_value();
+  rt.synchronize(stream.handle());
+  spaces[1].reset();
+  rt.free(into);
+  ::_exit(0);
+}
+
+TEST_CASE("ranks that are threads: a window outlives its rank's space while a peer reads it") {
+  CHECK(read_after_owner_left() == 0);
 }
 
 TEST_CASE("device flags: not for CUDA ranks that are threads of one process") {
