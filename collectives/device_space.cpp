@@ -144,20 +144,20 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
   if (options.link == DeviceLink::staged) {
     problem = "the link is staged";
   } else {
-    own_shared_ = allocate_thread_window(runtime_, window_bytes_);
-    own_window_ = own_shared_.get();
+    own_window_ = allocate_thread_window(runtime_, window_bytes_);
     if (own_window_ == nullptr) {
       problem = core::str(window_bytes_, " bytes of device memory for the window are not free");
     } else {
-      handle = runtime_.ipc_export(own_window_);
+      handle = runtime_.ipc_export(own_window_.get());
     }
   }
   const std::string host = core::host_name();
-  store.set(key + std::to_string(rank), core::str(host, "\n", ::getpid(), "\n", handle, "\n",
-                                                  reinterpret_cast<std::uintptr_t>(own_window_)));
+  store.set(key + std::to_string(rank),
+            core::str(host, "\n", ::getpid(), "\n", handle, "\n",
+                      reinterpret_cast<std::uintptr_t>(own_window_.get())));
   std::vector<std::byte*> mapped(static_cast<std::size_t>(size), nullptr);
   opened_.assign(static_cast<std::size_t>(size), false);
-  mapped[rank] = own_window_;
+  mapped[rank] = own_window_.get();
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
     const PeerWindow peer = parse_peer_window(store.get(key + std::to_string(p), deadline));
@@ -193,8 +193,7 @@ void DeviceSpace::open_windows(transport::Store& store, const std::string& key, 
   }
   opened_.clear();
   held_.clear();
-  own_shared_.reset();
-  own_window_ = nullptr;
+  own_window_.reset();
   RINGLET_CHECK(options.link != DeviceLink::ipc, DeviceError, "rank ", rank, " on ", device_,
                 ": the ipc link needs every rank's device window open here, but ",
                 problem.empty() ? "another rank could not open one" : problem);
@@ -221,7 +220,7 @@ DeviceSpace::~DeviceSpace() {
     if (opened_[p]) runtime_.ipc_close(windows_[p]);
   }
   held_.clear();        // a peer thread's window goes with its last holder
-  own_shared_.reset();  // so does this one, once no peer thread holds it
+  own_window_.reset();  // so does this one, once no peer thread holds it
   for (auto& [ptr, bytes] : staging_) {
     if (ptr != nullptr) runtime_.host_free_pinned(ptr);
   }
@@ -356,7 +355,7 @@ void DeviceSpace::agree_on_device_flags(transport::Store& store, const std::stri
 void DeviceSpace::clear_own_flags() {
   char* zeros = static_cast<char*>(runtime_.host_alloc_pinned(kDeviceFlagBytes));
   std::memset(zeros, 0, kDeviceFlagBytes);
-  runtime_.copy_async(own_window_, zeros, kDeviceFlagBytes, comm_.handle());
+  runtime_.copy_async(own_window_.get(), zeros, kDeviceFlagBytes, comm_.handle());
   runtime_.synchronize(comm_.handle());
   runtime_.host_free_pinned(zeros);
 }
@@ -373,7 +372,7 @@ void DeviceSpace::release_flags(const std::string& reason) {
   if (!device_sync_ || own_window_ == nullptr) return;
   device::post_device_failure(device_, reason);
   // On a stream of its own: the communication stream may be held in a wait on these very flags.
-  auto* flags = reinterpret_cast<std::uint32_t*>(own_window_);
+  auto* flags = reinterpret_cast<std::uint32_t*>(own_window_.get());
   for (int i = 0; i < 2 * group_.size; ++i) runtime_.write_value32(flags + i, 1, release_.handle());
   runtime_.synchronize(release_.handle());
 }

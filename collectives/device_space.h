@@ -130,10 +130,9 @@ class DeviceSpace final : public BufferSpace {
   std::vector<std::pair<char*, std::size_t>> staging_;  // pinned, per slot
   std::pair<char*, std::size_t> scratch_{nullptr, 0};   // device memory
   std::vector<char*> retired_pinned_, retired_device_;  // outgrown, freed with the space
-  SharedWindow own_shared_;          // the window, while this space or a peer thread holds it
-  std::byte* own_window_ = nullptr;  // own_shared_.get()
+  SharedWindow own_window_;          // the window, while this space or a peer thread holds it
   std::vector<SharedWindow> held_;   // peer threads' windows, held while this space reads them
-  std::vector<std::byte*> windows_;  // [rank] is own_window_; empty without IPC
+  std::vector<std::byte*> windows_;  // [rank] is own_window_.get(); empty without IPC
   std::vector<bool> opened_;         // [p]: windows_[p] came from ipc_open (not a thread's)
   std::size_t window_bytes_ = 0;
   bool device_sync_ = false;
