@@ -110,13 +110,13 @@ tsan() {
   echo "    test_collectives' matrices over the emulated rdma device and its all-gather and"
   echo "    reduce-scatter matrices (the same progress thread and transports as the other matrices"
   echo "    and test_rdma, minutes under TSan)"
-  echo "=== sanitize: not run under TSan, an open question: test_ddp's DDP on the emulated device"
-  echo "    without device flags (ranks as threads, the host-driven window all-reduce), where TSan"
-  echo "    reports a peer's staging copy into its device window against a reduce reading it; the"
-  echo "    protocol orders them by a fence and a message, which the report does not show"
+  echo "=== sanitize: not run under TSan: test_ddp's DDP on the emulated device without device"
+  echo "    flags over shm (ranks as threads): its rounds' messages cross a shm ring that each rank"
+  echo "    maps at an address of its own, where TSan cannot see an atomic order two threads; the"
+  echo "    same case over tcp runs (TSan sees sockets order the staging copy before the reduce)"
   # meson splits --test-args at spaces: '?' stands for each space in a test case's name.
   run build-tsan "TSan" "$@" \
-    "--test-args=-tce=*restarts?and?resumes*,*matrix:*over?rdma*,*all_gather?matrix*,*reduce_scatter?matrix*,*without?device?flags*"
+    "--test-args=-tce=*restarts?and?resumes*,*matrix:*over?rdma*,*all_gather?matrix*,*reduce_scatter?matrix*,*without?device?flags??over?shm*"
 }
 
 status=0
