@@ -19,6 +19,11 @@ transport::RequestPtr SimConnection::recv(transport::Buffer buffer) {
   return request;
 }
 
+transport::RequestPtr SimConnection::try_send_joined(transport::ConstBuffer head,
+                                                     transport::ConstBuffer body) {
+  return send(transport::ConstBuffer{nullptr, head.bytes + body.bytes});
+}
+
 bool SimConnection::can_read_peer() const {
   const NetworkShape& shape = network_.shape();
   return network_.profile().intra.copies && shape.host_of(rank_) == shape.host_of(peer_);

@@ -1,6 +1,8 @@
 // SimConnection: a transport::Connection over the simulated network: what a collective sends
 // and receives on it costs virtual time (network.h) and moves no bytes; the buffers are never
-// read or written. Used with a DryRun op (collectives/dry_run.h).
+// read or written. Used with a DryRun op (collectives/dry_run.h). As tcp and shm do, it sends a
+// head and a body as one message, so an algorithm that joins them (recursive doubling's
+// fingerprint and data) is not charged a copy into one buffer first.
 #pragma once
 
 #include <atomic>
@@ -18,6 +20,8 @@ class SimConnection final : public transport::Connection {
 
   transport::RequestPtr send(transport::ConstBuffer buffer) override;
   transport::RequestPtr recv(transport::Buffer buffer) override;
+  transport::RequestPtr try_send_joined(transport::ConstBuffer head,
+                                        transport::ConstBuffer body) override;
   // Later sends and receives fail with the reason (pending ones complete as the network says).
   void abort(const std::string& reason) override;
 
