@@ -27,6 +27,10 @@ constexpr std::size_t kOneShotMaxBytes = 256 * 1024;
 
 }  // namespace
 
+bool checks_fingerprint_apart(Algorithm algorithm) {
+  return algorithm == Algorithm::ring || algorithm == Algorithm::hierarchical;
+}
+
 const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::ring: return "ring";

@@ -42,6 +42,10 @@ enum class AlgoRequest {
 // "ring", "rd", "rabenseifner", "tree", "direct", "window", "hierarchical", "one_shot",
 // "two_shot", "bruck", "halving", "doubling"
 const char* algorithm_name(Algorithm algorithm);
+// Whether an op's fingerprint travels in a message of its own to each ring neighbour
+// (FingerprintExchange, fingerprint.h), as the rings check it (ring, hierarchical); every other
+// algorithm carries it in its own messages.
+bool checks_fingerprint_apart(Algorithm algorithm);
 // "auto" or an algorithm's name; a ValueError naming `source` and the choices.
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source);
 

@@ -183,7 +183,7 @@ WorkPtr Communicator::all_reduce(const void* send, void* recv, std::size_t count
   }
   // The rings check the fingerprint through channel 0's exchange with the neighbours; the
   // others carry it in their own messages. Only host rings split over channels.
-  const bool rings = plan.algorithm == Algorithm::ring || plan.algorithm == Algorithm::hierarchical;
+  const bool rings = checks_fingerprint_apart(plan.algorithm);
   const int channels = impl_->scheduler.channels();
   if (!rings || channels == 1 || space != nullptr) {
     return impl_->submit(
@@ -262,7 +262,8 @@ WorkPtr Communicator::reduce_scatter(const void* send, void* recv, std::size_t r
         divide_for_avg(ctx, mine, recv_count, dtype, op);
         copy_within(ctx, recv, mine, recv_count * es);
       },
-      {}, algorithm != Algorithm::ring, space, FlightOp::with_algorithm(algorithm_name(algorithm)));
+      {}, !checks_fingerprint_apart(algorithm), space,
+      FlightOp::with_algorithm(algorithm_name(algorithm)));
 }
 
 Algorithm Communicator::all_gather_algorithm(const BufferSpace* space) const {
@@ -310,7 +311,8 @@ WorkPtr Communicator::all_gather(const void* send, void* recv, std::size_t send_
         }
         if (staged) copy_within(ctx, recv, out, bytes);
       },
-      {}, algorithm != Algorithm::ring, space, FlightOp::with_algorithm(algorithm_name(algorithm)));
+      {}, !checks_fingerprint_apart(algorithm), space,
+      FlightOp::with_algorithm(algorithm_name(algorithm)));
 }
 
 WorkPtr Communicator::broadcast(void* data, std::size_t count, DType dtype, int root,

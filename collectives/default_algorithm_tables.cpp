@@ -11,7 +11,7 @@ namespace {
 constexpr const char* kTables = R"json(
 {"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
  "all_reduce": {
-  "2": [[16384, "rd"], [524288, "ring"], [0, "window"]],
+  "2": [[32768, "rd"], [262144, "rabenseifner"], [0, "window"]],
   "3": [[65536, "rd"], [131072, "tree"], [0, "window"]],
   "4": [[65536, "rd"], [131072, "rabenseifner"], [0, "window"]],
   "5": [[65536, "rd"], [0, "window"]],

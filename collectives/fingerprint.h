@@ -68,8 +68,11 @@ std::optional<Fingerprint> read_fingerprint(const char* message, std::size_t byt
 class FingerprintExchange {
  public:
   // Posts the exchange of `mine`; on_match runs once the left neighbour's fingerprint matched.
+  // `dry`: an op run for its schedule alone (dry_run.h), whose messages carry no bytes: the left
+  // neighbour's is taken to match (a peer in step sends what this rank does).
   void post(transport::Connection& left, transport::Connection& right, const Fingerprint& mine,
-            int rank, int left_rank, int right_rank, std::function<void()> on_match);
+            int rank, int left_rank, int right_rank, std::function<void()> on_match,
+            bool dry = false);
   bool active() const { return active_; }
   // Waits for both messages (naming in *waiting_on the peer waited on) and checks the left
   // neighbour's; throws mismatch_error. Does nothing when no exchange is pending.
@@ -82,6 +85,7 @@ class FingerprintExchange {
   std::exception_ptr mismatch() const;
 
   bool active_ = false;
+  bool dry_ = false;
   Fingerprint mine_;
   int rank_ = 0, left_ = 0, right_ = 0;
   std::vector<char> inbox_ = std::vector<char>(sizeof(Fingerprint) + kMismatchRoom);

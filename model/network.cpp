@@ -126,13 +126,14 @@ std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::transfer(
   return t;
 }
 
-// Within a host whose ranks take turns on its cores, a copying link's latency is the work of
-// the CPUs at its ends (system calls, the kernel's stack, the copy's set-up; there is no wire),
-// which the cores must find time for: half the sender's before the bytes move, half on a core of
-// the receiver's host once they are there. 0 where the latency is a delay.
+// Within a host, a copying link's latency is the work of the CPUs at its ends (system calls, the
+// kernel's stack, the ring's bookkeeping, the copy's set-up; there is no wire), which the cores
+// must find time for, whether or not the host's ranks take turns on them: half the sender's
+// before the bytes move, half on a core of the receiver's host once they are there. 0 where the
+// latency is a delay.
 double VirtualNetwork::latency_on_cores_seconds(int from, int to) const {
   const LinkCost& link = profile_.intra;
-  if (shape_.host_of(from) != shape_.host_of(to) || !link.copies || !oversubscribed(from)) return 0;
+  if (shape_.host_of(from) != shape_.host_of(to) || !link.copies) return 0;
   return link.latency_us * 1e-6;
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <thread>
 
+#include "collectives/fingerprint.h"
 #include "core/error.h"
 
 namespace ringlet::model {
@@ -54,7 +55,8 @@ std::vector<Prediction> Predictor::all(std::size_t bytes) {
 //     bytes on the wire after the one before arrived; every start on the ring is such a chain;
 //   - on one link: a rank's chunks leave one after another, each its bytes on the wire, and the
 //     last still has the latency to go.
-// The longest of these bounds the ring's time from below.
+// Either starts behind the op's fingerprint, which goes out on every link first, in a message of
+// its own (collectives::checks_fingerprint_apart). The longest bounds the ring's time from below.
 double ring_chain_seconds(Collective collective, const NetworkShape& shape, const Profile& p,
                           std::size_t bytes) {
   const int n = shape.ranks;
@@ -66,20 +68,24 @@ double ring_chain_seconds(Collective collective, const NetworkShape& shape, cons
       collective == Collective::all_reduce ? elements / parts : (elements + parts - 1) / parts;
   const double chunk = static_cast<double>(per_rank * sizeof(float));
   const double inter_GBps = std::min(p.inter.bandwidth_GBps, p.nic_GBps);
-  std::vector<double> wire(static_cast<std::size_t>(n)), latency(wire.size());  // r -> r + 1
+  // Per link r -> r + 1: a chunk's wire time, its latency, the fingerprint's wire time.
+  std::vector<double> wire(static_cast<std::size_t>(n)), latency(wire.size()), first(wire.size());
   for (std::size_t r = 0; r < wire.size(); ++r) {
     const bool across = shape.host_of(static_cast<int>(r)) !=
                         shape.host_of(static_cast<int>((r + 1) % wire.size()));
-    wire[r] = chunk / ((across ? inter_GBps : p.intra.bandwidth_GBps) * 1e9);
+    const double GBps = across ? inter_GBps : p.intra.bandwidth_GBps;
+    wire[r] = chunk / (GBps * 1e9);
     latency[r] = (across ? p.inter.latency_us : p.intra.latency_us) * 1e-6;
+    first[r] = static_cast<double>(sizeof(collectives::Fingerprint)) / (GBps * 1e9);
   }
   const int steps = collective == Collective::all_reduce ? 2 * (n - 1) : n - 1;
   double one_link = 0, lap = 0;
   for (std::size_t r = 0; r < wire.size(); ++r) {
-    one_link = std::max(one_link, steps * wire[r] + latency[r]);
+    one_link = std::max(one_link, first[r] + steps * wire[r] + latency[r]);
     lap += wire[r] + latency[r];
   }
-  // Whole laps, then the costliest run of the remaining links (a window sliding round the ring).
+  // From link `start`: its fingerprint, whole laps, then the run of the remaining links (a window
+  // sliding round the ring); the costliest start.
   const auto link = [&](int r) {
     const auto i = static_cast<std::size_t>(r % n);
     return wire[i] + latency[i];
@@ -87,10 +93,10 @@ double ring_chain_seconds(Collective collective, const NetworkShape& shape, cons
   const int rest = steps % n;
   double window = 0;
   for (int t = 0; t < rest; ++t) window += link(t);
-  double costliest = window;
-  for (int start = 1; start < n && rest > 0; ++start) {
-    window += link(start + rest - 1) - link(start - 1);
-    costliest = std::max(costliest, window);
+  double costliest = first[0] + window;
+  for (int start = 1; start < n; ++start) {
+    if (rest > 0) window += link(start + rest - 1) - link(start - 1);
+    costliest = std::max(costliest, first[static_cast<std::size_t>(start)] + window);
   }
   return std::max(one_link, (steps / n) * lap + costliest);
 }

@@ -227,7 +227,14 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
     op.dry = &dry;
     collectives::AlgorithmStates states;
     const collectives::ChannelContext ctx(config, op, states, rank, n);
+    // As the communicator runs an op: a ring's fingerprint goes to its neighbours first, in a
+    // message of its own, and is settled at the algorithm's first wait (or after it).
+    if (n > 1 && collectives::checks_fingerprint_apart(c.algorithm)) {
+      op.fingerprint.post(ctx.peer(ctx.left()), ctx.peer(ctx.right()), fp, rank, ctx.left(),
+                          ctx.right(), {}, true);
+    }
     run_algorithm(ctx, c, memory.at(buffer), count, windows);
+    op.fingerprint.settle(op.deadline, &op.waiting_on);
   });
   result.bytes = buffer;
   result.messages = network.messages();

@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "collectives/algorithm_choice.h"
+#include "collectives/fingerprint.h"
 #include "model/predict.h"
 #include "model/simulate.h"
 
@@ -59,7 +60,8 @@ TEST_CASE("the ring's chain bound is at most its simulated time, on every shape 
 }
 
 TEST_CASE("with nothing but links, the all-gather ring takes exactly its longest chain") {
-  // Flat, every link alike: the chain round the ring, (n - 1) x (latency + wire).
+  // Flat, every link alike: the chain round the ring, behind the fingerprint's message,
+  // (n - 1) x (latency + wire).
   for (const int n : {2, 6}) {
     const std::size_t bytes = (std::size_t{1} << 16) * static_cast<std::size_t>(n);  // 64 KiB
     CAPTURE(n);
@@ -68,12 +70,13 @@ TEST_CASE("with nothing but links, the all-gather ring takes exactly its longest
         doctest::Approx(simulated_ring(model::Collective::all_gather, {n, 0}, bytes, wires_only()))
             .epsilon(1e-9));
   }
-  // 12 ranks on 3 hosts: the slowest link, one host's way out, sends its 11 blocks one after
-  // another, and the last arrives its latency later.
+  // 12 ranks on 3 hosts: the slowest link, one host's way out, sends the fingerprint and its 11
+  // blocks one after another, and the last arrives its latency later.
   const double across = 7e-6, wire_across = 65536 / 1e9;
+  const double fingerprint = sizeof(collectives::Fingerprint) / 1e9;
   const double bound =
       model::ring_chain_seconds(model::Collective::all_gather, {12, 4}, wires_only(), 12 << 16);
-  CHECK(bound == doctest::Approx(11 * wire_across + across).epsilon(1e-12));
+  CHECK(bound == doctest::Approx(fingerprint + 11 * wire_across + across).epsilon(1e-12));
   CHECK(bound == doctest::Approx(
                      simulated_ring(model::Collective::all_gather, {12, 4}, 12 << 16, wires_only()))
                      .epsilon(1e-9));
