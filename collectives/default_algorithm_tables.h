@@ -2,8 +2,9 @@
 // RINGLET_ALGO_TABLE=model (CommOptions::algo_table = "model"). The model's choice (model/,
 // `ringlet model table`) under its default profile, round figures of a 2-core VM's fit, for 2-8
 // ranks on one host; tests/model/test_default_tables checks that they are what the model says
-// today. Not the default: at 1-16 KiB on 4-8 ranks it picks the shm window where recursive
-// doubling is measured faster (bench/RESULTS.md, 2026-11-30 "auto from the model").
+// today. Not the default: at 64-256 KiB it picks Rabenseifner's (2 ranks), recursive doubling
+// (4) or the tree (8) where the measured thresholds' pick is faster (bench/RESULTS.md,
+// 2026-12-01 "The simulator runs an op as the communicator does").
 #pragma once
 
 #include "collectives/algorithm_table.h"
