@@ -5,7 +5,7 @@
 #   0. versions: the GPU, its driver, PyTorch; the CUDA runtime, cuBLAS, cuDNN and NCCL found on
 #      the machine (its /usr/local/cuda, else PyTorch's nvidia wheels), put on LD_LIBRARY_PATH;
 #   1. tests: test_cuda (the device op suite, the caching allocator, the collectives' kernels),
-#      the CUDA cases of test_device_collectives and test_ddp;
+#      the CUDA cases of test_device_collectives and test_ddp_device;
 #   2. the training step: fmnist_cnn (batch 64) and resnet20 on CIFAR-shaped input (batch 128),
 #      ringlet's train_bench next to PyTorch's step_forms_gpu.py, in three forms each: eager
 #      (f32), tuned (bf16 autocast; PyTorch with channels-last and cudnn.benchmark, ringlet's
@@ -104,7 +104,7 @@ say "1. tests"
 run test_cuda 150 "$build/tests/tensor/test_cuda"
 if [ "$gpu" = 1 ]; then
   run device_collectives_cuda 180 "$build/tests/test_device_collectives" -tc='*CUDA GPU*'
-  run ddp_cuda 120 "$build/tests/test_ddp" -tc='*CUDA GPU*'
+  run ddp_cuda 120 "$build/tests/test_ddp_device" -tc='*CUDA GPU*'
 fi
 
 say "2. the training step"

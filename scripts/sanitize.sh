@@ -37,8 +37,8 @@ asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry flight_recorde
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
 tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
             test_algorithm_choice test_collectives test_hierarchical test_collectives_procs
-            test_trace test_rdma test_data_loader test_ddp test_ddp_backward test_launch
-            test_status_board test_default_tables)
+            test_trace test_rdma test_data_loader test_ddp test_ddp_device test_ddp_backward
+            test_launch test_status_board test_default_tables)
 
 # run DIR NAME [--build-all] TEST...: builds DIR (only TEST..., and the ringlet binary for those
 # that run it; with --build-all or no TEST, every program and test), runs TEST... (no TEST: every
@@ -110,10 +110,10 @@ tsan() {
   echo "    test_collectives' matrices over the emulated rdma device and its all-gather and"
   echo "    reduce-scatter matrices (the same progress thread and transports as the other matrices"
   echo "    and test_rdma, minutes under TSan)"
-  echo "=== sanitize: not run under TSan: test_ddp's DDP on the emulated device without device"
-  echo "    flags over shm (ranks as threads): its rounds' messages cross a shm ring that each rank"
-  echo "    maps at an address of its own, where TSan cannot see an atomic order two threads; the"
-  echo "    same case over tcp runs (TSan sees sockets order the staging copy before the reduce)"
+  echo "=== sanitize: not run under TSan: test_ddp_device's DDP on the emulated device without"
+  echo "    device flags over shm (ranks as threads): its rounds' messages cross a shm ring that each"
+  echo "    rank maps at an address of its own, where TSan cannot see an atomic order two threads;"
+  echo "    the same case over tcp runs (TSan sees sockets order the staging copy before the reduce)"
   # meson splits --test-args at spaces: '?' stands for each space in a test case's name.
   run build-tsan "TSan" "$@" \
     "--test-args=-tce=*restarts?and?resumes*,*matrix:*over?rdma*,*all_gather?matrix*,*reduce_scatter?matrix*,*without?device?flags??over?shm*"
