@@ -40,7 +40,9 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-const std::vector<std::size_t> kSizes{8, 4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+// 512 KiB: the ring's slices.
+const std::vector<std::size_t> kSizes{8,         4 << 10, 64 << 10, 256 << 10,
+                                      512 << 10, 1 << 20, 4 << 20,  16 << 20};
 
 // Rank 0's times of `bytes` moved between two ranks, enough rounds to move about `budget`
 // bytes each way (5 .. 400 of them; two more first, to warm up): one way of a ping-pong (half
@@ -448,6 +450,13 @@ Profile profile_of(const MachineFit& fit) {
   // tcp's CPUs copy into and out of the kernel's socket buffers (the wire between hosts may be
   // slower); the shm link's copies are the link.
   p.inter.cpu_GBps = fit.tcp_cpu_GBps;
+  // Loopback's time per byte depends on the message's size: its measured times by size. Not so
+  // for a link between hosts, whose short messages (a shaped link's burst) move faster than a
+  // stream of them does.
+  if (fit.tcp.transport == "tcp loopback") {
+    for (const Sample& s : fit.tcp.samples)
+      p.inter.by_size.push_back({s.bytes, s.one_way_us, s.exchange_us});
+  }
   p.intra.one_cpu_us = fit.one_cpu;
   p.inter.one_cpu_us = fit.tcp_one_cpu;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

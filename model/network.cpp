@@ -77,17 +77,21 @@ double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) 
 double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   Flow& f = flow(from, to);
   const int hs = shape_.host_of(from), hd = shape_.host_of(to);
+  const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   double start = std::max(now_, f.link_free);
-  double bandwidth = profile_.intra.bandwidth_GBps;
+  // A link with times by size: those within the cache, the rates past it, in the shares of what
+  // the host's ranks touch that fit it and miss it (with no cache given, the times by size).
+  const double past =
+      link.by_size.empty() ? 1 : (profile_.cache_bytes > 0 ? cache_missed(from) : 0);
+  double wire = (1 - past) * link.cached_wire_seconds(bytes) +
+                past * static_cast<double>(bytes) / (link.bandwidth_GBps * 1e9);
   const std::size_t out = nic_of(from), in = nic_of(to);
   if (hs != hd) {
     start = std::max({start, nic_out_free_[out], nic_in_free_[in]});
-    bandwidth = std::min(profile_.inter.bandwidth_GBps, profile_.nic_GBps);
+    wire = std::max(wire, static_cast<double>(bytes) / (profile_.nic_GBps * 1e9));
   }
-  const double wire = static_cast<double>(bytes) / (bandwidth * 1e9);
   // A copying link: a core at each end (one core doing both copies takes twice as long), for
   // as long as the CPUs take to move the bytes; the wire may take longer.
-  const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   // Each end copies between its buffer and the link's (a memory stream at each end).
   // Where the copies are the link (shm), they take the wire's time with the cores busy for part
   // of it: within a core's cache, each end's share moves as fast as a core reads what another
@@ -99,6 +103,7 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
                    ? std::max(moving_seconds(from, bytes, link.cpu_GBps_or_wire(), 1, overlapped),
                               moving_seconds(to, bytes, link.cpu_GBps_or_wire(), 1, overlapped))
                    : 0;
+  if (link.copies && past < 1) cpu = (1 - past) * link.cached_cpu_seconds(bytes) + past * cpu;
   double left = start + wire;
   if (link.copies) {
     const double copying = book_copies(from, to, start, cpu);
@@ -261,15 +266,20 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 // bytes that miss the cache (what of the memory the ranks touch does not fit it), blended with
 // the core's own rate for the rest.
 double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams) const {
+  const double missed = cache_missed(rank);
+  if (profile_.memory_GBps <= 0 || missed <= 0) return core_GBps;
   const int ranks = ranks_on_host(rank);
-  const double working = touched_bytes() * ranks;
-  if (profile_.memory_GBps <= 0 || working <= static_cast<double>(profile_.cache_bytes)) {
-    return core_GBps;
-  }
-  const double missed = 1 - static_cast<double>(profile_.cache_bytes) / working;
   const int busy = profile_.cores_per_host > 0 ? std::min(ranks, profile_.cores_per_host) : ranks;
   const double share = std::min(core_GBps, profile_.memory_GBps * 2 / streams / busy);
   return 1 / ((1 - missed) / core_GBps + missed / share);
+}
+
+// The share of what the rank's host's ranks touch that its last-level cache does not hold (all
+// of it where the profile gives no cache).
+double VirtualNetwork::cache_missed(int rank) const {
+  const double working = touched_bytes() * ranks_on_host(rank);
+  const auto cache = static_cast<double>(profile_.cache_bytes);
+  return working > cache ? 1 - cache / working : 0;
 }
 
 // The memory a rank touches in a collective: its input, its output and what it receives into

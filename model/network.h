@@ -8,7 +8,8 @@
 //
 // Costs (profile.h): a message of b bytes from rank s to rank d starts when the link s -> d is
 // free (and, between hosts, a NIC of each host in its direction), occupies them for b /
-// bandwidth, and arrives latency after its last byte left. The send is done when its last byte
+// bandwidth (or its link's time by size, profile.h), and arrives latency after its last byte
+// left. The send is done when its last byte
 // left (the sender may reuse its buffer); the receive, when the message arrived and was posted.
 // Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
 // A rank's reductions and copies run on a core of its host (the earliest free; a core of its own
@@ -141,6 +142,7 @@ class VirtualNetwork {
   bool oversubscribed(int rank) const;
   int ranks_on_host(int rank) const;
   double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
+  double cache_missed(int rank) const;
   double core_cache_share(int rank) const;
   double touched_bytes() const;
   void yield(int rank);

@@ -66,17 +66,20 @@ double ring_chain_seconds(Collective collective, const NetworkShape& shape, cons
   const auto parts = static_cast<std::size_t>(n);
   const std::size_t per_rank =
       collective == Collective::all_reduce ? elements / parts : (elements + parts - 1) / parts;
-  const double chunk = static_cast<double>(per_rank * sizeof(float));
-  const double inter_GBps = std::min(p.inter.bandwidth_GBps, p.nic_GBps);
+  const std::size_t chunk = per_rank * sizeof(float);
+  // The least time a message can take on the wire of a link (between hosts, the NICs' too).
+  const auto on_wire = [&p](bool across, std::size_t message) {
+    const double t = (across ? p.inter : p.intra).fastest_wire_seconds(message);
+    return across ? std::max(t, static_cast<double>(message) / (p.nic_GBps * 1e9)) : t;
+  };
   // Per link r -> r + 1: a chunk's wire time, its latency, the fingerprint's wire time.
   std::vector<double> wire(static_cast<std::size_t>(n)), latency(wire.size()), first(wire.size());
   for (std::size_t r = 0; r < wire.size(); ++r) {
     const bool across = shape.host_of(static_cast<int>(r)) !=
                         shape.host_of(static_cast<int>((r + 1) % wire.size()));
-    const double GBps = across ? inter_GBps : p.intra.bandwidth_GBps;
-    wire[r] = chunk / (GBps * 1e9);
+    wire[r] = on_wire(across, chunk);
     latency[r] = (across ? p.inter.latency_us : p.intra.latency_us) * 1e-6;
-    first[r] = static_cast<double>(sizeof(collectives::Fingerprint)) / (GBps * 1e9);
+    first[r] = on_wire(across, sizeof(collectives::Fingerprint));
   }
   const int steps = collective == Collective::all_reduce ? 2 * (n - 1) : n - 1;
   double one_link = 0, lap = 0;

@@ -1,6 +1,7 @@
 // Profiles: defaults, JSON in and out, checked field by field.
 #include "model/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -14,6 +15,39 @@ namespace ringlet::model {
 
 double LinkCost::seconds(std::size_t bytes) const {
   return latency_us * 1e-6 + static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
+}
+
+namespace {
+
+// One of by_size's times at `bytes`, us: interpolated between the sizes around it, extended
+// along the last two past the largest, the smallest's below it.
+double at_size(const std::vector<SizeTimes>& sizes, double SizeTimes::*us, std::size_t bytes) {
+  if (bytes <= sizes.front().bytes) return sizes.front().*us;
+  std::size_t k = 1;
+  while (k + 1 < sizes.size() && sizes[k].bytes < bytes) ++k;
+  const SizeTimes &a = sizes[k - 1], &b = sizes[k];
+  const double along = (static_cast<double>(bytes) - static_cast<double>(a.bytes)) /
+                       (static_cast<double>(b.bytes) - static_cast<double>(a.bytes));
+  return a.*us + along * (b.*us - a.*us);
+}
+
+}  // namespace
+
+double LinkCost::cached_wire_seconds(std::size_t bytes) const {
+  if (by_size.empty()) return 0;
+  return std::max(0.0, at_size(by_size, &SizeTimes::one_way_us, bytes) - latency_us) * 1e-6;
+}
+
+double LinkCost::cached_cpu_seconds(std::size_t bytes) const {
+  if (by_size.empty()) return 0;
+  return std::max(0.0, at_size(by_size, &SizeTimes::exchange_us, bytes) -
+                           at_size(by_size, &SizeTimes::one_way_us, bytes)) *
+         1e-6;
+}
+
+double LinkCost::fastest_wire_seconds(std::size_t bytes) const {
+  const double line = static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
+  return by_size.empty() ? line : std::min(line, cached_wire_seconds(bytes));
 }
 
 std::string Profile::summary() const {
@@ -100,6 +134,36 @@ const std::map<std::string, std::size_t Profile::*> kSizes = {
     {"cache_bytes", &Profile::cache_bytes},
     {"core_cache_bytes", &Profile::core_cache_bytes}};
 
+// A link's times by size: at least two {"bytes", "one_way_us", "exchange_us"}, the sizes
+// ascending.
+std::vector<SizeTimes> read_by_size(const nlohmann::json& list, const std::string& path,
+                                    const std::string& field) {
+  RINGLET_CHECK(list.is_array() && list.size() >= 2, ValueError, "profile ", path, ": ", field,
+                " must be a list of at least two {\"bytes\": .., \"one_way_us\": .., "
+                "\"exchange_us\": ..}");
+  std::vector<SizeTimes> sizes;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const std::string at = core::str(field, "[", k, "]");
+    const nlohmann::json& item = list[k];
+    RINGLET_CHECK(item.is_object() && item.size() == 3 && item.contains("bytes") &&
+                      item.contains("one_way_us") && item.contains("exchange_us"),
+                  ValueError, "profile ", path, ": ", at,
+                  " must be {\"bytes\": .., \"one_way_us\": .., \"exchange_us\": ..}, not ",
+                  item.dump());
+    RINGLET_CHECK(item["bytes"].is_number_integer(), ValueError, "profile ", path, ": ", at,
+                  ".bytes must be a whole number, not ", item["bytes"].dump());
+    SizeTimes s;
+    s.bytes = static_cast<std::size_t>(positive(item["bytes"], path, at + ".bytes"));
+    s.one_way_us = positive(item["one_way_us"], path, at + ".one_way_us");
+    s.exchange_us = positive(item["exchange_us"], path, at + ".exchange_us");
+    RINGLET_CHECK(sizes.empty() || s.bytes > sizes.back().bytes, ValueError, "profile ", path, ": ",
+                  at, ".bytes (", s.bytes, ") must be larger than the size before it (",
+                  sizes.empty() ? 0 : sizes.back().bytes, ")");
+    sizes.push_back(s);
+  }
+  return sizes;
+}
+
 void read_link(const nlohmann::json& link, const std::string& path, const std::string& field,
                LinkCost& cost) {
   RINGLET_CHECK(link.is_object(), ValueError, "profile ", path, ": ", field,
@@ -117,9 +181,11 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       cost.cpu_GBps = positive(value, path, field + ".cpu_GBps");
     } else if (key == "one_cpu_us") {
       cost.one_cpu_us = positive(value, path, field + ".one_cpu_us");
+    } else if (key == "by_size") {
+      cost.by_size = read_by_size(value, path, field + ".by_size");
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
-                    " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us)");
+                    " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us, by_size)");
     }
   }
 }
@@ -181,6 +247,10 @@ nlohmann::json link_json(const LinkCost& link) {
                       {"copies", link.copies}};
   if (link.cpu_GBps > 0) j["cpu_GBps"] = link.cpu_GBps;
   if (link.one_cpu_us > 0) j["one_cpu_us"] = link.one_cpu_us;
+  for (const SizeTimes& s : link.by_size) {
+    j["by_size"].push_back(
+        {{"bytes", s.bytes}, {"one_way_us", s.one_way_us}, {"exchange_us", s.exchange_us}});
+  }
   return j;
 }
 

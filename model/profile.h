@@ -1,7 +1,8 @@
 // Profile: what the simulated network charges, per link class and per rank. Figures are in the
 // units people quote (microseconds, GB/s = 1e9 bytes per second) and are read from a JSON file:
 // one `ringlet model fit` measured here, or one written by hand from a machine's published
-// figures (model/profiles/). A message of b bytes costs latency + b / bandwidth on its link;
+// figures (model/profiles/). A message of b bytes costs latency + b / bandwidth on its link (or,
+// on a link with times by size and within the cache, what those give at b);
 // between hosts it also passes through a NIC of the sending host and one of the receiving host,
 // which the host's ranks share: nics_per_host each, a rank using NIC (its index on the host mod
 // nics_per_host), each NIC carrying one message at a time each way at nic_GBps. A reduction
@@ -15,8 +16,16 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace ringlet::model {
+
+// A message's measured times on a link at one size (`ringlet model fit`'s medians).
+struct SizeTimes {
+  std::size_t bytes = 0;
+  double one_way_us = 0;   // half a ping-pong
+  double exchange_us = 0;  // both ends sending and receiving it at once
+};
 
 struct LinkCost {
   double latency_us = 0;
@@ -32,8 +41,20 @@ struct LinkCost {
   // the switch to the rank it wakes); less latency_us, the wake-up of a rank that slept in a
   // receive on this link within a host whose ranks take turns on its cores. 0: wakeup_us.
   double one_cpu_us = 0;
+  // A link whose time per byte depends on the message's size (tcp loopback: its kernel's
+  // buffers and segments): its measured times by size, ascending. While what the host's ranks
+  // touch fits its last-level cache, a message costs what they give at its size (interpolated
+  // between them, extended along the last two): on the link, its one-way time less the latency;
+  // on the CPUs at each end (with copies), what an exchange takes beyond one way. Past the cache,
+  // bandwidth_GBps and cpu_GBps (the rates of the largest messages). Empty: those rates alone.
+  std::vector<SizeTimes> by_size{};
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }
+  // Within the cache, by_size's time on the link and on each end's CPUs (0 without by_size).
+  double cached_wire_seconds(std::size_t bytes) const;
+  double cached_cpu_seconds(std::size_t bytes) const;
+  // The least time the bytes can take on the link, within the cache or past it.
+  double fastest_wire_seconds(std::size_t bytes) const;
 };
 
 struct Profile {

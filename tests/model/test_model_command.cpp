@@ -143,6 +143,13 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(contains(r.output,
                  "# tcp loopback, the CPUs' share of a message (what an exchange takes "
                  "beyond one way): "));
+  // tcp loopback's times by size, every size measured (shm's rate is one line).
+  REQUIRE(p.inter.by_size.size() == 8);
+  CHECK(p.inter.by_size.front().bytes == 8);
+  CHECK(p.inter.by_size[4].bytes == 512 * 1024);
+  CHECK(p.inter.by_size.back().bytes == 16 << 20);
+  CHECK(p.inter.by_size.front().one_way_us == p.inter.latency_us);
+  CHECK(p.intra.by_size.empty());
   CHECK(p.intra.one_cpu_us > 0);  // both ranks on one CPU, shm
   CHECK(p.inter.one_cpu_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
@@ -183,6 +190,7 @@ TEST_CASE("model fit --between-ranks measures the link between a launched job's 
   CHECK(contains(p.name, "tcp between ranks 0 and 1 between hosts"));
   CHECK(p.inter.bandwidth_GBps > 0);
   CHECK(p.inter.cpu_GBps > 0);
+  CHECK(p.inter.by_size.empty());  // a link between hosts: its rates alone
   // Not launched as two ranks: said, not measured.
   const auto alone = ringlet_model("fit --between-ranks --quick");
   CHECK(alone.status != 0);

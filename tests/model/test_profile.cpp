@@ -36,6 +36,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.name = "two hosts";
   p.intra = {0.5, 40, false};
   p.inter = {3, 12.5, true, 6.25, 11};
+  p.inter.by_size = {{8, 3, 4.5}, {65536, 20, 24}, {1 << 20, 120, 150}};
   p.cores_per_host = 3;
   p.wakeup_us = 9.5;
   p.nic_GBps = 25;
@@ -66,6 +67,11 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.intra.cpu_GBps == 0);
   CHECK(q.inter.one_cpu_us == 11);
   CHECK(q.intra.one_cpu_us == 0);  // not set: left out, read back as the default's 0
+  REQUIRE(q.inter.by_size.size() == 3);
+  CHECK(q.inter.by_size[1].bytes == 65536);
+  CHECK(q.inter.by_size[1].one_way_us == 20);
+  CHECK(q.inter.by_size[2].exchange_us == 150);
+  CHECK(q.intra.by_size.empty());
   CHECK(q.cores_per_host == 3);
   CHECK(q.wakeup_us == 9.5);
   CHECK(q.nic_GBps == 25);
@@ -113,6 +119,20 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
         std::string::npos);
   CHECK(error_of(R"({"intra": {"one_cpu_us": -1}})").find("intra.one_cpu_us must be positive") !=
         std::string::npos);
+  CHECK(error_of(R"({"inter": {"by_size": [{"bytes": 8, "one_way_us": 3, "exchange_us": 4}]}})")
+            .find("inter.by_size must be a list of at least two") != std::string::npos);
+  CHECK(error_of(R"({"inter": {"by_size": [{"bytes": 8, "one_way_us": 3, "exchange_us": 4},
+                                           {"bytes": 8, "one_way_us": 5, "exchange_us": 6}]}})")
+            .find("inter.by_size[1].bytes (8) must be larger than the size before it (8)") !=
+        std::string::npos);
+  CHECK(error_of(R"({"intra": {"by_size": [{"bytes": 8, "one_way_us": 3, "exchange_us": 4},
+                                           {"bytes": 64, "one_way_us": 0, "exchange_us": 6}]}})")
+            .find("intra.by_size[1].one_way_us must be positive") != std::string::npos);
+  CHECK(error_of(R"({"intra": {"by_size": [{"bytes": 8.5, "one_way_us": 3, "exchange_us": 4},
+                                           {"bytes": 64, "one_way_us": 5, "exchange_us": 6}]}})")
+            .find("intra.by_size[0].bytes must be a whole number") != std::string::npos);
+  CHECK(error_of(R"({"intra": {"by_size": [{"bytes": 8, "one_way_us": 3}, 1]}})")
+            .find("intra.by_size[0] must be {") != std::string::npos);
   CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);
   CHECK(error_of(R"({"inter": {"lat": 3}})").find("unknown field inter.lat") != std::string::npos);
   CHECK(error_of("{not json").find("not JSON") != std::string::npos);

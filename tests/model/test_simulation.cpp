@@ -42,6 +42,18 @@ double simulated(model::Collective collective, Algorithm algorithm, int ranks, i
   return model::simulate(c, profile).seconds;
 }
 
+// Rank 0 sends `bytes` to rank 1; with `both`, rank 1 sends as many back at the same time.
+double messages(const model::Profile& profile, std::size_t bytes, std::size_t buffer, bool both,
+                int per_host = 0) {
+  model::VirtualNetwork net({2, per_host}, profile);
+  net.set_buffer_bytes(buffer);
+  return net.run([&](int rank) {
+    auto received = rank == 1 || both ? net.recv(rank, 1 - rank, bytes) : nullptr;
+    if (rank == 0 || both) net.send(rank, 1 - rank, bytes)->wait(core::Deadline::never());
+    if (received) received->wait(core::Deadline::never());
+  });
+}
+
 }  // namespace
 
 TEST_CASE("one message takes latency + bytes / bandwidth") {
@@ -53,6 +65,35 @@ TEST_CASE("one message takes latency + bytes / bandwidth") {
   CHECK(t == doctest::Approx(2e-6 + 4e6 / 4e9).epsilon(1e-12));
   CHECK(net.messages() == 1);
   CHECK(net.bytes() == 4'000'000);
+}
+
+TEST_CASE("a link with times by size: within the cache a message takes them, past it the line") {
+  model::Profile p = test_profile();
+  p.intra = {2.0, 1.0};  // the line: 2 us + bytes / 1 GB/s
+  p.intra.by_size = {{1000, 3, 5}, {3000, 7, 13}};
+  // Interpolated between the sizes around it, the smallest's below them, along the last two past
+  // them.
+  CHECK(messages(p, 2000, 2000, false) == doctest::Approx(5e-6).epsilon(1e-12));
+  CHECK(messages(p, 500, 500, false) == doctest::Approx(3e-6).epsilon(1e-12));
+  CHECK(messages(p, 5000, 5000, false) == doctest::Approx(11e-6).epsilon(1e-12));
+  // 2 ranks touching 3 x 4000 bytes each; a cache of 6000 holds a quarter of it: a quarter of the
+  // message at its time by size (3 us beyond the latency), the rest at the line's rate (2 us).
+  p.cache_bytes = 6000;
+  CHECK(messages(p, 2000, 4000, false) ==
+        doctest::Approx(2e-6 + 0.25 * 3e-6 + 0.75 * 2e-6).epsilon(1e-12));
+  CHECK(messages(p, 2000, 1000, false) == doctest::Approx(5e-6).epsilon(1e-12));  // it fits
+}
+
+// A copying link's cores are busy for what an exchange takes beyond one way: where that is no
+// longer than the wire, one way and an exchange take the times they were measured at (between
+// two hosts of a core each, where the latency is a delay).
+TEST_CASE("a copying link with times by size: one way and an exchange take theirs") {
+  model::Profile p = test_profile();
+  p.cores_per_host = 1;
+  p.inter = {2.0, 1.0, true, 1.0};
+  p.inter.by_size = {{1000, 3, 5}, {3000, 9, 13}};  // at 2000 bytes: 6 us one way, 9 exchanged
+  CHECK(messages(p, 2000, 2000, false, 1) == doctest::Approx(6e-6).epsilon(1e-12));
+  CHECK(messages(p, 2000, 2000, true, 1) == doctest::Approx(9e-6).epsilon(1e-12));
 }
 
 // Behind the op's fingerprint, which goes to the right neighbour first in a message of its own.
