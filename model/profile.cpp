@@ -53,9 +53,12 @@ double LinkCost::fastest_wire_seconds(std::size_t bytes) const {
 std::string Profile::summary() const {
   std::ostringstream out;
   const auto moved_by = [](const LinkCost& link) {
-    if (!link.copies) return std::string();
-    if (link.cpu_GBps > 0) return core::str(" (CPU copies at ", link.cpu_GBps, " GB/s)");
-    return std::string(" (CPU copies)");
+    const std::string sizes = link.by_size.empty() ? std::string()
+                                                   : core::str(" (within the cache, its times at ",
+                                                               link.by_size.size(), " sizes)");
+    if (!link.copies) return sizes;
+    if (link.cpu_GBps > 0) return core::str(" (CPU copies at ", link.cpu_GBps, " GB/s)", sizes);
+    return " (CPU copies)" + sizes;
   };
   out << "intra-host " << intra.latency_us << " us, " << intra.bandwidth_GBps << " GB/s"
       << moved_by(intra) << "; inter-host " << inter.latency_us << " us, " << inter.bandwidth_GBps
