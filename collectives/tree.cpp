@@ -11,6 +11,10 @@
 //              send the result to the parent (the root keeps it: the chunk is final)
 //   down       per chunk: receive the final chunk from the parent, send it on to the children
 //
+// Both trees go up together, then down together: a rank takes chunk k of tree 0, then chunk k of
+// tree 1, then chunk k + 1, ..., so the two trees' hops overlap (NCCL runs its two trees on
+// channels of their own) and a message between two ranks is received in the order it was sent.
+//
 // One send per peer is in flight at a time: a rank waits for its previous send to a peer before
 // the next. Every message is [fingerprint | chunk] and is checked as it arrives. Host buffers
 // (the communicator runs the ring for device buffers).
@@ -75,55 +79,68 @@ class TreeAllReduce {
   void run() {
     in_ = ctx_.scratch_bytes(capacity_);
     const std::size_t half = count_ / 2;
-    for (int t = 0; t < 2; ++t) {
-      const std::size_t begin = t == 0 ? 0 : half, end = t == 0 ? half : count_;
-      const TreeLinks links = tree_links(ctx_.size, t, ctx_.rank);
-      up(links, begin, end);
-      settle_sends();  // the next phase overwrites what the sends read
-      down(links, begin, end);
-      settle_sends();
+    const std::array<Half, 2> halves{Half{tree_links(ctx_.size, 0, ctx_.rank), 0, half},
+                                     Half{tree_links(ctx_.size, 1, ctx_.rank), half, count_}};
+    const std::size_t most = std::max(chunks(halves[0]), chunks(halves[1]));
+    // Both trees at once: a chunk of each in turn, so that each tree's hops overlap the other's.
+    for (std::size_t k = 0; k < most; ++k) {
+      for (const Half& h : halves) {
+        if (k < chunks(h)) up(h, k);
+      }
     }
+    settle_sends();  // the way down overwrites what the sends up read
+    for (std::size_t k = 0; k < most; ++k) {
+      for (const Half& h : halves) {
+        if (k < chunks(h)) down(h, k);
+      }
+    }
+    settle_sends();
   }
 
  private:
-  std::size_t chunks(std::size_t begin, std::size_t end) const {
-    return std::max<std::size_t>(1, (end - begin + chunk_ - 1) / chunk_);  // one if empty
+  // A half of the buffer, [begin, end) in elements, and this rank's place in its tree.
+  struct Half {
+    TreeLinks links;
+    std::size_t begin = 0, end = 0;
+  };
+
+  std::size_t chunks(const Half& h) const {
+    return std::max<std::size_t>(1, (h.end - h.begin + chunk_ - 1) / chunk_);  // one if empty
+  }
+  // Chunk k of a half: its first element and its length.
+  std::size_t first(const Half& h, std::size_t k) const { return h.begin + k * chunk_; }
+  std::size_t length(const Half& h, std::size_t k) const {
+    return std::min(chunk_, h.end - std::min(h.end, first(h, k)));
   }
 
-  // Up the tree: the children's partial sums reduced into this rank's values, sent on.
-  void up(const TreeLinks& links, std::size_t begin, std::size_t end) {
-    for (std::size_t k = 0, n = chunks(begin, end); k < n; ++k) {
-      const auto start = std::chrono::steady_clock::now();
-      const std::size_t first = begin + k * chunk_;
-      const std::size_t len = std::min(chunk_, end - std::min(end, first));
-      const char* mine = input_ + first * es_;
-      for (const int child : links.children) {
-        if (child < 0) continue;
-        receive(child, len);
-        reduce_within(ctx_, data_ + first * es_, mine, in_ + kHead, len, dtype_, op_);
-        mine = data_ + first * es_;
-      }
-      if (links.parent >= 0) send(links.parent, mine, len);
-      ctx_.trace(step_++, "up", static_cast<int>(k), neighbour(links), len * es_, start);
+  // Up the tree: the children's partial sums of chunk k reduced into this rank's values, sent on.
+  void up(const Half& h, std::size_t k) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t at = first(h, k), len = length(h, k);
+    const char* mine = input_ + at * es_;
+    for (const int child : h.links.children) {
+      if (child < 0) continue;
+      receive(child, len);
+      reduce_within(ctx_, data_ + at * es_, mine, in_ + kHead, len, dtype_, op_);
+      mine = data_ + at * es_;
     }
+    if (h.links.parent >= 0) send(h.links.parent, mine, len);
+    ctx_.trace(step_++, "up", static_cast<int>(k), neighbour(h.links), len * es_, start);
   }
 
-  // Down the tree: the final chunk from the parent (the root has it), sent to the children.
-  void down(const TreeLinks& links, std::size_t begin, std::size_t end) {
-    for (std::size_t k = 0, n = chunks(begin, end); k < n; ++k) {
-      const auto start = std::chrono::steady_clock::now();
-      const std::size_t first = begin + k * chunk_;
-      const std::size_t len = std::min(chunk_, end - std::min(end, first));
-      char* chunk = data_ + first * es_;
-      if (links.parent >= 0) {
-        receive(links.parent, len);
-        copy_within(ctx_, chunk, in_ + kHead, len * es_);
-      }
-      for (const int child : links.children) {
-        if (child >= 0) send(child, chunk, len);
-      }
-      ctx_.trace(step_++, "down", static_cast<int>(k), neighbour(links), len * es_, start);
+  // Down the tree: the final chunk k from the parent (the root has it), sent to the children.
+  void down(const Half& h, std::size_t k) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t at = first(h, k), len = length(h, k);
+    char* chunk = data_ + at * es_;
+    if (h.links.parent >= 0) {
+      receive(h.links.parent, len);
+      copy_within(ctx_, chunk, in_ + kHead, len * es_);
     }
+    for (const int child : h.links.children) {
+      if (child >= 0) send(child, chunk, len);
+    }
+    ctx_.trace(step_++, "down", static_cast<int>(k), neighbour(h.links), len * es_, start);
   }
 
   // The peer a step's trace names: the parent, or the root's first child.
