@@ -49,6 +49,20 @@ inline std::string file_text(const std::filesystem::path& file) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// A /proc file's text: what could be read of it, empty where the process is gone (a process
+// that exits while its files are read makes the read fail with ESRCH).
+inline std::string proc_text(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  char chunk[4096];
+  for (ssize_t got; (got = ::read(fd, chunk, sizeof chunk)) > 0;) {
+    text.append(chunk, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  return text;
+}
+
 // The pid of the process whose first argument is the ringlet binary and whose command line
 // mentions `marker` (a run directory): with `rank` < 0 the launcher (no RANK in its
 // environment), else that worker. -1 when there is none.
@@ -57,8 +71,8 @@ inline pid_t find_ringlet(const std::string& marker, int rank) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string command = file_text(entry.path() / "cmdline");
-    const std::string env = std::string(1, '\0') + file_text(entry.path() / "environ");
+    const std::string command = proc_text(entry.path() / "cmdline");
+    const std::string env = std::string(1, '\0') + proc_text(entry.path() / "environ");
     const std::string argv0 = command.substr(0, command.find('\0'));
     if (!contains(command, marker) || (argv0 != binary && argv0 != "/proc/self/exe")) continue;
     const bool has_rank = contains(env, std::string(1, '\0') + "RANK=");
