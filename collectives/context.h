@@ -195,6 +195,38 @@ class ChannelContext {
     if (bytes > 0) std::memcpy(staging.data() + head, payload, bytes);
     return to.send(staging.data(), staging.size());
   }
+  // One message each way with `peer_rank`, each [this op's fingerprint | body]: send() posts
+  // this rank's, and the peer's, its body `body_bytes` long, is checked and handed to
+  // use(body). Where the transport receives in place (shm) and the send went at once, use reads
+  // the body where it lies in the transport, saving its copy out; otherwise (also for a body not
+  // aligned to `align` bytes there) the message is received into `in` (`room` bytes) first.
+  template <class Send, class Use>
+  void swap_fingerprinted(int peer_rank, Send send, char* in, std::size_t room,
+                          std::size_t body_bytes, std::size_t align, Use use) const {
+    const std::size_t head = sizeof(Fingerprint);
+    transport::Connection& link = peer(peer_rank);
+    transport::RequestPtr sent;
+    if (link.receives_in_place()) {
+      sent = send();
+      const auto where_it_lies = [&](const std::byte* m, std::size_t got) {
+        const auto* message = reinterpret_cast<const char*>(m);
+        if (reinterpret_cast<std::uintptr_t>(message + head) % align != 0) return false;
+        check_message(message, got, head + body_bytes, true, peer_rank);
+        use(message + head);
+        return true;
+      };
+      if (sent->done() && link.recv_in_place(where_it_lies, room, op.deadline)) {
+        wait(sent, peer_rank);  // done: reports its failure, if any
+        return;
+      }
+    }
+    auto received = link.recv(in, room);
+    if (!sent) sent = send();
+    wait(received, peer_rank);  // before the send: a transport may read only for a waiter
+    check_message(in, received->bytes(), head + body_bytes, true, peer_rank);
+    wait(sent, peer_rank);
+    use(static_cast<const char*>(in + head));
+  }
   core::CollectiveError mismatch_error(int peer_rank) const {
     return collectives::mismatch_error(global_rank(rank), op.op_fingerprint, global_rank(peer_rank),
                                        nullptr);

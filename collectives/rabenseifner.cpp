@@ -17,8 +17,9 @@
 //
 // A segment splits at its middle element (the lower half takes the smaller part of an odd
 // count), so any count and any n run. Every message is [fingerprint | data] and is checked as it
-// arrives, as in recursive doubling. Host buffers only (the communicator runs the ring for
-// device buffers).
+// arrives, as in recursive doubling; over shm a halving's message is reduced, and a doubling's
+// copied into place, where it lies in the ring (ChannelContext::swap_fingerprinted). Host
+// buffers only (the communicator runs the ring for device buffers).
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -98,11 +99,9 @@ class Rabenseifner {
     const bool low = (me & mask) == 0;
     const Segment keep = low ? segment.lower() : segment.upper();
     const Segment give = low ? segment.upper() : segment.lower();
-    auto recv = ctx_.peer(partner).recv(in_, room(keep));
-    auto sent = send(partner, mine(), give);
-    receive(recv, partner, keep);
-    ctx_.wait(sent, partner);
-    reduce_received(keep);
+    ctx_.swap_fingerprinted(
+        partner, [&] { return send(partner, mine(), give); }, in_, room(keep), keep.size() * es_,
+        es_, [&](const char* received) { reduce_received(keep, received); });
     ctx_.trace(step_++, "halve", -1, partner, (give.size() + keep.size()) * es_, start);
     return keep;
   }
@@ -115,11 +114,11 @@ class Rabenseifner {
     const bool low = (me & mask) == 0;
     const Segment have = low ? whole.lower() : whole.upper();
     const Segment get = low ? whole.upper() : whole.lower();
-    auto recv = ctx_.peer(partner).recv(in_, room(get));
-    auto sent = send(partner, data_, have);
-    receive(recv, partner, get);
-    ctx_.wait(sent, partner);
-    copy_within(ctx_, at(data_, get.begin), in_ + kHead, get.size() * es_);
+    ctx_.swap_fingerprinted(
+        partner, [&] { return send(partner, data_, have); }, in_, room(get), get.size() * es_, 1,
+        [&](const char* received) {
+          copy_within(ctx_, at(data_, get.begin), received, get.size() * es_);
+        });
     ctx_.trace(step_++, "double", -1, partner, (have.size() + get.size()) * es_, start);
   }
 
@@ -150,14 +149,14 @@ class Rabenseifner {
   }
   void receive_reduce(int peer, Segment segment) {
     receive(ctx_.peer(peer).recv(in_, room(segment)), peer, segment);
-    reduce_received(segment);
+    reduce_received(segment, in_ + kHead);
   }
 
   // data[segment] = mine[segment] op received (reduce_pair's operand order). From the first
   // reduction on, data holds this rank's values: every later step reads only inside the segment
   // reduced first, and the doubling writes the rest.
-  void reduce_received(Segment segment) {
-    reduce_within(ctx_, at(data_, segment.begin), mine() + segment.begin * es_, in_ + kHead,
+  void reduce_received(Segment segment, const char* received) {
+    reduce_within(ctx_, at(data_, segment.begin), mine() + segment.begin * es_, received,
                   segment.size(), dtype_, op_);
     reduced_ = true;
   }

@@ -13,7 +13,6 @@
 // rank that issued another collective is found by someone, and the failure reaches the rest.
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstring>
 
 #include "collectives/algorithms.h"
@@ -86,28 +85,13 @@ class Doubling {
     ctx_.trace(step_++, "RD", -1, r % 2 == 1 ? r - 1 : r + 1, bytes_, start);
   }
 
+  // Over shm the partner's message is checked and reduced where it lies in the ring (types
+  // aligned there), without copying it out first.
   void exchange(int partner) {
     const auto start = std::chrono::steady_clock::now();
-    transport::Connection& link = ctx_.peer(partner);
-    transport::RequestPtr send;
-    if (link.receives_in_place()) {
-      // Sent at once (shm, room in the ring): the partner's message is reduced from where it
-      // lies in the ring, without copying it out first.
-      send = send_data(partner);
-      if (send->done() &&
-          link.recv_in_place(
-              [&](const std::byte* m, std::size_t got) { return reduce_in_place(m, got, partner); },
-              capacity_, ctx_.op.deadline)) {
-        ctx_.wait(send, partner);  // done: reports its failure, if any
-        ctx_.trace(step_++, "RD", -1, partner, bytes_, start);
-        return;
-      }
-    }
-    auto recv = link.recv(in_, capacity_);
-    if (!send) send = send_data(partner);
-    receive(recv, partner);  // before the send: a transport may read only for a waiter
-    ctx_.wait(send, partner);
-    reduce_received();
+    ctx_.swap_fingerprinted(
+        partner, [&] { return send_data(partner); }, in_, capacity_, bytes_, es_,
+        [&](const char* received) { reduce_from(received); });
     ctx_.trace(step_++, "RD", -1, partner, bytes_, start);
   }
 
@@ -132,17 +116,6 @@ class Doubling {
     mine_ = data_;
   }
   void reduce_received() { reduce_from(in_ + kHead); }
-
-  // Checks the partner's message where it lies and reduces from it; declines data that is not
-  // aligned for its type there (the ring packs messages of any length back to back), which is
-  // then copied out as usual.
-  bool reduce_in_place(const std::byte* message, std::size_t got, int partner) {
-    const auto* m = reinterpret_cast<const char*>(message);
-    if (reinterpret_cast<std::uintptr_t>(m + kHead) % es_ != 0) return false;
-    ctx_.check_message(m, got, kHead + bytes_, true, partner);
-    reduce_from(m + kHead);
-    return true;
-  }
 
   const ChannelContext& ctx_;
   char* data_;
