@@ -19,7 +19,9 @@
 //            and receives the partner's, the range doubling back to all n blocks
 //   unfold   each odd rank of the first 2 rem sends its even neighbour the whole result
 //
-// Every message is [fingerprint | blocks] and is checked as it arrives. Host buffers.
+// Every message is [fingerprint | blocks] and is checked as it arrives; over shm a halving's
+// message is reduced, and a doubling's copied into place, where it lies in the ring
+// (ChannelContext::swap_fingerprinted). Host buffers.
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -50,6 +52,7 @@ class HalvingDoubling {
         block_bytes_(block * core::dtype_size(dtype)),
         count_(block),
         dtype_(dtype),
+        es_(core::dtype_size(dtype)),
         capacity_(fingerprinted_room(ctx.size * block_bytes_)) {
     while (p_ * 2 <= ctx.size) p_ *= 2;
     rem_ = ctx.size - p_;
@@ -65,8 +68,7 @@ class HalvingDoubling {
     if (r < 2 * rem_ && r % 2 == 0) {
       exchange("fold", r + 1, Out{input, all}, std::nullopt);
     } else if (r < 2 * rem_) {
-      exchange("fold", r - 1, std::nullopt, all);
-      reduce_received(all, op);
+      reduce_received(all, op, exchange("fold", r - 1, std::nullopt, all));
     }
     if (me_ >= 0) {
       Blocks groups{0, static_cast<std::size_t>(p_)};
@@ -76,8 +78,8 @@ class HalvingDoubling {
             upper{groups.begin + mask, groups.end};
         groups = low ? lower : upper;
         const Blocks give = blocks_of(low ? upper : lower), keep = blocks_of(groups);
-        exchange("halve", rank_of(me_ ^ mask), Out{source_, give}, keep);
-        reduce_received(keep, op);
+        swap("halve", rank_of(me_ ^ mask), Out{source_, give}, keep, es_,
+             [&](const char* received) { reduce_received(keep, op, received); });
       }
     }
     if (r < 2 * rem_) {
@@ -104,7 +106,8 @@ class HalvingDoubling {
         const Blocks lower{base, base + mask}, upper{base + mask, base + 2 * mask};
         const bool low = (me_ & mask) == 0;
         const Blocks have = blocks_of(low ? lower : upper), get = blocks_of(low ? upper : lower);
-        place(exchange("double", rank_of(me_ ^ mask), Out{data_, have}, get), get);
+        swap("double", rank_of(me_ ^ mask), Out{data_, have}, get, 1,
+             [&](const char* received) { place(received, get); });
       }
     }
     if (r < 2 * rem_ && r % 2 == 1) exchange("unfold", r - 1, Out{data_, all}, std::nullopt);
@@ -143,12 +146,26 @@ class HalvingDoubling {
                start);
     return in_ + sizeof(Fingerprint);
   }
+  // A step each way with `peer`: sends `give`, hands its blocks `get`, checked, to
+  // use(payload), where they lie in the transport where it can (aligned to `align` bytes there;
+  // ChannelContext::swap_fingerprinted).
+  template <class Use>
+  void swap(const char* phase, int peer, Out give, Blocks get, std::size_t align, Use use) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto send = [&] {
+      return ctx_.send_fingerprinted(peer, give.base + offset(give.blocks), bytes(give.blocks),
+                                     staging_);
+    };
+    ctx_.swap_fingerprinted(peer, send, in_, fingerprinted_room(bytes(get)), bytes(get), align,
+                            use);
+    ctx_.trace(step_++, phase, -1, peer, bytes(give.blocks) + bytes(get), start);
+  }
   void place(const char* payload, Blocks blocks) {
     copy_within(ctx_, data_ + offset(blocks), payload, bytes(blocks));
   }
   // data[blocks] = source[blocks] op received; from the first reduction on, data is the source.
-  void reduce_received(Blocks blocks, ReduceOp op) {
-    reduce_within(ctx_, data_ + offset(blocks), source_ + offset(blocks), in_ + sizeof(Fingerprint),
+  void reduce_received(Blocks blocks, ReduceOp op, const char* received) {
+    reduce_within(ctx_, data_ + offset(blocks), source_ + offset(blocks), received,
                   blocks.size() * count_, dtype_, op);
     source_ = data_;
   }
@@ -157,6 +174,7 @@ class HalvingDoubling {
   char* data_;
   std::size_t block_bytes_, count_;
   DType dtype_;
+  std::size_t es_;
   std::size_t capacity_;  // the scratch: a whole buffer and kMismatchRoom
   char* in_ = nullptr;
   const char* source_ = nullptr;  // this rank's values: the input until the first reduction
