@@ -197,16 +197,17 @@ class ChannelContext {
   }
   // One message each way with `peer_rank`, each [this op's fingerprint | body]: send() posts
   // this rank's, and the peer's, its body `body_bytes` long, is checked and handed to
-  // use(body). Where the transport receives in place (shm) and the send went at once, use reads
-  // the body where it lies in the transport, saving its copy out; otherwise (also for a body not
-  // aligned to `align` bytes there) the message is received into `in` (`room` bytes) first.
+  // use(body). Where the transport receives such messages in place (shm, up to what it sends at
+  // once) and the send went at once, use reads the body where it lies in the transport, saving
+  // its copy out; otherwise (also for a body not aligned to `align` bytes there) the message is
+  // received into `in` (`room` bytes), posted before the send, first.
   template <class Send, class Use>
   void swap_fingerprinted(int peer_rank, Send send, char* in, std::size_t room,
                           std::size_t body_bytes, std::size_t align, Use use) const {
     const std::size_t head = sizeof(Fingerprint);
     transport::Connection& link = peer(peer_rank);
     transport::RequestPtr sent;
-    if (link.receives_in_place()) {
+    if (link.receives_in_place(head + body_bytes)) {
       sent = send();
       const auto where_it_lies = [&](const std::byte* m, std::size_t got) {
         const auto* message = reinterpret_cast<const char*>(m);

@@ -89,9 +89,12 @@ class Connection {
   // when `use` declines, say for a misaligned message, or the wait ends without one: a
   // failure, a closed or dead peer, the deadline, a message longer than max_bytes or than the
   // transport can hold whole), and the caller receives the message as usual, which reports what
-  // went wrong. It saves copying the message out.
+  // went wrong. It saves copying the message out. receives_in_place(bytes): whether an
+  // exchange of messages of `bytes` each way is worth trying that way (shm: messages it sends
+  // at once, into the ring; a longer one is better received into a receive posted before the
+  // send).
   using InPlace = std::function<bool(const std::byte* message, std::size_t bytes)>;
-  virtual bool receives_in_place() const { return false; }
+  virtual bool receives_in_place(std::size_t /*bytes*/) const { return false; }
   virtual bool recv_in_place(const InPlace& /*use*/, std::size_t /*max_bytes*/,
                              core::Deadline /*deadline*/) {
     return false;

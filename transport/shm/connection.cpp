@@ -161,6 +161,8 @@ RequestPtr ShmConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
   return request;
 }
 
+bool ShmConnection::receives_in_place(std::size_t bytes) const { return bytes <= kInlineBytes; }
+
 RequestPtr ShmConnection::recv(Buffer buffer) {
   RINGLET_CHECK(buffer.device.is_cpu(), DeviceError, "rank ", local_rank_, ": shm recv from rank ",
                 peer_rank_, " needs a host buffer, got ", buffer.device);

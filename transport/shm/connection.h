@@ -45,7 +45,7 @@ class ShmConnection : public Connection {
   RequestPtr send(ConstBuffer buffer) override;
   RequestPtr recv(Buffer buffer) override;
   RequestPtr try_send_joined(ConstBuffer head, ConstBuffer body) override;
-  bool receives_in_place() const override { return true; }
+  bool receives_in_place(std::size_t bytes) const override;
   bool recv_in_place(const InPlace& use, std::size_t max_bytes, core::Deadline deadline) override;
   void abort(const std::string& reason) override;
 
