@@ -52,7 +52,6 @@ class HalvingDoubling {
         block_bytes_(block * core::dtype_size(dtype)),
         count_(block),
         dtype_(dtype),
-        es_(core::dtype_size(dtype)),
         capacity_(fingerprinted_room(ctx.size * block_bytes_)) {
     while (p_ * 2 <= ctx.size) p_ *= 2;
     rem_ = ctx.size - p_;
@@ -78,7 +77,7 @@ class HalvingDoubling {
             upper{groups.begin + mask, groups.end};
         groups = low ? lower : upper;
         const Blocks give = blocks_of(low ? upper : lower), keep = blocks_of(groups);
-        swap("halve", rank_of(me_ ^ mask), Out{source_, give}, keep, es_,
+        swap("halve", rank_of(me_ ^ mask), Out{source_, give}, keep, core::dtype_size(dtype_),
              [&](const char* received) { reduce_received(keep, op, received); });
       }
     }
@@ -174,7 +173,6 @@ class HalvingDoubling {
   char* data_;
   std::size_t block_bytes_, count_;
   DType dtype_;
-  std::size_t es_;
   std::size_t capacity_;  // the scratch: a whole buffer and kMismatchRoom
   char* in_ = nullptr;
   const char* source_ = nullptr;  // this rank's values: the input until the first reduction
