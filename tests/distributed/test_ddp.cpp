@@ -8,11 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "collectives/trace.h"
 #include "comm_ranks.h"
@@ -204,8 +206,11 @@ TEST_CASE("the first bucket's all-reduce starts before backward's last gradient"
     CHECK(ddp.num_buckets() >= 3);
     const Tensor x = tensor::randn({512, 256}, gen);
     // The first layer's weight is the last gradient backward computes (before it waits for the
-    // buckets).
+    // buckets). Its hook holds backward 50 ms, then notes the time: a bucket launched during
+    // backward has started by then even when the comm thread waits a scheduling quantum for a
+    // core (2 cores, a sanitizer); one launched only once backward ends has not.
     model->parameters()[0].register_hook([&, rank](const Tensor&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
       last_grad_us[rank] = std::chrono::duration<double, std::micro>(
                                std::chrono::steady_clock::now().time_since_epoch())
                                .count();
