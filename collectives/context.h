@@ -204,29 +204,51 @@ class ChannelContext {
   template <class Send, class Use>
   void swap_fingerprinted(int peer_rank, Send send, char* in, std::size_t room,
                           std::size_t body_bytes, std::size_t align, Use use) const {
-    const std::size_t head = sizeof(Fingerprint);
-    transport::Connection& link = peer(peer_rank);
     transport::RequestPtr sent;
-    if (link.receives_in_place(head + body_bytes)) {
+    if (peer(peer_rank).receives_in_place(sizeof(Fingerprint) + body_bytes)) {
       sent = send();
-      const auto where_it_lies = [&](const std::byte* m, std::size_t got) {
-        const auto* message = reinterpret_cast<const char*>(m);
-        if (reinterpret_cast<std::uintptr_t>(message + head) % align != 0) return false;
-        check_message(message, got, head + body_bytes, true, peer_rank);
-        use(message + head);
-        return true;
-      };
-      if (sent->done() && link.recv_in_place(where_it_lies, room, op.deadline)) {
+      if (sent->done() && receive_in_place(peer_rank, room, body_bytes, align, use)) {
         wait(sent, peer_rank);  // done: reports its failure, if any
         return;
       }
     }
-    auto received = link.recv(in, room);
+    auto received = peer(peer_rank).recv(in, room);
     if (!sent) sent = send();
     wait(received, peer_rank);  // before the send: a transport may read only for a waiter
-    check_message(in, received->bytes(), head + body_bytes, true, peer_rank);
-    wait(sent, peer_rank);
-    use(static_cast<const char*>(in + head));
+    check_message(in, received->bytes(), sizeof(Fingerprint) + body_bytes, true, peer_rank);
+    wait(sent, peer_rank);  // use may write what the send reads
+    use(static_cast<const char*>(in + sizeof(Fingerprint)));
+  }
+  // `peer_rank`'s next message, [this op's fingerprint | body], its body `body_bytes` long:
+  // checked and handed to use(body), where it lies in the transport where the transport receives
+  // such messages in place (as above), else received into `in` (`room` bytes) first.
+  template <class Use>
+  void receive_fingerprinted(int peer_rank, char* in, std::size_t room, std::size_t body_bytes,
+                             std::size_t align, Use use) const {
+    if (peer(peer_rank).receives_in_place(sizeof(Fingerprint) + body_bytes) &&
+        receive_in_place(peer_rank, room, body_bytes, align, use)) {
+      return;
+    }
+    auto received = peer(peer_rank).recv(in, room);
+    wait(received, peer_rank);
+    check_message(in, received->bytes(), sizeof(Fingerprint) + body_bytes, true, peer_rank);
+    use(static_cast<const char*>(in + sizeof(Fingerprint)));
+  }
+  // The next message from `peer_rank` where it lies, if the transport can take it so (and its
+  // body is aligned to `align` bytes there): checked and handed to use(body); else false, with
+  // nothing received.
+  template <class Use>
+  bool receive_in_place(int peer_rank, std::size_t room, std::size_t body_bytes, std::size_t align,
+                        Use& use) const {
+    const std::size_t head = sizeof(Fingerprint);
+    const auto where_it_lies = [&](const std::byte* m, std::size_t got) {
+      const auto* message = reinterpret_cast<const char*>(m);
+      if (reinterpret_cast<std::uintptr_t>(message + head) % align != 0) return false;
+      check_message(message, got, head + body_bytes, true, peer_rank);
+      use(message + head);
+      return true;
+    };
+    return peer(peer_rank).recv_in_place(where_it_lies, room, op.deadline);
   }
   core::CollectiveError mismatch_error(int peer_rank) const {
     return collectives::mismatch_error(global_rank(rank), op.op_fingerprint, global_rank(peer_rank),

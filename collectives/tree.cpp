@@ -19,8 +19,10 @@
 // received in the order it was sent.
 //
 // One send per peer is in flight at a time: a rank waits for its previous send to a peer before
-// the next. Every message is [fingerprint | chunk] and is checked as it arrives. Host buffers
-// (the communicator runs the ring for device buffers).
+// the next. Every message is [fingerprint | chunk] and is checked as it arrives; over shm, a chunk
+// that lies whole in the ring is reduced or copied where it lies in the ring, not copied out of it
+// first (ChannelContext::receive_fingerprinted). Host buffers (the communicator runs the ring for
+// device buffers).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -33,8 +35,6 @@
 
 namespace ringlet::collectives {
 namespace {
-
-constexpr std::size_t kHead = sizeof(Fingerprint);
 
 // A rank's place in one tree: its parent and up to two children (-1: none), as ranks.
 struct TreeLinks {
@@ -119,8 +119,9 @@ class TreeAllReduce {
     const char* mine = input_ + at * es_;
     for (const int child : h.links.children) {
       if (child < 0) continue;
-      receive(child, len);
-      reduce_within(ctx_, data_ + at * es_, mine, in_ + kHead, len, dtype_, op_);
+      receive(child, len, [&](const char* partial) {
+        reduce_within(ctx_, data_ + at * es_, mine, partial, len, dtype_, op_);
+      });
       mine = data_ + at * es_;
     }
     if (h.links.parent >= 0) send(h.links.parent, mine, len);
@@ -133,8 +134,8 @@ class TreeAllReduce {
     const std::size_t at = first(h, k), len = length(h, k);
     char* chunk = data_ + at * es_;
     if (h.links.parent >= 0) {
-      receive(h.links.parent, len);
-      copy_within(ctx_, chunk, in_ + kHead, len * es_);
+      receive(h.links.parent, len,
+              [&](const char* final) { copy_within(ctx_, chunk, final, len * es_); });
     }
     for (const int child : h.links.children) {
       if (child >= 0) send(child, chunk, len);
@@ -147,11 +148,12 @@ class TreeAllReduce {
     return links.parent >= 0 ? links.parent : links.children[0];
   }
 
-  // Waits for `peer`'s next message and checks that it is this op's, `len` elements long.
-  void receive(int peer, std::size_t len) {
-    auto recv = ctx_.peer(peer).recv(in_, fingerprinted_room(len * es_));
-    ctx_.wait(recv, peer);
-    ctx_.check_message(in_, recv->bytes(), kHead + len * es_, true, peer);
+  // Waits for `peer`'s next message, checks that it is this op's, `len` elements long, and hands
+  // its chunk to use(chunk): where it lies in the transport where it can (shm, a chunk it sent at
+  // once), saving its copy out; else received into scratch first.
+  template <class Use>
+  void receive(int peer, std::size_t len, Use use) {
+    ctx_.receive_fingerprinted(peer, in_, fingerprinted_room(len * es_), len * es_, es_, use);
   }
 
   // [fingerprint | part] to `peer`, after the previous send to it has gone.

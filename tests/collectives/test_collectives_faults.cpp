@@ -1,8 +1,8 @@
 // Collective failures: a Work's timeout names it; fingerprint mismatches (count, op) reach every
-// rank with both fingerprints; ranks slicing the ring differently are told so; a rank whose peer
-// never calls times out with the op, seq and peer
-// named; an aborted communicator fails later calls fast with the same cause; kill -9 of one process
-// during a large all-reduce fails every survivor within the deadline, naming it.
+// rank with both fingerprints, under every algorithm; ranks slicing the ring differently are told
+// so; a rank whose peer never calls times out with the op, seq and peer named; an aborted
+// communicator fails later calls fast with the same cause; kill -9 of one process during a large
+// all-reduce fails every survivor within the deadline, naming it.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -47,23 +47,28 @@ TEST_CASE("a Work still running times out naming its rank, op and seq; parts com
                        core::TimeoutError);
 }
 
+// Every algorithm checks the fingerprint in each message, also one it takes where it lies in the
+// shm ring (recursive doubling, Rabenseifner's, the tree).
 TEST_CASE("a rank with a different count fails every rank with both fingerprints") {
-  std::vector<std::string> errors(3);
-  CommOptions options;
-  options.name = "fp-count";
-  run_comm(3, "shm", options, [&](int rank, Communicator& comm) {
-    std::vector<float> data(16, 1.0f);
-    const std::size_t count = rank == 1 ? 10 : 11;
-    errors[rank] =
-        error_of(comm.all_reduce(data.data(), data.data(), count, DType::f32, ReduceOp::sum));
-  });
-  for (int r = 0; r < 3; ++r) {
-    INFO("rank ", r, ": ", errors[r]);
-    CHECK(errors[r].find("rank " + std::to_string(r) + ": all_reduce seq 0 failed") !=
-          std::string::npos);
-    CHECK(errors[r].find("fingerprint mismatch") != std::string::npos);
-    CHECK(errors[r].find("count=10") != std::string::npos);
-    CHECK(errors[r].find("count=11") != std::string::npos);
+  for (const char* algo : {"auto", "rd", "rabenseifner", "tree", "ring"}) {
+    std::vector<std::string> errors(3);
+    CommOptions options;
+    options.name = std::string("fp-count-") + algo;
+    options.algo = algo;
+    run_comm(3, "shm", options, [&](int rank, Communicator& comm) {
+      std::vector<float> data(16, 1.0f);
+      const std::size_t count = rank == 1 ? 10 : 11;
+      errors[rank] =
+          error_of(comm.all_reduce(data.data(), data.data(), count, DType::f32, ReduceOp::sum));
+    });
+    for (int r = 0; r < 3; ++r) {
+      INFO(algo, ", rank ", r, ": ", errors[r]);
+      CHECK(errors[r].find("rank " + std::to_string(r) + ": all_reduce seq 0 failed") !=
+            std::string::npos);
+      CHECK(errors[r].find("fingerprint mismatch") != std::string::npos);
+      CHECK(errors[r].find("count=10") != std::string::npos);
+      CHECK(errors[r].find("count=11") != std::string::npos);
+    }
   }
 }
 
