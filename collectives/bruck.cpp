@@ -10,7 +10,9 @@
 //   rotate out    the buffer holds blocks r .. r + n - 1 (mod n): rotated by r blocks, block b
 //                 lands at b
 //
-// Every message is [fingerprint | blocks] and is checked as it arrives. Host buffers.
+// Every message is [fingerprint | blocks] and is checked as it arrives; over shm the blocks are
+// copied into place from where they lie in the ring (ChannelContext::receive_fingerprinted). Host
+// buffers.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -23,7 +25,6 @@ namespace ringlet::collectives {
 void bruck_all_gather(const ChannelContext& ctx, char* data, std::size_t block, DType dtype) {
   const int n = ctx.size, r = ctx.rank;
   const std::size_t block_bytes = block * core::dtype_size(dtype);
-  const std::size_t head = sizeof(Fingerprint);
   char* const end = data + n * block_bytes;
   rotate_within(ctx, data, data + r * block_bytes, end);  // rotate in
   char* in = ctx.scratch_bytes(fingerprinted_room(n * block_bytes));
@@ -33,12 +34,12 @@ void bruck_all_gather(const ChannelContext& ctx, char* data, std::size_t block, 
     const auto start = std::chrono::steady_clock::now();
     const int to = (r - d + n) % n, from = (r + d) % n;
     const std::size_t bytes = std::min(d, n - d) * block_bytes;
-    auto recv = ctx.peer(from).recv(in, fingerprinted_room(n * block_bytes));
+    // The blocks received land after those sent (d blocks on, at least as many as are sent).
     auto sent = ctx.send_fingerprinted(to, data, bytes, staging);
-    ctx.wait(recv, from);
-    ctx.check_message(in, recv->bytes(), head + bytes, true, from);
+    ctx.receive_fingerprinted(
+        from, in, fingerprinted_room(n * block_bytes), bytes, 1,
+        [&](const char* blocks) { copy_within(ctx, data + d * block_bytes, blocks, bytes); });
     ctx.wait(sent, to);
-    copy_within(ctx, data + d * block_bytes, in + head, bytes);
     ctx.trace(step, "gather", -1, from, 2 * bytes, start);
   }
   rotate_within(ctx, data, end - r * block_bytes, end);  // rotate out

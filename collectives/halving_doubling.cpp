@@ -19,12 +19,11 @@
 //            and receives the partner's, the range doubling back to all n blocks
 //   unfold   each odd rank of the first 2 rem sends its even neighbour the whole result
 //
-// Every message is [fingerprint | blocks] and is checked as it arrives; over shm a halving's
-// message is reduced, and a doubling's copied into place, where it lies in the ring
-// (ChannelContext::swap_fingerprinted). Host buffers.
+// Every message is [fingerprint | blocks] and is checked as it arrives; over shm every message
+// (a halving's or a fold's reduced, the others copied into place) is used where it lies in the
+// ring (ChannelContext::swap_fingerprinted, receive_fingerprinted). Host buffers.
 #include <chrono>
 #include <cstring>
-#include <optional>
 #include <vector>
 
 #include "collectives/algorithms.h"
@@ -65,9 +64,10 @@ class HalvingDoubling {
     const Blocks all{0, static_cast<std::size_t>(ctx_.size)};
     source_ = input;
     if (r < 2 * rem_ && r % 2 == 0) {
-      exchange("fold", r + 1, Out{input, all}, std::nullopt);
+      give("fold", r + 1, Out{input, all});
     } else if (r < 2 * rem_) {
-      reduce_received(all, op, exchange("fold", r - 1, std::nullopt, all));
+      take("fold", r - 1, all, core::dtype_size(dtype_),
+           [&](const char* received) { reduce_received(all, op, received); });
     }
     if (me_ >= 0) {
       Blocks groups{0, static_cast<std::size_t>(p_)};
@@ -84,8 +84,10 @@ class HalvingDoubling {
     if (r < 2 * rem_) {
       const Blocks theirs{static_cast<std::size_t>(r - 1), static_cast<std::size_t>(r)};
       const Blocks mine{static_cast<std::size_t>(r), static_cast<std::size_t>(r + 1)};
-      if (r % 2 == 1) exchange("unfold", r - 1, Out{data_, theirs}, std::nullopt);
-      if (r % 2 == 0) place(exchange("unfold", r + 1, std::nullopt, mine), mine);
+      if (r % 2 == 1) give("unfold", r - 1, Out{data_, theirs});
+      if (r % 2 == 0) {
+        take("unfold", r + 1, mine, 1, [&](const char* received) { place(received, mine); });
+      }
     }
   }
 
@@ -94,10 +96,10 @@ class HalvingDoubling {
     const Blocks all{0, static_cast<std::size_t>(ctx_.size)};
     const Blocks mine{static_cast<std::size_t>(r), static_cast<std::size_t>(r + 1)};
     if (r < 2 * rem_ && r % 2 == 0) {
-      exchange("fold", r + 1, Out{data_, mine}, std::nullopt);
+      give("fold", r + 1, Out{data_, mine});
     } else if (r < 2 * rem_) {
       const Blocks theirs{static_cast<std::size_t>(r - 1), static_cast<std::size_t>(r)};
-      place(exchange("fold", r - 1, std::nullopt, theirs), theirs);
+      take("fold", r - 1, theirs, 1, [&](const char* received) { place(received, theirs); });
     }
     if (me_ >= 0) {
       for (int mask = 1; mask < p_; mask *= 2) {
@@ -109,8 +111,10 @@ class HalvingDoubling {
              [&](const char* received) { place(received, get); });
       }
     }
-    if (r < 2 * rem_ && r % 2 == 1) exchange("unfold", r - 1, Out{data_, all}, std::nullopt);
-    if (r < 2 * rem_ && r % 2 == 0) place(exchange("unfold", r + 1, std::nullopt, all), all);
+    if (r < 2 * rem_ && r % 2 == 1) give("unfold", r - 1, Out{data_, all});
+    if (r < 2 * rem_ && r % 2 == 0) {
+      take("unfold", r + 1, all, 1, [&](const char* received) { place(received, all); });
+    }
   }
 
  private:
@@ -125,25 +129,22 @@ class HalvingDoubling {
   std::size_t offset(const Blocks& b) const { return b.begin * block_bytes_; }
   std::size_t bytes(const Blocks& b) const { return b.size() * block_bytes_; }
 
-  // One step with `peer`: sends `give` (blocks of a buffer) where there is one, receives its
-  // blocks `get` where due, checked; returns the received payload.
-  const char* exchange(const char* phase, int peer, std::optional<Out> give,
-                       std::optional<Blocks> get) {
+  // A step to `peer` alone: sends `give` (blocks of a buffer) and waits for it to go.
+  void give(const char* phase, int peer, Out give) {
     const auto start = std::chrono::steady_clock::now();
-    transport::RequestPtr recv, sent;
-    if (get) recv = ctx_.peer(peer).recv(in_, fingerprinted_room(bytes(*get)));
-    if (give) {
-      sent = ctx_.send_fingerprinted(peer, give->base + offset(give->blocks), bytes(give->blocks),
-                                     staging_);
-    }
-    if (get) {
-      ctx_.wait(recv, peer);
-      ctx_.check_message(in_, recv->bytes(), sizeof(Fingerprint) + bytes(*get), true, peer);
-    }
-    if (sent) ctx_.wait(sent, peer);
-    ctx_.trace(step_++, phase, -1, peer, (give ? bytes(give->blocks) : 0) + (get ? bytes(*get) : 0),
-               start);
-    return in_ + sizeof(Fingerprint);
+    ctx_.wait(ctx_.send_fingerprinted(peer, give.base + offset(give.blocks), bytes(give.blocks),
+                                      staging_),
+              peer);
+    ctx_.trace(step_++, phase, -1, peer, bytes(give.blocks), start);
+  }
+  // A step from `peer` alone: hands its blocks `get`, checked, to use(payload), where they lie in
+  // the transport where it can (aligned to `align` bytes there;
+  // ChannelContext::receive_fingerprinted).
+  template <class Use>
+  void take(const char* phase, int peer, Blocks get, std::size_t align, Use use) {
+    const auto start = std::chrono::steady_clock::now();
+    ctx_.receive_fingerprinted(peer, in_, fingerprinted_room(bytes(get)), bytes(get), align, use);
+    ctx_.trace(step_++, phase, -1, peer, bytes(get), start);
   }
   // A step each way with `peer`: sends `give`, hands its blocks `get`, checked, to
   // use(payload), where they lie in the transport where it can (aligned to `align` bytes there;

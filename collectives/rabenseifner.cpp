@@ -17,9 +17,10 @@
 //
 // A segment splits at its middle element (the lower half takes the smaller part of an odd
 // count), so any count and any n run. Every message is [fingerprint | data] and is checked as it
-// arrives, as in recursive doubling; over shm a halving's message is reduced, and a doubling's
-// copied into place, where it lies in the ring (ChannelContext::swap_fingerprinted). Host
-// buffers only (the communicator runs the ring for device buffers).
+// arrives, as in recursive doubling; over shm a halving's (and a fold's) message is reduced, and
+// a doubling's (and an unfold's) copied into place, where it lies in the ring
+// (ChannelContext::swap_fingerprinted, receive_fingerprinted). Host buffers only (the communicator
+// runs the ring for device buffers).
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -30,8 +31,6 @@
 
 namespace ringlet::collectives {
 namespace {
-
-constexpr std::size_t kHead = sizeof(Fingerprint);
 
 // [begin, end) in elements.
 struct Segment {
@@ -84,7 +83,9 @@ class Rabenseifner {
     if (r % 2 == 0) {
       ctx_.wait(send(r + 1, input_, {0, count_}), r + 1);
     } else {
-      receive_reduce(r - 1, {0, count_});
+      const Segment all{0, count_};
+      ctx_.receive_fingerprinted(r - 1, in_, room(all), count_ * es_, es_,
+                                 [&](const char* received) { reduce_received(all, received); });
       me = r / 2;
     }
     ctx_.trace(step_++, "fold", -1, r % 2 == 0 ? r + 1 : r - 1, count_ * es_, start);
@@ -128,8 +129,9 @@ class Rabenseifner {
     if (r % 2 == 1) {
       ctx_.wait(send(r - 1, data_, {0, count_}), r - 1);
     } else {
-      receive(ctx_.peer(r + 1).recv(in_, room({0, count_})), r + 1, {0, count_});
-      copy_within(ctx_, data_, in_ + kHead, count_ * es_);
+      ctx_.receive_fingerprinted(
+          r + 1, in_, room({0, count_}), count_ * es_, 1,
+          [&](const char* result) { copy_within(ctx_, data_, result, count_ * es_); });
     }
     ctx_.trace(step_++, "unfold", -1, r % 2 == 1 ? r - 1 : r + 1, count_ * es_, start);
   }
@@ -141,16 +143,6 @@ class Rabenseifner {
   }
 
   std::size_t room(Segment segment) const { return fingerprinted_room(segment.size() * es_); }
-
-  // Waits for `peer`'s message and checks that it is this op's, holding `segment`.
-  void receive(const transport::RequestPtr& recv, int peer, Segment segment) {
-    ctx_.wait(recv, peer);
-    ctx_.check_message(in_, recv->bytes(), kHead + segment.size() * es_, true, peer);
-  }
-  void receive_reduce(int peer, Segment segment) {
-    receive(ctx_.peer(peer).recv(in_, room(segment)), peer, segment);
-    reduce_received(segment, in_ + kHead);
-  }
 
   // data[segment] = mine[segment] op received (reduce_pair's operand order). From the first
   // reduction on, data holds this rank's values: every later step reads only inside the segment

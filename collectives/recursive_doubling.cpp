@@ -7,8 +7,8 @@
 // in a message of its own, which saves a hand-off per op where latency is all that counts. A
 // transport that can send the two pieces as one message (Connection::try_send_joined: shm when
 // the ring has room at once, tcp) takes them as they are; otherwise they are copied into one
-// buffer first. Over shm the partner's message is checked and reduced where it lies in the ring
-// (Connection::recv_in_place) rather than copied out first.
+// buffer first. Over shm a message is checked and reduced (or, folding out, copied) where it lies
+// in the ring (Connection::recv_in_place) rather than copied out first.
 // Each rank checks every message it gets; the partners of all rounds connect every rank, so a
 // rank that issued another collective is found by someone, and the failure reaches the rest.
 #include <algorithm>
@@ -65,8 +65,8 @@ class Doubling {
     if (r % 2 == 0) {
       ctx_.wait(send_data(r + 1), r + 1);
     } else {
-      receive(ctx_.peer(r - 1).recv(in_, capacity_), r - 1);
-      reduce_received();
+      ctx_.receive_fingerprinted(r - 1, in_, capacity_, bytes_, es_,
+                                 [&](const char* received) { reduce_from(received); });
       new_rank = r / 2;
     }
     ctx_.trace(step_++, "RD", -1, r % 2 == 0 ? r + 1 : r - 1, bytes_, start);
@@ -79,8 +79,9 @@ class Doubling {
     if (r % 2 == 1) {
       ctx_.wait(send_data(r - 1), r - 1);
     } else {
-      receive(ctx_.peer(r + 1).recv(in_, capacity_), r + 1);
-      copy_within(ctx_, data_, in_ + kHead, bytes_);
+      ctx_.receive_fingerprinted(r + 1, in_, capacity_, bytes_, es_, [&](const char* result) {
+        copy_within(ctx_, data_, result, bytes_);
+      });
     }
     ctx_.trace(step_++, "RD", -1, r % 2 == 1 ? r - 1 : r + 1, bytes_, start);
   }
@@ -104,18 +105,11 @@ class Doubling {
     return to.send(out_, kHead + bytes_);
   }
 
-  // Waits for a message from `peer` and checks that it is this op's.
-  void receive(const transport::RequestPtr& recv, int peer) {
-    ctx_.wait(recv, peer);
-    ctx_.check_message(in_, recv->bytes(), kHead + bytes_, true, peer);
-  }
-
   // data = mine op received (reduce_into's operand order, so the bits are the in-place ones).
   void reduce_from(const char* received) {
     reduce_within(ctx_, data_, mine_, received, count_, dtype_, op_);
     mine_ = data_;
   }
-  void reduce_received() { reduce_from(in_ + kHead); }
 
   const ChannelContext& ctx_;
   char* data_;

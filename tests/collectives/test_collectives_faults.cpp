@@ -72,6 +72,33 @@ TEST_CASE("a rank with a different count fails every rank with both fingerprints
   }
 }
 
+// Bruck's all-gather, and the all-gather and reduce-scatter by doubling and halving, take their
+// messages where they lie in the shm ring too: a rank with another count is found there.
+TEST_CASE("all_gather and reduce_scatter with a different count fail every rank, over shm") {
+  for (const char* algo : {"bruck", "rabenseifner"}) {
+    for (const bool gather : {true, false}) {
+      if (!gather && std::string(algo) == "bruck") continue;  // Bruck's is an all-gather
+      std::vector<std::string> errors(3);
+      CommOptions options;
+      options.name = std::string("fp-count-") + algo + (gather ? "-ag" : "-rs");
+      options.algo = algo;
+      run_comm(3, "shm", options, [&](int rank, Communicator& comm) {
+        std::vector<float> in(3 * 11, 1.0f), out(3 * 11);
+        const std::size_t count = rank == 1 ? 10 : 11;
+        errors[rank] = error_of(
+            gather ? comm.all_gather(in.data(), out.data(), count, DType::f32)
+                   : comm.reduce_scatter(in.data(), out.data(), count, DType::f32, ReduceOp::sum));
+      });
+      for (int r = 0; r < 3; ++r) {
+        INFO(algo, gather ? " all_gather" : " reduce_scatter", ", rank ", r, ": ", errors[r]);
+        CHECK(errors[r].find("fingerprint mismatch") != std::string::npos);
+        CHECK(errors[r].find("count=10") != std::string::npos);
+        CHECK(errors[r].find("count=11") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("a rank calling all_gather instead of all_reduce fails every rank") {
   std::vector<std::string> errors(2);
   CommOptions options;
