@@ -188,7 +188,11 @@ class ChannelContext {
                                            std::vector<char>& staging) const {
     transport::Connection& to = peer(peer_rank);
     const std::size_t head = sizeof(Fingerprint);
-    if (op.dry != nullptr) return to.send(op.dry->placeholder(head + bytes), head + bytes);
+    if (op.dry != nullptr) {
+      char* message = op.dry->placeholder(head + bytes);
+      if (auto sent = to.try_send_joined({message, head}, {message + head, bytes})) return sent;
+      return to.send(message, head + bytes);
+    }
     if (auto sent = to.try_send_joined({&op.op_fingerprint, head}, {payload, bytes})) return sent;
     staging.resize(head + bytes);
     std::memcpy(staging.data(), &op.op_fingerprint, head);

@@ -24,6 +24,7 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
   const auto nics = static_cast<std::size_t>(shape_.hosts()) *
                     static_cast<std::size_t>(std::max(1, profile_.nics_per_host));
   nic_out_free_.assign(nics, 0.0);
+  reading_peer_.assign(static_cast<std::size_t>(shape_.ranks), false);
   nic_in_free_.assign(nics, 0.0);
   if (profile_.cores_per_host > 0) {
     cores_.assign(static_cast<std::size_t>(shape_.hosts()), Cores(profile_.cores_per_host));
@@ -148,48 +149,98 @@ transport::RequestPtr VirtualNetwork::send(int from, int to, std::size_t bytes) 
   spend(from, on_cores / 2);
   auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
   const double left = reserve(from, to, bytes);
+  deliver(from, to, bytes, left, on_cores, false);
+  schedule(left, -1, t);
+  return t->request;
+}
+
+bool VirtualNetwork::receives_in_place(int from, int to, std::size_t bytes) const {
+  const LinkCost& link = profile_.intra;
+  return shape_.host_of(from) == shape_.host_of(to) && link.copies && bytes <= link.in_place_bytes;
+}
+
+// Where the link is idle, the sender's thread copies the message into it, the first of the link's
+// two copies (half its time per byte), and the send is done when it has. The receiver's copy out
+// is what it does with the message where it lies (reading_peer).
+transport::RequestPtr VirtualNetwork::send_joined(int from, int to, std::size_t bytes) {
+  if (!receives_in_place(from, to, bytes) || flow(from, to).link_free > now_) {
+    return send(from, to, bytes);
+  }
+  const double on_cores = latency_on_cores_seconds(from, to);
+  spend(from, on_cores / 2 + moving_seconds(from, bytes, 2 * profile_.intra.bandwidth_GBps, 1));
+  Flow& f = flow(from, to);
+  const double left = std::max(now_, f.link_free);
+  f.link_free = left;
+  auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
+  deliver(from, to, bytes, left, on_cores, true);
+  complete(*t);
+  return t->request;
+}
+
+// The message arrives a latency after its last byte left (where the cores pay the latency, the
+// receiver's half of it on a core of its host once the bytes are there), for the receive posted
+// for it or the next one.
+void VirtualNetwork::deliver(int from, int to, std::size_t bytes, double left, double on_cores,
+                             bool in_place) {
   const LinkCost& link =
       shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
-  // The receiver's half, once the bytes are there.
   const double arrival =
       on_cores > 0 ? book_core(to, left, on_cores / 2) : left + link.latency_us * 1e-6;
+  const Flow::Message message{bytes, arrival, in_place};
   Flow& f = flow(from, to);
   if (!f.posted.empty()) {
     auto receive = std::move(f.posted.front());
     f.posted.pop_front();
-    match(receive, bytes, arrival);
+    match(receive, message);
   } else {
-    f.unmatched.push_back({bytes, arrival});
+    f.unmatched.push_back(message);
   }
-  schedule(left, -1, t);
   ++messages_;
   bytes_ += bytes;
-  return t->request;
 }
 
 transport::RequestPtr VirtualNetwork::recv(int at, int from, std::size_t room) {
+  return post_receive(at, from, room)->request;
+}
+
+std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::post_receive(int at, int from,
+                                                                       std::size_t room) {
   auto t = transfer(at, transport::RequestLabel::Kind::recv, from, room);
   Flow& f = flow(from, at);
   if (!f.unmatched.empty()) {
     const Flow::Message m = f.unmatched.front();
     f.unmatched.pop_front();
-    match(t, m.bytes, m.arrival);
+    match(t, m);
   } else {
     f.posted.push_back(t);
   }
-  return t->request;
+  return t;
+}
+
+void VirtualNetwork::take_in_place(int at, int from, std::size_t room, core::Deadline deadline,
+                                   const std::function<void(std::size_t bytes)>& use) {
+  const std::shared_ptr<Transfer> t = post_receive(at, from, room);
+  t->request->wait(deadline);
+  struct Reading {
+    std::vector<bool>& reading;
+    std::size_t rank;
+    ~Reading() { reading[rank] = false; }
+  } reading{reading_peer_, static_cast<std::size_t>(at)};
+  reading_peer_[static_cast<std::size_t>(at)] = t->in_place;
+  use(t->request->bytes());
 }
 
 // The receive gets the message: complete when it has arrived (it was posted by now).
-void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, std::size_t bytes,
-                           double arrival) {
+void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, const Flow::Message& message) {
+  const std::size_t bytes = message.bytes;
+  receive->in_place = message.in_place;
   if (bytes > receive->bytes) {
     receive->error =
         core::str("rank ", receive->rank, " posted a receive of up to ", receive->bytes,
                   " bytes from rank ", receive->peer, " (sim), which sent ", bytes);
   }
   receive->bytes = bytes;
-  schedule(std::max(now_, arrival), -1, receive);
+  schedule(std::max(now_, message.arrival), -1, receive);
 }
 
 void VirtualNetwork::schedule(double time, int rank, std::shared_ptr<Transfer> transfer) {

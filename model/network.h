@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/deadline.h"
 #include "model/cores.h"
 #include "model/fiber.h"
 #include "model/profile.h"
@@ -61,6 +62,18 @@ class VirtualNetwork {
   // --- for the ranks' programs, on their threads while they run ---
   transport::RequestPtr send(int from, int to, std::size_t bytes);
   transport::RequestPtr recv(int at, int from, std::size_t room);
+  // Whether the link from -> to lets its receiver use a message of `bytes` where it lies (a
+  // copying link within a host, up to its in_place_bytes: profile.h). send_joined: such a
+  // message, sent in place where the link is idle (as shm sends at once only with nothing queued
+  // before it): the sender copies it in and is done; else sent as any other. take_in_place: the
+  // next message from `from`, waited for, then handed to use(bytes); one sent in place with
+  // reading_peer set for the rank meanwhile, so its copies and reductions of it read a peer's
+  // lines (one sent otherwise was copied out by the link).
+  bool receives_in_place(int from, int to, std::size_t bytes) const;
+  transport::RequestPtr send_joined(int from, int to, std::size_t bytes);
+  void take_in_place(int at, int from, std::size_t room, core::Deadline deadline,
+                     const std::function<void(std::size_t bytes)>& use);
+  bool reading_peer(int rank) const { return reading_peer_[static_cast<std::size_t>(rank)]; }
   void spend(int rank, double seconds);  // the rank computes for this long
   // Each rank's buffer (the collective's bytes): a rank touches three times it (touched_bytes),
   // and with the host's ranks, whether that fits a core's and the host's caches.
@@ -93,13 +106,15 @@ class VirtualNetwork {
     int rank = 0, peer = 0;
     bool receive = false;
     int waiter = -1;
-    std::string error;  // a receive matched with a longer message
+    std::string error;      // a receive matched with a longer message
+    bool in_place = false;  // a receive's message was sent in place
   };
   // The messages from one rank to another, matched in order with the receives posted for them.
   struct Flow {
     struct Message {
       std::size_t bytes;
       double arrival;
+      bool in_place;
     };
     std::deque<Message> unmatched;
     std::deque<std::shared_ptr<Transfer>> posted;
@@ -130,9 +145,11 @@ class VirtualNetwork {
   Cores& cores_of(int rank);
   double book_copies(int from, int to, double start, double& cpu);
   double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
+  void deliver(int from, int to, std::size_t bytes, double left, double on_cores, bool in_place);
   double latency_on_cores_seconds(int from, int to) const;
   double book_core(int rank, double from_time, double seconds);
-  void match(const std::shared_ptr<Transfer>& recv, std::size_t bytes, double arrival);
+  void match(const std::shared_ptr<Transfer>& recv, const Flow::Message& message);
+  std::shared_ptr<Transfer> post_receive(int at, int from, std::size_t room);
   void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
   std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
                                      std::size_t bytes);
@@ -165,6 +182,7 @@ class VirtualNetwork {
   std::exception_ptr first_error_;  // the first a program threw
   std::uint64_t messages_ = 0, bytes_ = 0;
   std::size_t buffer_bytes_ = 0;
+  std::vector<bool> reading_peer_;  // per rank
 };
 
 }  // namespace ringlet::model

@@ -48,6 +48,13 @@ struct LinkCost {
   // on the CPUs at each end (with copies), what an exchange takes beyond one way. Past the cache,
   // bandwidth_GBps and cpu_GBps (the rates of the largest messages). Empty: those rates alone.
   std::vector<SizeTimes> by_size{};
+  // With copies, within a host: the longest message its receiver can use where it lies in the
+  // link's memory (shm: what it sends at once, 1 MiB). The collectives' fingerprinted messages up
+  // to it are sent so (the sender's thread copies each in, the first of the link's two copies:
+  // half its time per byte, and is done) and used so (the receiver reduces or copies it out of
+  // the link at the rates of reading a peer's lines): no copy out. 0: every message is copied
+  // out.
+  std::size_t in_place_bytes = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }
   // Within the cache, by_size's time on the link and on each end's CPUs (0 without by_size).
@@ -104,7 +111,10 @@ struct Profile {
 // algorithm tables come from (collectives/default_algorithm_tables.cpp): round figures of
 // `ringlet model fit` on a 2-core VM, shm between ranks of one host and tcp loopback between
 // hosts (bench/RESULTS.md). It has a core's cache and the shared lines' rates, and leaves the
-// last-level cache and the memory out (no limit past the cache).
+// last-level cache and the memory out (no limit past the cache), and messages used where they
+// lie (in_place_bytes 0: under its figures they priced the tree's large hops at two thirds of
+// what they measure, and its tables' picks got slower; bench/RESULTS.md, 2026-12-01 "In place in
+// the model").
 Profile default_profile();
 
 // Reads a profile; a missing field keeps default_profile()'s, an unknown one, a value that is

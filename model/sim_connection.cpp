@@ -21,7 +21,26 @@ transport::RequestPtr SimConnection::recv(transport::Buffer buffer) {
 
 transport::RequestPtr SimConnection::try_send_joined(transport::ConstBuffer head,
                                                      transport::ConstBuffer body) {
-  return send(transport::ConstBuffer{nullptr, head.bytes + body.bytes});
+  const std::size_t bytes = head.bytes + body.bytes;
+  if (!aborted_.empty()) return send(transport::ConstBuffer{nullptr, bytes});
+  count_message();
+  sent_ += bytes;
+  return network_.send_joined(rank_, peer_, bytes);
+}
+
+bool SimConnection::receives_in_place(std::size_t bytes) const {
+  return network_.receives_in_place(peer_, rank_, bytes);
+}
+
+bool SimConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
+                                  core::Deadline deadline) {
+  if (!aborted_.empty()) return false;
+  network_.take_in_place(rank_, peer_, max_bytes, deadline, [&](std::size_t bytes) {
+    received_ += bytes;
+    RINGLET_CHECK(use(placeholder_, bytes), Error, "rank ", rank_,
+                  ": a simulated message from rank ", peer_, " was declined where it lies");
+  });
+  return true;
 }
 
 bool SimConnection::can_read_peer() const {

@@ -15,13 +15,23 @@ namespace ringlet::model {
 
 class SimConnection final : public transport::Connection {
  public:
-  SimConnection(VirtualNetwork& network, int rank, int peer)
-      : network_(network), rank_(rank), peer_(peer) {}
+  // placeholder: an address the receiver's program is handed for a message it uses where it
+  // lies (never read: its data steps are dry).
+  SimConnection(VirtualNetwork& network, int rank, int peer, const std::byte* placeholder)
+      : network_(network), rank_(rank), peer_(peer), placeholder_(placeholder) {}
 
   transport::RequestPtr send(transport::ConstBuffer buffer) override;
   transport::RequestPtr recv(transport::Buffer buffer) override;
+  // A joined message is the collectives' [fingerprint | body], which its receiver takes where
+  // it lies where the link lets it (ChannelContext::receive_fingerprinted, swap_fingerprinted):
+  // VirtualNetwork::send_joined.
   transport::RequestPtr try_send_joined(transport::ConstBuffer head,
                                         transport::ConstBuffer body) override;
+  bool receives_in_place(std::size_t bytes) const override;
+  // Waits for the next message in virtual time and hands it to `use`
+  // (VirtualNetwork::take_in_place). A failure: false on an aborted connection, else the
+  // receive's error (a message longer than max_bytes), thrown at once.
+  bool recv_in_place(const InPlace& use, std::size_t max_bytes, core::Deadline deadline) override;
   // Later sends and receives fail with the reason (pending ones complete as the network says).
   void abort(const std::string& reason) override;
 
@@ -41,6 +51,7 @@ class SimConnection final : public transport::Connection {
 
   VirtualNetwork& network_;
   int rank_, peer_;
+  const std::byte* placeholder_;
   std::uint64_t sent_ = 0, received_ = 0;
   std::string aborted_;
 };

@@ -47,8 +47,15 @@ class RankDryRun final : public collectives::DryRun {
  public:
   RankDryRun(VirtualNetwork& network, int rank, const Placeholder& memory)
       : network_(network), rank_(rank), memory_(memory) {}
-  void copied(std::size_t bytes) override { spend(bytes, copy_GBps()); }
-  void reduced(std::size_t bytes) override { spend(bytes, reduce_GBps()); }
+  // Out of a message where it lies in the link (the network's reading_peer): a peer's lines.
+  void copied(std::size_t bytes) override {
+    if (network_.reading_peer(rank_)) return copied_from_peer(bytes);
+    spend(bytes, copy_GBps());
+  }
+  void reduced(std::size_t bytes) override {
+    if (network_.reading_peer(rank_)) return reduced_from_peer(bytes);
+    spend(bytes, reduce_GBps());
+  }
   // Memory another core's cache holds moves at the shared rates (past the cache as any other
   // bytes), a reduction out of it at the slower of that and the rank's own rate.
   void published(std::size_t bytes) override {
@@ -211,9 +218,10 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
   VirtualNetwork network(c.shape, profile);
   network.set_buffer_bytes(buffer);
   std::vector<std::unique_ptr<transport::Mesh>> meshes;
+  const auto* in_place = reinterpret_cast<const std::byte*>(memory.at(0));
   for (int r = 0; r < n; ++r) {
-    meshes.push_back(transport::Mesh::over(r, n, [&network, r](int peer) {
-      return std::make_unique<SimConnection>(network, r, peer);
+    meshes.push_back(transport::Mesh::over(r, n, [&network, r, in_place](int peer) {
+      return std::make_unique<SimConnection>(network, r, peer, in_place);
     }));
   }
   const collectives::Fingerprint fp{

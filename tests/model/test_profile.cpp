@@ -37,6 +37,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.intra = {0.5, 40, false};
   p.inter = {3, 12.5, true, 6.25, 11};
   p.inter.by_size = {{8, 3, 4.5}, {65536, 20, 24}, {1 << 20, 120, 150}};
+  p.inter.in_place_bytes = 4096;
   p.cores_per_host = 3;
   p.wakeup_us = 9.5;
   p.nic_GBps = 25;
@@ -67,6 +68,8 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.intra.cpu_GBps == 0);
   CHECK(q.inter.one_cpu_us == 11);
   CHECK(q.intra.one_cpu_us == 0);  // not set: left out, read back as the default's 0
+  CHECK(q.inter.in_place_bytes == 4096);
+  CHECK(q.intra.in_place_bytes == 0);
   REQUIRE(q.inter.by_size.size() == 3);
   CHECK(q.inter.by_size[1].bytes == 65536);
   CHECK(q.inter.by_size[1].one_way_us == 20);
@@ -131,6 +134,9 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
   CHECK(error_of(R"({"intra": {"by_size": [{"bytes": 8.5, "one_way_us": 3, "exchange_us": 4},
                                            {"bytes": 64, "one_way_us": 5, "exchange_us": 6}]}})")
             .find("intra.by_size[0].bytes must be a whole number") != std::string::npos);
+  CHECK(error_of(R"({"intra": {"in_place_bytes": -1}})")
+            .find("intra.in_place_bytes must be a whole number of bytes >= 0, not -1") !=
+        std::string::npos);
   CHECK(error_of(R"({"intra": {"by_size": [{"bytes": 8, "one_way_us": 3}, 1]}})")
             .find("intra.by_size[0] must be {") != std::string::npos);
   CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);

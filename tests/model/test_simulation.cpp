@@ -124,6 +124,31 @@ TEST_CASE("recursive doubling's own schedule: log2 n x (message + reduce)") {
         doctest::Approx(expected).epsilon(1e-9));
 }
 
+// Over a link whose receiver uses a message where it lies (shm), recursive doubling's message is
+// the sender's copy into the link (half the link's time per byte), the latency (half on each
+// end's core), and the receiver's reduction out of the link at the rate it reads a peer's lines;
+// no copy out.
+TEST_CASE("a fingerprinted message used where it lies: the sender's copy, then the reduction") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.in_place_bytes = 1 << 20;
+  p.shared_read_GBps = 2;  // slower than the reduction's 8: the reduction reads at 2
+  const double head = 24, bytes = 1 << 16;
+  const double expected = head / (p.copy_GBps * 1e9) + 1e-6 +
+                          (head + bytes) / (2 * p.intra.bandwidth_GBps * 1e9) + 1e-6 + bytes / 2e9;
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 16, p) ==
+        doctest::Approx(expected).epsilon(1e-9));
+  // A message longer than the link takes so, or none taken so: copied out, as any other.
+  model::Profile copied = p;
+  copied.intra.in_place_bytes = 0;
+  const double without = simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2,
+                                   0, 1 << 16, copied);
+  CHECK(without > expected);
+  p.intra.in_place_bytes = 1 << 15;
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 16, p) ==
+        doctest::Approx(without).epsilon(1e-12));
+}
+
 TEST_CASE("a host's ranks share its NIC: four messages out of one host leave one after another") {
   // rd over 2 hosts x 4: the last step (mask 4) sends from every rank to the other host at once.
   // Links of the same speed everywhere, so only the NIC's queue tells the shapes apart.

@@ -28,13 +28,7 @@ namespace {
 // How long a progress thread sleeps between peer-liveness checks when its ring stays idle. A
 // write or a close wakes it at once; only a killed peer is noticed at this granularity.
 constexpr auto kSlice = std::chrono::microseconds(20000);
-// Messages up to this size are moved by the posting thread when the direction is idle and the
-// ring has room (send) or holds the whole message (recv): no hand-off to the progress thread,
-// which is most of a small message's latency. Larger ones stay asynchronous. It covers a
-// recursive-doubling message ([fingerprint | up to 64 KiB]) and a ring slice of a 1 MiB
-// all-reduce: with 4 ranks on 2 cores every hand-off to the send thread waits for a core, and
-// a 128 KiB limit left the 1 MiB all-reduce at 1.9x Open MPI's time (now 1.2x).
-constexpr std::size_t kInlineBytes = 1024 * 1024;
+constexpr std::size_t kInlineBytes = kShmInlineBytes;
 // Receives up to this size are moved by the thread that waits for them (see drive_recv): small
 // enough to sit whole in the ring, as large as the latency algorithms' buffers.
 constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
