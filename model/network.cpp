@@ -163,16 +163,13 @@ bool VirtualNetwork::receives_in_place(int from, int to, std::size_t bytes) cons
 // two copies (half its time per byte), and the send is done when it has. The receiver's copy out
 // is what it does with the message where it lies (reading_peer).
 transport::RequestPtr VirtualNetwork::send_joined(int from, int to, std::size_t bytes) {
-  if (!receives_in_place(from, to, bytes) || flow(from, to).link_free > now_) {
-    return send(from, to, bytes);
-  }
+  Flow& f = flow(from, to);  // only this rank sends on it: idle now, idle after its copy
+  if (!receives_in_place(from, to, bytes) || f.link_free > now_) return send(from, to, bytes);
   const double on_cores = latency_on_cores_seconds(from, to);
   spend(from, on_cores / 2 + moving_seconds(from, bytes, 2 * profile_.intra.bandwidth_GBps, 1));
-  Flow& f = flow(from, to);
-  const double left = std::max(now_, f.link_free);
-  f.link_free = left;
+  f.link_free = now_;
   auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
-  deliver(from, to, bytes, left, on_cores, true);
+  deliver(from, to, bytes, now_, on_cores, true);
   complete(*t);
   return t->request;
 }
