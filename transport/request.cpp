@@ -13,8 +13,12 @@ std::string RequestLabel::text() const {
 
 void Request::wait(core::Deadline deadline) {
   if (driver_ && !done()) driver_(&deadline);
+  if (done()) {
+    if (error_) std::rethrow_exception(error_);
+    return;
+  }
   std::unique_lock lock(mutex_);
-  const auto finished = [this] { return done_; };
+  const auto finished = [this] { return done_.load(std::memory_order_relaxed); };
   if (!core::wait_until(cv_, lock, deadline, finished)) {
     RINGLET_THROW(TimeoutError, label_.text(), ": timed out after moving ", bytes_,
                   " bytes (the peer is silent or too slow)");
@@ -22,10 +26,7 @@ void Request::wait(core::Deadline deadline) {
   if (error_) std::rethrow_exception(error_);
 }
 
-bool Request::done() const {
-  std::lock_guard lock(mutex_);
-  return done_;
-}
+bool Request::done() const { return done_.load(std::memory_order_acquire); }
 
 bool Request::failed() const {
   std::lock_guard lock(mutex_);
@@ -59,7 +60,7 @@ void Request::complete() {
   {
     std::lock_guard lock(mutex_);
     if (done_) return;
-    done_ = true;
+    done_.store(true, std::memory_order_release);
     run.swap(continuations_);
   }
   cv_.notify_all();
@@ -71,8 +72,8 @@ void Request::fail(std::exception_ptr error) {
   {
     std::lock_guard lock(mutex_);
     if (done_) return;
-    done_ = true;
     error_ = std::move(error);
+    done_.store(true, std::memory_order_release);
     run.swap(continuations_);
   }
   cv_.notify_all();

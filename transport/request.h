@@ -3,6 +3,7 @@
 // done stays done; a failed one rethrows its error from every wait().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -64,7 +65,9 @@ class Request {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   RequestLabel label_;
-  bool done_ = false;
+  // Set once, under mutex_, after error_: a reader that sees it set (acquire) sees error_ too,
+  // which nothing writes after, so a wait on a finished request takes no lock.
+  std::atomic<bool> done_{false};
   std::exception_ptr error_;
   std::size_t bytes_ = 0;
   std::vector<std::function<void()>> continuations_;
