@@ -36,8 +36,7 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
 VirtualNetwork::~VirtualNetwork() = default;
 
 VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) {
-  return flows_[static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(shape_.ranks) +
-                static_cast<std::uint64_t>(to)];
+  return flows_.at(from, to);
 }
 
 // The NIC a rank's messages to other hosts pass through: its host's, by its index there.
@@ -117,19 +116,21 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
 
 std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::transfer(
     int rank, transport::RequestLabel::Kind kind, int peer, std::size_t bytes) {
-  auto t = std::make_shared<Transfer>();
-  t->request =
-      std::make_shared<transport::Request>(transport::RequestLabel{kind, rank, peer, bytes, "sim"});
+  auto t = std::make_shared<Transfer>(transport::RequestLabel{kind, rank, peer, bytes, "sim"});
   t->bytes = bytes;
   t->rank = rank;
   t->peer = peer;
   t->receive = kind == transport::RequestLabel::Kind::recv;
-  // A wait on the request is a wait in virtual time (the request does not outlive its transfer
-  // undone: the transfer is dropped once it completed it).
-  t->request->set_driver([this, rank, raw = t.get()](const core::Deadline* deadline) {
-    if (deadline != nullptr) wait_for(rank, *raw);
+  // A wait on the request is a wait in virtual time (the request holds its transfer).
+  t->request.set_driver([this, raw = t.get()](const core::Deadline* deadline) {
+    if (deadline != nullptr) wait_for(raw->rank, *raw);
   });
   return t;
+}
+
+// The request handed out: it shares the transfer's ownership.
+transport::RequestPtr VirtualNetwork::request_of(const std::shared_ptr<Transfer>& t) {
+  return {t, &t->request};
 }
 
 // Within a host, a copying link's latency is the work of the CPUs at its ends (system calls, the
@@ -151,7 +152,7 @@ transport::RequestPtr VirtualNetwork::send(int from, int to, std::size_t bytes) 
   const double left = reserve(from, to, bytes);
   deliver(from, to, bytes, left, on_cores, false);
   schedule(left, -1, t);
-  return t->request;
+  return request_of(t);
 }
 
 bool VirtualNetwork::receives_in_place(int from, int to, std::size_t bytes) const {
@@ -171,7 +172,7 @@ transport::RequestPtr VirtualNetwork::send_joined(int from, int to, std::size_t 
   auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
   deliver(from, to, bytes, now_, on_cores, true);
   complete(*t);
-  return t->request;
+  return request_of(t);
 }
 
 // The message arrives a latency after its last byte left (where the cores pay the latency, the
@@ -196,8 +197,11 @@ void VirtualNetwork::deliver(int from, int to, std::size_t bytes, double left, d
   bytes_ += bytes;
 }
 
-transport::RequestPtr VirtualNetwork::recv(int at, int from, std::size_t room) {
-  return post_receive(at, from, room)->request;
+transport::RequestPtr VirtualNetwork::recv(int at, int from, std::size_t room,
+                                           std::uint64_t* received) {
+  const std::shared_ptr<Transfer> t = post_receive(at, from, room);
+  t->received = received;
+  return request_of(t);
 }
 
 std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::post_receive(int at, int from,
@@ -217,14 +221,14 @@ std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::post_receive(int at, i
 void VirtualNetwork::take_in_place(int at, int from, std::size_t room, core::Deadline deadline,
                                    const std::function<void(std::size_t bytes)>& use) {
   const std::shared_ptr<Transfer> t = post_receive(at, from, room);
-  t->request->wait(deadline);
+  t->request.wait(deadline);
   struct Reading {
     std::vector<bool>& reading;
     std::size_t rank;
     ~Reading() { reading[rank] = false; }
   } reading{reading_peer_, static_cast<std::size_t>(at)};
   reading_peer_[static_cast<std::size_t>(at)] = t->in_place;
-  use(t->request->bytes());
+  use(t->request.bytes());
 }
 
 // The receive gets the message: complete when it has arrived (it was posted by now).
@@ -246,17 +250,18 @@ void VirtualNetwork::schedule(double time, int rank, std::shared_ptr<Transfer> t
 
 void VirtualNetwork::complete(Transfer& t) {
   if (!t.error.empty()) {
-    t.request->fail(std::make_exception_ptr(core::PeerError(t.error)));
+    t.request.fail(std::make_exception_ptr(core::PeerError(t.error)));
     return;
   }
-  t.request->add_bytes(t.bytes);
-  t.request->complete();
+  if (t.received != nullptr) *t.received += t.bytes;
+  t.request.add_bytes(t.bytes);
+  t.request.complete();
 }
 
 // On the rank's thread, which has the turn: its own completion next, or the turn goes back
 // until the event that completes it.
 void VirtualNetwork::wait_for(int rank, Transfer& t) {
-  if (t.request->done()) return;
+  if (t.request.done()) return;
   RINGLET_CHECK(deadlock_.empty(), TimeoutError, deadlock_);
   const double since = now_;
   const bool receive = t.receive;
@@ -270,12 +275,10 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
     Process& p = *processes_[static_cast<std::size_t>(rank)];
     t.waiter = rank;
     p.waiting = &t;
-    // The event that completes the transfer drops it: only the request (the caller holds it) is
-    // still there when this rank resumes.
-    const transport::Request& request = *t.request;
+    // The caller's request holds the transfer while this rank waits.
     yield(rank);
     p.waiting = nullptr;
-    RINGLET_CHECK(request.done(), TimeoutError, deadlock_);
+    RINGLET_CHECK(t.request.done(), TimeoutError, deadlock_);
   }
   if (receive && now_ > since) wake_up(rank, peer);
 }

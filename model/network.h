@@ -29,12 +29,12 @@
 #include <memory>
 #include <queue>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/deadline.h"
 #include "model/cores.h"
 #include "model/fiber.h"
+#include "model/pair_table.h"
 #include "model/profile.h"
 #include "transport/request.h"
 
@@ -61,7 +61,8 @@ class VirtualNetwork {
 
   // --- for the ranks' programs, on their threads while they run ---
   transport::RequestPtr send(int from, int to, std::size_t bytes);
-  transport::RequestPtr recv(int at, int from, std::size_t room);
+  // A receive's bytes are added to *received (if given) when it completes.
+  transport::RequestPtr recv(int at, int from, std::size_t room, std::uint64_t* received = nullptr);
   // Whether the link from -> to lets its receiver use a message of `bytes` where it lies (a
   // copying link within a host, up to its in_place_bytes: profile.h). send_joined: such a
   // message, sent in place where the link is idle (as shm sends at once only with nothing queued
@@ -99,15 +100,18 @@ class VirtualNetwork {
   std::uint64_t bytes() const { return bytes_; }
 
  private:
-  // A posted send or receive: its request, its length, and the rank waiting for it.
+  // A posted send or receive: its request (one allocation holds both: the request handed out
+  // shares the transfer's ownership), its length, and the rank waiting for it.
   struct Transfer {
-    transport::RequestPtr request;
+    explicit Transfer(const transport::RequestLabel& label) : request(label) {}
+    transport::Request request;
     std::size_t bytes = 0;  // the send's; the receive's room until it matches a message
     int rank = 0, peer = 0;
     bool receive = false;
     int waiter = -1;
-    std::string error;      // a receive matched with a longer message
-    bool in_place = false;  // a receive's message was sent in place
+    std::string error;                  // a receive matched with a longer message
+    bool in_place = false;              // a receive's message was sent in place
+    std::uint64_t* received = nullptr;  // a receive's: bytes added here when it completes
   };
   // The messages from one rank to another, matched in order with the receives posted for them.
   struct Flow {
@@ -153,6 +157,7 @@ class VirtualNetwork {
   void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
   std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
                                      std::size_t bytes);
+  static transport::RequestPtr request_of(const std::shared_ptr<Transfer>& t);
   void complete(Transfer& t);
   void wait_for(int rank, Transfer& t);
   void wake_up(int rank, int from);
@@ -173,7 +178,7 @@ class VirtualNetwork {
   double now_ = 0;
   std::uint64_t next_seq_ = 0;
   std::priority_queue<Event, std::vector<Event>, Later> events_;
-  std::unordered_map<std::uint64_t, Flow> flows_;
+  PairTable<Flow> flows_;  // by (from, to)
   std::vector<double> nic_out_free_, nic_in_free_;
   std::vector<Cores> cores_;  // per host (or per rank)
   std::vector<std::unique_ptr<Process>> processes_;

@@ -14,9 +14,7 @@ transport::RequestPtr SimConnection::send(transport::ConstBuffer buffer) {
 
 transport::RequestPtr SimConnection::recv(transport::Buffer buffer) {
   if (!aborted_.empty()) return failed(transport::RequestLabel::Kind::recv, buffer.bytes);
-  auto request = network_.recv(rank_, peer_, buffer.bytes);
-  request->then([this, r = request.get()] { received_ += r->bytes(); });
-  return request;
+  return network_.recv(rank_, peer_, buffer.bytes, &received_);
 }
 
 transport::RequestPtr SimConnection::try_send_joined(transport::ConstBuffer head,
