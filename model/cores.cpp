@@ -10,34 +10,45 @@ namespace ringlet::model {
 
 Cores::Cores(int count) : busy_(static_cast<std::size_t>(std::max(1, count))) {}
 
+// A core's bookings never overlap, so sorted by start they are sorted by end too: those that
+// end by `from` are a prefix.
+std::vector<Cores::Interval>::const_iterator Cores::first_ending_after(std::size_t core,
+                                                                       double from) const {
+  const auto& booked = busy_[core];
+  return std::partition_point(booked.begin(), booked.end(),
+                              [from](const Interval& b) { return b.second <= from; });
+}
+
 bool Cores::free_on(std::size_t core, double from, double to) const {
-  for (const Interval& b : busy_[core]) {
-    if (b.first >= to) return true;  // sorted: the rest start later still
-    if (b.second > from) return false;
+  const auto next = first_ending_after(core, from);
+  return next == busy_[core].end() || next->first >= to;
+}
+
+// The earliest time >= from at which the core is free for `seconds`: `from`, or the end of a
+// booking that leaves a gap long enough after it.
+double Cores::earliest_on(std::size_t core, double from, double seconds) const {
+  double t = from;
+  for (auto b = first_ending_after(core, from); b != busy_[core].end(); ++b) {
+    if (b->first >= t + seconds) break;  // the gap before it is long enough
+    t = b->second;
   }
-  return true;
+  return t;
 }
 
-int Cores::free_count(double from, double to) const {
-  int free = 0;
-  for (std::size_t c = 0; c < busy_.size(); ++c) free += free_on(c, from, to) ? 1 : 0;
-  return free;
-}
-
-// A gap can only open at `from` or where a booking ends: try those in order.
+// Each core's earliest from t; the `needed`-th soonest of them is no later than the answer
+// (the cores free then include `needed` that were free from t), so try again from there until
+// `needed` cores are free at once.
 double Cores::earliest(double from, double seconds, int needed) const {
-  if (free_count(from, from + seconds) >= needed) return from;
-  std::vector<double> ends;
-  for (const auto& core : busy_) {
-    for (const Interval& b : core) {
-      if (b.second > from) ends.push_back(b.second);
-    }
+  RINGLET_CHECK(needed >= 1 && needed <= count(), Error, "simulated cores: ", needed, " of ",
+                busy_.size(), " cores asked for");
+  const auto k = static_cast<std::size_t>(needed - 1);
+  std::vector<double> starts(busy_.size());
+  for (double t = from;;) {
+    for (std::size_t c = 0; c < busy_.size(); ++c) starts[c] = earliest_on(c, t, seconds);
+    std::nth_element(starts.begin(), starts.begin() + static_cast<std::ptrdiff_t>(k), starts.end());
+    if (starts[k] == t) return t;
+    t = starts[k];
   }
-  std::sort(ends.begin(), ends.end());
-  for (const double t : ends) {
-    if (free_count(t, t + seconds) >= needed) return t;
-  }
-  RINGLET_THROW(Error, "simulated cores: no gap for ", needed, " of ", busy_.size(), " cores");
 }
 
 void Cores::book(double at, double seconds, int needed) {
@@ -55,11 +66,10 @@ void Cores::book(double at, double seconds, int needed) {
 void Cores::forget_before(double now) {
   if (now < first_end_) return;  // nothing has ended yet
   first_end_ = std::numeric_limits<double>::infinity();
-  for (auto& core : busy_) {
-    core.erase(std::remove_if(core.begin(), core.end(),
-                              [now](const Interval& b) { return b.second <= now; }),
-               core.end());
-    for (const Interval& b : core) first_end_ = std::min(first_end_, b.second);
+  for (std::size_t c = 0; c < busy_.size(); ++c) {
+    auto& core = busy_[c];
+    core.erase(core.begin(), first_ending_after(c, now));
+    if (!core.empty()) first_end_ = std::min(first_end_, core.front().second);
   }
 }
 

@@ -24,8 +24,9 @@ class Cores {
 
  private:
   using Interval = std::pair<double, double>;  // [start, end)
+  std::vector<Interval>::const_iterator first_ending_after(std::size_t core, double from) const;
   bool free_on(std::size_t core, double from, double to) const;
-  int free_count(double from, double to) const;
+  double earliest_on(std::size_t core, double from, double seconds) const;
 
   std::vector<std::vector<Interval>> busy_;  // per core, sorted by start
   double first_end_ = 0;                     // no booking ends before this
