@@ -3,8 +3,11 @@
 // instead of hung, every simulated algorithm at 1-9 ranks, and the same answer twice.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "collectives/algorithm_choice.h"
 #include "collectives/fingerprint.h"
@@ -12,6 +15,7 @@
 #include "core/error.h"
 #include "model/cores.h"
 #include "model/network.h"
+#include "model/pair_table.h"
 #include "model/simulate.h"
 
 using namespace ringlet;
@@ -241,6 +245,82 @@ TEST_CASE("a core's calendar: work booked for later leaves it free before") {
   CHECK(model::earliest_together(one, other, 3, 4) == 11);
   one.forget_before(12);
   CHECK(one.earliest(0, 20) == 0);
+}
+
+// The calendars against a plain reference: the same bookings (each on the first cores free, as
+// Cores::book places them), and the earliest time found by trying `from` and every booking's end
+// in order.
+TEST_CASE("a core's calendar: the earliest gap, against trying every booking's end") {
+  using Interval = std::pair<double, double>;
+  constexpr int kCores = 3;
+  model::Cores cores(kCores);
+  std::vector<std::vector<Interval>> reference(kCores);
+  const auto free_on = [&](int c, double from, double to) {
+    for (const Interval& b : reference[static_cast<std::size_t>(c)]) {
+      if (b.first < to && b.second > from) return false;
+    }
+    return true;
+  };
+  const auto earliest = [&](double from, double seconds, int needed) {
+    std::vector<double> candidates{from};
+    for (const auto& core : reference) {
+      for (const Interval& b : core) {
+        if (b.second > from) candidates.push_back(b.second);
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (const double t : candidates) {
+      int free = 0;
+      for (int c = 0; c < kCores; ++c) free += free_on(c, t, t + seconds) ? 1 : 0;
+      if (free >= needed) return t;
+    }
+    return -1.0;
+  };
+  unsigned state = 12345;
+  const auto draw = [&state](int below) {  // a small linear congruential generator
+    state = state * 1103515245u + 12345u;
+    return static_cast<int>((state >> 16) % static_cast<unsigned>(below));
+  };
+  for (int step = 0; step < 400; ++step) {
+    // Whole numbers of seconds: the sums are exact.
+    const double from = draw(200), seconds = 1 + draw(12);
+    const int needed = 1 + draw(kCores);
+    const double at = cores.earliest(from, seconds, needed);
+    REQUIRE(at == earliest(from, seconds, needed));
+    cores.book(at, seconds, needed);
+    int left = needed;
+    for (int c = 0; c < kCores && left > 0; ++c) {
+      if (!free_on(c, at, at + seconds)) continue;
+      auto& core = reference[static_cast<std::size_t>(c)];
+      core.insert(std::upper_bound(core.begin(), core.end(), Interval{at, at + seconds}),
+                  Interval{at, at + seconds});
+      --left;
+    }
+    REQUIRE(left == 0);
+  }
+}
+
+TEST_CASE("a pair table: a value per ordered pair, made once, where it stays as others are added") {
+  model::PairTable<int> table;
+  std::vector<int*> first;
+  for (int a = 0; a < 40; ++a) {
+    for (int b = 0; b < 40; ++b) {
+      int& v = table.at(a, b);
+      CHECK(v == 0);
+      v = a * 1000 + b;
+      first.push_back(&v);
+    }
+  }
+  CHECK(table.size() == 1600);
+  bool same = true;
+  for (int a = 0; a < 40; ++a) {
+    for (int b = 0; b < 40; ++b) {
+      int& v = table.at(a, b);
+      same = same && v == a * 1000 + b && &v == first[static_cast<std::size_t>(a * 40 + b)];
+    }
+  }
+  CHECK(same);
+  CHECK(table.size() == 1600);
 }
 
 TEST_CASE("more ranks than cores: a receive that waited ends with a wake-up on a core") {
