@@ -35,9 +35,7 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
 
 VirtualNetwork::~VirtualNetwork() = default;
 
-VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) {
-  return flows_.at(from, to);
-}
+VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) { return flows_.at(from, to); }
 
 // The NIC a rank's messages to other hosts pass through: its host's, by its index there.
 std::size_t VirtualNetwork::nic_of(int rank) const {
@@ -199,14 +197,16 @@ void VirtualNetwork::deliver(int from, int to, std::size_t bytes, double left, d
 
 transport::RequestPtr VirtualNetwork::recv(int at, int from, std::size_t room,
                                            std::uint64_t* received) {
-  const std::shared_ptr<Transfer> t = post_receive(at, from, room);
+  const std::shared_ptr<Transfer> t = post_receive(at, from, room, false);
   t->received = received;
   return request_of(t);
 }
 
 std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::post_receive(int at, int from,
-                                                                       std::size_t room) {
+                                                                       std::size_t room,
+                                                                       bool in_place) {
   auto t = transfer(at, transport::RequestLabel::Kind::recv, from, room);
+  t->takes_in_place = in_place;
   Flow& f = flow(from, at);
   if (!f.unmatched.empty()) {
     const Flow::Message m = f.unmatched.front();
@@ -220,7 +220,7 @@ std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::post_receive(int at, i
 
 void VirtualNetwork::take_in_place(int at, int from, std::size_t room, core::Deadline deadline,
                                    const std::function<void(std::size_t bytes)>& use) {
-  const std::shared_ptr<Transfer> t = post_receive(at, from, room);
+  const std::shared_ptr<Transfer> t = post_receive(at, from, room, true);
   t->request.wait(deadline);
   struct Reading {
     std::vector<bool>& reading;
@@ -231,17 +231,25 @@ void VirtualNetwork::take_in_place(int at, int from, std::size_t room, core::Dea
   use(t->request.bytes());
 }
 
-// The receive gets the message: complete when it has arrived (it was posted by now).
+// The receive gets the message: complete when it has arrived (it was posted by now). A message
+// sent in place that a receive takes the usual way (its own send was queued: an exchange whose
+// two links differ) is copied out of the link into it, the link's second copy (half its time per
+// byte), on a core of the receiver's host.
 void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, const Flow::Message& message) {
   const std::size_t bytes = message.bytes;
   receive->in_place = message.in_place;
+  double arrival = std::max(now_, message.arrival);
+  if (message.in_place && !receive->takes_in_place) {
+    arrival = book_core(receive->rank, arrival,
+                        moving_seconds(receive->rank, bytes, 2 * profile_.intra.bandwidth_GBps, 1));
+  }
   if (bytes > receive->bytes) {
     receive->error =
         core::str("rank ", receive->rank, " posted a receive of up to ", receive->bytes,
                   " bytes from rank ", receive->peer, " (sim), which sent ", bytes);
   }
   receive->bytes = bytes;
-  schedule(std::max(now_, message.arrival), -1, receive);
+  schedule(arrival, -1, receive);
 }
 
 void VirtualNetwork::schedule(double time, int rank, std::shared_ptr<Transfer> transfer) {

@@ -111,6 +111,7 @@ class VirtualNetwork {
     int waiter = -1;
     std::string error;                  // a receive matched with a longer message
     bool in_place = false;              // a receive's message was sent in place
+    bool takes_in_place = false;        // a receive that uses its message where it lies
     std::uint64_t* received = nullptr;  // a receive's: bytes added here when it completes
   };
   // The messages from one rank to another, matched in order with the receives posted for them.
@@ -153,7 +154,7 @@ class VirtualNetwork {
   double latency_on_cores_seconds(int from, int to) const;
   double book_core(int rank, double from_time, double seconds);
   void match(const std::shared_ptr<Transfer>& recv, const Flow::Message& message);
-  std::shared_ptr<Transfer> post_receive(int at, int from, std::size_t room);
+  std::shared_ptr<Transfer> post_receive(int at, int from, std::size_t room, bool in_place);
   void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
   std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
                                      std::size_t bytes);

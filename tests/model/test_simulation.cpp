@@ -153,6 +153,30 @@ TEST_CASE("a fingerprinted message used where it lies: the sender's copy, then t
         doctest::Approx(without).epsilon(1e-12));
 }
 
+// An exchange whose own send was queued takes the peer's message the usual way (as
+// ChannelContext::swap_fingerprinted does): the link's second copy, out of it, is the receiver's.
+TEST_CASE("a message sent in place and received the usual way is copied out on the receiver") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.in_place_bytes = 1 << 20;
+  const std::size_t bytes = 1 << 16;
+  const auto run = [&](bool in_place) {
+    model::VirtualNetwork net({2, 0}, p);
+    net.set_buffer_bytes(bytes);
+    return net.run([&](int rank) {
+      if (rank == 0) net.send_joined(0, 1, bytes)->wait(core::Deadline::never());
+      if (rank == 1 && in_place) {
+        net.take_in_place(1, 0, bytes, core::Deadline::never(), [](std::size_t) {});
+      }
+      if (rank == 1 && !in_place) net.recv(1, 0, bytes)->wait(core::Deadline::never());
+    });
+  };
+  const double copy = bytes / (2 * p.intra.bandwidth_GBps * 1e9);
+  // The sender's half of the latency and its copy in, then the receiver's half.
+  CHECK(run(true) == doctest::Approx(1e-6 + copy + 1e-6).epsilon(1e-12));
+  CHECK(run(false) == doctest::Approx(1e-6 + copy + 1e-6 + copy).epsilon(1e-12));
+}
+
 TEST_CASE("a host's ranks share its NIC: four messages out of one host leave one after another") {
   // rd over 2 hosts x 4: the last step (mask 4) sends from every rank to the other host at once.
   // Links of the same speed everywhere, so only the NIC's queue tells the shapes apart.
