@@ -41,6 +41,13 @@ double Cores::earliest_on(std::size_t core, double from, double seconds) const {
 double Cores::earliest(double from, double seconds, int needed) const {
   RINGLET_CHECK(needed >= 1 && needed <= count(), Error, "simulated cores: ", needed, " of ",
                 busy_.size(), " cores asked for");
+  if (needed == 1) {  // the soonest core's earliest: it is free then
+    double soonest = std::numeric_limits<double>::infinity();
+    for (std::size_t c = 0; c < busy_.size(); ++c) {
+      soonest = std::min(soonest, earliest_on(c, from, seconds));
+    }
+    return soonest;
+  }
   const auto k = static_cast<std::size_t>(needed - 1);
   std::vector<double> starts(busy_.size());
   for (double t = from;;) {

@@ -52,8 +52,8 @@ class PairTable {
     }
   }
 
-  int bits_ = 3;
-  std::vector<Slot> slots_ = std::vector<Slot>(std::size_t{1} << 3);
+  int bits_ = 3;  // slots_ has 2^bits_
+  std::vector<Slot> slots_ = std::vector<Slot>(std::size_t{1} << bits_);
   std::deque<V> values_;
 };
 
