@@ -41,8 +41,15 @@ pid_t spawn_rank(const BenchOptions& o, int rank, int port) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // Nothing of rank 0's but stdin, stdout and stderr leaks in, as for `ringlet launch`'s workers:
+  // a copy of the store server's end of rank 0's own store connection kept it open after the
+  // server closed it, so rank 0, failing, waited out its store deadline past the teardown limit.
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
   RINGLET_CHECK(rc == 0, Error, "cannot start rank ", rank, " (/proc/self/exe): posix_spawn error ",
                 rc);
   return pid;

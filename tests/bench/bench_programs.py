@@ -10,6 +10,7 @@ check) must make the run fail, so the check is shown to catch a wrong result. De
 over ipc (device flags), ranks as processes and as threads (--threads): the host-work lines after
 the table say 0 host waits and 0 host messages per op at every size. --model's column is what
 `ringlet model predict` simulates for the algorithm that ran, '-' for a collective it does not.
+A rank that -np spawns holds none of rank 0's sockets or pipes but stdin, stdout and stderr.
 
 nccl: the NCCL peer programs print the same table with #wrong 0 when this machine has a GPU
 per rank; where it has not, they must fail with the sentence that says so, and the test exits
@@ -21,6 +22,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 COLUMNS = ("size count type redop root time algbw busbw #wrong time algbw busbw #wrong").split()
 SKIP = 77
@@ -246,9 +248,61 @@ def nccl(build):
     return problems
 
 
+def open_sockets(pid):
+    """The sockets and pipes the process holds, by fd: 'socket:[inode]', one inode per end, so
+    two processes hold the same only when one inherited it from the other."""
+    found = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(("socket:", "pipe:")):
+            found[int(fd)] = target
+    return found
+
+
+def child_rank(parent):
+    """The rank `parent` (an -np rank 0) spawned, once it exists (within 10 s), or None."""
+    for _ in range(200):
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    spawned = b"--child-rank" in f.read()
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            if spawned and ppid == parent:
+                return int(pid)
+        time.sleep(0.05)
+    return None
+
+
+def inherited_files(build):
+    """A spawned rank shares nothing with rank 0 but stdin, stdout and stderr: a copy of rank 0's
+    store sockets kept them open after rank 0's store server closed them, and a failing rank 0
+    waited out its store deadline."""
+    job = subprocess.Popen([f"{build}/bench/all_reduce_perf", "-np", "2", "-b", "4K", "-e", "4K",
+                            "-n", "1000000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        child = child_rank(job.pid)
+        if child is None:
+            return ["all_reduce_perf -np 2: its rank 1 never started"]
+        time.sleep(0.5)  # set up: rank 0's store and both ranks' connections are open
+        shared = {fd: f for fd, f in open_sockets(child).items()
+                  if fd > 2 and f in set(open_sockets(job.pid).values())}
+        return [f"all_reduce_perf -np 2: rank 1 holds rank 0's {f} (fd {fd})"
+                for fd, f in sorted(shared.items())]
+    finally:
+        job.kill()
+        job.wait()
+
+
 def main():
     build, which = sys.argv[1], sys.argv[2]
-    problems = ringlet(build) + model_column(build) if which == "ringlet" else nccl(build)
+    problems = ringlet(build) + model_column(build) + inherited_files(build) \
+        if which == "ringlet" else nccl(build)
     if problems is None:
         return SKIP
     for p in problems:
