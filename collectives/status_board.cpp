@@ -205,12 +205,10 @@ void StatusPublisher::run() {
     register_name();
     dumps_seen_ = store_->add(status_dump_key(name_), 0);
   } catch (const std::exception& e) {
-    core::log(core::LogLevel::warn, "rank ", identity_.rank, ": the status board of ", name_,
-              " is not reachable: ", e.what());
-    warned_ = true;
+    failed(e, "the status board is not reachable");
   }
   std::unique_lock lock(mutex_);
-  while (!stopping_) {
+  while (!stopping_ && !gone_) {
     lock.unlock();
     publish(false);
     answer_dump_request();
@@ -219,6 +217,16 @@ void StatusPublisher::run() {
   }
   lock.unlock();
   publish(true);
+}
+
+// Says so once; a store that is gone (any failure but a timeout) is not asked again.
+void StatusPublisher::failed(const std::exception& e, const char* what) {
+  if (!warned_) {
+    core::log(core::LogLevel::warn, "rank ", identity_.rank, ": ", what, " (", name_,
+              "): ", e.what());
+  }
+  warned_ = true;
+  if (dynamic_cast<const core::TimeoutError*>(&e) == nullptr) gone_ = true;
 }
 
 RankStatus StatusPublisher::now(bool closed) const {
@@ -230,15 +238,12 @@ RankStatus StatusPublisher::now(bool closed) const {
 }
 
 void StatusPublisher::publish(bool closed) {
+  if (gone_) return;
   const RankStatus s = now(closed);
   try {
     store_->set(status_key(name_, s.rank), s.to_json());
   } catch (const std::exception& e) {
-    if (!warned_) {
-      core::log(core::LogLevel::warn, "rank ", s.rank,
-                ": could not publish its status: ", e.what());
-    }
-    warned_ = true;
+    failed(e, "could not publish its status");
   }
 }
 
@@ -255,14 +260,15 @@ void StatusPublisher::register_name() {
 }
 
 void StatusPublisher::answer_dump_request() {
+  if (gone_) return;
   try {
     const std::int64_t asked = store_->add(status_dump_key(name_), 0);
     if (asked > dumps_seen_) {
       dumps_seen_ = asked;
       dump_();
     }
-  } catch (const std::exception&) {
-    // publish() has said the store is unreachable
+  } catch (const std::exception& e) {
+    failed(e, "could not read the board's dump requests");
   }
 }
 

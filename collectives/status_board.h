@@ -86,6 +86,7 @@ class StatusPublisher {
   void publish(bool closed);
   void register_name();
   void answer_dump_request();
+  void failed(const std::exception& e, const char* what);
 
   std::unique_ptr<transport::Store> store_;
   std::string name_;
@@ -95,6 +96,9 @@ class StatusPublisher {
   std::function<void()> dump_;
   std::int64_t dumps_seen_ = 0;
   bool warned_ = false;
+  // The store's server closed the connection or refused it (stopped or died): not asked again,
+  // for a reconnect would wait out the store's timeout, and the communicator's teardown with it.
+  bool gone_ = false;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

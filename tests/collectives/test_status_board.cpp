@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -186,6 +187,30 @@ TEST_CASE("status board: a publisher keeps its entry fresh, answers a dump reque
   REQUIRE(closed[0]);
   CHECK(closed[0]->closed);
   CHECK(store.compare_set(kStatusNamesKey, "\n", "\n") == "comm\n");
+}
+
+// A store whose server stopped (rank 0's, when a rank died) is not asked again: reconnecting
+// would wait out the store's timeout (30 s here) at every interval and in the closing publish, and
+// the communicator's teardown waits for the publisher.
+TEST_CASE("status board: a publisher whose store's server stopped gives it up and closes at once") {
+  auto server = std::make_unique<transport::TcpStoreServer>("127.0.0.1", 0);
+  transport::TcpStore store("127.0.0.1", server->port(), core::Deadline::after(10s));
+  std::atomic<int> snapshots{0};
+  RankStatus identity;
+  identity.rank = 0;
+  identity.world_size = 1;
+  auto publisher = std::make_unique<StatusPublisher>(
+      store.another_client(30s), "comm", identity, 20ms, [&](RankStatus&) { ++snapshots; }, [] {});
+  for (int i = 0; i < 250 && snapshots < 2; ++i) std::this_thread::sleep_for(20ms);
+  REQUIRE(snapshots >= 2);
+  server->stop();
+  std::this_thread::sleep_for(200ms);  // its next publish fails: the server closed it
+  const int after_stop = snapshots;
+  std::this_thread::sleep_for(200ms);
+  CHECK(snapshots == after_stop);  // no more attempts
+  const auto start = std::chrono::steady_clock::now();
+  publisher.reset();
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
 TEST_CASE("status board: a timed-out all-reduce says the rank it waited for is busy outside") {
