@@ -210,14 +210,16 @@ TEST_CASE(
   p->a->send(three.data(), three.size())->wait(deadline());
   posted->wait(deadline());
   CHECK(std::equal(three.begin(), three.end(), in.begin()));
-  // So far 40 bytes of connecting, then 8 + 1000 + 8 + 1504 + 8 + 304 = 2832 (frames padded to 8
-  // bytes) of the 4096: the next 1500-byte message wraps round the ring's end. Refused, it
-  // arrives whole the usual way.
-  p->a->send(two.data(), two.size())->wait(deadline());
+  // So far 40 bytes of connecting, then 8 + 1000 and 8 + 1504 (frames padded to 8 bytes); the
+  // ring was empty past its first quarter when the 300 bytes were sent, so they went to its start
+  // (8 + 304): a 3800-byte message from there wraps round the ring's end. Refused, it arrives
+  // whole the usual way.
+  const auto wraps = pattern(3800, 5);
+  p->a->send(wraps.data(), wraps.size())->wait(deadline());
   got.clear();
   CHECK_FALSE(p->b->recv_in_place(take, 4096, deadline()));
   CHECK(got.empty());
-  CHECK(receive(2000) == two);
+  CHECK(receive(4096) == wraps);
   // Longer than allowed: left for the usual receive.
   p->a->send(one.data(), one.size())->wait(deadline());
   CHECK_FALSE(p->b->recv_in_place(take, 999, deadline()));
@@ -358,6 +360,64 @@ TEST_CASE(
   CHECK(transport::ShmSegment::remove_stale() >= 1);
   CHECK(of_pid(child) == 0);
   CHECK(of_pid(::getpid()) == 1);
+}
+
+TEST_CASE(
+    "shm: a stream of messages cycles through a quarter of the ring and a message, a quarter of "
+    "it left free; not while the reader is behind; every way of receiving steps over the skip") {
+  auto p = make_small_ring_pair("rewind");
+  const auto deadline = [] { return core::Deadline::after(kWait); };
+  const std::byte* at = nullptr;
+  std::vector<unsigned char> got;
+  const transport::Connection::InPlace take = [&](const std::byte* m, std::size_t n) {
+    at = m;
+    const auto* u = reinterpret_cast<const unsigned char*>(m);
+    got.assign(u, u + n);
+    return true;
+  };
+  const auto receive_in_place = [&](const std::vector<unsigned char>& sent) {
+    p->a->send(sent.data(), sent.size())->wait(deadline());
+    REQUIRE(p->b->recv_in_place(take, 4096, deadline()));
+    CHECK(got == sent);
+    return at;
+  };
+  // Frames of 512 bytes (8 + 504). The ring (4096) goes back to its start when it is empty and
+  // the write position is at least a quarter (1024) and a frame past it: at 1536.
+  const auto first = pattern(1600, 100);
+  receive_in_place(first);  // 40 bytes of connecting, then 1608: past 1536
+  std::vector<const std::byte*> where;
+  for (int k = 0; k < 9; ++k) where.push_back(receive_in_place(pattern(504, k)));
+  for (int k = 0; k < 9; ++k) CHECK(where[k] == where[0] + 512 * (k % 3));
+  // Three sent before any is read: the first goes to the start, and the two after it fit in the
+  // quarter left before the skip the reader has not yet stepped over.
+  const std::vector<std::vector<unsigned char>> three = {pattern(504, 10), pattern(504, 11),
+                                                         pattern(504, 12)};
+  for (const auto& m : three) p->a->send(m.data(), m.size())->wait(deadline());
+  for (std::size_t i = 0; i < three.size(); ++i) {
+    REQUIRE(p->b->recv_in_place(take, 4096, deadline()));
+    CHECK(got == three[i]);
+    CHECK(at == where[0] + 512 * i);
+  }
+  // Skips before messages the waiting thread moves, and before ones the progress thread moves (a
+  // receive posted first, into more room than a waiter moves): three of each, one of every three
+  // skipped to.
+  std::vector<unsigned char> in(600), large(300 * 1024);
+  for (int k = 0; k < 3; ++k) {
+    const auto sent = pattern(504, 20 + k);
+    p->a->send(sent.data(), sent.size())->wait(deadline());
+    RequestPtr r = p->b->recv(in.data(), in.size());
+    r->wait(deadline());
+    CHECK(std::equal(sent.begin(), sent.end(), in.begin()));
+  }
+  for (int k = 0; k < 3; ++k) {
+    const auto sent = pattern(504, 30 + k);
+    RequestPtr r = p->b->recv(large.data(), large.size());
+    p->a->send(sent.data(), sent.size())->wait(deadline());
+    r->wait(deadline());
+    CHECK(r->bytes() == sent.size());
+    CHECK(std::equal(sent.begin(), sent.end(), large.begin()));
+  }
+  CHECK(p->b->bytes_received() == 1600 + 18 * 504);
 }
 
 TEST_CASE("shm: 200 messages posted before their receives, both directions") {

@@ -50,6 +50,9 @@ constexpr std::size_t frame_bytes(std::size_t n) {
   return sizeof(std::uint64_t) + n + padding_after(n);
 }
 static_assert(sizeof kPadding >= kFrameAlign - 1);
+// A length word with this bit is no message: the sender skipped the rest of the ring, the word's
+// other bits' worth of bytes, to put its next message at the ring's start (ShmRing::rewind_bytes).
+constexpr std::uint64_t kRewound = std::uint64_t{1} << 63;
 
 }  // namespace
 
@@ -236,13 +239,25 @@ bool ShmConnection::try_send_now(Op& op) {
 
 bool ShmConnection::try_write_frame(ConstBuffer head, ConstBuffer body) {
   const std::uint64_t frame = head.bytes + body.bytes;
-  return tx_.try_write_all({{&frame, sizeof frame},
+  const std::size_t rewind = tx_.rewind_bytes(frame_bytes(frame));
+  const std::uint64_t skip = kRewound | (rewind - sizeof skip);
+  return tx_.try_write_all({{&skip, rewind > 0 ? sizeof skip : 0},
+                            {nullptr, rewind > 0 ? rewind - sizeof skip : 0},
+                            {&frame, sizeof frame},
                             {head.data, head.bytes},
                             {body.data, body.bytes},
                             {&kPadding, padding_after(frame)}});
 }
 
+bool ShmConnection::skip_rewind() {
+  std::uint64_t frame = 0;
+  if (rx_.peek(&frame, sizeof frame) < sizeof frame || (frame & kRewound) == 0) return false;
+  rx_.consume(sizeof frame + (frame & ~kRewound));  // published with the length word
+  return true;
+}
+
 bool ShmConnection::try_recv_now(Op& op) {
+  skip_rewind();
   std::uint64_t frame = 0;
   if (rx_.peek(&frame, sizeof frame) < sizeof frame || frame > op.bytes ||
       rx_.readable() < frame_bytes(frame)) {
@@ -282,7 +297,8 @@ void ShmConnection::drive_recv(Request* request, const core::Deadline* deadline)
     // Anything but "not there yet" (a message too long, a closed or dead peer) and the end of
     // the wait are the progress thread's to handle and report.
     std::uint64_t frame = 0;
-    const bool too_long = rx_.peek(&frame, sizeof frame) == sizeof frame && frame > op.bytes;
+    const bool too_long =
+        !skip_rewind() && rx_.peek(&frame, sizeof frame) == sizeof frame && frame > op.bytes;
     if (too_long || peer_closed() || deadline->expired()) return hand_back(std::move(op));
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline->remaining());
     if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left)) &&
@@ -308,6 +324,7 @@ bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
   } release{this};
   while (!recv_.failed.load(std::memory_order_acquire)) {
     std::uint64_t frame = 0;
+    skip_rewind();
     if (rx_.peek(&frame, sizeof frame) == sizeof frame) {
       // Longer than allowed, or than the ring: it can never lie there whole.
       if (frame > max_bytes || frame_bytes(frame) > rx_.capacity()) return false;
@@ -384,7 +401,7 @@ void ShmConnection::recv_loop() {
   Op op;
   while (next_op(recv_, op)) {
     std::uint64_t frame = 0;
-    if (read_all(&frame, sizeof frame, nullptr) != Step::ok) {
+    if (read_length(frame) != Step::ok) {
       fail_op(recv_, op);
       return;
     }
@@ -438,6 +455,14 @@ ShmConnection::Step ShmConnection::write_all(const void* src, std::size_t n, Req
     }
   }
   return Step::ok;
+}
+
+ShmConnection::Step ShmConnection::read_length(std::uint64_t& frame) {
+  while (true) {
+    if (const Step step = read_all(&frame, sizeof frame, nullptr); step != Step::ok) return step;
+    if ((frame & kRewound) == 0) return Step::ok;
+    rx_.consume(frame & ~kRewound);  // published with the length word
+  }
 }
 
 ShmConnection::Step ShmConnection::read_all(void* dst, std::size_t n, Request* request) {

@@ -101,6 +101,9 @@ class ShmConnection : public Connection {
   // and the direction is idle. Returns true if the op completed.
   bool try_send_now(Op& op);
   bool try_recv_now(Op& op);
+  // Steps over the skip a sender left to put its next message at the ring's start (a length
+  // word with kRewound); true if there was one. The caller owns the ring's read end.
+  bool skip_rewind();
   // Writes one whole frame (length word, head, body, padding) if it all fits in the ring now;
   // false, nothing written, otherwise. The caller owns the ring's write end.
   bool try_write_frame(ConstBuffer head, ConstBuffer body);
@@ -112,6 +115,8 @@ class ShmConnection : public Connection {
   void release_recv_end();
   Step write_all(const void* src, std::size_t n, Request* request);
   Step read_all(void* dst, std::size_t n, Request* request);
+  // The next message's length word, past any skip before it.
+  Step read_length(std::uint64_t& frame);
   bool peer_closed() const;
   // Fails the direction (queued and later requests) with a PeerError built from `why`.
   void fail_direction(Direction& dir, const std::string& why);

@@ -134,11 +134,19 @@ bool ShmRing::try_write_all(std::initializer_list<Piece> pieces) {
   if (space_for(head, total) < total) return false;
   std::uint64_t at = head;
   for (const Piece& piece : pieces) {
-    copy_in(at, piece.data, piece.bytes);
+    if (piece.data != nullptr) copy_in(at, piece.data, piece.bytes);
     at += piece.bytes;
   }
   publish_head(at);
   return true;
+}
+
+std::size_t ShmRing::rewind_bytes(std::size_t total) {
+  const std::uint64_t head = control_->head.load(std::memory_order_relaxed);  // ours alone
+  const std::size_t offset = static_cast<std::size_t>(head) & mask_;
+  if (offset < capacity_ / 4 + total) return 0;
+  cached_tail_ = control_->tail.load(std::memory_order_acquire);
+  return cached_tail_ == head ? capacity_ - offset : 0;
 }
 
 std::size_t ShmRing::read_some(void* dst, std::size_t n, CopyMode mode) {

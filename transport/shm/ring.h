@@ -48,12 +48,20 @@ class ShmRing {
   std::size_t write_some(const void* src, std::size_t n);
   // Writes the pieces in order as one publish if all fit now; false (nothing written)
   // otherwise. The fast path for small messages: one fence and one wake check for the frame
-  // and its payload's pieces.
+  // and its payload's pieces. A piece with no data is skipped over: its bytes are published as
+  // they lie (a skip the consumer steps over unread, see rewind_bytes).
   struct Piece {
     const void* data;
     std::size_t bytes;
   };
   bool try_write_all(std::initializer_list<Piece> pieces);
+  // Where the ring is empty (the consumer has read all) and `total` bytes and a quarter of the
+  // ring fit before the write position: the bytes from there to the ring's end. A writer that
+  // skips them puts its next `total` bytes at the ring's start, on lines written lately that a
+  // cache still holds, rather than on the next ones round the ring, evicted long since: a stream
+  // of messages cycles through a quarter of the ring and a message or two. Until the consumer
+  // steps over the skip, the writer has the space before it: still a quarter of the ring. Else 0.
+  std::size_t rewind_bytes(std::size_t total);
   // Copies up to n bytes out; returns the bytes read (0 if empty).
   std::size_t read_some(void* dst, std::size_t n, CopyMode mode = CopyMode::cached);
   // Copies up to n readable bytes out without consuming them; returns how many.
