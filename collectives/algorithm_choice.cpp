@@ -9,11 +9,12 @@ namespace {
 // Measured with all_reduce_perf on 2 cores. Recursive doubling's log2(n) rounds win while latency
 // is all that counts (tcp: up to 64 KiB; a larger send than the socket takes at once costs a
 // hand-off). Cross-memory attach moves each byte between processes once per phase and wins from
-// 1 MiB. Shared windows beat recursive doubling from 32 KiB (at 2 ranks from 16 KiB; at 4 ranks
-// rd wins up to 16 KiB), and the ring and cross-memory attach at every larger size.
+// 1 MiB. Shared windows beat recursive doubling from 64 KiB at 3-8 ranks (at 32 KiB rd is
+// 1.0-1.3x faster since the shm ring's messages cycle through cached lines: bench/RESULTS.md,
+// 2026-12-01 "The shm ring's start"), and the ring and cross-memory attach at every larger size.
 constexpr std::size_t kRdMaxBytes = 64 * 1024;
 constexpr std::size_t kDirectMinBytes = 1024 * 1024;
-constexpr std::size_t kWindowMinBytes = 32 * 1024;
+constexpr std::size_t kWindowMinBytes = 64 * 1024;
 // Two ranks, settled (bench/RESULTS.md, 2026-11-30 "Two ranks"): recursive doubling is one
 // exchange, reduced where the message lies in the shm ring, and beats the window's two rounds
 // and four copies up to 256 KiB (4.7 against 11.4 us at 64 KiB), while the thread that waits

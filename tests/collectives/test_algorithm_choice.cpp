@@ -78,13 +78,14 @@ const std::vector<Row> kTable = {
     {"tcp", 3, 4 * KiB, automatic, rd},
     {"tcp", 4, 16 * MiB, automatic, ring},
     {"tcp", 8, 64 * KiB, automatic, rd},
-    // shm with windows: rd below 32 KiB, windows from 32 KiB at every size above; two ranks
+    // shm with windows: rd below 64 KiB, windows from 64 KiB at every size above; two ranks
     // rd up to 256 KiB.
     {"shm", 2, 4 * KiB, automatic, rd},
     {"shm", 2, 256 * KiB, automatic, rd},
     {"shm", 2, 256 * KiB + 4, automatic, window},
-    {"shm", 4, 32 * KiB - 4, automatic, rd},
-    {"shm", 4, 32 * KiB, automatic, window},
+    {"shm", 4, 32 * KiB, automatic, rd},
+    {"shm", 8, 64 * KiB - 4, automatic, rd},
+    {"shm", 4, 64 * KiB, automatic, window},
     {"shm", 4, 64 * KiB, automatic, window},
     {"shm", 4, 1 * MiB, automatic, window},
     {"shm", 3, 64 * MiB, automatic, window},
