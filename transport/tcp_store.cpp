@@ -405,6 +405,9 @@ void TcpStoreServer::stop() {
 // ------------------------------------------------------------------------------------------
 // Client
 
+// How long a new connection's first request may wait for its answer.
+constexpr std::chrono::milliseconds kFirstAnswer{10000};
+
 struct TcpStore::Impl {
   std::string host;
   int port = 0;
@@ -468,12 +471,14 @@ struct TcpStore::Impl {
             deadline.remaining() < timeout ? deadline : core::Deadline::after(timeout);
         try {
           step([&](auto handler) { socket.async_connect(ep, handler); }, attempt, "connect");
-          socket.set_option(tcp::no_delay(true), ec);
-          connected = true;
-          return;
         } catch (const core::Error& e) {
           last_error = e.what();
+          continue;
         }
+        socket.set_option(tcp::no_delay(true), ec);
+        connected = true;
+        expect_answers();
+        return;
       }
       if (deadline.expired()) {
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -492,6 +497,20 @@ struct TcpStore::Impl {
     Status status;
     Args args;
   };
+
+  // Whatever accepted the connection answers a first request (num_keys) at once, or it is not a
+  // store server: a stranger on the port that accepts and stays silent would otherwise hold
+  // every call until its timeout, and a rendezvous until its deadline.
+  void expect_answers() {
+    const auto limit = std::min(timeout, kFirstAnswer);
+    try {
+      transact(Op::num_keys, {}, 0, core::Deadline::after(limit), "num_keys (the first request)");
+    } catch (const core::TimeoutError&) {
+      RINGLET_THROW(TimeoutError, "store ", endpoint, ": accepted the connection but answered no ",
+                    "request within ", limit.count(),
+                    " ms: is something other than a ringlet store server listening there?");
+    }
+  }
 
   // One request/response exchange; `io_deadline` bounds all of its socket operations.
   Response transact(Op op, const std::vector<std::string_view>& args, std::uint64_t timeout_ms,

@@ -47,7 +47,9 @@ class TcpStoreServer {
 };
 
 // A client connection to a TcpStoreServer. The constructor connects, retrying with exponential
-// backoff until connect_deadline (so clients may start before the server), else TimeoutError.
+// backoff until connect_deadline (so clients may start before the server), else TimeoutError;
+// what accepted the connection must answer a first request within 10 s (or `timeout`, if
+// shorter), else a TimeoutError says it is no store server.
 // Every later call is bounded: set/add/compare_set/delete_key/num_keys by `timeout`; get/wait by
 // their deadline plus `timeout`. Failures name host:port and the operation. After a failure the
 // next call reconnects (within `timeout`). Thread-safe: calls from several threads serialize on
