@@ -28,6 +28,7 @@
 #include "transport/errors.h"
 #include "transport/shared_objects.h"
 #include "transport/shm/connection.h"
+#include "transport/shm/ring.h"
 #include "transport/shm/window.h"
 
 using namespace ringlet;
@@ -37,6 +38,8 @@ using testing::expect_peer_error;
 using testing::pattern;
 using transport::Connection;
 using transport::RequestPtr;
+using transport::ShmRing;
+using transport::ShmRingControl;
 
 namespace {
 
@@ -360,6 +363,34 @@ TEST_CASE(
   CHECK(transport::ShmSegment::remove_stale() >= 1);
   CHECK(of_pid(child) == 0);
   CHECK(of_pid(::getpid()) == 1);
+}
+
+TEST_CASE(
+    "shm ring: a writer goes back to the start only from an empty ring a quarter and the message "
+    "past it; the reader steps over a skip only where it is all there and ends at the ring's "
+    "end") {
+  ShmRingControl control;
+  ShmRing::init(&control);
+  std::vector<std::byte> data(4096);
+  ShmRing writer(&control, data.data(), data.size()), reader(&control, data.data(), data.size());
+  std::vector<unsigned char> in = pattern(1536, 7), out(1536);
+  REQUIRE(writer.write_some(in.data(), 1000) == 1000);
+  CHECK(writer.rewind_bytes(512) == 0);  // the reader is behind
+  REQUIRE(writer.write_some(in.data() + 1000, 536) == 536);
+  REQUIRE(reader.read_some(out.data(), out.size()) == out.size());
+  CHECK(out == in);
+  // Empty, 1536 bytes in: room for 512 bytes behind a quarter (1024) before it, not for 520.
+  CHECK(writer.rewind_bytes(520) == 0);
+  REQUIRE(writer.rewind_bytes(512) == 4096 - 1536);
+  const char message[] = "at the start";
+  REQUIRE(writer.try_write_all({{nullptr, 4096 - 1536}, {message, sizeof message}}));
+  CHECK_FALSE(reader.skip_to_start(100));   // does not end at the ring's end
+  CHECK_FALSE(reader.skip_to_start(4096));  // more than is there
+  REQUIRE(reader.skip_to_start(4096 - 1536));
+  char got[sizeof message] = {};
+  REQUIRE(reader.read_some(got, sizeof got) == sizeof got);
+  CHECK(std::string(got) == message);
+  CHECK(std::memcmp(data.data(), message, sizeof message) == 0);  // it lies at the start
 }
 
 TEST_CASE(

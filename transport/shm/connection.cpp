@@ -252,8 +252,9 @@ bool ShmConnection::try_write_frame(ConstBuffer head, ConstBuffer body) {
 bool ShmConnection::skip_rewind() {
   std::uint64_t frame = 0;
   if (rx_.peek(&frame, sizeof frame) < sizeof frame || (frame & kRewound) == 0) return false;
-  rx_.consume(sizeof frame + (frame & ~kRewound));  // published with the length word
-  return true;
+  // Published with the length word; one that does not end at the ring's end is a length no
+  // receive holds, which the caller reports.
+  return rx_.skip_to_start(sizeof frame + (frame & ~kRewound));
 }
 
 bool ShmConnection::try_recv_now(Op& op) {
@@ -460,8 +461,9 @@ ShmConnection::Step ShmConnection::write_all(const void* src, std::size_t n, Req
 ShmConnection::Step ShmConnection::read_length(std::uint64_t& frame) {
   while (true) {
     if (const Step step = read_all(&frame, sizeof frame, nullptr); step != Step::ok) return step;
-    if ((frame & kRewound) == 0) return Step::ok;
-    rx_.consume(frame & ~kRewound);  // published with the length word
+    // Published with the length word; one that does not end at the ring's end is a length no
+    // receive holds, which the caller reports.
+    if ((frame & kRewound) == 0 || !rx_.skip_to_start(frame & ~kRewound)) return Step::ok;
   }
 }
 

@@ -149,6 +149,13 @@ std::size_t ShmRing::rewind_bytes(std::size_t total) {
   return cached_tail_ == head ? capacity_ - offset : 0;
 }
 
+bool ShmRing::skip_to_start(std::size_t n) {
+  const std::uint64_t tail = control_->tail.load(std::memory_order_relaxed);  // ours alone
+  if (((tail + n) & mask_) != 0 || data_for(tail, n) < n) return false;
+  publish_tail(tail + n);
+  return true;
+}
+
 std::size_t ShmRing::read_some(void* dst, std::size_t n, CopyMode mode) {
   const std::uint64_t tail = control_->tail.load(std::memory_order_relaxed);  // ours alone
   const std::size_t k = std::min({n, data_for(tail, std::min(n, kPublishBytes)), kPublishBytes});

@@ -62,6 +62,9 @@ class ShmRing {
   // of messages cycles through a quarter of the ring and a message or two. Until the consumer
   // steps over the skip, the writer has the space before it: still a quarter of the ring. Else 0.
   std::size_t rewind_bytes(std::size_t total);
+  // The reader's side of it: consumes n readable bytes that end at the ring's end; false, nothing
+  // consumed, where they are not all readable or end elsewhere (no skip a writer left).
+  bool skip_to_start(std::size_t n);
   // Copies up to n bytes out; returns the bytes read (0 if empty).
   std::size_t read_some(void* dst, std::size_t n, CopyMode mode = CopyMode::cached);
   // Copies up to n readable bytes out without consuming them; returns how many.
