@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,6 +28,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "distributed/launch/launcher.h"
+#include "raw_socket.h"
 #include "ringlet_command.h"
 #include "temp_dir.h"
 #include "training_runs.h"
@@ -532,20 +534,13 @@ TEST_CASE("bad input: WORLD_SIZE mismatch, a port in use, a rank that never arri
   CHECK(Clock::now() - start < std::chrono::seconds(20));
 
   // The store's port is taken by someone else.
-  const int taken = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(taken, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(taken, 1) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(taken, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
+  auto taken = std::make_unique<ringlet::testing::RawListener>();
+  const std::string port = std::to_string(taken->port);
   result =
       finish_ringlet(start_ringlet("launch --nproc-per-node 2 --master-port " + port + " -- true"));
   CHECK(result.status != 0);
   CHECK(contains(result.output, "cannot listen on 127.0.0.1:" + port + ": Address already in use"));
-  ::close(taken);
+  taken.reset();
 
   // A worker of a 2-rank job whose rank 1 never comes: rank 0 says every 5 s how many ranks
   // have arrived, then a clear timeout naming rank 1.

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "ipv6.h"
+#include "raw_socket.h"
 #include "temp_dir.h"
 #include "transport/file_store.h"
 #include "transport/rendezvous.h"
@@ -255,18 +256,8 @@ TEST_CASE("tcp store: a second server on a busy port fails naming it") {
 TEST_CASE(
     "tcp store: a stranger on the port that accepts and never answers is named within 10 s, not "
     "held to the 60 s timeout or the connect deadline") {
-  // A listening socket nobody accepts on: the kernel completes the connection, and no byte
-  // ever comes back.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 4) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  const int port = ntohs(addr.sin_port);
+  const testing::RawListener stranger;
+  const int port = stranger.port;
   const auto start = Clock::now();
   CHECK_THROWS_WITH_AS(TcpStore("127.0.0.1", port, core::Deadline::after(120s), 60s),
                        contains("127.0.0.1:" + std::to_string(port) +
@@ -275,7 +266,6 @@ TEST_CASE(
                        core::TimeoutError);
   CHECK(seconds_since(start) < 20.0);
   CHECK(seconds_since(start) > 9.0);
-  ::close(fd);
 }
 
 TEST_CASE("tcp store: host_tcp_store binds a loopback address as given, anything else widely") {
