@@ -35,7 +35,7 @@ asan_excluded=(test_resume_matrix chaos_drill slurm gpu_check_dry flight_recorde
                test_train test_run_dir test_eval_command kill_drill)
 # TSan cannot run these: each forks children after its threads started.
 tsan_excluded=(test_faults test_collectives_faults test_device_collectives)
-tsan_tests=(test_store test_discovery test_tcp test_shm test_p2p test_fingerprint
+tsan_tests=(test_store test_discovery test_tcp test_shm test_shm_ring test_p2p test_fingerprint
             test_algorithm_choice test_collectives test_hierarchical test_collectives_procs
             test_trace test_rdma test_data_loader test_ddp test_ddp_device test_ddp_backward
             test_launch test_status_board test_default_tables)
