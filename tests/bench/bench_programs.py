@@ -24,6 +24,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from spawned_ranks import child_pid  # noqa: E402
+
 COLUMNS = ("size count type redop root time algbw busbw #wrong time algbw busbw #wrong").split()
 SKIP = 77
 
@@ -262,23 +265,6 @@ def open_sockets(pid):
     return found
 
 
-def child_rank(parent):
-    """The rank `parent` (an -np rank 0) spawned, once it exists (within 10 s), or None."""
-    for _ in range(200):
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    spawned = b"--child-rank" in f.read()
-                with open(f"/proc/{pid}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                continue
-            if spawned and ppid == parent:
-                return int(pid)
-        time.sleep(0.05)
-    return None
-
-
 def inherited_files(build):
     """A spawned rank shares nothing with rank 0 but stdin, stdout and stderr: a copy of rank 0's
     store sockets kept them open after rank 0's store server closed them, and a failing rank 0
@@ -286,12 +272,12 @@ def inherited_files(build):
     job = subprocess.Popen([f"{build}/bench/all_reduce_perf", "-np", "2", "-b", "4K", "-e", "4K",
                             "-n", "1000000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        child = child_rank(job.pid)
+        child, _ = child_pid(job.pid, 1)
         if child is None:
             return ["all_reduce_perf -np 2: its rank 1 never started"]
         time.sleep(0.5)  # set up: rank 0's store and both ranks' connections are open
-        shared = {fd: f for fd, f in open_sockets(child).items()
-                  if fd > 2 and f in set(open_sockets(job.pid).values())}
+        rank0 = set(open_sockets(job.pid).values())
+        shared = {fd: f for fd, f in open_sockets(child).items() if fd > 2 and f in rank0}
         return [f"all_reduce_perf -np 2: rank 1 holds rank 0's {f} (fd {fd})"
                 for fd, f in sorted(shared.items())]
     finally:

@@ -19,6 +19,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from spawned_ranks import child_pid  # noqa: E402
+
 JOBS = {
     "shm": ({}, ["-t", "shm"]),
     "tcp": ({}, ["-t", "tcp"]),
@@ -32,25 +35,6 @@ def check(ok, what):
     global passed, failed
     print(("ok      " if ok else "FAILED  ") + what, flush=True)
     passed, failed = passed + ok, failed + (not ok)
-
-
-def child_pid(parent, rank):
-    """The -np rank `rank` that `parent` spawned, once it exists (within 10 s), and its
-    command line."""
-    for _ in range(200):
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    args = f.read().split(b"\0")
-                with open(f"/proc/{pid}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                continue
-            if ppid == parent and b"--child-rank" in args and \
-                    args[args.index(b"--child-rank") + 1] == str(rank).encode():
-                return int(pid), [a.decode() for a in args]
-        time.sleep(0.05)
-    return None, []
 
 
 def status_names_stopped(ringlet, port, stopped_at, label):

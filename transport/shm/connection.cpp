@@ -239,10 +239,11 @@ bool ShmConnection::try_send_now(Op& op) {
 
 bool ShmConnection::try_write_frame(ConstBuffer head, ConstBuffer body) {
   const std::uint64_t frame = head.bytes + body.bytes;
-  const std::size_t rewind = tx_.rewind_bytes(frame_bytes(frame));
-  const std::uint64_t skip = kRewound | (rewind - sizeof skip);
+  const std::size_t rewind = tx_.rewind_bytes(frame_bytes(frame));  // 0: no skip
+  const std::size_t skipped = rewind > 0 ? rewind - sizeof(std::uint64_t) : 0;
+  const std::uint64_t skip = kRewound | skipped;
   return tx_.try_write_all({{&skip, rewind > 0 ? sizeof skip : 0},
-                            {nullptr, rewind > 0 ? rewind - sizeof skip : 0},
+                            {nullptr, skipped},
                             {&frame, sizeof frame},
                             {head.data, head.bytes},
                             {body.data, body.bytes},
