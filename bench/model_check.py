@@ -14,8 +14,11 @@ link between them; the ring runs as one job of 2 x 2 ranks (shm within a namespa
 the model gets 2 hosts of 2 ranks, each host half of this machine's cores (the namespaces share
 them).
 
+--keep DIR writes the fitted profiles and the measured times to DIR; --replay DIR predicts those
+rows again, with no fit and no measurement (to compare two builds' models on one sitting).
+
 usage: bench/model_check.py [--rounds N] [--build DIR] [--ranks 2,4,8]
-           [--transports shm,tcp,hosts] [--rate 2gbit]
+           [--transports shm,tcp,hosts] [--rate 2gbit] [--keep DIR | --replay DIR]
 """
 import argparse
 import json
@@ -141,7 +144,8 @@ def measure_all(args, ranks, transports, profile, hosts, ports):
 
 
 def report(args, times, profile):
-    print(f"| transport | ranks | bytes | measured us (median of {args.rounds}) "
+    rounds = max(len(us) for us in times.values())
+    print(f"| transport | ranks | bytes | measured us (median of {rounds}) "
           "| rounds' spread | predicted us | predicted / measured | within 25% |")
     print("|---|---|---|---|---|---|---|---|")
     within = steady = 0
@@ -169,6 +173,11 @@ def main():
     parser.add_argument("--transports", default=None,
                         help="shm,tcp,hosts (hosts only where namespaces can be built)")
     parser.add_argument("--rate", default="2gbit", help="the shaped link's tc tbf rate")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="write the fitted profiles and the measured times here")
+    parser.add_argument("--replay", metavar="DIR",
+                        help="no fit, no measurement: predict a --keep run's rows again with "
+                             "--build's model")
     args = parser.parse_args()
     ranks = [int(r) for r in args.ranks.split(",")]
     if args.transports is None:
@@ -177,15 +186,48 @@ def main():
             print("# hosts: skipped: needs root (CAP_NET_ADMIN), ip and tc for the namespaces")
     transports = args.transports.split(",")
     ports = simulated_hosts.Ports()
-    with tempfile.TemporaryDirectory() as folder:
+    if args.replay:
+        profile, times = load(args.replay)
+        report(args, times, profile)
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep or scratch
+        if args.keep:
+            os.makedirs(folder, exist_ok=True)
         profile = profiles(args.build, folder)
         if "hosts" not in transports:
-            report(args, measure_all(args, ranks, transports, profile, None, ports), profile)
-            return
-        with simulated_hosts.Hosts(args.rate, "1mb") as hosts:
-            profile["hosts"] = fit_hosts(hosts, args.build, ports, folder)
-            times = measure_all(args, ranks, transports, profile, hosts, ports)
+            times = measure_all(args, ranks, transports, profile, None, ports)
+        else:
+            with simulated_hosts.Hosts(args.rate, "1mb") as hosts:
+                profile["hosts"] = fit_hosts(hosts, args.build, ports, folder)
+                times = measure_all(args, ranks, transports, profile, hosts, ports)
+        if args.keep:
+            keep(folder, profile, times)
         report(args, times, profile)
+
+
+def keep(folder, profile, times):
+    """The profiles' paths and the measured times, for --replay."""
+    rows = [{"transport": t, "ranks": n, "bytes": size, "us": us}
+            for (t, n, size), us in sorted(times.items())]
+    with open(os.path.join(folder, "times.json"), "w") as f:
+        json.dump({"profiles": profile, "rows": rows}, f, indent=1)
+
+
+def load(folder):
+    """What keep() wrote: the profiles (found in `folder`) and {(transport, ranks, size): [us]}."""
+    path = os.path.join(folder, "times.json")
+    try:
+        with open(path) as f:
+            kept = json.load(f)
+        profile = {t: os.path.join(folder, os.path.basename(p))
+                   for t, p in kept["profiles"].items()}
+        times = {(r["transport"], r["ranks"], r["bytes"]): r["us"] for r in kept["rows"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"model_check: --replay {folder}: {path} is not a kept run ({e})")
+    if not times:
+        sys.exit(f"model_check: --replay {folder}: {path} has no rows")
+    return profile, times
 
 
 if __name__ == "__main__":
