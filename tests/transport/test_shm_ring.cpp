@@ -252,7 +252,7 @@ TEST_CASE(
   // Skips before messages the waiting thread moves, and before ones the progress thread moves (a
   // receive posted first, into more room than a waiter moves): three of each, one of every three
   // skipped to.
-  std::vector<unsigned char> in(600), large(transport::kShmInlineBytes + 4096);
+  std::vector<unsigned char> in(600), large(300 * 1024);
   for (int k = 0; k < 3; ++k) {
     const auto sent = pattern(504, 20 + k);
     p->a->send(sent.data(), sent.size())->wait(deadline());

@@ -30,9 +30,8 @@ namespace {
 constexpr auto kSlice = std::chrono::microseconds(20000);
 constexpr std::size_t kInlineBytes = kShmInlineBytes;
 // Receives up to this size are moved by the thread that waits for them (see drive_recv): small
-// enough to sit whole in the ring, as large as a send its poster writes at once (the ring's
-// 512 KiB slices among them: handed to the progress thread, each cost two wake-ups).
-constexpr std::size_t kWaiterRecvBytes = kInlineBytes;
+// enough to sit whole in the ring, as large as the latency algorithms' buffers.
+constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
 // Receives at least this large are copied out with streaming stores (see ShmRing::read_some):
 // past the last-level cache share of a core, keeping the destination cached buys nothing.
 constexpr std::size_t kStreamingBytes = 8 << 20;
