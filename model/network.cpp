@@ -70,6 +70,34 @@ double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) 
   return start;
 }
 
+// A message its link within a host sends whole (shm: up to in_place_bytes, written at once):
+// the sender's core copies it in, then a core of the receiver's host copies it out.
+bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
+  const LinkCost& link = profile_.intra;
+  return link.copies && link.cpu_GBps <= 0 && bytes <= link.in_place_bytes &&
+         shape_.host_of(from) == shape_.host_of(to);
+}
+
+// One of such a message's two copies. Within the cache, half the message's time on the link: one
+// way, a copy in and then a copy out; a message each way at once costs each core a copy in and a
+// copy out, no longer than one way, as the fit's exchanges up to 1 MiB measure. Past it, all of
+// it: the two directions' copies take as long as one after the other (its exchanges of 16 MiB).
+double VirtualNetwork::copy_whole_seconds(int rank, std::size_t bytes) const {
+  const double line = static_cast<double>(bytes) / (profile_.intra.bandwidth_GBps * 1e9);
+  const double past = copies_missed(rank);
+  return (1 - past) * line / 2 + past * line;
+}
+
+// The share of what the rank's host's ranks touch that misses the cache their copies share: the
+// last level (where the profile gives it) for ranks with a core each; for ranks that take turns on
+// the cores, their share of a core's own cache; all of it without either.
+double VirtualNetwork::copies_missed(int rank) const {
+  if (profile_.cache_bytes > 0 && !oversubscribed(rank)) return cache_missed(rank);
+  const double own = core_cache_share(rank), buffer = touched_bytes();
+  if (own <= 0) return 1;
+  return buffer > own ? 1 - own / buffer : 0;
+}
+
 // Occupies the link (and between hosts, both NICs) for the message, first come first served in
 // virtual time; returns when its last byte left.
 double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
@@ -77,6 +105,10 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   const int hs = shape_.host_of(from), hd = shape_.host_of(to);
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   double start = std::max(now_, f.link_free);
+  if (copied_whole(from, to, bytes)) {  // the receiver's copy out when it arrives (deliver)
+    f.link_free = book_core(from, start, copy_whole_seconds(from, bytes));
+    return f.link_free;
+  }
   // A link with times by size: those within the cache, the rates past it, in the shares of what
   // the host's ranks touch that fit it and miss it (with no cache given, the times by size).
   const double past =
@@ -180,8 +212,10 @@ void VirtualNetwork::deliver(int from, int to, std::size_t bytes, double left, d
                              bool in_place) {
   const LinkCost& link =
       shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
-  const double arrival =
-      on_cores > 0 ? book_core(to, left, on_cores / 2) : left + link.latency_us * 1e-6;
+  const double copy_out =
+      !in_place && copied_whole(from, to, bytes) ? copy_whole_seconds(to, bytes) : 0;
+  const double arrival = on_cores > 0 || copy_out > 0 ? book_core(to, left, on_cores / 2 + copy_out)
+                                                      : left + link.latency_us * 1e-6;
   const Flow::Message message{bytes, arrival, in_place};
   Flow& f = flow(from, to);
   if (!f.posted.empty()) {

@@ -15,7 +15,9 @@
 // A rank's reductions and copies run on a core of its host (the earliest free; a core of its own
 // when the profile gives none per host), and so do both ends of a message on a link whose CPUs
 // move the bytes: there a message also waits for a core at each end, and holds it while the CPUs
-// move the bytes (the wire may take longer). On a host with more ranks
+// move the bytes (the wire may take longer); one the link sends whole (shm, up to its
+// in_place_bytes) is copied in on the sender's core, then out on a core of the receiver's host.
+// On a host with more ranks
 // than cores, a receive that had to wait ends with a wake-up, spent on a core. Where a host's
 // ranks' buffers outgrow its cache, its cores move bytes at most at their share of its memory's
 // bandwidth.
@@ -149,6 +151,9 @@ class VirtualNetwork {
   std::size_t nic_of(int rank) const;
   Cores& cores_of(int rank);
   double book_copies(int from, int to, double start, double& cpu);
+  bool copied_whole(int from, int to, std::size_t bytes) const;
+  double copy_whole_seconds(int rank, std::size_t bytes) const;
+  double copies_missed(int rank) const;
   double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
   void deliver(int from, int to, std::size_t bytes, double left, double on_cores, bool in_place);
   double latency_on_cores_seconds(int from, int to) const;

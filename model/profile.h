@@ -52,8 +52,9 @@ struct LinkCost {
   // link's memory (shm: what it sends at once, 1 MiB). The collectives' fingerprinted messages up
   // to it are sent so (the sender's thread copies each in, the first of the link's two copies:
   // half its time per byte, and is done) and used so (the receiver reduces or copies it out of
-  // the link at the rates of reading a peer's lines): no copy out. 0: every message is copied
-  // out.
+  // the link at the rates of reading a peer's lines): no copy out. Other messages up to it are
+  // copied in by the sender's core, then out by the receiver's (network.h). 0: every message
+  // holds a core at each end at once.
   std::size_t in_place_bytes = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }

@@ -492,6 +492,33 @@ TEST_CASE("over shm within the cache, a message each way at once takes as long a
   CHECK(exchange(past) == doctest::Approx(one + bytes / 4e9 + 1e-6).epsilon(1e-9));
 }
 
+TEST_CASE("over shm, a message sent whole is copied in, then out: each way at once, no longer") {
+  // Up to in_place_bytes the link sends a message whole: the sender's core copies it in, then a
+  // core of the receiver's host copies it out, each half its time on the link within the cache
+  // and all of it past the cache; the latency's halves are the two ends' work.
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.in_place_bytes = 1 << 20;
+  p.cores_per_host = 2;
+  p.cache_bytes = 8 << 20;  // 2 ranks x 3 x 256 KiB fit
+  const std::size_t bytes = 256 << 10;
+  const double line = bytes / 4e9;
+  CHECK(messages(p, bytes, bytes, false) == doctest::Approx(2e-6 + line).epsilon(1e-9));
+  CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2e-6 + line).epsilon(1e-9));
+  // Half of what the ranks touch misses the cache: each copy three quarters of the line.
+  CHECK(messages(p, bytes, (8 << 20) / 3, true) ==
+        doctest::Approx(2e-6 + 1.5 * line).epsilon(1e-6));
+  // One core whose own cache holds what both ranks touch: it does all four copies of an
+  // exchange, one after another.
+  p.cores_per_host = 1;
+  p.core_cache_bytes = 2 << 20;
+  CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + line)).epsilon(1e-9));
+  // Larger than the link sends whole: a core at each end at once, for the line.
+  p.cores_per_host = 2;
+  CHECK(messages(p, 2 << 20, 2 << 20, false) ==
+        doctest::Approx(2e-6 + (2 << 20) / 4e9).epsilon(1e-9));
+}
+
 TEST_CASE("the window's writes for its peers and reads of theirs cost the shared rates") {
   model::Profile p = test_profile();
   p.intra.copies = true;
