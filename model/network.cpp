@@ -53,25 +53,29 @@ Cores& VirtualNetwork::cores_of(int rank) {
 }
 
 // When a copying link's CPUs can move `cpu` seconds' worth of a message from `from` to `to`,
-// at the earliest from `start`: a core at each end at once (the two of one host's, or one core
-// doing both copies, which takes twice as long). Books them; `cpu` becomes the time they take.
+// at the earliest from `start`: the core of each end's rank at once (one core doing both copies
+// where the two ranks share it, which takes twice as long). Books them; `cpu` becomes the time
+// they take.
 double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) {
   Cores &a = cores_of(from), &b = cores_of(to);
-  if (&a != &b) {
-    start = earliest_together(a, b, start, cpu);
-    a.book(start, cpu);
-    b.book(start, cpu);
-    return start;
-  }
-  const int needed = a.count() >= 2 ? 2 : 1;
-  if (needed == 1) cpu *= 2;
-  start = a.earliest(start, cpu, needed);
-  a.book(start, cpu, needed);
+  const int ca = home_core(from), cb = home_core(to);
+  if (&a == &b && ca == cb) cpu *= 2;
+  start = earliest_together(a, ca, b, cb, start, cpu);
+  a.book(ca, start, cpu);
+  if (&a != &b || ca != cb) b.book(cb, start, cpu);
   return start;
 }
 
+// The core of its host a rank runs on: ranks stay on theirs, the host's taking turns on them in
+// order (a core of its own where the profile gives none per host).
+int VirtualNetwork::home_core(int rank) const {
+  if (profile_.cores_per_host <= 0) return 0;
+  const int local = shape_.per_host > 0 ? rank % shape_.per_host : rank;
+  return local % profile_.cores_per_host;
+}
+
 // A message its link within a host sends whole (shm: up to in_place_bytes, written at once):
-// the sender's core copies it in, then a core of the receiver's host copies it out.
+// the sender's core copies it in, then the receiver's copies it out.
 bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
   const LinkCost& link = profile_.intra;
   return link.copies && link.cpu_GBps <= 0 && bytes <= link.in_place_bytes &&
@@ -329,8 +333,8 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
 // returns when it is done.
 double VirtualNetwork::book_core(int rank, double from_time, double seconds) {
   Cores& cores = cores_of(rank);
-  const double at = cores.earliest(from_time, seconds);
-  cores.book(at, seconds);
+  const double at = cores.earliest(home_core(rank), from_time, seconds);
+  cores.book(home_core(rank), at, seconds);
   return at + seconds;
 }
 
@@ -415,8 +419,8 @@ double VirtualNetwork::shared_write_GBps(int rank) const {
 void VirtualNetwork::spend(int rank, double seconds) {
   if (seconds <= 0) return;
   Cores& cores = cores_of(rank);
-  const double at = cores.earliest(now_, seconds);
-  cores.book(at, seconds);
+  const double at = cores.earliest(home_core(rank), now_, seconds);
+  cores.book(home_core(rank), at, seconds);
   const double until = at + seconds;
   if (events_.empty() || events_.top().time > until) {  // nothing happens meanwhile
     now_ = until;

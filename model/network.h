@@ -12,11 +12,12 @@
 // left. The send is done when its last byte
 // left (the sender may reuse its buffer); the receive, when the message arrived and was posted.
 // Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
-// A rank's reductions and copies run on a core of its host (the earliest free; a core of its own
-// when the profile gives none per host), and so do both ends of a message on a link whose CPUs
-// move the bytes: there a message also waits for a core at each end, and holds it while the CPUs
-// move the bytes (the wire may take longer); one the link sends whole (shm, up to its
-// in_place_bytes) is copied in on the sender's core, then out on a core of the receiver's host.
+// A rank's reductions and copies run on its core (ranks stay on theirs: a host's k-th rank on its
+// core k mod cores_per_host; a core of its own when the profile gives none per host), and so do
+// both ends of a message on a link whose CPUs move the bytes: there a message also waits for the
+// core at each end, and holds it while the CPUs move the bytes (the wire may take longer); one
+// the link sends whole (shm, up to its in_place_bytes) is copied in on the sender's core, then
+// out on the receiver's.
 // On a host with more ranks
 // than cores, a receive that had to wait ends with a wake-up, spent on a core. Where a host's
 // ranks' buffers outgrow its cache, its cores move bytes at most at their share of its memory's
@@ -151,6 +152,7 @@ class VirtualNetwork {
   std::size_t nic_of(int rank) const;
   Cores& cores_of(int rank);
   double book_copies(int from, int to, double start, double& cpu);
+  int home_core(int rank) const;
   bool copied_whole(int from, int to, std::size_t bytes) const;
   double copy_whole_seconds(int rank, std::size_t bytes) const;
   double copies_missed(int rank) const;

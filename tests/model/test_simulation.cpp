@@ -206,6 +206,12 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
     model::VirtualNetwork net({4, 4}, p);
     CHECK(net.run([&](int rank) { net.spend(rank, 1e-3); }) == doctest::Approx(2e-3));
   }
+  {  // ranks stay on their cores: the third waits for its own (the first's), not for the one
+     // free first
+    model::VirtualNetwork net({3, 3}, p);
+    const double seconds[] = {2e-3, 0.5e-3, 1e-3};
+    CHECK(net.run([&](int rank) { net.spend(rank, seconds[rank]); }) == doctest::Approx(3e-3));
+  }
   p.intra.copies = true;
   p.cores_per_host = 1;
   {  // one core does the sender's copy and the receiver's: twice the time on the link
@@ -254,26 +260,28 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
 TEST_CASE("a core's calendar: work booked for later leaves it free before") {
   // Whole numbers of seconds: the sums are exact.
   model::Cores one(1);
-  one.book(10, 1);
-  CHECK(one.earliest(0, 5) == 0);   // fits before the booking
-  CHECK(one.earliest(6, 5) == 11);  // would overlap it: after
-  CHECK(one.earliest(0, 20) == 11);
+  one.book(0, 10, 1);
+  CHECK(one.earliest(0, 0, 5) == 0);   // fits before the booking
+  CHECK(one.earliest(0, 6, 5) == 11);  // would overlap it: after
+  CHECK(one.earliest(0, 0, 20) == 11);
   model::Cores two(2);
-  two.book(0, 4);
-  CHECK(two.earliest(0, 1) == 0);     // the other core
-  CHECK(two.earliest(0, 1, 2) == 4);  // both: once the first is free
+  two.book(0, 0, 4);
+  CHECK(two.earliest(1, 0, 1) == 0);  // the other core is free
+  CHECK(two.earliest(0, 0, 1) == 4);
+  CHECK_THROWS_AS(two.book(0, 2, 1), core::Error);  // not free then
+  CHECK_THROWS_AS((void)two.earliest(2, 0, 1), core::Error);
   model::Cores other(1);
-  other.book(4, 3);
-  CHECK(model::earliest_together(one, other, 0, 2) == 0);
-  CHECK(model::earliest_together(one, other, 3, 2) == 7);
-  CHECK(model::earliest_together(one, other, 3, 4) == 11);
+  other.book(0, 4, 3);
+  CHECK(model::earliest_together(one, 0, other, 0, 0, 2) == 0);
+  CHECK(model::earliest_together(one, 0, other, 0, 3, 2) == 7);
+  CHECK(model::earliest_together(one, 0, other, 0, 3, 4) == 11);
+  CHECK(model::earliest_together(two, 0, two, 1, 0, 2) == 4);  // two cores of one pool
   one.forget_before(12);
-  CHECK(one.earliest(0, 20) == 0);
+  CHECK(one.earliest(0, 0, 20) == 0);
 }
 
-// The calendars against a plain reference: the same bookings (each on the first cores free, as
-// Cores::book places them), and the earliest time found by trying `from` and every booking's end
-// in order.
+// The calendars against a plain reference: the same bookings on drawn cores, and the earliest
+// time found by trying `from` and every booking's end on that core in order.
 TEST_CASE("a core's calendar: the earliest gap, against trying every booking's end") {
   using Interval = std::pair<double, double>;
   constexpr int kCores = 3;
@@ -285,18 +293,14 @@ TEST_CASE("a core's calendar: the earliest gap, against trying every booking's e
     }
     return true;
   };
-  const auto earliest = [&](double from, double seconds, int needed) {
+  const auto earliest = [&](int c, double from, double seconds) {
     std::vector<double> candidates{from};
-    for (const auto& core : reference) {
-      for (const Interval& b : core) {
-        if (b.second > from) candidates.push_back(b.second);
-      }
+    for (const Interval& b : reference[static_cast<std::size_t>(c)]) {
+      if (b.second > from) candidates.push_back(b.second);
     }
     std::sort(candidates.begin(), candidates.end());
     for (const double t : candidates) {
-      int free = 0;
-      for (int c = 0; c < kCores; ++c) free += free_on(c, t, t + seconds) ? 1 : 0;
-      if (free >= needed) return t;
+      if (free_on(c, t, t + seconds)) return t;
     }
     return -1.0;
   };
@@ -308,19 +312,13 @@ TEST_CASE("a core's calendar: the earliest gap, against trying every booking's e
   for (int step = 0; step < 400; ++step) {
     // Whole numbers of seconds: the sums are exact.
     const double from = draw(200), seconds = 1 + draw(12);
-    const int needed = 1 + draw(kCores);
-    const double at = cores.earliest(from, seconds, needed);
-    REQUIRE(at == earliest(from, seconds, needed));
-    cores.book(at, seconds, needed);
-    int left = needed;
-    for (int c = 0; c < kCores && left > 0; ++c) {
-      if (!free_on(c, at, at + seconds)) continue;
-      auto& core = reference[static_cast<std::size_t>(c)];
-      core.insert(std::upper_bound(core.begin(), core.end(), Interval{at, at + seconds}),
-                  Interval{at, at + seconds});
-      --left;
-    }
-    REQUIRE(left == 0);
+    const int c = draw(kCores);
+    const double at = cores.earliest(c, from, seconds);
+    REQUIRE(at == earliest(c, from, seconds));
+    cores.book(c, at, seconds);
+    auto& core = reference[static_cast<std::size_t>(c)];
+    core.insert(std::upper_bound(core.begin(), core.end(), Interval{at, at + seconds}),
+                Interval{at, at + seconds});
   }
 }
 
