@@ -72,7 +72,8 @@ struct Profile {
   LinkCost inter;      // between ranks of two hosts (and through both hosts' NICs)
   double nic_GBps = 0;
   int nics_per_host = 1;
-  // Cores a host's ranks share for their reductions, copies and copying links; 0: a core each.
+  // Cores a host's ranks share for their reductions, copies and copying links, each rank staying
+  // on one of them (network.h); 0: a core each.
   int cores_per_host = 0;
   // When a host runs more ranks than it has cores, a rank whose receive had to wait was put to
   // sleep: it holds a core this long (the scheduler's wake-up and switch) before it goes on
