@@ -418,10 +418,7 @@ double VirtualNetwork::shared_write_GBps(int rank) const {
 
 void VirtualNetwork::spend(int rank, double seconds) {
   if (seconds <= 0) return;
-  Cores& cores = cores_of(rank);
-  const double at = cores.earliest(home_core(rank), now_, seconds);
-  cores.book(home_core(rank), at, seconds);
-  const double until = at + seconds;
+  const double until = book_core(rank, now_, seconds);
   if (events_.empty() || events_.top().time > until) {  // nothing happens meanwhile
     now_ = until;
     return;
