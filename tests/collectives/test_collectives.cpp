@@ -20,6 +20,7 @@
 #include "collectives/trace_files.h"
 #include "comm_ranks.h"
 #include "emulated_rdma.h"
+#include "sanitized.h"
 #include "temp_dir.h"
 
 using namespace ringlet;
@@ -34,13 +35,6 @@ const auto kWait = 60s;
 // The large all-reduce's count: 64 MiB, past the shm ring (4 MiB) and many slices per channel,
 // and an odd tail. Under a sanitizer, whose instrumentation makes 64 MiB take over a minute there
 // (85 s under TSan on 2 cores), 8 MiB: still past the ring, still many slices, the same tail.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RINGLET_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RINGLET_TEST_SANITIZED 1
-#endif
-#endif
 #ifdef RINGLET_TEST_SANITIZED
 constexpr std::size_t kLargeFloats = (std::size_t{2} << 20) + 3;
 #else

@@ -30,6 +30,7 @@
 #include "distributed/launch/launcher.h"
 #include "raw_socket.h"
 #include "ringlet_command.h"
+#include "sanitized.h"
 #include "temp_dir.h"
 #include "training_runs.h"
 
@@ -69,10 +70,11 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-// Runs the ringlet binary under `timeout` (so a hang fails the test instead of blocking it),
-// with `env` (VAR=value ...) added to its environment.
+// Runs the ringlet binary under `timeout` (so a hang fails the test instead of blocking it; 60 s,
+// longer under a sanitizer), with `env` (VAR=value ...) added to its environment.
 FILE* start_ringlet(const std::string& args, const std::string& env = "") {
-  return start_command("timeout 60 env " + env + " '" + require_ringlet_binary() + "' " + args);
+  return start_command("timeout " + std::to_string(60 * kSanitizerSlowdown) + " env " + env + " '" +
+                       require_ringlet_binary() + "' " + args);
 }
 
 CommandResult finish_ringlet(FILE* pipe) { return finish_command(pipe); }
@@ -478,7 +480,7 @@ CommandResult train_and_kill_rank1(const fs::path& dir, int max_restarts) {
       "train --nproc 2 --epochs 3 --limit-train 4096 --limit-test 500 --threads 1 --workers 1 "
       "--log-every 8 --max-restarts " +
       std::to_string(max_restarts) + " --out '" + dir.string() + "'");
-  const auto deadline = Clock::now() + std::chrono::seconds(40);
+  const auto deadline = Clock::now() + std::chrono::seconds(40 * kSanitizerSlowdown);
   while (Clock::now() < deadline && !fs::exists(dir / "checkpoint.safetensors")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
