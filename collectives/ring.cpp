@@ -12,6 +12,8 @@
 // A send stays in flight through the next primitive's receive, so sending chunk k overlaps
 // receiving chunk k + 1 (a "step"). Each chunk moves as slices (one message each) sized as its
 // link prefers; received slices land in a double buffer and are reduced while the next arrives.
+// A step of one slice has nothing to overlap: its receive is awaited (the transport may move it
+// on the waiting thread, shm's without a hand-off to its progress thread).
 //
 // Device buffers (the op's space set) are staged: the link carries host memory, so primitive t's
 // chunk passes through pinned staging buffer t % 2 (what it receives, and what it sends on; the
@@ -146,8 +148,9 @@ class RingPass {
     const std::size_t n = count(c);
     char* into = space_ != nullptr ? stage_ : at(data_, c);
     std::vector<transport::RequestPtr> recvs;
-    for (std::size_t k = 0; k < slice_count(n, per); ++k) {
-      recvs.push_back(from.recv(into + k * per * es_, slice_length(n, per, k) * es_));
+    const std::size_t slices = slice_count(n, per);
+    for (std::size_t k = 0; k < slices; ++k) {
+      recvs.push_back(receive(from, into + k * per * es_, slice_length(n, per, k) * es_, slices));
     }
     for (std::size_t k = 0; k < recvs.size(); ++k) {
       ctx_.wait(recvs[k], ctx_.left());
@@ -169,7 +172,7 @@ class RingPass {
     char* tmp =
         space_ != nullptr ? space_->staging(2, 2 * per * es_) : ctx_.scratch_bytes(2 * per * es_);
     const char* own = at(input_, c);
-    transport::RequestPtr pending = from.recv(tmp, slice_length(n, per, 0) * es_);
+    transport::RequestPtr pending = receive(from, tmp, slice_length(n, per, 0) * es_, slices);
     for (std::size_t k = 0; k < slices; ++k) {
       transport::RequestPtr next;
       if (k + 1 < slices) {
@@ -183,6 +186,13 @@ class RingPass {
       reduce_within(ctx_, dst, mine, got, slice_length(n, per, k), dtype_, op_);
       pending = std::move(next);
     }
+  }
+
+  // A slice of a step of `slices`: a step's only slice is awaited at once, with nothing to
+  // overlap it with (Connection::recv_awaited).
+  static transport::RequestPtr receive(transport::Connection& from, char* into, std::size_t bytes,
+                                       std::size_t slices) {
+    return slices == 1 ? from.recv_awaited(into, bytes) : from.recv(into, bytes);
   }
 
   // A slice of another length than this rank expects: the left neighbour cut the buffer

@@ -100,6 +100,11 @@ class Connection {
     return false;
   }
 
+  // A receive its caller waits for next, with nothing to do meanwhile (a pipeline's only slice):
+  // a transport may move its bytes on the waiting thread instead of handing them to a progress
+  // thread, which would cost a wake-up each way and gain no overlap. Otherwise as recv.
+  virtual RequestPtr recv_awaited(Buffer buffer) { return recv(buffer); }
+
   // The message size this transport moves best when a collective pipelines a large buffer
   // (the ring's slices): per-message costs against the overlap of sending with reducing.
   virtual std::size_t preferred_slice_bytes() const { return kDefaultSliceBytes; }
@@ -107,6 +112,9 @@ class Connection {
   // Conveniences for host memory.
   RequestPtr send(const void* data, std::size_t bytes) { return send(ConstBuffer{data, bytes}); }
   RequestPtr recv(void* data, std::size_t bytes) { return recv(Buffer{data, bytes}); }
+  RequestPtr recv_awaited(void* data, std::size_t bytes) {
+    return recv_awaited(Buffer{data, bytes});
+  }
 
  protected:
   void count_message() { messages_sent_.fetch_add(1, std::memory_order_relaxed); }

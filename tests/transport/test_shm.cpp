@@ -111,6 +111,35 @@ TEST_CASE("shm: small receives move on the waiting thread, or on the progress th
   CHECK(in1 == one);
 }
 
+TEST_CASE(
+    "shm: awaited receives (a step's only slice) arrive intact, within the ring and past it") {
+  // 2 MiB in the 4 MiB ring: posted before its message and after it, the waiter reads it whole.
+  auto p = make_shm_pair();
+  const auto big = pattern(2 << 20, 4);
+  std::vector<unsigned char> in(big.size());
+  RequestPtr early = p->b->recv_awaited(in.data(), in.size());
+  std::thread sender([&] {
+    std::this_thread::sleep_for(20ms);
+    p->a->send(big.data(), big.size())->wait(core::Deadline::after(kWait));
+  });
+  early->wait(core::Deadline::after(kWait));
+  sender.join();
+  CHECK(early->bytes() == big.size());
+  CHECK(in == big);
+  std::fill(in.begin(), in.end(), 0);
+  p->a->send(big.data(), big.size())->wait(core::Deadline::after(kWait));
+  p->b->recv_awaited(in.data(), in.size())->wait(core::Deadline::after(kWait));
+  CHECK(in == big);
+  // Larger than a 4 KiB ring, it could never lie there whole: the progress thread streams it.
+  auto tiny = make_small_ring_pair("awaited");
+  std::vector<unsigned char> streamed(100003);
+  RequestPtr late = tiny->b->recv_awaited(streamed.data(), streamed.size());
+  RequestPtr sent = tiny->a->send(big.data(), streamed.size());
+  late->wait(core::Deadline::after(kWait));
+  sent->wait(core::Deadline::after(kWait));
+  CHECK(std::equal(streamed.begin(), streamed.end(), big.begin()));
+}
+
 TEST_CASE("shm: no segment is left in /dev/shm once connected, nor after a failed connect") {
   auto p = make_shm_pair();
   CHECK(testing::shm_objects_of_this_process("ringlet-shm-") == 0);

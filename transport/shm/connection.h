@@ -53,6 +53,7 @@ class ShmConnection : public Connection {
 
   RequestPtr send(ConstBuffer buffer) override;
   RequestPtr recv(Buffer buffer) override;
+  RequestPtr recv_awaited(Buffer buffer) override;
   RequestPtr try_send_joined(ConstBuffer head, ConstBuffer body) override;
   bool receives_in_place(std::size_t bytes) const override;
   bool recv_in_place(const InPlace& use, std::size_t max_bytes, core::Deadline deadline) override;
@@ -69,6 +70,7 @@ class ShmConnection : public Connection {
   void read_peer(void* dst, std::uintptr_t remote, std::size_t bytes) override;
 
   using Connection::recv;
+  using Connection::recv_awaited;
   using Connection::send;
 
  private:
@@ -78,6 +80,7 @@ class ShmConnection : public Connection {
     std::byte* dst = nullptr;        // recv
     std::size_t bytes = 0;
     bool waiter_moves = false;  // a small recv its waiting thread moves (drive_recv)
+    bool awaited = false;       // recv_awaited: its waiter moves it at any size the ring holds
   };
   // One direction's queue and progress thread. Once `failed` is set, every queued and later
   // request of this direction fails with `failure`.
@@ -92,6 +95,7 @@ class ShmConnection : public Connection {
   };
   enum class Step { ok, failed };
 
+  RequestPtr post_recv(Buffer buffer, bool awaited);
   RequestPtr post(Direction& dir, Op op, RequestLabel::Kind kind);
   void send_loop();
   void recv_loop();
