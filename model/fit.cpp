@@ -459,7 +459,8 @@ Profile profile_of(const MachineFit& fit) {
       p.inter.by_size.push_back({s.bytes, s.one_way_us, s.exchange_us});
   }
   p.intra.one_cpu_us = fit.one_cpu;
-  p.intra.in_place_bytes = transport::kShmInlineBytes;  // what shm sends at once
+  p.intra.in_place_bytes = transport::kShmInlineBytes;    // what shm sends at once
+  p.intra.waiter_bytes = transport::kShmWaiterRecvBytes;  // what its receiver reads itself
   p.inter.one_cpu_us = fit.tcp_one_cpu;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   p.wakeup_us = fit.wakeup_us;

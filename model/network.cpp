@@ -88,15 +88,17 @@ bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
 // it: the two directions' copies take as long as one after the other (its exchanges of 16 MiB).
 double VirtualNetwork::copy_whole_seconds(int rank, std::size_t bytes) const {
   const double line = static_cast<double>(bytes) / (profile_.intra.bandwidth_GBps * 1e9);
-  const double past = copies_missed(rank);
+  const double past = copies_missed(rank, bytes);
   return (1 - past) * line / 2 + past * line;
 }
 
-// The share of what the rank's host's ranks touch that misses the cache their copies share: the
-// last level (where the profile gives it) for ranks with a core each; for ranks that take turns on
-// the cores, their share of a core's own cache; all of it without either.
-double VirtualNetwork::copies_missed(int rank) const {
-  if (profile_.cache_bytes > 0 && !oversubscribed(rank)) return cache_missed(rank);
+// The share of what the rank's host's ranks touch that misses the cache a message's copies share:
+// the last level (where the profile gives it) for ranks with a core each, and for a message the
+// receiving rank's own thread reads (up to waiter_bytes); for the longer ones of ranks that take
+// turns on the cores, their share of a core's own cache; all of it without either.
+double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
+  const bool own_thread = bytes <= profile_.intra.waiter_bytes;
+  if (profile_.cache_bytes > 0 && (!oversubscribed(rank) || own_thread)) return cache_missed(rank);
   const double own = core_cache_share(rank), buffer = touched_bytes();
   if (own <= 0) return 1;
   return buffer > own ? 1 - own / buffer : 0;

@@ -60,8 +60,11 @@ std::string Profile::summary() const {
     if (!link.copies) return sizes;
     if (link.cpu_GBps > 0) return core::str(" (CPU copies at ", link.cpu_GBps, " GB/s)", sizes);
     if (link.in_place_bytes > 0) {
+      const std::string own = link.waiter_bytes > 0 ? core::str(", up to ", link.waiter_bytes,
+                                                                " read by their receiver")
+                                                    : std::string();
       return core::str(" (CPU copies; messages up to ", link.in_place_bytes,
-                       " bytes used where they lie)", sizes);
+                       " bytes used where they lie", own, ")", sizes);
     }
     return " (CPU copies)" + sizes;
   };
@@ -191,15 +194,16 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       cost.one_cpu_us = positive(value, path, field + ".one_cpu_us");
     } else if (key == "by_size") {
       cost.by_size = read_by_size(value, path, field + ".by_size");
-    } else if (key == "in_place_bytes") {
+    } else if (key == "in_place_bytes" || key == "waiter_bytes") {
       RINGLET_CHECK(value.is_number_integer() && value.get<std::int64_t>() >= 0, ValueError,
-                    "profile ", path, ": ", field,
-                    ".in_place_bytes must be a whole number of bytes >= 0, not ", value.dump());
-      cost.in_place_bytes = value.get<std::size_t>();
+                    "profile ", path, ": ", field, ".", key,
+                    " must be a whole number of bytes >= 0, not ", value.dump());
+      (key == "in_place_bytes" ? cost.in_place_bytes : cost.waiter_bytes) =
+          value.get<std::size_t>();
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
                     " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us, by_size, "
-                    "in_place_bytes)");
+                    "in_place_bytes, waiter_bytes)");
     }
   }
 }
@@ -262,6 +266,7 @@ nlohmann::json link_json(const LinkCost& link) {
   if (link.cpu_GBps > 0) j["cpu_GBps"] = link.cpu_GBps;
   if (link.one_cpu_us > 0) j["one_cpu_us"] = link.one_cpu_us;
   if (link.in_place_bytes > 0) j["in_place_bytes"] = link.in_place_bytes;
+  if (link.waiter_bytes > 0) j["waiter_bytes"] = link.waiter_bytes;
   for (const SizeTimes& s : link.by_size) {
     j["by_size"].push_back(
         {{"bytes", s.bytes}, {"one_way_us", s.one_way_us}, {"exchange_us", s.exchange_us}});

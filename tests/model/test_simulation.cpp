@@ -511,6 +511,16 @@ TEST_CASE("over shm, a message sent whole is copied in, then out: each way at on
   p.cores_per_host = 1;
   p.core_cache_bytes = 2 << 20;
   CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + line)).epsilon(1e-9));
+  // Its share of that core's cache far smaller (16 of 768 KiB): each copy nearly the whole line.
+  p.core_cache_bytes = 32 << 10;
+  const double missed = 1 - (16.0 / 768);
+  CHECK(messages(p, bytes, bytes, true) ==
+        doctest::Approx(2 * (2e-6 + 2 * ((1 - missed) * line / 2 + missed * line))).epsilon(1e-9));
+  // A message its receiver's own thread reads (up to waiter_bytes): its copies within the last
+  // level, which holds what both ranks touch, as for ranks with a core each.
+  p.intra.waiter_bytes = bytes;
+  CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + line)).epsilon(1e-9));
+  p.intra.waiter_bytes = 0;
   // Larger than the link sends whole: a core at each end at once, for the line.
   p.cores_per_host = 2;
   CHECK(messages(p, 2 << 20, 2 << 20, false) ==

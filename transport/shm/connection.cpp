@@ -29,10 +29,7 @@ namespace {
 // write or a close wakes it at once; only a killed peer is noticed at this granularity.
 constexpr auto kSlice = std::chrono::microseconds(20000);
 constexpr std::size_t kInlineBytes = kShmInlineBytes;
-// Receives up to this size are moved by the thread that waits for them (see drive_recv): small
-// enough to sit whole in the ring, as large as the latency algorithms' buffers. Awaited ones
-// (recv_awaited) are, at any size the ring holds whole.
-constexpr std::size_t kWaiterRecvBytes = 256 * 1024;
+constexpr std::size_t kWaiterRecvBytes = kShmWaiterRecvBytes;
 // Receives at least this large are copied out with streaming stores (see ShmRing::read_some):
 // past the last-level cache share of a core, keeping the destination cached buys nothing.
 constexpr std::size_t kStreamingBytes = 8 << 20;

@@ -36,6 +36,11 @@ class Store;
 // Open MPI's time (now 1.2x).
 inline constexpr std::size_t kShmInlineBytes = 1024 * 1024;
 
+// Receives up to this size are moved by the thread that waits for them (drive_recv): small
+// enough to sit whole in the ring, as large as the latency algorithms' buffers. Awaited ones
+// (recv_awaited) are, at any size the ring holds whole.
+inline constexpr std::size_t kShmWaiterRecvBytes = 256 * 1024;
+
 // Thread safety: send/recv/abort may be called from any thread. One progress thread per
 // direction serves that direction's requests in posting order; the destructor fails whatever is
 // pending (PeerError) and joins them, and never hangs on a dead peer. Host buffers only.
