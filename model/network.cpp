@@ -99,9 +99,7 @@ double VirtualNetwork::copy_whole_seconds(int rank, std::size_t bytes) const {
 double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
   const bool own_thread = bytes <= profile_.intra.waiter_bytes;
   if (profile_.cache_bytes > 0 && (!oversubscribed(rank) || own_thread)) return cache_missed(rank);
-  const double own = core_cache_share(rank), buffer = touched_bytes();
-  if (own <= 0) return 1;
-  return buffer > own ? 1 - own / buffer : 0;
+  return core_cache_share(rank) > 0 ? core_cache_missed(rank) : 1;
 }
 
 // Occupies the link (and between hosts, both NICs) for the message, first come first served in
@@ -392,16 +390,19 @@ double VirtualNetwork::core_cache_share(int rank) const {
   return static_cast<double>(profile_.core_cache_bytes) / per_core;
 }
 
+// The share of the memory the rank touches that its share of its core's own cache does not hold.
+double VirtualNetwork::core_cache_missed(int rank) const {
+  const double own = core_cache_share(rank), buffer = touched_bytes();
+  return buffer > own ? 1 - own / buffer : 0;
+}
+
 // The part of the memory the rank touches that fits its share of its core's own cache moves at
 // the cached rate, the rest as past that cache.
 double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
                                    double cached_GBps) const {
   const double past = past_core_cache_GBps(rank, core_GBps, streams);
-  const double own = core_cache_share(rank);
-  if (cached_GBps <= 0 || own <= 0) return past;
-  const double buffer = touched_bytes(), cached = std::max(cached_GBps, past);
-  if (buffer <= own) return cached;
-  const double missed = 1 - own / buffer;
+  if (cached_GBps <= 0 || core_cache_share(rank) <= 0) return past;
+  const double cached = std::max(cached_GBps, past), missed = core_cache_missed(rank);
   return 1 / ((1 - missed) / cached + missed / past);
 }
 
@@ -410,10 +411,11 @@ double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
 // rate past a core's cache, and past the last level as any other bytes.
 double VirtualNetwork::shared_write_GBps(int rank) const {
   const double held = profile_.shared_write_GBps;
-  const double own = core_cache_share(rank), buffer = touched_bytes();
-  if (profile_.shared_write_past_GBps <= 0 || own <= 0) return past_core_cache_GBps(rank, held, 1);
-  if (buffer <= own) return held;
-  const double missed = 1 - own / buffer;
+  if (profile_.shared_write_past_GBps <= 0 || core_cache_share(rank) <= 0) {
+    return past_core_cache_GBps(rank, held, 1);
+  }
+  const double missed = core_cache_missed(rank);
+  if (missed <= 0) return held;
   const double past = past_core_cache_GBps(rank, profile_.shared_write_past_GBps, 1);
   return 1 / ((1 - missed) / held + missed / past);
 }

@@ -156,6 +156,7 @@ class VirtualNetwork {
   bool copied_whole(int from, int to, std::size_t bytes) const;
   double copy_whole_seconds(int rank, std::size_t bytes) const;
   double copies_missed(int rank, std::size_t bytes) const;
+  double core_cache_missed(int rank) const;
   double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
   void deliver(int from, int to, std::size_t bytes, double left, double on_cores, bool in_place);
   double latency_on_cores_seconds(int from, int to) const;
