@@ -24,11 +24,16 @@ bool Cores::free_on(std::size_t core, double from, double to) const {
   return next == busy_[core].end() || next->first >= to;
 }
 
-// `from`, or the end of a booking that leaves a gap long enough after it.
-double Cores::earliest(int core, double from, double seconds) const {
+// The calendar of `core`, which must be one of these.
+std::size_t Cores::index(int core) const {
   RINGLET_CHECK(core >= 0 && core < count(), Error, "simulated cores: core ", core, " of ",
                 count());
-  const auto c = static_cast<std::size_t>(core);
+  return static_cast<std::size_t>(core);
+}
+
+// `from`, or the end of a booking that leaves a gap long enough after it.
+double Cores::earliest(int core, double from, double seconds) const {
+  const std::size_t c = index(core);
   double t = from;
   for (auto b = first_ending_after(c, from); b != busy_[c].end(); ++b) {
     if (b->first >= t + seconds) break;  // the gap before it is long enough
@@ -38,9 +43,7 @@ double Cores::earliest(int core, double from, double seconds) const {
 }
 
 void Cores::book(int core, double at, double seconds) {
-  RINGLET_CHECK(core >= 0 && core < count(), Error, "simulated cores: core ", core, " of ",
-                count());
-  const auto c = static_cast<std::size_t>(core);
+  const std::size_t c = index(core);
   RINGLET_CHECK(free_on(c, at, at + seconds), Error, "simulated cores: booked a time core ", core,
                 " is not free at");
   const Interval booked{at, at + seconds};

@@ -25,6 +25,7 @@ class Cores {
 
  private:
   using Interval = std::pair<double, double>;  // [start, end)
+  std::size_t index(int core) const;
   std::vector<Interval>::const_iterator first_ending_after(std::size_t core, double from) const;
   bool free_on(std::size_t core, double from, double to) const;
 
