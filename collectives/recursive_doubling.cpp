@@ -5,12 +5,12 @@
 //
 // Every message is [fingerprint | data]: the op's fingerprint rides with the data instead of
 // in a message of its own, which saves a hand-off per op where latency is all that counts. A
-// transport that can send the two pieces as one message (Connection::try_send_joined: shm when
-// the ring has room at once, tcp) takes them as they are; otherwise they are copied into one
-// buffer first. Over shm a message is checked and reduced (or, folding out, copied) where it lies
-// in the ring (Connection::recv_in_place) rather than copied out first.
-// Each rank checks every message it gets; the partners of all rounds connect every rank, so a
-// rank that issued another collective is found by someone, and the failure reaches the rest.
+// transport that can send the two pieces as one message (Connection::try_send_joined: shm, tcp)
+// takes them as they are; otherwise they are copied into one buffer first. Over shm a message is
+// checked and reduced (or, folding out, copied) where it lies in the ring
+// (Connection::recv_in_place) rather than copied out first. Each rank checks every message it gets;
+// the partners of all rounds connect every rank, so a rank that issued another collective is found
+// by someone, and the failure reaches the rest.
 #include <algorithm>
 #include <chrono>
 #include <cstring>

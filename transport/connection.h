@@ -75,11 +75,11 @@ class Connection {
   }
 
   // Sends `head` followed by `body` as one message, if this transport can without the two being
-  // copied into one buffer first: its request (shm: only when it goes into the ring at once,
-  // nothing queued before it and room in the ring, and then it is complete on return; tcp: a
-  // small head, a message not striped; the body stays the caller's until the request
-  // completes, as send's buffer). Otherwise null, having sent nothing, and the caller sends
-  // the message as usual.
+  // copied into one buffer first: its request (shm: a head of up to 32 bytes, copied into the
+  // request; complete on return where it went into the ring at once, nothing queued before it
+  // and room in the ring, else queued as any send; tcp: a small head, a message not striped;
+  // the body stays the caller's until the request completes, as send's buffer). Otherwise
+  // null, having sent nothing, and the caller sends the message as usual.
   virtual RequestPtr try_send_joined(ConstBuffer /*head*/, ConstBuffer /*body*/) { return nullptr; }
 
   // Receives the next message where it lies, if this transport can (shm: no receive posted

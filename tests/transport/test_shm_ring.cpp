@@ -31,8 +31,8 @@ const auto kWait = 20s;
 }  // namespace
 
 TEST_CASE(
-    "shm: a joined send is one message, head then body; refused (nothing sent) when it cannot "
-    "go at once, and order is kept") {
+    "shm: a joined send is one message, head then body; at once where the ring has room, else "
+    "queued in order behind what went before it, its head copied, longer than the ring too") {
   // A ring of 4 KiB, so that one message not yet received fills it.
   auto p = make_small_ring_pair("joined");
   const auto head = pattern(16, 1), body = pattern(1000, 2), big = pattern(10000, 3);
@@ -47,28 +47,37 @@ TEST_CASE(
   CHECK(std::equal(body.begin(), body.end(), in.begin() + 16));
   CHECK(p->a->bytes_sent() == head.size() + body.size());
 
-  // A message larger than the ring waits in the queue for the peer: a joined send now would
-  // overtake it, so it is refused; so is one larger than the ring's free space.
+  // Behind a message larger than the ring, which waits for the peer: queued after it, not
+  // before. Its head is the request's own copy: the caller's may change at once.
   RequestPtr first = p->a->send(big.data(), big.size());
-  CHECK(p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()}) == nullptr);
-  std::vector<unsigned char> in_big(big.size());
+  auto changing_head = head;
+  RequestPtr queued =
+      p->a->try_send_joined({changing_head.data(), changing_head.size()}, {body.data(), 100});
+  REQUIRE(queued != nullptr);
+  std::fill(changing_head.begin(), changing_head.end(), 0);
+  // A joined message larger than the ring: streamed through it, head first.
+  const auto most = pattern(9000, 4);
+  RequestPtr longer = p->a->try_send_joined({head.data(), head.size()}, {most.data(), most.size()});
+  REQUIRE(longer != nullptr);
+  std::vector<unsigned char> in_big(big.size()), in_queued(200), in_longer(9016);
   p->b->recv(in_big.data(), in_big.size())->wait(core::Deadline::after(kWait));
-  first->wait(core::Deadline::after(kWait));
-  CHECK(in_big == big);
-  const auto most = pattern(4000, 4);
-  RequestPtr fill = p->a->try_send_joined({head.data(), head.size()}, {most.data(), most.size()});
-  REQUIRE(fill != nullptr);  // 8 + 4016 bytes of the ring's 4096
-  CHECK(p->a->try_send_joined({head.data(), head.size()}, {body.data(), body.size()}) == nullptr);
-  // What was refused was not sent: the next message after the fill is a plain send's.
-  RequestPtr plain = p->a->send(body.data(), 100);
-  std::vector<unsigned char> in_fill(4016), in_next(100);
-  p->b->recv(in_fill.data(), in_fill.size())->wait(core::Deadline::after(kWait));
-  RequestPtr next = p->b->recv(in_next.data(), in_next.size());
+  RequestPtr next = p->b->recv(in_queued.data(), in_queued.size());
   next->wait(core::Deadline::after(kWait));
-  plain->wait(core::Deadline::after(kWait));  // the progress thread is done with `body`
-  CHECK(std::equal(most.begin(), most.end(), in_fill.begin() + 16));
-  CHECK(next->bytes() == 100);
-  CHECK(std::equal(in_next.begin(), in_next.end(), body.begin()));
+  RequestPtr last = p->b->recv(in_longer.data(), in_longer.size());
+  last->wait(core::Deadline::after(kWait));
+  for (const RequestPtr& r : {first, queued, longer}) r->wait(core::Deadline::after(kWait));
+  CHECK(in_big == big);
+  REQUIRE(next->bytes() == 116);
+  CHECK(std::equal(head.begin(), head.end(), in_queued.begin()));
+  CHECK(std::equal(body.begin(), body.begin() + 100, in_queued.begin() + 16));
+  REQUIRE(last->bytes() == 9016);
+  CHECK(std::equal(head.begin(), head.end(), in_longer.begin()));
+  CHECK(std::equal(most.begin(), most.end(), in_longer.begin() + 16));
+  CHECK(longer->bytes() == 9016);
+  // A head longer than a request holds is refused, nothing sent.
+  const auto long_head = pattern(transport::kShmJoinedHeadMax + 1, 5);
+  CHECK(p->a->try_send_joined({long_head.data(), long_head.size()}, {body.data(), 10}) == nullptr);
+  CHECK(p->a->bytes_sent() == head.size() + body.size() + big.size() + 116 + 9016);
 }
 
 TEST_CASE(

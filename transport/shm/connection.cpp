@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <system_error>
 #include <utility>
@@ -136,24 +137,20 @@ RequestPtr ShmConnection::send(ConstBuffer buffer) {
   return post(send_, std::move(op), RequestLabel::Kind::send);
 }
 
+// Always taken (a host head that fits the request): at once where post can, else queued as any
+// send, its head in the request and its body the caller's until it completes.
 RequestPtr ShmConnection::try_send_joined(ConstBuffer head, ConstBuffer body) {
-  const std::size_t bytes = head.bytes + body.bytes;
-  if (!head.device.is_cpu() || !body.device.is_cpu() || bytes > kInlineBytes) return nullptr;
-  std::lock_guard lock(send_.mutex);
-  // As post's inline send: only with nothing queued and the progress thread idle, so order is
-  // kept; a failed or closed direction is for send to report.
-  if (send_.failed.load(std::memory_order_relaxed) || !send_.queue.empty() || send_.busy ||
-      peer_closed()) {
+  if (!head.device.is_cpu() || !body.device.is_cpu() || head.bytes > kShmJoinedHeadMax ||
+      (body.data == nullptr && body.bytes > 0)) {
     return nullptr;
   }
-  if (!try_write_frame(head, body)) return nullptr;
-  auto request = std::make_shared<Request>(
-      RequestLabel{RequestLabel::Kind::send, local_rank_, peer_rank_, bytes, "shm"});
-  request->add_bytes(bytes);
-  bytes_sent_ += bytes;
+  Op op;
+  if (head.bytes > 0) std::memcpy(op.head.data(), head.data, head.bytes);
+  op.head_bytes = head.bytes;
+  op.src = static_cast<const std::byte*>(body.data);
+  op.bytes = body.bytes;
   count_message();
-  request->complete();
-  return request;
+  return post(send_, std::move(op), RequestLabel::Kind::send);
 }
 
 bool ShmConnection::receives_in_place(std::size_t bytes) const { return bytes <= kInlineBytes; }
@@ -183,8 +180,9 @@ void ShmConnection::abort(const std::string& reason) {
 }
 
 RequestPtr ShmConnection::post(Direction& dir, Op op, RequestLabel::Kind kind) {
+  const std::size_t bytes = op.head_bytes + op.bytes;
   auto request =
-      std::make_shared<Request>(RequestLabel{kind, local_rank_, peer_rank_, op.bytes, "shm"});
+      std::make_shared<Request>(RequestLabel{kind, local_rank_, peer_rank_, bytes, "shm"});
   op.request = request;
   std::string failure;
   {
@@ -192,7 +190,7 @@ RequestPtr ShmConnection::post(Direction& dir, Op op, RequestLabel::Kind kind) {
     if (!dir.failed.load(std::memory_order_relaxed)) {
       // With nothing queued and the progress thread idle, this thread may use the ring end (the
       // mutex orders its use with the thread's), and order is kept.
-      if (dir.queue.empty() && !dir.busy && op.bytes <= kInlineBytes &&
+      if (dir.queue.empty() && !dir.busy && bytes <= kInlineBytes &&
           (&dir == &send_ ? try_send_now(op) : try_recv_now(op))) {
         return request;
       }
@@ -235,9 +233,9 @@ void ShmConnection::finish_op(Direction& dir) {
 
 bool ShmConnection::try_send_now(Op& op) {
   if (peer_closed()) return false;  // the progress thread reports it
-  if (!try_write_frame({}, {op.src, op.bytes})) return false;
-  op.request->add_bytes(op.bytes);
-  bytes_sent_ += op.bytes;
+  if (!try_write_frame({op.head.data(), op.head_bytes}, {op.src, op.bytes})) return false;
+  op.request->add_bytes(op.head_bytes + op.bytes);
+  bytes_sent_ += op.head_bytes + op.bytes;
   op.request->complete();
   return true;
 }
@@ -388,13 +386,15 @@ void ShmConnection::send_loop() {
   Op op;
   while (next_op(send_, op)) {
     if (peer_closed()) fail_direction(send_, "the peer closed the connection");
-    const std::uint64_t frame = op.bytes;
-    if (op.bytes <= kInlineBytes && !peer_closed() && try_write_frame({}, {op.src, op.bytes})) {
-      op.request->add_bytes(op.bytes);
-      bytes_sent_ += op.bytes;
+    const std::uint64_t frame = op.head_bytes + op.bytes;
+    if (frame <= kInlineBytes && !peer_closed() &&
+        try_write_frame({op.head.data(), op.head_bytes}, {op.src, op.bytes})) {
+      op.request->add_bytes(frame);
+      bytes_sent_ += frame;
     } else if (write_all(&frame, sizeof frame, nullptr) != Step::ok ||
+               write_all(op.head.data(), op.head_bytes, op.request.get()) != Step::ok ||
                write_all(op.src, op.bytes, op.request.get()) != Step::ok ||
-               write_all(&kPadding, padding_after(op.bytes), nullptr) != Step::ok) {
+               write_all(&kPadding, padding_after(frame), nullptr) != Step::ok) {
       fail_op(send_, op);
       return;
     }

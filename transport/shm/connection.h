@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -40,6 +41,10 @@ inline constexpr std::size_t kShmInlineBytes = 1024 * 1024;
 // enough to sit whole in the ring, as large as the latency algorithms' buffers. Awaited ones
 // (recv_awaited) are, at any size the ring holds whole.
 inline constexpr std::size_t kShmWaiterRecvBytes = 256 * 1024;
+
+// The most a joined send's head may hold (try_send_joined): it is copied into the request, so
+// the caller's copy may go at once.
+inline constexpr std::size_t kShmJoinedHeadMax = 32;
 
 // Thread safety: send/recv/abort may be called from any thread. One progress thread per
 // direction serves that direction's requests in posting order; the destructor fails whatever is
@@ -81,6 +86,8 @@ class ShmConnection : public Connection {
  private:
   struct Op {
     RequestPtr request;
+    std::array<std::byte, kShmJoinedHeadMax> head{};  // a joined send's head, before src
+    std::size_t head_bytes = 0;
     const std::byte* src = nullptr;  // send
     std::byte* dst = nullptr;        // recv
     std::size_t bytes = 0;
