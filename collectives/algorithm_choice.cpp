@@ -50,6 +50,13 @@ const char* algorithm_name(Algorithm algorithm) {
   return "unknown";
 }
 
+bool is_algorithm_name(const std::string& name) {
+  for (int a = 0; a <= static_cast<int>(Algorithm::doubling); ++a) {
+    if (name == algorithm_name(static_cast<Algorithm>(a))) return true;
+  }
+  return false;
+}
+
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source) {
   if (text == "auto") return AlgoRequest::automatic;
   if (text == "ring") return AlgoRequest::ring;

@@ -42,6 +42,7 @@ enum class AlgoRequest {
 // "ring", "rd", "rabenseifner", "tree", "direct", "window", "hierarchical", "one_shot",
 // "two_shot", "bruck", "halving", "doubling"
 const char* algorithm_name(Algorithm algorithm);
+bool is_algorithm_name(const std::string& name);  // one of the names above
 // Whether an op's fingerprint travels in a message of its own to each ring neighbour
 // (FingerprintExchange, fingerprint.h), as the rings check it (ring, hierarchical); every other
 // algorithm carries it in its own messages.

@@ -20,6 +20,7 @@
 #include "collectives/reduce_kernels.h"
 #include "core/copy.h"
 #include "core/error.h"
+#include "model/op_costs.h"
 #include "transport/discovery.h"
 #include "transport/mesh.h"
 #include "transport/rendezvous.h"
@@ -505,6 +506,7 @@ MachineFit fit_machine(const FitOptions& options) {
   measure_shared_lines(fit, options.quick);
   measure_memory(fit, options.quick);
   fit.profile = profile_of(fit);
+  fit.profile.op_us = measure_op_us(fit.profile, options.quick ? 64 : 3200, sittings);
   return fit;
 }
 
@@ -554,6 +556,12 @@ std::string fit_report(const MachineFit& fit) {
     figures("# both ranks on one CPU: 8 bytes over tcp loopback take %.2f us one way\n",
             fit.tcp_one_cpu);
   }
+  out << "# the communicator's own work per op (an 8-byte all-reduce of 2 ranks less its "
+         "simulation), us:";
+  for (const auto& [algorithm, us] : fit.profile.op_us) {
+    figures(" %s %.2f", algorithm.c_str(), us);
+  }
+  out << "\n";
   return out.str();
 }
 

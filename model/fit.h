@@ -3,7 +3,9 @@
 // each with its own mesh, as the collectives use them), the host's reduction and copy rates,
 // and its memory's bandwidth past its last-level cache.
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
-// wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU time).
+// wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU time); the
+// communicator's work per op, two ranks' 8-byte all-reduces against their simulation
+// (op_costs.h).
 #pragma once
 
 #include <cstddef>

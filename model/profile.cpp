@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "collectives/algorithm_choice.h"
 #include "collectives/json_file.h"
 #include "core/error.h"
 
@@ -33,6 +34,11 @@ double at_size(const std::vector<SizeTimes>& sizes, double SizeTimes::*us, std::
 }
 
 }  // namespace
+
+double Profile::op_seconds(const std::string& algorithm) const {
+  const auto it = op_us.find(algorithm);
+  return it == op_us.end() ? 0 : it->second * 1e-6;
+}
 
 double LinkCost::cached_wire_seconds(std::size_t bytes) const {
   if (by_size.empty()) return 0;
@@ -94,6 +100,10 @@ std::string Profile::summary() const {
       << (shared_write_past_GBps > 0
               ? core::str(", past a core's cache written at ", shared_write_past_GBps, " GB/s")
               : std::string());
+  for (const auto& [algorithm, us] : op_us) {
+    out << (algorithm == op_us.begin()->first ? "; per op: " : ", ") << algorithm << " " << us
+        << " us";
+  }
   return out.str();
 }
 
@@ -208,6 +218,24 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
   }
 }
 
+// The communicator's work per op: {"ring": us, "rd": us, ...}, each an algorithm's name.
+std::map<std::string, double> read_op_us(const nlohmann::json& ops, const std::string& path) {
+  RINGLET_CHECK(ops.is_object(), ValueError, "profile ", path,
+                ": op_us must be an object {\"ring\": us, \"rd\": us, ..}, not ", ops.dump());
+  std::map<std::string, double> op_us;
+  for (const auto& [algorithm, value] : ops.items()) {
+    RINGLET_CHECK(collectives::is_algorithm_name(algorithm), ValueError, "profile ", path,
+                  ": op_us.", algorithm, " is not an algorithm (ring, rd, rabenseifner, tree, ",
+                  "direct, window, bruck, halving, doubling)");
+    RINGLET_CHECK(
+        value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() >= 0,
+        ValueError, "profile ", path, ": op_us.", algorithm,
+        " must be a number of microseconds >= 0, not ", value.dump());
+    op_us[algorithm] = value.get<double>();
+  }
+  return op_us;
+}
+
 }  // namespace
 
 Profile read_profile(const std::string& path) {
@@ -242,6 +270,8 @@ Profile read_profile(const std::string& path) {
           ValueError, "profile ", path, ": wakeup_us must be a number of microseconds >= 0, not ",
           value.dump());
       p.wakeup_us = value.get<double>();
+    } else if (key == "op_us") {
+      p.op_us = read_op_us(value, path);
     } else if (const auto rate = kRates.find(key); rate != kRates.end()) {
       p.*(rate->second) = positive(value, path, key);
     } else if (const auto size = kSizes.find(key); size != kSizes.end()) {
@@ -251,7 +281,7 @@ Profile read_profile(const std::string& path) {
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
                     "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes, cache_bytes, "
                     "memory_GBps, core_cache_bytes, cached_copy_GBps, cached_reduce_GBps, "
-                    "shared_write_GBps, shared_read_GBps, shared_write_past_GBps)");
+                    "shared_write_GBps, shared_read_GBps, shared_write_past_GBps, op_us)");
     }
   }
   return p;
@@ -292,6 +322,7 @@ std::string profile_json(const Profile& p) {
   for (const auto& [key, field] : kSizes) {
     if (p.*field > 0) doc[key] = p.*field;
   }
+  if (!p.op_us.empty()) doc["op_us"] = p.op_us;
   return doc.dump(2) + "\n";
 }
 

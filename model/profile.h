@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,13 @@ struct Profile {
   double shared_write_GBps = 0;
   double shared_read_GBps = 0;
   double shared_write_past_GBps = 0;
+  // The communicator's own work per op, by algorithm name ("ring", "rd", ...), microseconds on
+  // each rank's core before the algorithm's first step: handing the op to the rank's thread, its
+  // requests and the algorithm's setup, which the simulation does not run (as NCCL's base
+  // latency per algorithm). `ringlet model fit` measures it: an 8-byte all-reduce of each
+  // algorithm through two ranks' communicators, less its simulation. Absent: 0.
+  std::map<std::string, double> op_us{};
+  double op_seconds(const std::string& algorithm) const;
 
   std::string summary() const;  // one line of its figures
 };

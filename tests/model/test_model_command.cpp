@@ -154,6 +154,15 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.inter.one_cpu_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
+  // The communicator's work per op: every all-reduce algorithm simulated for two ranks of one
+  // host (shm copies: the windows and cross-memory attach too), none below 0.
+  CHECK(contains(r.output, "# the communicator's own work per op (an 8-byte all-reduce of 2 "));
+  for (const char* algorithm : {"ring", "rd", "rabenseifner", "tree", "direct", "window"}) {
+    INFO(algorithm);
+    REQUIRE(p.op_us.count(algorithm) == 1);
+    CHECK(p.op_us.at(algorithm) >= 0);
+  }
+  CHECK(p.op_us.size() == 6);
   // Where sysfs names the cache, the memory's bandwidth past it is measured into the profile;
   // where it names a core's own, the rates within it; with two CPUs, another core's lines.
   CHECK((p.cache_bytes > 0) == (p.memory_GBps > 0));

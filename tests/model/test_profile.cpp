@@ -54,6 +54,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.shared_write_GBps = 9;
   p.shared_read_GBps = 37.5;
   p.shared_write_past_GBps = 29;
+  p.op_us = {{"rd", 1.5}, {"window", 0}};
   const std::string path = write_file("roundtrip", "");
   model::write_profile(path, p);
   const model::Profile q = model::read_profile(path);
@@ -91,6 +92,9 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.shared_write_past_GBps == 29);
   CHECK(q.shared_read_GBps == 37.5);
   CHECK(q.slice_bytes == (1u << 20));
+  CHECK(q.op_us == p.op_us);
+  CHECK(q.op_seconds("rd") == doctest::Approx(1.5e-6));
+  CHECK(q.op_seconds("ring") == 0);  // not named: none
 }
 
 TEST_CASE("a hand-written profile keeps the defaults it does not name") {
@@ -139,6 +143,12 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
         std::string::npos);
   CHECK(error_of(R"({"intra": {"by_size": [{"bytes": 8, "one_way_us": 3}, 1]}})")
             .find("intra.by_size[0] must be {") != std::string::npos);
+  CHECK(
+      error_of(R"({"op_us": {"ringg": 1}})").find("op_us.ringg is not an algorithm (ring, rd, ") !=
+      std::string::npos);
+  CHECK(error_of(R"({"op_us": {"rd": -1}})")
+            .find("op_us.rd must be a number of microseconds >= 0, not -1") != std::string::npos);
+  CHECK(error_of(R"({"op_us": [1]})").find("op_us must be an object") != std::string::npos);
   CHECK(error_of(R"({"nic": 3})").find("unknown field nic") != std::string::npos);
   CHECK(error_of(R"({"inter": {"lat": 3}})").find("unknown field inter.lat") != std::string::npos);
   CHECK(error_of("{not json").find("not JSON") != std::string::npos);

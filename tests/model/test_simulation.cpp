@@ -128,6 +128,28 @@ TEST_CASE("recursive doubling's own schedule: log2 n x (message + reduce)") {
         doctest::Approx(expected).epsilon(1e-9));
 }
 
+// The communicator's own work per op (op_us) comes first, on the rank's core: with a core per rank
+// it adds itself once; with two ranks on one core, twice (the second rank's waits for the first's),
+// and only the algorithm it names pays it.
+TEST_CASE("the communicator's work per op: on each rank's core, before the algorithm's steps") {
+  model::Profile p = test_profile();
+  const double bare =
+      simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 20, p);
+  const double ring = simulated(model::Collective::all_reduce, Algorithm::ring, 2, 0, 1 << 20, p);
+  p.op_us = {{"rd", 5.0}};
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 20, p) ==
+        doctest::Approx(bare + 5e-6).epsilon(1e-12));
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::ring, 2, 0, 1 << 20, p) ==
+        doctest::Approx(ring).epsilon(1e-12));
+  p.cores_per_host = 1;
+  p.op_us = {};
+  const double one_core =
+      simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 20, p);
+  p.op_us = {{"rd", 5.0}};
+  CHECK(simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 20, p) ==
+        doctest::Approx(one_core + 10e-6).epsilon(1e-9));
+}
+
 // Over a link whose receiver uses a message where it lies (shm), recursive doubling's message is
 // the sender's copy into the link (half the link's time per byte), the latency (half on each
 // end's core), and the receiver's reduction out of the link at the rate it reads a peer's lines;
