@@ -57,6 +57,10 @@ bool is_algorithm_name(const std::string& name) {
   return false;
 }
 
+bool automatic_picks(Algorithm algorithm) {
+  return algorithm != Algorithm::rabenseifner && algorithm != Algorithm::tree;
+}
+
 AlgoRequest parse_algo_request(const std::string& text, const std::string& source) {
   if (text == "auto") return AlgoRequest::automatic;
   if (text == "ring") return AlgoRequest::ring;

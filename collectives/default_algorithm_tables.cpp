@@ -11,12 +11,12 @@ namespace {
 constexpr const char* kTables = R"json(
 {"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
  "all_reduce": {
-  "2": [[32768, "rd"], [262144, "rabenseifner"], [0, "window"]],
-  "3": [[65536, "rd"], [131072, "tree"], [0, "window"]],
-  "4": [[65536, "rd"], [131072, "rabenseifner"], [0, "window"]],
-  "5": [[65536, "rd"], [0, "window"]],
-  "6": [[32768, "rd"], [0, "window"]],
-  "7": [[32768, "rd"], [65536, "tree"], [0, "window"]],
+  "2": [[131072, "rd"], [262144, "window"], [524288, "rd"], [0, "window"]],
+  "3": [[32768, "rd"], [0, "window"]],
+  "4": [[32768, "rd"], [0, "window"]],
+  "5": [[32768, "rd"], [0, "window"]],
+  "6": [[16384, "rd"], [0, "window"]],
+  "7": [[16384, "rd"], [0, "window"]],
   "8": [[16384, "rd"], [0, "window"]]
  }}
 )json";

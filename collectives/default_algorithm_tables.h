@@ -1,10 +1,10 @@
-// The model's all-reduce algorithm by size, built in: what `auto` takes on host buffers with
-// RINGLET_ALGO_TABLE=model (CommOptions::algo_table = "model"). The model's choice (model/,
-// `ringlet model table`) under its default profile, round figures of a 2-core VM's fit, for 2-8
-// ranks on one host; tests/model/test_default_tables checks that they are what the model says
-// today. Not the default: at 16-256 KiB it picks Rabenseifner's (2 ranks), the tree (3, 8) or
-// recursive doubling (4) where the measured thresholds' pick is faster (bench/RESULTS.md,
-// 2026-12-01 "Both trees at once").
+// The model's all-reduce algorithm by size, built in: what `auto` takes on host buffers of ranks
+// on one host unless RINGLET_ALGO_TABLE names a file or "thresholds" (CommOptions::algo_table).
+// The model's choice (model/, `ringlet model table`) under its default profile, round figures of
+// a 2-core VM's fit, for 2-8 ranks, among the algorithms `auto` picks on its own
+// (automatic_picks); tests/model/test_default_tables checks that they are what the model says
+// today. Measured against the thresholds they replaced: bench/RESULTS.md, 2026-12-02 "auto from
+// the model".
 #pragma once
 
 #include "collectives/algorithm_table.h"

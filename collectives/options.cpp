@@ -28,16 +28,19 @@ AlgoRequest resolve_algo(const std::string& given) {
   return parse_algo_request(core::env_string("RINGLET_ALGO").value_or("auto"), "RINGLET_ALGO");
 }
 
-// The table `auto` takes: none (the measured thresholds decide), a file, or "model": the
-// model's built-in table for this world size (none beyond 8 ranks).
+// The table `auto` takes: "model" (unset, the default): the model's built-in table for this
+// world size (none beyond 8 ranks); "thresholds": none (the measured thresholds decide); else a
+// file of tables.
 AlgoThresholds resolve_thresholds(const CommOptions& o, int world_size) {
   AlgoThresholds t = default_thresholds();
-  const std::string table =
-      !o.algo_table.empty() ? o.algo_table : core::env_string("RINGLET_ALGO_TABLE").value_or("");
+  std::string table = !o.algo_table.empty()
+                          ? o.algo_table
+                          : core::env_string("RINGLET_ALGO_TABLE").value_or("model");
+  if (table.empty()) table = "model";
   if (table == "model") {
     t.table = default_algorithm_table(world_size);
     t.table_is_builtin = true;
-  } else if (!table.empty()) {
+  } else if (table != "thresholds") {
     t.table = algorithm_table_for(table, world_size);
   }
   if (o.rd_max_bytes != 0) t.rd_max_bytes = o.rd_max_bytes;

@@ -35,9 +35,10 @@ struct CommOptions {
   std::int64_t flight_recorder_size = -1;  // -1 = RINGLET_FR_SIZE or 2,000; 0 = off
   std::string flight_recorder_dir;         // dumps; empty = RINGLET_FR_DIR (unset: none)
   std::int64_t status_interval_ms = -1;    // -1 = RINGLET_STATUS_INTERVAL or 500; 0 = no board
-  std::string algo_table;     // a model's algorithm tables (algorithm_table.h), or "model": its
-                              // built-in ones (default_algorithm_tables.h, 2-8 ranks); empty =
-                              // RINGLET_ALGO_TABLE (unset: the measured thresholds)
+  std::string algo_table;     // a file of a model's algorithm tables (algorithm_table.h),
+                              // "model": its built-in ones (default_algorithm_tables.h, 2-8
+                              // ranks on one host), or "thresholds": the measured thresholds
+                              // alone; empty = RINGLET_ALGO_TABLE (unset: "model")
   std::string name = "comm";  // store prefix for this communicator
 };
 

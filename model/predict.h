@@ -64,6 +64,12 @@ class Predictor {
                              // where they ran side by side)
 };
 
+// The algorithms an all-reduce table chooses among unless told otherwise: those the simulator
+// runs on this network that the communicator's `auto` picks on its own
+// (collectives::automatic_picks).
+std::vector<collectives::Algorithm> table_algorithms(const NetworkShape& shape,
+                                                     const Profile& profile);
+
 // A lower bound of the ring's time at `bytes` (float32): its longest chain of steps at the
 // links' latency and bandwidth, without the waits for cores, NICs and wake-ups.
 double ring_chain_seconds(Collective collective, const NetworkShape& shape, const Profile& profile,

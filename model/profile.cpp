@@ -110,21 +110,28 @@ std::string Profile::summary() const {
 Profile default_profile() {
   Profile p;
   p.name = "defaults (a 2-core VM: shm within a host, tcp loopback between hosts)";
-  p.source = "round figures of `ringlet model fit` on a 2-vCPU VM (bench/RESULTS.md, 2026-11-30)";
-  p.intra = {0.25, 16.0, true};
-  p.inter = {5.5, 4.0, true};
-  p.nic_GBps = 4.0;
+  p.source =
+      "round figures of `ringlet model fit` on a 2-vCPU Intel Xeon VM (bench/RESULTS.md, "
+      "2026-12-02)";
+  p.intra = {0.6, 6.7, true};
+  p.intra.one_cpu_us = 1.8;
+  p.intra.in_place_bytes = std::size_t{1} << 20;
+  p.intra.waiter_bytes = std::size_t{256} << 10;
+  p.inter = {5.0, 3.2, true, 4.2, 4.7};
+  p.nic_GBps = 3.2;
   p.cores_per_host = 2;
-  p.wakeup_us = 2.5;
-  p.reduce_GBps = 7.0;
-  p.copy_GBps = 13.0;
-  p.peer_read_GBps = 5.0;
-  p.core_cache_bytes = std::size_t{1} << 20;
-  p.cached_copy_GBps = 55.0;
-  p.cached_reduce_GBps = 38.0;
-  p.shared_write_GBps = 9.0;
-  p.shared_read_GBps = 38.0;
-  p.shared_write_past_GBps = 28.0;
+  p.wakeup_us = 1.2;
+  p.reduce_GBps = 3.9;
+  p.copy_GBps = 5.2;
+  p.peer_read_GBps = 4.2;
+  p.core_cache_bytes = std::size_t{1280} << 10;
+  p.cached_copy_GBps = 30.0;
+  p.cached_reduce_GBps = 17.0;
+  p.shared_write_GBps = 16.0;
+  p.shared_read_GBps = 11.0;
+  p.shared_write_past_GBps = 6.4;
+  p.op_us = {{"ring", 2.3}, {"rd", 1.0},     {"rabenseifner", 1.3},
+             {"tree", 1.0}, {"window", 2.7}, {"direct", 6.4}};
   return p;
 }
 
@@ -137,6 +144,15 @@ double positive(const nlohmann::json& value, const std::string& path, const std:
   RINGLET_CHECK(std::isfinite(x) && x > 0, ValueError, "profile ", path, ": ", field,
                 " must be positive, not ", value.dump());
   return x;
+}
+
+// A figure where 0 means "none" (profile.h says what each one's 0 stands for).
+double at_least_zero(const nlohmann::json& value, const std::string& path,
+                     const std::string& field) {
+  RINGLET_CHECK(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() >= 0,
+                ValueError, "profile ", path, ": ", field, " must be a number >= 0, not ",
+                value.dump());
+  return value.get<double>();
 }
 
 // The profile's positive figures read and written by name: rates and sizes.
@@ -199,9 +215,9 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
                     ".copies must be true or false, not ", value.dump());
       cost.copies = value.get<bool>();
     } else if (key == "cpu_GBps") {
-      cost.cpu_GBps = positive(value, path, field + ".cpu_GBps");
+      cost.cpu_GBps = at_least_zero(value, path, field + ".cpu_GBps");
     } else if (key == "one_cpu_us") {
-      cost.one_cpu_us = positive(value, path, field + ".one_cpu_us");
+      cost.one_cpu_us = at_least_zero(value, path, field + ".one_cpu_us");
     } else if (key == "by_size") {
       cost.by_size = read_by_size(value, path, field + ".by_size");
     } else if (key == "in_place_bytes" || key == "waiter_bytes") {
@@ -293,10 +309,11 @@ nlohmann::json link_json(const LinkCost& link) {
   nlohmann::json j = {{"latency_us", link.latency_us},
                       {"bandwidth_GBps", link.bandwidth_GBps},
                       {"copies", link.copies}};
-  if (link.cpu_GBps > 0) j["cpu_GBps"] = link.cpu_GBps;
-  if (link.one_cpu_us > 0) j["one_cpu_us"] = link.one_cpu_us;
-  if (link.in_place_bytes > 0) j["in_place_bytes"] = link.in_place_bytes;
-  if (link.waiter_bytes > 0) j["waiter_bytes"] = link.waiter_bytes;
+  // Every field, 0 too: a field left out would read back as the default profile's.
+  j["cpu_GBps"] = link.cpu_GBps;
+  j["one_cpu_us"] = link.one_cpu_us;
+  j["in_place_bytes"] = link.in_place_bytes;
+  j["waiter_bytes"] = link.waiter_bytes;
   for (const SizeTimes& s : link.by_size) {
     j["by_size"].push_back(
         {{"bytes", s.bytes}, {"one_way_us", s.one_way_us}, {"exchange_us", s.exchange_us}});
@@ -322,7 +339,8 @@ std::string profile_json(const Profile& p) {
   for (const auto& [key, field] : kSizes) {
     if (p.*field > 0) doc[key] = p.*field;
   }
-  if (!p.op_us.empty()) doc["op_us"] = p.op_us;
+  doc["op_us"] = nlohmann::json::object();  // none is {}, not the default's
+  for (const auto& [algorithm, us] : p.op_us) doc["op_us"][algorithm] = us;
   return doc.dump(2) + "\n";
 }
 

@@ -126,11 +126,9 @@ struct Profile {
 // The profile a prediction uses when none is named, and the one the communicator's built-in
 // algorithm tables come from (collectives/default_algorithm_tables.cpp): round figures of
 // `ringlet model fit` on a 2-core VM, shm between ranks of one host and tcp loopback between
-// hosts (bench/RESULTS.md). It has a core's cache and the shared lines' rates, and leaves the
-// last-level cache and the memory out (no limit past the cache), and messages used where they
-// lie (in_place_bytes 0: under its figures they priced the tree's large hops at two thirds of
-// what they measure, and its tables' picks got slower; bench/RESULTS.md, 2026-12-01 "In place in
-// the model").
+// hosts, with the communicator's work per op (bench/RESULTS.md, 2026-12-02 "auto from the
+// model"). It leaves the last-level cache and the memory out (no limit past a core's cache) and
+// tcp loopback's times by size (its rates alone).
 Profile default_profile();
 
 // Reads a profile; a missing field keeps default_profile()'s, an unknown one, a value that is

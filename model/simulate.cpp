@@ -235,8 +235,9 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
     op.dry = &dry;
     collectives::AlgorithmStates states;
     const collectives::ChannelContext ctx(config, op, states, rank, n);
-    // The communicator's own work before the algorithm's first step (profile.h, op_us).
-    network.spend(rank, profile.op_seconds(collectives::algorithm_name(c.algorithm)));
+    // The communicator's own work before the algorithm's first step (profile.h, op_us); one
+    // rank runs no algorithm.
+    if (n > 1) network.spend(rank, profile.op_seconds(collectives::algorithm_name(c.algorithm)));
     // As the communicator runs an op: a ring's fingerprint goes to its neighbours first, in a
     // message of its own, and is settled at the algorithm's first wait (or after it).
     if (n > 1 && collectives::checks_fingerprint_apart(c.algorithm)) {

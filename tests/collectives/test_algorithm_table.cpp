@@ -98,17 +98,25 @@ TEST_CASE("RINGLET_ALGO_TABLE gives the communicator's options the table of its 
   CHECK_FALSE(resolve_options(given, 3).thresholds.table_is_builtin);
 }
 
-TEST_CASE("RINGLET_ALGO_TABLE=model: the model's built-in tables; unset: the thresholds") {
+TEST_CASE("unset or RINGLET_ALGO_TABLE=model: the model's built-in tables; =thresholds: none") {
   unsetenv("RINGLET_ALGO_TABLE");
-  CHECK(resolve_options(CommOptions{}, 3).thresholds.table.empty());
+  const ResolvedOptions unset = resolve_options(CommOptions{}, 3);
+  CHECK(unset.thresholds.table_is_builtin);
+  CHECK(text(unset.thresholds.table) == text(default_algorithm_table(3)));
   setenv("RINGLET_ALGO_TABLE", "model", 1);
   const ResolvedOptions three = resolve_options(CommOptions{}, 3);
   CHECK(three.thresholds.table_is_builtin);
   CHECK_FALSE(three.thresholds.table.empty());
   CHECK(text(three.thresholds.table) == text(default_algorithm_table(3)));
   CHECK(resolve_options(CommOptions{}, 9).thresholds.table.empty());  // none for 9 ranks
+  setenv("RINGLET_ALGO_TABLE", "thresholds", 1);
+  CHECK(resolve_options(CommOptions{}, 3).thresholds.table.empty());
+  CHECK_FALSE(resolve_options(CommOptions{}, 3).thresholds.table_is_builtin);
   unsetenv("RINGLET_ALGO_TABLE");
   CommOptions model;
   model.algo_table = "model";
   CHECK(text(resolve_options(model, 8).thresholds.table) == text(default_algorithm_table(8)));
+  CommOptions thresholds;
+  thresholds.algo_table = "thresholds";
+  CHECK(resolve_options(thresholds, 8).thresholds.table.empty());
 }

@@ -1,7 +1,7 @@
 // The communicator's built-in algorithm tables (collectives/default_algorithm_tables.cpp) are
 // the model's choice today: each world size's table is what `ringlet model table` computes under
-// the default profile. When the model or its profile changes, this fails until the tables are
-// regenerated with the command the file names.
+// the default profile, among the algorithms `auto` picks on its own. When the model or its
+// profile changes, this fails until the tables are regenerated with the command the file names.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -30,7 +30,9 @@ TEST_CASE("the built-in algorithm tables are the model's under its default profi
     const int n = entry.first;  // not a structured binding: CAPTURE's lambda takes it
     const collectives::AlgorithmTable& table = entry.second;
     CAPTURE(n);
-    model::Predictor predictor(model::Collective::all_reduce, {n, 0}, model::default_profile());
+    const model::NetworkShape shape{n, 0};
+    model::Predictor predictor(model::Collective::all_reduce, shape, model::default_profile(),
+                               model::table_algorithms(shape, model::default_profile()));
     CHECK(text(table) == text(predictor.table(8, std::size_t{1} << 30)));
   }
   CHECK(collectives::default_algorithm_table(9).empty());  // beyond them: the thresholds

@@ -1,6 +1,7 @@
 // `ringlet model predict`: options, the simulations (model/predict.h) and the table.
 #include "trainer/cli/model_command.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -59,18 +60,21 @@ constexpr const char* kTableHelp =
     "\n"
     "For each world size, the fastest all-reduce algorithm by size (the sweep `model\n"
     "predict` prints, 8 B to --up-to, default 1G) as a table a communicator reads from\n"
-    "RINGLET_ALGO_TABLE=FILE: `auto` on host buffers then takes the model's choice among the\n"
-    "algorithms it simulates (ring, rd, rabenseifner, tree; direct and window on one host with\n"
-    "shared memory) instead of the measured thresholds. RINGLET_ALGO_TABLE=model names the\n"
-    "built-in tables: this command's for 2-8 ranks under the default profile.\n"
+    "RINGLET_ALGO_TABLE=FILE: `auto` on host buffers then takes the model's choice under that\n"
+    "profile. It chooses among the algorithms `auto` picks on its own (ring, rd; direct and\n"
+    "window on one host with shared memory), or those --algorithms names (the tree and\n"
+    "Rabenseifner's too). The built-in tables, which `auto` takes when RINGLET_ALGO_TABLE is\n"
+    "unset, are this command's for 2-8 ranks under the default profile.\n"
     "\n"
     "options:\n"
-    "  --ranks N,...    world sizes (each 2 .. 4096)\n"
-    "  --per-host P     ranks per host (default: all on one host)\n"
-    "  --profile FILE   the costs (default: round figures of a 2-core VM)\n"
-    "  --up-to S        the largest size searched (default 1G)\n"
-    "  --out FILE       write the tables there (default: print them)\n"
-    "  -h, --help       show this help\n";
+    "  --ranks N,...      world sizes (each 2 .. 4096)\n"
+    "  --per-host P       ranks per host (default: all on one host)\n"
+    "  --profile FILE     the costs (default: round figures of a 2-core VM)\n"
+    "  --up-to S          the largest size searched (default 1G)\n"
+    "  --algorithms A,..  the candidates among ring, rd, tree, rabenseifner, direct, window\n"
+    "                     (default: ring, rd, direct, window)\n"
+    "  --out FILE         write the tables there (default: print them)\n"
+    "  -h, --help         show this help\n";
 
 constexpr const char* kFitHelp =
     "usage: ringlet model fit [--out FILE] [--quick] [--between-ranks]\n"
@@ -323,11 +327,55 @@ std::vector<int> parse_ranks(const std::string& text) {
   return ranks;
 }
 
+// --algorithms: all-reduce algorithms the model simulates, by name ("ring,rd,tree").
+std::vector<collectives::Algorithm> parse_algorithms(const std::string& text) {
+  const std::vector<collectives::Algorithm> known = {
+      collectives::Algorithm::ring,   collectives::Algorithm::recursive_doubling,
+      collectives::Algorithm::tree,   collectives::Algorithm::rabenseifner,
+      collectives::Algorithm::direct, collectives::Algorithm::window};
+  std::vector<collectives::Algorithm> algorithms;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string name = text.substr(start, comma - start);
+    const auto it = std::find_if(known.begin(), known.end(), [&](collectives::Algorithm a) {
+      return name == collectives::algorithm_name(a);
+    });
+    if (it == known.end()) {
+      throw UsageError("model table: --algorithms: '" + name +
+                       "' is not an all-reduce algorithm the model simulates (ring, rd, tree, "
+                       "rabenseifner, direct, window)");
+    }
+    algorithms.push_back(*it);
+    start = comma + 1;
+  }
+  return algorithms;
+}
+
+// The algorithms a world size's table chooses among: those named that the simulator runs on
+// its network (direct and window on one host with shared memory), else table_algorithms.
+std::vector<collectives::Algorithm> candidates(
+    const std::optional<std::vector<collectives::Algorithm>>& named,
+    const model::NetworkShape& shape, const model::Profile& profile) {
+  if (!named) return model::table_algorithms(shape, profile);
+  std::vector<collectives::Algorithm> algorithms =
+      model::simulated_algorithms(model::Collective::all_reduce, shape, profile);
+  std::erase_if(algorithms, [&](collectives::Algorithm a) {
+    return std::find(named->begin(), named->end(), a) == named->end();
+  });
+  if (algorithms.empty()) {
+    throw UsageError("model table: --algorithms names none the model simulates for " +
+                     std::to_string(shape.ranks) + " ranks on this network");
+  }
+  return algorithms;
+}
+
 int table_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<int> ranks;
   int per_host = 0;
   std::size_t up_to = std::size_t{1} << 30;
   std::optional<std::string> profile_path, path;
+  std::optional<std::vector<collectives::Algorithm>> named;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       out << kTableHelp;
@@ -343,9 +391,12 @@ int table_command(const std::vector<std::string>& args, std::ostream& out) {
       up_to = parse_size("--up-to", *v);
     } else if (auto v = flag_value(args, i, "--out")) {
       path = *v;
+    } else if (auto v = flag_value(args, i, "--algorithms")) {
+      named = parse_algorithms(*v);
     } else {
-      throw_unknown("model table", "option", args[i],
-                    {"--ranks", "--per-host", "--profile", "--up-to", "--out", "--help"});
+      throw_unknown(
+          "model table", "option", args[i],
+          {"--ranks", "--per-host", "--profile", "--up-to", "--algorithms", "--out", "--help"});
     }
   }
   if (ranks.empty()) throw UsageError("model table: --ranks is required");
@@ -354,7 +405,9 @@ int table_command(const std::vector<std::string>& args, std::ostream& out) {
   collectives::AlgorithmTables tables;
   tables.source = "ringlet model table, profile: " + profile.name;
   for (const int n : ranks) {
-    model::Predictor predictor(model::Collective::all_reduce, {n, per_host}, profile);
+    const model::NetworkShape shape{n, per_host};
+    model::Predictor predictor(model::Collective::all_reduce, shape, profile,
+                               candidates(named, shape, profile));
     tables.all_reduce[n] = predictor.table(8, up_to);
   }
   const std::string json = collectives::algorithm_tables_json(tables);
