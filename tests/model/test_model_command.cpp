@@ -224,3 +224,29 @@ TEST_CASE("model table writes each world size's fastest algorithm by size, as pr
   CHECK(ringlet_model("table").status == 2);
   CHECK(contains(ringlet_model("table --ranks 1").output, "--ranks: '1' is not a whole number"));
 }
+
+TEST_CASE("model table chooses among auto's own algorithms, or those --algorithms names") {
+  const auto plain = ringlet_model("table --ranks 3 --up-to 64M");
+  INFO(plain.output);
+  REQUIRE(plain.status == 0);
+  CHECK_FALSE(contains(plain.output, "\"tree\""));
+  CHECK_FALSE(contains(plain.output, "\"rabenseifner\""));
+  CHECK(contains(plain.output, "\"rd\""));
+  // Named: only those, here the ring and the tree (which the default profile has faster than
+  // the ring at 3 ranks).
+  const auto named = ringlet_model("table --ranks 3 --up-to 64M --algorithms ring,tree");
+  INFO(named.output);
+  REQUIRE(named.status == 0);
+  CHECK(contains(named.output, "\"tree\""));
+  CHECK_FALSE(contains(named.output, "\"rd\""));
+  CHECK_FALSE(contains(named.output, "\"window\""));
+  const auto bad = ringlet_model("table --ranks 3 --algorithms ring,treex");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.output,
+                 "--algorithms: 'treex' is not an all-reduce algorithm the model "
+                 "simulates (ring, rd, tree, rabenseifner, direct, window)"));
+  // Only the windows, across hosts, where the simulator does not run them: none left.
+  const auto none = ringlet_model("table --ranks 4 --per-host 2 --algorithms window");
+  CHECK(none.status == 2);
+  CHECK(contains(none.output, "--algorithms names none the model simulates for 4 ranks"));
+}
