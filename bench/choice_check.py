@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""auto's two choices side by side: the model's built-in tables (RINGLET_ALGO_TABLE=model:
-collectives/default_algorithm_tables.cpp, `ringlet model table` under the default profile)
-against the measured thresholds (the default), all_reduce_perf on this host's ranks,
-interleaved for --rounds rounds, each going first in every other round. Prints per world size
-and size the algorithm each ran, its median busbw (each round's the mean of in-place and
+"""auto's two choices side by side: the model's built-in tables (the default, RINGLET_ALGO_TABLE
+unset: collectives/default_algorithm_tables.cpp, `ringlet model table` under the default profile)
+against the measured thresholds (RINGLET_ALGO_TABLE=thresholds), all_reduce_perf on this host's
+ranks, interleaved for --rounds rounds, each going first in every other round. Prints per world
+size and size the algorithm each ran, its median busbw (each round's the mean of in-place and
 out-of-place) and model / thresholds.
 
 usage: bench/choice_check.py [--rounds 2] [--ranks 2,4,8] [--build DIR] [--sizes 1K,64M]
@@ -14,7 +14,7 @@ import os
 import statistics
 import subprocess
 
-MODES = {"thresholds": {}, "model": {"RINGLET_ALGO_TABLE": "model"}}
+MODES = {"thresholds": {"RINGLET_ALGO_TABLE": "thresholds"}, "model": {}}
 
 
 def sweep(build, ranks, sizes, env):

@@ -21,7 +21,7 @@ const char* const kModelSummary =
     "model predict --ranks N --size S  each algorithm's time on a simulated network, the\n"
     "                                fastest, and the sizes where that changes\n"
     "  model fit [--out FILE]        this machine's profile: shm, tcp, reduction, copy\n"
-    "  model table --ranks N,..      the algorithm by size for RINGLET_ALGO_TABLE";
+    "  model table --ranks N,..      the algorithm by size auto takes (RINGLET_ALGO_TABLE)";
 
 namespace {
 
