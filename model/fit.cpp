@@ -21,6 +21,7 @@
 #include "core/copy.h"
 #include "core/error.h"
 #include "model/op_costs.h"
+#include "model/two_threads.h"
 #include "transport/discovery.h"
 #include "transport/mesh.h"
 #include "transport/rendezvous.h"
@@ -125,38 +126,27 @@ void stay_on_cpu(int cpu) {
 void on_two_ranks(const std::string& transport, bool one_cpu,
                   const std::function<void(int, transport::Mesh&)>& body) {
   transport::TcpStoreServer server("127.0.0.1", 0);
-  std::exception_ptr errors[2];
   std::atomic<int> cpu{-1};
-  const auto rank_body = [&](int rank) {
-    try {
-      if (one_cpu && rank == 0) {  // rank 0 stays where it is, rank 1 joins it
-        cpu = std::max(0, sched_getcpu());
-        cpu.notify_one();
-      }
-      if (one_cpu) {
-        cpu.wait(-1);
-        stay_on_cpu(cpu.load());
-      }
-      transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
-      transport::MeshOptions o;
-      o.rank = rank;
-      o.world_size = 2;
-      o.transport = transport;
-      o.prefix = "fit-" + transport;
-      o.store_host = "127.0.0.1";
-      auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
-      body(rank, *mesh);
-      transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
-    } catch (...) {
-      errors[rank] = std::current_exception();
+  on_two_threads([&](int rank) {
+    if (one_cpu && rank == 0) {  // rank 0 stays where it is, rank 1 joins it
+      cpu = std::max(0, sched_getcpu());
+      cpu.notify_one();
     }
-  };
-  std::thread zero(rank_body, 0), one(rank_body, 1);
-  zero.join();
-  one.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+    if (one_cpu) {
+      cpu.wait(-1);
+      stay_on_cpu(cpu.load());
+    }
+    transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
+    transport::MeshOptions o;
+    o.rank = rank;
+    o.world_size = 2;
+    o.transport = transport;
+    o.prefix = "fit-" + transport;
+    o.store_host = "127.0.0.1";
+    auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
+    body(rank, *mesh);
+    transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
+  });
 }
 
 // Each size's median one-way time (ping-pong) and exchange time between this rank and `peer`;

@@ -3,12 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
-#include <thread>
 #include <vector>
 
 #include "collectives/communicator.h"
 #include "model/simulate.h"
+#include "model/two_threads.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::model {
@@ -27,46 +26,34 @@ constexpr int kBatch = 32;
 double measured_seconds(collectives::Algorithm algorithm, int rounds) {
   transport::TcpStoreServer server("127.0.0.1", 0);
   const std::string name = collectives::algorithm_name(algorithm);
-  std::exception_ptr errors[2];
   std::vector<double> times;
-  const auto rank_body = [&](int rank) {
-    try {
-      transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
-      transport::MeshOptions mesh;
-      mesh.rank = rank;
-      mesh.world_size = 2;
-      mesh.transport = "shm";
-      mesh.prefix = "fit-op-" + name;
-      mesh.store_host = "127.0.0.1";
-      collectives::CommOptions options;
-      options.algo = name;
-      options.name = "fit-op-" + name;
-      options.timeout = 30s;
-      auto comm =
-          collectives::Communicator::create(store, mesh, options, core::Deadline::after(30s));
-      std::vector<float> data(kCount, 1.0f);
-      for (int round = 0; round < 2 * rounds; ++round) {
-        const auto start = Clock::now();
-        std::vector<collectives::WorkPtr> issued;
-        for (int k = 0; k < kBatch; ++k) {
-          issued.push_back(comm->all_reduce(data.data(), data.data(), kCount,
-                                            collectives::DType::f32, collectives::ReduceOp::sum));
-        }
-        for (auto it = issued.rbegin(); it != issued.rend(); ++it) (*it)->wait();
-        if (rank == 0 && round >= rounds) {
-          times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / kBatch);
-        }
+  on_two_threads([&](int rank) {
+    transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
+    transport::MeshOptions mesh;
+    mesh.rank = rank;
+    mesh.world_size = 2;
+    mesh.transport = "shm";
+    mesh.prefix = "fit-op-" + name;
+    mesh.store_host = "127.0.0.1";
+    collectives::CommOptions options;
+    options.algo = name;
+    options.name = "fit-op-" + name;
+    options.timeout = 30s;
+    auto comm = collectives::Communicator::create(store, mesh, options, core::Deadline::after(30s));
+    std::vector<float> data(kCount, 1.0f);
+    for (int round = 0; round < 2 * rounds; ++round) {
+      const auto start = Clock::now();
+      std::vector<collectives::WorkPtr> issued;
+      for (int k = 0; k < kBatch; ++k) {
+        issued.push_back(comm->all_reduce(data.data(), data.data(), kCount, collectives::DType::f32,
+                                          collectives::ReduceOp::sum));
       }
-    } catch (...) {
-      errors[rank] = std::current_exception();
+      for (auto it = issued.rbegin(); it != issued.rend(); ++it) (*it)->wait();
+      if (rank == 0 && round >= rounds) {
+        times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / kBatch);
+      }
     }
-  };
-  std::thread zero(rank_body, 0), one(rank_body, 1);
-  zero.join();
-  one.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  });
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
