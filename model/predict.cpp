@@ -46,6 +46,12 @@ std::vector<Prediction> Predictor::all(std::size_t bytes) {
   return out;
 }
 
+std::vector<Algorithm> table_algorithms(const NetworkShape& shape, const Profile& profile) {
+  std::vector<Algorithm> algorithms = simulated_algorithms(Collective::all_reduce, shape, profile);
+  std::erase_if(algorithms, [](Algorithm a) { return !collectives::automatic_picks(a); });
+  return algorithms;
+}
+
 // The ring's steps depend on each other two ways, and each way is a path of waits that no run
 // of the ring can be shorter than, whatever else its ranks wait for (cores, wake-ups, NICs,
 // which are left out):
@@ -57,12 +63,6 @@ std::vector<Prediction> Predictor::all(std::size_t bytes) {
 //     last still has the latency to go.
 // Either starts behind the op's fingerprint, which goes out on every link first, in a message of
 // its own (collectives::checks_fingerprint_apart). The longest bounds the ring's time from below.
-std::vector<Algorithm> table_algorithms(const NetworkShape& shape, const Profile& profile) {
-  std::vector<Algorithm> algorithms = simulated_algorithms(Collective::all_reduce, shape, profile);
-  std::erase_if(algorithms, [](Algorithm a) { return !collectives::automatic_picks(a); });
-  return algorithms;
-}
-
 double ring_chain_seconds(Collective collective, const NetworkShape& shape, const Profile& p,
                           std::size_t bytes) {
   const int n = shape.ranks;
