@@ -33,7 +33,13 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
   }
 }
 
-VirtualNetwork::~VirtualNetwork() = default;
+// Events left in the queue (a run that threw) let go of their transfers.
+VirtualNetwork::~VirtualNetwork() {
+  while (!events_.empty()) {
+    if (events_.top().transfer != nullptr) events_.top().transfer->scheduled.reset();
+    events_.pop();
+  }
+}
 
 VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) { return flows_.at(from, to); }
 
@@ -290,8 +296,17 @@ void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, const Flow:
   schedule(arrival, -1, receive);
 }
 
-void VirtualNetwork::schedule(double time, int rank, std::shared_ptr<Transfer> transfer) {
-  events_.push(Event{time, next_seq_++, rank, std::move(transfer)});
+void VirtualNetwork::schedule(double time, int rank, const std::shared_ptr<Transfer>& transfer) {
+  if (transfer) transfer->scheduled = transfer;
+  events_.push(Event{time, next_seq_++, transfer.get(), rank});
+}
+
+// The next event, out of the queue, and the clock at its time.
+VirtualNetwork::Event VirtualNetwork::pop_event() {
+  const Event e = events_.top();
+  events_.pop();
+  now_ = e.time;
+  return e;
 }
 
 void VirtualNetwork::complete(Transfer& t) {
@@ -312,11 +327,10 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
   const double since = now_;
   const bool receive = t.receive;
   const int peer = t.peer;
-  if (!events_.empty() && events_.top().transfer.get() == &t) {    // this rank's turn goes on
-    const Event e = std::move(const_cast<Event&>(events_.top()));  // holds t while it completes
-    events_.pop();
-    now_ = e.time;
-    complete(*e.transfer);
+  if (!events_.empty() && events_.top().transfer == &t) {  // this rank's turn goes on
+    pop_event();
+    const std::shared_ptr<Transfer> held = std::move(t.scheduled);  // while it completes
+    complete(t);
   } else {
     Process& p = *processes_[static_cast<std::size_t>(rank)];
     t.waiter = rank;
@@ -444,14 +458,13 @@ void VirtualNetwork::yield(int rank) {
 // Runs events in order up to the first that resumes a rank: that rank, or -1 when none is left.
 int VirtualNetwork::next_resumed() {
   while (!events_.empty()) {
-    // Moved out, not copied: the top's transfer pointer is not needed in the queue any more.
-    Event e = std::move(const_cast<Event&>(events_.top()));
-    events_.pop();
-    now_ = e.time;
+    const Event e = pop_event();
     int who = e.rank;
-    if (e.transfer) {
-      complete(*e.transfer);
-      who = std::exchange(e.transfer->waiter, -1);
+    if (e.transfer != nullptr) {
+      const std::shared_ptr<Transfer> held =
+          std::move(e.transfer->scheduled);  // while it completes
+      complete(*held);
+      who = std::exchange(held->waiter, -1);
     }
     if (who >= 0) return who;
   }

@@ -112,10 +112,11 @@ class VirtualNetwork {
     int rank = 0, peer = 0;
     bool receive = false;
     int waiter = -1;
-    std::string error;                  // a receive matched with a longer message
-    bool in_place = false;              // a receive's message was sent in place
-    bool takes_in_place = false;        // a receive that uses its message where it lies
-    std::uint64_t* received = nullptr;  // a receive's: bytes added here when it completes
+    std::string error;                    // a receive matched with a longer message
+    bool in_place = false;                // a receive's message was sent in place
+    bool takes_in_place = false;          // a receive that uses its message where it lies
+    std::uint64_t* received = nullptr;    // a receive's: bytes added here when it completes
+    std::shared_ptr<Transfer> scheduled;  // itself, while an event in the queue completes it
   };
   // The messages from one rank to another, matched in order with the receives posted for them.
   struct Flow {
@@ -129,11 +130,12 @@ class VirtualNetwork {
     double link_free = 0;
   };
   // At `time`: the transfer completes (and its waiter resumes), or, with none, `rank` resumes.
+  // Plain data, cheap to move as the queue sorts it: the transfer holds itself meanwhile.
   struct Event {
     double time;
     std::uint64_t seq;
+    Transfer* transfer;
     int rank;
-    std::shared_ptr<Transfer> transfer;
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
@@ -163,7 +165,8 @@ class VirtualNetwork {
   double book_core(int rank, double from_time, double seconds);
   void match(const std::shared_ptr<Transfer>& recv, const Flow::Message& message);
   std::shared_ptr<Transfer> post_receive(int at, int from, std::size_t room, bool in_place);
-  void schedule(double time, int rank, std::shared_ptr<Transfer> transfer);
+  void schedule(double time, int rank, const std::shared_ptr<Transfer>& transfer);
+  Event pop_event();
   std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
                                      std::size_t bytes);
   static transport::RequestPtr request_of(const std::shared_ptr<Transfer>& t);
