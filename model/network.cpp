@@ -297,7 +297,10 @@ void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, const Flow:
 }
 
 void VirtualNetwork::schedule(double time, int rank, const std::shared_ptr<Transfer>& transfer) {
-  if (transfer) transfer->scheduled = transfer;
+  if (transfer) {
+    RINGLET_CHECK(!transfer->scheduled, Error, "simulated network: a transfer scheduled twice");
+    transfer->scheduled = transfer;
+  }
   events_.push(Event{time, next_seq_++, transfer.get(), rank});
 }
 
