@@ -35,10 +35,7 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
 
 // Events left in the queue (a run that threw) let go of their transfers.
 VirtualNetwork::~VirtualNetwork() {
-  while (!events_.empty()) {
-    if (events_.top().transfer != nullptr) events_.top().transfer->scheduled.reset();
-    events_.pop();
-  }
+  while (!events_.empty()) pop_event();
 }
 
 VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) { return flows_.at(from, to); }
@@ -304,12 +301,14 @@ void VirtualNetwork::schedule(double time, int rank, const std::shared_ptr<Trans
   events_.push(Event{time, next_seq_++, transfer.get(), rank});
 }
 
-// The next event, out of the queue, and the clock at its time.
-VirtualNetwork::Event VirtualNetwork::pop_event() {
+// The next event, out of the queue, and the clock at its time: the rank it resumes and its
+// transfer, whose hold on itself passes to the caller (it lives while it completes).
+std::pair<int, std::shared_ptr<VirtualNetwork::Transfer>> VirtualNetwork::pop_event() {
   const Event e = events_.top();
   events_.pop();
   now_ = e.time;
-  return e;
+  if (e.transfer == nullptr) return {e.rank, nullptr};
+  return {e.rank, std::move(e.transfer->scheduled)};
 }
 
 void VirtualNetwork::complete(Transfer& t) {
@@ -331,9 +330,8 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
   const bool receive = t.receive;
   const int peer = t.peer;
   if (!events_.empty() && events_.top().transfer == &t) {  // this rank's turn goes on
-    pop_event();
-    const std::shared_ptr<Transfer> held = std::move(t.scheduled);  // while it completes
-    complete(t);
+    const auto held = pop_event().second;
+    complete(*held);
   } else {
     Process& p = *processes_[static_cast<std::size_t>(rank)];
     t.waiter = rank;
@@ -461,11 +459,9 @@ void VirtualNetwork::yield(int rank) {
 // Runs events in order up to the first that resumes a rank: that rank, or -1 when none is left.
 int VirtualNetwork::next_resumed() {
   while (!events_.empty()) {
-    const Event e = pop_event();
-    int who = e.rank;
-    if (e.transfer != nullptr) {
-      const std::shared_ptr<Transfer> held =
-          std::move(e.transfer->scheduled);  // while it completes
+    const auto [rank, held] = pop_event();
+    int who = rank;
+    if (held) {
       complete(*held);
       who = std::exchange(held->waiter, -1);
     }

@@ -32,6 +32,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/deadline.h"
@@ -166,7 +167,7 @@ class VirtualNetwork {
   void match(const std::shared_ptr<Transfer>& recv, const Flow::Message& message);
   std::shared_ptr<Transfer> post_receive(int at, int from, std::size_t room, bool in_place);
   void schedule(double time, int rank, const std::shared_ptr<Transfer>& transfer);
-  Event pop_event();
+  std::pair<int, std::shared_ptr<Transfer>> pop_event();
   std::shared_ptr<Transfer> transfer(int rank, transport::RequestLabel::Kind kind, int peer,
                                      std::size_t bytes);
   static transport::RequestPtr request_of(const std::shared_ptr<Transfer>& t);
