@@ -111,7 +111,7 @@ class RingPass {
   // prefers. Device buffers go through the primitive's pinned buffer: copied out slice by
   // slice, or, when `staged`, already there.
   void post_send(int c, const char* base, bool staged = false) {
-    transport::Connection& to = ctx_.peer(ctx_.right());
+    transport::Connection& to = right_link();
     const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(to) / es_);
     const std::size_t n = count(c);
     step_start_ = Clock::now();
@@ -143,7 +143,7 @@ class RingPass {
   // Chunk c from the left straight into place (device buffers: into the primitive's pinned
   // buffer, each slice copied to the device as it arrives).
   void recv_copy(int c) {
-    transport::Connection& from = ctx_.peer(ctx_.left());
+    transport::Connection& from = left_link();
     const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(from) / es_);
     const std::size_t n = count(c);
     char* into = space_ != nullptr ? stage_ : at(data_, c);
@@ -166,7 +166,7 @@ class RingPass {
   // Chunk c from the left combined with ours: data[c] = own[c] op received, slice by slice
   // through a double buffer (slice k + 1 arrives while slice k is reduced).
   void receive_reduced(int c) {
-    transport::Connection& from = ctx_.peer(ctx_.left());
+    transport::Connection& from = left_link();
     const std::size_t per = std::max<std::size_t>(1, ctx_.slice_for(from) / es_);
     const std::size_t n = count(c), slices = slice_count(n, per);
     char* tmp =
@@ -186,6 +186,16 @@ class RingPass {
       reduce_within(ctx_, dst, mine, got, slice_length(n, per, k), dtype_, op_);
       pending = std::move(next);
     }
+  }
+
+  // The links to the neighbours, each looked up in the mesh once per pass.
+  transport::Connection& right_link() {
+    if (right_link_ == nullptr) right_link_ = &ctx_.peer(ctx_.right());
+    return *right_link_;
+  }
+  transport::Connection& left_link() {
+    if (left_link_ == nullptr) left_link_ = &ctx_.peer(ctx_.left());
+    return *left_link_;
   }
 
   // A slice of a step of `slices`: a step's only slice is awaited at once, with nothing to
@@ -221,6 +231,8 @@ class RingPass {
   int sending_ = -1;                          // its index, -1 when none
   std::uint64_t sending_bytes_ = 0;
   Clock::time_point step_start_;
+  transport::Connection* right_link_ = nullptr;
+  transport::Connection* left_link_ = nullptr;
 };
 
 std::vector<std::size_t> blocks(std::size_t block, int n) {
