@@ -121,10 +121,25 @@ void stay_on_cpu(int cpu) {
                 "model fit: cannot keep a thread on CPU ", cpu);
 }
 
+// The first two CPUs this process may run on; -1s where it has only one.
+std::pair<int, int> two_cpus() {
+  cpu_set_t allowed;
+  int found[2] = {-1, -1};
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {-1, -1};
+  for (int cpu = 0, n = 0; cpu < CPU_SETSIZE && n < 2; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) found[n++] = cpu;
+  }
+  return found[1] < 0 ? std::pair{-1, -1} : std::pair{found[0], found[1]};
+}
+
 // body(rank, mesh) on two ranks, threads of this process with a mesh each over `transport`;
 // with `one_cpu` both run on the same CPU, so every message waits for the other to be woken.
+// Without it each rank's thread stays on a CPU of its own once connected (the connection's
+// threads, started by then, go where the scheduler puts them): left to the scheduler, the two
+// sometimes share one CPU for a whole sitting, and a message then costs what it does on one CPU.
 void on_two_ranks(const std::string& transport, bool one_cpu,
                   const std::function<void(int, transport::Mesh&)>& body) {
+  const auto [first_cpu, second_cpu] = two_cpus();
   transport::TcpStoreServer server("127.0.0.1", 0);
   std::atomic<int> cpu{-1};
   on_two_threads([&](int rank) {
@@ -144,6 +159,7 @@ void on_two_ranks(const std::string& transport, bool one_cpu,
     o.prefix = "fit-" + transport;
     o.store_host = "127.0.0.1";
     auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
+    if (!one_cpu && first_cpu >= 0) stay_on_cpu(rank == 0 ? first_cpu : second_cpu);
     body(rank, *mesh);
     transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
   });
@@ -335,12 +351,9 @@ struct SharedRates {
 // just wrote), both with the window's copy loop. Each side's GB/s, the medians of the turns; 0
 // with fewer than two CPUs, or when a turn is not taken within a second.
 SharedRates shared_lines(std::size_t bytes, int turns) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return {};
-  int cpus[2] = {-1, -1};
-  for (int cpu = 0, found = 0; cpu < CPU_SETSIZE && found < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus[found++] = cpu;
-  }
+  const auto [first_cpu, second_cpu] = two_cpus();
+  if (first_cpu < 0) return {};
+  const int cpus[2] = {first_cpu, second_cpu};
   std::vector<char> from(bytes, 1), shared(bytes, 0), to(bytes, 0);
   std::atomic<int> turn{0};
   std::atomic<bool> late{false};

@@ -1,7 +1,7 @@
 // fit_machine(): measures this machine into a profile (`ringlet model fit`): each transport's
 // one-way time of a message by size, from ping-pongs between two ranks (threads of this process,
-// each with its own mesh, as the collectives use them), the host's reduction and copy rates,
-// and its memory's bandwidth past its last-level cache.
+// each with its own mesh, as the collectives use them, and each on a CPU of its own), the host's
+// reduction and copy rates, and its memory's bandwidth past its last-level cache.
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
 // wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU time); the
 // communicator's work per op, two ranks' 8-byte all-reduces against their simulation

@@ -182,6 +182,20 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(contains(ringlet_model("fit --bogus").output, "--bogus"));
 }
 
+TEST_CASE("model fit measures on a process allowed one CPU (its two ranks then share it)") {
+  const auto path = std::filesystem::temp_directory_path() / "ringlet_model_fit_one_cpu.json";
+  std::filesystem::remove(path);
+  const auto r = testing::finish_command(
+      testing::start_command("taskset -c 0 " + testing::require_ringlet_binary() +
+                             " model fit --quick --out " + path.string()));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "# profile written to " + path.string()));
+  const model::Profile p = model::read_profile(path.string());
+  CHECK(p.intra.latency_us > 0);
+  CHECK(p.intra.bandwidth_GBps > 0);
+}
+
 TEST_CASE("model fit --between-ranks measures the link between a launched job's two ranks") {
   const auto path = std::filesystem::temp_directory_path() / "ringlet_model_fit_job.json";
   std::filesystem::remove(path);
