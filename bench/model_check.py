@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""The model against measurement, in one sitting: `ringlet model fit` measures this machine, then
-all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model simulates the algorithm that ran) at
-2, 4 and 8 local ranks over shm and over tcp, 64 KiB - 64 MiB, and `ringlet model predict`
-simulates each row with the fitted profile (for tcp, the profile's link within the host is the
-tcp one). Prints one table: measured median (of the rounds; each round's time the mean of the
-in-place and out-of-place ones), the rounds' spread (the slowest / the fastest: how far the
-measurement agrees with itself), predicted, predicted / measured, and whether that is within 25%.
+"""The model against measurement, in one sitting: in each round `ringlet model fit` measures this
+machine, then all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model simulates the algorithm
+that ran) at 2, 4 and 8 local ranks over shm and over tcp, 64 KiB - 64 MiB; `ringlet model
+predict` simulates each row with each round's fitted profile (for tcp, the profile's link within
+the host is the tcp one). A fit takes seconds and the machine's load moves over minutes, so each
+round's figures are predicted from a fit of the same minutes. Prints one table: measured median
+(of the rounds; each round's time the mean of the in-place and out-of-place ones), the rounds'
+spread (the slowest / the fastest: how far the measurement agrees with itself), predicted (the
+median of the rounds' profiles' predictions), predicted / measured, and whether that is within
+25%.
 
 "hosts" (in the default --transports when this runs as root with ip and tc): 2 x 2 ranks on two
 network namespaces joined by a veth pair shaped with tc tbf (bench/simulated_hosts.py's, --rate
@@ -14,8 +17,9 @@ link between them; the ring runs as one job of 2 x 2 ranks (shm within a namespa
 the model gets 2 hosts of 2 ranks, each host half of this machine's cores (the namespaces share
 them).
 
---keep DIR writes the fitted profiles and the measured times to DIR; --replay DIR predicts those
-rows again, with no fit and no measurement (to compare two builds' models on one sitting).
+--keep DIR writes each round's fitted profiles (DIR/roundN/) and the measured times to DIR;
+--replay DIR predicts those rows again, with no fit and no measurement (to compare two builds'
+models on one sitting).
 
 usage: bench/model_check.py [--rounds N] [--build DIR] [--ranks 2,4,8]
            [--transports shm,tcp,hosts] [--rate 2gbit] [--keep DIR | --replay DIR]
@@ -128,10 +132,23 @@ def can_build_hosts():
     return os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc")
 
 
-def measure_all(args, ranks, transports, profile, hosts, ports):
-    """{(transport, ranks, size): [us per round]}, the rounds interleaved."""
-    times = {}
-    for _ in range(args.rounds):
+def fit_round(args, folder, transports, hosts, ports):
+    """This round's profiles (in `folder`): the machine's, and the namespaces' link if measured."""
+    os.makedirs(folder, exist_ok=True)
+    profile = profiles(args.build, folder)
+    if "hosts" in transports:
+        profile["hosts"] = fit_hosts(hosts, args.build, ports, folder)
+    return profile
+
+
+def measure_all(args, ranks, transports, folder, hosts, ports):
+    """{(transport, ranks, size): [us per round]}, the rounds interleaved, and each round's
+    profiles: a fit right before each round, so that a row's figures and the profiles that
+    predict it come from the same minutes (the machine's load moves both)."""
+    times, fits = {}, []
+    for r in range(args.rounds):
+        fits.append(fit_round(args, os.path.join(folder, f"round{r + 1}"), transports, hosts,
+                              ports))
         for t in transports:
             if t == "hosts":
                 for size, us in measure_hosts(hosts, args.build, ports).items():
@@ -140,10 +157,11 @@ def measure_all(args, ranks, transports, profile, hosts, ports):
             for n in ranks:
                 for size, us in measure(args.build, n, t).items():
                     times.setdefault((t, n, size), []).append(us)
-    return times
+    return times, fits
 
 
-def report(args, times, profile):
+def report(args, times, fits):
+    """Each row: the measured median, and the median of what each round's profiles predict."""
     rounds = max(len(us) for us in times.values())
     print(f"| transport | ranks | bytes | measured us (median of {rounds}) "
           "| rounds' spread | predicted us | predicted / measured | within 25% |")
@@ -154,15 +172,16 @@ def report(args, times, profile):
         spread = max(us) / min(us)
         steady += spread <= 1.25
         per_host = 2 if t == "hosts" else 0
-        predicted = predict(args.build, n, size, profile[t], per_host)
+        predicted = statistics.median(predict(args.build, n, size, fit[t], per_host)
+                                      for fit in fits)
         ratio = predicted / measured
         ok = abs(ratio - 1) <= 0.25
         within += ok
         print(f"| {t} | {'2 x 2' if per_host else n} | {size} | {measured:.1f} | {spread:.2f} "
               f"| {predicted:.1f} | {ratio:.2f} | {'yes' if ok else 'no'} |")
     print(f"\n{within} of {len(times)} rows within 25%")
-    print(f"{steady} of {len(times)} rows whose rounds (the slowest / the fastest) are within 25% of "
-          "each other")
+    print(f"{steady} of {len(times)} rows whose rounds (the slowest / the fastest) are within 25% "
+          "of each other")
 
 
 def main():
@@ -187,47 +206,47 @@ def main():
     transports = args.transports.split(",")
     ports = simulated_hosts.Ports()
     if args.replay:
-        profile, times = load(args.replay)
-        report(args, times, profile)
+        fits, times = load(args.replay)
+        report(args, times, fits)
         return
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or scratch
-        if args.keep:
-            os.makedirs(folder, exist_ok=True)
-        profile = profiles(args.build, folder)
         if "hosts" not in transports:
-            times = measure_all(args, ranks, transports, profile, None, ports)
+            times, fits = measure_all(args, ranks, transports, folder, None, ports)
         else:
             with simulated_hosts.Hosts(args.rate, "1mb") as hosts:
-                profile["hosts"] = fit_hosts(hosts, args.build, ports, folder)
-                times = measure_all(args, ranks, transports, profile, hosts, ports)
+                times, fits = measure_all(args, ranks, transports, folder, hosts, ports)
         if args.keep:
-            keep(folder, profile, times)
-        report(args, times, profile)
+            keep(folder, fits, times)
+        report(args, times, fits)
 
 
-def keep(folder, profile, times):
-    """The profiles' paths and the measured times, for --replay."""
+def keep(folder, fits, times):
+    """Each round's profiles (paths within `folder`) and the measured times, for --replay."""
     rows = [{"transport": t, "ranks": n, "bytes": size, "us": us}
             for (t, n, size), us in sorted(times.items())]
+    rounds = [{t: os.path.relpath(path, folder) for t, path in fit.items()} for fit in fits]
     with open(os.path.join(folder, "times.json"), "w") as f:
-        json.dump({"profiles": profile, "rows": rows}, f, indent=1)
+        json.dump({"profiles": rounds, "rows": rows}, f, indent=1)
 
 
 def load(folder):
-    """What keep() wrote: the profiles (found in `folder`) and {(transport, ranks, size): [us]}."""
+    """What keep() wrote: each round's profiles (found in `folder`; a run kept before the fit
+    was repeated has one set, by file name) and {(transport, ranks, size): [us]}."""
     path = os.path.join(folder, "times.json")
     try:
         with open(path) as f:
             kept = json.load(f)
-        profile = {t: os.path.join(folder, os.path.basename(p))
-                   for t, p in kept["profiles"].items()}
+        rounds = kept["profiles"]
+        if isinstance(rounds, dict):
+            rounds = [{t: os.path.basename(p) for t, p in rounds.items()}]
+        fits = [{t: os.path.join(folder, p) for t, p in fit.items()} for fit in rounds]
         times = {(r["transport"], r["ranks"], r["bytes"]): r["us"] for r in kept["rows"]}
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         sys.exit(f"model_check: --replay {folder}: {path} is not a kept run ({e})")
-    if not times:
+    if not times or not fits:
         sys.exit(f"model_check: --replay {folder}: {path} has no rows")
-    return profile, times
+    return fits, times
 
 
 if __name__ == "__main__":

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""bench/model_check.py --replay on made-up kept runs (a `meson test`): a row's prediction is the
+median of what each round's profiles predict (two rounds: their mean), a run kept with one set of
+profiles (by file name, before the fit was repeated each round) is predicted with it, and a
+times.json that is not a kept run is an error that names it.
+
+usage: model_check_replay.py BUILD_ROOT SOURCE_ROOT
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from checks import check, finish  # tests/helpers/checks.py
+
+RANKS, BYTES = 4, 1 << 20
+
+
+def predicted_us(ringlet, profile):
+    """The ring's time under `profile`, as ringlet model predict prints it."""
+    out = subprocess.run([ringlet, "model", "predict", "--ranks", str(RANKS), "--size", str(BYTES),
+                          "--profile", profile, "--no-sweep"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return next(float(line.split()[1]) for line in out.splitlines()
+                if line.split() and line.split()[0] == "ring")
+
+
+def replay(source, build, folder):
+    return subprocess.run([sys.executable, os.path.join(source, "bench", "model_check.py"),
+                           "--replay", folder, "--build", build, "--transports", "shm"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def row_prediction(output):
+    """The predicted column of the table's one row."""
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 6 and cells[1] == "shm" and cells[3] == str(BYTES):
+            return float(cells[6])
+    return None
+
+
+def shown(result, ok):
+    """The replay's output, under a failed check only."""
+    return "" if ok else f"\n{result.stdout}{result.stderr}"
+
+
+def write(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(value, f)
+
+
+def main():
+    build, source = sys.argv[1], sys.argv[2]
+    ringlet = os.path.join(build, "trainer", "ringlet")
+    with open(os.path.join(source, "model", "profiles", "h100-nvlink-ib.json")) as f:
+        fast = json.load(f)
+    slow = dict(fast, intra=dict(fast["intra"], bandwidth_GBps=fast["intra"]["bandwidth_GBps"] / 4))
+    rows = [{"transport": "shm", "ranks": RANKS, "bytes": BYTES, "us": [100.0, 140.0]}]
+    with tempfile.TemporaryDirectory() as tmp:
+        # Kept as model_check keeps a run now: each round's profiles, relative to the folder.
+        each = os.path.join(tmp, "each")
+        write(os.path.join(each, "round1", "shm.json"), fast)
+        write(os.path.join(each, "round2", "shm.json"), slow)
+        write(os.path.join(each, "times.json"),
+              {"profiles": [{"shm": "round1/shm.json"}, {"shm": "round2/shm.json"}],
+               "rows": rows})
+        a = predicted_us(ringlet, os.path.join(each, "round1", "shm.json"))
+        b = predicted_us(ringlet, os.path.join(each, "round2", "shm.json"))
+        check(b > 1.5 * a, f"a quarter of the bandwidth is slower: {a:.1f} and {b:.1f} us")
+        r = replay(source, build, each)
+        got = row_prediction(r.stdout)
+        ok = r.returncode == 0 and got is not None and abs(got - (a + b) / 2) <= 0.1
+        check(ok, f"two rounds' profiles: the row's prediction is their mean, {(a + b) / 2:.1f} "
+                  f"us ({got}){shown(r, ok)}")
+        check(re.search(r"\| 120\.0 \| 1\.40 \|", r.stdout) is not None,
+              "measured: the median of the rounds, 120.0 us, their spread 1.40")
+        # Kept before the fit was repeated: one set of profiles, found by file name.
+        once = os.path.join(tmp, "once")
+        write(os.path.join(once, "shm.json"), slow)
+        write(os.path.join(once, "times.json"),
+              {"profiles": {"shm": "/where/it/was/kept/shm.json"}, "rows": rows})
+        r = replay(source, build, once)
+        got = row_prediction(r.stdout)
+        ok = r.returncode == 0 and got is not None and abs(got - b) <= 0.1
+        check(ok, f"one set of profiles: its prediction, {b:.1f} us ({got}){shown(r, ok)}")
+        # Not a kept run.
+        bad = os.path.join(tmp, "bad")
+        write(os.path.join(bad, "times.json"), {"rows": rows})
+        r = replay(source, build, bad)
+        check(r.returncode != 0 and "is not a kept run" in r.stderr and bad in r.stderr,
+              f"a times.json without profiles: an error naming it ({r.stderr.strip()})")
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
