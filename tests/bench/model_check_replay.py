@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/model_check.py --replay on made-up kept runs (a `meson test`): a row's prediction is the
-median of what each round's profiles predict (two rounds: their mean), a run kept with one set of
+median of what each round's profiles predict (two rounds: their mean), its round-by-round ratio
+the median of each round's prediction over that round's time, a run kept with one set of
 profiles (by file name, before the fit was repeated each round) is predicted with it, and a
 times.json that is not a kept run is an error that names it.
 
@@ -34,12 +35,12 @@ def replay(source, build, folder):
                           capture_output=True, text=True, timeout=120)
 
 
-def row_prediction(output):
-    """The predicted column of the table's one row."""
+def row_cell(output, column):
+    """A cell of the table's one row: 6 the predicted us, 9 the round-by-round ratio."""
     for line in output.splitlines():
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) > 6 and cells[1] == "shm" and cells[3] == str(BYTES):
-            return float(cells[6])
+        if len(cells) > 9 and cells[1] == "shm" and cells[3] == str(BYTES):
+            return float(cells[column])
     return None
 
 
@@ -73,19 +74,24 @@ def main():
         b = predicted_us(ringlet, os.path.join(each, "round2", "shm.json"))
         check(b > 1.5 * a, f"a quarter of the bandwidth is slower: {a:.1f} and {b:.1f} us")
         r = replay(source, build, each)
-        got = row_prediction(r.stdout)
+        got = row_cell(r.stdout, 6)
         ok = r.returncode == 0 and got is not None and abs(got - (a + b) / 2) <= 0.1
         check(ok, f"two rounds' profiles: the row's prediction is their mean, {(a + b) / 2:.1f} "
                   f"us ({got}){shown(r, ok)}")
         check(re.search(r"\| 120\.0 \| 1\.40 \|", r.stdout) is not None,
               "measured: the median of the rounds, 120.0 us, their spread 1.40")
+        paired = (a / 100 + b / 140) / 2
+        got = row_cell(r.stdout, 9)
+        check(got is not None and abs(got - paired) <= 0.006,
+              f"round by round: each round's prediction against its time, the median (of two, "
+              f"their mean) {paired:.3f} ({got})")
         # Kept before the fit was repeated: one set of profiles, found by file name.
         once = os.path.join(tmp, "once")
         write(os.path.join(once, "shm.json"), slow)
         write(os.path.join(once, "times.json"),
               {"profiles": {"shm": "/where/it/was/kept/shm.json"}, "rows": rows})
         r = replay(source, build, once)
-        got = row_prediction(r.stdout)
+        got = row_cell(r.stdout, 6)
         ok = r.returncode == 0 and got is not None and abs(got - b) <= 0.1
         check(ok, f"one set of profiles: its prediction, {b:.1f} us ({got}){shown(r, ok)}")
         # Not a kept run.
