@@ -256,7 +256,8 @@ def load(folder):
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         sys.exit(f"model_check: --replay {folder}: {path} is not a kept run ({e})")
     if not times or not fits:
-        sys.exit(f"model_check: --replay {folder}: {path} has no rows")
+        sys.exit(f"model_check: --replay {folder}: {path} has no "
+                 f"{'rows' if not times else 'profiles'}")
     return fits, times
 
 

@@ -3,7 +3,7 @@
 median of what each round's profiles predict (two rounds: their mean), its round-by-round ratio
 the median of each round's prediction over that round's time, a run kept with one set of
 profiles (by file name, before the fit was repeated each round) is predicted with it, and a
-times.json that is not a kept run is an error that names it.
+times.json that is not a kept run, or holds no profiles, is an error that says so.
 
 usage: model_check_replay.py BUILD_ROOT SOURCE_ROOT
 """
@@ -100,6 +100,10 @@ def main():
         r = replay(source, build, bad)
         check(r.returncode != 0 and "is not a kept run" in r.stderr and bad in r.stderr,
               f"a times.json without profiles: an error naming it ({r.stderr.strip()})")
+        write(os.path.join(bad, "times.json"), {"profiles": [], "rows": rows})
+        r = replay(source, build, bad)
+        check(r.returncode != 0 and "has no profiles" in r.stderr,
+              f"a times.json with no round's profiles: an error saying so ({r.stderr.strip()})")
     return finish()
 
 
