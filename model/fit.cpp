@@ -139,7 +139,7 @@ std::pair<int, int> two_cpus() {
 // sometimes share one CPU for a whole sitting, and a message then costs what it does on one CPU.
 void on_two_ranks(const std::string& transport, bool one_cpu,
                   const std::function<void(int, transport::Mesh&)>& body) {
-  const auto [first_cpu, second_cpu] = two_cpus();
+  const std::pair<int, int> cpus = two_cpus();
   transport::TcpStoreServer server("127.0.0.1", 0);
   std::atomic<int> cpu{-1};
   on_two_threads([&](int rank) {
@@ -159,7 +159,7 @@ void on_two_ranks(const std::string& transport, bool one_cpu,
     o.prefix = "fit-" + transport;
     o.store_host = "127.0.0.1";
     auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
-    if (!one_cpu && first_cpu >= 0) stay_on_cpu(rank == 0 ? first_cpu : second_cpu);
+    if (!one_cpu && cpus.first >= 0) stay_on_cpu(rank == 0 ? cpus.first : cpus.second);
     body(rank, *mesh);
     transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
   });
