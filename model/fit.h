@@ -37,7 +37,8 @@ struct MachineFit {
   double copy_GBps = 0;              // memcpy, out of cache, one thread
   double peer_read_GBps = 0;         // 16 MiB read from a peer's memory over shm (0: cannot)
   double memory_GBps = 0;            // memcpy past the cache, every core at once, all together
-  std::size_t cache_bytes = 0;       // the last-level cache (0: unknown)
+  std::size_t last_level_bytes = 0;  // the last-level cache, as sysfs names it (0: unknown)
+  std::size_t cache_bytes = 0;       // the part of it two ranks' copies find (profile's)
   std::size_t core_cache_bytes = 0;  // a core's own (level 2; 0: unknown)
   double cached_reduce_GBps = 0;     // the rates on buffers that fit it
   double cached_copy_GBps = 0;
@@ -63,6 +64,14 @@ struct FitOptions {
 };
 
 MachineFit fit_machine(const FitOptions& options = {});
+
+// The cache two ranks' copies find, where sysfs names a larger one (on a VM, the whole chip's,
+// shared with other guests): the memory two ranks touch (three buffers each, as the model counts
+// it) in the largest shm exchange from 1 MiB up that takes at most half again as long as one
+// way, as exchanges do while the two cores' copies stay in cache; past it the two directions
+// take turns. 512 KiB's where the 1 MiB exchange is already slower; `last_level` (0: unknown)
+// where every exchange measured is as fast as one way; never more than it.
+std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_level);
 
 // Each transport's samples, then the rates, as a table for people.
 std::string fit_report(const MachineFit& fit);

@@ -92,7 +92,8 @@ struct Profile {
   // 0: at copy_GBps.
   double peer_read_GBps = 0;
   std::size_t slice_bytes = 512 * 1024;  // the message size links prefer (the ring's slices)
-  // A host's last-level cache and its memory's bandwidth, all cores together: where the host's
+  // A host's last-level cache (`ringlet model fit`: the part of it two ranks' copies find) and
+  // its memory's bandwidth, all cores together: where the host's
   // ranks' buffers (each the collective's bytes) do not fit the cache, a core moves bytes
   // (copies, reductions, copying links) at no more than its share of memory_GBps. 0: no limit.
   std::size_t cache_bytes = 0;

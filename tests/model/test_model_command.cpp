@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "model/fit.h"
 #include "model/simulate.h"
 #include "ringlet_command.h"
 
@@ -154,6 +155,7 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.inter.one_cpu_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
+  CHECK(contains(r.output, "# the cache the copies find (shm exchanges no slower than one way): "));
   // The communicator's work per op: every all-reduce algorithm simulated for two ranks of one
   // host (shm copies: the windows and cross-memory attach too), none below 0.
   CHECK(contains(r.output, "# the communicator's own work per op (an 8-byte all-reduce of 2 "));
@@ -180,6 +182,21 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(predicted.status == 0);
   CHECK(contains(predicted.output, "# profile: this machine: shm within a host, tcp loopback"));
   CHECK(contains(ringlet_model("fit --bogus").output, "--bogus"));
+}
+
+TEST_CASE("the fit's cache is where two ranks' shm exchanges stop overlapping") {
+  // bytes, one way, exchange (us): overlapped up to 1 MiB (1.4x is noise), then about twice.
+  const std::vector<model::Sample> knee{
+      {64 << 10, 7, 7}, {1 << 20, 150, 210}, {4 << 20, 450, 800}, {16 << 20, 1400, 2600}};
+  CHECK(model::copies_cache_bytes(knee, std::size_t{480} << 20) == std::size_t{6} << 20);
+  CHECK(model::copies_cache_bytes(knee, std::size_t{4} << 20) == std::size_t{4} << 20);
+  CHECK(model::copies_cache_bytes(knee, 0) == std::size_t{6} << 20);
+  // Slower already at 1 MiB: 512 KiB's working set. Overlapped throughout: sysfs's figure.
+  const std::vector<model::Sample> early{{1 << 20, 150, 300}, {4 << 20, 450, 900}};
+  CHECK(model::copies_cache_bytes(early, std::size_t{480} << 20) == std::size_t{3} << 20);
+  const std::vector<model::Sample> flat{{1 << 20, 150, 150}, {16 << 20, 1400, 1500}};
+  CHECK(model::copies_cache_bytes(flat, std::size_t{32} << 20) == std::size_t{32} << 20);
+  CHECK(model::copies_cache_bytes(flat, 0) == 0);
 }
 
 TEST_CASE("model fit measures on a process allowed one CPU (its two ranks then share it)") {
