@@ -145,9 +145,10 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
                  "# tcp loopback, the CPUs' share of a message (what an exchange takes "
                  "beyond one way): "));
   // tcp loopback's times by size, every size measured (shm's rate is one line).
-  REQUIRE(p.inter.by_size.size() == 8);
+  REQUIRE(p.inter.by_size.size() == 9);
   CHECK(p.inter.by_size.front().bytes == 8);
-  CHECK(p.inter.by_size[4].bytes == 512 * 1024);
+  CHECK(p.inter.by_size[3].bytes == 128 * 1024);
+  CHECK(p.inter.by_size[5].bytes == 512 * 1024);
   CHECK(p.inter.by_size.back().bytes == 16 << 20);
   CHECK(p.inter.by_size.front().one_way_us == p.inter.latency_us);
   CHECK(p.intra.by_size.empty());
