@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "tcp_pair.h"
 #include "transport/errors.h"
 #include "transport/tcp/interfaces.h"
+#include "transport/tcp/unpaced.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -31,6 +33,21 @@ namespace {
 using ringlet::testing::raw_connect;
 
 const auto kWait = 20s;
+
+std::string congestion_of(int fd) {
+  char name[16] = {};
+  socklen_t length = sizeof name - 1;
+  REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &length) == 0);
+  return name;
+}
+
+// Whether this process may give a socket bbr (the kernel has it and allows it here).
+bool can_use_bbr() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const bool ok = fd >= 0 && ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
 
 }  // namespace
 
@@ -434,4 +451,34 @@ TEST_CASE("interface selection follows NCCL's syntax") {
   CHECK(transport::tcp::select_interface("lo", "").name == "lo");
   CHECK_THROWS_WITH_AS(transport::tcp::select_interface("=nosuchif9", ""),
                        doctest::Contains("matches no interface"), core::ValueError);
+}
+
+TEST_CASE("a socket bbr would pace asks for cubic; one with another algorithm keeps it" *
+          doctest::skip(!can_use_bbr()) *
+          doctest::description("needs bbr, which this kernel lacks or refuses this process")) {
+  const int paced = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::setsockopt(paced, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) == 0);
+  const std::string now = transport::tcp::unpace(paced);
+  CHECK((now == "cubic" || now == "reno"));
+  CHECK(congestion_of(paced) == now);
+  ::close(paced);
+  const int chosen = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::setsockopt(chosen, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) == 0);
+  CHECK(std::string(transport::tcp::unpace(chosen)) == "reno");
+  ::close(chosen);
+}
+
+TEST_CASE("neither end of a loopback connection is paced by bbr, whatever the system's default") {
+  transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  const auto deadline = core::Deadline::after(kWait);
+  auto dial = std::async(std::launch::async, [&] {
+    return transport::tcp::connect_socket("127.0.0.1", listener.port(), hello_from(1, 0, 0, 1),
+                                          deadline);
+  });
+  const int accepted = listener.take(1, 0, deadline);
+  const int dialed = dial.get();
+  CHECK(congestion_of(accepted) != "bbr");
+  CHECK(congestion_of(dialed) != "bbr");
+  ::close(accepted);
+  ::close(dialed);
 }

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "transport/errors.h"
+#include "transport/tcp/unpaced.h"
 
 namespace ringlet::transport::tcp {
 namespace {
@@ -149,6 +150,8 @@ Listener::Listener(const std::string& address, int port, std::uint64_t job_token
   const asio::ip::tcp::endpoint endpoint(parse_address(address), static_cast<unsigned short>(port));
   asio::error_code ec;
   impl_->acceptor.open(endpoint.protocol(), ec);
+  // Accepted sockets keep the listening socket's congestion control.
+  if (!ec && endpoint.address().is_loopback()) unpace(impl_->acceptor.native_handle());
   if (!ec) impl_->acceptor.set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
   if (!ec) impl_->acceptor.bind(endpoint, ec);
   if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
@@ -202,6 +205,9 @@ int connect_socket(const std::string& host, int port, const Hello& hello, core::
     asio::ip::tcp::socket socket(io);
     asio::error_code result = asio::error::timed_out;
     Ack ack;
+    asio::error_code opened;
+    socket.open(endpoint.protocol(), opened);
+    if (!opened && endpoint.address().is_loopback()) unpace(socket.native_handle());
     // connect, send Hello, read Ack — each step bounded by the remaining time
     socket.async_connect(endpoint, [&](const asio::error_code& ec) {
       if (ec) {
