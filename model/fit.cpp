@@ -170,9 +170,10 @@ void on_two_ranks(const std::string& transport, bool one_cpu,
 std::vector<Sample> link_samples(int rank, transport::Connection& peer,
                                  const std::vector<std::size_t>& sizes, std::size_t budget) {
   std::vector<Sample> samples;
-  // The largest size first, a few times, unmeasured: a tcp connection that has carried large
-  // messages moves mid-size ones up to twice as slowly as a fresh one, and a collective's has
-  // (all_reduce_perf warms up at its largest size; a training job's buckets are megabytes):
+  // The largest size first, a few times, unmeasured: a tcp connection paced by bbr (the link
+  // between hosts, where the system's default is bbr; loopback asks for cubic) that has carried
+  // large messages moves mid-size ones up to twice as slowly as a fresh one, and a collective's
+  // has (all_reduce_perf warms up at its largest size; a training job's buckets are megabytes):
   // bench/RESULTS.md, 2026-12-02 "A tcp connection's history".
   message_times(Pattern::exchange, rank, peer, sizes.back(), 0);
   for (const std::size_t bytes : sizes) {
