@@ -41,6 +41,16 @@ std::string congestion_of(int fd) {
   return name;
 }
 
+// A listener's accepted socket and the dialling one of rank 1, through the handshake.
+std::pair<int, int> handshaken_pair(transport::tcp::Listener& listener, core::Deadline deadline) {
+  auto dial = std::async(std::launch::async, [&] {
+    return transport::tcp::connect_socket("127.0.0.1", listener.port(), hello_from(1, 0, 0, 1),
+                                          deadline);
+  });
+  const int accepted = listener.take(1, 0, deadline);
+  return {accepted, dial.get()};
+}
+
 // Whether this process may give a socket bbr (the kernel has it and allows it here).
 bool can_use_bbr() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -382,13 +392,9 @@ TEST_CASE("handshake refusals: stranger, wrong job, wrong rank; the listener kee
 
 TEST_CASE("a frame header claiming a huge length is refused without allocating") {
   transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
+  const auto [accepted, raw] = handshaken_pair(listener, core::Deadline::after(kWait));
   const auto deadline = core::Deadline::after(kWait);
-  auto dial = std::async(std::launch::async, [&] {
-    return transport::tcp::connect_socket("127.0.0.1", listener.port(), hello_from(1, 0, 0, 1),
-                                          deadline);
-  });
-  transport::tcp::TcpConnection conn(0, 1, {listener.take(1, 0, deadline)});
-  const int raw = dial.get();
+  transport::tcp::TcpConnection conn(0, 1, {accepted});
   transport::tcp::FrameHeader evil;
   evil.seq = 0;
   evil.length = evil.total = std::uint64_t{1} << 62;
@@ -464,19 +470,13 @@ TEST_CASE("a socket bbr would pace asks for cubic; one with another algorithm ke
   ::close(paced);
   const int chosen = ::socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(::setsockopt(chosen, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) == 0);
-  CHECK(std::string(transport::tcp::unpace(chosen)) == "reno");
+  CHECK(transport::tcp::unpace(chosen) == "reno");
   ::close(chosen);
 }
 
 TEST_CASE("neither end of a loopback connection is paced by bbr, whatever the system's default") {
   transport::tcp::Listener listener("127.0.0.1", 0, kToken, 0, 2);
-  const auto deadline = core::Deadline::after(kWait);
-  auto dial = std::async(std::launch::async, [&] {
-    return transport::tcp::connect_socket("127.0.0.1", listener.port(), hello_from(1, 0, 0, 1),
-                                          deadline);
-  });
-  const int accepted = listener.take(1, 0, deadline);
-  const int dialed = dial.get();
+  const auto [accepted, dialed] = handshaken_pair(listener, core::Deadline::after(kWait));
   CHECK(congestion_of(accepted) != "bbr");
   CHECK(congestion_of(dialed) != "bbr");
   ::close(accepted);

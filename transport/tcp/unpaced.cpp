@@ -10,11 +10,10 @@ namespace ringlet::transport::tcp {
 namespace {
 
 // The socket's congestion control algorithm, or "" where it cannot be read.
-const char* algorithm_of(int fd) {
-  thread_local char name[16];
+std::string algorithm_of(int fd) {
+  char name[16] = {};
   socklen_t length = sizeof name - 1;
-  std::memset(name, 0, sizeof name);
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &length) != 0) name[0] = '\0';
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &length) != 0) return "";
   return name;
 }
 
@@ -25,8 +24,8 @@ bool ask_for(int fd, const char* algorithm) {
 
 }  // namespace
 
-const char* unpace(int fd) {
-  if (std::strcmp(algorithm_of(fd), "bbr") == 0 && !ask_for(fd, "cubic")) ask_for(fd, "reno");
+std::string unpace(int fd) {
+  if (algorithm_of(fd) == "bbr" && !ask_for(fd, "cubic")) ask_for(fd, "reno");
   return algorithm_of(fd);
 }
 

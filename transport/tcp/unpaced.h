@@ -5,12 +5,14 @@
 // connection's history"). Congestion control guards a shared network, which loopback is not.
 #pragma once
 
+#include <string>
+
 namespace ringlet::transport::tcp {
 
 // Where `fd` (a tcp socket, before it connects or listens) would use bbr, asks for cubic instead
 // (reno where cubic is refused), as a process may for itself. Leaves any other algorithm, the
 // system's or one chosen for the socket. Returns the algorithm the socket uses afterwards ("" if
 // it cannot be read).
-const char* unpace(int fd);
+std::string unpace(int fd);
 
 }  // namespace ringlet::transport::tcp
