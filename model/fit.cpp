@@ -584,8 +584,10 @@ std::string fit_report(const MachineFit& fit) {
       fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
   figures("# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (sysfs)\n",
           fit.memory_GBps, fit.last_level_bytes >> 20);
-  figures("# the cache the copies find (shm exchanges no slower than one way): %zu KiB\n",
-          fit.cache_bytes >> 10);
+  figures(
+      "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): %zu "
+      "KiB\n",
+      fit.cache_bytes >> 10);
   figures("# within a core's own %zu KiB cache: reduction %.2f GB/s, copy %.2f GB/s\n",
           fit.core_cache_bytes >> 10, fit.cached_reduce_GBps, fit.cached_copy_GBps);
   figures("# 64 KiB another core's cache holds: written at %.2f GB/s, read at %.2f GB/s\n",

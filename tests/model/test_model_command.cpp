@@ -156,7 +156,9 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.inter.one_cpu_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
-  CHECK(contains(r.output, "# the cache the copies find (shm exchanges no slower than one way): "));
+  CHECK(contains(
+      r.output,
+      "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): "));
   // The communicator's work per op: every all-reduce algorithm simulated for two ranks of one
   // host (shm copies: the windows and cross-memory attach too), none below 0.
   CHECK(contains(r.output, "# the communicator's own work per op (an 8-byte all-reduce of 2 "));
