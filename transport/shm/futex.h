@@ -7,11 +7,11 @@
 // when it sees the announcement. One of the two always sees the other's store.
 #pragma once
 
-#include <sched.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+
+#include "transport/yield_window.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -30,7 +30,10 @@ void futex_wake_all(std::atomic<std::uint32_t>* word);
 // and, with a core to spare, returns at once (one system call per look); the futex sleep then
 // costs nothing while a side is idle. Spinning for 8 us before yielding was no faster with a
 // core per rank and 2-2.6x slower at 4 and 8 ranks on 2 cores, where the spinning rank held the
-// core the rank it waited for needed (bench/RESULTS.md, 2026-11-30 "Waiting").
+// core the rank it waited for needed (bench/RESULTS.md, 2026-11-30 "Waiting"). The 40 us count
+// only the time the waiter looked itself, not its neighbours' turns on its core (yield_window.h):
+// at 4 ranks on 2 cores that took a 256 KiB ring from 207 us to 148 (bench/RESULTS.md,
+// 2026-12-02 "Turns on a shared core").
 constexpr int kSpins = 32;
 constexpr auto kYieldTime = std::chrono::microseconds(40);
 
@@ -49,11 +52,8 @@ bool spin_then_yield(Ready ready) {
     if (ready()) return true;
     cpu_relax();
   }
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  while (Clock::now() - start < kYieldTime) {
+  for (YieldWindow window(kYieldTime); window.open(); window.yield()) {
     if (ready()) return true;
-    sched_yield();
   }
   return ready();
 }

@@ -35,7 +35,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -57,6 +56,7 @@
 #include "transport/errors.h"
 #include "transport/tcp/handshake.h"
 #include "transport/tcp/socket.h"
+#include "transport/yield_window.h"
 
 namespace ringlet::transport::tcp {
 namespace {
@@ -73,7 +73,8 @@ constexpr auto kIdleLook = std::chrono::milliseconds(50);
 // A driving waiter polls in slices this long, so that it notices when another thread read its
 // message meanwhile.
 constexpr int kWaiterPollMs = 1;
-// For this long after it starts waiting, a driving waiter reads its sockets again and again,
+// For this long after it starts waiting (counting only the time it looked itself, not other
+// ranks' turns on its core: yield_window.h), a driving waiter reads its sockets again and again,
 // yielding the core between tries, before it sleeps in poll: a small message's answer comes back
 // over loopback within tens of microseconds, and a wake-up from poll costs about as much again
 // (4 KiB all-reduce of 2 ranks: 36-49 us with poll alone, 9.4-12 us with this). Yielding, not
@@ -348,7 +349,7 @@ struct TcpConnection::Impl {
   void drive(std::uint64_t seq, const Request* request, const core::Deadline* deadline) {
     std::vector<Socket*> readable;
     std::vector<pollfd> fds;
-    const auto spin_until = Clock::now() + kWaiterSpin;
+    YieldWindow window(kWaiterSpin);
     while (!request->done()) {
       readable.clear();
       {
@@ -371,8 +372,8 @@ struct TcpConnection::Impl {
         pump(c, request);
         if (request->done()) return;
       }
-      if (Clock::now() < spin_until) {
-        sched_yield();
+      if (window.open()) {
+        window.yield();
         continue;
       }
       fds.clear();
