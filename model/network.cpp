@@ -77,6 +77,13 @@ int VirtualNetwork::home_core(int rank) const {
   return local % profile_.cores_per_host;
 }
 
+// A link within a host whose CPUs move the bytes at a rate of their own (tcp loopback): there is
+// no wire, the kernel's copies and its stack's work on the cores at the two ends are the link.
+bool VirtualNetwork::cpus_are_wire(int from, int to) const {
+  const LinkCost& link = profile_.intra;
+  return link.copies && link.cpu_GBps > 0 && shape_.host_of(from) == shape_.host_of(to);
+}
+
 // A message its link within a host sends whole (shm: up to in_place_bytes, written at once):
 // the sender's core copies it in, then the receiver's copies it out.
 bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
@@ -106,15 +113,15 @@ double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
 }
 
 // Occupies the link (and between hosts, both NICs) for the message, first come first served in
-// virtual time; returns when its last byte left.
-double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
+// virtual time.
+VirtualNetwork::Reserved VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   Flow& f = flow(from, to);
   const int hs = shape_.host_of(from), hd = shape_.host_of(to);
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   double start = std::max(now_, f.link_free);
   if (copied_whole(from, to, bytes)) {  // the receiver's copy out when it arrives (deliver)
     f.link_free = book_core(from, start, copy_whole_seconds(from, bytes));
-    return f.link_free;
+    return {f.link_free, f.link_free, 0};
   }
   // A link with times by size: those within the cache, the rates past it, in the shares of what
   // the host's ranks touch that fit it and miss it (with no cache given, the times by size).
@@ -140,6 +147,16 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
                    ? std::max(moving_seconds(from, bytes, link.cpu_GBps_or_wire(), 1, overlapped),
                               moving_seconds(to, bytes, link.cpu_GBps_or_wire(), 1, overlapped))
                    : 0;
+  // Where the CPUs are the wire, the sender's core moves the bytes out, then the receiver's
+  // moves them in once they are there (settle), each for `end`; the two overlap where the
+  // message's time on the link is shorter than both together (the kernel hands its segments on
+  // as they come).
+  if (cpus_are_wire(from, to)) {
+    const double end = (1 - past) * link.cached_end_seconds(bytes) + past * cpu;
+    f.link_free = book_core(from, start, end);
+    const double out_at = f.link_free - end;
+    return {f.link_free, out_at + std::max(0.0, wire - end), end};
+  }
   if (link.copies && past < 1) cpu = (1 - past) * link.cached_cpu_seconds(bytes) + past * cpu;
   double left = start + wire;
   if (link.copies) {
@@ -148,7 +165,7 @@ double VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
   }
   f.link_free = left;
   if (hs != hd) nic_out_free_[out] = nic_in_free_[in] = left;
-  return left;
+  return {left, left, 0};
 }
 
 std::shared_ptr<VirtualNetwork::Transfer> VirtualNetwork::transfer(
@@ -186,9 +203,9 @@ transport::RequestPtr VirtualNetwork::send(int from, int to, std::size_t bytes) 
   const double on_cores = latency_on_cores_seconds(from, to);
   spend(from, on_cores / 2);
   auto t = transfer(from, transport::RequestLabel::Kind::send, to, bytes);
-  const double left = reserve(from, to, bytes);
-  deliver(from, to, bytes, left, on_cores, false);
-  schedule(left, -1, t);
+  const Reserved r = reserve(from, to, bytes);
+  deliver(from, to, bytes, r.ready, on_cores, false, r.taking);
+  schedule(r.left, -1, t);
   return request_of(t);
 }
 
@@ -216,14 +233,17 @@ transport::RequestPtr VirtualNetwork::send_joined(int from, int to, std::size_t 
 // receiver's half of it on a core of its host once the bytes are there), for the receive posted
 // for it or the next one.
 void VirtualNetwork::deliver(int from, int to, std::size_t bytes, double left, double on_cores,
-                             bool in_place) {
+                             bool in_place, double taking) {
   const LinkCost& link =
       shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
   const double copy_out =
       !in_place && copied_whole(from, to, bytes) ? copy_whole_seconds(to, bytes) : 0;
-  const double arrival = on_cores > 0 || copy_out > 0 ? book_core(to, left, on_cores / 2 + copy_out)
-                                                      : left + link.latency_us * 1e-6;
-  const Flow::Message message{bytes, arrival, in_place};
+  if (taking > 0) taking += on_cores / 2;  // all of it when the receive takes the message
+  const double arrival = taking > 0 ? left
+                         : on_cores > 0 || copy_out > 0
+                             ? book_core(to, left, on_cores / 2 + copy_out)
+                             : left + link.latency_us * 1e-6;
+  const Flow::Message message{bytes, arrival, in_place, taking};
   Flow& f = flow(from, to);
   if (!f.posted.empty()) {
     auto receive = std::move(f.posted.front());
@@ -280,6 +300,7 @@ void VirtualNetwork::match(const std::shared_ptr<Transfer>& receive, const Flow:
   const std::size_t bytes = message.bytes;
   receive->in_place = message.in_place;
   double arrival = std::max(now_, message.arrival);
+  receive->taking = message.taking;
   if (message.in_place && !receive->takes_in_place) {
     arrival = book_core(receive->rank, arrival,
                         moving_seconds(receive->rank, bytes, 2 * profile_.intra.bandwidth_GBps, 1));
@@ -329,9 +350,8 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
   const double since = now_;
   const bool receive = t.receive;
   const int peer = t.peer;
-  if (!events_.empty() && events_.top().transfer == &t) {  // this rank's turn goes on
-    const auto held = pop_event().second;
-    complete(*held);
+  if (!events_.empty() && events_.top().transfer == &t && settle(pop_event().second)) {
+    // this rank's turn goes on
   } else {
     Process& p = *processes_[static_cast<std::size_t>(rank)];
     t.waiter = rank;
@@ -342,6 +362,20 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
     RINGLET_CHECK(t.request.done(), TimeoutError, deadlock_);
   }
   if (receive && now_ > since) wake_up(rank, peer);
+}
+
+// A transfer whose time has come: done, or, for a receive that has its message but must still
+// take it (where the CPUs are the wire: the kernel's copy into the receiver's buffer), the take
+// booked on the receiver's core from now (every earlier turn of its rank is booked by now, so
+// the take queues behind them, not ahead) and the transfer done when that ends. True if done.
+bool VirtualNetwork::settle(const std::shared_ptr<Transfer>& t) {
+  if (t->taking > 0) {
+    const double taken = book_core(t->rank, now_, std::exchange(t->taking, 0.0));
+    schedule(taken, -1, t);
+    return false;
+  }
+  complete(*t);
+  return true;
 }
 
 // Work of `seconds` on a core of the rank's host (or its own), from `from_time` at the earliest;
@@ -462,7 +496,7 @@ int VirtualNetwork::next_resumed() {
     const auto [rank, held] = pop_event();
     int who = rank;
     if (held) {
-      complete(*held);
+      if (!settle(held)) continue;
       who = std::exchange(held->waiter, -1);
     }
     if (who >= 0) return who;

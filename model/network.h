@@ -17,7 +17,8 @@
 // both ends of a message on a link whose CPUs move the bytes: there a message also waits for the
 // core at each end, and holds it while the CPUs move the bytes (the wire may take longer); one
 // the link sends whole (shm, up to its in_place_bytes) is copied in on the sender's core, then
-// out on the receiver's.
+// out on the receiver's; where the CPUs are the wire (tcp within a host), the sender's core moves
+// it out, then the receiver's moves it in once it is there.
 // On a host with more ranks
 // than cores, a receive that had to wait ends with a wake-up, spent on a core. Where a host's
 // ranks' buffers outgrow its cache, its cores move bytes at most at their share of its memory's
@@ -113,10 +114,11 @@ class VirtualNetwork {
     int rank = 0, peer = 0;
     bool receive = false;
     int waiter = -1;
-    std::string error;                    // a receive matched with a longer message
-    bool in_place = false;                // a receive's message was sent in place
-    bool takes_in_place = false;          // a receive that uses its message where it lies
-    std::uint64_t* received = nullptr;    // a receive's: bytes added here when it completes
+    std::string error;                  // a receive matched with a longer message
+    bool in_place = false;              // a receive's message was sent in place
+    bool takes_in_place = false;        // a receive that uses its message where it lies
+    std::uint64_t* received = nullptr;  // a receive's: bytes added here when it completes
+    double taking = 0;  // a receive's: its core's work on the message once it is there
     std::shared_ptr<Transfer> scheduled;  // itself, while an event in the queue completes it
   };
   // The messages from one rank to another, matched in order with the receives posted for them.
@@ -125,6 +127,7 @@ class VirtualNetwork {
       std::size_t bytes;
       double arrival;
       bool in_place;
+      double taking = 0;  // on the receiver's core once it is there (cpus_are_wire)
     };
     std::deque<Message> unmatched;
     std::deque<std::shared_ptr<Transfer>> posted;
@@ -155,16 +158,26 @@ class VirtualNetwork {
   std::size_t nic_of(int rank) const;
   Cores& cores_of(int rank);
   double book_copies(int from, int to, double start, double& cpu);
+  bool cpus_are_wire(int from, int to) const;
+  // A message's times on its link: when its last byte left (the send is done), when its receiver
+  // may have it, and what taking it costs the receiver's core then (0: nothing more).
+  struct Reserved {
+    double left;
+    double ready;
+    double taking;
+  };
   int home_core(int rank) const;
   bool copied_whole(int from, int to, std::size_t bytes) const;
   double copy_whole_seconds(int rank, std::size_t bytes) const;
   double copies_missed(int rank, std::size_t bytes) const;
   double core_cache_missed(int rank) const;
-  double reserve(int from, int to, std::size_t bytes);  // when the message's last byte left
-  void deliver(int from, int to, std::size_t bytes, double left, double on_cores, bool in_place);
+  Reserved reserve(int from, int to, std::size_t bytes);
+  void deliver(int from, int to, std::size_t bytes, double left, double on_cores, bool in_place,
+               double taking = 0);
   double latency_on_cores_seconds(int from, int to) const;
   double book_core(int rank, double from_time, double seconds);
   void match(const std::shared_ptr<Transfer>& recv, const Flow::Message& message);
+  bool settle(const std::shared_ptr<Transfer>& t);
   std::shared_ptr<Transfer> post_receive(int at, int from, std::size_t room, bool in_place);
   void schedule(double time, int rank, const std::shared_ptr<Transfer>& transfer);
   std::pair<int, std::shared_ptr<Transfer>> pop_event();

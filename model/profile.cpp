@@ -52,6 +52,11 @@ double LinkCost::cached_cpu_seconds(std::size_t bytes) const {
          1e-6;
 }
 
+double LinkCost::cached_end_seconds(std::size_t bytes) const {
+  if (by_size.empty()) return 0;
+  return std::max(0.0, at_size(by_size, &SizeTimes::exchange_us, bytes) - latency_us) / 2 * 1e-6;
+}
+
 double LinkCost::fastest_wire_seconds(std::size_t bytes) const {
   const double line = static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
   return by_size.empty() ? line : std::min(line, cached_wire_seconds(bytes));

@@ -46,8 +46,10 @@ struct LinkCost {
   // buffers and segments): its measured times by size, ascending. While what the host's ranks
   // touch fits its last-level cache, a message costs what they give at its size (interpolated
   // between them, extended along the last two): on the link, its one-way time less the latency;
-  // on the CPUs at each end (with copies), what an exchange takes beyond one way. Past the cache,
-  // bandwidth_GBps and cpu_GBps (the rates of the largest messages). Empty: those rates alone.
+  // on the CPUs at each end (with copies), what an exchange takes beyond one way (within a host,
+  // where the CPUs are the wire, half of what it takes beyond the latency: cached_end_seconds,
+  // the sender's core's and then the receiver's). Past the cache, bandwidth_GBps and cpu_GBps
+  // (the rates of the largest messages). Empty: those rates alone.
   std::vector<SizeTimes> by_size{};
   // With copies, within a host: the longest message its receiver can use where it lies in the
   // link's memory (shm: what it sends at once, 1 MiB). The collectives' fingerprinted messages up
@@ -68,6 +70,10 @@ struct LinkCost {
   // Within the cache, by_size's time on the link and on each end's CPUs (0 without by_size).
   double cached_wire_seconds(std::size_t bytes) const;
   double cached_cpu_seconds(std::size_t bytes) const;
+  // Within the cache, where the CPUs are the wire (a link within a host whose CPUs move the bytes
+  // at cpu_GBps: tcp loopback): the CPU a message takes at each end, half of what an exchange
+  // takes beyond the latency (both cores are busy throughout an exchange). 0 without by_size.
+  double cached_end_seconds(std::size_t bytes) const;
   // The least time the bytes can take on the link, within the cache or past it.
   double fastest_wire_seconds(std::size_t bytes) const;
 };

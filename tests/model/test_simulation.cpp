@@ -100,6 +100,31 @@ TEST_CASE("a copying link with times by size: one way and an exchange take their
   CHECK(messages(p, 2000, 2000, true, 1) == doctest::Approx(9e-6).epsilon(1e-12));
 }
 
+// Within a host, tcp's CPUs are its wire: a message's time by size is work on the cores, the
+// sender's moving it out, then the receiver's moving it in, each half of what an exchange takes
+// beyond the latency (here (9 - 2) / 2 us at 2000 bytes).
+TEST_CASE("where the CPUs are the wire, the sender's core moves a message out, the receiver's in") {
+  model::Profile p = test_profile();
+  p.intra = {2.0, 1.0, true, 1.0};
+  p.intra.by_size = {{1000, 3, 5}, {3000, 9, 13}};  // at 2000 bytes: 6 us one way, 9 exchanged
+  p.cores_per_host = 2;
+  // A core each: one way and an exchange take what they were measured at.
+  CHECK(messages(p, 2000, 2000, false, 2) == doctest::Approx(6e-6).epsilon(1e-12));
+  CHECK(messages(p, 2000, 2000, true, 2) == doctest::Approx(9e-6).epsilon(1e-12));
+  {  // a third rank computing on the receiver's core first: the receiver's part waits for it
+    model::VirtualNetwork net({3, 3}, p);
+    const double t = net.run([&](int rank) {
+      if (rank == 1) net.send(1, 0, 2000)->wait(core::Deadline::never());
+      if (rank == 0) net.recv(0, 1, 2000)->wait(core::Deadline::never());
+      if (rank == 2) net.spend(2, 0.5e-3);
+    });
+    CHECK(t == doctest::Approx(0.5e-3 + 3.5e-6 + 1e-6).epsilon(1e-12));
+  }
+  // One core for both ranks: all of both ends' work one after the other, an exchange's worth.
+  p.cores_per_host = 1;
+  CHECK(messages(p, 2000, 2000, false, 2) == doctest::Approx(9e-6).epsilon(1e-12));
+}
+
 // Behind the op's fingerprint, which goes to the right neighbour first in a message of its own.
 TEST_CASE(
     "the ring all-reduce's own schedule: (n - 1)(2 latency + 2 chunk / bw + chunk / reduce)") {
