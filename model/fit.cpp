@@ -468,6 +468,18 @@ void measure_host_rates(MachineFit& fit, int sittings, bool quick) {
   }
 }
 
+// Every core copying slice by slice, up to buffers whose memory (both sides, all cores) is 1 GiB:
+// past any last level a VM's sysfs names here (480 MiB), within what a small machine has to spare.
+SlicedCopies measure_sliced(std::size_t core_cache, bool quick) {
+  const int cores = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  const std::size_t most =
+      quick ? std::size_t{4} << 20
+            : std::min(std::size_t{256} << 20,
+                       (std::size_t{512} << 20) / static_cast<std::size_t>(cores));
+  const std::size_t least = std::max(std::size_t{1} << 20, core_cache);
+  return measure_sliced_copies(cores, std::min(least, most), most, quick ? 1 : 3);
+}
+
 Profile profile_of(const MachineFit& fit) {
   Profile p = default_profile();
   std::time_t now = std::time(nullptr);
@@ -501,6 +513,8 @@ Profile profile_of(const MachineFit& fit) {
   p.peer_read_GBps = fit.peer_read_GBps;
   p.cache_bytes = fit.cache_bytes;
   p.memory_GBps = fit.cache_bytes > 0 ? fit.memory_GBps : 0;
+  p.last_level_bytes = fit.sliced.last_level_bytes;
+  p.past_last_level_GBps = fit.sliced.past_GBps;
   p.core_cache_bytes = fit.core_cache_bytes;
   p.cached_copy_GBps = fit.cached_copy_GBps;
   p.cached_reduce_GBps = fit.cached_reduce_GBps;
@@ -547,6 +561,7 @@ MachineFit fit_machine(const FitOptions& options) {
   fit.cache_bytes = copies_cache_bytes(fit.shm.samples, caches.last_level);
   fit.core_cache_bytes = caches.own;
   measure_host_rates(fit, sittings, options.quick);
+  fit.sliced = measure_sliced(fit.core_cache_bytes, options.quick);
   fit.tcp_cpu_GBps = cpu_share_GBps(loopback.samples, fit.copy_GBps);
   fit.profile = profile_of(fit);
   fit.profile.op_us = measure_op_us(fit.profile, options.quick ? 64 : 3200, sittings);
@@ -588,6 +603,17 @@ std::string fit_report(const MachineFit& fit) {
       "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): %zu "
       "KiB\n",
       fit.cache_bytes >> 10);
+  if (!fit.sliced.rates.empty()) {
+    figures("# every core copying slice by slice: %.2f GB/s (%zu MiB each)",
+            fit.sliced.rates.front().GBps, fit.sliced.rates.front().per_core_bytes >> 20);
+    if (fit.sliced.last_level_bytes > 0) {
+      figures("; the last level they find: %zu MiB; past it %.2f GB/s\n",
+              fit.sliced.last_level_bytes >> 20, fit.sliced.past_GBps);
+    } else {
+      figures("; %.2f GB/s at %zu MiB each: no last level seen\n", fit.sliced.rates.back().GBps,
+              fit.sliced.rates.back().per_core_bytes >> 20);
+    }
+  }
   figures("# within a core's own %zu KiB cache: reduction %.2f GB/s, copy %.2f GB/s\n",
           fit.core_cache_bytes >> 10, fit.cached_reduce_GBps, fit.cached_copy_GBps);
   figures("# 64 KiB another core's cache holds: written at %.2f GB/s, read at %.2f GB/s\n",

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/profile.h"
+#include "model/sliced_copies.h"
 
 namespace ringlet::model {
 
@@ -45,6 +46,7 @@ struct MachineFit {
   double shared_write_GBps = 0;       // 64 KiB another core read before, written (0: one CPU)
   double shared_read_GBps = 0;        // 64 KiB another core just wrote, read
   double shared_write_past_GBps = 0;  // 4 x a core's cache another core read, written
+  SlicedCopies sliced;                // every core copying slice by slice, by buffer size
   // The rate at which the CPUs at the ends of a tcp loopback message copy it (the profile's
   // inter.cpu_GBps; between hosts the wire may be slower): from what an exchange takes beyond
   // one way (cpu_share_GBps in fit.cpp).

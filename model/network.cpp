@@ -412,12 +412,30 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 // bytes that miss the cache (what of the memory the ranks touch does not fit it), blended with
 // the core's own rate for the rest.
 double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams) const {
-  const double missed = cache_missed(rank);
-  if (profile_.memory_GBps <= 0 || missed <= 0) return core_GBps;
   const int ranks = ranks_on_host(rank);
   const int busy = profile_.cores_per_host > 0 ? std::min(ranks, profile_.cores_per_host) : ranks;
-  const double share = std::min(core_GBps, profile_.memory_GBps * 2 / streams / busy);
-  return 1 / ((1 - missed) / core_GBps + missed / share);
+  double rate = core_GBps;
+  const double missed = cache_missed(rank);
+  if (profile_.memory_GBps > 0 && missed > 0) {
+    const double share = std::min(core_GBps, profile_.memory_GBps * 2 / streams / busy);
+    rate = 1 / ((1 - missed) / core_GBps + missed / share);
+  }
+  // Past the last level the copies' other side (a staging area, a link's buffer) is no longer
+  // in cache either: those bytes at a core's share of what all cores copy slice by slice.
+  const double past = last_level_missed(rank);
+  if (profile_.past_last_level_GBps > 0 && past > 0) {
+    const double share = std::min(rate, profile_.past_last_level_GBps / busy);
+    rate = 1 / ((1 - past) / rate + past / share);
+  }
+  return rate;
+}
+
+// The share of what the rank's host's ranks touch that the last level does not hold (none
+// where the profile gives no last level).
+double VirtualNetwork::last_level_missed(int rank) const {
+  const double working = touched_bytes() * ranks_on_host(rank);
+  const auto level = static_cast<double>(profile_.last_level_bytes);
+  return level > 0 && working > level ? 1 - level / working : 0;
 }
 
 // The share of what the rank's host's ranks touch that its last-level cache does not hold (all

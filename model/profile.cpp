@@ -94,6 +94,10 @@ std::string Profile::summary() const {
               ? core::str("; past ", cache_bytes >> 20, " MiB of cache, memory at ", memory_GBps,
                           " GB/s a host")
               : std::string())
+      << (last_level_bytes > 0 && past_last_level_GBps > 0
+              ? core::str("; past a last level of ", last_level_bytes >> 20,
+                          " MiB, copies slice by slice at ", past_last_level_GBps, " GB/s a host")
+              : std::string())
       << (core_cache_bytes > 0 && cached_copy_GBps > 0 && cached_reduce_GBps > 0
               ? core::str("; within a core's ", core_cache_bytes >> 10, " KiB, copy ",
                           cached_copy_GBps, " GB/s, reduce ", cached_reduce_GBps, " GB/s")
@@ -166,6 +170,7 @@ const std::map<std::string, double Profile::*> kRates = {
     {"copy_GBps", &Profile::copy_GBps},
     {"peer_read_GBps", &Profile::peer_read_GBps},
     {"memory_GBps", &Profile::memory_GBps},
+    {"past_last_level_GBps", &Profile::past_last_level_GBps},
     {"cached_copy_GBps", &Profile::cached_copy_GBps},
     {"cached_reduce_GBps", &Profile::cached_reduce_GBps},
     {"shared_write_GBps", &Profile::shared_write_GBps},
@@ -174,6 +179,7 @@ const std::map<std::string, double Profile::*> kRates = {
 const std::map<std::string, std::size_t Profile::*> kSizes = {
     {"slice_bytes", &Profile::slice_bytes},
     {"cache_bytes", &Profile::cache_bytes},
+    {"last_level_bytes", &Profile::last_level_bytes},
     {"core_cache_bytes", &Profile::core_cache_bytes}};
 
 // A link's times by size: at least two {"bytes", "one_way_us", "exchange_us"}, the sizes
@@ -301,7 +307,8 @@ Profile read_profile(const std::string& path) {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
                     " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
                     "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes, cache_bytes, "
-                    "memory_GBps, core_cache_bytes, cached_copy_GBps, cached_reduce_GBps, "
+                    "memory_GBps, last_level_bytes, past_last_level_GBps, core_cache_bytes, "
+                    "cached_copy_GBps, cached_reduce_GBps, "
                     "shared_write_GBps, shared_read_GBps, shared_write_past_GBps, op_us)");
     }
   }

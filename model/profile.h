@@ -104,6 +104,13 @@ struct Profile {
   // (copies, reductions, copying links) at no more than its share of memory_GBps. 0: no limit.
   std::size_t cache_bytes = 0;
   double memory_GBps = 0;
+  // The last level as all cores copying slice by slice find it (`ringlet model fit`:
+  // sliced_copies.h), and what they copy per second past it, all together: where the host's
+  // ranks touch more, the part beyond it moves at no more than a core's share of that, whatever
+  // the rates above (a copy whose other side stays in cache too: past the last level it does
+  // not). 0: no such level.
+  std::size_t last_level_bytes = 0;
+  double past_last_level_GBps = 0;
   // A core's own cache and the copy and reduction rates within it: the part of what a rank
   // touches (three times its buffer: input, output, what it receives into) that fits its share of
   // that cache (the ranks taking turns on a core share it) is copied and reduced at these, the

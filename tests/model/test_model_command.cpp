@@ -156,6 +156,8 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.inter.one_cpu_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
+  CHECK(contains(r.output, "# every core copying slice by slice: "));
+  CHECK((p.last_level_bytes > 0) == (p.past_last_level_GBps > 0));
   CHECK(contains(
       r.output,
       "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): "));
@@ -200,6 +202,29 @@ TEST_CASE("the fit's cache is where two ranks' shm exchanges stop overlapping") 
   const std::vector<model::Sample> flat{{1 << 20, 150, 150}, {16 << 20, 1400, 1500}};
   CHECK(model::copies_cache_bytes(flat, std::size_t{32} << 20) == std::size_t{32} << 20);
   CHECK(model::copies_cache_bytes(flat, 0) == 0);
+}
+
+TEST_CASE("the last level slice-by-slice copies find: where their rate falls halfway") {
+  const auto MiB = [](std::size_t n) { return n << 20; };
+  // Two cores: 28 GB/s up to 16 MiB each, 18 at 32, 13 from 64 (as on a 2-vCPU VM). Halfway,
+  // 20.5 GB/s, falls three quarters of the way from 16 to 32 MiB: 16 x 2^0.75 MiB each, both
+  // sides of two cores' buffers.
+  const std::vector<model::SlicedRate> vm{{MiB(2), 28},  {MiB(16), 28}, {MiB(32), 18},
+                                          {MiB(64), 13}, {MiB(4), 28},  {MiB(256), 13}};
+  const model::SlicedCopies knee = model::sliced_knee(vm, 2);
+  CHECK(knee.rates.front().per_core_bytes == MiB(2));  // sorted by size
+  CHECK(static_cast<double>(knee.last_level_bytes) ==
+        doctest::Approx(4 * 16 * std::pow(2.0, 0.75) * MiB(1)).epsilon(1e-6));
+  CHECK(knee.past_GBps == 13);
+  // No fall by a quarter, or one size alone: no level.
+  const std::vector<model::SlicedRate> flat{{MiB(2), 28}, {MiB(256), 22}};
+  CHECK(model::sliced_knee(flat, 2).last_level_bytes == 0);
+  CHECK(model::sliced_knee(flat, 2).past_GBps == 0);
+  CHECK(model::sliced_knee({{MiB(2), 28}}, 2).last_level_bytes == 0);
+  // Measured: as many rates as powers of two from the least to the most.
+  const model::SlicedCopies measured = model::measure_sliced_copies(2, MiB(1), MiB(4), 1);
+  REQUIRE(measured.rates.size() == 3);
+  for (const auto& r : measured.rates) CHECK(r.GBps > 0);
 }
 
 TEST_CASE("model fit measures on a process allowed one CPU (its two ranks then share it)") {

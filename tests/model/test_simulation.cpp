@@ -485,6 +485,16 @@ TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
   CHECK(net.moving_GBps(0, 10) == doctest::Approx(1 / (0.25 / 10 + 0.75 / 3)));
   CHECK(net.moving_GBps(0, 10, 1) == doctest::Approx(1 / (0.25 / 10 + 0.75 / 6)));
   CHECK(net.moving_GBps(0, 2) == 2);  // a core slower than its share
+  // A last level of 24 MiB, past which all cores copy 2 GB/s slice by slice: 4 x 3 x 4 MiB
+  // touched, half of it past that level, at a core's share of it (1 GB/s) on top.
+  p.last_level_bytes = 24 << 20;
+  p.past_last_level_GBps = 2;
+  model::VirtualNetwork past_level({4, 4}, p);
+  past_level.set_buffer_bytes(4 << 20);
+  const double within = 1 / (0.25 / 10 + 0.75 / 3);
+  CHECK(past_level.moving_GBps(0, 10) == doctest::Approx(1 / (0.5 / within + 0.5 / 1)));
+  past_level.set_buffer_bytes(1 << 20);  // 12 MiB: within both
+  CHECK(past_level.moving_GBps(0, 10) == 10);
   // Without the figures, no limit.
   model::VirtualNetwork unlimited({4, 4}, test_profile());
   unlimited.set_buffer_bytes(std::size_t{1} << 30);
