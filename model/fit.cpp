@@ -427,23 +427,16 @@ void measure_shared_lines(MachineFit& fit, bool quick) {
 // Every core (up to 16, which saturate a socket's memory) copies a buffer of its own, well past
 // the cache, at once: the host's memory bandwidth (bytes copied per second, all cores
 // together), the median of several rounds.
+int copying_cores() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+}
+
 void measure_memory(MachineFit& fit, bool quick) {
-  const int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  const int threads = copying_cores();
   // The cores share the cache: together their buffers are at least twice its size.
   const std::size_t bytes = std::max<std::size_t>(
       std::size_t{64} << 20, 2 * fit.last_level_bytes / static_cast<std::size_t>(threads));
-  std::vector<std::vector<char>> from(static_cast<std::size_t>(threads)), to(from.size());
-  for (std::size_t t = 0; t < from.size(); ++t) {
-    from[t].assign(bytes, 1);
-    to[t].assign(bytes, 0);
-  }
-  fit.memory_GBps = rate_GBps(bytes * from.size(), quick ? 1 : 5, [&] {
-    std::vector<std::thread> copiers;
-    for (std::size_t t = 0; t < from.size(); ++t) {
-      copiers.emplace_back([&, t] { std::memcpy(to[t].data(), from[t].data(), bytes); });
-    }
-    for (auto& c : copiers) c.join();
-  });
+  fit.memory_GBps = all_cores_copying_GBps(threads, bytes, bytes, quick ? 1 : 5);
 }
 
 // The host's rates (reduction, copy, a peer's memory, lines another core shares, memory),
@@ -471,7 +464,7 @@ void measure_host_rates(MachineFit& fit, int sittings, bool quick) {
 // Every core copying slice by slice, up to buffers whose memory (both sides, all cores) is 1 GiB:
 // past any last level a VM's sysfs names here (480 MiB), within what a small machine has to spare.
 SlicedCopies measure_sliced(std::size_t core_cache, bool quick) {
-  const int cores = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+  const int cores = copying_cores();
   const std::size_t most =
       quick ? std::size_t{4} << 20
             : std::min(std::size_t{256} << 20,

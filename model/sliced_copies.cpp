@@ -15,13 +15,15 @@ constexpr std::size_t kSlice = 256 * 1024;  // the shm ring's publish granularit
 // Each run copies at least this much per core, going over a small buffer several times.
 constexpr std::size_t kRunBytes = std::size_t{64} << 20;
 
-void copy_sliced(char* to, const char* from, std::size_t bytes) {
-  for (std::size_t at = 0; at < bytes; at += kSlice) {
-    std::memcpy(to + at, from + at, std::min(kSlice, bytes - at));
+void copy_sliced(char* to, const char* from, std::size_t bytes, std::size_t slice) {
+  for (std::size_t at = 0; at < bytes; at += slice) {
+    std::memcpy(to + at, from + at, std::min(slice, bytes - at));
   }
 }
 
-double rate_at(int cores, std::size_t per_core, int runs) {
+}  // namespace
+
+double all_cores_copying_GBps(int cores, std::size_t per_core, std::size_t slice, int runs) {
   std::vector<std::vector<char>> from(static_cast<std::size_t>(cores)), to(from.size());
   for (std::size_t t = 0; t < from.size(); ++t) {
     from[t].assign(per_core, 1);
@@ -35,7 +37,7 @@ double rate_at(int cores, std::size_t per_core, int runs) {
     for (std::size_t t = 0; t < from.size(); ++t) {
       copiers.emplace_back([&, t] {
         for (std::size_t p = 0; p < passes; ++p)
-          copy_sliced(to[t].data(), from[t].data(), per_core);
+          copy_sliced(to[t].data(), from[t].data(), per_core, slice);
       });
     }
     for (auto& c : copiers) c.join();
@@ -46,8 +48,6 @@ double rate_at(int cores, std::size_t per_core, int runs) {
   const double bytes = static_cast<double>(per_core * passes) * cores;
   return bytes / seconds[seconds.size() / 2] / 1e9;
 }
-
-}  // namespace
 
 SlicedCopies sliced_knee(std::vector<SlicedRate> rates, int cores) {
   SlicedCopies out;
@@ -78,7 +78,7 @@ SlicedCopies measure_sliced_copies(int cores, std::size_t least_per_core, std::s
                                    int runs) {
   std::vector<SlicedRate> rates;
   for (std::size_t per_core = least_per_core; per_core <= most_per_core; per_core *= 2) {
-    rates.push_back({per_core, rate_at(cores, per_core, runs)});
+    rates.push_back({per_core, all_cores_copying_GBps(cores, per_core, kSlice, runs)});
   }
   return sliced_knee(std::move(rates), cores);
 }

@@ -25,6 +25,12 @@ struct SlicedCopies {
   double past_GBps = 0;  // the rate at the largest size, where a knee was seen; else 0
 };
 
+// Every one of `cores` threads copies a buffer of `per_core` bytes of its own into another as
+// large at once, `slice` bytes per memcpy (per_core: one memcpy), over and over for at least
+// 64 MiB a run: bytes copied per second, all together, the median of `runs` runs after an untimed
+// one.
+double all_cores_copying_GBps(int cores, std::size_t per_core, std::size_t slice, int runs);
+
 // The knee, as above, of rates measured with `cores` cores.
 SlicedCopies sliced_knee(std::vector<SlicedRate> rates, int cores);
 
