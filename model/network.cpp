@@ -112,6 +112,18 @@ double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
   return core_cache_share(rank) > 0 ? core_cache_missed(rank) : 1;
 }
 
+// The share of a message on the link from -> to that misses the cache its times by size were
+// measured within: what the host's ranks touch past the cache (the last level, where the CPUs
+// are the wire: the kernel's copies of a message stay there however much the ranks' copies
+// miss a core's); all of it without times by size, none without a cache given.
+double VirtualNetwork::link_cache_missed(int from, int to) const {
+  const LinkCost& link =
+      shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
+  if (link.by_size.empty()) return 1;
+  if (cpus_are_wire(from, to) && profile_.last_level_bytes > 0) return last_level_missed(from);
+  return profile_.cache_bytes > 0 ? cache_missed(from) : 0;
+}
+
 // Occupies the link (and between hosts, both NICs) for the message, first come first served in
 // virtual time.
 VirtualNetwork::Reserved VirtualNetwork::reserve(int from, int to, std::size_t bytes) {
@@ -125,8 +137,7 @@ VirtualNetwork::Reserved VirtualNetwork::reserve(int from, int to, std::size_t b
   }
   // A link with times by size: those within the cache, the rates past it, in the shares of what
   // the host's ranks touch that fit it and miss it (with no cache given, the times by size).
-  const double past =
-      link.by_size.empty() ? 1 : (profile_.cache_bytes > 0 ? cache_missed(from) : 0);
+  const double past = link_cache_missed(from, to);
   double wire = (1 - past) * link.cached_wire_seconds(bytes) +
                 past * static_cast<double>(bytes) / (link.bandwidth_GBps * 1e9);
   const std::size_t out = nic_of(from), in = nic_of(to);

@@ -172,6 +172,7 @@ class VirtualNetwork {
   double copies_missed(int rank, std::size_t bytes) const;
   double core_cache_missed(int rank) const;
   double last_level_missed(int rank) const;
+  double link_cache_missed(int from, int to) const;
   Reserved reserve(int from, int to, std::size_t bytes);
   void deliver(int from, int to, std::size_t bytes, double left, double on_cores, bool in_place,
                double taking = 0);

@@ -49,7 +49,9 @@ struct LinkCost {
   // on the CPUs at each end (with copies), what an exchange takes beyond one way (within a host,
   // where the CPUs are the wire, half of what it takes beyond the latency: cached_end_seconds,
   // the sender's core's and then the receiver's). Past the cache, bandwidth_GBps and cpu_GBps
-  // (the rates of the largest messages). Empty: those rates alone.
+  // (the rates of the largest messages); where the CPUs are the wire, the cache is the last
+  // level (last_level_bytes, where given: the kernel's copies of a message stay there however
+  // much the ranks' own copies miss). Empty: those rates alone.
   std::vector<SizeTimes> by_size{};
   // With copies, within a host: the longest message its receiver can use where it lies in the
   // link's memory (shm: what it sends at once, 1 MiB). The collectives' fingerprinted messages up

@@ -120,7 +120,19 @@ TEST_CASE("where the CPUs are the wire, the sender's core moves a message out, t
     });
     CHECK(t == doctest::Approx(0.5e-3 + 3.5e-6 + 1e-6).epsilon(1e-12));
   }
+  // The kernel's copies of a message stay in the last level: what the ranks touch may outgrow
+  // the cache and the message still takes its times by size (2 ranks x 3 x 4000 bytes)...
+  p.cache_bytes = 6000;
+  p.last_level_bytes = 24000;
+  CHECK(messages(p, 2000, 4000, false, 2) == doctest::Approx(6e-6).epsilon(1e-12));
+  // ... past the last level, that share moves at the line's and the CPUs' rates: touching
+  // 48000 bytes, half of it. The link's time, half of 4 us and half of 2000 bytes at 1 GB/s, is
+  // longer than each end's work (half of 3.5 us, half of 2000 bytes at 1 GB/s): the receiver's
+  // ends that much after the sender's began (and the latency, half at each end).
+  const double wire = 0.5 * 4e-6 + 0.5 * 2e-6;
+  CHECK(messages(p, 2000, 8000, false, 2) == doctest::Approx(2e-6 + wire).epsilon(1e-12));
   // One core for both ranks: all of both ends' work one after the other, an exchange's worth.
+  p.cache_bytes = p.last_level_bytes = 0;
   p.cores_per_host = 1;
   CHECK(messages(p, 2000, 2000, false, 2) == doctest::Approx(9e-6).epsilon(1e-12));
 }
