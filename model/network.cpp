@@ -102,12 +102,15 @@ double VirtualNetwork::copy_whole_seconds(int rank, std::size_t bytes) const {
   return (1 - past) * line / 2 + past * line;
 }
 
-// The share of what the rank's host's ranks touch that misses the cache a message's copies share:
-// the last level (where the profile gives it) for ranks with a core each, and for a message the
-// receiving rank's own thread reads (up to waiter_bytes); for the longer ones of ranks that take
-// turns on the cores, their share of a core's own cache; all of it without either.
+// The share of what the rank's host's ranks touch that misses the cache a message's copies share.
+// A message the receiving rank's own thread copies out (up to waiter_bytes) goes through the last
+// level the ranks' copies find (last_level_bytes; cache_bytes where not given): the sender's core
+// writes it, the receiver's reads it. A longer one, copied out by the connection's thread, through
+// the cache two ranks' exchanges find (cache_bytes) for ranks with a core each, and for ranks that
+// take turns on the cores their share of a core's own cache; all of it without either.
 double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
   const bool own_thread = bytes <= profile_.intra.waiter_bytes;
+  if (own_thread && profile_.last_level_bytes > 0) return last_level_missed(rank);
   if (profile_.cache_bytes > 0 && (!oversubscribed(rank) || own_thread)) return cache_missed(rank);
   return core_cache_share(rank) > 0 ? core_cache_missed(rank) : 1;
 }

@@ -62,10 +62,11 @@ struct LinkCost {
   // holds a core at each end at once.
   std::size_t in_place_bytes = 0;
   // With in_place_bytes: the longest message the receiving rank's own thread copies out (shm:
-  // 256 KiB; a longer one, the connection's progress thread). Where a host's ranks take turns on
-  // its cores, such a message's copies are priced within the host's last-level cache, as for
-  // ranks with a core each; a longer one's within the rank's share of its core's own cache. 0:
-  // every one as a longer one.
+  // 256 KiB; a longer one, the connection's progress thread). Such a message's copies are priced
+  // within the last level the ranks' copies find (last_level_bytes, else cache_bytes), whether
+  // or not the host's ranks take turns on its cores; a longer one's within cache_bytes with a
+  // core per rank, else within the rank's share of its core's own cache. 0: every one as a
+  // longer one.
   std::size_t waiter_bytes = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }

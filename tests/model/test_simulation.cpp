@@ -236,6 +236,27 @@ TEST_CASE("a message sent in place and received the usual way is copied out on t
   CHECK(run(false) == doctest::Approx(1e-6 + copy + 1e-6 + copy).epsilon(1e-12));
 }
 
+// A message copied in by the sender and out by the receiver's own thread (up to waiter_bytes)
+// passes through the last level: its copies take half the link's time each while what the ranks
+// touch fits there, whatever the cache two ranks' exchanges find. A longer one, copied out by a
+// connection's thread, moves at the link's rate in the share that misses that cache.
+TEST_CASE("a message the receiver's own thread copies out stays in the last level") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.in_place_bytes = 1 << 20;
+  p.intra.waiter_bytes = 1 << 16;
+  p.cache_bytes = 1 << 16;
+  p.last_level_bytes = 1 << 24;
+  const std::size_t buffer = 1 << 20;  // 2 ranks x 3 x 1 MiB: past the cache, within the level
+  const auto line = [&](double bytes) { return bytes / (p.intra.bandwidth_GBps * 1e9); };
+  CHECK(messages(p, 1 << 15, buffer, false) ==
+        doctest::Approx(2e-6 + 2 * line(1 << 15) / 2).epsilon(1e-12));
+  const double missed = 1 - 65536.0 / (6 * buffer);
+  CHECK(messages(p, 1 << 17, buffer, false) ==
+        doctest::Approx(2e-6 + 2 * ((1 - missed) * line(1 << 17) / 2 + missed * line(1 << 17)))
+            .epsilon(1e-12));
+}
+
 TEST_CASE("a host's ranks share its NIC: four messages out of one host leave one after another") {
   // rd over 2 hosts x 4: the last step (mask 4) sends from every rank to the other host at once.
   // Links of the same speed everywhere, so only the NIC's queue tells the shapes apart.
