@@ -96,10 +96,23 @@ bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
 // way, a copy in and then a copy out; a message each way at once costs each core a copy in and a
 // copy out, no longer than one way, as the fit's exchanges up to 1 MiB measure. Past it, all of
 // it: the two directions' copies take as long as one after the other (its exchanges of 16 MiB).
+// Past the last level, longer still (past_last_level_slowing).
 double VirtualNetwork::copy_whole_seconds(int rank, std::size_t bytes) const {
   const double line = static_cast<double>(bytes) / (profile_.intra.bandwidth_GBps * 1e9);
   const double past = copies_missed(rank, bytes);
-  return (1 - past) * line / 2 + past * line;
+  return ((1 - past) * line / 2 + past * line) * past_last_level_slowing(rank);
+}
+
+// Past the last level, a copy into or out of the link has its rank's side (a buffer, which the
+// ranks' copies pushed out of the level) in memory and the link's (its ring) still in cache: of
+// each byte's copy, half at the link's rate and half at a core's share of what all cores copying
+// slice by slice (both sides past the level) move there. The factor a message's copies stretch by.
+double VirtualNetwork::past_last_level_slowing(int rank) const {
+  const double far = last_level_missed(rank);
+  if (profile_.past_last_level_GBps <= 0 || far <= 0) return 1;
+  const double rate = profile_.intra.bandwidth_GBps;
+  const double share = std::min(rate, profile_.past_last_level_GBps / busy_cores(rank));
+  return (1 - far) + far * (0.5 + 0.5 * rate / share);
 }
 
 // The share of what the rank's host's ranks touch that misses the cache a message's copies share.
@@ -426,8 +439,7 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 // bytes that miss the cache (what of the memory the ranks touch does not fit it), blended with
 // the core's own rate for the rest.
 double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams) const {
-  const int ranks = ranks_on_host(rank);
-  const int busy = profile_.cores_per_host > 0 ? std::min(ranks, profile_.cores_per_host) : ranks;
+  const int busy = busy_cores(rank);
   double rate = core_GBps;
   const double missed = cache_missed(rank);
   if (profile_.memory_GBps > 0 && missed > 0) {
@@ -442,6 +454,12 @@ double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int stre
     rate = 1 / ((1 - past) / rate + past / share);
   }
   return rate;
+}
+
+// The cores of the rank's host its ranks keep busy.
+int VirtualNetwork::busy_cores(int rank) const {
+  const int ranks = ranks_on_host(rank);
+  return profile_.cores_per_host > 0 ? std::min(ranks, profile_.cores_per_host) : ranks;
 }
 
 // The share of what the rank's host's ranks touch that the last level does not hold (none

@@ -169,6 +169,7 @@ class VirtualNetwork {
   int home_core(int rank) const;
   bool copied_whole(int from, int to, std::size_t bytes) const;
   double copy_whole_seconds(int rank, std::size_t bytes) const;
+  double past_last_level_slowing(int rank) const;
   double copies_missed(int rank, std::size_t bytes) const;
   double core_cache_missed(int rank) const;
   double last_level_missed(int rank) const;
@@ -191,6 +192,7 @@ class VirtualNetwork {
   void wake_up(int rank, int from);
   bool oversubscribed(int rank) const;
   int ranks_on_host(int rank) const;
+  int busy_cores(int rank) const;
   double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
   double cache_missed(int rank) const;
   double core_cache_share(int rank) const;

@@ -111,7 +111,8 @@ struct Profile {
   // sliced_copies.h), and what they copy per second past it, all together: where the host's
   // ranks touch more, the part beyond it moves at no more than a core's share of that, whatever
   // the rates above (a copy whose other side stays in cache too: past the last level it does
-  // not). 0: no such level.
+  // not), but a message a link copies whole: its ring stays in cache, so half of each byte's
+  // copy moves at that share, half at the link's rate. 0: no such level.
   std::size_t last_level_bytes = 0;
   double past_last_level_GBps = 0;
   // A core's own cache and the copy and reduction rates within it: the part of what a rank

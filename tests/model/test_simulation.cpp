@@ -257,6 +257,24 @@ TEST_CASE("a message the receiver's own thread copies out stays in the last leve
             .epsilon(1e-12));
 }
 
+// Past the last level a message's copies have the rank's side in memory and the link's in cache:
+// half of each byte's copy at the link's rate, half at a core's share of what all cores copy past
+// the level.
+TEST_CASE("a message copied whole: past the last level, half its copies at memory's share") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.in_place_bytes = 1 << 20;
+  p.past_last_level_GBps = 2;  // a core's share of it (2 ranks, a core each): 1 GB/s
+  const std::size_t bytes = 1 << 16, buffer = 1 << 20;
+  const double line = bytes / (p.intra.bandwidth_GBps * 1e9);  // no cache given: all of it a copy
+  p.last_level_bytes = 6 * buffer;  // 2 ranks x 3 x the buffer: within the level
+  CHECK(messages(p, bytes, buffer, false) == doctest::Approx(2e-6 + 2 * line).epsilon(1e-12));
+  p.last_level_bytes = 3 * buffer;  // half of it past the level: half of the bytes stretch
+  const double slowing = 0.5 + 0.5 * (0.5 + 0.5 * 4.0 / 1.0);
+  CHECK(messages(p, bytes, buffer, false) ==
+        doctest::Approx(2e-6 + 2 * line * slowing).epsilon(1e-12));
+}
+
 TEST_CASE("a host's ranks share its NIC: four messages out of one host leave one after another") {
   // rd over 2 hosts x 4: the last step (mask 4) sends from every rank to the other host at once.
   // Links of the same speed everywhere, so only the NIC's queue tells the shapes apart.
