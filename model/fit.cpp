@@ -495,6 +495,9 @@ Profile profile_of(const MachineFit& fit) {
     for (const Sample& s : fit.tcp.samples)
       p.inter.by_size.push_back({s.bytes, s.one_way_us, s.exchange_us});
   }
+  // shm's too: its copies of a whole message cost what its exchanges of that size measure.
+  for (const Sample& s : fit.shm.samples)
+    p.intra.by_size.push_back({s.bytes, s.one_way_us, s.exchange_us});
   p.intra.one_cpu_us = fit.one_cpu;
   p.intra.in_place_bytes = transport::kShmInlineBytes;    // what shm sends at once
   p.intra.waiter_bytes = transport::kShmWaiterRecvBytes;  // what its receiver reads itself

@@ -98,9 +98,11 @@ bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
 // it: the two directions' copies take as long as one after the other (its exchanges of 16 MiB).
 // Past the last level, longer still (past_last_level_slowing).
 double VirtualNetwork::copy_whole_seconds(int rank, std::size_t bytes) const {
-  const double line = static_cast<double>(bytes) / (profile_.intra.bandwidth_GBps * 1e9);
+  const LinkCost& link = profile_.intra;
+  const double line = static_cast<double>(bytes) / (link.bandwidth_GBps * 1e9);
+  const double cached = link.by_size.empty() ? line / 2 : link.cached_copy_seconds(bytes);
   const double past = copies_missed(rank, bytes);
-  return ((1 - past) * line / 2 + past * line) * past_last_level_slowing(rank);
+  return ((1 - past) * cached + past * line) * past_last_level_slowing(rank);
 }
 
 // Past the last level, a copy into or out of the link has its rank's side (a buffer, which the

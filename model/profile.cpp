@@ -57,6 +57,14 @@ double LinkCost::cached_end_seconds(std::size_t bytes) const {
   return std::max(0.0, at_size(by_size, &SizeTimes::exchange_us, bytes) - latency_us) / 2 * 1e-6;
 }
 
+double LinkCost::cached_copy_seconds(std::size_t bytes) const {
+  const auto from = std::find_if(by_size.begin(), by_size.end(),
+                                 [](const SizeTimes& s) { return s.bytes >= kCopyRateBytes; });
+  if (from == by_size.end() || bytes >= from->bytes) return cached_end_seconds(bytes);
+  return cached_end_seconds(from->bytes) * static_cast<double>(bytes) /
+         static_cast<double>(from->bytes);
+}
+
 double LinkCost::fastest_wire_seconds(std::size_t bytes) const {
   const double line = static_cast<double>(bytes) / (bandwidth_GBps * 1e9);
   return by_size.empty() ? line : std::min(line, cached_wire_seconds(bytes));

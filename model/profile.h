@@ -51,7 +51,10 @@ struct LinkCost {
   // the sender's core's and then the receiver's). Past the cache, bandwidth_GBps and cpu_GBps
   // (the rates of the largest messages); where the CPUs are the wire, the cache is the last
   // level (last_level_bytes, where given: the kernel's copies of a message stay there however
-  // much the ranks' own copies miss). Empty: those rates alone.
+  // much the ranks' own copies miss). A message a link within a host copies whole (shm, up to
+  // in_place_bytes): each of its two copies, half of what an exchange takes beyond the latency
+  // (cached_copy_seconds). Empty: those rates alone (a message copied whole: each copy half the
+  // line's time).
   std::vector<SizeTimes> by_size{};
   // With copies, within a host: the longest message its receiver can use where it lies in the
   // link's memory (shm: what it sends at once, 1 MiB). The collectives' fingerprinted messages up
@@ -77,6 +80,13 @@ struct LinkCost {
   // at cpu_GBps: tcp loopback): the CPU a message takes at each end, half of what an exchange
   // takes beyond the latency (both cores are busy throughout an exchange). 0 without by_size.
   double cached_end_seconds(std::size_t bytes) const;
+  // Within the cache, one of the two copies of a message a link within a host copies whole (shm:
+  // network.h), the same half of what an exchange takes beyond the latency, from the first size
+  // of kCopyRateBytes or more; a shorter message's at that size's rate (a short exchange's time
+  // beyond the latency is mostly work per message, which the latency on the cores and the
+  // wake-ups price). 0 without by_size.
+  static constexpr std::size_t kCopyRateBytes = 64 * 1024;
+  double cached_copy_seconds(std::size_t bytes) const;
   // The least time the bytes can take on the link, within the cache or past it.
   double fastest_wire_seconds(std::size_t bytes) const;
 };

@@ -144,14 +144,17 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(contains(r.output,
                  "# tcp loopback, the CPUs' share of a message (what an exchange takes "
                  "beyond one way): "));
-  // tcp loopback's times by size, every size measured (shm's rate is one line).
+  // tcp loopback's times by size, every size measured, and shm's (for its copies of a whole
+  // message).
   REQUIRE(p.inter.by_size.size() == 9);
   CHECK(p.inter.by_size.front().bytes == 8);
   CHECK(p.inter.by_size[3].bytes == 128 * 1024);
   CHECK(p.inter.by_size[5].bytes == 512 * 1024);
   CHECK(p.inter.by_size.back().bytes == 16 << 20);
   CHECK(p.inter.by_size.front().one_way_us == p.inter.latency_us);
-  CHECK(p.intra.by_size.empty());
+  REQUIRE(p.intra.by_size.size() == 9);
+  CHECK(p.intra.by_size[2].bytes == 64 * 1024);
+  CHECK(p.intra.by_size[2].exchange_us > 0);
   CHECK(p.intra.one_cpu_us > 0);  // both ranks on one CPU, shm
   CHECK(p.inter.one_cpu_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));

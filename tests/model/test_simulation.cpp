@@ -257,6 +257,21 @@ TEST_CASE("a message the receiver's own thread copies out stays in the last leve
             .epsilon(1e-12));
 }
 
+// A link that copies messages whole, with times by size (shm, fitted): within the cache each copy
+// is half of what an exchange of its size takes beyond the latency; below the first size from
+// 64 KiB, at that size's rate.
+TEST_CASE("a message copied whole with times by size: each copy half an exchange's work") {
+  model::Profile p = test_profile();
+  p.intra.copies = true;
+  p.intra.in_place_bytes = 1 << 20;
+  p.intra.by_size = {{4096, 3, 4}, {65536, 10, 14}, {131072, 18, 26}};
+  p.cache_bytes = 1 << 30;  // all within it
+  // 96 KiB: an exchange of 20 us, 18 beyond the latency: 9 us a copy, two copies and the latency.
+  CHECK(messages(p, 98304, 98304, false) == doctest::Approx(2e-6 + 2 * 9e-6).epsilon(1e-12));
+  // 16 KiB: a quarter of 64 KiB's copy ((14 - 2) / 2 us), not along the line from 4 KiB.
+  CHECK(messages(p, 16384, 16384, false) == doctest::Approx(2e-6 + 2 * 6e-6 / 4).epsilon(1e-12));
+}
+
 // Past the last level a message's copies have the rank's side in memory and the link's in cache:
 // half of each byte's copy at the link's rate, half at a core's share of what all cores copy past
 // the level.
