@@ -133,11 +133,12 @@ double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
 // The share of a message on the link from -> to that misses the cache its times by size were
 // measured within: what the host's ranks touch past the cache (the last level, where the CPUs
 // are the wire: the kernel's copies of a message stay there however much the ranks' copies
-// miss a core's); all of it without times by size, none without a cache given.
+// miss a core's); all of it without times by size, none without a cache given. A link whose
+// copies are the link (shm) prices by size only the messages it copies whole (copy_whole_seconds).
 double VirtualNetwork::link_cache_missed(int from, int to) const {
-  const LinkCost& link =
-      shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
-  if (link.by_size.empty()) return 1;
+  const bool within = shape_.host_of(from) == shape_.host_of(to);
+  const LinkCost& link = within ? profile_.intra : profile_.inter;
+  if (link.by_size.empty() || (within && link.copies && link.cpu_GBps <= 0)) return 1;
   if (cpus_are_wire(from, to) && profile_.last_level_bytes > 0) return last_level_missed(from);
   return profile_.cache_bytes > 0 ? cache_missed(from) : 0;
 }

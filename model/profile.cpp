@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -58,11 +59,19 @@ double LinkCost::cached_end_seconds(std::size_t bytes) const {
 }
 
 double LinkCost::cached_copy_seconds(std::size_t bytes) const {
+  // The sizes whose exchanges the waiting threads moved, as the collectives' messages are.
   const auto from = std::find_if(by_size.begin(), by_size.end(),
                                  [](const SizeTimes& s) { return s.bytes >= kCopyRateBytes; });
-  if (from == by_size.end() || bytes >= from->bytes) return cached_end_seconds(bytes);
-  return cached_end_seconds(from->bytes) * static_cast<double>(bytes) /
-         static_cast<double>(from->bytes);
+  auto to = from;
+  while (to != by_size.end() && std::next(to) != by_size.end() &&
+         (waiter_bytes == 0 || std::next(to)->bytes <= waiter_bytes)) {
+    ++to;
+  }
+  if (from == by_size.end()) return cached_end_seconds(bytes);
+  const SizeTimes& rate = bytes < from->bytes ? *from : *to;
+  if (bytes >= from->bytes && bytes <= to->bytes) return cached_end_seconds(bytes);
+  return cached_end_seconds(rate.bytes) * static_cast<double>(bytes) /
+         static_cast<double>(rate.bytes);
 }
 
 double LinkCost::fastest_wire_seconds(std::size_t bytes) const {

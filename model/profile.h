@@ -81,10 +81,11 @@ struct LinkCost {
   // takes beyond the latency (both cores are busy throughout an exchange). 0 without by_size.
   double cached_end_seconds(std::size_t bytes) const;
   // Within the cache, one of the two copies of a message a link within a host copies whole (shm:
-  // network.h), the same half of what an exchange takes beyond the latency, from the first size
-  // of kCopyRateBytes or more; a shorter message's at that size's rate (a short exchange's time
-  // beyond the latency is mostly work per message, which the latency on the cores and the
-  // wake-ups price). 0 without by_size.
+  // network.h), the same half of what an exchange takes beyond the latency, at the sizes from
+  // kCopyRateBytes up to waiter_bytes (whose exchanges the ranks' own threads moved, as the
+  // collectives' messages; a longer one's went through the connection's threads); outside them
+  // at the rate of the nearest such size (a short exchange's time beyond the latency is mostly
+  // work per message, which the latency on the cores and the wake-ups price). 0 without by_size.
   static constexpr std::size_t kCopyRateBytes = 64 * 1024;
   double cached_copy_seconds(std::size_t bytes) const;
   // The least time the bytes can take on the link, within the cache or past it.

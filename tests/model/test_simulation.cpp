@@ -258,18 +258,21 @@ TEST_CASE("a message the receiver's own thread copies out stays in the last leve
 }
 
 // A link that copies messages whole, with times by size (shm, fitted): within the cache each copy
-// is half of what an exchange of its size takes beyond the latency; below the first size from
-// 64 KiB, at that size's rate.
+// is half of what an exchange of its size takes beyond the latency, at the sizes from 64 KiB up to
+// what the receiver's own thread copies out; outside them, at the nearest such size's rate.
 TEST_CASE("a message copied whole with times by size: each copy half an exchange's work") {
   model::Profile p = test_profile();
   p.intra.copies = true;
   p.intra.in_place_bytes = 1 << 20;
-  p.intra.by_size = {{4096, 3, 4}, {65536, 10, 14}, {131072, 18, 26}};
+  p.intra.by_size = {{4096, 3, 4}, {65536, 10, 14}, {131072, 18, 30}};
   p.cache_bytes = 1 << 30;  // all within it
-  // 96 KiB: an exchange of 20 us, 18 beyond the latency: 9 us a copy, two copies and the latency.
-  CHECK(messages(p, 98304, 98304, false) == doctest::Approx(2e-6 + 2 * 9e-6).epsilon(1e-12));
+  // 96 KiB: an exchange of 22 us, 20 beyond the latency: 10 us a copy, two copies and the latency.
+  CHECK(messages(p, 98304, 98304, false) == doctest::Approx(2e-6 + 2 * 10e-6).epsilon(1e-12));
   // 16 KiB: a quarter of 64 KiB's copy ((14 - 2) / 2 us), not along the line from 4 KiB.
   CHECK(messages(p, 16384, 16384, false) == doctest::Approx(2e-6 + 2 * 6e-6 / 4).epsilon(1e-12));
+  // Where the receiver's own thread copies up to 64 KiB, 128 KiB at 64 KiB's rate, not its own.
+  p.intra.waiter_bytes = 65536;
+  CHECK(messages(p, 131072, 131072, false) == doctest::Approx(2e-6 + 2 * 12e-6).epsilon(1e-12));
 }
 
 // Past the last level a message's copies have the rank's side in memory and the link's in cache:
