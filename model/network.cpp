@@ -84,12 +84,17 @@ bool VirtualNetwork::cpus_are_wire(int from, int to) const {
   return link.copies && link.cpu_GBps > 0 && shape_.host_of(from) == shape_.host_of(to);
 }
 
+// A link within a host whose copies are the link (shm): the ranks' CPUs move the bytes at the
+// link's own rate.
+bool VirtualNetwork::copies_are_link(int from, int to) const {
+  const LinkCost& link = profile_.intra;
+  return link.copies && link.cpu_GBps <= 0 && shape_.host_of(from) == shape_.host_of(to);
+}
+
 // A message its link within a host sends whole (shm: up to in_place_bytes, written at once):
 // the sender's core copies it in, then the receiver's copies it out.
 bool VirtualNetwork::copied_whole(int from, int to, std::size_t bytes) const {
-  const LinkCost& link = profile_.intra;
-  return link.copies && link.cpu_GBps <= 0 && bytes <= link.in_place_bytes &&
-         shape_.host_of(from) == shape_.host_of(to);
+  return copies_are_link(from, to) && bytes <= profile_.intra.in_place_bytes;
 }
 
 // One of such a message's two copies. Within the cache, half the message's time on the link: one
@@ -136,9 +141,9 @@ double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
 // miss a core's); all of it without times by size, none without a cache given. A link whose
 // copies are the link (shm) prices by size only the messages it copies whole (copy_whole_seconds).
 double VirtualNetwork::link_cache_missed(int from, int to) const {
-  const bool within = shape_.host_of(from) == shape_.host_of(to);
-  const LinkCost& link = within ? profile_.intra : profile_.inter;
-  if (link.by_size.empty() || (within && link.copies && link.cpu_GBps <= 0)) return 1;
+  const LinkCost& link =
+      shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
+  if (link.by_size.empty() || copies_are_link(from, to)) return 1;
   if (cpus_are_wire(from, to) && profile_.last_level_bytes > 0) return last_level_missed(from);
   return profile_.cache_bytes > 0 ? cache_missed(from) : 0;
 }
@@ -171,8 +176,7 @@ VirtualNetwork::Reserved VirtualNetwork::reserve(int from, int to, std::size_t b
   // of it: within a core's cache, each end's share moves as fast as a core reads what another
   // one wrote, and the message each way at once fits in the same time on the same cores. Past
   // that cache the cores move the bytes at the link's rate, one direction after the other.
-  const double overlapped =
-      link.copies && link.cpu_GBps <= 0 && hs == hd ? profile_.shared_read_GBps : 0;
+  const double overlapped = copies_are_link(from, to) ? profile_.shared_read_GBps : 0;
   double cpu = link.copies
                    ? std::max(moving_seconds(from, bytes, link.cpu_GBps_or_wire(), 1, overlapped),
                               moving_seconds(to, bytes, link.cpu_GBps_or_wire(), 1, overlapped))

@@ -159,6 +159,7 @@ class VirtualNetwork {
   Cores& cores_of(int rank);
   double book_copies(int from, int to, double start, double& cpu);
   bool cpus_are_wire(int from, int to) const;
+  bool copies_are_link(int from, int to) const;
   // A message's times on its link: when its last byte left (the send is done), when its receiver
   // may have it, and what taking it costs the receiver's core then (0: nothing more).
   struct Reserved {

@@ -62,16 +62,15 @@ double LinkCost::cached_copy_seconds(std::size_t bytes) const {
   // The sizes whose exchanges the waiting threads moved, as the collectives' messages are.
   const auto from = std::find_if(by_size.begin(), by_size.end(),
                                  [](const SizeTimes& s) { return s.bytes >= kCopyRateBytes; });
+  if (from == by_size.end()) return cached_end_seconds(bytes);
   auto to = from;
-  while (to != by_size.end() && std::next(to) != by_size.end() &&
+  while (std::next(to) != by_size.end() &&
          (waiter_bytes == 0 || std::next(to)->bytes <= waiter_bytes)) {
     ++to;
   }
-  if (from == by_size.end()) return cached_end_seconds(bytes);
-  const SizeTimes& rate = bytes < from->bytes ? *from : *to;
-  if (bytes >= from->bytes && bytes <= to->bytes) return cached_end_seconds(bytes);
-  return cached_end_seconds(rate.bytes) * static_cast<double>(bytes) /
-         static_cast<double>(rate.bytes);
+  // Outside them, at the nearest one's rate.
+  const std::size_t nearest = std::clamp(bytes, from->bytes, to->bytes);
+  return cached_end_seconds(nearest) * static_cast<double>(bytes) / static_cast<double>(nearest);
 }
 
 double LinkCost::fastest_wire_seconds(std::size_t bytes) const {
