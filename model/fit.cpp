@@ -10,7 +10,6 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -20,8 +19,9 @@
 #include "collectives/reduce_kernels.h"
 #include "core/copy.h"
 #include "core/error.h"
+#include "model/caches.h"
 #include "model/op_costs.h"
-#include "model/two_threads.h"
+#include "model/rank_threads.h"
 #include "transport/discovery.h"
 #include "transport/mesh.h"
 #include "transport/rendezvous.h"
@@ -112,59 +112,6 @@ LinkCost fit_link(const std::vector<Sample>& samples) {
   return {samples.front().one_way_us, 1 / slope / 1e9};
 }
 
-// Keeps the calling thread on `cpu`.
-void stay_on_cpu(int cpu) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  RINGLET_CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0, Error,
-                "model fit: cannot keep a thread on CPU ", cpu);
-}
-
-// The first two CPUs this process may run on; -1s where it has only one.
-std::pair<int, int> two_cpus() {
-  cpu_set_t allowed;
-  int found[2] = {-1, -1};
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {-1, -1};
-  for (int cpu = 0, n = 0; cpu < CPU_SETSIZE && n < 2; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) found[n++] = cpu;
-  }
-  return found[1] < 0 ? std::pair{-1, -1} : std::pair{found[0], found[1]};
-}
-
-// body(rank, mesh) on two ranks, threads of this process with a mesh each over `transport`;
-// with `one_cpu` both run on the same CPU, so every message waits for the other to be woken.
-// Without it each rank's thread stays on a CPU of its own once connected (the connection's
-// threads, started by then, go where the scheduler puts them): left to the scheduler, the two
-// sometimes share one CPU for a whole sitting, and a message then costs what it does on one CPU.
-void on_two_ranks(const std::string& transport, bool one_cpu,
-                  const std::function<void(int, transport::Mesh&)>& body) {
-  const std::pair<int, int> cpus = two_cpus();
-  transport::TcpStoreServer server("127.0.0.1", 0);
-  std::atomic<int> cpu{-1};
-  on_two_threads([&](int rank) {
-    if (one_cpu && rank == 0) {  // rank 0 stays where it is, rank 1 joins it
-      cpu = std::max(0, sched_getcpu());
-      cpu.notify_one();
-    }
-    if (one_cpu) {
-      cpu.wait(-1);
-      stay_on_cpu(cpu.load());
-    }
-    transport::TcpStore store("127.0.0.1", server.port(), core::Deadline::after(30s));
-    transport::MeshOptions o;
-    o.rank = rank;
-    o.world_size = 2;
-    o.transport = transport;
-    o.prefix = "fit-" + transport;
-    o.store_host = "127.0.0.1";
-    auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
-    if (!one_cpu && cpus.first >= 0) stay_on_cpu(rank == 0 ? cpus.first : cpus.second);
-    body(rank, *mesh);
-    transport::store_barrier(store, o.prefix + "/end", 2, core::Deadline::after(60s));
-  });
-}
-
 // Each size's median one-way time (ping-pong) and exchange time between this rank and `peer`;
 // both ranks take part, rank 0's figures are the ones kept.
 std::vector<Sample> link_samples(int rank, transport::Connection& peer,
@@ -202,7 +149,7 @@ LinkFit measure_link_once(const std::string& transport, const std::vector<std::s
                           bool one_cpu, bool quick) {
   const std::size_t budget = quick ? (std::size_t{1} << 20) : (std::size_t{256} << 20);
   LinkFit fit{transport == "tcp" ? "tcp loopback" : transport, {}, {}};
-  on_two_ranks(transport, one_cpu, [&](int rank, transport::Mesh& mesh) {
+  on_ranks(transport, 2, one_cpu, [&](int rank, transport::Mesh& mesh) {
     auto samples = link_samples(rank, mesh.peer(1 - rank), sizes, budget);
     if (rank == 0) fit.samples = std::move(samples);
   });
@@ -226,7 +173,7 @@ double rate_GBps(std::size_t bytes, int runs, Step step) {
 double measure_peer_read(bool quick) {
   constexpr std::size_t kBytes = std::size_t{16} << 20;
   double rate = 0;
-  on_two_ranks("shm", false, [&](int rank, transport::Mesh& mesh) {
+  on_ranks("shm", 2, false, [&](int rank, transport::Mesh& mesh) {
     transport::Connection& peer = mesh.peer(1 - rank);
     std::vector<char> buffer(kBytes, 1);
     const auto deadline = core::Deadline::after(60s);
@@ -305,36 +252,6 @@ std::pair<double, double> reduce_and_copy_GBps(std::size_t bytes, int runs) {
                              collectives::ReduceOp::sum);
   });
   return {reduce, rate_GBps(bytes, runs, [&] { std::memcpy(out.data(), a.data(), bytes); })};
-}
-
-// The first CPU's caches from sysfs (a VM's share of a large part, not the whole chip's that
-// sysconf may report): the last level's size, and the largest one the CPU has to itself (its
-// own level 2); 0 where they cannot be read.
-struct Caches {
-  std::size_t last_level = 0, own = 0;
-};
-Caches read_caches() {
-  Caches caches;
-  int deepest = 0;
-  for (int index = 0; index < 8; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
-    std::ifstream size_file(dir + "/size"), level_file(dir + "/level"),
-        shared_file(dir + "/shared_cpu_list");
-    std::size_t value = 0;
-    int level = 0;
-    char unit = 0;
-    std::string shared;
-    if (!(size_file >> value) || !(level_file >> level)) continue;
-    size_file >> unit;
-    shared_file >> shared;
-    const std::size_t bytes = value * (unit == 'K' ? 1024 : unit == 'M' ? std::size_t{1} << 20 : 1);
-    if (level > deepest || (level == deepest && bytes > caches.last_level)) {
-      deepest = level;
-      caches.last_level = bytes;
-    }
-    if (shared == "0") caches.own = std::max(caches.own, bytes);
-  }
-  return caches;
 }
 
 // Over 16 MiB outputs (out of a core's own cache), and over buffers that fit it
@@ -554,6 +471,7 @@ MachineFit fit_machine(const FitOptions& options) {
   measure_wakeup(fit, !options.between_ranks, sittings, options.quick);
   const Caches caches = read_caches();
   fit.last_level_bytes = caches.last_level;
+  fit.caches_from = caches.source;
   fit.cache_bytes = copies_cache_bytes(fit.shm.samples, caches.last_level);
   fit.core_cache_bytes = caches.own;
   measure_host_rates(fit, sittings, options.quick);
@@ -593,8 +511,9 @@ std::string fit_report(const MachineFit& fit) {
       "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s; a read of a peer's "
       "memory (cross-memory attach): %.2f GB/s\n",
       fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
-  figures("# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (sysfs)\n",
-          fit.memory_GBps, fit.last_level_bytes >> 20);
+  figures("# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (%s)\n",
+          fit.memory_GBps, fit.last_level_bytes >> 20,
+          fit.caches_from.empty() ? "unknown" : fit.caches_from.c_str());
   figures(
       "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): %zu "
       "KiB\n",

@@ -38,9 +38,10 @@ struct MachineFit {
   double copy_GBps = 0;              // memcpy, out of cache, one thread
   double peer_read_GBps = 0;         // 16 MiB read from a peer's memory over shm (0: cannot)
   double memory_GBps = 0;            // memcpy past the cache, every core at once, all together
-  std::size_t last_level_bytes = 0;  // the last-level cache, as sysfs names it (0: unknown)
+  std::size_t last_level_bytes = 0;  // the last-level cache, as the machine names it (0: unknown)
   std::size_t cache_bytes = 0;       // the part of it two ranks' copies find (profile's)
   std::size_t core_cache_bytes = 0;  // a core's own (level 2; 0: unknown)
+  std::string caches_from;           // who named them: "sysfs", "cpuid" (caches.h) or empty
   double cached_reduce_GBps = 0;     // the rates on buffers that fit it
   double cached_copy_GBps = 0;
   double shared_write_GBps = 0;       // 64 KiB another core read before, written (0: one CPU)

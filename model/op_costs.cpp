@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "model/rank_threads.h"
 #include "model/simulate.h"
-#include "model/two_threads.h"
 #include "transport/tcp_store.h"
 
 namespace ringlet::model {

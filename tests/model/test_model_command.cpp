@@ -2,6 +2,7 @@
 // it, the sweep names where the fastest changes and where the tree stops beating the ring, and
 // bad options or a bad profile are errors that say what and where.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "model/caches.h"
 #include "model/fit.h"
 #include "model/simulate.h"
 #include "ringlet_command.h"
@@ -173,8 +175,13 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
     CHECK(p.op_us.at(algorithm) >= 0);
   }
   CHECK(p.op_us.size() == 6);
-  // Where sysfs names the cache, the memory's bandwidth past it is measured into the profile;
-  // where it names a core's own, the rates within it; with two CPUs, another core's lines.
+  // Where the machine names the cache (sysfs, else cpuid), the memory's bandwidth past it is
+  // measured into the profile; where it names a core's own, the rates within it; with two CPUs,
+  // another core's lines.
+  if (sysconf(_SC_LEVEL2_CACHE_SIZE) > 0) CHECK(p.core_cache_bytes > 0);
+  CHECK(contains(r.output, "MiB (sysfs)") + contains(r.output, "MiB (cpuid)") +
+            contains(r.output, "MiB (unknown)") ==
+        1);
   CHECK((p.cache_bytes > 0) == (p.memory_GBps > 0));
   CHECK((p.core_cache_bytes > 0) == (p.cached_copy_GBps > 0));
   CHECK((p.core_cache_bytes > 0) == (p.cached_reduce_GBps > 0));
@@ -190,6 +197,35 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(predicted.status == 0);
   CHECK(contains(predicted.output, "# profile: this machine: shm within a host, tcp loopback"));
   CHECK(contains(ringlet_model("fit --bogus").output, "--bogus"));
+}
+
+TEST_CASE("a CPU's caches: the deepest level, the largest of its own, and who named them") {
+  // sysfs on a 2-vCPU VM: its own L1 and L2, a share of an L3 the whole chip's size.
+  const auto vm = model::caches_of({{1, 48 << 10, true},
+                                    {1, 32 << 10, true},
+                                    {2, 1 << 20, true},
+                                    {3, std::size_t{480} << 20, false}},
+                                   "sysfs");
+  CHECK(vm.last_level == std::size_t{480} << 20);
+  CHECK(vm.own == std::size_t{1} << 20);
+  CHECK(vm.source == "sysfs");
+  // Two L3 slices named: the larger. No L3: L2 is the last level and its own.
+  CHECK(model::caches_of({{3, 16 << 20, false}, {3, 32 << 20, false}}, "cpuid").last_level ==
+        std::size_t{32} << 20);
+  const auto two = model::caches_of({{1, 48 << 10, true}, {2, 2 << 20, true}}, "cpuid");
+  CHECK(two.last_level == std::size_t{2} << 20);
+  CHECK(two.own == std::size_t{2} << 20);
+  // Nothing named (or only empty sizes): unknown, from no one.
+  const auto none = model::caches_of({{2, 0, true}}, "cpuid");
+  CHECK(none.last_level == 0);
+  CHECK(none.own == 0);
+  CHECK(none.source.empty());
+  // This machine: where its CPU reports a level 2, the fit knows a core's own cache.
+  const model::Caches here = model::read_caches();
+  if (sysconf(_SC_LEVEL2_CACHE_SIZE) > 0) {
+    CHECK(here.own > 0);
+    CHECK((here.source == "sysfs" || here.source == "cpuid"));
+  }
 }
 
 TEST_CASE("the fit's cache is where two ranks' shm exchanges stop overlapping") {
