@@ -233,13 +233,43 @@ LinkFit measure_job_link(int sittings, bool quick, int& rank) {
   return best;
 }
 
-// Both ranks on one CPU: a message's one-way time is the wake-up of the rank it is for, on top
-// of the link's latency: what a message costs a host whose ranks take turns on its cores.
+// An 8-byte token around `ranks` ranks on one CPU over `transport`: a hop's time (a round's over
+// the ranks), us, the median of `rounds` rounds after two unmeasured.
+double one_cpu_hop_us(const std::string& transport, int ranks, int rounds) {
+  std::vector<double> hops;
+  on_ranks(transport, ranks, true, [&](int rank, transport::Mesh& mesh) {
+    transport::Connection& next = mesh.peer((rank + 1) % ranks);
+    transport::Connection& previous = mesh.peer((rank + ranks - 1) % ranks);
+    std::uint64_t token = 0;
+    const auto deadline = core::Deadline::after(60s);
+    for (int i = 0; i < rounds + 2; ++i) {
+      const auto start = Clock::now();
+      if (rank == 0) next.send(&token, sizeof token)->wait(deadline);
+      previous.recv(&token, sizeof token)->wait(deadline);
+      if (rank != 0) next.send(&token, sizeof token)->wait(deadline);
+      if (rank == 0 && i >= 2) hops.push_back(seconds_since(start) * 1e6 / ranks);
+    }
+  });
+  return median(hops);
+}
+
+// The fastest of `sittings` such hops around four ranks.
+double one_cpu_four_us(const std::string& transport, int sittings, bool quick) {
+  double best = one_cpu_hop_us(transport, 4, quick ? 20 : 2000);
+  for (int i = 1; i < sittings; ++i) best = std::min(best, one_cpu_hop_us(transport, 4, 2000));
+  return best;
+}
+
+// Ranks on one CPU: a message's one-way time is the wake-up of the rank it is for, on top of the
+// link's latency: what a message costs a host whose ranks take turns on its cores. Two ranks
+// (a ping-pong), and four around a ring, whose receivers take turns with two other waiters.
 void measure_wakeup(MachineFit& fit, bool tcp_loopback, int sittings, bool quick) {
   fit.one_cpu = measure_link("shm", {8}, true, sittings, quick).samples.front().one_way_us;
   fit.wakeup_us = std::max(0.0, fit.one_cpu - fit.shm.cost.latency_us);
+  fit.one_cpu_four = one_cpu_four_us("shm", sittings, quick);
   if (tcp_loopback) {
     fit.tcp_one_cpu = measure_link("tcp", {8}, true, sittings, quick).samples.front().one_way_us;
+    fit.tcp_one_cpu_four = one_cpu_four_us("tcp", sittings, quick);
   }
 }
 
@@ -416,9 +446,11 @@ Profile profile_of(const MachineFit& fit) {
   for (const Sample& s : fit.shm.samples)
     p.intra.by_size.push_back({s.bytes, s.one_way_us, s.exchange_us});
   p.intra.one_cpu_us = fit.one_cpu;
+  p.intra.one_cpu_four_us = fit.one_cpu_four;
   p.intra.in_place_bytes = transport::kShmInlineBytes;    // what shm sends at once
   p.intra.waiter_bytes = transport::kShmWaiterRecvBytes;  // what its receiver reads itself
   p.inter.one_cpu_us = fit.tcp_one_cpu;
+  p.inter.one_cpu_four_us = fit.tcp_one_cpu_four;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   p.wakeup_us = fit.wakeup_us;
   p.reduce_GBps = fit.reduce_GBps;
@@ -544,6 +576,10 @@ std::string fit_report(const MachineFit& fit) {
     figures("# both ranks on one CPU: 8 bytes over tcp loopback take %.2f us one way\n",
             fit.tcp_one_cpu);
   }
+  figures("# four ranks on one CPU: 8 bytes around their ring take %.2f us a hop over shm",
+          fit.one_cpu_four);
+  if (fit.tcp_one_cpu_four > 0) figures(", %.2f over tcp loopback", fit.tcp_one_cpu_four);
+  out << "\n";
   out << "# the communicator's own work per op (an 8-byte all-reduce of 2 ranks less its "
          "simulation), us:";
   for (const auto& [algorithm, us] : fit.profile.op_us) {

@@ -52,9 +52,11 @@ struct MachineFit {
   // inter.cpu_GBps; between hosts the wire may be slower): from what an exchange takes beyond
   // one way (cpu_share_GBps in fit.cpp).
   double tcp_cpu_GBps = 0;
-  double one_cpu = 0;      // 8 bytes' one-way time over shm with both ranks on one CPU, us
-  double wakeup_us = 0;    // that less the shm latency: the scheduler's wake-up
-  double tcp_one_cpu = 0;  // the same over tcp loopback (0: not measured, with between_ranks)
+  double one_cpu = 0;           // 8 bytes' one-way time over shm with both ranks on one CPU, us
+  double wakeup_us = 0;         // that less the shm latency: the scheduler's wake-up
+  double tcp_one_cpu = 0;       // the same over tcp loopback (0: not measured, with between_ranks)
+  double one_cpu_four = 0;      // a hop of 8 bytes around four ranks on one CPU over shm, us
+  double tcp_one_cpu_four = 0;  // the same over tcp loopback (0: not measured)
   Profile profile;
   int rank = 0;  // with between_ranks, the job's; only rank 0's fit is whole
 };

@@ -422,14 +422,22 @@ double VirtualNetwork::book_core(int rank, double from_time, double seconds) {
 }
 
 // A rank that slept in a receive, on a host with more ranks than cores: the scheduler's wake-up
-// (within the host over a copying link, what its one-CPU time has on top of its latency).
+// (within the host over a copying link, what its one-CPU time with as many ranks on the core as
+// on the rank's has on top of its latency).
 void VirtualNetwork::wake_up(int rank, int from) {
   if (!oversubscribed(rank)) return;
   const LinkCost& link = profile_.intra;
   const bool within = shape_.host_of(from) == shape_.host_of(rank) && link.copies;
-  const double us = within && link.one_cpu_us > 0 ? std::max(0.0, link.one_cpu_us - link.latency_us)
-                                                  : profile_.wakeup_us;
+  const double one_cpu = within ? link.one_cpu_time_us(ranks_on_core(rank)) : 0;
+  const double us = one_cpu > 0 ? std::max(0.0, one_cpu - link.latency_us) : profile_.wakeup_us;
   spend(rank, us * 1e-6);
+}
+
+// The ranks of the rank's host that take turns on its core (home_core's).
+int VirtualNetwork::ranks_on_core(int rank) const {
+  const int ranks = ranks_on_host(rank), cores = profile_.cores_per_host;
+  if (cores <= 0) return 1;
+  return (ranks - home_core(rank) + cores - 1) / cores;
 }
 
 int VirtualNetwork::ranks_on_host(int rank) const {

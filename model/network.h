@@ -193,6 +193,7 @@ class VirtualNetwork {
   void wake_up(int rank, int from);
   bool oversubscribed(int rank) const;
   int ranks_on_host(int rank) const;
+  int ranks_on_core(int rank) const;
   int busy_cores(int rank) const;
   double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
   double cache_missed(int rank) const;

@@ -58,6 +58,12 @@ double LinkCost::cached_end_seconds(std::size_t bytes) const {
   return std::max(0.0, at_size(by_size, &SizeTimes::exchange_us, bytes) - latency_us) / 2 * 1e-6;
 }
 
+double LinkCost::one_cpu_time_us(int sharing) const {
+  if (one_cpu_four_us <= 0 || sharing <= 2) return one_cpu_us;
+  if (sharing >= 4 || one_cpu_us <= 0) return one_cpu_four_us;
+  return one_cpu_us + (one_cpu_four_us - one_cpu_us) * (sharing - 2) / 2;
+}
+
 double LinkCost::cached_copy_seconds(std::size_t bytes) const {
   // The sizes whose exchanges the waiting threads moved, as the collectives' messages are.
   const auto from = std::find_if(by_size.begin(), by_size.end(),
@@ -245,6 +251,8 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       cost.cpu_GBps = at_least_zero(value, path, field + ".cpu_GBps");
     } else if (key == "one_cpu_us") {
       cost.one_cpu_us = at_least_zero(value, path, field + ".one_cpu_us");
+    } else if (key == "one_cpu_four_us") {
+      cost.one_cpu_four_us = at_least_zero(value, path, field + ".one_cpu_four_us");
     } else if (key == "by_size") {
       cost.by_size = read_by_size(value, path, field + ".by_size");
     } else if (key == "in_place_bytes" || key == "waiter_bytes") {
@@ -255,8 +263,8 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
           value.get<std::size_t>();
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
-                    " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us, by_size, "
-                    "in_place_bytes, waiter_bytes)");
+                    " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us, one_cpu_four_us, "
+                    "by_size, in_place_bytes, waiter_bytes)");
     }
   }
 }
@@ -340,6 +348,7 @@ nlohmann::json link_json(const LinkCost& link) {
   // Every field, 0 too: a field left out would read back as the default profile's.
   j["cpu_GBps"] = link.cpu_GBps;
   j["one_cpu_us"] = link.one_cpu_us;
+  j["one_cpu_four_us"] = link.one_cpu_four_us;
   j["in_place_bytes"] = link.in_place_bytes;
   j["waiter_bytes"] = link.waiter_bytes;
   for (const SizeTimes& s : link.by_size) {

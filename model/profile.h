@@ -10,7 +10,8 @@
 // move the bytes (`copies`) holds a core at each end while they move them (cpu_GBps). On a host
 // with more ranks than cores, such a link's latency within the host is its cores' work (half at
 // each end), and a receive that had to wait ends with a wake-up on a core: wakeup_us, or within
-// the host the link's one_cpu_us less its latency.
+// the host the link's one-CPU time (one_cpu_us, one_cpu_four_us by the ranks on the core) less
+// its latency.
 // Past the cache, a host's cores share its memory's bandwidth (memory_GBps).
 #pragma once
 
@@ -42,6 +43,11 @@ struct LinkCost {
   // the switch to the rank it wakes); less latency_us, the wake-up of a rank that slept in a
   // receive on this link within a host whose ranks take turns on its cores. 0: wakeup_us.
   double one_cpu_us = 0;
+  // With copies: a hop of an 8-byte token around four ranks on one CPU, each of whose messages
+  // finds its receiver among three waiters that take turns yielding the CPU; less latency_us,
+  // the wake-up of a rank whose core four or more ranks share (between two and four, in
+  // proportion). 0: one_cpu_us's.
+  double one_cpu_four_us = 0;
   // A link whose time per byte depends on the message's size (tcp loopback: its kernel's
   // buffers and segments): its measured times by size, ascending. While what the host's ranks
   // touch fits its last-level cache, a message costs what they give at its size (interpolated
@@ -72,6 +78,9 @@ struct LinkCost {
   // longer one.
   std::size_t waiter_bytes = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
+  // The one-CPU time of a message to a rank whose core `sharing` ranks share: one_cpu_us up to
+  // two, one_cpu_four_us from four, in proportion between; 0 where neither is given.
+  double one_cpu_time_us(int sharing) const;
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }
   // Within the cache, by_size's time on the link and on each end's CPUs (0 without by_size).
   double cached_wire_seconds(std::size_t bytes) const;

@@ -38,6 +38,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.inter = {3, 12.5, true, 6.25, 11};
   p.inter.by_size = {{8, 3, 4.5}, {65536, 20, 24}, {1 << 20, 120, 150}};
   p.inter.in_place_bytes = 4096;
+  p.inter.one_cpu_four_us = 14;
   p.cores_per_host = 3;
   p.wakeup_us = 9.5;
   p.nic_GBps = 25;
@@ -68,6 +69,8 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.inter.cpu_GBps == 6.25);
   CHECK(q.intra.cpu_GBps == 0);
   CHECK(q.inter.one_cpu_us == 11);
+  CHECK(q.inter.one_cpu_four_us == 14);
+  CHECK(q.intra.one_cpu_four_us == 0);
   // Not set (0), where the default profile's is not: written as 0, read back as 0.
   REQUIRE(model::default_profile().intra.one_cpu_us > 0);
   CHECK(q.intra.one_cpu_us == 0);
@@ -132,6 +135,8 @@ TEST_CASE("a bad profile is an error naming the file and the field") {
         std::string::npos);
   CHECK(error_of(R"({"intra": {"one_cpu_us": "x"}})")
             .find("intra.one_cpu_us must be a number >= 0") != std::string::npos);
+  CHECK(error_of(R"({"intra": {"one_cpu_four_us": -3}})")
+            .find("intra.one_cpu_four_us must be a number >= 0") != std::string::npos);
   CHECK(error_of(R"({"inter": {"by_size": [{"bytes": 8, "one_way_us": 3, "exchange_us": 4}]}})")
             .find("inter.by_size must be a list of at least two") != std::string::npos);
   CHECK(error_of(R"({"inter": {"by_size": [{"bytes": 8, "one_way_us": 3, "exchange_us": 4},

@@ -333,6 +333,45 @@ TEST_CASE("more ranks than cores: a copying link's latency on the cores, its own
   CHECK(late_message(p) == doctest::Approx(1e-3 + 2e-6 + 8 / 4e9).epsilon(1e-12));
 }
 
+TEST_CASE("more ranks than cores: the wake-up grows with the ranks that share the core") {
+  // The one-CPU time of two ranks (a ping-pong) up to two on a core, of four (a ring) from four,
+  // in proportion between; where only one is given, that one.
+  model::LinkCost link{2, 4, true};
+  link.one_cpu_us = 5;
+  CHECK(link.one_cpu_time_us(4) == 5);
+  link.one_cpu_four_us = 9;
+  CHECK(link.one_cpu_time_us(1) == 5);
+  CHECK(link.one_cpu_time_us(2) == 5);
+  CHECK(link.one_cpu_time_us(3) == 7);
+  CHECK(link.one_cpu_time_us(4) == 9);
+  CHECK(link.one_cpu_time_us(8) == 9);
+  // On a network: rank 1 waits for rank 0's 8 bytes, sent after 1 ms of work; the other ranks of
+  // the host have nothing to do. One core: the receive that slept pays the one-CPU time of as
+  // many ranks as share the core, less the latency.
+  model::Profile p = test_profile();
+  p.intra = link;
+  p.cores_per_host = 1;
+  const auto late_message = [&](int ranks) {
+    model::VirtualNetwork net({ranks, ranks}, p);
+    return net.run([&](int rank) {
+      if (rank == 0) {
+        net.spend(0, 1e-3);
+        net.send(0, 1, 8)->wait(core::Deadline::never());
+      } else if (rank == 1) {
+        net.recv(1, 0, 8)->wait(core::Deadline::never());
+      }
+    });
+  };
+  const double message = 1e-3 + 2e-6 + 2 * 8 / 4e9;
+  CHECK(late_message(2) == doctest::Approx(message + 3e-6).epsilon(1e-12));
+  CHECK(late_message(3) == doctest::Approx(message + 5e-6).epsilon(1e-12));
+  CHECK(late_message(4) == doctest::Approx(message + 7e-6).epsilon(1e-12));
+  // Two cores, four ranks: two on each, the two ranks' figure; ranks 0 and 1 on different cores
+  // copy the bytes once, not on one core in turn.
+  p.cores_per_host = 2;
+  CHECK(late_message(4) == doctest::Approx(message - 8 / 4e9 + 3e-6).epsilon(1e-12));
+}
+
 TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
   model::Profile p = test_profile();
   p.cores_per_host = 2;
