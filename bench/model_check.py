@@ -19,9 +19,15 @@ link between them; the ring runs as one job of 2 x 2 ranks (shm within a namespa
 the model gets 2 hosts of 2 ranks, each host half of this machine's cores (the namespaces share
 them).
 
---keep DIR writes each round's fitted profiles (DIR/roundN/) and the measured times to DIR;
---replay DIR predicts those rows again, with no fit and no measurement (to compare two builds'
-models on one sitting).
+Where bench/core_probe is built and two CPUs are there, a placement monitor runs beside the
+sitting (placement_monitor.py): on a VM the host moves the two virtual CPUs, and shm's times move
+2-3x with them (bench/RESULTS.md, 2026-11-26 "Placement"). Each row then says where each round's
+fit and its measurement ran (n near, a apart, m mixed: compare_peers.py's labels), and a last line
+counts the rows within 25% over the rounds whose fit and measurement ran in one placement.
+
+--keep DIR writes each round's fitted profiles (DIR/roundN/), the measured times and the
+placements to DIR; --replay DIR predicts those rows again, with no fit and no measurement (to
+compare two builds' models on one sitting).
 
 usage: bench/model_check.py [--rounds N (default 3)] [--build DIR] [--ranks 2,4,8]
            [--transports shm,tcp,hosts] [--rate 2gbit] [--keep DIR | --replay DIR]
@@ -35,10 +41,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_peers  # noqa: E402  (the placement labels)
 import simulated_hosts  # noqa: E402  (the namespaces and the launches across them)
+from placement_monitor import PlacementMonitor  # noqa: E402
 
 # The ranks settle onto their CPUs first: the model's costs are of ranks that run where they
 # will stay (two ranks started on one CPU share it for about 0.1 s).
@@ -143,34 +152,70 @@ def fit_round(args, folder, transports, hosts, ports):
     return profile
 
 
+def timed(spans, key, step):
+    """step()'s result; its (start, end) unix times appended to spans[key]."""
+    start = time.time()
+    result = step()
+    spans.setdefault(key, []).append((start, time.time()))
+    return result
+
+
 def measure_all(args, ranks, transports, folder, hosts, ports):
-    """{(transport, ranks, size): [us per round]}, the rounds interleaved, and each round's
+    """{(transport, ranks, size): [us per round]}, the rounds interleaved, each round's
     profiles: a fit right before each round, so that a row's figures and the profiles that
-    predict it come from the same minutes (the machine's load moves both)."""
-    times, fits = {}, []
+    predict it come from the same minutes (the machine's load moves both); and when each ran,
+    {"fit": [span per round], (transport, ranks): [span per round]}."""
+    times, fits, spans = {}, [], {}
     for r in range(args.rounds):
-        fits.append(fit_round(args, os.path.join(folder, f"round{r + 1}"), transports, hosts,
-                              ports))
+        fits.append(timed(spans, "fit", lambda: fit_round(
+            args, os.path.join(folder, f"round{r + 1}"), transports, hosts, ports)))
         for t in transports:
             if t == "hosts":
-                for size, us in measure_hosts(hosts, args.build, ports).items():
+                swept = timed(spans, (t, 4), lambda: measure_hosts(hosts, args.build, ports))
+                for size, us in swept.items():
                     times.setdefault((t, 4, size), []).append(us)
                 continue
             for n in ranks:
-                for size, us in measure(args.build, n, t).items():
+                swept = timed(spans, (t, n), lambda: measure(args.build, n, t))
+                for size, us in swept.items():
                     times.setdefault((t, n, size), []).append(us)
-    return times, fits
+    return times, fits, spans
 
 
-def report(args, times, fits):
+def placements_of(spans, samples):
+    """{"fit": [label per round], (transport, ranks): [label per round]}: n near, a apart,
+    m mixed, ? unknown; None without a monitor."""
+    if samples is None:
+        return None
+    letter = {"near": "n", "apart": "a", "mixed": "m"}
+    return {key: [letter.get(compare_peers.state_of(span, samples), "?") for span in each]
+            for key, each in spans.items()}
+
+
+def placement_cells(placements, t, n, rounds):
+    """Each round's fit and measurement placements ("nn na ..."), and the rounds where the two
+    are one placement (near or apart, not mixed); ("", all rounds) without a monitor."""
+    if placements is None:
+        return "", list(range(rounds))
+    fit, run = placements.get("fit", []), placements.get((t, n), [])
+    pairs = [(fit[r] if r < len(fit) else "?") + (run[r] if r < len(run) else "?")
+             for r in range(rounds)]
+    return " ".join(pairs), [r for r, p in enumerate(pairs) if p in ("nn", "aa")]
+
+
+def report(args, times, fits, placements=None):
     """Each row: the measured median against the median of what each round's profiles predict,
-    and each round's prediction against that round's time (the median of those ratios)."""
+    and each round's prediction against that round's time (the median of those ratios); with
+    placements, where each round's fit and measurement ran, and the rows within 25% over the
+    rounds whose two ran in one placement."""
     rounds = max(len(us) for us in times.values())
+    monitored = placements is not None
     print(f"| transport | ranks | bytes | measured us (median of {rounds}) | rounds' spread "
           "| predicted us (median) | predicted / measured | within 25% "
-          "| round by round, median ratio | within 25% |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    within = paired = steady = 0
+          "| round by round, median ratio | within 25% |"
+          + (" placements (fit, run) |" if monitored else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if monitored else ""))
+    within = paired = steady = matched_rows = matched_within = 0
     for (t, n, size), us in sorted(times.items()):
         measured = statistics.median(us)
         spread = max(us) / min(us)
@@ -184,15 +229,23 @@ def report(args, times, fits):
         ok, ok_paired = abs(ratio - 1) <= 0.25, abs(by_round - 1) <= 0.25
         within += ok
         paired += ok_paired
+        where, same = placement_cells(placements, t, 4 if per_host else n, len(us))
+        if monitored and same:
+            matched_rows += 1
+            pairs = [(each * len(us))[r] / us[r] for r in same]
+            matched_within += abs(statistics.median(pairs) - 1) <= 0.25
         print(f"| {t} | {'2 x 2' if per_host else n} | {size} | {measured:.1f} | {spread:.2f} "
               f"| {predicted:.1f} | {ratio:.2f} | {'yes' if ok else 'no'} | {by_round:.2f} "
-              f"| {'yes' if ok_paired else 'no'} |")
+              f"| {'yes' if ok_paired else 'no'} |" + (f" {where} |" if monitored else ""))
     print(f"\n{within} of {len(times)} rows within 25% (the predictions' median against the "
           "measured median)")
     print(f"{paired} of {len(times)} rows within 25% round by round (the median of each round's "
           "prediction against its time)")
     print(f"{steady} of {len(times)} rows whose rounds (the slowest / the fastest) are within 25% "
           "of each other")
+    if monitored:
+        print(f"{matched_within} of {matched_rows} rows within 25% over the rounds whose fit and "
+              "measurement ran in one placement (the rows with such a round)")
 
 
 def main():
@@ -217,28 +270,41 @@ def main():
     transports = args.transports.split(",")
     ports = simulated_hosts.Ports()
     if args.replay:
-        fits, times = load(args.replay)
-        report(args, times, fits)
+        fits, times, placements = load(args.replay)
+        report(args, times, fits, placements)
         return
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep or scratch
-        if "hosts" not in transports:
-            times, fits = measure_all(args, ranks, transports, folder, None, ports)
-        else:
-            with simulated_hosts.Hosts(args.rate, "1mb") as hosts:
-                times, fits = measure_all(args, ranks, transports, folder, hosts, ports)
+        monitor = PlacementMonitor(args.build)
+        try:
+            if "hosts" not in transports:
+                times, fits, spans = measure_all(args, ranks, transports, folder, None, ports)
+            else:
+                with simulated_hosts.Hosts(args.rate, "1mb") as hosts:
+                    times, fits, spans = measure_all(args, ranks, transports, folder, hosts,
+                                                     ports)
+        finally:
+            samples = monitor.stop()
+        placements = placements_of(spans, samples)
+        if placements is None:
+            print("# placements: not monitored (needs bench/core_probe and two CPUs)")
         if args.keep:
-            keep(folder, fits, times)
-        report(args, times, fits)
+            keep(folder, fits, times, placements)
+        report(args, times, fits, placements)
 
 
-def keep(folder, fits, times):
-    """Each round's profiles (paths within `folder`) and the measured times, for --replay."""
+def keep(folder, fits, times, placements):
+    """Each round's profiles (paths within `folder`), the measured times and the placements,
+    for --replay."""
     rows = [{"transport": t, "ranks": n, "bytes": size, "us": us}
             for (t, n, size), us in sorted(times.items())]
     rounds = [{t: os.path.relpath(path, folder) for t, path in fit.items()} for fit in fits]
+    kept = {"profiles": rounds, "rows": rows}
+    if placements is not None:
+        kept["placements"] = [{"transport": k[0], "ranks": k[1], "rounds": v} if k != "fit"
+                              else {"fit": v} for k, v in placements.items()]
     with open(os.path.join(folder, "times.json"), "w") as f:
-        json.dump({"profiles": rounds, "rows": rows}, f, indent=1)
+        json.dump(kept, f, indent=1)
 
 
 def load(folder):
@@ -253,12 +319,16 @@ def load(folder):
             rounds = [{t: os.path.basename(p) for t, p in rounds.items()}]
         fits = [{t: os.path.join(folder, p) for t, p in fit.items()} for fit in rounds]
         times = {(r["transport"], r["ranks"], r["bytes"]): r["us"] for r in kept["rows"]}
+        placements = None
+        if "placements" in kept:  # kept by a sitting that monitored them
+            placements = {("fit" if "fit" in p else (p["transport"], p["ranks"])):
+                          (p["fit"] if "fit" in p else p["rounds"]) for p in kept["placements"]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         sys.exit(f"model_check: --replay {folder}: {path} is not a kept run ({e})")
     if not times or not fits:
         sys.exit(f"model_check: --replay {folder}: {path} has no "
                  f"{'rows' if not times else 'profiles'}")
-    return fits, times
+    return fits, times, placements
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 """bench/model_check.py --replay on made-up kept runs (a `meson test`): a row's prediction is the
 median of what each round's profiles predict (two rounds: their mean), its round-by-round ratio
 the median of each round's prediction over that round's time, a run kept with one set of
-profiles (by file name, before the fit was repeated each round) is predicted with it, and a
-times.json that is not a kept run, or holds no profiles, is an error that says so.
+profiles (by file name, before the fit was repeated each round) is predicted with it, one kept
+with the placements shows each round's and counts the rows over the rounds whose fit and
+measurement ran in one placement, and a times.json that is not a kept run, or holds no profiles,
+is an error that says so.
 
 usage: model_check_replay.py BUILD_ROOT SOURCE_ROOT
 """
@@ -85,6 +87,28 @@ def main():
         check(got is not None and abs(got - paired) <= 0.006,
               f"round by round: each round's prediction against its time, the median (of two, "
               f"their mean) {paired:.3f} ({got})")
+        # Kept with the placements: a row counts over the rounds whose fit and measurement ran
+        # in one placement. Round 1's time is its prediction, round 2's three times its own.
+        placed = os.path.join(tmp, "placed")
+        for k, profile in ((1, fast), (2, slow)):
+            write(os.path.join(placed, f"round{k}", "shm.json"), profile)
+        for fit_at, run_at, cell, counted in ((["n", "n"], ["n", "a"], "nn na", "1 of 1"),
+                                              (["n", "a"], ["a", "a"], "na aa", "0 of 1"),
+                                              (["m", "n"], ["m", "a"], "mm na", "0 of 0")):
+            write(os.path.join(placed, "times.json"),
+                  {"profiles": [{"shm": "round1/shm.json"}, {"shm": "round2/shm.json"}],
+                   "rows": [dict(rows[0], us=[a, 3 * b])],
+                   "placements": [{"fit": fit_at},
+                                  {"transport": "shm", "ranks": RANKS, "rounds": run_at}]})
+            r = replay(source, build, placed)
+            ok = (r.returncode == 0 and f"| {cell} |" in r.stdout
+                  and f"{counted} rows within 25% over the rounds whose fit and measurement ran "
+                      "in one placement" in r.stdout)
+            check(ok, f"fits {fit_at}, runs {run_at}: the row shows {cell!r}, and {counted} rows "
+                      f"count{shown(r, ok)}")
+        r = replay(source, build, each)
+        check("placements (fit, run)" not in r.stdout and "one placement" not in r.stdout,
+              "a run kept without placements shows none")
         # Kept before the fit was repeated: one set of profiles, found by file name.
         once = os.path.join(tmp, "once")
         write(os.path.join(once, "shm.json"), slow)
