@@ -225,15 +225,15 @@ def report(args, times, fits, placements=None):
         predicted = statistics.median(each)
         ratio = predicted / measured
         # A run kept with one set of profiles: that set predicts every round.
-        by_round = statistics.median(p / m for p, m in zip(each * len(us), us))
+        ratios = [p / m for p, m in zip(each * len(us), us)]  # each round's
+        by_round = statistics.median(ratios)
         ok, ok_paired = abs(ratio - 1) <= 0.25, abs(by_round - 1) <= 0.25
         within += ok
         paired += ok_paired
         where, same = placement_cells(placements, t, 4 if per_host else n, len(us))
         if monitored and same:
             matched_rows += 1
-            pairs = [(each * len(us))[r] / us[r] for r in same]
-            matched_within += abs(statistics.median(pairs) - 1) <= 0.25
+            matched_within += abs(statistics.median(ratios[r] for r in same) - 1) <= 0.25
         print(f"| {t} | {'2 x 2' if per_host else n} | {size} | {measured:.1f} | {spread:.2f} "
               f"| {predicted:.1f} | {ratio:.2f} | {'yes' if ok else 'no'} | {by_round:.2f} "
               f"| {'yes' if ok_paired else 'no'} |" + (f" {where} |" if monitored else ""))
