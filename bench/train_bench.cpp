@@ -1,14 +1,14 @@
-// train_bench: time of one training step of a model on synthetic data — forward + backward,
-// and forward + backward + SGD step — median of --steps runs after --warmup. The last line is
-// JSON: model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the
-// breakdown forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after
-// backward, or the barrier's with --sync barrier; 0 with one rank), step_samples_ms, the full
-// steps one by one (rank 0's with --nproc; bench/ddp_scaling.py reads them), and time_split: for
-// each rank, where its main thread's full step went on average (core/thread_clocks.h): computing,
-// preempted (ready but waiting for a core), blocked (asleep: waiting for the other ranks, mostly;
-// on a VM also the host's steal), and the CPU time of the rank's other threads meanwhile (the
-// communicator's, and an emulated device's workers). Compare with PyTorch in the same run:
-// bench/peers/train_torch.sh 3 step.
+// train_bench: time of one training step of a model on synthetic data — forward + backward, and
+// forward + backward + SGD step — median of --steps runs after --warmup. The last line is JSON:
+// model, batch, threads, fwd_bwd_ms, step_ms, images_per_s (from step_ms), and the breakdown
+// forward_ms, backward_ms, sync_ms (DDP's wait for the gradient all-reduces after backward, or the
+// barrier's with --sync barrier; 0 with one rank), step_samples_ms, the full steps one by one (rank
+// 0's with --nproc; bench/ddp_scaling.py reads them), and time_split: for each rank, where its main
+// thread's full step went on average (core/thread_clocks.h): computing, preempted (ready but
+// waiting for a core), blocked (asleep: waiting for the other ranks, mostly; on a VM also the
+// host's steal), and the CPU time of the rank's other threads meanwhile (the communicator's, and an
+// emulated device's workers). Compare with PyTorch in the same run: bench/peers/train_torch.sh 3
+// step.
 //
 // With --nproc N it starts N local ranks itself (ringlet's launcher), each with --threads
 // threads and a DDP-wrapped model; images_per_s is then global (N x batch / slowest rank's
@@ -36,6 +36,8 @@
 // as one captured graph (tensor/device/graph.h) after a warm-up, and --deterministic on takes
 // the ops' CPU decomposition instead of the fast path (tensor/determinism.h). JSON then carries
 // per_step: the stream operations, host synchronizations and driver allocations of a full step.
+// Everywhere per_step carries comm_ops: the collectives rank 0's communicator ran per full step
+// (DDP's bucket all-reduces, or --sync barrier's one barrier).
 //
 // usage: train_bench [--model fmnist_cnn|resnet18|resnet20] [--batch 64] [--threads 1]
 //                    [--steps 50] [--warmup 10] [--nproc 1] [--device cpu]
@@ -172,6 +174,8 @@ struct Timings {
   std::vector<core::TimeSplit> splits;
   // On a device: what a full step queued and waited for, per step (device/counters.h).
   double stream_ops = 0, host_syncs = 0, driver_allocs = 0;
+  // The collectives this rank's communicator ran per full step.
+  double comm_ops = 0;
 };
 
 // Starts o.nproc local ranks, each running this same command (they see WORLD_SIZE).
@@ -217,6 +221,10 @@ struct Bench {
   // After backward: the barrier of --sync barrier (DDP's wait ends backward itself).
   void sync() {
     if (!ddp && several) comm->barrier()->wait(core::Deadline::after(comm->timeout()));
+  }
+  // What the communicator has run so far (nothing without one).
+  collectives::CommCounters comm_counters() const {
+    return comm != nullptr ? comm->counters() : collectives::CommCounters{};
   }
   // The part of the last backward that waited for DDP's all-reduces, in ms.
   double sync_wait_ms() const {
@@ -279,6 +287,7 @@ Timings measure_host(const Options& o, Bench& b) {
     fb.push_back(ms_since(start));
   }
   // One reading between steps: the end of one step is the start of the next.
+  const collectives::CommCounters comm_start = b.comm_counters();
   core::ThreadClocks before = core::ThreadClocks::now();
   for (int i = 0; i < o.steps; ++i) {
     fwd_bwd();
@@ -288,8 +297,10 @@ Timings measure_host(const Options& o, Bench& b) {
     full.push_back(splits.back().wall_ms);
     before = after;
   }
-  return Timings{median(fb),       median(full), median(phase[0]),          median(phase[1]),
-                 median(phase[2]), full,         {core::mean_split(splits)}};
+  Timings t{median(fb),       median(full), median(phase[0]),          median(phase[1]),
+            median(phase[2]), full,         {core::mean_split(splits)}};
+  t.comm_ops = static_cast<double>((b.comm_counters() - comm_start).ops) / o.steps;
+  return t;
 }
 
 // On a device: steps queue back to back, and the host waits once per block of o.block steps
@@ -334,8 +345,10 @@ Timings measure_device(const Options& o, Bench& b) {
   }
   std::vector<core::TimeSplit> splits;
   const device::DeviceCounts start = device::device_counts(o.device);
+  const collectives::CommCounters comm_start = b.comm_counters();
   for (int k = 0; k < blocks; ++k) full.push_back(run_block(true, &splits));
   const device::DeviceCounts used = device::device_counts(o.device) - start;
+  const std::uint64_t comm_ops = (b.comm_counters() - comm_start).ops;
   core::TimeSplit per_step = core::mean_split(splits);
   for (double* v : {&per_step.wall_ms, &per_step.computing_ms, &per_step.preempted_ms,
                     &per_step.blocked_ms, &per_step.other_threads_ms}) {
@@ -346,6 +359,7 @@ Timings measure_device(const Options& o, Bench& b) {
   t.stream_ops = static_cast<double>(used.stream_ops) / steps;
   t.host_syncs = static_cast<double>(used.host_syncs) / steps;
   t.driver_allocs = static_cast<double>(used.driver_allocs) / steps;
+  t.comm_ops = static_cast<double>(comm_ops) / steps;
   return t;
 }
 
@@ -367,6 +381,7 @@ Timings slowest(const Timings& t, collectives::Communicator& comm) {
   out.stream_ops = t.stream_ops;  // rank 0's
   out.host_syncs = t.host_syncs;
   out.driver_allocs = t.driver_allocs;
+  out.comm_ops = t.comm_ops;
   out.splits = distributed::gather_splits(&comm, t.splits.front(), deadline);
   return out;
 }
@@ -439,7 +454,8 @@ void report(const Options& o, int world, const Timings& t) {
                       {"per_step",
                        {{"stream_ops", t.stream_ops},
                         {"host_syncs", t.host_syncs},
-                        {"driver_allocs", t.driver_allocs}}}};
+                        {"driver_allocs", t.driver_allocs},
+                        {"comm_ops", t.comm_ops}}}};
   std::cout << line.dump() << std::endl;
 }
 
