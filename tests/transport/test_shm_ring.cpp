@@ -1,7 +1,7 @@
 // Where shm messages lie in the ring: a joined send is one frame, every payload starts 8-byte
 // aligned, a receive in place hands the message over where it lies (and is refused across the
 // ring's end), and a stream of messages goes back to the ring's start, behind a skip every way of
-// receiving steps over.
+// receiving steps over, unless a long message went round the ring since it last did.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -220,6 +220,49 @@ TEST_CASE(
   REQUIRE(reader.read_some(got, sizeof got) == sizeof got);
   CHECK(std::string(got) == message);
   CHECK(std::memcmp(data.data(), message, sizeof message) == 0);  // it lies at the start
+}
+
+TEST_CASE(
+    "shm ring: a pass round the ring that carried a message over 256 KiB walks on to the ring's "
+    "end; the next pass goes back to the start again") {
+  constexpr std::size_t kRing = 4 << 20, kShort = 4096;
+  constexpr std::size_t kLong = ShmRing::kRewindLongestBytes + kShort;
+  ShmRingControl control;
+  ShmRing::init(&control);
+  std::vector<std::byte> data(kRing);
+  ShmRing writer(&control, data.data(), data.size()), reader(&control, data.data(), data.size());
+  std::vector<unsigned char> in = pattern(kLong, 3), out(kLong);
+  // Writes n bytes and reads them back: the ring is empty again.
+  const auto pass_through = [&](std::size_t n) {
+    REQUIRE(writer.try_write_all({{in.data(), n}}));
+    std::size_t read = 0;
+    for (std::size_t k = 1; read < n && k > 0; read += k) {
+      k = reader.read_some(out.data() + read, n - read);
+    }
+    REQUIRE(read == n);
+  };
+  // Short messages a quarter and a long one in: a long one is not put back at the start, a short
+  // one is.
+  for (std::size_t at = 0; at < kRing / 4 + kLong; at += kShort) pass_through(kShort);
+  CHECK(writer.rewind_bytes(kLong) == 0);
+  const std::size_t skip = writer.rewind_bytes(kShort);
+  REQUIRE(skip > 0);
+  REQUIRE(writer.try_write_all({{nullptr, skip}}));
+  REQUIRE(reader.skip_to_start(skip));
+  // A long one in this pass: the short ones after it walk on, however far past a quarter.
+  pass_through(kLong);
+  std::size_t walked = kLong;
+  for (; walked + kShort <= kRing; walked += kShort) {
+    CHECK(writer.rewind_bytes(kShort) == 0);
+    pass_through(kShort);
+  }
+  CHECK(walked > kRing / 2);
+  // Round the end (the next write wraps to the start): a new pass of short messages rewinds.
+  pass_through(kRing - walked);
+  for (std::size_t k = 0; k < kRing / kShort && writer.rewind_bytes(kShort) == 0; ++k) {
+    pass_through(kShort);
+  }
+  CHECK(writer.rewind_bytes(kShort) == kRing - (kRing / 4 + kShort));
 }
 
 TEST_CASE(

@@ -118,8 +118,17 @@ void ShmRing::publish_tail(std::uint64_t tail) {
   }
 }
 
+void ShmRing::note_write(std::uint64_t head, std::size_t n) {
+  if (head >= pass_end_) {  // crossed the ring's end since the last write: a new pass
+    pass_end_ = (head & ~static_cast<std::uint64_t>(mask_)) + capacity_;
+    long_pass_ = false;
+  }
+  long_pass_ = long_pass_ || n > kRewindLongestBytes;
+}
+
 std::size_t ShmRing::write_some(const void* src, std::size_t n) {
   const std::uint64_t head = control_->head.load(std::memory_order_relaxed);  // ours alone
+  note_write(head, n);
   const std::size_t k = std::min({n, space_for(head, std::min(n, kPublishBytes)), kPublishBytes});
   if (k == 0) return 0;
   copy_in(head, src, k);
@@ -132,6 +141,7 @@ bool ShmRing::try_write_all(std::initializer_list<Piece> pieces) {
   std::size_t total = 0;
   for (const Piece& piece : pieces) total += piece.bytes;
   if (space_for(head, total) < total) return false;
+  note_write(head, total);
   std::uint64_t at = head;
   for (const Piece& piece : pieces) {
     if (piece.data != nullptr) copy_in(at, piece.data, piece.bytes);
@@ -144,7 +154,8 @@ bool ShmRing::try_write_all(std::initializer_list<Piece> pieces) {
 std::size_t ShmRing::rewind_bytes(std::size_t total) {
   const std::uint64_t head = control_->head.load(std::memory_order_relaxed);  // ours alone
   const std::size_t offset = static_cast<std::size_t>(head) & mask_;
-  if (offset < capacity_ / 4 + total) return 0;
+  const bool long_pass = head < pass_end_ && long_pass_;
+  if (long_pass || total > kRewindLongestBytes || offset < capacity_ / 4 + total) return 0;
   cached_tail_ = control_->tail.load(std::memory_order_acquire);
   return cached_tail_ == head ? capacity_ - offset : 0;
 }

@@ -60,7 +60,13 @@ class ShmRing {
   // skips them puts its next `total` bytes at the ring's start, on lines written lately that a
   // cache still holds, rather than on the next ones round the ring, evicted long since: a stream
   // of messages cycles through a quarter of the ring and a message or two. Until the consumer
-  // steps over the skip, the writer has the space before it: still a quarter of the ring. Else 0.
+  // steps over the skip, the writer has the space before it: still a quarter of the ring. Else 0;
+  // also 0 in a pass round the ring (the writes since the position last crossed the ring's end)
+  // that carried a write of more than kRewindLongestBytes, and for such a message itself. Their
+  // lines are better left to age: where the two ends' cores share no cache, writing a line the
+  // peer's core read a message or two ago takes it back from that core (bench/RESULTS.md,
+  // 2026-12-03 "The ring's start and the peer's cache").
+  static constexpr std::size_t kRewindLongestBytes = 256 * 1024 + 64;
   std::size_t rewind_bytes(std::size_t total);
   // The reader's side of it: consumes n readable bytes that end at the ring's end; false, nothing
   // consumed, where they are not all readable or end elsewhere (no skip a writer left).
@@ -99,6 +105,8 @@ class ShmRing {
   std::size_t data_for(std::uint64_t tail, std::size_t wanted);
   // Stores the counter, then wakes the other side if it announced it sleeps.
   void publish_head(std::uint64_t head);
+  // Before a write of n bytes at head: the pass it falls in, and whether that pass is long.
+  void note_write(std::uint64_t head, std::size_t n);
   void publish_tail(std::uint64_t tail);
 
   ShmRingControl* control_ = nullptr;
@@ -106,6 +114,10 @@ class ShmRing {
   std::size_t capacity_ = 0;
   std::size_t mask_ = 0;
   std::uint64_t cached_tail_ = 0;  // producer's last view of tail (saves a shared-line read)
+  // The producer's pass round the ring: where it ends (a head value, a multiple of the capacity)
+  // and whether it carried a write longer than kRewindLongestBytes.
+  std::uint64_t pass_end_ = 0;
+  bool long_pass_ = false;
   std::uint64_t cached_head_ = 0;  // consumer's last view of head
 };
 
