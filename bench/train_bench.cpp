@@ -286,8 +286,8 @@ Timings measure_host(const Options& o, Bench& b) {
     fwd_bwd();
     fb.push_back(ms_since(start));
   }
-  // One reading between steps: the end of one step is the start of the next.
   const collectives::CommCounters comm_start = b.comm_counters();
+  // One reading between steps: the end of one step is the start of the next.
   core::ThreadClocks before = core::ThreadClocks::now();
   for (int i = 0; i < o.steps; ++i) {
     fwd_bwd();

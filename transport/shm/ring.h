@@ -66,7 +66,7 @@ class ShmRing {
   // lines are better left to age: where the two ends' cores share no cache, writing a line the
   // peer's core read a message or two ago takes it back from that core (bench/RESULTS.md,
   // 2026-12-03 "The ring's start and the peer's cache").
-  static constexpr std::size_t kRewindLongestBytes = 256 * 1024 + 64;
+  static constexpr std::size_t kRewindLongestBytes = 256 * 1024 + 64;  // 256 KiB and its frame
   std::size_t rewind_bytes(std::size_t total);
   // The reader's side of it: consumes n readable bytes that end at the ring's end; false, nothing
   // consumed, where they are not all readable or end elsewhere (no skip a writer left).
