@@ -105,9 +105,9 @@ class ShmRing {
   std::size_t data_for(std::uint64_t tail, std::size_t wanted);
   // Stores the counter, then wakes the other side if it announced it sleeps.
   void publish_head(std::uint64_t head);
+  void publish_tail(std::uint64_t tail);
   // Before a write of n bytes at head: the pass it falls in, and whether that pass is long.
   void note_write(std::uint64_t head, std::size_t n);
-  void publish_tail(std::uint64_t tail);
 
   ShmRingControl* control_ = nullptr;
   std::byte* data_ = nullptr;
