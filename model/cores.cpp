@@ -10,8 +10,8 @@ namespace ringlet::model {
 
 Cores::Cores(int count) : busy_(static_cast<std::size_t>(std::max(1, count))) {}
 
-// A core's bookings never overlap, so sorted by start they are sorted by end too: those that
-// end by `from` are a prefix.
+// A core's bookings never overlap (by more than kMeetSeconds, less than any work), so sorted by
+// start they are sorted by end too: those that end by `from` are a prefix.
 std::vector<Cores::Interval>::const_iterator Cores::first_ending_after(std::size_t core,
                                                                        double from) const {
   const auto& booked = busy_[core];
@@ -21,7 +21,7 @@ std::vector<Cores::Interval>::const_iterator Cores::first_ending_after(std::size
 
 bool Cores::free_on(std::size_t core, double from, double to) const {
   const auto next = first_ending_after(core, from);
-  return next == busy_[core].end() || next->first >= to;
+  return next == busy_[core].end() || (next->first >= from && next->first + kMeetSeconds >= to);
 }
 
 // The calendar of `core`, which must be one of these.
@@ -36,7 +36,8 @@ double Cores::earliest(int core, double from, double seconds) const {
   const std::size_t c = index(core);
   double t = from;
   for (auto b = first_ending_after(c, from); b != busy_[c].end(); ++b) {
-    if (b->first >= t + seconds) break;  // the gap before it is long enough
+    // The gap before it is long enough (work from within a booking never is).
+    if (b->first >= t && b->first + kMeetSeconds >= t + seconds) break;
     t = b->second;
   }
   return t;
@@ -44,8 +45,12 @@ double Cores::earliest(int core, double from, double seconds) const {
 
 void Cores::book(int core, double at, double seconds) {
   const std::size_t c = index(core);
-  RINGLET_CHECK(free_on(c, at, at + seconds), Error, "simulated cores: booked a time core ", core,
-                " is not free at");
+  if (seconds <= 0) return;  // no work, no interval: none of length 0 inside another
+  if (!free_on(c, at, at + seconds)) {
+    const Interval& in_way = *first_ending_after(c, at);
+    RINGLET_THROW(Error, "simulated cores: booked core ", core, " from ", at, " s for ", seconds,
+                  " s, where it is booked from ", in_way.first, " to ", in_way.second, " s");
+  }
   const Interval booked{at, at + seconds};
   busy_[c].insert(std::upper_bound(busy_[c].begin(), busy_[c].end(), booked), booked);
   first_end_ = std::min(first_end_, booked.second);

@@ -191,6 +191,30 @@ TEST_CASE("a core's calendar: work booked for later leaves it free before") {
   CHECK(one.earliest(0, 0, 20) == 0);
 }
 
+TEST_CASE("a core's calendar: a gap as long as the work, but for a sum's rounding, takes it") {
+  // Two ranks doing the same steps at the same times: one books its copy out of the other's
+  // message from when that message's copy in ends, and wants its own copy in, as long, from when
+  // the other's began. The two times are sums of the same costs in another order: here the
+  // booking's came out one unit in the last place early.
+  const double start = 1.967e-6, copy = 4.606e-6;
+  const double copy_out = std::nextafter(start + copy, 0.0);
+  model::Cores core(1);
+  core.book(0, copy_out, 4.915e-6);
+  CHECK(core.earliest(0, start, copy) == start);
+  core.book(0, start, copy);  // and the booking is allowed
+  // A gap a picosecond and more too short is not a tie.
+  model::Cores other(1);
+  other.book(0, copy_out - 1e-11, 4.915e-6);
+  CHECK(other.earliest(0, start, copy) == copy_out - 1e-11 + 4.915e-6);
+  // Work from just after a booking's start is within it, however short: after it. No work is
+  // no booking.
+  const double just_after = std::nextafter(copy_out, 1.0);
+  CHECK(core.earliest(0, just_after, 0) == copy_out + 4.915e-6);
+  CHECK(core.earliest(0, just_after, 1e-15) == copy_out + 4.915e-6);
+  core.book(0, just_after, 0);
+  CHECK(core.earliest(0, copy_out + 4.915e-6, 1e-6) == copy_out + 4.915e-6);
+}
+
 // The calendars against a plain reference: the same bookings on drawn cores, and the earliest
 // time found by trying `from` and every booking's end on that core in order.
 TEST_CASE("a core's calendar: the earliest gap, against trying every booking's end") {
