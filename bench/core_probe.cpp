@@ -10,15 +10,12 @@
 // benchmarks that compare implementations run this monitor beside them and compare only runs
 // made in the same placement (bench/compare_peers.sh and compare_peers.py).
 //
-// A sample is the median of kBatches batches of --trips / kBatches round trips each. Both
-// threads run at real-time priority for the sample when the process may (root), so that a busy
-// benchmark on the same CPUs delays it by no more than a time slice; a sample whose partner
-// does not answer within kAnswerWait is reported as nan.
-#include <pthread.h>
+// A sample is core::cpu_round_trip_ns (core/cpu_round_trip.h): the median of 25 batches of
+// --trips / 25 round trips, at real-time priority where permitted; nan where a partner does not
+// answer within 50 ms.
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +26,7 @@
 
 #include "bench/kernel_bench_args.h"
 #include "bench/program_main.h"
+#include "core/cpu_round_trip.h"
 #include "core/env.h"
 #include "core/error.h"
 
@@ -37,8 +35,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kBatches = 25;
-constexpr auto kAnswerWait = std::chrono::milliseconds(50);
+constexpr int kBatches = core::kRoundTripBatches;
+constexpr int kAnswerWaitMs = core::kRoundTripAnswerMs;
 constexpr double kLongestMonitor = 24 * 3600.0;  // seconds
 
 const char* const kUsage =
@@ -141,74 +139,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Pins the calling thread to `cpu`, waits (yielding, bounded) until the other side is pinned
-// too, then raises itself to real-time priority where permitted. Raising only once both are
-// pinned keeps either from holding the CPU the other must first run on to move away.
-bool pin_and_raise(int cpu, std::atomic<int>& pinned) {
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return false;
-  pinned.fetch_add(1);
-  const auto since = Clock::now();
-  while (pinned.load() < 2) {
-    if (Clock::now() - since > kAnswerWait) return false;
-    sched_yield();
-  }
-  const sched_param low_realtime{1};
-  pthread_setschedparam(pthread_self(), SCHED_FIFO, &low_realtime);  // best effort
-  return true;
-}
-
-// The line both threads bounce: round trip j is the measuring thread writing 2j + 1 and the
-// echo thread answering 2j + 2.
-struct alignas(64) Line {
-  std::atomic<long> value{0};
-};
-
-// Spins until `line` holds `want`; false once kAnswerWait has passed without it.
-bool await(const Line& line, long want) {
-  const auto since = Clock::now();
-  for (int spins = 1; line.value.load(std::memory_order_acquire) != want; ++spins) {
-    if (spins % 1024 == 0 && Clock::now() - since > kAnswerWait) return false;
-  }
-  return true;
-}
-
-// One sample: the median over kBatches batches of the mean round trip in ns, or nan when a
-// partner did not answer in time (each side then stops within kAnswerWait). Both sides are
-// threads of their own, so the caller keeps its CPUs and priority.
-double sample(const Options& o) {
-  Line line;
-  std::atomic<int> pinned{0};
-  const long per_batch = o.trips / kBatches;
-  const long trips = per_batch * kBatches;
-  std::thread echo([&] {
-    if (!pin_and_raise(o.cpu_b, pinned)) return;
-    for (long j = 0; j < trips; ++j) {
-      if (!await(line, 2 * j + 1)) return;
-      line.value.store(2 * j + 2, std::memory_order_release);
-    }
-  });
-  std::vector<double> batches;
-  bool late = false;
-  std::thread measure([&] {
-    late = !pin_and_raise(o.cpu_a, pinned);
-    for (long j = 0; j < trips && !late; j += per_batch) {
-      const auto start = Clock::now();
-      for (long k = j; k < j + per_batch && !late; ++k) {
-        line.value.store(2 * k + 1, std::memory_order_release);
-        late = !await(line, 2 * k + 2);
-      }
-      const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-      batches.push_back(ns / static_cast<double>(per_batch));
-    }
-  });
-  measure.join();
-  echo.join();
-  return late ? std::nan("") : median(batches);
-}
-
 const char* placement(double ns) {
   if (std::isnan(ns)) return "unknown";
   if (ns < 90) return "same core";
@@ -221,12 +151,12 @@ double unix_seconds() {
 }
 
 int run_once(const Options& o) {
-  const double ns = sample(o);
+  const double ns = core::cpu_round_trip_ns(o.cpu_a, o.cpu_b, o.trips);
   std::printf("# core_probe cpus %d,%d: round trip %.0f ns (%s)\n", o.cpu_a, o.cpu_b, ns,
               placement(ns));
   if (std::isnan(ns)) {
-    std::fprintf(stderr, "core_probe: CPU %d or %d did not answer within %lld ms\n", o.cpu_a,
-                 o.cpu_b, static_cast<long long>(kAnswerWait.count()));
+    std::fprintf(stderr, "core_probe: CPU %d or %d did not answer within %d ms\n", o.cpu_a, o.cpu_b,
+                 kAnswerWaitMs);
   }
   std::printf(
       "{\"bench\":\"core_probe\",\"cpus\":[%d,%d],\"trips\":%d,\"round_trip_ns\":%s,"
@@ -249,7 +179,7 @@ int run_monitor(const Options& o) {
   for (auto at = start; at < end;) {
     std::this_thread::sleep_until(at);
     const double t = unix_seconds();
-    const double ns = sample(o);
+    const double ns = core::cpu_round_trip_ns(o.cpu_a, o.cpu_b, o.trips);
     std::printf("%.3f %.1f\n", t, ns);
     std::fflush(stdout);
     // The next tick after now: a sample that ran long (a partner late) skips ticks rather

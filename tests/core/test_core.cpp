@@ -1,6 +1,7 @@
 // core/: copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors, deadlines,
 // parallel_for, random_u64, thread clocks (computing, preempted, blocked).
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/copy.h"
+#include "core/cpu_round_trip.h"
 #include "core/deadline.h"
 #include "core/dtype.h"
 #include "core/env.h"
@@ -268,4 +270,32 @@ TEST_CASE("thread clocks: splits add up, means are per field, an unknown run que
   CHECK(std::isnan(unknown.preempted_ms));
   CHECK(unknown.blocked_ms == doctest::Approx(20));  // wall - computing: preempted inside
   CHECK(std::isnan(mean_split({unknown, t}).preempted_ms));
+}
+
+// The first `most` CPUs this process may run on; fewer where it has fewer.
+std::vector<int> allowed_cpus(std::size_t most) {
+  cpu_set_t allowed;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < most; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+TEST_CASE("cpu_round_trip_ns: a CPU it cannot use gives NaN, without waiting past its 50 ms") {
+  const int cpu = allowed_cpus(1).at(0);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(std::isnan(ringlet::core::cpu_round_trip_ns(cpu, -1)));
+  CHECK(std::isnan(ringlet::core::cpu_round_trip_ns(CPU_SETSIZE, cpu)));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("cpu_round_trip_ns: a line between two CPUs takes a finite time" *
+          doctest::skip(allowed_cpus(2).size() < 2) * doctest::description("needs two CPUs")) {
+  const std::vector<int> cpus = allowed_cpus(2);
+  const double ns = ringlet::core::cpu_round_trip_ns(cpus[0], cpus[1], 100);
+  // A time slice (a busy machine) at most per batch of 4 trips: well under 10 ms a trip.
+  CHECK(ns > 1);
+  CHECK(ns < 1e7);
 }
