@@ -5,13 +5,15 @@
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
 // wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU time); the
 // communicator's work per op, two ranks' 8-byte all-reduces against their simulation
-// (op_costs.h).
+// (op_costs.h). Where the two CPUs' round trip moves during a fit (a VM's host moved them), the
+// fit is made again, up to FitOptions::attempts in all (cpu_placement.h).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "model/cpu_placement.h"
 #include "model/profile.h"
 #include "model/sliced_copies.h"
 
@@ -57,6 +59,7 @@ struct MachineFit {
   double tcp_one_cpu = 0;       // the same over tcp loopback (0: not measured, with between_ranks)
   double one_cpu_four = 0;      // a hop of 8 bytes around four ranks on one CPU over shm, us
   double tcp_one_cpu_four = 0;  // the same over tcp loopback (0: not measured)
+  CpuPlacement cpus;            // where its two CPUs sat: probed before it and after each part
   Profile profile;
   int rank = 0;  // with between_ranks, the job's; only rank 0's fit is whole
 };
@@ -66,6 +69,9 @@ struct FitOptions {
   // Run as a launched job of two ranks, one per host: the link between hosts is the job's tcp
   // connection between them instead of tcp loopback; rank 0 measures the rest.
   bool between_ranks = false;
+  // Fits made in all, where the CPUs' round trip moved during one (CpuPlacement::moved): the
+  // last is kept, and its report says so. One with between_ranks.
+  int attempts = 3;
 };
 
 MachineFit fit_machine(const FitOptions& options = {});

@@ -194,6 +194,11 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
     CHECK(p.shared_read_GBps > 0);
     CHECK(p.shared_write_past_GBps > 0);
     CHECK(contains(r.output, " another core read (past its cache): written at "));
+    // Where its two CPUs sat: probed before and after its parts, in the report and the source.
+    CHECK(contains(r.output,
+                   "# the round trip of a cache line between its two CPUs over the "
+                   "fit: "));
+    CHECK(contains(p.source, "; the CPUs' round trip "));
   }
   const auto predicted =
       ringlet_model("predict --ranks 4 --size 1M --no-sweep --profile " + path.string());
