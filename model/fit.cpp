@@ -40,6 +40,12 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (const double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -113,7 +119,10 @@ LinkCost fit_link(const std::vector<Sample>& samples) {
   return {samples.front().one_way_us, 1 / slope / 1e9};
 }
 
-// Each size's median one-way time (ping-pong) and exchange time between this rank and `peer`;
+// Each size's mean one-way time (ping-pong) and exchange time between this rank and `peer`: a
+// collective's time is its messages' in a stream, and a stream has its slow ones (the benchmarks
+// report an op's mean time); with the vCPUs apart, a stream of 64 KiB - 1 MiB shm exchanges took
+// 1.2-1.6x its median (bench/RESULTS.md, 2026-12-03 "A message's mean time");
 // both ranks take part, rank 0's figures are the ones kept.
 std::vector<Sample> link_samples(int rank, transport::Connection& peer,
                                  const std::vector<std::size_t>& sizes, std::size_t budget) {
@@ -125,8 +134,8 @@ std::vector<Sample> link_samples(int rank, transport::Connection& peer,
   // bench/RESULTS.md, 2026-12-02 "A tcp connection's history".
   message_times(Pattern::exchange, rank, peer, sizes.back(), 0);
   for (const std::size_t bytes : sizes) {
-    const double one_way = median(message_times(Pattern::ping_pong, rank, peer, bytes, budget));
-    const double exchange = median(message_times(Pattern::exchange, rank, peer, bytes, budget));
+    const double one_way = mean(message_times(Pattern::ping_pong, rank, peer, bytes, budget));
+    const double exchange = mean(message_times(Pattern::exchange, rank, peer, bytes, budget));
     samples.push_back({bytes, one_way * 1e6, exchange * 1e6});
   }
   return samples;
@@ -194,7 +203,7 @@ double measure_peer_read(bool quick) {
   return rate;
 }
 
-// The link measured `sittings` times, each size's fastest median kept: two ranks sharing two
+// The link measured `sittings` times, each size's fastest mean kept: two ranks sharing two
 // cores sometimes sleep between messages, which makes a whole sitting slow.
 LinkFit measure_link(const std::string& transport, const std::vector<std::size_t>& sizes,
                      bool one_cpu, int sittings, bool quick) {
@@ -541,7 +550,7 @@ MachineFit fit_machine(const FitOptions& options) {
 
 std::string fit_report(const MachineFit& fit) {
   std::ostringstream out;
-  out << "# a message between two ranks, us (medians): one way (half a ping-pong), and an\n"
+  out << "# a message between two ranks, us (means): one way (half a ping-pong), and an\n"
          "# exchange (both send and receive it at once); tcp: "
       << fit.tcp.transport << "\n";
   out << "#      bytes    shm one-way   shm exchange    tcp one-way   tcp exchange\n";

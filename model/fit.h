@@ -19,7 +19,7 @@
 
 namespace ringlet::model {
 
-// One size's one-way time: the median of half the round trips (the fastest of three sittings).
+// One size's one-way time: the mean of half the round trips (the fastest of three sittings).
 struct Sample {
   std::size_t bytes = 0;
   double one_way_us = 0;

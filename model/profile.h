@@ -22,7 +22,7 @@
 
 namespace ringlet::model {
 
-// A message's measured times on a link at one size (`ringlet model fit`'s medians).
+// A message's measured times on a link at one size (`ringlet model fit`'s means).
 struct SizeTimes {
   std::size_t bytes = 0;
   double one_way_us = 0;   // half a ping-pong

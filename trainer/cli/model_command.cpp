@@ -80,7 +80,7 @@ constexpr const char* kFitHelp =
     "usage: ringlet model fit [--out FILE] [--quick] [--between-ranks]\n"
     "\n"
     "Measures this machine into a profile for `ringlet model predict --profile`: the one-way\n"
-    "time of messages of 8 B to 16 MiB over shm and over tcp loopback (the median of\n"
+    "time of messages of 8 B to 16 MiB over shm and over tcp loopback (the mean of\n"
     "ping-pongs between two ranks, threads of this process with their own meshes), fitted as\n"
     "latency + bytes / bandwidth (the latency is the 8-byte time, the bandwidth the slope from\n"
     "256 KiB up), the float32 reduction and copy rates of one thread out of cache, and the\n"
