@@ -1,5 +1,6 @@
-// 64 bytes per iteration with unaligned 16-byte loads and stores (SSE2, every x86-64); the
-// tail, and every other architecture, through memcpy.
+// copy_bytes: 64 bytes per iteration with unaligned 16-byte loads and stores (SSE2, every
+// x86-64); the tail, and every other architecture, through memcpy. copy: memcpy, or copy_bytes at
+// the gaps where memcpy's `rep movsb` crawls.
 #include "core/copy.h"
 
 #include <cstring>
@@ -9,6 +10,16 @@
 #endif
 
 namespace ringlet::core {
+
+namespace {
+// glibc copies with `rep movsb` from about 2 KiB (its `rep_movsb_threshold`, 2,112 bytes here).
+constexpr std::size_t kRepMovsbBytes = 2048;
+}  // namespace
+
+void copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes >= kRepMovsbBytes && copy_gap_is_slow(dst, src)) return copy_bytes(dst, src, bytes);
+  std::memcpy(dst, src, bytes);
+}
 
 void copy_bytes(void* dst, const void* src, std::size_t bytes) {
   auto* out = static_cast<char*>(dst);

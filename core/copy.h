@@ -1,17 +1,31 @@
-// copy_bytes: memcpy as a plain vector loop (64 bytes per iteration), for large copies out of
-// memory another process just wrote. Its user is the window all-reduce
-// (collectives/window.cpp), which stages into and gathers out of shared windows with it; the
-// shm rings copy with memcpy or non-temporal stores (transport/shm/ring.cpp). glibc's memcpy
-// copies 2 KiB and more with `rep movsb`, which on the AMD EPYC it was measured on moves a
-// 256 KiB block out of memory another core just wrote at about 3 GB/s, against 20 GB/s for
-// this loop (the window all-reduce's gather of a 512 KiB buffer: 89 us with memcpy, 25 us with
-// copy_bytes). Ranges must not overlap.
+// copy: memcpy, except at the offsets where glibc's memcpy crawls. From 2 KiB up to about a core's
+// own cache (its `rep_movsb_stop_threshold`) glibc copies with `rep movsb`, which on the AMD EPYC
+// cores measured here (FSRM) moves 2-3 GB/s instead of 40 where the destination lies 1-31 bytes
+// past the source modulo 4 KiB (bench/copy_gap_bench; bench/RESULTS.md, 2026-12-03 "A copy's gap"):
+// a shm ring's message starts 8 bytes into its frame and a malloc'd buffer 16 bytes into a page,
+// so a message the ring wrote at its start was read out at that speed. There copy() takes
+// copy_bytes' loop instead. The project's copies of message-sized blocks go through it.
+//
+// copy_bytes: memcpy as a plain vector loop (64 bytes per iteration). The window all-reduce
+// (collectives/window.cpp) stages into and gathers out of shared windows with it (a 512 KiB
+// gather: 89 us with memcpy, 25 us with copy_bytes, on the AMD EPYC it was measured on).
+// Ranges must not overlap.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ringlet::core {
 
+// Where `rep movsb` crawls: the destination 1-63 bytes past the source modulo a 4 KiB page (the
+// slow gaps measured are 1-31; the margin costs nothing, the loop being as fast there).
+inline bool copy_gap_is_slow(const void* dst, const void* src) {
+  const auto gap =
+      (reinterpret_cast<std::uintptr_t>(dst) - reinterpret_cast<std::uintptr_t>(src)) & 4095u;
+  return gap != 0 && gap < 64;
+}
+
+void copy(void* dst, const void* src, std::size_t bytes);
 void copy_bytes(void* dst, const void* src, std::size_t bytes);
 
 }  // namespace ringlet::core

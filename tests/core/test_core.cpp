@@ -1,5 +1,5 @@
-// core/: copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors, deadlines,
-// parallel_for, random_u64, thread clocks (computing, preempted, blocked).
+// core/: copy and copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors,
+// deadlines, parallel_for, random_u64, thread clocks (computing, preempted, blocked).
 #include <doctest/doctest.h>
 #include <sched.h>
 
@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -44,6 +45,40 @@ TEST_CASE("copy_bytes copies every size and alignment exactly, and nothing beyon
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("copy: the gaps where rep movsb crawls, and every size and gap copied exactly") {
+  // The gap is the destination's distance past the source modulo a 4 KiB page.
+  alignas(4096) static unsigned char page[3 * 4096];
+  CHECK_FALSE(copy_gap_is_slow(page + 4096, page));  // a whole page: no gap
+  CHECK(copy_gap_is_slow(page + 8, page));
+  CHECK(copy_gap_is_slow(page + 4096 + 16, page));
+  CHECK(copy_gap_is_slow(page + 63, page));
+  CHECK_FALSE(copy_gap_is_slow(page + 64, page));
+  CHECK_FALSE(copy_gap_is_slow(page, page + 8));  // the destination before the source
+  CHECK_FALSE(copy_gap_is_slow(page + 2048, page));
+  // Both paths (memcpy, and the loop at a slow gap), from below glibc's rep movsb size up.
+  std::vector<unsigned char> src(80000), dst(80000 + 4096 + 128);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (std::size_t n : {std::size_t{0}, std::size_t{100}, std::size_t{2047}, std::size_t{2048},
+                        std::size_t{4096 + 13}, src.size()}) {
+    for (std::size_t gap : {0, 8, 16, 31, 63, 64, 100}) {
+      std::fill(dst.begin(), dst.end(), 0xAB);
+      // dst + to lies `gap` bytes past src modulo a page.
+      const auto base = reinterpret_cast<std::uintptr_t>(dst.data());
+      const auto want = (reinterpret_cast<std::uintptr_t>(src.data()) + gap) & 4095u;
+      const std::size_t to = (want - (base & 4095u)) & 4095u;
+      CHECK(copy_gap_is_slow(dst.data() + to, src.data()) == (gap != 0 && gap < 64));
+      copy(dst.data() + to, src.data(), n);
+      const bool exact = std::equal(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(n),
+                                    dst.begin() + static_cast<std::ptrdiff_t>(to));
+      const bool before = std::all_of(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(to),
+                                      [](unsigned char b) { return b == 0xAB; });
+      const bool after = std::all_of(dst.begin() + static_cast<std::ptrdiff_t>(to + n), dst.end(),
+                                     [](unsigned char b) { return b == 0xAB; });
+      CHECK_MESSAGE((exact && before && after), "n=", n, " gap=", gap);
     }
   }
 }
