@@ -31,6 +31,7 @@
 #include "collectives/reduce_kernels.h"
 #include "collectives/trace.h"
 #include "collectives/types.h"
+#include "core/copy.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "transport/mesh.h"
@@ -196,7 +197,7 @@ class ChannelContext {
     if (auto sent = to.try_send_joined({&op.op_fingerprint, head}, {payload, bytes})) return sent;
     staging.resize(head + bytes);
     std::memcpy(staging.data(), &op.op_fingerprint, head);
-    if (bytes > 0) std::memcpy(staging.data() + head, payload, bytes);
+    if (bytes > 0) core::copy(staging.data() + head, payload, bytes);
     return to.send(staging.data(), staging.size());
   }
   // One message each way with `peer_rank`, each [this op's fingerprint | body]: send() posts
@@ -327,7 +328,7 @@ inline void copy_within(const ChannelContext& ctx, void* dst, const void* src, s
   if (bytes == 0 || dst == src) return;
   if (ctx.op.dry != nullptr) return ctx.op.dry->copied(bytes);
   if (ctx.space() == nullptr) {
-    std::memcpy(dst, src, bytes);
+    core::copy(dst, src, bytes);
     return;
   }
   ctx.space()->copy(dst, src, bytes);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectives/reduce_table.h"
+#include "core/copy.h"
 #include "core/error.h"
 
 namespace ringlet::collectives {
@@ -94,9 +95,9 @@ void reduce_many(void* dst, const void* const* srcs, int sources, std::size_t co
   for (std::size_t begin = 0; begin < count; begin += block) {
     const std::size_t n = std::min(block, count - begin);
     const auto at = [&](const void* p) { return static_cast<const std::byte*>(p) + begin * es; };
-    std::memcpy(scratch, at(srcs[0]), n * es);
+    core::copy(scratch, at(srcs[0]), n * es);
     for (int k = 1; k < sources; ++k) reduce_into(scratch, at(srcs[k]), n, dtype, op);
-    std::memcpy(static_cast<std::byte*>(dst) + begin * es, scratch, n * es);
+    core::copy(static_cast<std::byte*>(dst) + begin * es, scratch, n * es);
   }
 }
 

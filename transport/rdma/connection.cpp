@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/copy.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -296,7 +297,7 @@ void RdmaConnection::deliver() {
                                 "-byte receive posted for it"));
     }
     if (fragment.bytes > 0) {  // an empty receive may have no buffer at all
-      std::memcpy(op.data + op.received,
+      core::copy(op.data + op.received,
                   slots_ + static_cast<std::size_t>(fragment.slot) * options_.slot_bytes,
                   fragment.bytes);
     }
@@ -355,7 +356,7 @@ void RdmaConnection::post_fragment(SendOp& op) {
   } else {
     flight.bounce = static_cast<int>(next_bounce_++ % options_.slots);
     std::byte* bounce = bounce_ + static_cast<std::size_t>(flight.bounce) * options_.slot_bytes;
-    std::memcpy(bounce, op.data + op.posted, n);
+    core::copy(bounce, op.data + op.posted, n);
     write.local = bounce;
     write.lkey = bounce_mr_->lkey();
     --bounce_free_;

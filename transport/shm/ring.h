@@ -65,7 +65,9 @@ class ShmRing {
   // that carried a write of more than kRewindLongestBytes, and for such a message itself. Their
   // lines are better left to age: where the two ends' cores share no cache, writing a line the
   // peer's core read a message or two ago takes it back from that core (bench/RESULTS.md,
-  // 2026-12-03 "The ring's start and the peer's cache").
+  // 2026-12-03 "The ring's start and the peer's cache"; much of the slowness measured there was
+  // memcpy's at the gap a message at the ring's start has to its reader's buffer, which
+  // core::copy now avoids: "A copy's gap").
   static constexpr std::size_t kRewindLongestBytes = 256 * 1024 + 64;  // 256 KiB and its frame
   std::size_t rewind_bytes(std::size_t total);
   // The reader's side of it: consumes n readable bytes that end at the ring's end; false, nothing
