@@ -27,5 +27,5 @@ configure_clang_asan() {
   command -v ccache >/dev/null 2>&1 && launcher="ccache "
   CC="${launcher}clang" CXX="${launcher}clang++" "$MESON" setup "$clang_asan_dir" -Dfuzz=true \
     -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false \
-    -Doptimization=2 -Ddebug=false >/dev/null
+    -Doptimization=2 -Ddebug=false -Dtest_optimization=0 >/dev/null
 }
