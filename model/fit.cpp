@@ -468,7 +468,7 @@ Profile profile_of(const MachineFit& fit) {
   p.peer_read_GBps = fit.peer_read_GBps;
   p.cache_bytes = fit.cache_bytes;
   p.memory_GBps = fit.cache_bytes > 0 ? fit.memory_GBps : 0;
-  p.last_level_bytes = fit.sliced.last_level_bytes;
+  p.last_level_bytes = profile_last_level_bytes(fit.sliced, fit.last_level_bytes);
   p.past_last_level_GBps = fit.sliced.past_GBps;
   p.core_cache_bytes = fit.core_cache_bytes;
   p.cached_copy_GBps = fit.cached_copy_GBps;
@@ -493,6 +493,10 @@ std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_
     return last_level > 0 ? std::min(last_level, touched) : touched;
   }
   return last_level;
+}
+
+std::size_t profile_last_level_bytes(const SlicedCopies& sliced, std::size_t named) {
+  return sliced.last_level_bytes > 0 ? sliced.last_level_bytes : named;
 }
 
 namespace {
@@ -591,8 +595,11 @@ std::string fit_report(const MachineFit& fit) {
       figures("; the last level they find: %zu MiB; past it %.2f GB/s\n",
               fit.sliced.last_level_bytes >> 20, fit.sliced.past_GBps);
     } else {
-      figures("; %.2f GB/s at %zu MiB each: no last level seen\n", fit.sliced.rates.back().GBps,
-              fit.sliced.rates.back().per_core_bytes >> 20);
+      figures(
+          "; %.2f GB/s at %zu MiB each: no last level seen (the profile's: %zu MiB, the "
+          "machine's)\n",
+          fit.sliced.rates.back().GBps, fit.sliced.rates.back().per_core_bytes >> 20,
+          fit.last_level_bytes >> 20);
     }
   }
   figures("# within a core's own %zu KiB cache: reduction %.2f GB/s, copy %.2f GB/s\n",

@@ -132,7 +132,9 @@ struct Profile {
   // ranks touch more, the part beyond it moves at no more than a core's share of that, whatever
   // the rates above (a copy whose other side stays in cache too: past the last level it does
   // not), but a message a link copies whole: its ring stays in cache, so half of each byte's
-  // copy moves at that share, half at the link's rate. 0: no such level.
+  // copy moves at that share, half at the link's rate. 0: no such level. Where the copies find
+  // none, `ringlet model fit` gives the level the machine names with no rate past it (0): it
+  // still says where the cache of tcp loopback's kernel copies and of a waiter's own ends.
   std::size_t last_level_bytes = 0;
   double past_last_level_GBps = 0;
   // A core's own cache and the copy and reduction rates within it: the part of what a rank

@@ -165,7 +165,9 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
   CHECK(contains(r.output, "# every core copying slice by slice: "));
-  CHECK((p.last_level_bytes > 0) == (p.past_last_level_GBps > 0));
+  // A rate past the last level where the copies found one; else the machine's level, if named.
+  CHECK((p.past_last_level_GBps > 0) == !contains(r.output, "no last level seen"));
+  CHECK((p.past_last_level_GBps <= 0 || p.last_level_bytes > 0));
   CHECK(contains(
       r.output,
       "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): "));
@@ -272,6 +274,20 @@ TEST_CASE("the last level slice-by-slice copies find: where their rate falls hal
   const model::SlicedCopies measured = model::measure_sliced_copies(2, MiB(1), MiB(4), 1);
   REQUIRE(measured.rates.size() == 3);
   for (const auto& r : measured.rates) CHECK(r.GBps > 0);
+}
+
+TEST_CASE("the profile's last level: the slice-by-slice copies' knee, else the machine's own") {
+  const auto MiB = [](std::size_t n) { return n << 20; };
+  const model::SlicedCopies knee =
+      model::sliced_knee({{MiB(2), 28}, {MiB(16), 28}, {MiB(64), 13}, {MiB(256), 13}}, 2);
+  REQUIRE(knee.last_level_bytes > 0);
+  CHECK(model::profile_last_level_bytes(knee, MiB(32)) == knee.last_level_bytes);
+  // No knee (a VM's copies past its named 32 MiB as fast as within): the named level.
+  const model::SlicedCopies flat = model::sliced_knee({{MiB(1), 4.6}, {MiB(256), 12.2}}, 2);
+  REQUIRE(flat.last_level_bytes == 0);
+  CHECK(model::profile_last_level_bytes(flat, MiB(32)) == MiB(32));
+  CHECK(model::profile_last_level_bytes(flat, 0) == 0);
+  CHECK(model::profile_last_level_bytes({}, MiB(32)) == MiB(32));
 }
 
 TEST_CASE("model fit measures on a process allowed one CPU (its two ranks then share it)") {
