@@ -552,87 +552,105 @@ MachineFit fit_machine(const FitOptions& options) {
   }
 }
 
-std::string fit_report(const MachineFit& fit) {
-  std::ostringstream out;
+namespace {
+
+// One line of the report, or part of one, printf-formatted.
+template <typename... Values>
+void put(std::ostream& out, const char* format, Values... values) {
+  char line[160];
+  std::snprintf(line, sizeof line, format, values...);
+  out << line;
+}
+
+// The links: each size's times, the fitted latency and bandwidth, tcp's CPU share.
+void report_messages(std::ostream& out, const MachineFit& fit) {
   out << "# a message between two ranks, us (means): one way (half a ping-pong), and an\n"
          "# exchange (both send and receive it at once); tcp: "
       << fit.tcp.transport << "\n";
   out << "#      bytes    shm one-way   shm exchange    tcp one-way   tcp exchange\n";
   for (std::size_t k = 0; k < fit.shm.samples.size(); ++k) {
     const Sample &a = fit.shm.samples[k], &b = fit.tcp.samples[k];
-    char line[128];
-    std::snprintf(line, sizeof line, " %10zu %14.2f %14.2f %14.2f %14.2f\n", a.bytes, a.one_way_us,
-                  a.exchange_us, b.one_way_us, b.exchange_us);
-    out << line;
+    put(out, " %10zu %14.2f %14.2f %14.2f %14.2f\n", a.bytes, a.one_way_us, a.exchange_us,
+        b.one_way_us, b.exchange_us);
   }
-  const auto figures = [&out](const char* format, auto... values) {
-    char line[160];
-    std::snprintf(line, sizeof line, format, values...);
-    out << line;
-  };
-  figures("# shm: %.2f us + bytes / %.2f GB/s; tcp: %.2f us + bytes / %.2f GB/s\n",
-          fit.shm.cost.latency_us, fit.shm.cost.bandwidth_GBps, fit.tcp.cost.latency_us,
-          fit.tcp.cost.bandwidth_GBps);
-  figures(
+  put(out, "# shm: %.2f us + bytes / %.2f GB/s; tcp: %.2f us + bytes / %.2f GB/s\n",
+      fit.shm.cost.latency_us, fit.shm.cost.bandwidth_GBps, fit.tcp.cost.latency_us,
+      fit.tcp.cost.bandwidth_GBps);
+  put(out,
       "# tcp loopback, the CPUs' share of a message (what an exchange takes beyond one way): "
       "%.2f GB/s\n",
       fit.tcp_cpu_GBps);
-  figures(
+}
+
+// The host: one thread's rates, the memory, the caches and the lines cores share.
+void report_host(std::ostream& out, const MachineFit& fit) {
+  put(out,
       "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s; a read of a peer's "
       "memory (cross-memory attach): %.2f GB/s\n",
       fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
-  figures("# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (%s)\n",
-          fit.memory_GBps, fit.last_level_bytes >> 20,
-          fit.caches_from.empty() ? "unknown" : fit.caches_from.c_str());
-  figures(
+  put(out, "# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (%s)\n",
+      fit.memory_GBps, fit.last_level_bytes >> 20,
+      fit.caches_from.empty() ? "unknown" : fit.caches_from.c_str());
+  put(out,
       "# the cache the copies find (two ranks' largest shm exchange at most 1.5x one way): %zu "
       "KiB\n",
       fit.cache_bytes >> 10);
   if (!fit.sliced.rates.empty()) {
-    figures("# every core copying slice by slice: %.2f GB/s (%zu MiB each)",
-            fit.sliced.rates.front().GBps, fit.sliced.rates.front().per_core_bytes >> 20);
+    put(out, "# every core copying slice by slice: %.2f GB/s (%zu MiB each)",
+        fit.sliced.rates.front().GBps, fit.sliced.rates.front().per_core_bytes >> 20);
     if (fit.sliced.last_level_bytes > 0) {
-      figures("; the last level they find: %zu MiB; past it %.2f GB/s\n",
-              fit.sliced.last_level_bytes >> 20, fit.sliced.past_GBps);
+      put(out, "; the last level they find: %zu MiB; past it %.2f GB/s\n",
+          fit.sliced.last_level_bytes >> 20, fit.sliced.past_GBps);
     } else {
-      figures(
+      put(out,
           "; %.2f GB/s at %zu MiB each: no last level seen (the profile's: %zu MiB, the "
           "machine's)\n",
           fit.sliced.rates.back().GBps, fit.sliced.rates.back().per_core_bytes >> 20,
           fit.last_level_bytes >> 20);
     }
   }
-  figures("# within a core's own %zu KiB cache: reduction %.2f GB/s, copy %.2f GB/s\n",
-          fit.core_cache_bytes >> 10, fit.cached_reduce_GBps, fit.cached_copy_GBps);
-  figures("# 64 KiB another core's cache holds: written at %.2f GB/s, read at %.2f GB/s\n",
-          fit.shared_write_GBps, fit.shared_read_GBps);
+  put(out, "# within a core's own %zu KiB cache: reduction %.2f GB/s, copy %.2f GB/s\n",
+      fit.core_cache_bytes >> 10, fit.cached_reduce_GBps, fit.cached_copy_GBps);
+  put(out, "# 64 KiB another core's cache holds: written at %.2f GB/s, read at %.2f GB/s\n",
+      fit.shared_write_GBps, fit.shared_read_GBps);
   if (fit.shared_write_past_GBps > 0) {
-    figures("# %zu KiB another core read (past its cache): written at %.2f GB/s\n",
-            (fit.core_cache_bytes > 0 ? 4 * fit.core_cache_bytes : std::size_t{4} << 20) >> 10,
-            fit.shared_write_past_GBps);
+    put(out, "# %zu KiB another core read (past its cache): written at %.2f GB/s\n",
+        (fit.core_cache_bytes > 0 ? 4 * fit.core_cache_bytes : std::size_t{4} << 20) >> 10,
+        fit.shared_write_past_GBps);
   }
-  figures("# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
-          fit.one_cpu, fit.wakeup_us);
+}
+
+// Ranks taking turns on one CPU, where the fit's CPUs sat, the communicator's work per op.
+void report_turns(std::ostream& out, const MachineFit& fit) {
+  put(out, "# both ranks on one CPU: 8 bytes over shm take %.2f us one way: a wake-up of %.2f us\n",
+      fit.one_cpu, fit.wakeup_us);
   if (fit.tcp_one_cpu > 0) {
-    figures("# both ranks on one CPU: 8 bytes over tcp loopback take %.2f us one way\n",
-            fit.tcp_one_cpu);
+    put(out, "# both ranks on one CPU: 8 bytes over tcp loopback take %.2f us one way\n",
+        fit.tcp_one_cpu);
   }
-  figures("# four ranks on one CPU: 8 bytes around their ring take %.2f us a hop over shm",
-          fit.one_cpu_four);
-  if (fit.tcp_one_cpu_four > 0) figures(", %.2f over tcp loopback", fit.tcp_one_cpu_four);
+  put(out, "# four ranks on one CPU: 8 bytes around their ring take %.2f us a hop over shm",
+      fit.one_cpu_four);
+  if (fit.tcp_one_cpu_four > 0) put(out, ", %.2f over tcp loopback", fit.tcp_one_cpu_four);
   out << "\n";
   if (!fit.cpus.round_trips_ns.empty()) {
-    figures("# the round trip of a cache line between its two CPUs over the fit: %s (%s)\n",
-            fit.cpus.range().c_str(),
-            fit.cpus.moved() ? "they moved while it ran: its figures mix two placements"
-                             : "they stayed put");
+    put(out, "# the round trip of a cache line between its two CPUs over the fit: %s (%s)\n",
+        fit.cpus.range().c_str(),
+        fit.cpus.moved() ? "they moved while it ran: its figures mix two placements"
+                         : "they stayed put");
   }
   out << "# the communicator's own work per op (an 8-byte all-reduce of 2 ranks less its "
          "simulation), us:";
-  for (const auto& [algorithm, us] : fit.profile.op_us) {
-    figures(" %s %.2f", algorithm.c_str(), us);
-  }
+  for (const auto& [algorithm, us] : fit.profile.op_us) put(out, " %s %.2f", algorithm.c_str(), us);
   out << "\n";
+}
+
+}  // namespace
+
+std::string fit_report(const MachineFit& fit) {
+  std::ostringstream out;
+  report_messages(out, fit);
+  report_host(out, fit);
+  report_turns(out, fit);
   return out.str();
 }
 
