@@ -340,7 +340,10 @@ inline void copy_within(const ChannelContext& ctx, void* dst, const void* src, s
 inline void reduce_within(const ChannelContext& ctx, void* dst, const void* own, const void* src,
                           std::size_t count, DType dtype, ReduceOp op) {
   if (count == 0) return;
-  if (ctx.op.dry != nullptr) return ctx.op.dry->reduced(count * core::dtype_size(dtype));
+  if (ctx.op.dry != nullptr) {
+    const std::size_t bytes = count * core::dtype_size(dtype);
+    return own == dst ? ctx.op.dry->reduced(bytes) : ctx.op.dry->reduced_apart(bytes);
+  }
   if (ctx.space() == nullptr) return reduce_pair(dst, own, src, count, dtype, op);
   reduce_pair(*ctx.space(), dst, own, src, count, dtype, op);
   ctx.space()->fence();

@@ -15,6 +15,10 @@ class DryRun {
   virtual ~DryRun() = default;
   virtual void copied(std::size_t bytes) = 0;
   virtual void reduced(std::size_t bytes) = 0;  // bytes of the reduction's output
+  // A reduction into another buffer than the operand it reads there (an out-of-place op's first
+  // reductions: out of the input into the output), whose output lines are fetched before they are
+  // written: one stream of memory more than in place.
+  virtual void reduced_apart(std::size_t bytes) { reduced(bytes); }
   // The same with memory other cores' caches hold (the shm window's): a copy into memory the
   // peers read (published), a copy or a reduction out of memory a peer just wrote.
   virtual void published(std::size_t bytes) { copied(bytes); }

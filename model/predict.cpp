@@ -17,12 +17,13 @@ namespace ringlet::model {
 using collectives::Algorithm;
 
 Predictor::Predictor(Collective collective, NetworkShape shape, Profile profile,
-                     std::vector<Algorithm> algorithms)
+                     std::vector<Algorithm> algorithms, bool in_place)
     : collective_(collective),
       shape_(shape),
       profile_(std::move(profile)),
       algorithms_(algorithms.empty() ? simulated_algorithms(collective, shape_, profile_)
-                                     : std::move(algorithms)) {}
+                                     : std::move(algorithms)),
+      in_place_(in_place) {}
 
 // Simulated outside the lock: the threads of a sweep simulate at once (a map's elements
 // stay where they are while others are added).
@@ -32,7 +33,8 @@ const Prediction& Predictor::at(Algorithm algorithm, std::size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = done_.find(key); it != done_.end()) return it->second;
   }
-  Prediction p{algorithm, simulate(SimCase{collective_, algorithm, shape_, bytes}, profile_)};
+  Prediction p{algorithm,
+               simulate(SimCase{collective_, algorithm, shape_, bytes, in_place_}, profile_)};
   p.bus_GBps = bus_bandwidth_GBps(collective_, shape_.ranks, p.result.bytes, p.result.seconds);
   std::lock_guard<std::mutex> lock(mutex_);
   const auto [it, added] = done_.emplace(key, p);

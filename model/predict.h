@@ -30,8 +30,9 @@ struct SizeRange {
 
 class Predictor {
  public:
+  // algorithms {}: every simulated one; in_place: SimCase's.
   Predictor(Collective collective, NetworkShape shape, Profile profile,
-            std::vector<collectives::Algorithm> algorithms = {});  // {}: every simulated one
+            std::vector<collectives::Algorithm> algorithms = {}, bool in_place = true);
 
   const Prediction& at(collectives::Algorithm algorithm, std::size_t bytes);
   std::vector<Prediction> all(std::size_t bytes);  // in the order of algorithms()
@@ -58,6 +59,7 @@ class Predictor {
   NetworkShape shape_;
   Profile profile_;
   std::vector<collectives::Algorithm> algorithms_;
+  bool in_place_;
   std::mutex mutex_;  // guards done_ and wall_seconds_
   std::map<std::pair<collectives::Algorithm, std::size_t>, Prediction> done_;
   double wall_seconds_ = 0;  // of the simulations, added up (more than the sweep's wall time

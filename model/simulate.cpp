@@ -52,10 +52,8 @@ class RankDryRun final : public collectives::DryRun {
     if (network_.reading_peer(rank_)) return copied_from_peer(bytes);
     spend(bytes, copy_GBps());
   }
-  void reduced(std::size_t bytes) override {
-    if (network_.reading_peer(rank_)) return reduced_from_peer(bytes);
-    spend(bytes, reduce_GBps());
-  }
+  void reduced(std::size_t bytes) override { reduce(bytes, kInPlace); }
+  void reduced_apart(std::size_t bytes) override { reduce(bytes, kApart); }
   // Memory another core's cache holds moves at the shared rates (past the cache as any other
   // bytes), a reduction out of it at the slower of that and the rank's own rate.
   void published(std::size_t bytes) override {
@@ -67,12 +65,7 @@ class RankDryRun final : public collectives::DryRun {
     spend(bytes, p.shared_read_GBps > 0 ? network_.moving_GBps(rank_, p.shared_read_GBps, 1)
                                         : copy_GBps());
   }
-  void reduced_from_peer(std::size_t bytes) override {
-    const Profile& p = network_.profile();
-    spend(bytes, p.shared_read_GBps > 0
-                     ? std::min(reduce_GBps(), network_.moving_GBps(rank_, p.shared_read_GBps))
-                     : reduce_GBps());
-  }
+  void reduced_from_peer(std::size_t bytes) override { reduce_from_peer(bytes, kInPlace); }
   char* placeholder(std::size_t bytes) override { return memory_.at(bytes); }
 
  private:
@@ -80,9 +73,23 @@ class RankDryRun final : public collectives::DryRun {
     const Profile& p = network_.profile();
     return network_.moving_GBps(rank_, p.copy_GBps, 1, p.cached_copy_GBps);
   }
-  double reduce_GBps() const {
+  // Past the cache a reduction in place reads and writes its output (two streams of memory); one
+  // into another buffer also reads the operand it takes there (three).
+  static constexpr int kInPlace = 2, kApart = 3;
+  double reduce_GBps(int streams) const {
     const Profile& p = network_.profile();
-    return network_.moving_GBps(rank_, p.reduce_GBps, 2, p.cached_reduce_GBps);
+    return network_.moving_GBps(rank_, p.reduce_GBps, streams, p.cached_reduce_GBps);
+  }
+  void reduce(std::size_t bytes, int streams) {
+    if (network_.reading_peer(rank_)) return reduce_from_peer(bytes, streams);
+    spend(bytes, reduce_GBps(streams));
+  }
+  void reduce_from_peer(std::size_t bytes, int streams) {
+    const Profile& p = network_.profile();
+    const double own = reduce_GBps(streams);
+    spend(bytes, p.shared_read_GBps > 0
+                     ? std::min(own, network_.moving_GBps(rank_, p.shared_read_GBps))
+                     : own);
   }
   void spend(std::size_t bytes, double GBps) {
     network_.spend(rank_, static_cast<double>(bytes) / (GBps * 1e9));
@@ -111,26 +118,27 @@ std::size_t elements(const SimCase& c) {
 }
 
 // The algorithm's own function on this rank's channel, as the communicator calls it.
-void run_algorithm(const collectives::ChannelContext& ctx, const SimCase& c, char* data,
-                   std::size_t count, const collectives::Windows& windows) {
+// An all-reduce reads its input from `input` (== data in place).
+void run_algorithm(const collectives::ChannelContext& ctx, const SimCase& c, const char* input,
+                   char* data, std::size_t count, const collectives::Windows& windows) {
   const auto f32 = collectives::DType::f32;
   const auto sum = collectives::ReduceOp::sum;
   if (ctx.size == 1) return;
   switch (c.collective) {
     case Collective::all_reduce:
-      if (c.algorithm == Algorithm::ring) return ring_all_reduce(ctx, data, data, count, f32, sum);
+      if (c.algorithm == Algorithm::ring) return ring_all_reduce(ctx, input, data, count, f32, sum);
       if (c.algorithm == Algorithm::recursive_doubling) {
-        return rd_all_reduce(ctx, data, data, count, f32, sum);
+        return rd_all_reduce(ctx, input, data, count, f32, sum);
       }
       if (c.algorithm == Algorithm::rabenseifner) {
-        return rabenseifner_all_reduce(ctx, data, data, count, f32, sum);
+        return rabenseifner_all_reduce(ctx, input, data, count, f32, sum);
       }
-      if (c.algorithm == Algorithm::tree) return tree_all_reduce(ctx, data, data, count, f32, sum);
+      if (c.algorithm == Algorithm::tree) return tree_all_reduce(ctx, input, data, count, f32, sum);
       if (c.algorithm == Algorithm::direct) {
-        return direct_all_reduce(ctx, data, data, count, f32, sum);
+        return direct_all_reduce(ctx, input, data, count, f32, sum);
       }
       if (c.algorithm == Algorithm::window) {
-        return window_all_reduce(ctx, windows, data, data, count, f32, sum);
+        return window_all_reduce(ctx, windows, input, data, count, f32, sum);
       }
       break;
     case Collective::all_gather:
@@ -215,6 +223,9 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
                           reinterpret_cast<std::byte*>(memory.at(window_bytes)));
     windows.bytes = window_bytes;
   }
+  // The output at the start of the reserved range, an out-of-place all-reduce's input after it.
+  char* const data = memory.at(buffer);
+  const char* const input = c.in_place ? data : memory.at(2 * buffer) + buffer;
   VirtualNetwork network(c.shape, profile);
   network.set_buffer_bytes(buffer);
   std::vector<std::unique_ptr<transport::Mesh>> meshes;
@@ -244,7 +255,7 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
       op.fingerprint.post(ctx.peer(ctx.left()), ctx.peer(ctx.right()), fp, rank, ctx.left(),
                           ctx.right(), {}, true);
     }
-    run_algorithm(ctx, c, memory.at(buffer), count, windows);
+    run_algorithm(ctx, c, input, data, count, windows);
     op.fingerprint.settle(op.deadline, &op.waiting_on);
   });
   result.bytes = buffer;

@@ -27,6 +27,10 @@ struct SimCase {
   // input (every rank's block), as nccl-tests counts them. Rounded up to whole elements (and
   // for those two, to a whole block per rank).
   std::size_t bytes = 0;
+  // All-reduce: the result written over the input (nccl-tests' in-place column), or into another
+  // buffer (out of place: the reductions that first meet the input read it there). The other
+  // collectives run their algorithm on one buffer either way.
+  bool in_place = true;
 };
 
 struct SimResult {

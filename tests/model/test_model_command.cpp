@@ -40,8 +40,8 @@ double time_us(const std::string& output, const std::string& algorithm) {
 }
 
 double simulated_us(collectives::Algorithm algorithm, int ranks, int per_host, std::size_t bytes,
-                    const model::Profile& profile) {
-  model::SimCase c{model::Collective::all_reduce, algorithm, {ranks, per_host}, bytes};
+                    const model::Profile& profile, bool in_place = true) {
+  model::SimCase c{model::Collective::all_reduce, algorithm, {ranks, per_host}, bytes, in_place};
   return model::simulate(c, profile).seconds * 1e6;
 }
 
@@ -79,6 +79,25 @@ TEST_CASE("model predict with a profile file uses its figures") {
   CHECK(time_us(r.output, "ring") > 500 * 2 * 3);  // crosses hosts 3 times in each pass at least
 }
 
+// An out-of-place all-reduce past the cache: its reductions out of the input cost it more.
+TEST_CASE("model predict --out-of-place simulates the result written into another buffer") {
+  const auto path = std::filesystem::temp_directory_path() / "ringlet_model_out_of_place.json";
+  std::ofstream(path) << R"({"name": "small cache", "cache_bytes": 1048576, "memory_GBps": 4,
+                             "cores_per_host": 2})";
+  const std::string args = "predict --ranks 4 --size 16M --no-sweep --profile " + path.string();
+  const auto apart = ringlet_model(args + " --out-of-place");
+  INFO(apart.output);
+  REQUIRE(apart.status == 0);
+  CHECK(contains(apart.output, "# all_reduce of 16 MiB (float32, out of place) over 4 ranks"));
+  const model::Profile p = model::read_profile(path.string());
+  const auto ring = collectives::Algorithm::ring;
+  CHECK(std::abs(time_us(apart.output, "ring") - simulated_us(ring, 4, 0, 16 << 20, p, false)) <=
+        0.005001);
+  const auto in_place = ringlet_model(args);
+  REQUIRE(in_place.status == 0);
+  CHECK(time_us(apart.output, "ring") > time_us(in_place.output, "ring"));
+}
+
 TEST_CASE("model predict: bad options and a bad profile say what is wrong") {
   struct Case {
     std::string args;
@@ -94,6 +113,8 @@ TEST_CASE("model predict: bad options and a bad profile say what is wrong") {
       {"predict --ranks 8 --per-host 9 --size 8", 2, "--per-host 9 is more than --ranks 8"},
       {"predict --ranks 8 --size 8 --collective broadcast", 2, "'broadcast' is not a collective"},
       {"predict --ranks 8 --size 8 --rank 3", 2, "--rank"},
+      {"predict --ranks 8 --size 8 --collective all_gather --out-of-place", 2,
+       "--out-of-place is for all_reduce"},
       {"predict --ranks 8 --size 8 --profile /nonexistent/p.json", 1,
        "profile /nonexistent/p.json: cannot open it"},
       {"frobnicate", 2, "frobnicate"},

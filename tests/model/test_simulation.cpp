@@ -569,6 +569,35 @@ TEST_CASE("the ring past the cache: slower by its memory, the same within it") {
   CHECK(ring(limited, 64 << 20) > 1.2 * ring(p, 64 << 20));
 }
 
+// Out of place, a reduction that first meets the input reads it there and writes the output,
+// whose lines it fetches first: past the cache, three streams of memory where in place it has two.
+// Recursive doubling over 2 ranks reduces once; within the cache, the two are the same.
+TEST_CASE("an out-of-place all-reduce: its reductions out of the input read one stream more") {
+  model::Profile p = test_profile();
+  p.cores_per_host = 2;
+  p.cache_bytes = 6 << 20;
+  p.memory_GBps = 6;
+  const std::size_t bytes = 4 << 20;
+  const auto rd = [&](std::size_t size, bool in_place) {
+    model::SimCase c{model::Collective::all_reduce, Algorithm::recursive_doubling, {2, 0}, size};
+    c.in_place = in_place;
+    return model::simulate(c, p).seconds;
+  };
+  model::VirtualNetwork net({2, 0}, p);
+  net.set_buffer_bytes(bytes);
+  const double two = net.moving_GBps(0, p.reduce_GBps, 2),
+               three = net.moving_GBps(0, p.reduce_GBps, 3);
+  REQUIRE(three < two);
+  CHECK(rd(bytes, false) - rd(bytes, true) ==
+        doctest::Approx(bytes / (three * 1e9) - bytes / (two * 1e9)).epsilon(1e-9));
+  CHECK(rd(64 << 10, false) == rd(64 << 10, true));
+  // The ring: every reduce-scatter step reads this rank's own chunk out of the input.
+  model::SimCase ring{model::Collective::all_reduce, Algorithm::ring, {4, 0}, bytes};
+  const double in_place = model::simulate(ring, p).seconds;
+  ring.in_place = false;
+  CHECK(model::simulate(ring, p).seconds > in_place);
+}
+
 TEST_CASE("ranks left waiting for messages nobody sends are a deadlock, named") {
   model::VirtualNetwork net({3, 0}, test_profile());
   CHECK_THROWS_WITH_AS(net.run([&](int rank) {

@@ -50,6 +50,8 @@ constexpr const char* kHelp =
     "  --from S             the smallest size of the search for where the fastest changes\n"
     "                       (default 8)\n"
     "  --no-sweep           the table at --size only\n"
+    "  --out-of-place       an all-reduce's result into another buffer than its input\n"
+    "                       (nccl-tests' out-of-place column; default: in place)\n"
     "  --grid               first, each algorithm's time at every 16th power of two from\n"
     "                       --from to --size (one row per size, the fastest last)\n"
     "  -h, --help           show this help\n";
@@ -146,6 +148,7 @@ struct PredictOptions {
   model::Collective collective = model::Collective::all_reduce;
   bool sweep = true;
   bool grid = false;
+  bool in_place = true;
 };
 
 PredictOptions parse_predict(const std::vector<std::string>& args) {
@@ -171,13 +174,19 @@ PredictOptions parse_predict(const std::vector<std::string>& args) {
       o.sweep = false;
     } else if (args[i] == "--grid") {
       o.grid = true;
+    } else if (args[i] == "--out-of-place") {
+      o.in_place = false;
     } else {
       throw_unknown("model predict", "option", args[i],
                     {"--ranks", "--size", "--per-host", "--profile", "--collective", "--from",
-                     "--no-sweep", "--grid", "--help"});
+                     "--no-sweep", "--out-of-place", "--grid", "--help"});
     }
   }
   if (o.ranks == 0) throw UsageError("model predict: --ranks is required");
+  if (!o.in_place && o.collective != model::Collective::all_reduce) {
+    throw UsageError(std::string("model predict: --out-of-place is for all_reduce (the ") +
+                     model::collective_name(o.collective) + " runs on one buffer either way)");
+  }
   if (o.size == 0) throw UsageError("model predict: --size is required");
   if (o.per_host > o.ranks) {
     throw UsageError("model predict: --per-host " + std::to_string(o.per_host) +
@@ -190,7 +199,7 @@ PredictOptions parse_predict(const std::vector<std::string>& args) {
 void print_header(const PredictOptions& o, const model::Profile& profile, std::ostream& out) {
   const model::NetworkShape shape{o.ranks, o.per_host};
   out << "# " << model::collective_name(o.collective) << " of " << model::size_text(o.size)
-      << " (float32) over " << o.ranks << " ranks, ";
+      << " (float32" << (o.in_place ? "" : ", out of place") << ") over " << o.ranks << " ranks, ";
   if (o.per_host > 0) {
     out << o.per_host << " per host (" << shape.hosts() << " hosts)\n";
   } else {
@@ -274,7 +283,7 @@ int predict_command(const std::vector<std::string>& args, std::ostream& out) {
       o.profile ? model::read_profile(*o.profile) : model::default_profile();
   const auto start = std::chrono::steady_clock::now();
   print_header(o, profile, out);
-  model::Predictor predictor(o.collective, {o.ranks, o.per_host}, profile);
+  model::Predictor predictor(o.collective, {o.ranks, o.per_host}, profile, {}, o.in_place);
   if (o.grid) print_grid(predictor, o, out);
   // The sweep is simulated first: its sizes run on the machine's cores side by side, --size among
   // them, so the table finds its simulations done instead of running them on one core alone.
