@@ -3,7 +3,7 @@
 machine, then all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model simulates the algorithm
 that ran) at 2, 4 and 8 local ranks over shm and over tcp, 64 KiB - 64 MiB; `ringlet model
 predict` simulates each row with each round's fitted profile (for tcp, the profile's link within
-the host is the tcp one). A fit takes seconds and the machine's load moves over minutes, so each
+the host is the tcp one), in place and out of place, as the row measures both. A fit takes seconds and the machine's load moves over minutes, so each
 round's figures are predicted from a fit of the same minutes. Prints one table: measured median
 (of the rounds; each round's time the mean of the in-place and out-of-place ones), the rounds'
 spread (the slowest / the fastest: how far the measurement agrees with itself), predicted (the
@@ -112,8 +112,15 @@ def fit_hosts(hosts, build, ports, folder):
 
 
 def predict(build, ranks, size, profile, per_host):
+    """The ring's simulated time: the mean of its in-place and out-of-place runs, as a measured
+    row's."""
+    return statistics.mean(predict_ring(build, ranks, size, profile, per_host, place)
+                           for place in ([], ["--out-of-place"]))
+
+
+def predict_ring(build, ranks, size, profile, per_host, extra):
     cmd = [os.path.join(build, "trainer", "ringlet"), "model", "predict", "--ranks", str(ranks),
-           "--size", str(size), "--profile", profile, "--no-sweep"]
+           "--size", str(size), "--profile", profile, "--no-sweep"] + extra
     if per_host:
         cmd += ["--per-host", str(per_host)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout

@@ -1,7 +1,9 @@
 // ModelExpectation: what the model (model/) expects of a benchmark's row, for all_reduce_perf
 // and its siblings' --model column: the algorithm that ran, simulated on the benchmark's ranks
-// (one host) under a profile, as nccl-tests' bus bandwidth. Over tcp or rdma between local
-// ranks, the profile's inter-host link stands for the link within the host.
+// (one host) under a profile, as nccl-tests' bus bandwidth: for an all-reduce the mean of its
+// simulated out-of-place and in-place runs, as the row's measured figure is the mean of those
+// two columns. Over tcp or rdma between local ranks, the profile's inter-host link stands for
+// the link within the host.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +34,7 @@ class ModelExpectation {
   std::optional<model::Collective> collective_;
   int ranks_;
   std::optional<model::Predictor> predictor_;
+  std::optional<model::Predictor> out_of_place_;  // an all-reduce's
 };
 
 }  // namespace ringlet::bench

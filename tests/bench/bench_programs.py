@@ -161,7 +161,8 @@ def ordered(algos):
 def model_column(build):
     """--model adds the model's expected busbw to each row: the algorithm that ran (the rows' JSON
     names it: the ring where asked for, auto's shm window or recursive doubling otherwise), as
-    `ringlet model predict` simulates it under the same profile; '-' for a collective the model
+    `ringlet model predict` simulates it under the same profile (the mean of its in-place and
+    --out-of-place busbw, as the row's measured figure is the mean of those columns); '-' for a collective the model
     does not run (broadcast); a bad profile is an error naming the file."""
     problems = []
     sizes = ["-b", "64K", "-e", "1M", "-f", "16", "-n", "2", "-w", "1", "--model", "default"]
@@ -182,11 +183,16 @@ def model_column(build):
             problems.append(f"{what}: {len(table)} rows of 14 fields")
         for row in table:
             cell, algo = row[13], algos.get(int(row[0]), "?")
-            predicted = subprocess.run(
-                [f"{build}/trainer/ringlet", "model", "predict", "--ranks", "3", "--size", row[0],
-                 "--no-sweep"], capture_output=True, text=True, timeout=60).stdout
-            busbw = [float(l.split()[2]) for l in predicted.splitlines() if l.split()[:1] == [algo]]
-            if not busbw or cell == "-" or abs(float(cell.rstrip("*")) - busbw[0]) > 0.006:
+            busbw = []
+            for place in ([], ["--out-of-place"]):
+                predicted = subprocess.run(
+                    [f"{build}/trainer/ringlet", "model", "predict", "--ranks", "3", "--size",
+                     row[0], "--no-sweep"] + place, capture_output=True, text=True,
+                    timeout=60).stdout
+                busbw += [float(l.split()[2]) for l in predicted.splitlines()
+                          if l.split()[:1] == [algo]]
+            if (len(busbw) != 2 or cell == "-"
+                    or abs(float(cell.rstrip("*")) - sum(busbw) / 2) > 0.006):
                 problems.append(f"{what}: size {row[0]}, {algo}: model cell {cell}, predict says "
                                 f"{busbw}")
         print(f"{what}: model cells {[(algos.get(int(r[0])), r[13]) for r in table]}")
