@@ -3,8 +3,9 @@
 machine, then all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model simulates the algorithm
 that ran) at 2, 4 and 8 local ranks over shm and over tcp, 64 KiB - 64 MiB; `ringlet model
 predict` simulates each row with each round's fitted profile (for tcp, the profile's link within
-the host is the tcp one), in place and out of place, as the row measures both. A fit takes seconds and the machine's load moves over minutes, so each
-round's figures are predicted from a fit of the same minutes. Prints one table: measured median
+the host is the tcp one), in place and out of place, as the row measures both. A fit takes
+seconds and the machine's load moves over minutes, so each round's figures are predicted from a
+fit of the same minutes. Prints one table: measured median
 (of the rounds; each round's time the mean of the in-place and out-of-place ones), the rounds'
 spread (the slowest / the fastest: how far the measurement agrees with itself), predicted (the
 median of the rounds' profiles' predictions), predicted / measured, and whether that is within

@@ -23,7 +23,7 @@ ModelExpectation::ModelExpectation(const std::string& profile, const std::string
   predictor_.emplace(*collective_, shape, profile_);
   if (*collective_ == model::Collective::all_reduce) {
     out_of_place_.emplace(*collective_, shape, profile_, std::vector<collectives::Algorithm>{},
-                          false);
+                          /*in_place=*/false);
   }
 }
 

@@ -162,8 +162,8 @@ def model_column(build):
     """--model adds the model's expected busbw to each row: the algorithm that ran (the rows' JSON
     names it: the ring where asked for, auto's shm window or recursive doubling otherwise), as
     `ringlet model predict` simulates it under the same profile (the mean of its in-place and
-    --out-of-place busbw, as the row's measured figure is the mean of those columns); '-' for a collective the model
-    does not run (broadcast); a bad profile is an error naming the file."""
+    --out-of-place busbw, as the row's measured figure is the mean of those columns); '-' for a
+    collective the model does not run (broadcast); a bad profile is an error naming the file."""
     problems = []
     sizes = ["-b", "64K", "-e", "1M", "-f", "16", "-n", "2", "-w", "1", "--model", "default"]
     for env in ({"RINGLET_ALGO": "ring"}, {}):
