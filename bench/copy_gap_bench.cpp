@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,12 +19,13 @@
 #include "core/copy.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/page_buffer.h"
 
 using namespace ringlet;
 
 namespace {
 
-constexpr std::size_t kPage = 4096;
+constexpr std::size_t kPage = core::kPageBytes;
 
 struct Options {
   std::vector<std::size_t> sizes{4 << 10, 64 << 10, 256 << 10, 1 << 20};
@@ -63,19 +63,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using PageBuffer = std::unique_ptr<char, FreeDeleter>;
-
-PageBuffer page_aligned(std::size_t bytes, char fill) {
-  const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
-  PageBuffer buffer(static_cast<char*>(std::aligned_alloc(kPage, rounded)));
-  RINGLET_CHECK(buffer != nullptr, Error, "out of memory for ", rounded, " bytes");
-  std::memset(buffer.get(), fill, rounded);
-  return buffer;
-}
-
 template <class Copy>
 double gbps(std::size_t bytes, int reps, char* dst, const char* src, Copy copy) {
   std::memset(dst, 0, bytes);
@@ -87,11 +74,11 @@ double gbps(std::size_t bytes, int reps, char* dst, const char* src, Copy copy) 
 }
 
 void bench_point(std::size_t bytes, std::size_t gap, int reps) {
-  const PageBuffer src = page_aligned(bytes, 1), dst = page_aligned(bytes + gap, 2);
-  char* to = dst.get() + gap;
-  const double libc = gbps(bytes, reps, to, src.get(), std::memcpy);
-  const double ours = gbps(bytes, reps, to, src.get(), core::copy);
-  const double loop = gbps(bytes, reps, to, src.get(), core::copy_bytes);
+  const core::PageBuffer src(bytes, 1), dst(bytes + gap, 2);
+  char* to = dst.data() + gap;
+  const double libc = gbps(bytes, reps, to, src.data(), std::memcpy);
+  const double ours = gbps(bytes, reps, to, src.data(), core::copy);
+  const double loop = gbps(bytes, reps, to, src.data(), core::copy_bytes);
   std::printf("  %10zu %6zu %12.2f %12.2f %12.2f %8.2f\n", bytes, gap, libc, ours, loop,
               ours / libc);
   std::printf("%s\n", nlohmann::json{{"bench", "copy_gap_bench"},

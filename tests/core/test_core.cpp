@@ -1,5 +1,5 @@
-// core/: copy and copy_bytes, dtype metadata and f16/bf16 conversions, env parsing errors,
-// deadlines, parallel_for, random_u64, thread clocks (computing, preempted, blocked).
+// core/: copy and copy_bytes, page buffers, dtype metadata and f16/bf16 conversions, env parsing
+// errors, deadlines, parallel_for, random_u64, thread clocks (computing, preempted, blocked).
 #include <doctest/doctest.h>
 #include <sched.h>
 
@@ -22,6 +22,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/isa.h"
+#include "core/page_buffer.h"
 #include "core/random.h"
 #include "core/thread_clocks.h"
 #include "core/threads.h"
@@ -81,6 +82,25 @@ TEST_CASE("copy: the gaps where rep movsb crawls, and every size and gap copied 
       CHECK_MESSAGE((exact && before && after), "n=", n, " gap=", gap);
     }
   }
+}
+
+TEST_CASE("PageBuffer: at a page, every byte filled, and two of them at no gap") {
+  // Two heap buffers allocated one after the other lie 16 bytes apart modulo a page, a gap where
+  // memcpy crawls; page buffers never do, whatever the heap held before.
+  std::vector<std::vector<char>> heap;
+  for (int i = 0; i < 8; ++i) heap.emplace_back(static_cast<std::size_t>(4096 * (i + 1) + 16 * i));
+  for (const std::size_t bytes :
+       {std::size_t{1}, std::size_t{4095}, std::size_t{4096}, std::size_t{(1 << 20) + 8}}) {
+    const PageBuffer a(bytes, 7), b(bytes, 9);
+    CHECK(reinterpret_cast<std::uintptr_t>(a.data()) % kPageBytes == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(b.data()) % kPageBytes == 0);
+    CHECK_FALSE(copy_gap_is_slow(b.data(), a.data()));
+    CHECK(a.size() == bytes);
+    CHECK(std::all_of(a.data(), a.data() + bytes, [](char c) { return c == 7; }));
+    CHECK(std::all_of(b.data(), b.data() + bytes, [](char c) { return c == 9; }));
+  }
+  CHECK(PageBuffer().data() == nullptr);
+  CHECK(PageBuffer(0, 1).data() != nullptr);  // a page all the same
 }
 
 TEST_CASE("dtype sizes and names") {
