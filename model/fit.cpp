@@ -283,7 +283,8 @@ void measure_wakeup(MachineFit& fit, bool tcp_loopback, int sittings, bool quick
   }
 }
 
-// One thread's float32 sum and memcpy with outputs of `bytes`: GB/s, the medians of `runs`.
+// One thread's float32 sum and copy (core::copy, as the collectives copy) with outputs of `bytes`:
+// GB/s, the medians of `runs`.
 std::pair<double, double> reduce_and_copy_GBps(std::size_t bytes, int runs) {
   const std::size_t count = bytes / sizeof(float);
   std::vector<float> a(count, 1.0f), b(count, 2.0f), out(count);
@@ -291,7 +292,7 @@ std::pair<double, double> reduce_and_copy_GBps(std::size_t bytes, int runs) {
     collectives::reduce_pair(out.data(), a.data(), b.data(), count, collectives::DType::f32,
                              collectives::ReduceOp::sum);
   });
-  return {reduce, rate_GBps(bytes, runs, [&] { std::memcpy(out.data(), a.data(), bytes); })};
+  return {reduce, rate_GBps(bytes, runs, [&] { core::copy(out.data(), a.data(), bytes); })};
 }
 
 // Over 16 MiB outputs (out of a core's own cache), and over buffers that fit it

@@ -85,10 +85,10 @@ MachineFit fit_machine(const FitOptions& options = {});
 std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_level);
 
 // The last level a fitted profile gives (Profile::last_level_bytes): where every core copying
-// slice by slice finds one, that; where their rate never falls (a VM whose copies of 256 MiB
-// each move as fast as those of 1 MiB), the level the machine names (`named`: sysfs's, else the
-// CPU's report; 0: unknown), with no rate past it (past_last_level_GBps stays 0), so that it only
-// says where the cache that tcp loopback's kernel copies and a waiter's own copies find ends.
+// slice by slice finds one, that; where their rate never falls by a quarter (no knee among the
+// sizes measured), the level the machine names (`named`: sysfs's, else the CPU's report; 0:
+// unknown), with no rate past it (past_last_level_GBps stays 0), so that it only says where the
+// cache that tcp loopback's kernel copies and a waiter's own copies find ends.
 std::size_t profile_last_level_bytes(const SlicedCopies& sliced, std::size_t named);
 
 // Each transport's samples, then the rates, as a table for people.

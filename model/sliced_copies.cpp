@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <thread>
+
+#include "core/copy.h"
+#include "core/page_buffer.h"
 
 namespace ringlet::model {
 namespace {
@@ -15,19 +17,21 @@ constexpr std::size_t kSlice = 256 * 1024;  // the shm ring's publish granularit
 // Each run copies at least this much per core, going over a small buffer several times.
 constexpr std::size_t kRunBytes = std::size_t{64} << 20;
 
+// As the collectives copy a message's slices (core::copy).
 void copy_sliced(char* to, const char* from, std::size_t bytes, std::size_t slice) {
   for (std::size_t at = 0; at < bytes; at += slice) {
-    std::memcpy(to + at, from + at, std::min(slice, bytes - at));
+    core::copy(to + at, from + at, std::min(slice, bytes - at));
   }
 }
 
 }  // namespace
 
 double all_cores_copying_GBps(int cores, std::size_t per_core, std::size_t slice, int runs) {
-  std::vector<std::vector<char>> from(static_cast<std::size_t>(cores)), to(from.size());
-  for (std::size_t t = 0; t < from.size(); ++t) {
-    from[t].assign(per_core, 1);
-    to[t].assign(per_core, 0);
+  // Each side at a page: the copies' speed is the memory's, not the gap's (core/page_buffer.h).
+  std::vector<core::PageBuffer> from, to;
+  for (int t = 0; t < cores; ++t) {
+    from.emplace_back(per_core, 1);
+    to.emplace_back(per_core, 0);
   }
   const std::size_t passes = std::max<std::size_t>(1, kRunBytes / per_core);
   std::vector<double> seconds;

@@ -1,9 +1,12 @@
 // The last-level cache and the memory past it as the collectives' copies find them: every core
-// copying a buffer of its own at once, a slice at a time (memcpy of 256 KiB, as the collectives
-// and the shm ring copy: ordinary stores). glibc's memcpy streams past the cache (non-temporal
-// stores) only on a copy of a large part of the last level, so one memcpy of hundreds of MiB moves
-// bytes faster than the collectives' copies of the same bytes do (`ringlet model fit`'s
-// memory_GBps is such a copy: 22.8 GB/s, against 13.6-14.0 slice by slice, on a 2-vCPU VM).
+// copying a buffer of its own at once, a slice at a time (core::copy of 256 KiB, as the
+// collectives and the shm ring copy: ordinary stores), each buffer at a page (core/page_buffer.h:
+// two buffers from the heap 16 bytes apart modulo a page made each slice's memcpy crawl at 2-3
+// GB/s, and the cache look slower than the memory). glibc's memcpy streams past the cache
+// (non-temporal stores) only on a copy of a large part of the last level, so one memcpy of
+// hundreds of MiB moves bytes faster than the collectives' copies of the same bytes do (`ringlet
+// model fit`'s memory_GBps is such a copy: 22.8 GB/s, against 13.6-14.0 slice by slice, on a
+// 2-vCPU VM).
 #pragma once
 
 #include <cstddef>
@@ -26,7 +29,7 @@ struct SlicedCopies {
 };
 
 // Every one of `cores` threads copies a buffer of `per_core` bytes of its own into another as
-// large at once, `slice` bytes per memcpy (per_core: one memcpy), over and over for at least
+// large at once, `slice` bytes per copy (per_core: one memcpy), over and over for at least
 // 64 MiB a run: bytes copied per second, all together, the median of `runs` runs after an untimed
 // one.
 double all_cores_copying_GBps(int cores, std::size_t per_core, std::size_t slice, int runs);

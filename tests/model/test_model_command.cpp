@@ -303,7 +303,7 @@ TEST_CASE("the profile's last level: the slice-by-slice copies' knee, else the m
       model::sliced_knee({{MiB(2), 28}, {MiB(16), 28}, {MiB(64), 13}, {MiB(256), 13}}, 2);
   REQUIRE(knee.last_level_bytes > 0);
   CHECK(model::profile_last_level_bytes(knee, MiB(32)) == knee.last_level_bytes);
-  // No knee (a VM's copies past its named 32 MiB as fast as within): the named level.
+  // No knee (the copies past the named 32 MiB no slower than within): the named level.
   const model::SlicedCopies flat = model::sliced_knee({{MiB(1), 4.6}, {MiB(256), 12.2}}, 2);
   REQUIRE(flat.last_level_bytes == 0);
   CHECK(model::profile_last_level_bytes(flat, MiB(32)) == MiB(32));
