@@ -8,7 +8,6 @@
 //
 // usage: copy_gap_bench [--sizes 4K,64K,256K,1M] [--gaps 0,8,16,24,32,64,2048] [--reps 15]
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>

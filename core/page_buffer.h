@@ -13,10 +13,6 @@ namespace ringlet::core {
 
 constexpr std::size_t kPageBytes = 4096;
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
 class PageBuffer {
  public:
   PageBuffer() = default;
@@ -27,7 +23,10 @@ class PageBuffer {
   std::size_t size() const { return bytes_; }  // the bytes asked for
 
  private:
-  std::unique_ptr<char, FreeDeleter> memory_;
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> memory_;
   std::size_t bytes_ = 0;
 };
 
