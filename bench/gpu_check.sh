@@ -103,7 +103,7 @@ fi
 say "1. tests"
 run test_cuda 150 "$build/tests/tensor/test_cuda"
 if [ "$gpu" = 1 ]; then
-  run device_collectives_cuda 180 "$build/tests/test_device_collectives" -tc='*CUDA GPU*'
+  run device_collectives_cuda 300 "$build/tests/test_device_collectives" -tc='*CUDA GPU*'
   run ddp_cuda 120 "$build/tests/test_ddp_device" -tc='*CUDA GPU*'
 fi
 
