@@ -7,6 +7,7 @@
 #include "collectives/device_space.h"
 #include "collectives/work_driver.h"
 #include "core/error.h"
+#include "core/thread_name.h"
 
 namespace ringlet::collectives {
 namespace {
@@ -36,7 +37,11 @@ void DeviceWatchdog::watch(WorkPtr work, std::shared_ptr<DeviceCompletion> compl
   std::lock_guard lock(mutex_);
   ops_.push_back({std::move(work), std::move(completion), space, deadline, std::move(what),
                   std::move(settled)});
-  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  if (!thread_.joinable())
+    thread_ = std::thread([this] {
+      core::name_this_thread("rl-dev-watchdog");
+      loop();
+    });
 }
 
 // Tells the op's owner how it failed (before the communicator fails: that dumps its records);

@@ -1,6 +1,8 @@
 // Scheduler: per-channel progress threads, issue order, inline runs.
 #include "collectives/scheduler.h"
 
+#include "core/thread_name.h"
+
 namespace ringlet::collectives {
 
 void Gate::open(bool matched) {
@@ -38,7 +40,11 @@ void Scheduler::execute(Channel& ch, Task& task) {
 }
 
 void Scheduler::start() {
-  for (auto& ch : channels_) ch->thread = std::thread([this, c = ch.get()] { loop(*c); });
+  for (auto& ch : channels_)
+    ch->thread = std::thread([this, c = ch.get()] {
+      core::name_this_thread("rl-channel");
+      loop(*c);
+    });
 }
 
 void Scheduler::stop() {

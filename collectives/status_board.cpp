@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/host.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 
 namespace ringlet::collectives {
 namespace {
@@ -188,7 +189,10 @@ StatusPublisher::StatusPublisher(std::unique_ptr<transport::Store> store, std::s
   identity_.pid = static_cast<int>(::getpid());
   identity_.host = core::host_name();
   identity_.interval_ms = interval_.count();
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    core::name_this_thread("rl-status");
+    run();
+  });
 }
 
 StatusPublisher::~StatusPublisher() {

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "transport/store_wire.h"
 
 namespace ringlet::transport {
@@ -368,6 +369,7 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port, const std::str
                           : std::string());
   impl_->accept_next();
   impl_->thread = std::thread([impl = impl_.get()] {
+    core::name_this_thread("rl-store");
     // Handlers do not throw by design; if one does (e.g. bad_alloc), log it and keep serving.
     for (int failures = 0; failures < 1000; ++failures) {
       try {

@@ -7,6 +7,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/thread_name.h"
 #include "device/runtime.h"
 
 namespace ringlet::device::emu {
@@ -24,7 +25,10 @@ void StreamQueue::set_jitter(int max_us) { jitter_us().store(max_us < 0 ? 0 : ma
 int StreamQueue::jitter() { return jitter_us().load(); }
 
 StreamQueue::StreamQueue(core::Device device, std::string name, std::uint64_t seed)
-    : device_(device), name_(std::move(name)), rng_state_(seed), thread_([this] { run(); }) {}
+    : device_(device), name_(std::move(name)), rng_state_(seed), thread_([this] {
+        core::name_this_thread("rl-emu-stream");
+        run();
+      }) {}
 
 StreamQueue::~StreamQueue() {
   {

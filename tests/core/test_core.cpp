@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <string>
@@ -25,6 +26,7 @@
 #include "core/page_buffer.h"
 #include "core/random.h"
 #include "core/thread_clocks.h"
+#include "core/thread_name.h"
 #include "core/threads.h"
 
 using namespace ringlet::core;
@@ -82,6 +84,19 @@ TEST_CASE("copy: the gaps where rep movsb crawls, and every size and gap copied 
       CHECK_MESSAGE((exact && before && after), "n=", n, " gap=", gap);
     }
   }
+}
+
+TEST_CASE("name_this_thread: the name the kernel shows for the thread, cut to 15 characters") {
+  std::string named, comm;
+  std::thread([&] {
+    name_this_thread("rl-a-name-longer-than-fifteen");
+    named = this_thread_name();
+    std::ifstream in("/proc/thread-self/comm");
+    std::getline(in, comm);
+  }).join();
+  CHECK(named == "rl-a-name-longe");
+  CHECK(comm == named);
+  CHECK(this_thread_name() != named);  // the caller's own name is its own
 }
 
 TEST_CASE("PageBuffer: at a page, every byte filled, and two of them at no gap") {

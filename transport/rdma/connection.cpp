@@ -9,6 +9,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "core/thread_name.h"
 
 namespace ringlet::transport::rdma {
 namespace {
@@ -116,7 +117,10 @@ void RdmaConnection::connect(const RdmaEndpoint& remote) {
   qp_->to_rts(psn_);
   credits_ = remote.slots;
   last_activity_ = std::chrono::steady_clock::now();
-  progress_thread_ = std::thread([this] { progress_loop(); });
+  progress_thread_ = std::thread([this] {
+    core::name_this_thread("rl-rdma");
+    progress_loop();
+  });
 }
 
 RequestPtr RdmaConnection::make_request(RequestLabel::Kind kind, std::size_t bytes) {
@@ -298,8 +302,8 @@ void RdmaConnection::deliver() {
     }
     if (fragment.bytes > 0) {  // an empty receive may have no buffer at all
       core::copy(op.data + op.received,
-                  slots_ + static_cast<std::size_t>(fragment.slot) * options_.slot_bytes,
-                  fragment.bytes);
+                 slots_ + static_cast<std::size_t>(fragment.slot) * options_.slot_bytes,
+                 fragment.bytes);
     }
     op.received += fragment.bytes;
     op.request->add_bytes(fragment.bytes);

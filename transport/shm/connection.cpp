@@ -19,6 +19,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "transport/errors.h"
 #include "transport/shm/peer_memory.h"
 #include "transport/store.h"
@@ -67,9 +68,15 @@ ShmConnection::ShmConnection(ShmSegment segment, int local_rank, int peer_rank,
   tx_ = segment_.ring(side_);
   rx_ = segment_.ring(1 - side_);
   peer_process_ = ProcessWatch(segment_.pid(1 - side_));
-  send_.thread = std::thread([this] { send_loop(); });
+  send_.thread = std::thread([this] {
+    core::name_this_thread("rl-shm-send");
+    send_loop();
+  });
   try {
-    recv_.thread = std::thread([this] { recv_loop(); });
+    recv_.thread = std::thread([this] {
+      core::name_this_thread("rl-shm-recv");
+      recv_loop();
+    });
   } catch (...) {
     fail_direction(send_, "could not start a progress thread");
     send_.thread.join();

@@ -53,6 +53,7 @@
 
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/thread_name.h"
 #include "transport/errors.h"
 #include "transport/tcp/handshake.h"
 #include "transport/tcp/socket.h"
@@ -574,7 +575,10 @@ TcpConnection::TcpConnection(int local_rank, int peer_rank, const std::vector<in
                   ": cannot create an eventfd: ", std::strerror(errno));
   }
   for (auto& c : impl_->sockets) {
-    c->thread = std::thread([impl = impl_.get(), ch = c.get()] { impl->run(ch); });
+    c->thread = std::thread([impl = impl_.get(), ch = c.get()] {
+      core::name_this_thread("rl-tcp");
+      impl->run(ch);
+    });
   }
 }
 

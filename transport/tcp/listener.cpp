@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "transport/errors.h"
 #include "transport/tcp/unpaced.h"
 
@@ -162,7 +163,10 @@ Listener::Listener(const std::string& address, int port, std::uint64_t job_token
   impl_->port = impl_->acceptor.local_endpoint().port();
   impl_->address = address;
   impl_->accept_next();
-  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
+  impl_->thread = std::thread([impl = impl_.get()] {
+    core::name_this_thread("rl-tcp-listen");
+    impl->io.run();
+  });
 }
 
 Listener::~Listener() {
