@@ -19,8 +19,8 @@
 #      device-to-device copy (reduce_kernel_bench), NCCL's one-rank table beside ringlet's;
 #   4. DDP on the one GPU: train_bench --nproc 2 beside one rank and beside PyTorch DDP over gloo
 #      (NCCL refuses two ranks on one GPU: its refusal is printed);
-#   5. the table of everything, last; every raw line is in $OUT (with the backtraces of any
-#      command that reached its limit).
+#   5. the table of everything, last; every raw line is in $OUT (with where the threads of any
+#      command that reached its limit were: their names, states and backtraces).
 # usage: bench/gpu_check.sh [BUILD_DIR]      (default build; OUT=dir keeps the logs, results)
 # Without a GPU (or with GPU_CHECK_DRY=1) it runs its CPU-side part: the same pipeline on the
 # emulated device with a few steps, PyTorch's and NCCL's runs skipped (saying so), and the table.
@@ -32,20 +32,46 @@ mkdir -p "$out"
 started=$SECONDS
 
 say() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
+# thread_states PID...: each thread of each process: its name (ringlet's are rl-<role>), state,
+# user and system CPU ticks, where in the kernel it waits and its system call ("running": none).
+thread_states() {
+  local pid task
+  for pid in "$@"; do
+    echo "=== process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
+    for task in /proc/"$pid"/task/*; do
+      printf '  %s %-16s state,utime,stime %s wchan %s syscall %s\n' "${task##*/}" \
+        "$(cat "$task/comm" 2>/dev/null)" "$(sed 's/.*) //' "$task/stat" 2>/dev/null |
+          cut -d' ' -f1,12,13)" "$(cat "$task/wchan" 2>/dev/null)" \
+        "$(cut -d' ' -f1 "$task/syscall" 2>/dev/null)"
+    done
+  done
+}
+
 # backtraces NAME RUNNER LIMIT_S: where a command still running 15 s before its limit waits,
-# every thread of it and of its children (ranks), in $out/NAME.backtraces, read by cuda-gdb
-# (on the GPU machine; it also reads programs with no GPU code). A hang then says where.
+# in $out/NAME.backtraces: every thread of it and of its children (ranks), twice 2 s apart
+# (which threads spin, which sleep), then each process read by cuda-gdb where it is installed
+# (it also reads programs with no GPU code; one that does not answer in 10 s is skipped).
 backtraces() {
   local name=$1 runner=$2 limit=$3
-  command -v cuda-gdb >/dev/null 2>&1 && [ "$limit" -gt 30 ] || return 0
+  [ "$limit" -gt 30 ] || return 0
   sleep $((limit - 15))
   kill -0 "$runner" 2>/dev/null || return 0
-  local command_pid
+  local command_pid pids
   command_pid=$(pgrep -P "$runner" | head -n 1)
-  for pid in $command_pid $(pgrep -P "${command_pid:-0}"); do
-    echo "=== process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)"
-    timeout 10 cuda-gdb -p "$pid" -batch -ex "thread apply all bt 25" 2>&1 | grep -v "^\[New"
-  done >"$out/$name.backtraces"
+  pids="$command_pid $(pgrep -P "${command_pid:-0}" | tr '\n' ' ')"
+  {
+    thread_states $pids
+    sleep 2
+    echo "--- 2 s later"
+    thread_states $pids
+    if command -v cuda-gdb >/dev/null 2>&1; then
+      for pid in $pids; do
+        echo "=== process $pid, cuda-gdb"
+        timeout -s KILL 10 cuda-gdb -p "$pid" -batch -ex "thread apply all bt 25" 2>&1 |
+          grep -v "^\[New"
+      done
+    fi
+  } >"$out/$name.backtraces" 2>&1
 }
 
 # run NAME LIMIT_S COMMAND...: the command's output in $out/NAME.log, shown, its status noted;
@@ -56,7 +82,7 @@ run() {
   echo "+ $*"
   timeout "$limit" "$@" >"$out/$name.log" 2>&1 &
   local runner=$!
-  backtraces "$name" "$runner" "$limit" &
+  backtraces "$name" "$runner" "$limit" 2>/dev/null &  # its sleep, when stopped, unreported
   local watcher=$!
   wait "$runner"
   local status=$?
