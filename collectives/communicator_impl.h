@@ -354,9 +354,10 @@ struct Communicator::Impl {
     };
   }
 
-  // A device collective with no host in the loop (device_collectives.h): its fingerprint checked
-  // against the peers' records, its work queued on the device from this thread by `body`, and
-  // the watchdog watching it until the device has run it. An op being captured into a graph is
+  // A device collective with no host in the loop (device_collectives.h): its peers checked (one
+  // that failed or exited fails it before any of its work is queued), its fingerprint checked
+  // against theirs, its work queued on the device from this thread by `body`, and the watchdog
+  // watching it from here until the device has run it. An op being captured into a graph is
   // done here: it runs when the graph does.
   WorkPtr issue_on_device(OpKind kind, Fingerprint fp, DeviceSpace& space,
                           const std::function<void(DeviceIssue&, const DeviceGroup&)>& body) {
@@ -376,35 +377,49 @@ struct Communicator::Impl {
     }
     recorder.started(id);  // queued on the device from here, whole
     DeviceControl* control = space.device_control();
+    const auto ticket =
+        watchdog.watch(work, &space, core::Deadline::after(options.timeout), work->describe(),
+                       [this, id](const std::string* failure, bool timed_out, int late_peer) {
+                         if (failure == nullptr) {
+                           recorder.completed(id);
+                         } else {
+                           recorder.failed(id, *failure, timed_out, late_peer, 0);
+                         }
+                       });
+    bool queueing = false;
     try {
-      if (control != nullptr) check_fingerprint(*control, fp);
+      if (control != nullptr) check_peers(*control, fp);
       after_queued_space_ops();
+      queueing = true;
       std::unique_ptr<DeviceIssue> issue = space.issue_on_device();
       body(*issue, space.device_group());
       std::shared_ptr<DeviceCompletion> completion = issue->finish();
       WorkDriver::complete_on_device(*work, completion);
       if (completion->captured()) {
+        ticket->withdraw();
         recorder.completed(id);  // recorded into the graph: it runs with each replay
         return work;
       }
-      watchdog.watch(work, std::move(completion), &space, core::Deadline::after(options.timeout),
-                     work->describe(),
-                     [this, id](const std::string* failure, bool timed_out, int late_peer) {
-                       if (failure == nullptr) {
-                         recorder.completed(id);
-                       } else {
-                         recorder.failed(id, *failure, timed_out, late_peer, 0);
-                       }
-                     });
+      ticket->queued(std::move(completion));
     } catch (const std::exception& e) {
-      // Some of the op may be queued: the communicator fails, and the peers learn it.
+      ticket->withdraw();
+      // The communicator fails, and the peers learn it. Some of the op may be queued: its flags
+      // are released (those of ops queued before it, the watchdog releases).
       const std::string message = core::str(work->describe(), ": ", e.what());
       recorder.failed(id, e.what(), false, -1, 0);
       WorkDriver::fail(*work, failures.fail(message, message));
       if (control != nullptr) control->set_failed(message);
-      space.release_flags(message);
+      if (queueing) space.release_flags(message);
     }
     return work;
+  }
+
+  // Before a device op queues anything: a peer that failed or exited fails it here, where the
+  // driver cannot hold this thread on work that waits for that peer.
+  void check_peers(DeviceControl& control, const Fingerprint& fp) {
+    const std::string trouble = control.peer_trouble();
+    if (!trouble.empty()) throw core::PeerError(trouble);
+    check_fingerprint(control, fp);
   }
 
   void check_fingerprint(DeviceControl& control, const Fingerprint& fp) {

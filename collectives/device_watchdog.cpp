@@ -31,17 +31,42 @@ DeviceWatchdog::~DeviceWatchdog() {
   if (thread_.joinable()) thread_.join();
 }
 
-void DeviceWatchdog::watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion,
-                           DeviceSpace* space, core::Deadline deadline, std::string what,
-                           Settled settled) {
+void DeviceWatchdog::Ticket::queued(std::shared_ptr<DeviceCompletion> completion) {
   std::lock_guard lock(mutex_);
-  ops_.push_back({std::move(work), std::move(completion), space, deadline, std::move(what),
-                  std::move(settled)});
-  if (!thread_.joinable())
+  completion_ = std::move(completion);
+}
+
+void DeviceWatchdog::Ticket::withdraw() {
+  std::lock_guard lock(mutex_);
+  withdrawn_ = true;
+}
+
+std::shared_ptr<DeviceWatchdog::Ticket> DeviceWatchdog::watch(WorkPtr work, DeviceSpace* space,
+                                                              core::Deadline deadline,
+                                                              std::string what, Settled settled) {
+  auto ticket = std::make_shared<Ticket>();
+  std::lock_guard lock(mutex_);
+  ops_.push_back({std::move(work), ticket, space, deadline, std::move(what), std::move(settled)});
+  if (!thread_.joinable()) {
     thread_ = std::thread([this] {
       core::name_this_thread("rl-dev-watchdog");
       loop();
     });
+  }
+  return ticket;
+}
+
+// Whether the op needs no more watching: withdrawn, or its queued work done (its owner told).
+bool DeviceWatchdog::settled_or_withdrawn(InFlight& op) {
+  std::shared_ptr<DeviceCompletion> completion;
+  {
+    std::lock_guard lock(op.ticket->mutex_);
+    if (op.ticket->withdrawn_) return true;
+    completion = op.ticket->completion_;
+  }
+  if (completion == nullptr || !completion->done()) return false;  // still issuing, or queued
+  if (op.settled) op.settled(nullptr, false, -1);
+  return true;
 }
 
 // Tells the op's owner how it failed (before the communicator fails: that dumps its records);
@@ -100,11 +125,7 @@ void DeviceWatchdog::loop() {
     std::vector<InFlight> ops = std::move(ops_);
     ops_.clear();
     lock.unlock();
-    std::erase_if(ops, [](const InFlight& op) {
-      if (!op.completion->done()) return false;
-      if (op.settled) op.settled(nullptr, false, -1);
-      return true;
-    });
+    std::erase_if(ops, settled_or_withdrawn);
     std::exception_ptr failed = ops.empty() ? nullptr : check(ops);
     if (failed) {
       const std::string reason = core::error_text(failed);

@@ -5,7 +5,9 @@
 // rank failed for its own peers to see, and fails every op in flight with that error. The
 // device may still be waiting on a flag the peer will never set: the watchdog then releases the
 // flags of this rank's window (DeviceSpace::release_flags) every tick until the queued work has
-// drained, as NCCL's abort flag releases its kernels.
+// drained, as NCCL's abort flag releases its kernels. An op is watched from the start of its
+// issue, not from when its work is all queued: a thread held inside the driver while it queues
+// is reported all the same.
 #pragma once
 
 #include <chrono>
@@ -40,14 +42,31 @@ class DeviceWatchdog {
   // What became of a watched op: done (within a tick of it), or failed with `failure` (the
   // communicator's), with the peer that had not issued it when its deadline passed (or -1).
   using Settled = std::function<void(const std::string* failure, bool timed_out, int late_peer)>;
-  // Watches one op until its completion is done; `what` names it ("rank 0: all_reduce seq 3").
-  void watch(WorkPtr work, std::shared_ptr<DeviceCompletion> completion, DeviceSpace* space,
-             core::Deadline deadline, std::string what, Settled settled = {});
+
+  // One watched op, shared by the thread that issues it and the watchdog: what became of its
+  // issue. queued(): its work is all queued, done when `completion` is. withdraw(): nothing more
+  // to watch (the issue failed and its caller failed the op, or it was captured into a graph).
+  class Ticket {
+   public:
+    void queued(std::shared_ptr<DeviceCompletion> completion);
+    void withdraw();
+
+   private:
+    friend class DeviceWatchdog;
+    std::mutex mutex_;
+    std::shared_ptr<DeviceCompletion> completion_;  // null while the issue is under way
+    bool withdrawn_ = false;
+  };
+
+  // Watches one op from the start of its issue until its ticket's completion is done (or it is
+  // withdrawn); `what` names it ("rank 0: all_reduce seq 3").
+  std::shared_ptr<Ticket> watch(WorkPtr work, DeviceSpace* space, core::Deadline deadline,
+                                std::string what, Settled settled = {});
 
  private:
   struct InFlight {
     WorkPtr work;
-    std::shared_ptr<DeviceCompletion> completion;
+    std::shared_ptr<Ticket> ticket;
     DeviceSpace* space;
     core::Deadline deadline;
     std::string what;
@@ -56,6 +75,7 @@ class DeviceWatchdog {
     int late_peer = -1;
   };
   void loop();
+  static bool settled_or_withdrawn(InFlight& op);
   std::exception_ptr check(std::vector<InFlight>& ops);
   static std::string settle(InFlight& op, std::string message);
 

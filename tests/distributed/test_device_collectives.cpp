@@ -11,21 +11,28 @@
 // threads of one process. The same matrix and fault test run on a CUDA GPU where there is one
 // (all ranks on cuda:0, several per GPU), and skip visibly where there is none.
 #include <doctest/doctest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "collective_values.h"
 #include "collectives/device_reduce.h"
 #include "collectives/device_space.h"
 #include "comm_ranks.h"
+#include "core/error.h"
 #include "cuda_probe.h"
+#include "device/counters.h"
 #include "device/stream.h"
 #include "temp_dir.h"
 
@@ -172,6 +179,61 @@ int until_failure(Rank& r) {
   return 0;
 }
 
+// Whether process `pid` has exited, every thread of it, within `limit`: its pidfd readable (as
+// the device control sees it), or where there is no pidfd_open, no process left or a zombie.
+bool exited_within(long pid, std::chrono::seconds limit) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  if (fd >= 0) {
+    pollfd watch{fd, POLLIN, 0};
+    const int ready = ::poll(&watch, 1, static_cast<int>(limit.count() * 1000));
+    ::close(fd);
+    return ready > 0;
+  }
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!stat || !std::getline(stat, line)) return true;
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') {
+      return true;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// One all-reduce; then rank 1 leaves without closing its communicator, and once it has exited a
+// survivor's next device all-reduce fails at its issue, naming rank 1, with none of its work
+// queued on the device (work that waits for a dead peer can hold a GPU driver's caller). Ends
+// the process.
+[[noreturn]] void after_peer_exit(Rank& r, transport::Store& store) {
+  TypedBuffer data(DType::f32, 4096);
+  DeviceBuffer d(r, data);
+  auto first = r.comm.all_reduce(d.ptr, d.ptr, 4096, DType::f32, ReduceOp::sum, &r.space);
+  first->wait(core::Deadline::after(kWait));
+  r.rt.synchronize(r.stream.handle());
+  if (r.rank == 1) {
+    store.set("exit/pid", std::to_string(::getpid()));
+    ::_exit(0);
+  }
+  const long pid = std::stol(store.get("exit/pid", core::Deadline::after(kWait)));
+  if (!exited_within(pid, 10s)) ::_exit(7);
+  const device::DeviceCounts before = device::device_counts(r.stream.device());
+  auto work = r.comm.all_reduce(d.ptr, d.ptr, 4096, DType::f32, ReduceOp::sum, &r.space);
+  const device::DeviceCounts queued = device::device_counts(r.stream.device()) - before;
+  const std::exception_ptr error = work->error();
+  const std::string said = error ? core::error_text(error) : "";
+  std::fprintf(stderr, "rank %d: %llu stream ops queued; %s\n", r.rank,
+               static_cast<unsigned long long>(queued.stream_ops),
+               error ? said.c_str() : "no error at issue");
+  std::fflush(stderr);
+  // Queued: none of the op's work; at most the flag writes that release this rank's window (2
+  // per rank), by the watchdog, which may see the exit first.
+  const bool nothing_of_it = queued.stream_ops <= 2 * static_cast<std::uint64_t>(r.size);
+  ::_exit(error && said.find("rank 1") != std::string::npos && nothing_of_it ? 0 : 1);
+}
+
 // Steady state with device flags: all-reduces of one-shot and two-shot sizes, each read through
 // the compute stream, with the communicator's counters before and after: not one host wait or
 // host message per op. Returns the number of wrong things (printed).
@@ -303,7 +365,7 @@ int requested(Rank& r, const std::string& request) {
 struct Job {
   int n;
   std::string link;            // ipc, tcp, shm
-  std::string mode;            // matrix, fault, counters, algo=<RINGLET_ALGO's value>
+  std::string mode;            // matrix, fault, exit_between, counters, algo=<RINGLET_ALGO's value>
   std::string device = "emu";  // emu: rank r on emu:(r % 2); cuda: every rank on cuda:0
 };
 
@@ -344,6 +406,7 @@ int run_rank(const Job& job, int rank, int port) {
   int wrong = 0;
   try {
     if (job.mode == "fault") return until_failure(r);
+    if (job.mode == "exit_between") after_peer_exit(r, store);
     if (request) {
       wrong = requested(r, options.algo);
     } else {
@@ -490,6 +553,14 @@ void run_fault(const std::string& link, const std::string& device) {
   CHECK(std::chrono::steady_clock::now() - start < 20s);  // well within the op's deadline
   INFO("rank 1, killed (pid ", ranks.pids[1], ")");
   CHECK(wait_child(ranks.pids[1], 5s) == -SIGKILL);
+}
+
+TEST_CASE("a peer that exited between device ops: the next op fails at its issue, naming it") {
+  Ranks ranks({3, "ipc", "exit_between"});
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank ", r, " log:\n", ranks.log(r));  // read when a check fails
+    CHECK(wait_child(ranks.pids[r], 60s) == 0);
+  }
 }
 
 TEST_CASE("device all-reduces in steady state: no host wait, no host message (1-4 processes)") {
