@@ -161,6 +161,27 @@ bool DeviceControl::exited(int peer) const {
          (line[close + 2] == 'Z' || line[close + 2] == 'X');
 }
 
+// One poll over the pidfds of the peers that have not left (a peer without one is looked up in
+// /proc); the first whose process has exited.
+int DeviceControl::first_exited() const {
+  std::vector<pollfd> watch;
+  std::vector<int> whose;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || std::atomic_ref(block(p).left).load(std::memory_order_acquire) != 0) continue;
+    if (pidfds_[p] < 0) {
+      if (exited(p)) return p;
+      continue;
+    }
+    watch.push_back({pidfds_[p], POLLIN, 0});
+    whose.push_back(p);
+  }
+  if (watch.empty() || ::poll(watch.data(), watch.size(), 0) <= 0) return -1;
+  for (std::size_t i = 0; i < watch.size(); ++i) {
+    if (watch[i].revents != 0) return whose[i];
+  }
+  return -1;
+}
+
 std::string DeviceControl::peer_trouble() const {
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
@@ -169,12 +190,11 @@ std::string DeviceControl::peer_trouble() const {
       return core::str("rank ", p, " failed: ",
                        std::string(theirs.reason, strnlen(theirs.reason, kReasonBytes)));
     }
-    const bool left = std::atomic_ref(theirs.left).load(std::memory_order_acquire) != 0;
-    if (!left && exited(p)) {
-      return core::str("rank ", p, " (pid ", pids_[p], ") exited without closing its communicator");
-    }
   }
-  return "";
+  const int gone = first_exited();
+  if (gone < 0) return "";
+  return core::str("rank ", gone, " (pid ", pids_[gone],
+                   ") exited without closing its communicator");
 }
 
 }  // namespace ringlet::collectives

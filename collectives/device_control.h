@@ -55,6 +55,7 @@ class DeviceControl {
   // Marks this rank failed with `reason` (the first reason stays).
   void set_failed(const std::string& reason);
   // The first peer that failed (with its reason) or exited, as a sentence; empty when none.
+  // Cheap enough for each op's issue: shared-memory reads and one poll over the peers' pidfds.
   std::string peer_trouble() const;
 
  private:
@@ -62,6 +63,7 @@ class DeviceControl {
   DeviceControl(int rank, int size);
   Block& block(int rank) const;
   bool exited(int peer) const;
+  int first_exited() const;  // of the peers that have not left, or -1
 
   int rank_, size_;
   SharedWindows blocks_;  // blocks_.mapped[p]: rank p's block, as mapped here
