@@ -7,6 +7,7 @@
 #include "collectives/device_space.h"
 #include "collectives/work_driver.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/thread_name.h"
 
 namespace ringlet::collectives {
@@ -113,6 +114,29 @@ std::exception_ptr DeviceWatchdog::check(std::vector<InFlight>& ops) {
   return nullptr;
 }
 
+// Fails every op still watched with the communicator's failure and releases the flags their
+// device work may wait on (again each tick, until it has drained). Said once in the log as found
+// (a failure found here reaches the caller only at its next wait), and once released.
+void DeviceWatchdog::fail_in_flight(std::vector<InFlight>& ops, const std::exception_ptr& failed) {
+  const std::string reason = core::error_text(failed);
+  if (!said_failed_) {
+    core::log(core::LogLevel::warn, reason, " (device watchdog: ", ops.size(),
+              " op(s) in flight failed; releasing this rank's flag waits on the device)");
+    said_failed_ = true;
+  }
+  for (InFlight& op : ops) {
+    if (op.settled) op.settled(&reason, op.timed_out, op.late_peer);
+    op.settled = nullptr;  // once
+    WorkDriver::fail(*op.work, failed);
+    if (DeviceControl* control = op.space->device_control()) control->set_failed(reason);
+    op.space->release_flags(reason);
+  }
+  if (!said_released_) {
+    core::log(core::LogLevel::debug, "device watchdog: this rank's flag waits released");
+    said_released_ = true;
+  }
+}
+
 void DeviceWatchdog::loop() {
   std::unique_lock lock(mutex_);
   std::optional<core::Deadline> give_up;  // set once closing
@@ -127,16 +151,7 @@ void DeviceWatchdog::loop() {
     lock.unlock();
     std::erase_if(ops, settled_or_withdrawn);
     std::exception_ptr failed = ops.empty() ? nullptr : check(ops);
-    if (failed) {
-      const std::string reason = core::error_text(failed);
-      for (InFlight& op : ops) {
-        if (op.settled) op.settled(&reason, op.timed_out, op.late_peer);
-        op.settled = nullptr;  // once
-        WorkDriver::fail(*op.work, failed);
-        if (DeviceControl* control = op.space->device_control()) control->set_failed(reason);
-        op.space->release_flags(reason);
-      }
-    }
+    if (failed) fail_in_flight(ops, failed);
     lock.lock();
     // Ops still queued on the device stay watched (released again next tick when failed).
     ops_.insert(ops_.begin(), std::make_move_iterator(ops.begin()),

@@ -77,6 +77,7 @@ class DeviceWatchdog {
   void loop();
   static bool settled_or_withdrawn(InFlight& op);
   std::exception_ptr check(std::vector<InFlight>& ops);
+  void fail_in_flight(std::vector<InFlight>& ops, const std::exception_ptr& failed);
   static std::string settle(InFlight& op, std::string message);
 
   std::function<std::exception_ptr(const std::string&, bool)> fail_;
@@ -85,7 +86,8 @@ class DeviceWatchdog {
   std::condition_variable wake_;
   std::vector<InFlight> ops_;
   bool stopping_ = false;
-  std::thread thread_;  // started by the first watch()
+  bool said_failed_ = false, said_released_ = false;  // the watchdog thread's own
+  std::thread thread_;                                // started by the first watch()
 };
 
 }  // namespace ringlet::collectives
