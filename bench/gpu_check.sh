@@ -129,7 +129,9 @@ fi
 say "1. tests"
 run test_cuda 150 "$build/tests/tensor/test_cuda"
 if [ "$gpu" = 1 ]; then
-  run device_collectives_cuda 300 "$build/tests/test_device_collectives" -tc='*CUDA GPU*'
+  # A failing case shows its ranks' logs: at debug level they say what the device watchdog did.
+  run device_collectives_cuda 300 env RINGLET_LOG=debug "$build/tests/test_device_collectives" \
+    -tc='*CUDA GPU*'
   run ddp_cuda 120 "$build/tests/test_ddp_device" -tc='*CUDA GPU*'
 fi
 
