@@ -295,11 +295,11 @@ std::pair<double, double> reduce_and_copy_GBps(std::size_t bytes, int runs) {
   return {reduce, rate_GBps(bytes, runs, [&] { core::copy(out.data(), a.data(), bytes); })};
 }
 
-// Over 16 MiB outputs (out of a core's own cache), and over buffers that fit it
-// (fit.core_cache_bytes, read first) eight times over.
+// Over outputs past a core's own cache, and over buffers that fit it (fit.core_cache_bytes,
+// read first) eight times over.
 void measure_rates(MachineFit& fit, bool quick) {
-  std::tie(fit.reduce_GBps, fit.copy_GBps) =
-      reduce_and_copy_GBps(std::size_t{16} << 20, quick ? 2 : 9);
+  std::tie(fit.reduce_GBps, fit.copy_GBps) = reduce_and_copy_GBps(
+      past_core_cache_bytes(fit.core_cache_bytes, fit.cache_bytes), quick ? 4 : 200);
   if (fit.core_cache_bytes >= 4096) {
     std::tie(fit.cached_reduce_GBps, fit.cached_copy_GBps) =
         reduce_and_copy_GBps(fit.core_cache_bytes / 8, quick ? 20 : 400);
@@ -411,6 +411,7 @@ void measure_host_rates(MachineFit& fit, int sittings, bool quick) {
     MachineFit again;
     again.last_level_bytes = fit.last_level_bytes;
     again.core_cache_bytes = fit.core_cache_bytes;
+    again.cache_bytes = fit.cache_bytes;
     again.peer_read_GBps = measure_peer_read(quick);
     measure_rates(again, quick);
     measure_shared_lines(again, quick);
@@ -481,6 +482,12 @@ Profile profile_of(const MachineFit& fit) {
 }
 
 }  // namespace
+
+std::size_t past_core_cache_bytes(std::size_t core_cache, std::size_t cache) {
+  std::size_t bytes = core_cache > 0 ? 2 * core_cache : std::size_t{1} << 20;
+  if (cache > 0) bytes = std::min(bytes, cache / 3);
+  return std::max<std::size_t>(bytes, 4096);
+}
 
 std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_level) {
   std::size_t fits = 512 << 10;
@@ -586,9 +593,11 @@ void report_messages(std::ostream& out, const MachineFit& fit) {
 // The host: one thread's rates, the memory, the caches and the lines cores share.
 void report_host(std::ostream& out, const MachineFit& fit) {
   put(out,
-      "# reduction (float32 sum, one thread): %.2f GB/s; copy: %.2f GB/s; a read of a peer's "
-      "memory (cross-memory attach): %.2f GB/s\n",
-      fit.reduce_GBps, fit.copy_GBps, fit.peer_read_GBps);
+      "# past a core's own cache (%zu KiB outputs), one thread: reduction (float32 sum) "
+      "%.2f GB/s, copy %.2f GB/s\n",
+      past_core_cache_bytes(fit.core_cache_bytes, fit.cache_bytes) >> 10, fit.reduce_GBps,
+      fit.copy_GBps);
+  put(out, "# a read of a peer's memory (cross-memory attach): %.2f GB/s\n", fit.peer_read_GBps);
   put(out, "# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (%s)\n",
       fit.memory_GBps, fit.last_level_bytes >> 20,
       fit.caches_from.empty() ? "unknown" : fit.caches_from.c_str());

@@ -36,10 +36,10 @@ struct LinkFit {
 
 struct MachineFit {
   LinkFit shm, tcp;
-  double reduce_GBps = 0;            // float32 sum, out of cache, one thread
-  double copy_GBps = 0;              // memcpy, out of cache, one thread
-  double peer_read_GBps = 0;         // 16 MiB read from a peer's memory over shm (0: cannot)
-  double memory_GBps = 0;            // memcpy past the cache, every core at once, all together
+  double reduce_GBps = 0;     // float32 sum, one thread, past a core's cache within the copies'
+  double copy_GBps = 0;       // core::copy, the same
+  double peer_read_GBps = 0;  // 16 MiB read from a peer's memory over shm (0: cannot)
+  double memory_GBps = 0;     // memcpy past the cache, every core at once, all together
   std::size_t last_level_bytes = 0;  // the last-level cache, as the machine names it (0: unknown)
   std::size_t cache_bytes = 0;       // the part of it two ranks' copies find (profile's)
   std::size_t core_cache_bytes = 0;  // a core's own (level 2; 0: unknown)
@@ -83,6 +83,12 @@ MachineFit fit_machine(const FitOptions& options = {});
 // take turns. 512 KiB's where the 1 MiB exchange is already slower; `last_level` (0: unknown)
 // where every exchange measured is as fast as one way; never more than it.
 std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_level);
+
+// The outputs of the fit's reduction and copy past a core's own cache (Profile::reduce_GBps,
+// copy_GBps), as the bytes a rank touches past its share of that cache mostly lie: twice a
+// core's cache (`core_cache`; 1 MiB where unknown), at most a third of the cache two ranks'
+// copies find (`cache`, 0: unknown), so that a reduction's three buffers stay within it.
+std::size_t past_core_cache_bytes(std::size_t core_cache, std::size_t cache);
 
 // The last level a fitted profile gives (Profile::last_level_bytes): where every core copying
 // slice by slice finds one, that; where their rate never falls by a quarter (no knee among the

@@ -115,6 +115,8 @@ struct Profile {
   // sleep: it holds a core this long (the scheduler's wake-up and switch) before it goes on
   // (within the host, a copying link with one_cpu_us has its own).
   double wakeup_us = 0;
+  // A core's reduction and copy rates past its own cache, within the last level (`ringlet
+  // model fit`: outputs twice a core's cache); past the cache, memory_GBps' share bounds them.
   double reduce_GBps = 0;
   double copy_GBps = 0;
   // A read of a peer's memory on the same host (cross-memory attach, the direct all-reduce's);

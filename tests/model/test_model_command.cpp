@@ -274,6 +274,16 @@ TEST_CASE("the fit's cache is where two ranks' shm exchanges stop overlapping") 
   CHECK(model::copies_cache_bytes(flat, 0) == 0);
 }
 
+TEST_CASE("the fit's rates past a core's cache: outputs past it, whose reduction fits the cache") {
+  constexpr std::size_t KiB = 1024, MiB = KiB << 10;
+  CHECK(model::past_core_cache_bytes(512 * KiB, 6 * MiB) == MiB);    // twice a 512 KiB cache
+  CHECK(model::past_core_cache_bytes(2 * MiB, 6 * MiB) == 2 * MiB);  // a third of the cache
+  CHECK(model::past_core_cache_bytes(2 * MiB, 32 * MiB) == 4 * MiB);
+  CHECK(model::past_core_cache_bytes(0, 0) == MiB);  // neither known
+  CHECK(model::past_core_cache_bytes(512 * KiB, 0) == MiB);
+  CHECK(model::past_core_cache_bytes(0, 6 * KiB) == 4 * KiB);  // never below a page
+}
+
 TEST_CASE("the last level slice-by-slice copies find: where their rate falls halfway") {
   const auto MiB = [](std::size_t n) { return n << 20; };
   // Two cores: 28 GB/s up to 16 MiB each, 18 at 32, 13 from 64 (as on a 2-vCPU VM). Halfway,
