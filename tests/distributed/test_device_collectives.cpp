@@ -11,9 +11,7 @@
 // threads of one process. The same matrix and fault test run on a CUDA GPU where there is one
 // (all ranks on cuda:0, several per GPU), and skip visibly where there is none.
 #include <doctest/doctest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +33,7 @@
 #include "device/counters.h"
 #include "device/stream.h"
 #include "temp_dir.h"
+#include "transport/shm/process_watch.h"
 
 using namespace ringlet;
 using namespace ringlet::testing;
@@ -179,28 +178,16 @@ int until_failure(Rank& r) {
   return 0;
 }
 
-// Whether process `pid` has exited, every thread of it, within `limit`: its pidfd readable (as
-// the device control sees it), or where there is no pidfd_open, no process left or a zombie.
+// Whether process `pid` has exited within `limit`, as the transports see a peer's exit
+// (transport::ProcessWatch: its pidfd, as the device control's, else /proc).
 bool exited_within(long pid, std::chrono::seconds limit) {
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-  if (fd >= 0) {
-    pollfd watch{fd, POLLIN, 0};
-    const int ready = ::poll(&watch, 1, static_cast<int>(limit.count() * 1000));
-    ::close(fd);
-    return ready > 0;
-  }
+  const transport::ProcessWatch watch(static_cast<pid_t>(pid));
   const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!stat || !std::getline(stat, line)) return true;
-    const auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') {
-      return true;
-    }
+  while (!watch.exited()) {
+    if (std::chrono::steady_clock::now() >= end) return false;
     std::this_thread::sleep_for(10ms);
   }
-  return false;
+  return true;
 }
 
 // One all-reduce; then rank 1 leaves without closing its communicator, and once it has exited a
