@@ -36,10 +36,10 @@ struct LinkFit {
 
 struct MachineFit {
   LinkFit shm, tcp;
-  double reduce_GBps = 0;     // float32 sum, one thread, past a core's cache within the copies'
-  double copy_GBps = 0;       // core::copy, the same
-  double peer_read_GBps = 0;  // 16 MiB read from a peer's memory over shm (0: cannot)
-  double memory_GBps = 0;     // memcpy past the cache, every core at once, all together
+  double reduce_GBps = 0;            // float32 sum, one thread, past its own cache (see below)
+  double copy_GBps = 0;              // core::copy, the same
+  double peer_read_GBps = 0;         // 16 MiB read from a peer's memory over shm (0: cannot)
+  double memory_GBps = 0;            // memcpy past the cache, every core at once, all together
   std::size_t last_level_bytes = 0;  // the last-level cache, as the machine names it (0: unknown)
   std::size_t cache_bytes = 0;       // the part of it two ranks' copies find (profile's)
   std::size_t core_cache_bytes = 0;  // a core's own (level 2; 0: unknown)
