@@ -4,7 +4,9 @@
 // past the source modulo 4 KiB (bench/copy_gap_bench; bench/RESULTS.md, 2026-12-03 "A copy's gap"):
 // a shm ring's message starts 8 bytes into its frame and a malloc'd buffer 16 bytes into a page,
 // so a message the ring wrote at its start was read out at that speed. There copy() takes
-// copy_bytes' loop instead. The project's copies of message-sized blocks go through it.
+// copy_bytes' loop instead, where this CPU's memcpy crawls: other CPUs (AMD's Zen 5 with AVX-512)
+// copy at those gaps faster than the loop does, and there copy() stays memcpy. The project's
+// copies of message-sized blocks go through it.
 //
 // copy_bytes: memcpy as a plain vector loop (64 bytes per iteration). The window all-reduce
 // (collectives/window.cpp) stages into and gathers out of shared windows with it (a 512 KiB
@@ -24,6 +26,10 @@ inline bool copy_gap_is_slow(const void* dst, const void* src) {
       (reinterpret_cast<std::uintptr_t>(dst) - reinterpret_cast<std::uintptr_t>(src)) & 4095u;
   return gap != 0 && gap < 64;
 }
+
+// Whether memcpy crawls at a slow gap on this CPU: measured once per process, on its first call
+// (about 20 us), as 16 KiB copied at a gap of 8 bytes taking over twice the loop's time.
+bool memcpy_crawls_at_a_gap();
 
 void copy(void* dst, const void* src, std::size_t bytes);
 void copy_bytes(void* dst, const void* src, std::size_t bytes);
