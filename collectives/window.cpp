@@ -8,7 +8,7 @@
 //      from the peer's window, into its output, and copies the result into its window;
 //   4. round "reduced";
 //   5. gather: r copies every other chunk q from rank q's window into its output.
-// Each byte crosses between processes by plain loads (core::copy_bytes), once per phase. Two
+// Each byte crosses between processes by plain loads (core::copy), once per phase. Two
 // halves make a third round unnecessary: r stages piece k + 1 only after round "reduced" of
 // piece k, so every rank has finished gathering piece k - 1 from that half. Peers never touch
 // the caller's buffers, so the op is over for a rank when its own gather is. The first round
@@ -73,7 +73,7 @@ struct WindowMemory {
     } else if (space != nullptr) {
       space->copy(dst, src, bytes);
     } else {
-      core::copy_bytes(dst, src, bytes);
+      core::copy(dst, src, bytes);
     }
   }
   // Into the rank's own buffer, out of a peer's window.

@@ -6,12 +6,13 @@
 // so a message the ring wrote at its start was read out at that speed. There copy() takes
 // copy_bytes' loop instead, where this CPU's memcpy crawls: other CPUs (AMD's Zen 5 with AVX-512)
 // copy at those gaps faster than the loop does, and there copy() stays memcpy. The project's
-// copies of message-sized blocks go through it.
+// copies of message-sized blocks go through it, the window all-reduce's too: the loop it used
+// (a 512 KiB gather at 25 us against memcpy's 89 on the crawling CPU) took a 2-rank window
+// all-reduce of 1-4 MiB to 3x memcpy's time on Zen 5 with the vCPUs apart (bench/RESULTS.md,
+// 2026-12-05 "The window's copies").
 //
-// copy_bytes: memcpy as a plain vector loop (64 bytes per iteration). The window all-reduce
-// (collectives/window.cpp) stages into and gathers out of shared windows with it (a 512 KiB
-// gather: 89 us with memcpy, 25 us with copy_bytes, on the AMD EPYC it was measured on).
-// Ranges must not overlap.
+// copy_bytes: memcpy as a plain vector loop (64 bytes per iteration), what copy() takes at the
+// slow gaps. Ranges must not overlap.
 #pragma once
 
 #include <cstddef>

@@ -312,8 +312,8 @@ struct SharedRates {
 
 // Two threads on two CPUs take turns with one buffer of `bytes`, as the shm window's ranks do:
 // one writes it (each line the other read last turn), the other reads it (each line the first
-// just wrote), both with the window's copy loop. Each side's GB/s, the medians of the turns; 0
-// with fewer than two CPUs, or when a turn is not taken within a second.
+// just wrote), both with the window's copy (core::copy). Each side's GB/s, the medians of the
+// turns; 0 with fewer than two CPUs, or when a turn is not taken within a second.
 SharedRates shared_lines(std::size_t bytes, int turns) {
   const auto [first_cpu, second_cpu] = two_cpus();
   if (first_cpu < 0) return {};
@@ -335,7 +335,7 @@ SharedRates shared_lines(std::size_t bytes, int turns) {
   };
   const auto timed = [bytes](std::vector<double>& times, char* dst, const char* src) {
     const auto start = Clock::now();
-    core::copy_bytes(dst, src, bytes);
+    core::copy(dst, src, bytes);
     times.push_back(seconds_since(start));
   };
   // Each thread on its CPU; one that cannot be placed ends the measurement.
