@@ -7,9 +7,10 @@
 // copy_bytes' loop instead, where this CPU's memcpy crawls: other CPUs (AMD's Zen 5 with AVX-512)
 // copy at those gaps faster than the loop does, and there copy() stays memcpy. The project's
 // copies of message-sized blocks go through it, the window all-reduce's too: the loop it used
-// (a 512 KiB gather at 25 us against memcpy's 89 on the crawling CPU) took a 2-rank window
-// all-reduce of 1-4 MiB to 3x memcpy's time on Zen 5 with the vCPUs apart (bench/RESULTS.md,
-// 2026-12-05 "The window's copies").
+// everywhere (a 512 KiB gather at 25 us against memcpy's 89 where memcpy crawls, a malloc'd
+// output lying 16 bytes past its page-aligned window: copy() keeps the loop there) took a 2-rank
+// window all-reduce of 1-4 MiB to 3x memcpy's time on Zen 5 with the vCPUs apart
+// (bench/RESULTS.md, 2026-12-05 "The window's copies").
 //
 // copy_bytes: memcpy as a plain vector loop (64 bytes per iteration), what copy() takes at the
 // slow gaps. Ranges must not overlap.
