@@ -53,6 +53,7 @@ bool memcpy_crawls_at_a_gap() {
 }
 
 void copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;  // an empty buffer's pointer may be null, which memcpy may not take
   if (bytes >= kRepMovsbBytes && copy_gap_is_slow(dst, src) && memcpy_crawls_at_a_gap()) {
     return copy_bytes(dst, src, bytes);
   }
