@@ -243,11 +243,13 @@ LinkFit measure_job_link(int sittings, bool quick, int& rank) {
   return best;
 }
 
-// An 8-byte token around `ranks` ranks on one CPU over `transport`: a hop's time (a round's over
-// the ranks), us, the median of `rounds` rounds after two unmeasured.
-double one_cpu_hop_us(const std::string& transport, int ranks, int rounds) {
+// An 8-byte token around `ranks` ranks over `transport`: a hop's time (a round's over the ranks),
+// us, the median of `rounds` rounds after two unmeasured. With `one_cpu` all ranks share one CPU;
+// without, they alternate between two (on_ranks), so every hop goes to the other CPU, to a rank
+// whose CPU the ranks share by halves.
+double token_hop_us(const std::string& transport, int ranks, bool one_cpu, int rounds) {
   std::vector<double> hops;
-  on_ranks(transport, ranks, true, [&](int rank, transport::Mesh& mesh) {
+  on_ranks(transport, ranks, one_cpu, [&](int rank, transport::Mesh& mesh) {
     transport::Connection& next = mesh.peer((rank + 1) % ranks);
     transport::Connection& previous = mesh.peer((rank + ranks - 1) % ranks);
     std::uint64_t token = 0;
@@ -264,9 +266,10 @@ double one_cpu_hop_us(const std::string& transport, int ranks, int rounds) {
 }
 
 // The fastest of `sittings` such hops around four ranks.
-double one_cpu_four_us(const std::string& transport, int sittings, bool quick) {
-  double best = one_cpu_hop_us(transport, 4, quick ? 20 : 2000);
-  for (int i = 1; i < sittings; ++i) best = std::min(best, one_cpu_hop_us(transport, 4, 2000));
+double four_ranks_hop_us(const std::string& transport, bool one_cpu, int sittings, bool quick) {
+  double best = token_hop_us(transport, 4, one_cpu, quick ? 20 : 2000);
+  for (int i = 1; i < sittings; ++i)
+    best = std::min(best, token_hop_us(transport, 4, one_cpu, 2000));
   return best;
 }
 
@@ -276,10 +279,12 @@ double one_cpu_four_us(const std::string& transport, int sittings, bool quick) {
 void measure_wakeup(MachineFit& fit, bool tcp_loopback, int sittings, bool quick) {
   fit.one_cpu = measure_link("shm", {8}, true, sittings, quick).samples.front().one_way_us;
   fit.wakeup_us = std::max(0.0, fit.one_cpu - fit.shm.cost.latency_us);
-  fit.one_cpu_four = one_cpu_four_us("shm", sittings, quick);
+  fit.one_cpu_four = four_ranks_hop_us("shm", true, sittings, quick);
+  fit.two_cpus_four = four_ranks_hop_us("shm", false, sittings, quick);
   if (tcp_loopback) {
     fit.tcp_one_cpu = measure_link("tcp", {8}, true, sittings, quick).samples.front().one_way_us;
-    fit.tcp_one_cpu_four = one_cpu_four_us("tcp", sittings, quick);
+    fit.tcp_one_cpu_four = four_ranks_hop_us("tcp", true, sittings, quick);
+    fit.tcp_two_cpus_four = four_ranks_hop_us("tcp", false, sittings, quick);
   }
 }
 
@@ -459,10 +464,12 @@ Profile profile_of(const MachineFit& fit) {
     p.intra.by_size.push_back({s.bytes, s.one_way_us, s.exchange_us});
   p.intra.one_cpu_us = fit.one_cpu;
   p.intra.one_cpu_four_us = fit.one_cpu_four;
+  p.intra.two_cpus_four_us = fit.two_cpus_four;
   p.intra.in_place_bytes = transport::kShmInlineBytes;    // what shm sends at once
   p.intra.waiter_bytes = transport::kShmWaiterRecvBytes;  // what its receiver reads itself
   p.inter.one_cpu_us = fit.tcp_one_cpu;
   p.inter.one_cpu_four_us = fit.tcp_one_cpu_four;
+  p.inter.two_cpus_four_us = fit.tcp_two_cpus_four;
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   p.wakeup_us = fit.wakeup_us;
   p.reduce_GBps = fit.reduce_GBps;
@@ -642,6 +649,12 @@ void report_turns(std::ostream& out, const MachineFit& fit) {
       fit.one_cpu_four);
   if (fit.tcp_one_cpu_four > 0) put(out, ", %.2f over tcp loopback", fit.tcp_one_cpu_four);
   out << "\n";
+  if (fit.two_cpus_four > 0) {
+    put(out, "# four ranks on two CPUs, two each: a hop to the other CPU takes %.2f us over shm",
+        fit.two_cpus_four);
+    if (fit.tcp_two_cpus_four > 0) put(out, ", %.2f over tcp loopback", fit.tcp_two_cpus_four);
+    out << "\n";
+  }
   if (!fit.cpus.round_trips_ns.empty()) {
     put(out, "# the round trip of a cache line between its two CPUs over the fit: %s (%s)\n",
         fit.cpus.range().c_str(),

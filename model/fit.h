@@ -3,9 +3,9 @@
 // each with its own mesh, as the collectives use them, and each on a CPU of its own), the host's
 // reduction and copy rates, and its memory's bandwidth past its last-level cache.
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
-// wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU time); the
-// communicator's work per op, two ranks' 8-byte all-reduces against their simulation
-// (op_costs.h). Where the two CPUs' round trip moves during a fit (a VM's host moved them), the
+// wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU times: two ranks on
+// one CPU, four on one, four on two); the communicator's work per op, two ranks' 8-byte
+// all-reduces against their simulation (op_costs.h). Where the two CPUs' round trip moves during a fit (a VM's host moved them), the
 // fit is made again, up to FitOptions::attempts in all (cpu_placement.h).
 #pragma once
 
@@ -54,12 +54,14 @@ struct MachineFit {
   // inter.cpu_GBps; between hosts the wire may be slower): from what an exchange takes beyond
   // one way (cpu_share_GBps in fit.cpp).
   double tcp_cpu_GBps = 0;
-  double one_cpu = 0;           // 8 bytes' one-way time over shm with both ranks on one CPU, us
-  double wakeup_us = 0;         // that less the shm latency: the scheduler's wake-up
-  double tcp_one_cpu = 0;       // the same over tcp loopback (0: not measured, with between_ranks)
-  double one_cpu_four = 0;      // a hop of 8 bytes around four ranks on one CPU over shm, us
-  double tcp_one_cpu_four = 0;  // the same over tcp loopback (0: not measured)
-  CpuPlacement cpus;            // where its two CPUs sat: probed before it and after each part
+  double one_cpu = 0;            // 8 bytes' one-way time over shm with both ranks on one CPU, us
+  double wakeup_us = 0;          // that less the shm latency: the scheduler's wake-up
+  double tcp_one_cpu = 0;        // the same over tcp loopback (0: not measured, with between_ranks)
+  double one_cpu_four = 0;       // a hop of 8 bytes around four ranks on one CPU over shm, us
+  double tcp_one_cpu_four = 0;   // the same over tcp loopback (0: not measured)
+  double two_cpus_four = 0;      // a hop of 8 bytes around four ranks on two CPUs over shm, us
+  double tcp_two_cpus_four = 0;  // the same over tcp loopback (0: not measured)
+  CpuPlacement cpus;             // where its two CPUs sat: probed before it and after each part
   Profile profile;
   int rank = 0;  // with between_ranks, the job's; only rank 0's fit is whole
 };

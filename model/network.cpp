@@ -423,12 +423,13 @@ double VirtualNetwork::book_core(int rank, double from_time, double seconds) {
 
 // A rank that slept in a receive, on a host with more ranks than cores: the scheduler's wake-up
 // (within the host over a copying link, what its one-CPU time with as many ranks on the core as
-// on the rank's has on top of its latency).
+// on the rank's, and the sender on that core or another, has on top of its latency).
 void VirtualNetwork::wake_up(int rank, int from) {
   if (!oversubscribed(rank)) return;
   const LinkCost& link = profile_.intra;
   const bool within = shape_.host_of(from) == shape_.host_of(rank) && link.copies;
-  const double one_cpu = within ? link.one_cpu_time_us(ranks_on_core(rank)) : 0;
+  const bool across = home_core(from) != home_core(rank);
+  const double one_cpu = within ? link.one_cpu_time_us(ranks_on_core(rank), across) : 0;
   const double us = one_cpu > 0 ? std::max(0.0, one_cpu - link.latency_us) : profile_.wakeup_us;
   spend(rank, us * 1e-6);
 }

@@ -58,10 +58,11 @@ double LinkCost::cached_end_seconds(std::size_t bytes) const {
   return std::max(0.0, at_size(by_size, &SizeTimes::exchange_us, bytes) - latency_us) / 2 * 1e-6;
 }
 
-double LinkCost::one_cpu_time_us(int sharing) const {
-  if (one_cpu_four_us <= 0 || sharing <= 2) return one_cpu_us;
-  if (sharing >= 4 || one_cpu_us <= 0) return one_cpu_four_us;
-  return one_cpu_us + (one_cpu_four_us - one_cpu_us) * (sharing - 2) / 2;
+double LinkCost::one_cpu_time_us(int sharing, bool across_cores) const {
+  const double two = across_cores && two_cpus_four_us > 0 ? two_cpus_four_us : one_cpu_us;
+  if (one_cpu_four_us <= 0 || sharing <= 2) return two;
+  if (sharing >= 4 || two <= 0) return one_cpu_four_us;
+  return two + (one_cpu_four_us - two) * (sharing - 2) / 2;
 }
 
 double LinkCost::cached_copy_seconds(std::size_t bytes) const {
@@ -253,6 +254,8 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
       cost.one_cpu_us = at_least_zero(value, path, field + ".one_cpu_us");
     } else if (key == "one_cpu_four_us") {
       cost.one_cpu_four_us = at_least_zero(value, path, field + ".one_cpu_four_us");
+    } else if (key == "two_cpus_four_us") {
+      cost.two_cpus_four_us = at_least_zero(value, path, field + ".two_cpus_four_us");
     } else if (key == "by_size") {
       cost.by_size = read_by_size(value, path, field + ".by_size");
     } else if (key == "in_place_bytes" || key == "waiter_bytes") {
@@ -264,7 +267,7 @@ void read_link(const nlohmann::json& link, const std::string& path, const std::s
     } else {
       RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", field, ".", key,
                     " (latency_us, bandwidth_GBps, copies, cpu_GBps, one_cpu_us, one_cpu_four_us, "
-                    "by_size, in_place_bytes, waiter_bytes)");
+                    "two_cpus_four_us, by_size, in_place_bytes, waiter_bytes)");
     }
   }
 }
@@ -349,6 +352,7 @@ nlohmann::json link_json(const LinkCost& link) {
   j["cpu_GBps"] = link.cpu_GBps;
   j["one_cpu_us"] = link.one_cpu_us;
   j["one_cpu_four_us"] = link.one_cpu_four_us;
+  j["two_cpus_four_us"] = link.two_cpus_four_us;
   j["in_place_bytes"] = link.in_place_bytes;
   j["waiter_bytes"] = link.waiter_bytes;
   for (const SizeTimes& s : link.by_size) {

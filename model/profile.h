@@ -48,6 +48,11 @@ struct LinkCost {
   // the wake-up of a rank whose core four or more ranks share (between two and four, in
   // proportion). 0: one_cpu_us's.
   double one_cpu_four_us = 0;
+  // With copies: a hop of an 8-byte token around four ranks on two CPUs, two on each, every hop
+  // to the other CPU, whose receiver takes turns with one other waiter; less latency_us, the
+  // wake-up of a rank whose core two ranks share, by a message from another core (one_cpu_us
+  // prices one from its own core, the ping-pong's). 0: one_cpu_us's.
+  double two_cpus_four_us = 0;
   // A link whose time per byte depends on the message's size (tcp loopback: its kernel's
   // buffers and segments): its measured times by size, ascending. While what the host's ranks
   // touch fits its last-level cache, a message costs what they give at its size (interpolated
@@ -78,9 +83,10 @@ struct LinkCost {
   // longer one.
   std::size_t waiter_bytes = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
-  // The one-CPU time of a message to a rank whose core `sharing` ranks share: one_cpu_us up to
-  // two, one_cpu_four_us from four, in proportion between; 0 where neither is given.
-  double one_cpu_time_us(int sharing) const;
+  // The one-CPU time of a message to a rank whose core `sharing` ranks share: up to two,
+  // one_cpu_us, or two_cpus_four_us where given for a message from another core
+  // (`across_cores`); one_cpu_four_us from four, in proportion between; 0 where none is given.
+  double one_cpu_time_us(int sharing, bool across_cores = false) const;
   double cpu_GBps_or_wire() const { return cpu_GBps > 0 ? cpu_GBps : bandwidth_GBps; }
   // Within the cache, by_size's time on the link and on each end's CPUs (0 without by_size).
   double cached_wire_seconds(std::size_t bytes) const;

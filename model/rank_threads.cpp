@@ -76,9 +76,7 @@ void on_ranks(const std::string& transport, int ranks, bool one_cpu,
     o.prefix = "fit-" + transport + "-" + std::to_string(ranks);
     o.store_host = "127.0.0.1";
     auto mesh = transport::Mesh::connect(store, o, core::Deadline::after(30s));
-    if (!one_cpu && ranks == 2 && cpus.first >= 0) {
-      stay_on_cpu(rank == 0 ? cpus.first : cpus.second);
-    }
+    if (!one_cpu && cpus.first >= 0) stay_on_cpu(rank % 2 == 0 ? cpus.first : cpus.second);
     body(rank, *mesh);
     transport::store_barrier(store, o.prefix + "/end", ranks, core::Deadline::after(60s));
   });

@@ -1,6 +1,6 @@
 // The fit's ranks as threads of this process: on_threads() runs a body per rank and rethrows the
 // first error; on_ranks() gives each rank a mesh of its own over a transport (all ranks on one
-// CPU, or two ranks each on a CPU of its own); stay_on_cpu() and two_cpus() keep threads where
+// CPU, or split between two CPUs); stay_on_cpu() and two_cpus() keep threads where
 // the measurement needs them.
 #pragma once
 
@@ -26,10 +26,10 @@ std::pair<int, int> two_cpus();
 
 // body(rank, mesh) on `ranks` ranks, threads of this process with a mesh each over `transport`;
 // with `one_cpu` all run on the CPU rank 0 started on, so every message waits for its receiver
-// to get the CPU. Without it, two ranks each stay on a CPU of their own once connected (the
-// connection's threads, started by then, go where the scheduler puts them): left to the
-// scheduler, the two sometimes share one CPU for a whole sitting, and a message then costs what
-// it does on one CPU.
+// to get the CPU. Without it, each rank stays on one of two CPUs once connected, the even ranks on
+// the first, the odd on the second (the connection's threads, started by then, go where the
+// scheduler puts them): left to the scheduler, two ranks sometimes share one CPU for a whole
+// sitting, and a message then costs what it does on one CPU.
 void on_ranks(const std::string& transport, int ranks, bool one_cpu,
               const std::function<void(int rank, transport::Mesh& mesh)>& body);
 

@@ -178,11 +178,14 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   REQUIRE(p.intra.by_size.size() == 9);
   CHECK(p.intra.by_size[2].bytes == 64 * 1024);
   CHECK(p.intra.by_size[2].exchange_us > 0);
-  CHECK(p.intra.one_cpu_us > 0);       // both ranks on one CPU, shm
-  CHECK(p.inter.one_cpu_us > 0);       // and tcp loopback
-  CHECK(p.intra.one_cpu_four_us > 0);  // four ranks on one CPU, shm
-  CHECK(p.inter.one_cpu_four_us > 0);  // and tcp loopback
+  CHECK(p.intra.one_cpu_us > 0);        // both ranks on one CPU, shm
+  CHECK(p.inter.one_cpu_us > 0);        // and tcp loopback
+  CHECK(p.intra.one_cpu_four_us > 0);   // four ranks on one CPU, shm
+  CHECK(p.inter.one_cpu_four_us > 0);   // and tcp loopback
+  CHECK(p.intra.two_cpus_four_us > 0);  // four ranks on two CPUs, shm
+  CHECK(p.inter.two_cpus_four_us > 0);  // and tcp loopback
   CHECK(contains(r.output, "# four ranks on one CPU: 8 bytes around their ring take "));
+  CHECK(contains(r.output, "# four ranks on two CPUs, two each: a hop to the other CPU takes "));
   CHECK(contains(r.output, "# both ranks on one CPU: 8 bytes over tcp loopback take "));
   CHECK(contains(r.output, "# memory, every core copying at once: "));
   CHECK(contains(r.output, "# every core copying slice by slice: "));

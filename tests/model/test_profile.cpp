@@ -39,6 +39,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.inter.by_size = {{8, 3, 4.5}, {65536, 20, 24}, {1 << 20, 120, 150}};
   p.inter.in_place_bytes = 4096;
   p.inter.one_cpu_four_us = 14;
+  p.inter.two_cpus_four_us = 10;
   p.cores_per_host = 3;
   p.wakeup_us = 9.5;
   p.nic_GBps = 25;
@@ -71,6 +72,8 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.inter.one_cpu_us == 11);
   CHECK(q.inter.one_cpu_four_us == 14);
   CHECK(q.intra.one_cpu_four_us == 0);
+  CHECK(q.inter.two_cpus_four_us == 10);
+  CHECK(q.intra.two_cpus_four_us == 0);
   // Not set (0), where the default profile's is not: written as 0, read back as 0.
   REQUIRE(model::default_profile().intra.one_cpu_us > 0);
   CHECK(q.intra.one_cpu_us == 0);

@@ -369,6 +369,15 @@ TEST_CASE("more ranks than cores: the wake-up grows with the ranks that share th
   CHECK(link.one_cpu_time_us(3) == 7);
   CHECK(link.one_cpu_time_us(4) == 9);
   CHECK(link.one_cpu_time_us(8) == 9);
+  // A message from another core to a core two ranks share: the hop around four ranks on two CPUs
+  // where given, and from it to the four ranks' figure past two.
+  CHECK(link.one_cpu_time_us(2, true) == 5);
+  link.two_cpus_four_us = 4;
+  CHECK(link.one_cpu_time_us(2, true) == 4);
+  CHECK(link.one_cpu_time_us(2, false) == 5);
+  CHECK(link.one_cpu_time_us(3, true) == 6.5);
+  CHECK(link.one_cpu_time_us(4, true) == 9);
+  link.two_cpus_four_us = 0;
   // On a network: rank 1 waits for rank 0's 8 bytes, sent after 1 ms of work; the other ranks of
   // the host have nothing to do. One core: the receive that slept pays the one-CPU time of as
   // many ranks as share the core, less the latency.
@@ -394,6 +403,10 @@ TEST_CASE("more ranks than cores: the wake-up grows with the ranks that share th
   // copy the bytes once, not on one core in turn.
   p.cores_per_host = 2;
   CHECK(late_message(4) == doctest::Approx(message - 8 / 4e9 + 3e-6).epsilon(1e-12));
+  // There rank 0's message comes from the other core: with the four ranks' hop on two CPUs given,
+  // that one, less the latency.
+  p.intra.two_cpus_four_us = 4.5;
+  CHECK(late_message(4) == doctest::Approx(message - 8 / 4e9 + 2.5e-6).epsilon(1e-12));
 }
 
 TEST_CASE("past the cache, a host's cores share its memory's bandwidth") {
