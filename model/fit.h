@@ -5,8 +5,9 @@
 // The profile's intra-host link is shm, its inter-host link and NIC tcp over loopback; the
 // wake-up, a shm ping-pong with both ranks on one CPU (and each link's one-CPU times: two ranks on
 // one CPU, four on one, four on two); the communicator's work per op, two ranks' 8-byte
-// all-reduces against their simulation (op_costs.h). Where the two CPUs' round trip moves during a fit (a VM's host moved them), the
-// fit is made again, up to FitOptions::attempts in all (cpu_placement.h).
+// all-reduces against their simulation (op_costs.h). Where the two CPUs' round trip moves during a
+// fit (a VM's host moved them), the fit is made again, up to FitOptions::attempts in all
+// (cpu_placement.h).
 #pragma once
 
 #include <cstddef>

@@ -428,8 +428,8 @@ void VirtualNetwork::wake_up(int rank, int from) {
   if (!oversubscribed(rank)) return;
   const LinkCost& link = profile_.intra;
   const bool within = shape_.host_of(from) == shape_.host_of(rank) && link.copies;
-  const bool across = home_core(from) != home_core(rank);
-  const double one_cpu = within ? link.one_cpu_time_us(ranks_on_core(rank), across) : 0;
+  const double one_cpu =
+      within ? link.one_cpu_time_us(ranks_on_core(rank), home_core(from) != home_core(rank)) : 0;
   const double us = one_cpu > 0 ? std::max(0.0, one_cpu - link.latency_us) : profile_.wakeup_us;
   spend(rank, us * 1e-6);
 }
