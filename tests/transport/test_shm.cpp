@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,7 @@
 #include "transport/errors.h"
 #include "transport/shared_objects.h"
 #include "transport/shm/connection.h"
+#include "transport/shm/line_round_trip.h"
 #include "transport/shm/window.h"
 
 using namespace ringlet;
@@ -481,6 +483,42 @@ TEST_CASE("shm: RINGLET_SHM_CMA=0 turns cross-memory reads off on both sides") {
       p->a->read_peer(copy.data(), reinterpret_cast<std::uintptr_t>(copy.data()), copy.size()),
       doctest::Contains("no cross-memory attach"), core::Error);
   exchange(*p->a, *p->b, 4096, 3, kWait);  // messages still flow
+}
+
+TEST_CASE("shm: RINGLET_SHM_GO_BACK=1 or 0 decides where each side's sends go; others refused") {
+  for (const bool on : {true, false}) {
+    REQUIRE(::setenv("RINGLET_SHM_GO_BACK", on ? "1" : "0", 1) == 0);
+    auto p = make_shm_pair(on ? "go-back" : "no-go-back");
+    ::unsetenv("RINGLET_SHM_GO_BACK");
+    CHECK(dynamic_cast<transport::ShmConnection&>(*p->a).goes_back() == on);
+    CHECK(dynamic_cast<transport::ShmConnection&>(*p->b).goes_back() == on);
+    for (unsigned k = 0; k < 48; ++k) exchange(*p->a, *p->b, 200 * 1024, k, kWait);  // 2 passes
+  }
+  REQUIRE(::setenv("RINGLET_SHM_GO_BACK", "sometimes", 1) == 0);
+  CHECK_THROWS_WITH_AS(make_shm_pair("go-back-bad"),
+                       doctest::Contains("RINGLET_SHM_GO_BACK=sometimes is not auto, 1 or 0"),
+                       core::ValueError);
+  ::unsetenv("RINGLET_SHM_GO_BACK");
+}
+
+TEST_CASE("line_round_trip_ns: two threads bounce a line; a side alone stops within its wait") {
+  double ns = std::nan("");
+  // A thread may wait for a CPU past the 2 ms a side waits on a busy machine (then NaN, as
+  // documented): the first finite sample of a few.
+  for (int attempt = 0; attempt < 20 && std::isnan(ns); ++attempt) {
+    std::atomic<std::uint64_t> line{0};
+    std::thread echo([&] { CHECK(std::isnan(transport::line_round_trip_ns(line, 1))); });
+    ns = transport::line_round_trip_ns(line, 0);
+    echo.join();
+  }
+  CHECK(ns > 1);
+  CHECK(ns < 2e6);  // within the answer wait
+  for (const int side : {0, 1}) {
+    std::atomic<std::uint64_t> line{0};
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(std::isnan(transport::line_round_trip_ns(line, side)));
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  }
 }
 
 TEST_CASE("a shared window: a forked peer maps it by its address, both see each other's writes") {

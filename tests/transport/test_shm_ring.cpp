@@ -196,7 +196,8 @@ TEST_CASE(
 
 TEST_CASE(
     "shm ring: a writer goes back to the start only from an empty ring a quarter and the message "
-    "past it; the reader steps over a skip only where it is all there and ends at the ring's "
+    "past it, and never once told not to; the reader steps over a skip only where it is all there "
+    "and ends at the ring's "
     "end") {
   ShmRingControl control;
   ShmRing::init(&control);
@@ -210,6 +211,9 @@ TEST_CASE(
   CHECK(out == in);
   // Empty, 1536 bytes in: room for 512 bytes behind a quarter (1024) before it, not for 520.
   CHECK(writer.rewind_bytes(520) == 0);
+  writer.set_going_back(false);  // as a connection whose two sides sat apart
+  CHECK(writer.rewind_bytes(512) == 0);
+  writer.set_going_back(true);
   REQUIRE(writer.rewind_bytes(512) == 4096 - 1536);
   const char message[] = "at the start";
   REQUIRE(writer.try_write_all({{nullptr, 4096 - 1536}, {message, sizeof message}}));

@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/thread_name.h"
 #include "transport/errors.h"
+#include "transport/shm/line_round_trip.h"
 #include "transport/shm/peer_memory.h"
 #include "transport/store.h"
 
@@ -82,10 +83,39 @@ ShmConnection::ShmConnection(ShmSegment segment, int local_rank, int peer_rank,
     send_.thread.join();
     throw;
   }
-  peer_readable_ = agree_on_peer_reads(deadline);
+  try {
+    goes_back_ = agree_on_going_back(deadline);
+    tx_.set_going_back(goes_back_);
+    peer_readable_ = agree_on_peer_reads(deadline);
+  } catch (...) {  // a bad setting, a silent or dead peer: no destructor runs to stop the threads
+    close_connection("the connection failed while connecting");
+    throw;
+  }
   core::log(core::LogLevel::debug, "rank ", local_rank_, ": shm connection to rank ", peer_rank_,
             " (rings of ", segment_.ring_bytes(), " bytes, peer pid ", peer_process_.pid(),
-            peer_readable_ ? ", cross-memory attach" : "", ")");
+            peer_readable_ ? ", cross-memory attach" : "",
+            goes_back_ ? "" : ", sends never go back to the ring's start", ")");
+}
+
+// Side 0 times a line of the segment bounced between the two connecting threads and sends
+// whether they sat apart: a round trip over kApartNs, which two cores sharing a cache do not
+// take (40-160 ns where they do, 340-570 where not, on the 2-vCPU machines of bench/RESULTS.md,
+// 2026-12-05 "Apart, never back"). NaN, a side that did not answer (the two took turns on one
+// CPU), counts as near. RINGLET_SHM_GO_BACK=1 or 0 overrides the outcome for this side's sends.
+bool ShmConnection::agree_on_going_back(core::Deadline deadline) {
+  constexpr double kApartNs = 250;
+  const std::string wanted = core::env_string("RINGLET_SHM_GO_BACK").value_or("auto");
+  RINGLET_CHECK(wanted == "auto" || wanted == "1" || wanted == "0", ValueError,
+                "environment variable RINGLET_SHM_GO_BACK=", wanted, " is not auto, 1 or 0");
+  const double ns = line_round_trip_ns(segment_.round_trip_line(), side_);
+  std::uint8_t apart = side_ == 0 && ns > kApartNs ? 1 : 0;
+  if (side_ == 0) {
+    core::log(core::LogLevel::debug, "rank ", local_rank_, ": shm connection to rank ", peer_rank_,
+              ": a line's round trip ", ns, " ns", apart != 0 ? " (apart)" : "");
+  }
+  RequestPtr verdict = side_ == 0 ? send(&apart, 1) : recv(&apart, 1);
+  verdict->wait(deadline);
+  return wanted == "auto" ? apart == 0 : wanted == "1";
 }
 
 // Each side sends the address of its probe word and whether it wants cross-memory reads, reads
@@ -122,9 +152,11 @@ void ShmConnection::read_peer(void* dst, std::uintptr_t remote, std::size_t byte
   bytes_received_ += bytes;
 }
 
-ShmConnection::~ShmConnection() {
-  fail_direction(send_, "the connection was closed locally");
-  fail_direction(recv_, "the connection was closed locally");
+ShmConnection::~ShmConnection() { close_connection("the connection was closed locally"); }
+
+void ShmConnection::close_connection(const std::string& why) {
+  fail_direction(send_, why);
+  fail_direction(recv_, why);
   tx_.wake_all();  // our own threads may sleep on these words
   rx_.wake_all();
   send_.thread.join();

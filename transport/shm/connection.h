@@ -78,6 +78,10 @@ class ShmConnection : public Connection {
   // they connected and agreed; RINGLET_SHM_CMA=0 turns it off.
   bool can_read_peer() const override { return peer_readable_; }
   void read_peer(void* dst, std::uintptr_t remote, std::size_t bytes) override;
+  // Whether this side's sends may go back to their ring's start (ShmRing::rewind_bytes): unless
+  // the two sides sat apart when they connected (agree_on_going_back); RINGLET_SHM_GO_BACK=1 or 0
+  // decides instead.
+  bool goes_back() const { return goes_back_; }
 
   using Connection::recv;
   using Connection::recv_awaited;
@@ -138,8 +142,12 @@ class ShmConnection : public Connection {
   void fail_direction(Direction& dir, const std::string& why);
   void fail_op(Direction& dir, Op& op);
   void close_local_side();
+  // Fails both directions with `why`, joins the progress threads and marks this side closed.
+  void close_connection(const std::string& why);
   // The connect-time exchange that sets peer_readable_ (two small messages each way).
   bool agree_on_peer_reads(core::Deadline deadline);
+  // The connect-time exchange that sets goes_back_ (a line's round trip, one byte one way).
+  bool agree_on_going_back(core::Deadline deadline);
   std::string describe_failure(const std::string& why) const;
 
   ShmSegment segment_;
@@ -150,6 +158,7 @@ class ShmConnection : public Connection {
   ShmRing rx_;
   ProcessWatch peer_process_;
   bool peer_readable_ = false;
+  bool goes_back_ = true;
   std::atomic<std::uint64_t> bytes_sent_{0};
   std::atomic<std::uint64_t> bytes_received_{0};
   Direction send_;

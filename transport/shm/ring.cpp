@@ -158,7 +158,8 @@ std::size_t ShmRing::rewind_bytes(std::size_t total) {
   const std::uint64_t head = control_->head.load(std::memory_order_relaxed);  // ours alone
   const std::size_t offset = static_cast<std::size_t>(head) & mask_;
   const bool long_pass = head < pass_end_ && long_pass_;
-  if (long_pass || total > kRewindLongestBytes || offset < capacity_ / 4 + total) return 0;
+  if (!going_back_ || long_pass || total > kRewindLongestBytes || offset < capacity_ / 4 + total)
+    return 0;
   cached_tail_ = control_->tail.load(std::memory_order_acquire);
   return cached_tail_ == head ? capacity_ - offset : 0;
 }

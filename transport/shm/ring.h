@@ -68,8 +68,11 @@ class ShmRing {
   // 2026-12-03 "The ring's start and the peer's cache"; much of the slowness measured there was
   // memcpy's at the gap a message at the ring's start has to its reader's buffer, which
   // core::copy now avoids: "A copy's gap").
+  // Always 0 once set_going_back(false): where the writer's and reader's cores share no cache,
+  // every line at the start is one the peer's core read lately (ShmConnection decides it).
   static constexpr std::size_t kRewindLongestBytes = 256 * 1024 + 64;  // 256 KiB and its frame
   std::size_t rewind_bytes(std::size_t total);
+  void set_going_back(bool on) { going_back_ = on; }
   // The reader's side of it: consumes n readable bytes that end at the ring's end; false, nothing
   // consumed, where they are not all readable or end elsewhere (no skip a writer left).
   bool skip_to_start(std::size_t n);
@@ -120,6 +123,7 @@ class ShmRing {
   // and whether it carried a write longer than kRewindLongestBytes.
   std::uint64_t pass_end_ = 0;
   bool long_pass_ = false;
+  bool going_back_ = true;         // the producer's: whether rewind_bytes may go back at all
   std::uint64_t cached_head_ = 0;  // consumer's last view of head
 };
 

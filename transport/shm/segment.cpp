@@ -27,7 +27,7 @@ namespace ringlet::transport {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x31746d68732d7772ULL;  // "rw-shmt1", stored last by the creator
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 // Page 0: the header at 0 and the two ring control blocks at 256 and 512; the rings' data from
 // page 1 on, so data pages never share a cache line with control words.
 constexpr std::size_t kHeaderBytes = 4096;
@@ -42,6 +42,8 @@ struct SegmentHeader {
   std::uint64_t pid_namespaces[2];       // a pid means something to the peer only in the same one
   std::atomic<std::uint32_t> attached;   // futex word: 1 once the opener has mapped the segment
   std::atomic<std::uint32_t> closed[2];  // side i destroyed or aborted its end
+  // The line the two sides bounce once when they connect (line_round_trip_ns), on its own.
+  alignas(64) std::atomic<std::uint64_t> round_trip_line;
 };
 static_assert(sizeof(SegmentHeader) <= kControlOffset[0]);
 static_assert(sizeof(ShmRingControl) <= kControlOffset[1] - kControlOffset[0]);
@@ -269,6 +271,10 @@ ShmRing ShmSegment::ring(int index) const {
   auto* base = static_cast<std::byte*>(base_);
   return ShmRing(reinterpret_cast<ShmRingControl*>(base + kControlOffset[index]),
                  base + kHeaderBytes + static_cast<std::size_t>(index) * ring_bytes_, ring_bytes_);
+}
+
+std::atomic<std::uint64_t>& ShmSegment::round_trip_line() const {
+  return header_of(base_)->round_trip_line;
 }
 
 std::atomic<std::uint32_t>& ShmSegment::closed_flag(int side) const {

@@ -56,6 +56,8 @@ class ShmSegment {
   // Views for the connection. Side 0 is the creator; ring i carries side i's sends.
   ShmRing ring(int index) const;
   std::atomic<std::uint32_t>& closed_flag(int side) const;
+  // A cache line of the header the two sides bounce once, when they connect (ShmConnection).
+  std::atomic<std::uint64_t>& round_trip_line() const;
   // The process of `side`, or 0 if it lives in another pid namespace (then it cannot be watched).
   pid_t pid(int side) const;
 

@@ -1,0 +1,65 @@
+#include "transport/shm/line_round_trip.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+
+namespace ringlet::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Round trip j is side 0 writing 2j + 1 and side 1 answering 2j + 2; side 0 ends with kDone.
+constexpr std::uint64_t kDone = ~std::uint64_t{0};
+constexpr std::uint64_t kTrips = std::uint64_t{kLineTripBatches} * kLineTripsPerBatch;
+
+// Spins until `line` holds `want` (true) or kDone, or kLineAnswerUs pass (false).
+bool await(const std::atomic<std::uint64_t>& line, std::uint64_t want) {
+  const auto since = Clock::now();
+  for (int spins = 1;; ++spins) {
+    const std::uint64_t value = line.load(std::memory_order_acquire);
+    if (value == want) return true;
+    if (value == kDone) return false;
+    if (spins % 256 == 0 && Clock::now() - since > std::chrono::microseconds(kLineAnswerUs)) {
+      return false;
+    }
+  }
+}
+
+void echo(std::atomic<std::uint64_t>& line) {
+  for (std::uint64_t j = 0; j < kTrips && await(line, 2 * j + 1); ++j) {
+    line.store(2 * j + 2, std::memory_order_release);
+  }
+}
+
+double measure(std::atomic<std::uint64_t>& line) {
+  std::array<double, kLineTripBatches> batches{};
+  bool answered = true;
+  for (std::uint64_t b = 0; b < kLineTripBatches && answered; ++b) {
+    const auto start = Clock::now();
+    for (std::uint64_t j = b * kLineTripsPerBatch; j < (b + 1) * kLineTripsPerBatch && answered;
+         ++j) {
+      line.store(2 * j + 1, std::memory_order_release);
+      answered = await(line, 2 * j + 2);
+    }
+    batches[b] =
+        std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kLineTripsPerBatch;
+  }
+  line.store(kDone, std::memory_order_release);  // side 1 stops echoing
+  if (!answered) return std::nan("");
+  std::nth_element(batches.begin(), batches.begin() + kLineTripBatches / 2, batches.end());
+  return batches[kLineTripBatches / 2];
+}
+
+}  // namespace
+
+double line_round_trip_ns(std::atomic<std::uint64_t>& line, int side) {
+  if (side != 0) {
+    echo(line);
+    return std::nan("");
+  }
+  return measure(line);
+}
+
+}  // namespace ringlet::transport

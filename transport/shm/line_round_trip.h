@@ -1,0 +1,26 @@
+// line_round_trip_ns(): how far apart the two ends of an shm connection sit, from the round trip
+// of one cache line of their segment between the two processes' connecting threads, as they sit
+// when they connect. Where the two cores share no cache, writing a line the peer's core has just
+// read takes the line back from that core, which decides where a ring's writer puts its next
+// message (ShmRing::set_going_back).
+//
+// Unlike core::cpu_round_trip_ns nothing is pinned: the threads stay where the scheduler has
+// them, so with more ranks than CPUs the two may take turns on one CPU, and then neither answers
+// in time and the result is NaN.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace ringlet::transport {
+
+inline constexpr int kLineTripBatches = 8;
+inline constexpr int kLineTripsPerBatch = 16;
+inline constexpr int kLineAnswerUs = 2000;  // a side silent this long: NaN, and both stop
+
+// Side 0 measures: the median of kLineTripBatches batches' mean round trips, in ns; NaN where
+// side 1 did not answer in time. Side 1 echoes until side 0 says it is done or stops answering,
+// and returns NaN. Both sides call it at once on the same zeroed `line`, once.
+double line_round_trip_ns(std::atomic<std::uint64_t>& line, int side);
+
+}  // namespace ringlet::transport
