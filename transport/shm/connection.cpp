@@ -99,9 +99,10 @@ ShmConnection::ShmConnection(ShmSegment segment, int local_rank, int peer_rank,
 
 // Side 0 times a line of the segment bounced between the two connecting threads and sends
 // whether they sat apart: a round trip over kApartNs, which two cores sharing a cache do not
-// take (40-160 ns where they do, 340-570 where not, on the 2-vCPU machines of bench/RESULTS.md,
-// 2026-12-05 "Apart, never back"). NaN, a side that did not answer (the two took turns on one
-// CPU), counts as near. RINGLET_SHM_GO_BACK=1 or 0 overrides the outcome for this side's sends.
+// take (40-170 ns where they do, 340-570 where not, on the 2-vCPU machines of
+// core/cpu_round_trip.h and bench/RESULTS.md, 2026-12-05 "Apart, never back"). NaN, a side that
+// did not answer (the two took turns on one CPU), counts as near. RINGLET_SHM_GO_BACK=1 or 0
+// overrides the outcome for this side's sends.
 bool ShmConnection::agree_on_going_back(core::Deadline deadline) {
   constexpr double kApartNs = 250;
   const std::string wanted = core::env_string("RINGLET_SHM_GO_BACK").value_or("auto");

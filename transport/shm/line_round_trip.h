@@ -18,9 +18,10 @@ inline constexpr int kLineTripBatches = 8;
 inline constexpr int kLineTripsPerBatch = 16;
 inline constexpr int kLineAnswerUs = 2000;  // a side silent this long: NaN, and both stop
 
-// Side 0 measures: the median of kLineTripBatches batches' mean round trips, in ns; NaN where
-// side 1 did not answer in time. Side 1 echoes until side 0 says it is done or stops answering,
-// and returns NaN. Both sides call it at once on the same zeroed `line`, once.
+// Side 0 measures: the fastest of kLineTripBatches batches' mean round trips, in ns (a batch a
+// time slice or an interrupt fell in only reads slower); NaN where side 1 did not answer in time.
+// Side 1 echoes until side 0 says it is done or stops answering, and returns NaN. Both sides call
+// it at once on the same zeroed `line`, once.
 double line_round_trip_ns(std::atomic<std::uint64_t>& line, int side);
 
 }  // namespace ringlet::transport
