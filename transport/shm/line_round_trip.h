@@ -10,18 +10,21 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace ringlet::transport {
 
 inline constexpr int kLineTripBatches = 8;
 inline constexpr int kLineTripsPerBatch = 16;
-inline constexpr int kLineAnswerUs = 2000;  // a side silent this long: NaN, and both stop
+// A side silent this long: NaN, and both stop (a connection's; a test may wait longer).
+inline constexpr std::chrono::microseconds kLineAnswerWait{2000};
 
 // Side 0 measures: the fastest of kLineTripBatches batches' mean round trips, in ns (a batch a
 // time slice or an interrupt fell in only reads slower); NaN where side 1 did not answer in time.
 // Side 1 echoes until side 0 says it is done or stops answering, and returns NaN. Both sides call
 // it at once on the same zeroed `line`, once.
-double line_round_trip_ns(std::atomic<std::uint64_t>& line, int side);
+double line_round_trip_ns(std::atomic<std::uint64_t>& line, int side,
+                          std::chrono::microseconds answer_wait = kLineAnswerWait);
 
 }  // namespace ringlet::transport
