@@ -30,11 +30,15 @@ inline std::unique_ptr<ShmPair> make_shm_pair(const std::string& prefix = "test"
   return pair;
 }
 
-// A pair whose rings hold 4 KiB each, so that a test can fill one or wrap round its end.
+// A pair whose rings hold 4 KiB each, so that a test can fill one or wrap round its end. Its
+// sends go back to the ring's start whatever the connection's probe measured (a loaded machine
+// can read apart), so where each message lies is the same on every run.
 inline std::unique_ptr<ShmPair> make_small_ring_pair(const std::string& prefix) {
   setenv("RINGLET_SHM_RING_BYTES", "4096", 1);
+  setenv("RINGLET_SHM_GO_BACK", "1", 1);
   auto pair = make_shm_pair(prefix);
   unsetenv("RINGLET_SHM_RING_BYTES");
+  unsetenv("RINGLET_SHM_GO_BACK");
   return pair;
 }
 

@@ -291,7 +291,7 @@ TEST_CASE(
   // Frames of 512 bytes (8 + 504). The ring (4096) goes back to its start when it is empty and
   // the write position is at least a quarter (1024) and a frame past it: at 1536.
   const auto first = pattern(1600, 100);
-  receive_in_place(first);  // 40 bytes of connecting, then 1608: past 1536
+  receive_in_place(first);  // 56 bytes of connecting, then 1608: past 1536
   std::vector<const std::byte*> where;
   for (int k = 0; k < 9; ++k) where.push_back(receive_in_place(pattern(504, k)));
   for (int k = 0; k < 9; ++k) CHECK(where[k] == where[0] + 512 * (k % 3));
