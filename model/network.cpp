@@ -28,6 +28,10 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
   nic_in_free_.assign(nics, 0.0);
   if (profile_.cores_per_host > 0) {
     cores_.assign(static_cast<std::size_t>(shape_.hosts()), Cores(profile_.cores_per_host));
+    for (int h = 0; h < shape_.hosts(); ++h) {
+      const int first = shape_.per_host > 0 ? h * shape_.per_host : 0;
+      turns_.emplace_back(ranks_on_host(first), profile_.cores_per_host);
+    }
   } else {
     cores_.assign(static_cast<std::size_t>(shape_.ranks), Cores(1));
   }
@@ -61,7 +65,7 @@ Cores& VirtualNetwork::cores_of(int rank) {
 // they take.
 double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) {
   Cores &a = cores_of(from), &b = cores_of(to);
-  const int ca = home_core(from), cb = home_core(to);
+  const int ca = run_core(from), cb = run_core(to);
   if (&a == &b && ca == cb) cpu *= 2;
   start = earliest_together(a, ca, b, cb, start, cpu);
   a.book(ca, start, cpu);
@@ -69,12 +73,41 @@ double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) 
   return start;
 }
 
-// The core of its host a rank runs on: ranks stay on theirs, the host's taking turns on them in
-// order (a core of its own where the profile gives none per host).
+// The core of its host a rank starts on: the host's ranks in order, round the cores (a core of its
+// own where the profile gives none per host).
 int VirtualNetwork::home_core(int rank) const {
   if (profile_.cores_per_host <= 0) return 0;
-  const int local = shape_.per_host > 0 ? rank % shape_.per_host : rank;
-  return local % profile_.cores_per_host;
+  return local_rank(rank) % profile_.cores_per_host;
+}
+
+int VirtualNetwork::local_rank(int rank) const {
+  return shape_.per_host > 0 ? rank % shape_.per_host : rank;
+}
+
+// The core the rank runs on: its own where its host has a core per rank, else the one it holds
+// or last held in its host's turns (core_turns.h).
+int VirtualNetwork::run_core(int rank) const {
+  if (!oversubscribed(rank)) return home_core(rank);
+  return turns_[static_cast<std::size_t>(shape_.host_of(rank))].core_of(local_rank(rank));
+}
+
+// Before the rank computes: a core of its host's, held until it waits; where all are held, the
+// rank waits its turn (end_turn hands it the first one freed).
+void VirtualNetwork::take_turn(int rank) {
+  if (!oversubscribed(rank)) return;
+  CoreTurns& turns = turns_[static_cast<std::size_t>(shape_.host_of(rank))];
+  if (turns.take(local_rank(rank))) return;
+  yield(rank);
+  RINGLET_CHECK(turns.holds(local_rank(rank)), Error, "simulated network: rank ", rank,
+                " resumed without a core to run on");
+}
+
+// The rank waits (or is done): its core goes to the rank that waited first for one, now.
+void VirtualNetwork::end_turn(int rank) {
+  if (!oversubscribed(rank)) return;
+  const int host = shape_.host_of(rank);
+  const int next = turns_[static_cast<std::size_t>(host)].release(local_rank(rank));
+  if (next >= 0) schedule(now_, (shape_.per_host > 0 ? host * shape_.per_host : 0) + next, nullptr);
 }
 
 // A link within a host whose CPUs move the bytes at a rate of their own (tcp loopback): there is
@@ -390,7 +423,8 @@ void VirtualNetwork::wait_for(int rank, Transfer& t) {
     Process& p = *processes_[static_cast<std::size_t>(rank)];
     t.waiter = rank;
     p.waiting = &t;
-    // The caller's request holds the transfer while this rank waits.
+    // The caller's request holds the transfer while this rank waits, its core free for others.
+    end_turn(rank);
     yield(rank);
     p.waiting = nullptr;
     RINGLET_CHECK(t.request.done(), TimeoutError, deadlock_);
@@ -416,8 +450,8 @@ bool VirtualNetwork::settle(const std::shared_ptr<Transfer>& t) {
 // returns when it is done.
 double VirtualNetwork::book_core(int rank, double from_time, double seconds) {
   Cores& cores = cores_of(rank);
-  const double at = cores.earliest(home_core(rank), from_time, seconds);
-  cores.book(home_core(rank), at, seconds);
+  const double at = cores.earliest(run_core(rank), from_time, seconds);
+  cores.book(run_core(rank), at, seconds);
   return at + seconds;
 }
 
@@ -429,12 +463,12 @@ void VirtualNetwork::wake_up(int rank, int from) {
   const LinkCost& link = profile_.intra;
   const bool within = shape_.host_of(from) == shape_.host_of(rank) && link.copies;
   const double one_cpu =
-      within ? link.one_cpu_time_us(ranks_on_core(rank), home_core(from) != home_core(rank)) : 0;
+      within ? link.one_cpu_time_us(ranks_on_core(rank), run_core(from) != run_core(rank)) : 0;
   const double us = one_cpu > 0 ? std::max(0.0, one_cpu - link.latency_us) : profile_.wakeup_us;
   spend(rank, us * 1e-6);
 }
 
-// The ranks of the rank's host that take turns on its core (home_core's).
+// The ranks of the rank's host that share its core (as they start: home_core's).
 int VirtualNetwork::ranks_on_core(int rank) const {
   const int ranks = ranks_on_host(rank), cores = profile_.cores_per_host;
   if (cores <= 0) return 1;
@@ -537,6 +571,7 @@ double VirtualNetwork::shared_write_GBps(int rank) const {
 
 void VirtualNetwork::spend(int rank, double seconds) {
   if (seconds <= 0) return;
+  take_turn(rank);
   const double until = book_core(rank, now_, seconds);
   if (events_.empty() || events_.top().time > until) {  // nothing happens meanwhile
     now_ = until;
@@ -588,6 +623,7 @@ void VirtualNetwork::start(const std::function<void(int rank)>& program) {
           }
           p.finished = true;
           p.finished_at = now_;
+          end_turn(r);
         },
         kStackBytes, scheduler_);
     schedule(0, r, nullptr);

@@ -12,8 +12,9 @@
 // left. The send is done when its last byte
 // left (the sender may reuse its buffer); the receive, when the message arrived and was posted.
 // Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
-// A rank's reductions and copies run on its core (ranks stay on theirs: a host's k-th rank on its
-// core k mod cores_per_host; a core of its own when the profile gives none per host), and so do
+// A rank's reductions and copies run on its core (a host's k-th rank on its core k mod
+// cores_per_host; a core of its own when the profile gives none per host; where the host's ranks
+// outnumber its cores, the core it holds in their turns: core_turns.h), and so do
 // both ends of a message on a link whose CPUs move the bytes: there a message also waits for the
 // core at each end, and holds it while the CPUs move the bytes (the wire may take longer); one
 // the link sends whole (shm, up to its in_place_bytes) is copied in on the sender's core, then
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "core/deadline.h"
+#include "model/core_turns.h"
 #include "model/cores.h"
 #include "model/fiber.h"
 #include "model/pair_table.h"
@@ -101,6 +103,7 @@ class VirtualNetwork {
   const NetworkShape& shape() const { return shape_; }
   const Profile& profile() const { return profile_; }
 
+  double now() const { return now_; }  // the virtual clock, seconds
   std::uint64_t messages() const { return messages_; }
   std::uint64_t bytes() const { return bytes_; }
 
@@ -168,6 +171,10 @@ class VirtualNetwork {
     double taking;
   };
   int home_core(int rank) const;
+  int run_core(int rank) const;
+  int local_rank(int rank) const;
+  void take_turn(int rank);
+  void end_turn(int rank);
   bool copied_whole(int from, int to, std::size_t bytes) const;
   double copy_whole_seconds(int rank, std::size_t bytes) const;
   double past_last_level_slowing(int rank) const;
@@ -212,7 +219,8 @@ class VirtualNetwork {
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   PairTable<Flow> flows_;  // by (from, to)
   std::vector<double> nic_out_free_, nic_in_free_;
-  std::vector<Cores> cores_;  // per host (or per rank)
+  std::vector<Cores> cores_;      // per host (or per rank)
+  std::vector<CoreTurns> turns_;  // per host, with cores per host
   std::vector<std::unique_ptr<Process>> processes_;
   Fiber scheduler_;                 // the thread that called run()
   std::string deadlock_;            // set when the waiting processes are released with an error

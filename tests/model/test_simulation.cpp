@@ -80,6 +80,7 @@ TEST_CASE("the communicator's work per op: on each rank's core, before the algor
   CHECK(simulated(model::Collective::all_reduce, Algorithm::ring, 2, 0, 1 << 20, p) ==
         doctest::Approx(ring).epsilon(1e-12));
   p.cores_per_host = 1;
+  p.intra = {0.0, 1e9};  // a link that takes no time: the one core works throughout
   p.op_us = {};
   const double one_core =
       simulated(model::Collective::all_reduce, Algorithm::recursive_doubling, 2, 0, 1 << 20, p);
@@ -117,11 +118,31 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
     model::VirtualNetwork net({4, 4}, p);
     CHECK(net.run([&](int rank) { net.spend(rank, 1e-3); }) == doctest::Approx(2e-3));
   }
-  {  // ranks stay on their cores: the third waits for its own (the first's), not for the one
-     // free first
+  {  // a rank that needs a core while all are held takes the first one freed: the third runs on
+     // the second's once it is done, not after the first on its own
     model::VirtualNetwork net({3, 3}, p);
     const double seconds[] = {2e-3, 0.5e-3, 1e-3};
-    CHECK(net.run([&](int rank) { net.spend(rank, seconds[rank]); }) == doctest::Approx(3e-3));
+    CHECK(net.run([&](int rank) { net.spend(rank, seconds[rank]); }) == doctest::Approx(2e-3));
+  }
+  {  // a rank holds its core until it waits: rank 0's two pieces of work run back to back and
+     // its message leaves after them, not after rank 2's work queued between them
+    p.cores_per_host = 1;
+    model::VirtualNetwork net({3, 3}, p);
+    double received = 0;
+    net.run([&](int rank) {
+      if (rank == 0) {
+        net.spend(0, 5e-6);
+        net.spend(0, 5e-6);
+        net.send(0, 1, 8)->wait(core::Deadline::never());
+      } else if (rank == 1) {
+        net.recv(1, 0, 8)->wait(core::Deadline::never());
+        received = net.now();
+      } else {
+        net.spend(2, 10e-6);
+      }
+    });
+    CHECK(received == doctest::Approx(10e-6 + 2e-6 + 8 / 4e9).epsilon(1e-12));
+    p.cores_per_host = 2;
   }
   p.intra.copies = true;
   p.cores_per_host = 1;
