@@ -15,8 +15,8 @@ constexpr const char* kTables = R"json(
   "3": [[32768, "rd"], [0, "window"]],
   "4": [[32768, "rd"], [0, "window"]],
   "5": [[32768, "rd"], [0, "window"]],
-  "6": [[16384, "rd"], [0, "window"]],
-  "7": [[16384, "rd"], [0, "window"]],
+  "6": [[32768, "rd"], [0, "window"]],
+  "7": [[65536, "rd"], [0, "window"]],
   "8": [[16384, "rd"], [0, "window"]]
  }}
 )json";
