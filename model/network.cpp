@@ -29,8 +29,7 @@ VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
   if (profile_.cores_per_host > 0) {
     cores_.assign(static_cast<std::size_t>(shape_.hosts()), Cores(profile_.cores_per_host));
     for (int h = 0; h < shape_.hosts(); ++h) {
-      const int first = shape_.per_host > 0 ? h * shape_.per_host : 0;
-      turns_.emplace_back(ranks_on_host(first), profile_.cores_per_host);
+      turns_.emplace_back(ranks_on_host(shape_.first_rank(h)), profile_.cores_per_host);
     }
   } else {
     cores_.assign(static_cast<std::size_t>(shape_.ranks), Cores(1));
@@ -47,9 +46,8 @@ VirtualNetwork::Flow& VirtualNetwork::flow(int from, int to) { return flows_.at(
 // The NIC a rank's messages to other hosts pass through: its host's, by its index there.
 std::size_t VirtualNetwork::nic_of(int rank) const {
   const int k = std::max(1, profile_.nics_per_host);
-  const int local = shape_.per_host > 0 ? rank % shape_.per_host : rank;
   return static_cast<std::size_t>(shape_.host_of(rank)) * static_cast<std::size_t>(k) +
-         static_cast<std::size_t>(local % k);
+         static_cast<std::size_t>(shape_.local_rank(rank) % k);
 }
 
 Cores& VirtualNetwork::cores_of(int rank) {
@@ -77,18 +75,14 @@ double VirtualNetwork::book_copies(int from, int to, double start, double& cpu) 
 // own where the profile gives none per host).
 int VirtualNetwork::home_core(int rank) const {
   if (profile_.cores_per_host <= 0) return 0;
-  return local_rank(rank) % profile_.cores_per_host;
-}
-
-int VirtualNetwork::local_rank(int rank) const {
-  return shape_.per_host > 0 ? rank % shape_.per_host : rank;
+  return shape_.local_rank(rank) % profile_.cores_per_host;
 }
 
 // The core the rank runs on: its own where its host has a core per rank, else the one it holds
 // or last held in its host's turns (core_turns.h).
 int VirtualNetwork::run_core(int rank) const {
   if (!oversubscribed(rank)) return home_core(rank);
-  return turns_[static_cast<std::size_t>(shape_.host_of(rank))].core_of(local_rank(rank));
+  return turns_[static_cast<std::size_t>(shape_.host_of(rank))].core_of(shape_.local_rank(rank));
 }
 
 // Before the rank computes: a core of its host's, held until it waits; where all are held, the
@@ -96,9 +90,9 @@ int VirtualNetwork::run_core(int rank) const {
 void VirtualNetwork::take_turn(int rank) {
   if (!oversubscribed(rank)) return;
   CoreTurns& turns = turns_[static_cast<std::size_t>(shape_.host_of(rank))];
-  if (turns.take(local_rank(rank))) return;
+  if (turns.take(shape_.local_rank(rank))) return;
   yield(rank);
-  RINGLET_CHECK(turns.holds(local_rank(rank)), Error, "simulated network: rank ", rank,
+  RINGLET_CHECK(turns.holds(shape_.local_rank(rank)), Error, "simulated network: rank ", rank,
                 " resumed without a core to run on");
 }
 
@@ -106,8 +100,8 @@ void VirtualNetwork::take_turn(int rank) {
 void VirtualNetwork::end_turn(int rank) {
   if (!oversubscribed(rank)) return;
   const int host = shape_.host_of(rank);
-  const int next = turns_[static_cast<std::size_t>(host)].release(local_rank(rank));
-  if (next >= 0) schedule(now_, (shape_.per_host > 0 ? host * shape_.per_host : 0) + next, nullptr);
+  const int next = turns_[static_cast<std::size_t>(host)].release(shape_.local_rank(rank));
+  if (next >= 0) schedule(now_, shape_.first_rank(host) + next, nullptr);
 }
 
 // A link within a host whose CPUs move the bytes at a rate of their own (tcp loopback): there is
@@ -477,7 +471,7 @@ int VirtualNetwork::ranks_on_core(int rank) const {
 
 int VirtualNetwork::ranks_on_host(int rank) const {
   return shape_.per_host > 0
-             ? std::min(shape_.per_host, shape_.ranks - shape_.host_of(rank) * shape_.per_host)
+             ? std::min(shape_.per_host, shape_.ranks - shape_.first_rank(shape_.host_of(rank)))
              : shape_.ranks;
 }
 

@@ -52,6 +52,8 @@ struct NetworkShape {
   int per_host = 0;  // ranks per host; 0: all on one host
   int hosts() const { return per_host > 0 ? (ranks + per_host - 1) / per_host : 1; }
   int host_of(int rank) const { return per_host > 0 ? rank / per_host : 0; }
+  int first_rank(int host) const { return per_host > 0 ? host * per_host : 0; }
+  int local_rank(int rank) const { return per_host > 0 ? rank % per_host : rank; }  // on its host
 };
 
 class VirtualNetwork {
@@ -172,7 +174,6 @@ class VirtualNetwork {
   };
   int home_core(int rank) const;
   int run_core(int rank) const;
-  int local_rank(int rank) const;
   void take_turn(int rank);
   void end_turn(int rank);
   bool copied_whole(int from, int to, std::size_t bytes) const;
