@@ -126,8 +126,9 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
   }
   {  // a rank holds its core until it waits: rank 0's two pieces of work run back to back and
      // its message leaves after them, not after rank 2's work queued between them
-    p.cores_per_host = 1;
-    model::VirtualNetwork net({3, 3}, p);
+    model::Profile one_core = p;
+    one_core.cores_per_host = 1;
+    model::VirtualNetwork net({3, 3}, one_core);
     double received = 0;
     net.run([&](int rank) {
       if (rank == 0) {
@@ -142,7 +143,6 @@ TEST_CASE("a host's cores: computations queue for them, copying links hold one a
       }
     });
     CHECK(received == doctest::Approx(10e-6 + 2e-6 + 8 / 4e9).epsilon(1e-12));
-    p.cores_per_host = 2;
   }
   p.intra.copies = true;
   p.cores_per_host = 1;
