@@ -533,10 +533,13 @@ double VirtualNetwork::core_cache_share(int rank) const {
   return static_cast<double>(profile_.core_cache_bytes) / per_core;
 }
 
-// The share of the memory the rank touches that its share of its core's own cache does not hold.
+// The share of the memory the rank touches that its share of its core's own cache does not hold:
+// none or all of it. A collective sweeps its buffers in order, again each step, and the ranks
+// taking turns on a core each sweep their own between two of one rank's touches of a line; a cache
+// that evicts the least recently used line keeps none of a sweep longer than it (each line is gone
+// before it comes round again), not the part that would fit.
 double VirtualNetwork::core_cache_missed(int rank) const {
-  const double own = core_cache_share(rank), buffer = touched_bytes();
-  return buffer > own ? 1 - own / buffer : 0;
+  return touched_bytes() > core_cache_share(rank) ? 1 : 0;
 }
 
 // The part of the memory the rank touches that fits its share of its core's own cache moves at

@@ -470,9 +470,12 @@ TEST_CASE("within its share of a core's cache, a rank moves its own bytes at the
   net.set_buffer_bytes(256 << 10);  // touching 3 x 256 KiB (input, output, what it receives)
   CHECK(net.moving_GBps(0, 10, 1, 40) == 40);
   CHECK(net.moving_GBps(0, 10) == 10);  // no cached rate named: the core's
-  // Half of what a 1 MiB buffer touches fits the rank's share.
+  // What a 1 MiB buffer touches is twice the rank's share: a sweep of it keeps none in the
+  // cache, not half.
   net.set_buffer_bytes(1 << 20);
-  CHECK(net.moving_GBps(0, 10, 1, 40) == doctest::Approx(1 / (0.5 / 40 + 0.5 / 10)));
+  CHECK(net.moving_GBps(0, 10, 1, 40) == 10);
+  net.set_buffer_bytes(512 << 10);  // exactly the share: all of it held
+  CHECK(net.moving_GBps(0, 10, 1, 40) == 40);
   model::Profile none = p;
   none.core_cache_bytes = 0;
   model::VirtualNetwork uncached({4, 4}, none);
@@ -529,11 +532,9 @@ TEST_CASE("over shm, a message sent whole is copied in, then out: each way at on
   p.cores_per_host = 1;
   p.core_cache_bytes = 2 << 20;
   CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + line)).epsilon(1e-9));
-  // Its share of that core's cache far smaller (16 of 768 KiB): each copy nearly the whole line.
-  p.core_cache_bytes = 32 << 10;
-  const double missed = 1 - (16.0 / 768);
-  CHECK(messages(p, bytes, bytes, true) ==
-        doctest::Approx(2 * (2e-6 + 2 * ((1 - missed) * line / 2 + missed * line))).epsilon(1e-9));
+  // Its share of that core's cache smaller than the 768 KiB it touches: each copy the whole line.
+  p.core_cache_bytes = 1 << 20;
+  CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + 2 * line)).epsilon(1e-9));
   // A message its receiver's own thread reads (up to waiter_bytes): its copies within the last
   // level, which holds what both ranks touch, as for ranks with a core each.
   p.intra.waiter_bytes = bytes;
@@ -581,10 +582,9 @@ TEST_CASE("the window's writes past a core's cache share: at the rate past it") 
   };
   model::Profile past = p;
   past.shared_write_past_GBps = 32;
-  // Each rank writes the whole buffer into its window: a quarter of it (its share of a core's
-  // cache against the 3 MiB it touches) at 8 GB/s, the rest at 32, instead of all at 8.
-  const double blended = 1 / (0.25 / 8e9 + 0.75 / 32e9);
-  CHECK(window(p) - window(past) == doctest::Approx(bytes / 8e9 - bytes / blended).epsilon(1e-6));
+  // Each rank writes the whole buffer into its window: the 3 MiB it touches do not fit its share
+  // of a core's cache (768 KiB), so none of it stays there: all at 32 GB/s instead of 8.
+  CHECK(window(p) - window(past) == doctest::Approx(bytes / 8e9 - bytes / 32e9).epsilon(1e-6));
   // Within the share, nothing changes.
   past.core_cache_bytes = p.core_cache_bytes = 4 << 20;
   CHECK(window(past) == doctest::Approx(window(p)).epsilon(1e-12));
