@@ -51,8 +51,11 @@ import simulated_hosts  # noqa: E402  (the namespaces and the launches across th
 from placement_monitor import PlacementMonitor  # noqa: E402
 
 # The ranks settle onto their CPUs first: the model's costs are of ranks that run where they
-# will stay (two ranks started on one CPU share it for about 0.1 s).
-SIZES = ["-b", "64K", "-e", "64M", "-f", "4", "--warmup-time", "0.3", "--min-time", "0.05"]
+# will stay (two ranks started on one CPU share it for about 0.1 s). Each size's timed loop lasts
+# 0.3 s: the model's times are of a ring that runs on, and loops of 0.05 s caught slow stretches
+# (8 ranks over shm, four sweeps each: 256 KiB 444-649 us, 1 MiB 1272-1684; at 0.3 s, 429-522
+# and 1426-1461).
+SIZES = ["-b", "64K", "-e", "64M", "-f", "4", "--warmup-time", "0.3", "--min-time", "0.3"]
 
 
 def measure(build, ranks, transport):
