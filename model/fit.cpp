@@ -300,11 +300,29 @@ std::pair<double, double> reduce_and_copy_GBps(std::size_t bytes, int runs) {
   return {reduce, rate_GBps(bytes, runs, [&] { core::copy(out.data(), a.data(), bytes); })};
 }
 
+// One thread's float32 sum into a buffer of `bytes`, slice by slice, of a 64 KiB slice it keeps
+// in its cache, as the collectives reduce what they received into their own buffer: GB/s of the
+// buffer, the median of `runs`.
+double reduce_in_place_GBps(std::size_t bytes, int runs) {
+  constexpr std::size_t kSlice = std::size_t{64} << 10;
+  const std::size_t slice = kSlice / sizeof(float), count = bytes / sizeof(float);
+  std::vector<float> buffer(count, 1.0f), received(slice, 2.0f);
+  return rate_GBps(bytes, runs, [&] {
+    for (std::size_t at = 0; at < count; at += slice) {
+      collectives::reduce_pair(buffer.data() + at, buffer.data() + at, received.data(),
+                               std::min(slice, count - at), collectives::DType::f32,
+                               collectives::ReduceOp::sum);
+    }
+  });
+}
+
 // Over outputs past a core's own cache, and over buffers that fit it (fit.core_cache_bytes,
-// read first) eight times over.
+// read first) eight times over; in place, over four times a core's cache (4 MiB where unknown).
 void measure_rates(MachineFit& fit, bool quick) {
   std::tie(fit.reduce_GBps, fit.copy_GBps) = reduce_and_copy_GBps(
       past_core_cache_bytes(fit.core_cache_bytes, fit.cache_bytes), quick ? 4 : 200);
+  fit.reduce_in_place_GBps =
+      reduce_in_place_GBps(in_place_reduce_bytes(fit.core_cache_bytes), quick ? 4 : 100);
   if (fit.core_cache_bytes >= 4096) {
     std::tie(fit.cached_reduce_GBps, fit.cached_copy_GBps) =
         reduce_and_copy_GBps(fit.core_cache_bytes / 8, quick ? 20 : 400);
@@ -411,7 +429,7 @@ void measure_host_rates(MachineFit& fit, int sittings, bool quick) {
       &MachineFit::copy_GBps,        &MachineFit::cached_reduce_GBps,
       &MachineFit::cached_copy_GBps, &MachineFit::shared_write_GBps,
       &MachineFit::shared_read_GBps, &MachineFit::shared_write_past_GBps,
-      &MachineFit::memory_GBps};
+      &MachineFit::memory_GBps,      &MachineFit::reduce_in_place_GBps};
   for (int i = 0; i < sittings; ++i) {
     MachineFit again;
     again.last_level_bytes = fit.last_level_bytes;
@@ -473,6 +491,7 @@ Profile profile_of(const MachineFit& fit) {
   p.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   p.wakeup_us = fit.wakeup_us;
   p.reduce_GBps = fit.reduce_GBps;
+  p.reduce_in_place_GBps = fit.reduce_in_place_GBps;
   p.copy_GBps = fit.copy_GBps;
   p.peer_read_GBps = fit.peer_read_GBps;
   p.cache_bytes = fit.cache_bytes;
@@ -494,6 +513,10 @@ std::size_t past_core_cache_bytes(std::size_t core_cache, std::size_t cache) {
   std::size_t bytes = core_cache > 0 ? 2 * core_cache : std::size_t{1} << 20;
   if (cache > 0) bytes = std::min(bytes, cache / 3);
   return std::max<std::size_t>(bytes, 4096);
+}
+
+std::size_t in_place_reduce_bytes(std::size_t core_cache) {
+  return core_cache > 0 ? 4 * core_cache : std::size_t{4} << 20;
 }
 
 std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_level) {
@@ -604,6 +627,8 @@ void report_host(std::ostream& out, const MachineFit& fit) {
       "%.2f GB/s, copy %.2f GB/s\n",
       past_core_cache_bytes(fit.core_cache_bytes, fit.cache_bytes) >> 10, fit.reduce_GBps,
       fit.copy_GBps);
+  put(out, "# in place, of a 64 KiB slice it holds, over %zu KiB: reduction %.2f GB/s\n",
+      in_place_reduce_bytes(fit.core_cache_bytes) >> 10, fit.reduce_in_place_GBps);
   put(out, "# a read of a peer's memory (cross-memory attach): %.2f GB/s\n", fit.peer_read_GBps);
   put(out, "# memory, every core copying at once: %.2f GB/s; last-level cache: %zu MiB (%s)\n",
       fit.memory_GBps, fit.last_level_bytes >> 20,

@@ -38,6 +38,7 @@ struct LinkFit {
 struct MachineFit {
   LinkFit shm, tcp;
   double reduce_GBps = 0;            // float32 sum, one thread, past its own cache (see below)
+  double reduce_in_place_GBps = 0;   // the same into its own buffer of a slice it holds
   double copy_GBps = 0;              // core::copy, the same
   double peer_read_GBps = 0;         // 16 MiB read from a peer's memory over shm (0: cannot)
   double memory_GBps = 0;            // memcpy past the cache, every core at once, all together
@@ -92,6 +93,10 @@ std::size_t copies_cache_bytes(const std::vector<Sample>& shm, std::size_t last_
 // core's cache (`core_cache`; 1 MiB where unknown), at most a third of the cache two ranks'
 // copies find (`cache`, 0: unknown), so that a reduction's three buffers stay within it.
 std::size_t past_core_cache_bytes(std::size_t core_cache, std::size_t cache);
+
+// The buffer the fit's reduction in place sweeps (Profile::reduce_in_place_GBps): four times a
+// core's cache (`core_cache`; 4 MiB where unknown), which a sweep keeps none of.
+std::size_t in_place_reduce_bytes(std::size_t core_cache);
 
 // The last level a fitted profile gives (Profile::last_level_bytes): where every core copying
 // slice by slice finds one, that; where their rate never falls by a quarter (no knee among the

@@ -480,12 +480,13 @@ bool VirtualNetwork::oversubscribed(int rank) const {
 }
 
 // The host's memory bandwidth split among the cores its ranks keep busy, for the share of the
-// bytes that miss the cache (what of the memory the ranks touch does not fit it), blended with
-// the core's own rate for the rest.
-double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams) const {
+// bytes that miss the cache (what of the memory the ranks touch does not fit it; for the rank's
+// own buffer, the last level), blended with the core's own rate for the rest.
+double VirtualNetwork::past_core_cache_GBps(int rank, double core_GBps, int streams,
+                                            bool own_buffer) const {
   const int busy = busy_cores(rank);
   double rate = core_GBps;
-  const double missed = cache_missed(rank);
+  const double missed = own_buffer ? last_level_missed(rank) : cache_missed(rank);
   if (profile_.memory_GBps > 0 && missed > 0) {
     const double share = std::min(core_GBps, profile_.memory_GBps * 2 / streams / busy);
     rate = 1 / ((1 - missed) / core_GBps + missed / share);
@@ -544,9 +545,9 @@ double VirtualNetwork::core_cache_missed(int rank) const {
 
 // The part of the memory the rank touches that fits its share of its core's own cache moves at
 // the cached rate, the rest as past that cache.
-double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
-                                   double cached_GBps) const {
-  const double past = past_core_cache_GBps(rank, core_GBps, streams);
+double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams, double cached_GBps,
+                                   bool own_buffer) const {
+  const double past = past_core_cache_GBps(rank, core_GBps, streams, own_buffer);
   if (cached_GBps <= 0 || core_cache_share(rank) <= 0) return past;
   const double cached = std::max(cached_GBps, past), missed = core_cache_missed(rank);
   return 1 / ((1 - missed) / cached + missed / past);
@@ -558,11 +559,11 @@ double VirtualNetwork::moving_GBps(int rank, double core_GBps, int streams,
 double VirtualNetwork::shared_write_GBps(int rank) const {
   const double held = profile_.shared_write_GBps;
   if (profile_.shared_write_past_GBps <= 0 || core_cache_share(rank) <= 0) {
-    return past_core_cache_GBps(rank, held, 1);
+    return past_core_cache_GBps(rank, held, 1, false);
   }
   const double missed = core_cache_missed(rank);
   if (missed <= 0) return held;
-  const double past = past_core_cache_GBps(rank, profile_.shared_write_past_GBps, 1);
+  const double past = past_core_cache_GBps(rank, profile_.shared_write_past_GBps, 1, false);
   return 1 / ((1 - missed) / held + missed / past);
 }
 

@@ -93,8 +93,11 @@ class VirtualNetwork {
   // buffer and writes one); a copy 1 (the collectives copy between a buffer and a staging area,
   // a window or a link's buffer, which stays in cache).
   // With `cached_GBps` (the rank's own memory): the part of its buffer that fits its share of
-  // its core's cache moves at that rate.
-  double moving_GBps(int rank, double core_GBps, int streams = 2, double cached_GBps = 0) const;
+  // its core's cache moves at that rate. `own_buffer`: bytes only the rank's core touches (a
+  // reduction in place of a slice it holds), which find the whole last level: memory bounds them
+  // only past it (profile.h, reduce_in_place_GBps).
+  double moving_GBps(int rank, double core_GBps, int streams = 2, double cached_GBps = 0,
+                     bool own_buffer = false) const;
   // The rate the rank writes its shm window at, whose lines its peers read (profile.h).
   double shared_write_GBps(int rank) const;
   // How long the rank's core takes to move `bytes` at that rate.
@@ -203,7 +206,7 @@ class VirtualNetwork {
   int ranks_on_host(int rank) const;
   int ranks_on_core(int rank) const;
   int busy_cores(int rank) const;
-  double past_core_cache_GBps(int rank, double core_GBps, int streams) const;
+  double past_core_cache_GBps(int rank, double core_GBps, int streams, bool own_buffer) const;
   double cache_missed(int rank) const;
   double core_cache_share(int rank) const;
   double touched_bytes() const;

@@ -110,7 +110,10 @@ std::string Profile::summary() const {
                              : std::string("a core per rank"))
       << (cores_per_host > 0 && wakeup_us > 0 ? core::str(", a wake-up ", wakeup_us, " us")
                                               : std::string())
-      << "; reduce " << reduce_GBps << " GB/s; copy " << copy_GBps << " GB/s"
+      << "; reduce " << reduce_GBps << " GB/s"
+      << (reduce_in_place_GBps > 0 ? core::str(", in place ", reduce_in_place_GBps, " GB/s")
+                                   : std::string())
+      << "; copy " << copy_GBps << " GB/s"
       << (peer_read_GBps > 0 ? core::str("; peer reads ", peer_read_GBps, " GB/s") : std::string())
       << "; slices of " << slice_bytes << " bytes"
       << (memory_GBps > 0 && cache_bytes > 0
@@ -190,6 +193,7 @@ double at_least_zero(const nlohmann::json& value, const std::string& path,
 // The profile's positive figures read and written by name: rates and sizes.
 const std::map<std::string, double Profile::*> kRates = {
     {"reduce_GBps", &Profile::reduce_GBps},
+    {"reduce_in_place_GBps", &Profile::reduce_in_place_GBps},
     {"copy_GBps", &Profile::copy_GBps},
     {"peer_read_GBps", &Profile::peer_read_GBps},
     {"memory_GBps", &Profile::memory_GBps},
@@ -331,12 +335,14 @@ Profile read_profile(const std::string& path) {
     } else if (const auto size = kSizes.find(key); size != kSizes.end()) {
       p.*(size->second) = static_cast<std::size_t>(positive(value, path, key));
     } else {
-      RINGLET_THROW(ValueError, "profile ", path, ": unknown field ", key,
-                    " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
-                    "wakeup_us, reduce_GBps, copy_GBps, peer_read_GBps, slice_bytes, cache_bytes, "
-                    "memory_GBps, last_level_bytes, past_last_level_GBps, core_cache_bytes, "
-                    "cached_copy_GBps, cached_reduce_GBps, "
-                    "shared_write_GBps, shared_read_GBps, shared_write_past_GBps, op_us)");
+      RINGLET_THROW(
+          ValueError, "profile ", path, ": unknown field ", key,
+          " (name, source, intra, inter, nic_GBps, nics_per_host, cores_per_host, "
+          "wakeup_us, reduce_GBps, reduce_in_place_GBps, copy_GBps, peer_read_GBps, slice_bytes, "
+          "cache_bytes, "
+          "memory_GBps, last_level_bytes, past_last_level_GBps, core_cache_bytes, "
+          "cached_copy_GBps, cached_reduce_GBps, "
+          "shared_write_GBps, shared_read_GBps, shared_write_past_GBps, op_us)");
     }
   }
   return p;

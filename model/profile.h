@@ -125,6 +125,12 @@ struct Profile {
   // model fit`: outputs twice a core's cache); past the cache, memory_GBps' share bounds them.
   double reduce_GBps = 0;
   double copy_GBps = 0;
+  // A core's reduction in place past its own cache: into its own buffer, of a slice its cache
+  // holds (what it just received), as the ring, the tree and the halving algorithms reduce
+  // (`ringlet model fit`: a 64 KiB slice summed into each of four times a core's cache). Read and
+  // written by its core alone, that buffer finds the whole last level: memory_GBps' share bounds
+  // it only past last_level_bytes. 0: at reduce_GBps, bounded as it is.
+  double reduce_in_place_GBps = 0;
   // A read of a peer's memory on the same host (cross-memory attach, the direct all-reduce's);
   // 0: at copy_GBps.
   double peer_read_GBps = 0;

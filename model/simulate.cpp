@@ -74,11 +74,14 @@ class RankDryRun final : public collectives::DryRun {
     return network_.moving_GBps(rank_, p.copy_GBps, 1, p.cached_copy_GBps);
   }
   // Past the cache a reduction in place reads and writes its output (two streams of memory); one
-  // into another buffer also reads the operand it takes there (three).
+  // into another buffer also reads the operand it takes there (three). In place, of a slice it
+  // holds, at its own rate where the profile gives one (profile.h).
   static constexpr int kInPlace = 2, kApart = 3;
   double reduce_GBps(int streams) const {
     const Profile& p = network_.profile();
-    return network_.moving_GBps(rank_, p.reduce_GBps, streams, p.cached_reduce_GBps);
+    const bool own = streams == kInPlace && p.reduce_in_place_GBps > 0;
+    return network_.moving_GBps(rank_, own ? p.reduce_in_place_GBps : p.reduce_GBps, streams,
+                                p.cached_reduce_GBps, own);
   }
   void reduce(std::size_t bytes, int streams) {
     if (network_.reading_peer(rank_)) return reduce_from_peer(bytes, streams);

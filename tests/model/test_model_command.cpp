@@ -158,6 +158,8 @@ TEST_CASE("model fit measures shm, tcp, reduction and copy into a profile predic
   CHECK(p.intra.bandwidth_GBps > 0);
   CHECK(p.inter.bandwidth_GBps == p.nic_GBps);
   CHECK(p.reduce_GBps > 0);
+  CHECK(p.reduce_in_place_GBps > 0);
+  CHECK(contains(r.output, "# in place, of a 64 KiB slice it holds, over "));
   CHECK(p.copy_GBps > 0);
   CHECK(p.cores_per_host >= 1);
   CHECK(p.wakeup_us >= 0);

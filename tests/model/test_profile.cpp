@@ -45,6 +45,7 @@ TEST_CASE("a profile written and read back is the same") {
   p.nic_GBps = 25;
   p.nics_per_host = 8;
   p.reduce_GBps = 7;
+  p.reduce_in_place_GBps = 17;
   p.copy_GBps = 11;
   p.peer_read_GBps = 4.5;
   p.slice_bytes = 1 << 20;
@@ -90,6 +91,7 @@ TEST_CASE("a profile written and read back is the same") {
   CHECK(q.nic_GBps == 25);
   CHECK(q.nics_per_host == 8);
   CHECK(q.reduce_GBps == 7);
+  CHECK(q.reduce_in_place_GBps == 17);
   CHECK(q.copy_GBps == 11);
   CHECK(q.peer_read_GBps == 4.5);
   CHECK(q.cache_bytes == 32 << 20);
