@@ -5,11 +5,9 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <exception>
 #include <functional>
 #include <sstream>
 #include <thread>
@@ -23,6 +21,7 @@
 #include "model/caches.h"
 #include "model/op_costs.h"
 #include "model/rank_threads.h"
+#include "model/shared_lines.h"
 #include "transport/discovery.h"
 #include "transport/mesh.h"
 #include "transport/rendezvous.h"
@@ -327,69 +326,6 @@ void measure_rates(MachineFit& fit, bool quick) {
     std::tie(fit.cached_reduce_GBps, fit.cached_copy_GBps) =
         reduce_and_copy_GBps(fit.core_cache_bytes / 8, quick ? 20 : 400);
   }
-}
-
-struct SharedRates {
-  double write_GBps = 0, read_GBps = 0;
-};
-
-// Two threads on two CPUs take turns with one buffer of `bytes`, as the shm window's ranks do:
-// one writes it (each line the other read last turn), the other reads it (each line the first
-// just wrote), both with the window's copy (core::copy). Each side's GB/s, the medians of the
-// turns; 0 with fewer than two CPUs, or when a turn is not taken within a second.
-SharedRates shared_lines(std::size_t bytes, int turns) {
-  const auto [first_cpu, second_cpu] = two_cpus();
-  if (first_cpu < 0) return {};
-  const int cpus[2] = {first_cpu, second_cpu};
-  std::vector<char> from(bytes, 1), shared(bytes, 0), to(bytes, 0);
-  std::atomic<int> turn{0};
-  std::atomic<bool> late{false};
-  std::vector<double> writes, reads;
-  // Waits for `mine`: false when the other thread has not handed it over within a second.
-  const auto await = [&](int mine) {
-    const auto deadline = Clock::now() + std::chrono::seconds(1);
-    while (turn.load(std::memory_order_acquire) != mine) {
-      if (late.load(std::memory_order_relaxed) || Clock::now() > deadline) {
-        late.store(true, std::memory_order_relaxed);
-        return false;
-      }
-    }
-    return true;
-  };
-  const auto timed = [bytes](std::vector<double>& times, char* dst, const char* src) {
-    const auto start = Clock::now();
-    core::copy(dst, src, bytes);
-    times.push_back(seconds_since(start));
-  };
-  // Each thread on its CPU; one that cannot be placed ends the measurement.
-  const auto placed = [&](int cpu) {
-    try {
-      stay_on_cpu(cpu);
-      return true;
-    } catch (const std::exception&) {
-      late.store(true);
-      return false;
-    }
-  };
-  std::thread reader([&] {
-    if (!placed(cpus[1])) return;
-    for (int k = 0; k < turns && await(1); ++k) {
-      timed(reads, to.data(), shared.data());
-      turn.store(0, std::memory_order_release);
-    }
-  });
-  std::thread writer([&] {
-    if (!placed(cpus[0])) return;
-    for (int k = 0; k < turns && await(0); ++k) {
-      timed(writes, shared.data(), from.data());
-      turn.store(1, std::memory_order_release);
-    }
-  });
-  writer.join();
-  reader.join();
-  if (late || writes.empty() || reads.empty()) return {};
-  return {static_cast<double>(bytes) / median(writes) / 1e9,
-          static_cast<double>(bytes) / median(reads) / 1e9};
 }
 
 // 64 KiB, which a core's cache holds, and four times a core's cache (4 MiB where unknown), of
