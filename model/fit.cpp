@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/caches.h"
+#include "model/median.h"
 #include "model/op_costs.h"
 #include "model/rank_threads.h"
 #include "model/shared_lines.h"
@@ -33,11 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 double mean(const std::vector<double>& v) {
   double sum = 0;

@@ -1,7 +1,6 @@
 // Two threads on two CPUs taking turns with one buffer (shared_lines.h).
 #include "model/shared_lines.h"
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -9,19 +8,12 @@
 #include <vector>
 
 #include "core/copy.h"
+#include "model/median.h"
 #include "model/rank_threads.h"
 
 namespace ringlet::model {
-namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 SharedRates shared_lines(std::size_t bytes, int turns) {
   const auto [first_cpu, second_cpu] = two_cpus();
@@ -74,8 +66,8 @@ SharedRates shared_lines(std::size_t bytes, int turns) {
   writer.join();
   reader.join();
   if (late || writes.empty() || reads.empty()) return {};
-  return {static_cast<double>(bytes) / median_of(writes) / 1e9,
-          static_cast<double>(bytes) / median_of(reads) / 1e9};
+  return {static_cast<double>(bytes) / median(writes) / 1e9,
+          static_cast<double>(bytes) / median(reads) / 1e9};
 }
 
 }  // namespace ringlet::model
