@@ -56,6 +56,24 @@ void Cores::book(int core, double at, double seconds) {
   first_end_ = std::min(first_end_, booked.second);
 }
 
+// From `from`: past each booking it is in or meets, then into the gap before the next one.
+double Cores::fill(int core, double from, double seconds) {
+  const std::size_t c = index(core);
+  double t = from;
+  while (seconds > kMeetSeconds) {
+    const auto next = first_ending_after(c, t);
+    if (next != busy_[c].end() && next->first < t + kMeetSeconds) {
+      t = std::max(t, next->second);
+      continue;
+    }
+    const double piece = next == busy_[c].end() ? seconds : std::min(seconds, next->first - t);
+    book(core, t, piece);
+    t += piece;
+    seconds -= piece;
+  }
+  return t;
+}
+
 void Cores::forget_before(double now) {
   if (now < first_end_) return;  // nothing has ended yet
   first_end_ = std::numeric_limits<double>::infinity();

@@ -440,13 +440,10 @@ bool VirtualNetwork::settle(const std::shared_ptr<Transfer>& t) {
   return true;
 }
 
-// Work of `seconds` on a core of the rank's host (or its own), from `from_time` at the earliest;
-// returns when it is done.
+// Work of `seconds` on a core of the rank's host (or its own), from `from_time` at the earliest,
+// in the time the core's other bookings leave; returns when it is done.
 double VirtualNetwork::book_core(int rank, double from_time, double seconds) {
-  Cores& cores = cores_of(rank);
-  const double at = cores.earliest(run_core(rank), from_time, seconds);
-  cores.book(run_core(rank), at, seconds);
-  return at + seconds;
+  return cores_of(rank).fill(run_core(rank), from_time, seconds);
 }
 
 // A rank that slept in a receive, on a host with more ranks than cores: the scheduler's wake-up
