@@ -28,6 +28,23 @@ using testing::messages;
 using testing::simulated;
 using testing::test_profile;
 
+namespace {
+
+// A small linear congruential generator: draws in [0, below), the same sequence from one seed.
+class Draw {
+ public:
+  explicit Draw(unsigned seed) : state_(seed) {}
+  int operator()(int below) {
+    state_ = state_ * 1103515245u + 12345u;
+    return static_cast<int>((state_ >> 16) % static_cast<unsigned>(below));
+  }
+
+ private:
+  unsigned state_;
+};
+
+}  // namespace
+
 TEST_CASE("one message takes latency + bytes / bandwidth") {
   model::VirtualNetwork net({2, 0}, test_profile());
   const double t = net.run([&](int rank) {
@@ -273,11 +290,7 @@ TEST_CASE("a core's calendar: filled work ends where the free time from its star
     }
     return free;
   };
-  unsigned state = 54321;
-  const auto draw = [&state](int below) {  // a small linear congruential generator
-    state = state * 1103515245u + 12345u;
-    return static_cast<int>((state >> 16) % static_cast<unsigned>(below));
-  };
+  Draw draw(54321);
   for (int step = 0; step < 300; ++step) {
     const double from = draw(400), seconds = 1 + draw(12);
     if (draw(2) == 0) {  // a booking of one piece, where there is room
@@ -317,11 +330,7 @@ TEST_CASE("a core's calendar: the earliest gap, against trying every booking's e
     }
     return -1.0;
   };
-  unsigned state = 12345;
-  const auto draw = [&state](int below) {  // a small linear congruential generator
-    state = state * 1103515245u + 12345u;
-    return static_cast<int>((state >> 16) % static_cast<unsigned>(below));
-  };
+  Draw draw(12345);
   for (int step = 0; step < 400; ++step) {
     // Whole numbers of seconds: the sums are exact.
     const double from = draw(200), seconds = 1 + draw(12);
