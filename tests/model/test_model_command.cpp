@@ -79,6 +79,32 @@ TEST_CASE("model predict with a profile file uses its figures") {
   CHECK(time_us(r.output, "ring") > 500 * 2 * 3);  // crosses hosts 3 times in each pass at least
 }
 
+// A host's cores: the profile's (the default's 2, which 8 ranks take turns on), or
+// --cores-per-host.
+TEST_CASE("model predict --cores-per-host gives each host that many cores, 0 a core per rank") {
+  const std::string args = "predict --ranks 16 --per-host 8 --size 1M --no-sweep";
+  const auto shared = ringlet_model(args);
+  INFO(shared.output);
+  REQUIRE(shared.status == 0);
+  CHECK(contains(shared.output, "# each host's 8 ranks take turns on its 2 cores"));
+  const auto one_host = ringlet_model("predict --ranks 8 --size 64K --no-sweep");
+  CHECK(contains(one_host.output, "# the host's 8 ranks take turns on its 2 cores"));
+  model::Profile p = model::default_profile();
+  const auto ring = collectives::Algorithm::ring;
+  for (const int cores : {8, 0}) {
+    CAPTURE(cores);
+    const auto own = ringlet_model(args + " --cores-per-host " + std::to_string(cores));
+    INFO(own.output);
+    REQUIRE(own.status == 0);
+    CHECK_FALSE(contains(own.output, "take turns"));
+    CHECK(contains(own.output, cores > 0 ? "8 cores per host" : "a core per rank"));
+    p.cores_per_host = cores;
+    CHECK(std::abs(time_us(own.output, "ring") - simulated_us(ring, 16, 8, 1 << 20, p)) <=
+          0.005001);
+    CHECK(time_us(own.output, "ring") < time_us(shared.output, "ring"));
+  }
+}
+
 // An out-of-place all-reduce past the cache: its reductions out of the input cost it more.
 TEST_CASE("model predict --out-of-place simulates the result written into another buffer") {
   const auto path = std::filesystem::temp_directory_path() / "ringlet_model_out_of_place.json";
@@ -112,6 +138,8 @@ TEST_CASE("model predict: bad options and a bad profile say what is wrong") {
       {"predict --ranks 0 --size 8", 2, "--ranks: '0' is not a whole number from 1 to 65536"},
       {"predict --ranks 8 --per-host 9 --size 8", 2, "--per-host 9 is more than --ranks 8"},
       {"predict --ranks 8 --size 8 --collective broadcast", 2, "'broadcast' is not a collective"},
+      {"predict --ranks 8 --size 8 --cores-per-host -1", 2,
+       "--cores-per-host: '-1' is not a whole number from 0 to 4096"},
       {"predict --ranks 8 --size 8 --rank 3", 2, "--rank"},
       {"predict --ranks 8 --size 8 --collective all_gather --out-of-place", 2,
        "--out-of-place is for all_reduce"},

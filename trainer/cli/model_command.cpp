@@ -46,6 +46,8 @@ constexpr const char* kHelp =
     "                       on one host)\n"
     "  --profile FILE       the costs: a JSON profile (model/profiles/, written by hand or by\n"
     "                       ringlet model fit); default: round figures of a 2-core VM\n"
+    "  --cores-per-host C   each host's cores, which its ranks take turns on when they are\n"
+    "                       more (0: a core per rank; default: the profile's)\n"
     "  --collective C       all_reduce (default), all_gather or reduce_scatter\n"
     "  --from S             the smallest size of the search for where the fastest changes\n"
     "                       (default 8)\n"
@@ -144,6 +146,7 @@ int parse_count(const std::string& flag, const std::string& text, int low, int h
 
 struct PredictOptions {
   int ranks = 0, per_host = 0;
+  std::optional<int> cores_per_host;
   std::size_t size = 0, from = 8;
   std::optional<std::string> profile;
   model::Collective collective = model::Collective::all_reduce;
@@ -165,6 +168,8 @@ PredictOptions parse_predict(const std::vector<std::string>& args) {
       o.from = parse_size("--from", *v);
     } else if (auto v = flag_value(args, i, "--profile")) {
       o.profile = *v;
+    } else if (auto v = flag_value(args, i, "--cores-per-host")) {
+      o.cores_per_host = parse_count("--cores-per-host", *v, 0, 4096);
     } else if (auto v = flag_value(args, i, "--collective")) {
       try {
         o.collective = model::parse_collective(*v);
@@ -179,8 +184,8 @@ PredictOptions parse_predict(const std::vector<std::string>& args) {
       o.in_place = false;
     } else {
       throw_unknown("model predict", "option", args[i],
-                    {"--ranks", "--size", "--per-host", "--profile", "--collective", "--from",
-                     "--no-sweep", "--out-of-place", "--grid", "--help"});
+                    {"--ranks", "--size", "--per-host", "--profile", "--cores-per-host",
+                     "--collective", "--from", "--no-sweep", "--out-of-place", "--grid", "--help"});
     }
   }
   if (o.ranks == 0) throw UsageError("model predict: --ranks is required");
@@ -207,8 +212,14 @@ void print_header(const PredictOptions& o, const model::Profile& profile, std::o
     out << "all on one host\n";
   }
   out << "# profile: " << profile.name << "\n#   " << profile.summary() << "\n#   from "
-      << profile.source << "\n"
-      << "# each algorithm's own code (collectives/) run on a simulated network, no data moved\n";
+      << profile.source << "\n";
+  const int ranks_on_host = o.per_host > 0 ? o.per_host : o.ranks;
+  if (profile.cores_per_host > 0 && ranks_on_host > profile.cores_per_host) {
+    out << (o.per_host > 0 ? "# each host's " : "# the host's ") << ranks_on_host
+        << " ranks take turns on its " << profile.cores_per_host
+        << " cores (--cores-per-host 0: a core per rank)\n";
+  }
+  out << "# each algorithm's own code (collectives/) run on a simulated network, no data moved\n";
 }
 
 // Sizes from, 16 from, 256 from, ... up to size (and size itself).
@@ -280,8 +291,8 @@ int predict_command(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   const PredictOptions o = parse_predict(args);
-  const model::Profile profile =
-      o.profile ? model::read_profile(*o.profile) : model::default_profile();
+  model::Profile profile = o.profile ? model::read_profile(*o.profile) : model::default_profile();
+  if (o.cores_per_host) profile.cores_per_host = *o.cores_per_host;
   const auto start = std::chrono::steady_clock::now();
   print_header(o, profile, out);
   model::Predictor predictor(o.collective, {o.ranks, o.per_host}, profile, {}, o.in_place);
