@@ -436,3 +436,20 @@ TEST_CASE("model table chooses among auto's own algorithms, or those --algorithm
   CHECK(none.status == 2);
   CHECK(contains(none.output, "--algorithms names none the model simulates for 4 ranks"));
 }
+
+// --cores-per-host: the same tables as a profile that says so, for hosts with those cores.
+TEST_CASE("model table --cores-per-host writes the tables of hosts with that many cores") {
+  const std::string args = "table --ranks 64 --per-host 8 --up-to 64M --algorithms ring,tree";
+  const auto own = ringlet_model(args + " --cores-per-host 0");
+  INFO(own.output);
+  REQUIRE(own.status == 0);
+  const auto path = std::filesystem::temp_directory_path() / "ringlet_model_core_per_rank.json";
+  std::ofstream(path) << R"({"cores_per_host": 0})";
+  const auto file = ringlet_model(args + " --profile " + path.string());
+  REQUIRE(file.status == 0);
+  CHECK(own.output == file.output);
+  const auto shared = ringlet_model(args);
+  REQUIRE(shared.status == 0);
+  CHECK(own.output != shared.output);  // four ranks to a core move where the ring takes over
+  CHECK(ringlet_model("table --ranks 8 --cores-per-host x").status == 2);
+}

@@ -60,7 +60,7 @@ constexpr const char* kHelp =
 
 constexpr const char* kTableHelp =
     "usage: ringlet model table --ranks N[,N...] [--per-host P] [--profile FILE] [--up-to S]\n"
-    "                           [--out FILE]\n"
+    "                           [--cores-per-host C] [--out FILE]\n"
     "\n"
     "For each world size, the fastest all-reduce algorithm by size (the sweep `model\n"
     "predict` prints, 8 B to --up-to, default 1G) as a table a communicator reads from\n"
@@ -74,6 +74,7 @@ constexpr const char* kTableHelp =
     "  --ranks N,...      world sizes (each 2 .. 4096)\n"
     "  --per-host P       ranks per host (default: all on one host)\n"
     "  --profile FILE     the costs (default: round figures of a 2-core VM)\n"
+    "  --cores-per-host C each host's cores (0: a core per rank; default: the profile's)\n"
     "  --up-to S          the largest size searched (default 1G)\n"
     "  --algorithms A,..  the candidates among ring, rd, tree, rabenseifner, direct, window\n"
     "                     (default: ring, rd, direct, window)\n"
@@ -142,6 +143,15 @@ int parse_count(const std::string& flag, const std::string& text, int low, int h
                      " to " + std::to_string(high));
   }
   return static_cast<int>(value);
+}
+
+// The profile a command's flags name (the default without --profile), with --cores-per-host's
+// cores where given.
+model::Profile chosen_profile(const std::optional<std::string>& path,
+                              const std::optional<int>& cores_per_host) {
+  model::Profile profile = path ? model::read_profile(*path) : model::default_profile();
+  if (cores_per_host) profile.cores_per_host = *cores_per_host;
+  return profile;
 }
 
 struct PredictOptions {
@@ -291,8 +301,7 @@ int predict_command(const std::vector<std::string>& args, std::ostream& out) {
     }
   }
   const PredictOptions o = parse_predict(args);
-  model::Profile profile = o.profile ? model::read_profile(*o.profile) : model::default_profile();
-  if (o.cores_per_host) profile.cores_per_host = *o.cores_per_host;
+  const model::Profile profile = chosen_profile(o.profile, o.cores_per_host);
   const auto start = std::chrono::steady_clock::now();
   print_header(o, profile, out);
   model::Predictor predictor(o.collective, {o.ranks, o.per_host}, profile, {}, o.in_place);
@@ -404,6 +413,7 @@ int table_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<int> ranks;
   int per_host = 0;
   std::size_t up_to = std::size_t{1} << 30;
+  std::optional<int> cores_per_host;
   std::optional<std::string> profile_path, path;
   std::optional<std::vector<collectives::Algorithm>> named;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -417,6 +427,8 @@ int table_command(const std::vector<std::string>& args, std::ostream& out) {
       per_host = parse_count("--per-host", *v, 1, 4096);
     } else if (auto v = flag_value(args, i, "--profile")) {
       profile_path = *v;
+    } else if (auto v = flag_value(args, i, "--cores-per-host")) {
+      cores_per_host = parse_count("--cores-per-host", *v, 0, 4096);
     } else if (auto v = flag_value(args, i, "--up-to")) {
       up_to = parse_size("--up-to", *v);
     } else if (auto v = flag_value(args, i, "--out")) {
@@ -424,14 +436,13 @@ int table_command(const std::vector<std::string>& args, std::ostream& out) {
     } else if (auto v = flag_value(args, i, "--algorithms")) {
       named = parse_algorithms(*v);
     } else {
-      throw_unknown(
-          "model table", "option", args[i],
-          {"--ranks", "--per-host", "--profile", "--up-to", "--algorithms", "--out", "--help"});
+      throw_unknown("model table", "option", args[i],
+                    {"--ranks", "--per-host", "--profile", "--cores-per-host", "--up-to",
+                     "--algorithms", "--out", "--help"});
     }
   }
   if (ranks.empty()) throw UsageError("model table: --ranks is required");
-  const model::Profile profile =
-      profile_path ? model::read_profile(*profile_path) : model::default_profile();
+  const model::Profile profile = chosen_profile(profile_path, cores_per_host);
   collectives::AlgorithmTables tables;
   tables.source = "ringlet model table, profile: " + profile.name;
   for (const int n : ranks) {
