@@ -447,9 +447,12 @@ TEST_CASE("model table --cores-per-host writes the tables of hosts with that man
   std::ofstream(path) << R"({"cores_per_host": 0})";
   const auto file = ringlet_model(args + " --profile " + path.string());
   REQUIRE(file.status == 0);
-  CHECK(own.output == file.output);
+  // The tables (a sanitizer's warnings may come before them).
+  const auto tables = [](const std::string& output) { return output.substr(output.find("{\n")); };
+  CHECK(tables(own.output) == tables(file.output));
   const auto shared = ringlet_model(args);
   REQUIRE(shared.status == 0);
-  CHECK(own.output != shared.output);  // four ranks to a core move where the ring takes over
+  // Four ranks to a core move where the ring takes over.
+  CHECK(tables(own.output) != tables(shared.output));
   CHECK(ringlet_model("table --ranks 8 --cores-per-host x").status == 2);
 }
