@@ -467,9 +467,7 @@ int VirtualNetwork::ranks_on_core(int rank) const {
 }
 
 int VirtualNetwork::ranks_on_host(int rank) const {
-  return shape_.per_host > 0
-             ? std::min(shape_.per_host, shape_.ranks - shape_.first_rank(shape_.host_of(rank)))
-             : shape_.ranks;
+  return shape_.ranks_on_host(shape_.host_of(rank));
 }
 
 bool VirtualNetwork::oversubscribed(int rank) const {

@@ -26,6 +26,7 @@
 // bandwidth.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -54,6 +55,9 @@ struct NetworkShape {
   int host_of(int rank) const { return per_host > 0 ? rank / per_host : 0; }
   int first_rank(int host) const { return per_host > 0 ? host * per_host : 0; }
   int local_rank(int rank) const { return per_host > 0 ? rank % per_host : rank; }  // on its host
+  int ranks_on_host(int host) const {  // the last host may have fewer
+    return per_host > 0 ? std::min(per_host, ranks - first_rank(host)) : ranks;
+  }
 };
 
 class VirtualNetwork {

@@ -223,7 +223,7 @@ void print_header(const PredictOptions& o, const model::Profile& profile, std::o
   }
   out << "# profile: " << profile.name << "\n#   " << profile.summary() << "\n#   from "
       << profile.source << "\n";
-  const int ranks_on_host = o.per_host > 0 ? o.per_host : o.ranks;
+  const int ranks_on_host = shape.ranks_on_host(0);
   if (profile.cores_per_host > 0 && ranks_on_host > profile.cores_per_host) {
     out << (o.per_host > 0 ? "# each host's " : "# the host's ") << ranks_on_host
         << " ranks take turns on its " << profile.cores_per_host
