@@ -19,7 +19,9 @@ ensure_clang_asan() {
 # Sets build-fuzz up once (an interrupted setup is redone). Meson puts ccache in front of the
 # compilers it finds by itself, but not in front of CC and CXX given to it, so this build names
 # ccache itself: uncached it is the suite's longest build (ASan and UBSan's instrumentation
-# doubles the compile time; about 15 minutes on 2 cores).
+# doubles the compile time; about 15 minutes on 2 cores). Its ~100 test programs each link the
+# libraries whole: linked without position independence and with their line tables compressed
+# (which llvm-symbolizer reads), they take 30% less disk (2.7 GiB uncompressed, PIE).
 configure_clang_asan() {
   [ -f "$clang_asan_dir/build.ninja" ] && return 0
   rm -rf "$clang_asan_dir"
@@ -27,5 +29,6 @@ configure_clang_asan() {
   command -v ccache >/dev/null 2>&1 && launcher="ccache "
   CC="${launcher}clang" CXX="${launcher}clang++" "$MESON" setup "$clang_asan_dir" -Dfuzz=true \
     -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false \
-    -Doptimization=2 -Ddebug=false -Dtest_optimization=0 >/dev/null
+    -Doptimization=2 -Ddebug=false -Dtest_optimization=0 \
+    -Dcpp_link_args="-no-pie -Wl,--compress-debug-sections=zlib" >/dev/null
 }

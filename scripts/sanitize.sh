@@ -104,8 +104,10 @@ tsan() {
   # "CI time"); clang 14's TSan runtime crashes on test_default_tables, so GCC it is.
   if [ ! -f build-tsan/build.ninja ]; then
     rm -rf build-tsan
+    # Line tables compressed, as in build-fuzz (scripts/clang_asan.sh); TSan needs PIE.
     "$MESON" setup build-tsan -Db_sanitize=thread -Dcpp_args=-Wno-error=tsan -Dcuda=disabled \
-      -Db_lundef=false -Doptimization=1 -Ddebug=false >/dev/null || return 1
+      -Db_lundef=false -Doptimization=1 -Ddebug=false \
+      -Dcpp_link_args=-Wl,--compress-debug-sections=zlib >/dev/null || return 1
   fi
   echo "=== sanitize: not run under TSan (a 3-epoch training run, ~10x slower under TSan, passes"
   echo "    its 60 s limit): test_launch's \"kill -9 of a worker mid-epoch restarts and resumes\";"
