@@ -19,9 +19,9 @@ ensure_clang_asan() {
 # Sets build-fuzz up once (an interrupted setup is redone). Meson puts ccache in front of the
 # compilers it finds by itself, but not in front of CC and CXX given to it, so this build names
 # ccache itself: uncached it is the suite's longest build (ASan and UBSan's instrumentation
-# doubles the compile time; about 15 minutes on 2 cores). Its ~100 test programs each link the
-# libraries whole: linked without position independence and with their line tables compressed
-# (which llvm-symbolizer reads), they take 30% less disk (2.7 GiB uncompressed, PIE).
+# doubles the compile time; about 15 minutes on 2 cores). Its ~100 test programs each hold a
+# copy of the library code they use: linked without position independence and with their line
+# tables compressed (which llvm-symbolizer reads), they take 30% less disk (2.7 GiB before).
 configure_clang_asan() {
   [ -f "$clang_asan_dir/build.ninja" ] && return 0
   rm -rf "$clang_asan_dir"
