@@ -7,7 +7,10 @@
 #   free       nothing: where the scheduler puts it
 #   alternate  CPU r mod C: each rank's ring neighbours on other CPUs
 #   halves     CPU r / ceil(NP / C): neighbours on one CPU, but at the halves' edges
-# of the first C CPUs the process may use. Prints "PLACEMENT SIZE: out-of-place us, in-place us".
+# of the first C CPUs the process may use. Prints "PLACEMENT SIZE: out-of-place us, in-place us"
+# and, counted over half a second of the timed loops (/proc's counts of each rank's threads), the
+# context switches per all-reduce per rank: voluntary (the thread slept) and involuntary (it was
+# still runnable: a yield that ran another thread, or a preemption).
 # usage: bench/placed_ranks.sh PLACEMENT SIZE [NP=8] [C=2] [TRANSPORT=shm]
 # env:   BUILD_DIR (build), RINGLET_ALGO (ring)
 set -euo pipefail
@@ -63,9 +66,33 @@ for rank in "${!pids[@]}"; do
     halves) taskset -apc "${cpus[rank / per_cpu]}" "${pids[rank]}" > /dev/null ;;
   esac
 done
+# The switches of all ranks' threads so far: "voluntary involuntary".
+switches() {
+  local pid
+  for pid in "${pids[@]}"; do
+    cat "/proc/$pid"/task/*/status 2> /dev/null || true
+  done | awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2}
+    END {print v + 0, n + 0}'
+}
+sleep 1.2 # past the warm-up
+read -r vol0 inv0 < <(switches)
+t0=$(date +%s%N)
+sleep 0.5
+read -r vol1 inv1 < <(switches)
+t1=$(date +%s%N)
+counted=yes
+kill -0 "$top" 2> /dev/null || counted=no # the ranks ended within the window: their counts are gone
 if ! wait "$top"; then
   cat "$out" >&2
   exit 1
 fi
 row=$(grep -E '^ +[0-9]+ ' "$out" | awk '{print $6 " us, " $10 " us"}')
-echo "$placement $size: $row"
+if [ "$counted" = no ]; then
+  echo "$placement $size: $row; switches not counted (the run ended within the window)"
+  exit 0
+fi
+# Per all-reduce (the two columns' mean time) per rank, from the counts over the window.
+per_op=$(grep -E '^ +[0-9]+ ' "$out" | awk -v dv=$((vol1 - vol0)) -v di=$((inv1 - inv0)) \
+  -v np="$np" -v window=$((t1 - t0)) '{op = ($6 + $10) / 2e6; k = op / (window / 1e9) / np
+    printf "%.2f voluntary, %.2f involuntary switches per op per rank", dv * k, di * k}')
+echo "$placement $size: $row; $per_op"
