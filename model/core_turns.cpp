@@ -44,6 +44,7 @@ int CoreTurns::release(int rank) {
   const int next = queue_.front();
   queue_.pop_front();
   hand(core, next);
+  ++passed_;
   return next;
 }
 

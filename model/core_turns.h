@@ -11,6 +11,7 @@
 // third of the time (bench/RESULTS.md, 2026-12-05 "Turns").
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -31,6 +32,9 @@ class CoreTurns {
   // The rank gives its core up (nothing where it holds none). The rank queued first gets it:
   // that rank, now holding the core, or -1 where none is queued.
   int release(int rank);
+  // How many times a core passed straight from one rank to a queued one: the switches between
+  // runnable ranks an operating system counts as involuntary (bench/placed_ranks.sh counts them).
+  std::uint64_t turns_passed() const { return passed_; }
 
  private:
   int cores() const { return static_cast<int>(held_by_.size()); }
@@ -41,6 +45,7 @@ class CoreTurns {
   std::vector<int> core_;     // per rank: the core it holds or last held
   std::vector<int> held_by_;  // per core: the rank holding it, -1 where free
   std::deque<int> queue_;     // ranks waiting for a core, first come first
+  std::uint64_t passed_ = 0;
 };
 
 }  // namespace ringlet::model

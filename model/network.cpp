@@ -104,6 +104,12 @@ void VirtualNetwork::end_turn(int rank) {
   if (next >= 0) schedule(now_, shape_.first_rank(host) + next, nullptr);
 }
 
+std::uint64_t VirtualNetwork::turns_passed() const {
+  std::uint64_t passed = 0;
+  for (const CoreTurns& t : turns_) passed += t.turns_passed();
+  return passed;
+}
+
 // A link within a host whose CPUs move the bytes at a rate of their own (tcp loopback): there is
 // no wire, the kernel's copies and its stack's work on the cores at the two ends are the link.
 bool VirtualNetwork::cpus_are_wire(int from, int to) const {

@@ -115,6 +115,9 @@ class VirtualNetwork {
   double now() const { return now_; }  // the virtual clock, seconds
   std::uint64_t messages() const { return messages_; }
   std::uint64_t bytes() const { return bytes_; }
+  // Over all hosts, how many times a core passed from one rank to another that waited for it
+  // (0 where every rank has a core: core_turns.h).
+  std::uint64_t turns_passed() const;
 
  private:
   // A posted send or receive: its request (one allocation holds both: the request handed out

@@ -49,6 +49,7 @@ class Predictor {
   collectives::AlgorithmTable table(std::size_t low, std::size_t high);
 
   const std::vector<collectives::Algorithm>& algorithms() const { return algorithms_; }
+  int ranks() const { return shape_.ranks; }
   double wall_seconds() const { return wall_seconds_; }  // all simulations so far
 
  private:

@@ -264,6 +264,7 @@ SimResult simulate(const SimCase& c, const Profile& profile) {
   result.bytes = buffer;
   result.messages = network.messages();
   result.bytes_sent = network.bytes();
+  result.turns_passed = network.turns_passed();
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

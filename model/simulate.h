@@ -38,7 +38,10 @@ struct SimResult {
   std::size_t bytes = 0;  // the size simulated (SimCase::bytes rounded up)
   std::uint64_t messages = 0;
   std::uint64_t bytes_sent = 0;  // over all ranks
-  double wall_seconds = 0;       // the real time the simulation took
+  // Over all ranks: how many times a core passed from one rank to another that waited for it,
+  // where a host's ranks outnumber its cores (0 where each has one).
+  std::uint64_t turns_passed = 0;
+  double wall_seconds = 0;  // the real time the simulation took
 };
 
 // The algorithms the simulator runs for a collective on any network: every host algorithm of

@@ -30,14 +30,18 @@ TEST_CASE("core turns: with every core held a rank queues; the first queued gets
   CHECK_FALSE(turns.take(3));
   CHECK_FALSE(turns.take(2));
   CHECK_FALSE(turns.holds(3));
+  CHECK(turns.turns_passed() == 0);
   CHECK(turns.release(0) == 3);  // first come, first served: rank 3 gets rank 0's core
+  CHECK(turns.turns_passed() == 1);
   CHECK(turns.holds(3));
   CHECK(turns.core_of(3) == 0);
   CHECK_FALSE(turns.holds(0));
   CHECK(turns.release(1) == 2);
   CHECK(turns.core_of(2) == 1);
-  CHECK(turns.release(3) == -1);  // nobody queued: the core is free
-  CHECK(turns.take(0));           // and rank 0 takes its own again
+  CHECK(turns.turns_passed() == 2);
+  CHECK(turns.release(3) == -1);     // nobody queued: the core is free
+  CHECK(turns.turns_passed() == 2);  // and passed to nobody
+  CHECK(turns.take(0));              // and rank 0 takes its own again
   CHECK(turns.core_of(0) == 0);
   CHECK(turns.release(1) == -1);  // a rank that holds no core gives nothing up
   CHECK(turns.holds(2));

@@ -389,16 +389,19 @@ TEST_CASE("more ranks than cores: a receive that waited ends with a wake-up on a
   {
     model::VirtualNetwork net({2, 2}, p);
     CHECK(ping_pong(net) == doctest::Approx(2 * message + 2 * 10e-6).epsilon(1e-12));
+    CHECK(net.turns_passed() == 0);  // each found the core free: none passed to a rank waiting
   }
   p.cores_per_host = 2;
   {
     model::VirtualNetwork net({2, 2}, p);
     CHECK(ping_pong(net) == doctest::Approx(2 * message).epsilon(1e-12));
+    CHECK(net.turns_passed() == 0);
   }
   p.cores_per_host = 0;
   {
     model::VirtualNetwork net({2, 2}, p);
     CHECK(ping_pong(net) == doctest::Approx(2 * message).epsilon(1e-12));
+    CHECK(net.turns_passed() == 0);
   }
 }
 
@@ -547,6 +550,19 @@ TEST_CASE("every simulated algorithm runs at 1-9 ranks, flat and on hosts, the s
 // gap long enough for all of it, ranks taking turns on shared cores fell into one schedule or
 // another by the order of near-equal times: a ring of 1 MiB over 4 ranks on 2 cores took 1483 us,
 // and 1567 us with a message a float shorter.
+TEST_CASE("ranks that share cores: the turns passed from rank to rank, none with a core each") {
+  // 8 ranks on 2 cores: in each of the ring's 14 steps a rank gives its core up to wait, mostly
+  // to one queued for it; with a core per rank nobody queues.
+  model::SimCase c{model::Collective::all_reduce, Algorithm::ring, {8, 0}, 1 << 16};
+  model::Profile p = model::default_profile();
+  const model::SimResult shared = model::simulate(c, p);
+  CHECK(shared.turns_passed >= 8 * 7);
+  CHECK(shared.turns_passed <= 8 * 2 * 15);
+  CHECK(model::simulate(c, p).turns_passed == shared.turns_passed);  // the same twice
+  p.cores_per_host = 0;
+  CHECK(model::simulate(c, p).turns_passed == 0);
+}
+
 TEST_CASE("ranks that share cores: a collective a float shorter takes about as long") {
   const model::NetworkShape shapes[] = {{4, 0}, {8, 0}, {16, 8}};
   for (const model::NetworkShape shape : shapes) {

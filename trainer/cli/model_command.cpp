@@ -33,7 +33,9 @@ constexpr const char* kHelp =
     "all_gather ring, Bruck's, recursive doubling; for reduce_scatter ring, recursive halving)\n"
     "on a simulated network of N ranks, with the same code that runs over\n"
     "tcp, shm and rdma but no data, and prints each one's time and bus bandwidth (as nccl-tests\n"
-    "counts it), the fastest, and, at every power of two from --from to S, which\n"
+    "counts it), its messages, how many times a rank's core passed to another rank waiting for\n"
+    "it (turns/rank, where a host's ranks outnumber its cores; bench/placed_ranks.sh counts\n"
+    "the machine's), the fastest, and, at every power of two from --from to S, which\n"
     "is fastest at which size and where the tree stops beating the ring. Costs come from a\n"
     "profile (latency and bandwidth within a host and between hosts, whether CPUs copy the\n"
     "bytes, NICs and cores per host shared by its ranks, reduction and copy rates, the cache\n"
@@ -256,13 +258,14 @@ void print_grid(model::Predictor& predictor, const PredictOptions& o, std::ostre
 
 void print_table(model::Predictor& predictor, std::size_t size, std::ostream& out) {
   char line[160];
-  std::snprintf(line, sizeof line, "#%-15s %14s %12s %12s %10s\n", " algorithm", "time_us",
-                "busbw_GB/s", "messages", "wall_s");
+  std::snprintf(line, sizeof line, "#%-15s %14s %12s %12s %11s %10s\n", " algorithm", "time_us",
+                "busbw_GB/s", "messages", "turns/rank", "wall_s");
   out << line;
   for (const model::Prediction& p : predictor.all(size)) {
-    std::snprintf(line, sizeof line, " %-15s %14.2f %12.3f %12llu %10.2f\n",
+    const double turns = static_cast<double>(p.result.turns_passed) / predictor.ranks();
+    std::snprintf(line, sizeof line, " %-15s %14.2f %12.3f %12llu %11.1f %10.2f\n",
                   collectives::algorithm_name(p.algorithm), p.result.seconds * 1e6, p.bus_GBps,
-                  static_cast<unsigned long long>(p.result.messages), p.result.wall_seconds);
+                  static_cast<unsigned long long>(p.result.messages), turns, p.result.wall_seconds);
     out << line;
   }
   out << "# fastest at " << model::size_text(size) << ": "
