@@ -546,10 +546,6 @@ TEST_CASE("every simulated algorithm runs at 1-9 ranks, flat and on hosts, the s
   }
 }
 
-// Work on a core runs in the time its other bookings leave. Where each piece of work needed one
-// gap long enough for all of it, ranks taking turns on shared cores fell into one schedule or
-// another by the order of near-equal times: a ring of 1 MiB over 4 ranks on 2 cores took 1483 us,
-// and 1567 us with a message a float shorter.
 TEST_CASE("ranks that share cores: the turns passed from rank to rank, none with a core each") {
   // 8 ranks on 2 cores: in each of the ring's 14 steps a rank gives its core up to wait, mostly
   // to one queued for it; with a core per rank nobody queues.
@@ -563,6 +559,10 @@ TEST_CASE("ranks that share cores: the turns passed from rank to rank, none with
   CHECK(model::simulate(c, p).turns_passed == 0);
 }
 
+// Work on a core runs in the time its other bookings leave. Where each piece of work needed one
+// gap long enough for all of it, ranks taking turns on shared cores fell into one schedule or
+// another by the order of near-equal times: a ring of 1 MiB over 4 ranks on 2 cores took 1483 us,
+// and 1567 us with a message a float shorter.
 TEST_CASE("ranks that share cores: a collective a float shorter takes about as long") {
   const model::NetworkShape shapes[] = {{4, 0}, {8, 0}, {16, 8}};
   for (const model::NetworkShape shape : shapes) {
