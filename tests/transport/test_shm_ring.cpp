@@ -1,14 +1,17 @@
 // Where shm messages lie in the ring: a joined send is one frame, every payload starts 8-byte
 // aligned, a receive in place hands the message over where it lies (and is refused across the
 // ring's end), and a stream of messages goes back to the ring's start, behind a skip every way of
-// receiving steps over, unless a long message went round the ring since it last did.
+// receiving steps over, unless a long message went round the ring since it last did; a reader
+// that waits for a whole message sleeps until all of it is there.
 #include <doctest/doctest.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "connection_checks.h"
@@ -325,4 +328,44 @@ TEST_CASE(
     CHECK(std::equal(sent.begin(), sent.end(), large.begin()));
   }
   CHECK(p->b->bytes_received() == 1600 + 18 * 504);
+}
+
+TEST_CASE(
+    "shm ring: a reader waiting for a whole message sleeps while part of it is there, and wakes "
+    "when the rest is written") {
+  ShmRingControl control;
+  ShmRing::init(&control);
+  std::vector<std::byte> data(4096);
+  ShmRing writer(&control, data.data(), data.size()), reader(&control, data.data(), data.size());
+  const std::vector<unsigned char> message = pattern(1000, 9);
+  REQUIRE(writer.write_some(message.data(), 400) == 400);
+  CHECK(reader.wait_readable(std::chrono::microseconds(1000), 400));
+  CHECK_FALSE(reader.wait_readable(std::chrono::microseconds(1000), 1000));
+  CHECK(reader.wait_readable(std::chrono::microseconds(1000)));  // any byte: there at once
+
+  // The rest comes 200 ms later. A waiter that looked again whenever some bytes were there would
+  // spend those 200 ms on its core; this one sleeps through them.
+  std::thread late([&] {
+    std::this_thread::sleep_for(200ms);
+    writer.write_some(message.data() + 400, 600);
+  });
+  timespec cpu_before{}, cpu_after{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_before);
+  const auto wall_before = std::chrono::steady_clock::now();
+  const auto deadline = wall_before + kWait;
+  bool whole = false;
+  while (!whole && std::chrono::steady_clock::now() < deadline) {
+    whole = reader.wait_readable(std::chrono::microseconds(50000), 1000);
+  }
+  const auto wall = std::chrono::steady_clock::now() - wall_before;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_after);
+  late.join();
+  REQUIRE(whole);
+  CHECK(wall >= 150ms);
+  const double cpu_ms =
+      (cpu_after.tv_sec - cpu_before.tv_sec) * 1e3 + (cpu_after.tv_nsec - cpu_before.tv_nsec) / 1e6;
+  CHECK(cpu_ms < 50.0);
+  std::vector<unsigned char> out(1000);
+  REQUIRE(reader.read_some(out.data(), out.size()) == out.size());
+  CHECK(out == message);
 }

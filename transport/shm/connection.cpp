@@ -301,6 +301,13 @@ bool ShmConnection::skip_rewind() {
   return rx_.skip_to_start(sizeof frame + (frame & ~kRewound));
 }
 
+std::size_t ShmConnection::whole_frame_bytes() {
+  std::uint64_t frame = 0;
+  if (rx_.peek(&frame, sizeof frame) < sizeof frame) return sizeof frame;
+  if ((frame & kRewound) != 0) return sizeof frame + (frame & ~kRewound);
+  return frame_bytes(frame);
+}
+
 bool ShmConnection::try_recv_now(Op& op) {
   skip_rewind();
   std::uint64_t frame = 0;
@@ -346,7 +353,8 @@ void ShmConnection::drive_recv(Request* request, const core::Deadline* deadline)
         !skip_rewind() && rx_.peek(&frame, sizeof frame) == sizeof frame && frame > op.bytes;
     if (too_long || peer_closed() || deadline->expired()) return hand_back(std::move(op));
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline->remaining());
-    if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left)) &&
+    if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left),
+                           whole_frame_bytes()) &&
         peer_process_.exited()) {
       return hand_back(std::move(op));
     }
@@ -384,7 +392,8 @@ bool ShmConnection::recv_in_place(const InPlace& use, std::size_t max_bytes,
     }
     if (peer_closed() || deadline.expired()) return false;
     const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline.remaining());
-    if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left)) &&
+    if (!rx_.wait_readable(std::min<std::chrono::microseconds>(kSlice, left),
+                           whole_frame_bytes()) &&
         peer_process_.exited()) {
       return false;
     }

@@ -124,6 +124,9 @@ class ShmConnection : public Connection {
   // Steps over the skip a sender left to put its next message at the ring's start (a length
   // word with kRewound); true if there was one. The caller owns the ring's read end.
   bool skip_rewind();
+  // The readable bytes the next step of a reader that takes messages whole waits for: the
+  // length word, or the skip or frame it announces. The caller owns the ring's read end.
+  std::size_t whole_frame_bytes();
   // Writes one whole frame (length word, head, body, padding) if it all fits in the ring now;
   // false, nothing written, otherwise. The caller owns the ring's write end.
   bool try_write_frame(ConstBuffer head, ConstBuffer body);

@@ -208,8 +208,9 @@ std::size_t ShmRing::writable() const {
                                               control_->tail.load(std::memory_order_acquire));
 }
 
-bool ShmRing::wait_readable(std::chrono::microseconds max_wait) {
-  return wait_until_ready([this] { return readable() > 0; }, control_->data_seq,
+bool ShmRing::wait_readable(std::chrono::microseconds max_wait, std::size_t bytes) {
+  const std::size_t enough = std::clamp<std::size_t>(bytes, 1, capacity_);
+  return wait_until_ready([this, enough] { return readable() >= enough; }, control_->data_seq,
                           control_->consumer_sleeping, max_wait);
 }
 

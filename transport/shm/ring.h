@@ -90,10 +90,12 @@ class ShmRing {
   std::size_t readable() const;
   std::size_t writable() const;
 
-  // Waits until some data (wait_readable) or space (wait_writable) is there, at most about
-  // max_wait; returns whether it is. Callers loop, checking shutdown and peer liveness between
-  // calls, so a dead peer or a stopping connection is never waited on for long.
-  bool wait_readable(std::chrono::microseconds max_wait);
+  // Waits until at least `bytes` of data (wait_readable) or some space (wait_writable) is
+  // there, at most about max_wait; returns whether it is. Callers loop, checking shutdown and
+  // peer liveness between calls, so a dead peer or a stopping connection is never waited on for
+  // long. A reader that needs a whole message names its length: one that waited for any byte
+  // would find part of it there and look again at once, holding a core its writer may need.
+  bool wait_readable(std::chrono::microseconds max_wait, std::size_t bytes = 1);
   bool wait_writable(std::chrono::microseconds max_wait);
 
   // Wakes whoever sleeps on this ring (either side), e.g. on shutdown or when closing.
