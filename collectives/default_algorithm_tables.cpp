@@ -1,6 +1,7 @@
-// The default algorithm tables: `ringlet model table --ranks 2,3,4,5,6,7,8`'s output, as it
-// wrote it (regenerate with that command when the model or its default profile changes; the
-// test that compares them says so).
+// The default algorithm tables: `ringlet model table --ranks 2,3,4,5,6,7,8 --cores-per-host 2`'s
+// output, as it wrote it: the default profile on hosts of 2 cores, the VM its figures come from
+// (regenerate with that command when the model or its default profile changes; the test that
+// compares them says so).
 #include "collectives/default_algorithm_tables.h"
 
 #include <nlohmann/json.hpp>
@@ -9,7 +10,7 @@ namespace ringlet::collectives {
 namespace {
 
 constexpr const char* kTables = R"json(
-{"source": "ringlet model table --ranks 2,3,4,5,6,7,8 (the default profile)",
+{"source": "ringlet model table --ranks 2,3,4,5,6,7,8 --cores-per-host 2 (the default profile)",
  "all_reduce": {
   "2": [[131072, "rd"], [262144, "window"], [524288, "rd"], [0, "window"]],
   "3": [[32768, "rd"], [0, "window"]],

@@ -144,7 +144,9 @@ std::string Profile::summary() const {
 
 Profile default_profile() {
   Profile p;
-  p.name = "defaults (a 2-core VM: shm within a host, tcp loopback between hosts)";
+  p.name =
+      "defaults (a 2-core VM's links and rates: shm within a host, tcp loopback between hosts; a "
+      "core per rank)";
   p.source =
       "round figures of `ringlet model fit` on a 2-vCPU Intel Xeon VM (bench/RESULTS.md, "
       "2026-12-02)";
@@ -154,7 +156,10 @@ Profile default_profile() {
   p.intra.waiter_bytes = std::size_t{256} << 10;
   p.inter = {5.0, 3.2, true, 4.2, 4.7};
   p.nic_GBps = 3.2;
-  p.cores_per_host = 2;
+  // Hosts with a core per rank, as a cluster's hosts give their ranks (or their GPUs): the VM's
+  // own 2 cores, which its ranks take turns on, are what `ringlet model fit` records of it, and
+  // what the built-in algorithm tables were chosen for (`--cores-per-host 2`).
+  p.cores_per_host = 0;
   p.wakeup_us = 1.2;
   p.reduce_GBps = 3.9;
   p.copy_GBps = 5.2;

@@ -79,16 +79,22 @@ TEST_CASE("model predict with a profile file uses its figures") {
   CHECK(time_us(r.output, "ring") > 500 * 2 * 3);  // crosses hosts 3 times in each pass at least
 }
 
-// A host's cores: the profile's (the default's 2, which 8 ranks take turns on), or
-// --cores-per-host.
-TEST_CASE("model predict --cores-per-host gives each host that many cores, 0 a core per rank") {
+// A host's cores: the profile's (the default's: a core per rank), or --cores-per-host.
+TEST_CASE(
+    "model predict --cores-per-host gives each host that many cores, 0 (the default "
+    "profile's) a core per rank") {
   const std::string args = "predict --ranks 16 --per-host 8 --size 1M --no-sweep";
-  const auto shared = ringlet_model(args);
+  const auto shared = ringlet_model(args + " --cores-per-host 2");
   INFO(shared.output);
   REQUIRE(shared.status == 0);
   CHECK(contains(shared.output, "# each host's 8 ranks take turns on its 2 cores"));
-  const auto one_host = ringlet_model("predict --ranks 8 --size 64K --no-sweep");
+  const auto one_host = ringlet_model("predict --ranks 8 --size 64K --no-sweep --cores-per-host 2");
   CHECK(contains(one_host.output, "# the host's 8 ranks take turns on its 2 cores"));
+  const auto by_default = ringlet_model(args);
+  INFO(by_default.output);
+  REQUIRE(by_default.status == 0);
+  CHECK_FALSE(contains(by_default.output, "take turns"));
+  CHECK(contains(by_default.output, "a core per rank"));
   model::Profile p = model::default_profile();
   const auto ring = collectives::Algorithm::ring;
   for (const int cores : {8, 0}) {
@@ -102,6 +108,7 @@ TEST_CASE("model predict --cores-per-host gives each host that many cores, 0 a c
     CHECK(std::abs(time_us(own.output, "ring") - simulated_us(ring, 16, 8, 1 << 20, p)) <=
           0.005001);
     CHECK(time_us(own.output, "ring") < time_us(shared.output, "ring"));
+    CHECK(time_us(own.output, "ring") == time_us(by_default.output, "ring"));
   }
 }
 
@@ -450,8 +457,9 @@ TEST_CASE("model table --cores-per-host writes the tables of hosts with that man
   // The tables (a sanitizer's warnings may come before them).
   const auto tables = [](const std::string& output) { return output.substr(output.find("{\n")); };
   CHECK(tables(own.output) == tables(file.output));
-  const auto shared = ringlet_model(args);
+  const auto shared = ringlet_model(args + " --cores-per-host 2");
   REQUIRE(shared.status == 0);
+  CHECK(tables(own.output) == tables(ringlet_model(args).output));  // the default: a core each
   // Four ranks to a core move where the ring takes over.
   CHECK(tables(own.output) != tables(shared.output));
   CHECK(ringlet_model("table --ranks 8 --cores-per-host x").status == 2);

@@ -551,6 +551,7 @@ TEST_CASE("ranks that share cores: the turns passed from rank to rank, none with
   // to one queued for it; with a core per rank nobody queues.
   model::SimCase c{model::Collective::all_reduce, Algorithm::ring, {8, 0}, 1 << 16};
   model::Profile p = model::default_profile();
+  p.cores_per_host = 2;
   const model::SimResult shared = model::simulate(c, p);
   CHECK(shared.turns_passed >= 8 * 7);
   CHECK(shared.turns_passed <= 8 * 2 * 15);
@@ -565,17 +566,18 @@ TEST_CASE("ranks that share cores: the turns passed from rank to rank, none with
 // and 1567 us with a message a float shorter.
 TEST_CASE("ranks that share cores: a collective a float shorter takes about as long") {
   const model::NetworkShape shapes[] = {{4, 0}, {8, 0}, {16, 8}};
+  model::Profile p = model::default_profile();
+  p.cores_per_host = 2;
   for (const model::NetworkShape shape : shapes) {
     for (const std::size_t bytes : {std::size_t{1} << 18, std::size_t{1} << 20}) {
       CAPTURE(shape.ranks);
       CAPTURE(shape.per_host);
       CAPTURE(bytes);
       model::SimCase c{model::Collective::all_reduce, Algorithm::ring, shape, bytes};
-      const double whole = model::simulate(c, model::default_profile()).seconds;
+      const double whole = model::simulate(c, p).seconds;
       for (const std::size_t less : {4, 8, 4 * shape.ranks}) {
         c.bytes = bytes - less;
-        CHECK(model::simulate(c, model::default_profile()).seconds / whole ==
-              doctest::Approx(1).epsilon(0.01));
+        CHECK(model::simulate(c, p).seconds / whole == doctest::Approx(1).epsilon(0.01));
       }
     }
   }
