@@ -210,8 +210,11 @@ std::size_t ShmRing::writable() const {
 
 bool ShmRing::wait_readable(std::chrono::microseconds max_wait, std::size_t bytes) {
   const std::size_t enough = std::clamp<std::size_t>(bytes, 1, capacity_);
-  return wait_until_ready([this, enough] { return readable() >= enough; }, control_->data_seq,
-                          control_->consumer_sleeping, max_wait);
+  const auto ready = [this, enough] { return readable() >= enough; };
+  // Part of it is there: its writer is copying the rest in. Looking again between other
+  // threads' turns finds it without the wake-up a sleep would cost once it is all there.
+  if (readable() > 0) return spin_then_yield(ready);
+  return wait_until_ready(ready, control_->data_seq, control_->consumer_sleeping, max_wait);
 }
 
 bool ShmRing::wait_writable(std::chrono::microseconds max_wait) {
