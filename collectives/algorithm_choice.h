@@ -45,9 +45,10 @@ const char* algorithm_name(Algorithm algorithm);
 bool is_algorithm_name(const std::string& name);  // one of the names above
 // Whether `automatic` picks the algorithm on its own: every one but Rabenseifner's and the double
 // binary tree, which run where asked for or where a table names them (a model's tables do only
-// when made with them: `ringlet model table --algorithms`; the model prices them 0.6-0.8 of their
+// when made with them: `ringlet model table --algorithms`; the model priced them 0.6-0.8 of their
 // measured time past 1 MiB at 3-4 ranks on 2 cores, bench/RESULTS.md 2026-12-02 "auto from the
-// model").
+// model", and the tree 1.2-1.6x at 64 MiB on 4-8 ranks once shm readers stopped holding their
+// cores, 2026-12-06 "A message whole").
 bool automatic_picks(Algorithm algorithm);
 // Whether an op's fingerprint travels in a message of its own to each ring neighbour
 // (FingerprintExchange, fingerprint.h), as the rings check it (ring, hierarchical); every other
