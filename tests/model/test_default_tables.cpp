@@ -1,8 +1,8 @@
 // The communicator's built-in algorithm tables (collectives/default_algorithm_tables.cpp) are
 // the model's choice today: each world size's table is what `ringlet model table` computes under
 // the default profile on hosts of 2 cores (`--cores-per-host 2`, the VM its figures come from),
-// among the algorithms `auto` picks on its own. When the model or its
-// profile changes, this fails until the tables are regenerated with the command the file names.
+// among the algorithms `auto` picks on its own. When the model or its profile changes, this fails
+// until the tables are regenerated with the command the file names.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -563,7 +563,9 @@ TEST_CASE("ranks that share cores: the turns passed from rank to rank, none with
 // Work on a core runs in the time its other bookings leave. Where each piece of work needed one
 // gap long enough for all of it, ranks taking turns on shared cores fell into one schedule or
 // another by the order of near-equal times: a ring of 1 MiB over 4 ranks on 2 cores took 1483 us,
-// and 1567 us with a message a float shorter.
+// and 1567 us with a message a float shorter. With a core per rank the model still prices a ring
+// whose ranks' chunks differ by a float 1.42x one whose chunks are equal, where the machine shows
+// no such step (bench/RESULTS.md, 2026-12-06 "A message whole"): not checked here until mended.
 TEST_CASE("ranks that share cores: a collective a float shorter takes about as long") {
   const model::NetworkShape shapes[] = {{4, 0}, {8, 0}, {16, 8}};
   model::Profile p = model::default_profile();
