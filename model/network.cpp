@@ -188,9 +188,14 @@ VirtualNetwork::Reserved VirtualNetwork::reserve(int from, int to, std::size_t b
   const int hs = shape_.host_of(from), hd = shape_.host_of(to);
   const LinkCost& link = hs == hd ? profile_.intra : profile_.inter;
   double start = std::max(now_, f.link_free);
-  if (copied_whole(from, to, bytes)) {  // the receiver's copy out when it arrives (deliver)
+  if (copied_whole(from, to, bytes)) {
     f.link_free = book_core(from, start, copy_whole_seconds(from, bytes));
-    return {f.link_free, f.link_free, 0};
+    // The receiver's copy out. With a core per rank: on its core once the message is there and
+    // its receive posted (settle), after the work the core was given before (its own thread's, up
+    // to waiter_bytes, or the connection's, which shares its core). Where the ranks take turns on
+    // the cores: as it arrives, in the time the cores' other work leaves (deliver).
+    const double taking = oversubscribed(to) ? 0 : copy_whole_seconds(to, bytes);
+    return {f.link_free, f.link_free, taking};
   }
   // A link with times by size: those within the cache, the rates past it, in the shares of what
   // the host's ranks touch that fit it and miss it (with no cache given, the times by size).
@@ -304,7 +309,7 @@ void VirtualNetwork::deliver(int from, int to, std::size_t bytes, double left, d
   const LinkCost& link =
       shape_.host_of(from) == shape_.host_of(to) ? profile_.intra : profile_.inter;
   const double copy_out =
-      !in_place && copied_whole(from, to, bytes) ? copy_whole_seconds(to, bytes) : 0;
+      taking == 0 && !in_place && copied_whole(from, to, bytes) ? copy_whole_seconds(to, bytes) : 0;
   if (taking > 0) taking += on_cores / 2;  // all of it when the receive takes the message
   const double arrival = taking > 0 ? left
                          : on_cores > 0 || copy_out > 0

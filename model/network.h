@@ -14,16 +14,16 @@
 // Links are full duplex: s -> d and d -> s are two links. Ranks r * per_host .. are one host.
 // A rank's reductions and copies run on its core (a host's k-th rank on its core k mod
 // cores_per_host; a core of its own when the profile gives none per host; where the host's ranks
-// outnumber its cores, the core it holds in their turns: core_turns.h), and so do
-// both ends of a message on a link whose CPUs move the bytes: there a message also waits for the
-// core at each end, and holds it while the CPUs move the bytes (the wire may take longer); one
-// the link sends whole (shm, up to its in_place_bytes) is copied in on the sender's core, then
-// out on the receiver's; where the CPUs are the wire (tcp within a host), the sender's core moves
-// it out, then the receiver's moves it in once it is there.
-// On a host with more ranks
-// than cores, a receive that had to wait ends with a wake-up, spent on a core. Where a host's
-// ranks' buffers outgrow its cache, its cores move bytes at most at their share of its memory's
-// bandwidth.
+// outnumber its cores, the core it holds in their turns: core_turns.h), and so do both ends of a
+// message on a link whose CPUs move the bytes: there a message also waits for the core at each
+// end, and holds it while the CPUs move the bytes (the wire may take longer). One the link sends
+// whole (shm, up to its in_place_bytes) is copied in on the sender's core, then out on the
+// receiver's: with a core per rank once it is there and received, after the work that core was
+// given before; where ranks take turns on the cores, as it arrives. Where the CPUs are the wire
+// (tcp within a host), the sender's core moves it out, then the receiver's moves it in once it
+// is there. On a host with more ranks than cores, a receive that had to wait ends with a wake-up,
+// spent on a core. Where a host's ranks' buffers outgrow its cache, its cores move bytes at most
+// at their share of its memory's bandwidth.
 #pragma once
 
 #include <algorithm>
