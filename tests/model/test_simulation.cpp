@@ -598,7 +598,7 @@ void check_small_changes(const model::Profile& p, std::initializer_list<SizeChan
 
 }  // namespace
 
-TEST_CASE("ranks that share cores: a collective a float shorter takes about as long") {
+TEST_CASE("ranks that share cores: a collective a float shorter or longer takes about as long") {
   model::Profile p = model::default_profile();
   p.cores_per_host = 2;
   check_small_changes(p, {{-4, 0}, {-8, 0}, {0, -4}, {4, 0}});
