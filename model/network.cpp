@@ -159,13 +159,27 @@ double VirtualNetwork::past_last_level_slowing(int rank) const {
 // A message the receiving rank's own thread copies out (up to waiter_bytes) goes through the last
 // level the ranks' copies find (last_level_bytes; cache_bytes where not given): the sender's core
 // writes it, the receiver's reads it. A longer one, copied out by the connection's thread, through
-// the cache two ranks' exchanges find (cache_bytes) for ranks with a core each, and for ranks that
-// take turns on the cores their share of a core's own cache; all of it without either.
+// the cache two ranks' exchanges find (cache_bytes): for ranks with a core each, what they all
+// touch; for ranks that take turns on the cores, what a step touches (step_cache_missed). Without
+// that cache, the rank's share of a core's own; all of it without either.
 double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
   const bool own_thread = bytes <= profile_.intra.waiter_bytes;
   if (own_thread && profile_.last_level_bytes > 0) return last_level_missed(rank);
-  if (profile_.cache_bytes > 0 && (!oversubscribed(rank) || own_thread)) return cache_missed(rank);
+  if (profile_.cache_bytes > 0) {
+    return oversubscribed(rank) && !own_thread ? step_cache_missed() : cache_missed(rank);
+  }
   return core_cache_share(rank) > 0 ? core_cache_missed(rank) : 1;
+}
+
+// The share of what a step of the collective touches on all of a host's ranks that the cache two
+// ranks' exchanges find (cache_bytes) does not hold. A ring's step: a chunk in, out and received
+// on each rank, what one rank touches in the whole collective (touched_bytes). Ranks that take
+// turns on the cores hand a message's lines from one turn to the next within it: the ring of 4
+// ranks on 2 CPUs slows past 2 MiB (3 x 2 MiB touched, the 6 MiB a fit finds there), not where
+// its messages pass waiter_bytes (bench/RESULTS.md, 2026-12-06 "A step's lines").
+double VirtualNetwork::step_cache_missed() const {
+  const double cache = static_cast<double>(profile_.cache_bytes), step = touched_bytes();
+  return step > cache ? 1 - cache / step : 0;
 }
 
 // The share of a message on the link from -> to that misses the cache its times by size were

@@ -190,6 +190,7 @@ class VirtualNetwork {
   double copy_whole_seconds(int rank, std::size_t bytes) const;
   double past_last_level_slowing(int rank) const;
   double copies_missed(int rank, std::size_t bytes) const;
+  double step_cache_missed() const;
   double core_cache_missed(int rank) const;
   double last_level_missed(int rank) const;
   double link_cache_missed(int from, int to) const;

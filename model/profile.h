@@ -78,9 +78,9 @@ struct LinkCost {
   // With in_place_bytes: the longest message the receiving rank's own thread copies out (shm:
   // 256 KiB; a longer one, the connection's progress thread). Such a message's copies are priced
   // within the last level the ranks' copies find (last_level_bytes, else cache_bytes), whether
-  // or not the host's ranks take turns on its cores; a longer one's within cache_bytes with a
-  // core per rank, else within the rank's share of its core's own cache. 0: every one as a
-  // longer one.
+  // or not the host's ranks take turns on its cores; a longer one's within cache_bytes (what the
+  // host's ranks touch with a core per rank; where they take turns, what a step touches), else
+  // within the rank's share of its core's own cache. 0: every one as a longer one.
   std::size_t waiter_bytes = 0;
   double seconds(std::size_t bytes) const;  // latency + bytes / bandwidth
   // The one-CPU time of a message to a rank whose core `sharing` ranks share: up to two,

@@ -121,9 +121,18 @@ TEST_CASE("over shm, a message sent whole is copied in, then out: each way at on
   p.cores_per_host = 1;
   p.core_cache_bytes = 2 << 20;
   CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + line)).epsilon(1e-9));
-  // Its share of that core's cache smaller than the 768 KiB it touches: each copy the whole line.
+  // Its share of that core's cache smaller than the 768 KiB it touches: the cache two ranks'
+  // exchanges find still holds what a step touches (3 x 256 KiB), each copy half the line.
   p.core_cache_bytes = 1 << 20;
+  CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + line)).epsilon(1e-9));
+  // That cache a third of it: two thirds missed, each copy five sixths of the line.
+  p.cache_bytes = bytes;
+  CHECK(messages(p, bytes, bytes, true) ==
+        doctest::Approx(2 * (2e-6 + line * (1.0 / 3 + 2 * 2.0 / 3))).epsilon(1e-9));
+  // Without that cache, its share of the core's: each copy the whole line.
+  p.cache_bytes = 0;
   CHECK(messages(p, bytes, bytes, true) == doctest::Approx(2 * (2e-6 + 2 * line)).epsilon(1e-9));
+  p.cache_bytes = 8 << 20;
   // A message its receiver's own thread reads (up to waiter_bytes): its copies within the last
   // level, which holds what both ranks touch, as for ranks with a core each.
   p.intra.waiter_bytes = bytes;
