@@ -613,8 +613,9 @@ TEST_CASE("ranks with a core each: a collective a float shorter or longer takes 
 // A fit's caches (as `ringlet model fit` found them on a 2-vCPU VM): a message up to waiter_bytes
 // is copied out by its receiver's own thread, a longer one by the connection's. Ranks taking turns
 // on the cores priced the latter past their share of a core's cache, so a ring of 4 ranks cost
-// 1.24x more at 1 MiB + 16 bytes than at 1 MiB (its chunks a float past 256 KiB), and 8 ranks
-// 1.30x at 2 MiB + 32; the machine measured the two sizes alike.
+// 1.65x more here at 1 MiB + 16 bytes than at 1 MiB (its chunks a float past 256 KiB), and 8
+// ranks 1.52x at 2 MiB + 32 (under a fit's figures, 1.24x and 1.30x); the machine measures the
+// two sizes alike (bench/RESULTS.md, 2026-12-06 "A step's lines").
 TEST_CASE("ranks that share cores: a message a float past what its receiver reads itself") {
   model::Profile p = model::default_profile();
   p.cores_per_host = 2;
