@@ -14,6 +14,9 @@ namespace {
 // A rank program's stack: the algorithms' frames, an exception's message and its unwinding.
 constexpr std::size_t kStackBytes = 256 * 1024;
 
+// The share of `working` bytes that a cache of `held` bytes does not hold.
+double share_past(double working, double held) { return working > held ? 1 - held / working : 0; }
+
 }  // namespace
 
 VirtualNetwork::VirtualNetwork(NetworkShape shape, Profile profile)
@@ -178,8 +181,7 @@ double VirtualNetwork::copies_missed(int rank, std::size_t bytes) const {
 // ranks on 2 CPUs slows past 2 MiB (3 x 2 MiB touched, the 6 MiB a fit finds there), not where
 // its messages pass waiter_bytes (bench/RESULTS.md, 2026-12-06 "A step's lines").
 double VirtualNetwork::step_cache_missed() const {
-  const double cache = static_cast<double>(profile_.cache_bytes), step = touched_bytes();
-  return step > cache ? 1 - cache / step : 0;
+  return share_past(touched_bytes(), static_cast<double>(profile_.cache_bytes));
 }
 
 // The share of a message on the link from -> to that misses the cache its times by size were
@@ -532,15 +534,14 @@ int VirtualNetwork::busy_cores(int rank) const {
 double VirtualNetwork::last_level_missed(int rank) const {
   const double working = touched_bytes() * ranks_on_host(rank);
   const auto level = static_cast<double>(profile_.last_level_bytes);
-  return level > 0 && working > level ? 1 - level / working : 0;
+  return level > 0 ? share_past(working, level) : 0;
 }
 
 // The share of what the rank's host's ranks touch that its last-level cache does not hold (all
 // of it where the profile gives no cache).
 double VirtualNetwork::cache_missed(int rank) const {
-  const double working = touched_bytes() * ranks_on_host(rank);
-  const auto cache = static_cast<double>(profile_.cache_bytes);
-  return working > cache ? 1 - cache / working : 0;
+  return share_past(touched_bytes() * ranks_on_host(rank),
+                    static_cast<double>(profile_.cache_bytes));
 }
 
 // The memory a rank touches in a collective: its input, its output and what it receives into
