@@ -8,8 +8,9 @@ seconds and the machine's load moves over minutes, so each round's figures are p
 fit of the same minutes. Prints one table: measured median
 (of the rounds; each round's time the mean of the in-place and out-of-place ones), the rounds'
 spread (the slowest / the fastest: how far the measurement agrees with itself), predicted (the
-median of the rounds' profiles' predictions), predicted / measured, and whether that is within
-25%; then round by round, the median of each round's prediction over that round's time, and
+median of the rounds' profiles' predictions), the fits' spread (the rounds' largest prediction /
+their smallest: how far the fits agree with each other), predicted / measured, and whether that is
+within 25%; then round by round, the median of each round's prediction over that round's time, and
 whether that is within 25% (where the load moved between rounds, the medians of the two columns
 before can come from different rounds).
 
@@ -215,18 +216,18 @@ def placement_cells(placements, t, n, rounds):
 
 
 def report(args, times, fits, placements=None):
-    """Each row: the measured median against the median of what each round's profiles predict,
-    and each round's prediction against that round's time (the median of those ratios); with
-    placements, where each round's fit and measurement ran, and the rows within 25% over the
-    rounds whose two ran in one placement."""
+    """Each row: the measured median against the median of what each round's profiles predict
+    (and how far those predictions spread), and each round's prediction against that round's
+    time (the median of those ratios); with placements, where each round's fit and measurement
+    ran, and the rows within 25% over the rounds whose two ran in one placement."""
     rounds = max(len(us) for us in times.values())
     monitored = placements is not None
     print(f"| transport | ranks | bytes | measured us (median of {rounds}) | rounds' spread "
-          "| predicted us (median) | predicted / measured | within 25% "
+          "| predicted us (median) | fits' spread | predicted / measured | within 25% "
           "| round by round, median ratio | within 25% |"
           + (" placements (fit, run) |" if monitored else ""))
-    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if monitored else ""))
-    within = paired = steady = matched_rows = matched_within = 0
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if monitored else ""))
+    within = paired = steady = agreed = matched_rows = matched_within = 0
     for (t, n, size), us in sorted(times.items()):
         measured = statistics.median(us)
         spread = max(us) / min(us)
@@ -234,6 +235,8 @@ def report(args, times, fits, placements=None):
         per_host = 2 if t == "hosts" else 0
         each = [predict(args.build, n, size, fit[t], per_host) for fit in fits]
         predicted = statistics.median(each)
+        fits_spread = max(each) / min(each)
+        agreed += fits_spread <= 1.25
         ratio = predicted / measured
         # A run kept with one set of profiles: that set predicts every round.
         ratios = [p / m for p, m in zip(each * len(us), us)]  # each round's
@@ -246,14 +249,16 @@ def report(args, times, fits, placements=None):
             matched_rows += 1
             matched_within += abs(statistics.median(ratios[r] for r in same) - 1) <= 0.25
         print(f"| {t} | {'2 x 2' if per_host else n} | {size} | {measured:.1f} | {spread:.2f} "
-              f"| {predicted:.1f} | {ratio:.2f} | {'yes' if ok else 'no'} | {by_round:.2f} "
-              f"| {'yes' if ok_paired else 'no'} |" + (f" {where} |" if monitored else ""))
+              f"| {predicted:.1f} | {fits_spread:.2f} | {ratio:.2f} | {'yes' if ok else 'no'} "
+              f"| {by_round:.2f} | {'yes' if ok_paired else 'no'} |"
+              + (f" {where} |" if monitored else ""))
     print(f"\n{within} of {len(times)} rows within 25% (the predictions' median against the "
           "measured median)")
     print(f"{paired} of {len(times)} rows within 25% round by round (the median of each round's "
           "prediction against its time)")
     print(f"{steady} of {len(times)} rows whose rounds (the slowest / the fastest) are within 25% "
           "of each other")
+    print(f"{agreed} of {len(times)} rows whose rounds' fits predict within 25% of each other")
     if monitored:
         print(f"{matched_within} of {matched_rows} rows within 25% over the rounds whose fit and "
               "measurement ran in one placement (the rows with such a round)")

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """bench/model_check.py --replay on made-up kept runs (a `meson test`): a row's prediction is the
-median of what each round's profiles predict (two rounds: their mean), its round-by-round ratio
-the median of each round's prediction over that round's time, a run kept with one set of
-profiles (by file name, before the fit was repeated each round) is predicted with it, one kept
-with the placements shows each round's and counts the rows over the rounds whose fit and
-measurement ran in one placement, and a times.json that is not a kept run, or holds no profiles,
-is an error that says so.
+median of what each round's profiles predict (two rounds: their mean), the fits' spread the largest
+of those over the smallest, its round-by-round ratio the median of each round's prediction over
+that round's time, a run kept with one set of profiles (by file name, before the fit was repeated
+each round) is predicted with it, one kept with the placements shows each round's and counts the
+rows over the rounds whose fit and measurement ran in one placement, and a times.json that is not
+a kept run, or holds no profiles, is an error that says so.
 
 usage: model_check_replay.py BUILD_ROOT SOURCE_ROOT
 """
@@ -38,10 +38,11 @@ def replay(source, build, folder):
 
 
 def row_cell(output, column):
-    """A cell of the table's one row: 6 the predicted us, 9 the round-by-round ratio."""
+    """A cell of the table's one row: 6 the predicted us, 7 the fits' spread, 10 the round-by-round
+    ratio."""
     for line in output.splitlines():
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) > 9 and cells[1] == "shm" and cells[3] == str(BYTES):
+        if len(cells) > 10 and cells[1] == "shm" and cells[3] == str(BYTES):
             return float(cells[column])
     return None
 
@@ -82,8 +83,14 @@ def main():
                   f"us ({got}){shown(r, ok)}")
         check(re.search(r"\| 120\.0 \| 1\.40 \|", r.stdout) is not None,
               "measured: the median of the rounds, 120.0 us, their spread 1.40")
+        got = row_cell(r.stdout, 7)
+        check(got is not None and abs(got - b / a) <= 0.006,
+              f"the fits' spread: the slower round's prediction over the faster's, {b / a:.2f} "
+              f"({got})")
+        check("0 of 1 rows whose rounds' fits predict within 25% of each other" in r.stdout,
+              "the fits a quarter of the bandwidth apart: the row is not counted as agreeing")
         paired = (a / 100 + b / 140) / 2
-        got = row_cell(r.stdout, 9)
+        got = row_cell(r.stdout, 10)
         check(got is not None and abs(got - paired) <= 0.006,
               f"round by round: each round's prediction against its time, the median (of two, "
               f"their mean) {paired:.3f} ({got})")
