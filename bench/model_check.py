@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""The model against measurement, in one sitting: in each round `ringlet model fit` measures this
-machine, then all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model simulates the algorithm
-that ran) at 2, 4 and 8 local ranks over shm and over tcp, 64 KiB - 64 MiB; `ringlet model
-predict` simulates each row with each round's fitted profile (for tcp, the profile's link within
-the host is the tcp one), in place and out of place, as the row measures both. A fit takes
-seconds and the machine's load moves over minutes, so each round's figures are predicted from a
-fit of the same minutes. Prints one table: measured median
+"""The model against measurement, in one sitting: in each round, for each transport, `ringlet
+model fit` measures this machine, then all_reduce_perf runs the ring (RINGLET_ALGO=ring: the model
+simulates the algorithm that ran) at 2, 4 and 8 local ranks over it (shm, then tcp), 64 KiB -
+64 MiB; `ringlet model predict` simulates each row with the profile fitted right before its runs
+(for tcp, the profile's link within the host is the tcp one), in place and out of place, as the
+row measures both. A fit takes forty seconds and the machine's load moves over minutes, so each
+row is predicted from a fit of the same minute. Prints one table: measured median
 (of the rounds; each round's time the mean of the in-place and out-of-place ones), the rounds'
 spread (the slowest / the fastest: how far the measurement agrees with itself), predicted (the
 median of the rounds' profiles' predictions), the fits' spread (the rounds' largest prediction /
@@ -136,32 +136,33 @@ def predict_ring(build, ranks, size, profile, per_host, extra):
     raise RuntimeError("no ring row in:\n" + out)
 
 
-def profiles(build, folder):
-    """The fitted profile, and the same with tcp as the link within a host."""
-    shm = os.path.join(folder, "shm.json")
-    fit = subprocess.run([os.path.join(build, "trainer", "ringlet"), "model", "fit", "--out", shm],
+def fit_machine(build, folder, transport):
+    """This machine's fitted profile, for `transport`'s rows: for tcp, the profile's link within
+    a host is its tcp one."""
+    path = os.path.join(folder, f"{transport}.json")
+    fit = subprocess.run([os.path.join(build, "trainer", "ringlet"), "model", "fit", "--out", path],
                          capture_output=True, text=True, timeout=300, check=True).stdout
     print(fit)
-    with open(shm) as f:
-        p = json.load(f)
-    p["intra"] = p["inter"]
-    tcp = os.path.join(folder, "tcp.json")
-    with open(tcp, "w") as f:
-        json.dump(p, f)
-    return {"shm": shm, "tcp": tcp}
+    if transport == "tcp":
+        with open(path) as f:
+            p = json.load(f)
+        p["intra"] = p["inter"]
+        with open(path, "w") as f:
+            json.dump(p, f)
+    return path
 
 
 def can_build_hosts():
     return os.geteuid() == 0 and shutil.which("ip") and shutil.which("tc")
 
 
-def fit_round(args, folder, transports, hosts, ports):
-    """This round's profiles (in `folder`): the machine's, and the namespaces' link if measured."""
+def fit_for(args, folder, transport, hosts, ports):
+    """The profile (in `folder`) that predicts `transport`'s rows, fitted right before its runs:
+    the machine's, or for hosts the namespaces' link."""
     os.makedirs(folder, exist_ok=True)
-    profile = profiles(args.build, folder)
-    if "hosts" in transports:
-        profile["hosts"] = fit_hosts(hosts, args.build, ports, folder)
-    return profile
+    if transport == "hosts":
+        return fit_hosts(hosts, args.build, ports, folder)
+    return fit_machine(args.build, folder, transport)
 
 
 def timed(spans, key, step):
@@ -173,30 +174,28 @@ def timed(spans, key, step):
 
 
 def measure_all(args, ranks, transports, folder, hosts, ports):
-    """{(transport, ranks, size): [us per round]}, the rounds interleaved, each round's
-    profiles: a fit right before each round, so that a row's figures and the profiles that
-    predict it come from the same minutes (the machine's load moves both); and when each ran,
-    {"fit": [span per round], (transport, ranks): [span per round]}."""
+    """{(transport, ranks, size): [us per round]}, the rounds interleaved, and each round's
+    profiles: in each round, a fit right before each transport's runs predicts them, so that a
+    row's figures and the profile that predicts it come from the same minute (the machine's load
+    moves both, and a fit at the round's start was minutes from its tcp runs); and when each ran,
+    {("fit", transport): [span per round], (transport, ranks): [span per round]}."""
     times, fits, spans = {}, [], {}
     for r in range(args.rounds):
-        fits.append(timed(spans, "fit", lambda: fit_round(
-            args, os.path.join(folder, f"round{r + 1}"), transports, hosts, ports)))
+        fit, where = {}, os.path.join(folder, f"round{r + 1}")
         for t in transports:
-            if t == "hosts":
-                swept = timed(spans, (t, 4), lambda: measure_hosts(hosts, args.build, ports))
-                for size, us in swept.items():
-                    times.setdefault((t, 4, size), []).append(us)
-                continue
-            for n in ranks:
-                swept = timed(spans, (t, n), lambda: measure(args.build, n, t))
+            fit[t] = timed(spans, ("fit", t), lambda: fit_for(args, where, t, hosts, ports))
+            for n in [4] if t == "hosts" else ranks:
+                swept = timed(spans, (t, n), lambda: measure_hosts(hosts, args.build, ports)
+                              if t == "hosts" else measure(args.build, n, t))
                 for size, us in swept.items():
                     times.setdefault((t, n, size), []).append(us)
+        fits.append(fit)
     return times, fits, spans
 
 
 def placements_of(spans, samples):
-    """{"fit": [label per round], (transport, ranks): [label per round]}: n near, a apart,
-    m mixed, ? unknown; None without a monitor."""
+    """{("fit", transport): [label per round], (transport, ranks): [label per round]}: n near,
+    a apart, m mixed, ? unknown; None without a monitor."""
     if samples is None:
         return None
     letter = {"near": "n", "apart": "a", "mixed": "m"}
@@ -209,7 +208,9 @@ def placement_cells(placements, t, n, rounds):
     are one placement (near or apart, not mixed); ("", all rounds) without a monitor."""
     if placements is None:
         return "", list(range(rounds))
-    fit, run = placements.get("fit", []), placements.get((t, n), [])
+    # A run kept before each transport had its own fit has one "fit" for all.
+    fit = placements.get(("fit", t), placements.get("fit", []))
+    run = placements.get((t, n), [])
     pairs = [(fit[r] if r < len(fit) else "?") + (run[r] if r < len(run) else "?")
              for r in range(rounds)]
     return " ".join(pairs), [r for r, p in enumerate(pairs) if p in ("nn", "aa")]
@@ -317,8 +318,9 @@ def keep(folder, fits, times, placements):
     rounds = [{t: os.path.relpath(path, folder) for t, path in fit.items()} for fit in fits]
     kept = {"profiles": rounds, "rows": rows}
     if placements is not None:
-        kept["placements"] = [{"transport": k[0], "ranks": k[1], "rounds": v} if k != "fit"
-                              else {"fit": v} for k, v in placements.items()]
+        kept["placements"] = [{"fit": v, "transport": k[1]} if k[0] == "fit"
+                              else {"transport": k[0], "ranks": k[1], "rounds": v}
+                              for k, v in placements.items()]
     with open(os.path.join(folder, "times.json"), "w") as f:
         json.dump(kept, f, indent=1)
 
@@ -337,14 +339,22 @@ def load(folder):
         times = {(r["transport"], r["ranks"], r["bytes"]): r["us"] for r in kept["rows"]}
         placements = None
         if "placements" in kept:  # kept by a sitting that monitored them
-            placements = {("fit" if "fit" in p else (p["transport"], p["ranks"])):
-                          (p["fit"] if "fit" in p else p["rounds"]) for p in kept["placements"]}
+            placements = {placement_key(p): p["fit"] if "fit" in p else p["rounds"]
+                          for p in kept["placements"]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         sys.exit(f"model_check: --replay {folder}: {path} is not a kept run ({e})")
     if not times or not fits:
         sys.exit(f"model_check: --replay {folder}: {path} has no "
                  f"{'rows' if not times else 'profiles'}")
     return fits, times, placements
+
+
+def placement_key(kept):
+    """A kept placement's key: ("fit", transport), "fit" (kept when one fit served every
+    transport) or (transport, ranks)."""
+    if "fit" in kept:
+        return ("fit", kept["transport"]) if "transport" in kept else "fit"
+    return (kept["transport"], kept["ranks"])
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 median of what each round's profiles predict (two rounds: their mean), the fits' spread the largest
 of those over the smallest, its round-by-round ratio the median of each round's prediction over
 that round's time, a run kept with one set of profiles (by file name, before the fit was repeated
-each round) is predicted with it, one kept with the placements shows each round's and counts the
-rows over the rounds whose fit and measurement ran in one placement, and a times.json that is not
-a kept run, or holds no profiles, is an error that says so.
+each round) is predicted with it, one kept with the placements shows each round's (of the fit
+beside the row's transport where each had its own) and counts the rows over the rounds whose fit
+and measurement ran in one placement, keep() then load() gives back what was kept, and a
+times.json that is not a kept run, or holds no profiles, is an error that says so.
 
 usage: model_check_replay.py BUILD_ROOT SOURCE_ROOT
 """
@@ -50,6 +51,23 @@ def row_cell(output, column):
 def shown(result, ok):
     """The replay's output, under a failed check only."""
     return "" if ok else f"\n{result.stdout}{result.stderr}"
+
+
+def round_trip(source, tmp):
+    """keep() then load(): the profiles, times and each transport's fit's placements come back."""
+    sys.path.insert(0, os.path.join(source, "bench"))
+    import model_check
+    folder = os.path.join(tmp, "kept")
+    os.makedirs(folder)
+    fits = [{"shm": os.path.join(folder, "round1", "shm.json"),
+             "tcp": os.path.join(folder, "round1", "tcp.json")}]
+    times = {("shm", 2, 65536): [10.0], ("tcp", 2, 65536): [30.0]}
+    placements = {("fit", "shm"): ["n"], ("fit", "tcp"): ["a"], ("shm", 2): ["n"],
+                  ("tcp", 2): ["m"]}
+    model_check.keep(folder, fits, times, placements)
+    back = model_check.load(folder)
+    check(back == (fits, times, placements),
+          f"keep then load gives back what was kept: {back} against {(fits, times, placements)}")
 
 
 def write(path, value):
@@ -113,6 +131,19 @@ def main():
                       "in one placement" in r.stdout)
             check(ok, f"fits {fit_at}, runs {run_at}: the row shows {cell!r}, and {counted} rows "
                       f"count{shown(r, ok)}")
+        # Kept with a fit beside each transport's runs: a row's cells are its own transport's
+        # fit's placements (tcp's here would show "an aa" and count 0 of 1).
+        write(os.path.join(placed, "times.json"),
+              {"profiles": [{"shm": "round1/shm.json"}, {"shm": "round2/shm.json"}],
+               "rows": [dict(rows[0], us=[a, 3 * b])],
+               "placements": [{"fit": ["n", "n"], "transport": "shm"},
+                              {"fit": ["a", "a"], "transport": "tcp"},
+                              {"transport": "shm", "ranks": RANKS, "rounds": ["n", "a"]}]})
+        r = replay(source, build, placed)
+        ok = (r.returncode == 0 and "| nn na |" in r.stdout
+              and "1 of 1 rows within 25% over the rounds whose fit" in r.stdout)
+        check(ok, f"a fit per transport: the shm row shows its own fit's placements{shown(r, ok)}")
+        round_trip(source, tmp)
         r = replay(source, build, each)
         check("placements (fit, run)" not in r.stdout and "one placement" not in r.stdout,
               "a run kept without placements shows none")
