@@ -31,7 +31,7 @@ counts the rows within 25% over the rounds whose fit and measurement ran in one 
 placements to DIR; --replay DIR predicts those rows again, with no fit and no measurement (to
 compare two builds' models on one sitting).
 
-usage: bench/model_check.py [--rounds N (default 3)] [--build DIR] [--ranks 2,4,8]
+usage: bench/model_check.py [--rounds N (default 5)] [--build DIR] [--ranks 2,4,8]
            [--transports shm,tcp,hosts] [--rate 2gbit] [--keep DIR | --replay DIR]
 """
 import argparse
@@ -267,7 +267,7 @@ def report(args, times, fits, placements=None):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--build", default="build")
     parser.add_argument("--ranks", default="2,4,8")
     parser.add_argument("--transports", default=None,
