@@ -173,6 +173,14 @@ def timed(spans, key, step):
     return result
 
 
+def sweep(args, transport, ranks, hosts, ports):
+    """{size: us} for one transport at one rank count: the 2x2 netns hosts for "hosts", else
+    ranks local processes."""
+    if transport == "hosts":
+        return measure_hosts(hosts, args.build, ports)
+    return measure(args.build, ranks, transport)
+
+
 def measure_all(args, ranks, transports, folder, hosts, ports):
     """{(transport, ranks, size): [us per round]}, the rounds interleaved, and each round's
     profiles: in each round, a fit right before each transport's runs predicts them, so that a
@@ -185,8 +193,7 @@ def measure_all(args, ranks, transports, folder, hosts, ports):
         for t in transports:
             fit[t] = timed(spans, ("fit", t), lambda: fit_for(args, where, t, hosts, ports))
             for n in [4] if t == "hosts" else ranks:
-                swept = timed(spans, (t, n), lambda: measure_hosts(hosts, args.build, ports)
-                              if t == "hosts" else measure(args.build, n, t))
+                swept = timed(spans, (t, n), lambda: sweep(args, t, n, hosts, ports))
                 for size, us in swept.items():
                     times.setdefault((t, n, size), []).append(us)
         fits.append(fit)
